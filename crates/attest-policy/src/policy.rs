@@ -1,0 +1,51 @@
+use crate::{Action, Decision, PolicyError, Risk, Verdict};
+
+/// Turns an action into a verdict. Pure: no I/O, no clock, the same answer every time.
+pub trait Policy: Send + Sync {
+    /// Decides `action`. An error means "could not decide", and the action must not run.
+    fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError>;
+}
+
+/// Rule R4 alone: low and medium risk act, high and very high ask.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RiskTierPolicy;
+
+impl Policy for RiskTierPolicy {
+    fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError> {
+        let tier = action.base_risk();
+        let decision = match tier {
+            Risk::Low | Risk::Medium => Decision::Act,
+            Risk::High | Risk::VeryHigh => Decision::Ask,
+        };
+        let reason = format!(
+            "{} risk ({}.{}): {}",
+            tier,
+            action.system,
+            action.verb,
+            if decision == Decision::Act {
+                "acts"
+            } else {
+                "asks a person"
+            }
+        );
+        Ok(Verdict::new(decision, tier, "R4", reason))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Verb;
+
+    #[test]
+    fn low_and_medium_act_high_and_very_high_ask() {
+        let decide = |verb| RiskTierPolicy.evaluate(&Action::new("x", verb)).unwrap();
+        assert_eq!(decide(Verb::List).decision, Decision::Act);
+        assert_eq!(decide(Verb::Update).decision, Decision::Act);
+        assert_eq!(decide(Verb::Send).decision, Decision::Ask);
+        let pay = decide(Verb::Pay);
+        assert_eq!(pay.decision, Decision::Ask);
+        assert_eq!(pay.tier, Risk::VeryHigh);
+        assert_eq!(pay.rules_fired, vec!["R4".to_owned()]);
+    }
+}

@@ -1,0 +1,100 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Risk;
+
+/// What happens to an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run it.
+    Act,
+    /// Run it only if a person approves.
+    Ask,
+    /// Do not run it.
+    Refuse,
+    /// It already happened; it is only being recorded.
+    Recorded,
+}
+
+impl Decision {
+    /// The word used in the ledger.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Act => "act",
+            Decision::Ask => "ask",
+            Decision::Refuse => "refuse",
+            Decision::Recorded => "recorded",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who an action reaches, best first; the worst recipient decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetClass {
+    /// Nobody in particular.
+    None,
+    /// Only the organisation's own domains.
+    Internal,
+    /// Domains on the configured known list.
+    Known,
+    /// Anyone else.
+    External,
+}
+
+impl TargetClass {
+    /// The word used in the ledger.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetClass::None => "none",
+            TargetClass::Internal => "internal",
+            TargetClass::Known => "known",
+            TargetClass::External => "external",
+        }
+    }
+}
+
+/// A policy's answer for one action, with its reasons.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Act, ask or refuse.
+    pub decision: Decision,
+    /// The action's risk tier.
+    pub tier: Risk,
+    /// Human-readable reasons, one per rule that spoke.
+    pub reasons: Vec<String>,
+    /// The rules that fired, in order (`R0`, `R4`, a YAML rule's name, …).
+    pub rules_fired: Vec<String>,
+    /// Who the action reaches.
+    pub target_class: TargetClass,
+    /// People or groups allowed to approve, when the decision is `ask`.
+    pub approvers: Vec<String>,
+    /// `approvers` with groups resolved to their members.
+    pub approver_members: Vec<String>,
+    /// True when the action must be held until a person edits it (unfilled placeholders).
+    pub hold: bool,
+}
+
+impl Verdict {
+    /// A verdict with one rule and one reason, nothing else.
+    pub fn new(decision: Decision, tier: Risk, rule: &str, reason: impl Into<String>) -> Self {
+        Verdict {
+            decision,
+            tier,
+            reasons: vec![reason.into()],
+            rules_fired: vec![rule.to_owned()],
+            target_class: TargetClass::None,
+            approvers: Vec::new(),
+            approver_members: Vec::new(),
+            hold: false,
+        }
+    }
+}
