@@ -1,1 +1,64 @@
-//! placeholder
+//! `attest-ledger` is the record Attest keeps: a hash-chained, append-only ledger of
+//! what agents did, in a format outsiders can check with a JCS library and SHA-256.
+//!
+//! It makes no decisions (that is `attest-policy`) and knows nothing of actions or
+//! tools: callers hand it a [`Record`], and it adds `v`, `seq`, `prev` and `ts`,
+//! canonicalizes, hashes, and stores.
+//!
+//! # Format v1
+//!
+//! Each row's body is one JSON object in RFC 8785 canonical form, stored byte for byte:
+//!
+//! - `"v": 1`; `"seq"`: 1, 2, 3, … with no gaps; `"prev"`: the lower-case hex SHA-256
+//!   of the previous entry's body (64 zeros before seq 1); `"ts"`: RFC 3339 UTC;
+//! - the [`Record`]'s fields, optional ones left out when absent.
+//!
+//! The entry hash is SHA-256 over exactly those bytes. To check a ledger without this
+//! crate: `attest export --format jsonl`, then for each line, SHA-256 the line's bytes
+//! (without the newline) and compare with the next line's `prev`.
+//!
+//! A future `"v": 2` must keep `v`, `seq` and `prev` with these meanings, so a v1
+//! verifier can at least walk the chain and say which rows it cannot read.
+//!
+//! The principal types:
+//! - [`Ledger`]: the SQLite store (append, list, export, verify).
+//! - [`Record`]: what the caller records about one action.
+//! - [`VerifyReport`]: what verification found, first bad seq first.
+//!
+//! ```
+//! use attest_ledger::{Execution, Ledger, LedgerOptions, Record};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let ledger = Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default())?;
+//! let record = Record {
+//!     action_id: "a1".into(), run_id: None, agent: Some("bot".into()), actor: None,
+//!     owner: None, system: "gmail".into(), verb: "send".into(), target: None,
+//!     target_class: "none".into(), source: "manual".into(), decision: "recorded".into(),
+//!     tier: "high".into(), reasons: vec![], rules_fired: vec![],
+//!     params_hash: "00".repeat(32), params_preview: Default::default(), confirm: None,
+//!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
+//!     verification: None,
+//! };
+//! let appended = ledger.append(&record)?;
+//! assert_eq!(appended.seq, 1);
+//! assert!(ledger.verify()?.is_intact());
+//! # Ok(())
+//! # }
+//! ```
+
+mod canonical;
+mod clock;
+mod durability;
+mod entry;
+mod error;
+mod sqlite;
+mod verify;
+
+pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, Hash, GENESIS};
+pub use clock::{format_ts, Clock, SystemClock};
+pub use durability::Durability;
+pub use entry::{Confirm, Execution, Record, Verification, FORMAT_VERSION};
+pub use error::LedgerError;
+pub use sqlite::{Appended, Ledger, LedgerOptions, RowSummary, StoredRow, SCHEMA_VERSION};
+pub use verify::{ChainChecker, Problem, ProblemKind, VerifyReport};

@@ -1,0 +1,107 @@
+//! The one path from an entry to its hash: RFC 8785 bytes, then SHA-256.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::LedgerError;
+
+/// A SHA-256 digest.
+pub type Hash = [u8; 32];
+
+/// The `prev` of the first entry: 32 zero bytes.
+pub const GENESIS: Hash = [0u8; 32];
+
+/// The RFC 8785 (JSON Canonicalization Scheme) bytes of `value`.
+///
+/// Keys are sorted by their UTF-16 code units, numbers use ECMAScript's shortest
+/// round-trip form, and no whitespace is emitted (RFC 8785 §3.2).
+pub fn canonical_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, LedgerError> {
+    serde_json_canonicalizer::to_vec(value).map_err(LedgerError::Canonical)
+}
+
+/// The entry hash: SHA-256 over the stored canonical bytes (DESIGN.md, "Entry hash").
+pub fn entry_hash(canonical: &[u8]) -> Hash {
+    Sha256::digest(canonical).into()
+}
+
+/// Lower-case hex, the form hashes take inside entries.
+pub fn to_hex(hash: &Hash) -> String {
+    hex::encode(hash)
+}
+
+/// Parses 64 lower-case hex digits; anything else is `None`.
+pub fn from_hex(text: &str) -> Option<Hash> {
+    if text.len() != 64 || text.bytes().any(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    let mut hash = [0u8; 32];
+    hex::decode_to_slice(text, &mut hash).ok()?;
+    Some(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn canonical_of(text: &str) -> String {
+        let value: Value = serde_json::from_str(text).unwrap();
+        String::from_utf8(canonical_bytes(&value).unwrap()).unwrap()
+    }
+
+    /// RFC 8785 §3.2.2.3 and Appendix B: ECMAScript number serialization.
+    #[test]
+    fn numbers_follow_rfc8785_appendix_b() {
+        let cases = [
+            ("0", "0"),
+            ("-0", "0"),
+            ("1E30", "1e+30"),
+            ("4.50", "4.5"),
+            ("2e-3", "0.002"),
+            ("0.000001", "0.000001"),
+            ("1e-7", "1e-7"),
+            ("1e21", "1e+21"),
+            ("1e20", "100000000000000000000"),
+            ("333333333.33333329", "333333333.3333333"),
+            ("9007199254740992", "9007199254740992"),
+            ("295147905179352830000", "295147905179352830000"),
+            ("5e-324", "5e-324"),
+            ("1.7976931348623157e308", "1.7976931348623157e+308"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(canonical_of(input), expected, "number {input}");
+        }
+    }
+
+    /// RFC 8785 §3.2.3: keys sort by UTF-16 code units, not by UTF-8 bytes or chars.
+    #[test]
+    fn keys_sort_by_utf16_code_units() {
+        let input = r#"{"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis"}"#;
+        let expected = "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\u{80}\":\"Control\",\
+            \"\u{f6}\":\"Latin Small Letter O With Diaeresis\",\"\u{20ac}\":\"Euro Sign\",\
+            \"\u{1f600}\":\"Emoji: Grinning Face\",\"\u{fb33}\":\"Hebrew Letter Dalet With Dagesh\"}";
+        assert_eq!(canonical_of(input), expected);
+    }
+
+    /// RFC 8785 §3.2.2.2: only the mandatory escapes; other characters as UTF-8.
+    #[test]
+    fn strings_use_minimal_escapes() {
+        let value = json!({"s": "\u{20ac}$\u{000F}\u{000a}A'\u{0042}\u{0022}\u{005c}\\\"/"});
+        let canonical = String::from_utf8(canonical_bytes(&value).unwrap()).unwrap();
+        assert_eq!(canonical, r#"{"s":"€$\u000f\nA'B\"\\\\\"/"}"#);
+    }
+
+    #[test]
+    fn hex_round_trips_and_rejects_malformed() {
+        let hash = entry_hash(b"abc");
+        assert_eq!(
+            to_hex(&hash),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(from_hex(&to_hex(&hash)), Some(hash));
+        assert_eq!(from_hex(&to_hex(&hash).to_uppercase()), None);
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex(&"zz".repeat(32)), None);
+    }
+}

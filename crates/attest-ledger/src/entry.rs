@@ -1,0 +1,144 @@
+//! The ledger entry, format v1: what one row's canonical body holds.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// What the caller records about one action; the ledger adds `v`, `seq`, `prev` and `ts`.
+///
+/// Raw params and results never appear here: only their SHA-256 and an allow-listed
+/// preview. Optional fields are left out of the body when absent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The action's unique id.
+    pub action_id: String,
+    /// The agent run the action belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The agent that asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The person the agent acts for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// The person whose connection was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The system acted on.
+    pub system: String,
+    /// The verb.
+    pub verb: String,
+    /// What was acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// `internal`, `known`, `external` or `none`.
+    pub target_class: String,
+    /// How system and verb were found (`manual`, `mcp`, `url`, `sdk`, `heuristic`).
+    pub source: String,
+    /// `act`, `ask`, `refuse` or `recorded`.
+    pub decision: String,
+    /// The risk tier.
+    pub tier: String,
+    /// Why, one line per rule that spoke.
+    pub reasons: Vec<String>,
+    /// The rules that fired, in order.
+    pub rules_fired: Vec<String>,
+    /// Lower-case hex SHA-256 of the canonical params.
+    pub params_hash: String,
+    /// Allow-listed, truncated params.
+    pub params_preview: Map<String, Value>,
+    /// The human decision, when one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Confirm>,
+    /// Whether and how the action ran.
+    pub execution: Execution,
+    /// How the outcome was checked; absent when the action did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+}
+
+/// A person's answer to an `ask`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confirm {
+    /// `approved`, `rejected`, `edited` or `expired`.
+    pub outcome: String,
+    /// Who answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    /// Where they answered (`auto`, `console`, `inbox`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// Their note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Whether the action ran, and a hash of what it returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Execution {
+    /// `ok`, `failed`, `not_run` or `recorded`.
+    pub status: String,
+    /// Lower-case hex SHA-256 of the canonical result, when it ran and returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_hash: Option<String>,
+    /// Lower-case hex SHA-256 of the error message, when it failed. The message itself
+    /// stays out: tools put tokens and bodies in their errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_hash: Option<String>,
+}
+
+/// How the outcome was checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    /// `verified`, `verified-custom`, `acknowledged`, `attested-only` or `unverified`.
+    pub level: String,
+    /// `read-back:<driver>`, `custom`, `ack` or `none`.
+    pub method: String,
+    /// Whether the check matched the intent, when a check ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<bool>,
+    /// Ids and per-field results; never bodies or secrets.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub evidence: Map<String, Value>,
+}
+
+/// A whole entry as it is canonicalized and hashed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Entry<'a> {
+    pub(crate) v: u32,
+    pub(crate) seq: u64,
+    pub(crate) prev: &'a str,
+    pub(crate) ts: &'a str,
+    #[serde(flatten)]
+    pub(crate) record: &'a Record,
+}
+
+/// The fields verify reads back out of a stored body; the rest is covered by the hash.
+#[derive(Debug, Deserialize)]
+pub(crate) struct EntryView<'a> {
+    pub(crate) v: u32,
+    pub(crate) seq: u64,
+    #[serde(borrow)]
+    pub(crate) prev: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) ts: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) system: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) verb: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(crate) agent: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) decision: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(crate) verification: Option<LevelView<'a>>,
+}
+
+/// The one field of `verification` that is copied to a column.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LevelView<'a> {
+    #[serde(borrow)]
+    pub(crate) level: std::borrow::Cow<'a, str>,
+}

@@ -1,0 +1,77 @@
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Why the ledger could not be opened, written or read.
+///
+/// Verification findings are not errors: they are [`crate::Problem`]s in a
+/// [`crate::VerifyReport`]. An error means the ledger could not be checked at all.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The path names a directory, not a ledger file.
+    #[error("ledger path {path} is a directory, not a file")]
+    IsDirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// No ledger exists at the path (and the caller asked not to create one).
+    #[error("no ledger at {path}")]
+    NotFound {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The ledger's directory could not be created.
+    #[error("cannot create directory {path}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// SQLite failed (the file is corrupt, locked too long, not a database, …).
+    #[error("sqlite error on {path} while {during}")]
+    Sqlite {
+        /// The ledger file.
+        path: PathBuf,
+        /// What the ledger was doing.
+        during: &'static str,
+        /// The cause.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file is a SQLite database, but of another schema version or another program.
+    #[error("{path} has ledger schema version {found}, this build reads version {expected}")]
+    SchemaVersion {
+        /// The ledger file.
+        path: PathBuf,
+        /// The version found (or "none").
+        found: String,
+        /// The version this build reads.
+        expected: u32,
+    },
+    /// An entry could not be put in canonical form.
+    #[error("entry cannot be canonicalized")]
+    Canonical(#[source] serde_json::Error),
+    /// A stored row could not be read for export or listing.
+    #[error("stored row seq {seq} is unreadable: {detail}")]
+    BadRow {
+        /// The row's seq.
+        seq: u64,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A word that should name a durability mode does not.
+    #[error("unknown durability {word:?} (expected full, normal or off)")]
+    UnknownDurability {
+        /// The word as given.
+        word: String,
+    },
+    /// Writing exported data failed.
+    #[error("cannot write output")]
+    Output(#[source] std::io::Error),
+    /// A state the code believes impossible; reported instead of panicking.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
+}

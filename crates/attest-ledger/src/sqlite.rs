@@ -1,0 +1,463 @@
+//! The embedded store: one SQLite file in WAL mode.
+//!
+//! Appends are compare-and-swap on the tip: the tip is read inside an `IMMEDIATE`
+//! transaction, which holds SQLite's write lock, so threads and processes sharing the
+//! file each see the row before theirs and the chain stays linear.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use crate::canonical::{canonical_bytes, entry_hash, to_hex, Hash, GENESIS};
+use crate::clock::format_ts;
+use crate::entry::{Entry, FORMAT_VERSION};
+use crate::{Clock, Durability, LedgerError, Record, SystemClock};
+
+/// The schema version stored in `attest_meta`; bump it with a migration.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How long a writer waits for another writer's lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS attest_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entries (
+    seq      INTEGER PRIMARY KEY,
+    hash     BLOB NOT NULL,
+    ts       TEXT NOT NULL,
+    system   TEXT NOT NULL,
+    verb     TEXT NOT NULL,
+    agent    TEXT,
+    decision TEXT NOT NULL,
+    level    TEXT,
+    body     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_system ON entries(system);
+CREATE INDEX IF NOT EXISTS entries_verb ON entries(verb);
+CREATE INDEX IF NOT EXISTS entries_agent ON entries(agent);
+CREATE INDEX IF NOT EXISTS entries_decision ON entries(decision);
+CREATE INDEX IF NOT EXISTS entries_level ON entries(level);
+CREATE INDEX IF NOT EXISTS entries_ts ON entries(ts);
+";
+
+/// How to open a ledger.
+#[derive(Clone)]
+pub struct LedgerOptions {
+    /// Sync policy for appends.
+    pub durability: Durability,
+    /// Where `ts` comes from.
+    pub clock: Arc<dyn Clock>,
+    /// Create the file (and its directory) when it does not exist.
+    pub create: bool,
+}
+
+impl Default for LedgerOptions {
+    fn default() -> Self {
+        LedgerOptions {
+            durability: Durability::Full,
+            clock: Arc::new(SystemClock),
+            create: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for LedgerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerOptions")
+            .field("durability", &self.durability)
+            .field("create", &self.create)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an append produced: the row's place and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The row's seq.
+    pub seq: u64,
+    /// SHA-256 of its canonical body.
+    pub hash: Hash,
+    /// Its timestamp.
+    pub ts: String,
+}
+
+/// One row as listings show it, read from the indexed columns only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowSummary {
+    /// The row's seq.
+    pub seq: u64,
+    /// Its timestamp.
+    pub ts: String,
+    /// The system.
+    pub system: String,
+    /// The verb.
+    pub verb: String,
+    /// The agent, if recorded.
+    pub agent: Option<String>,
+    /// The decision.
+    pub decision: String,
+    /// The verification level, if the action ran.
+    pub level: Option<String>,
+    /// The entry hash.
+    pub hash: Hash,
+}
+
+/// One stored row, as verify and export read it.
+#[derive(Debug)]
+pub struct StoredRow<'a> {
+    /// The `seq` column.
+    pub seq: u64,
+    /// The `hash` column (may be any length if the file was edited).
+    pub hash: &'a [u8],
+    /// The `ts` column.
+    pub ts: &'a str,
+    /// The `system` column.
+    pub system: &'a str,
+    /// The `verb` column.
+    pub verb: &'a str,
+    /// The `agent` column.
+    pub agent: Option<&'a str>,
+    /// The `decision` column.
+    pub decision: &'a str,
+    /// The `level` column.
+    pub level: Option<&'a str>,
+    /// The stored canonical body, exactly the bytes that were hashed.
+    pub body: &'a [u8],
+}
+
+/// A hash-chained ledger in one SQLite file.
+pub struct Ledger {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ledger {
+    /// Opens (or, with `options.create`, creates) the ledger at `path`.
+    pub fn open(path: impl AsRef<Path>, options: LedgerOptions) -> Result<Ledger, LedgerError> {
+        let path = path.as_ref().to_path_buf();
+        if path.is_dir() {
+            return Err(LedgerError::IsDirectory { path });
+        }
+        let exists = path.exists();
+        if !exists && !options.create {
+            return Err(LedgerError::NotFound { path });
+        }
+        if !exists {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|source| LedgerError::CreateDir {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
+            }
+        }
+        let flags = if options.create {
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let sqlite = |during| {
+            let path = path.clone();
+            move |source| LedgerError::Sqlite {
+                path,
+                during,
+                source,
+            }
+        };
+        let conn = Connection::open_with_flags(&path, flags).map_err(sqlite("opening"))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(sqlite("setting the busy timeout"))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sqlite("switching to WAL"))?;
+        conn.pragma_update(None, "synchronous", options.durability.pragma())
+            .map_err(sqlite("setting durability"))?;
+        let ledger = Ledger {
+            path,
+            conn: Mutex::new(conn),
+            clock: options.clock,
+        };
+        ledger.init_schema()?;
+        Ok(ledger)
+    }
+
+    /// The file this ledger lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sqlite(&self, during: &'static str) -> impl FnOnce(rusqlite::Error) -> LedgerError + '_ {
+        move |source| LedgerError::Sqlite {
+            path: self.path.clone(),
+            during,
+            source,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves no transaction open (rusqlite rolls back
+        // on drop), so the connection is still sound.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn init_schema(&self) -> Result<(), LedgerError> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.sqlite("reading the schema"))?;
+        let has_meta: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'attest_meta')",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(self.sqlite("reading the schema"))?;
+        let has_other_tables: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries'))",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(self.sqlite("reading the schema"))?;
+        if has_meta {
+            let found: Option<String> = tx
+                .query_row(
+                    "SELECT value FROM attest_meta WHERE key = 'schema_version'",
+                    [],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(self.sqlite("reading the schema version"))?;
+            if found.as_deref() != Some(&SCHEMA_VERSION.to_string()) {
+                return Err(LedgerError::SchemaVersion {
+                    path: self.path.clone(),
+                    found: found.unwrap_or_else(|| "none".to_owned()),
+                    expected: SCHEMA_VERSION,
+                });
+            }
+            return Ok(());
+        }
+        if has_other_tables {
+            return Err(LedgerError::SchemaVersion {
+                path: self.path.clone(),
+                found: "none (a database of another program)".to_owned(),
+                expected: SCHEMA_VERSION,
+            });
+        }
+        tx.execute_batch(SCHEMA)
+            .map_err(self.sqlite("creating the schema"))?;
+        tx.execute(
+            "INSERT INTO attest_meta (key, value) VALUES ('schema_version', ?1)",
+            [SCHEMA_VERSION.to_string()],
+        )
+        .map_err(self.sqlite("creating the schema"))?;
+        tx.commit().map_err(self.sqlite("creating the schema"))
+    }
+
+    /// Appends one record and returns its seq and hash once it is durable.
+    pub fn append(&self, record: &Record) -> Result<Appended, LedgerError> {
+        let mut appended = self.append_batch(std::slice::from_ref(record))?;
+        appended
+            .pop()
+            .ok_or(LedgerError::Internal("a batch of one appended nothing"))
+    }
+
+    /// Appends records in order, in one transaction and one sync.
+    pub fn append_batch(&self, records: &[Record]) -> Result<Vec<Appended>, LedgerError> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.sqlite("starting an append"))?;
+        // The tip is read under the write lock: no other writer can append in between.
+        let tip: Option<(u64, Vec<u8>)> = tx
+            .query_row(
+                "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(self.sqlite("reading the tip"))?;
+        let (mut seq, mut prev) = match tip {
+            // A corrupt tip is not chained onto: the append fails and the action does not run.
+            Some((seq, hash)) => (
+                seq,
+                hash.try_into().map_err(|_| LedgerError::BadRow {
+                    seq,
+                    detail: "hash column is not 32 bytes; run `attest verify`".to_owned(),
+                })?,
+            ),
+            None => (0, GENESIS),
+        };
+        let mut appended = Vec::with_capacity(records.len());
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .map_err(self.sqlite("preparing an append"))?;
+            for record in records {
+                seq += 1;
+                let ts = format_ts(self.clock.now());
+                let prev_hex = to_hex(&prev);
+                let entry = Entry {
+                    v: FORMAT_VERSION,
+                    seq,
+                    prev: &prev_hex,
+                    ts: &ts,
+                    record,
+                };
+                let body = canonical_bytes(&entry)?;
+                let body = String::from_utf8(body)
+                    .map_err(|_| LedgerError::Internal("canonical JSON is not UTF-8"))?;
+                let hash = entry_hash(body.as_bytes());
+                insert
+                    .execute(params![
+                        seq,
+                        &hash[..],
+                        &ts,
+                        &record.system,
+                        &record.verb,
+                        &record.agent,
+                        &record.decision,
+                        record.verification.as_ref().map(|v| v.level.as_str()),
+                        &body,
+                    ])
+                    .map_err(self.sqlite("inserting an entry"))?;
+                prev = hash;
+                appended.push(Appended { seq, hash, ts });
+            }
+        }
+        // Commit point: once this returns, the rows are durable at the configured level.
+        tx.commit().map_err(self.sqlite("committing an append"))?;
+        Ok(appended)
+    }
+
+    /// The newest row's seq and hash, or `None` for an empty ledger.
+    pub fn tip(&self) -> Result<Option<(u64, Hash)>, LedgerError> {
+        let conn = self.lock();
+        let tip: Option<(u64, Vec<u8>)> = conn
+            .query_row(
+                "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(self.sqlite("reading the tip"))?;
+        match tip {
+            None => Ok(None),
+            Some((seq, hash)) => {
+                let hash: Hash = hash.try_into().map_err(|_| LedgerError::BadRow {
+                    seq,
+                    detail: "hash column is not 32 bytes".to_owned(),
+                })?;
+                Ok(Some((seq, hash)))
+            }
+        }
+    }
+
+    /// The newest `limit` rows, newest first, from the indexed columns.
+    pub fn list(&self, limit: usize) -> Result<Vec<RowSummary>, LedgerError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT seq, ts, system, verb, agent, decision, level, hash
+                 FROM entries ORDER BY seq DESC LIMIT ?1",
+            )
+            .map_err(self.sqlite("listing entries"))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt
+            .query_map([limit], |row| {
+                let hash: Vec<u8> = row.get(7)?;
+                Ok((
+                    RowSummary {
+                        seq: row.get(0)?,
+                        ts: row.get(1)?,
+                        system: row.get(2)?,
+                        verb: row.get(3)?,
+                        agent: row.get(4)?,
+                        decision: row.get(5)?,
+                        level: row.get(6)?,
+                        hash: GENESIS,
+                    },
+                    hash,
+                ))
+            })
+            .map_err(self.sqlite("listing entries"))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (mut summary, hash) = row.map_err(self.sqlite("listing entries"))?;
+            summary.hash = hash.try_into().map_err(|_| LedgerError::BadRow {
+                seq: summary.seq,
+                detail: "hash column is not 32 bytes".to_owned(),
+            })?;
+            out.push(summary);
+        }
+        Ok(out)
+    }
+
+    /// Calls `visit` for every row with `seq >= from_seq`, in seq order, streaming.
+    ///
+    /// `visit` returns `false` to stop early.
+    pub fn for_each_row(
+        &self,
+        from_seq: u64,
+        mut visit: impl FnMut(&StoredRow<'_>) -> Result<bool, LedgerError>,
+    ) -> Result<(), LedgerError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT seq, hash, ts, system, verb, agent, decision, level, body
+                 FROM entries WHERE seq >= ?1 ORDER BY seq",
+            )
+            .map_err(self.sqlite("reading entries"))?;
+        let mut rows = stmt
+            .query([from_seq])
+            .map_err(self.sqlite("reading entries"))?;
+        while let Some(row) = rows.next().map_err(self.sqlite("reading entries"))? {
+            let read = || -> Result<StoredRow<'_>, rusqlite::Error> {
+                Ok(StoredRow {
+                    seq: row.get(0)?,
+                    hash: row.get_ref(1)?.as_bytes_or_null()?.unwrap_or_default(),
+                    ts: row.get_ref(2)?.as_str_or_null()?.unwrap_or_default(),
+                    system: row.get_ref(3)?.as_str_or_null()?.unwrap_or_default(),
+                    verb: row.get_ref(4)?.as_str_or_null()?.unwrap_or_default(),
+                    agent: row.get_ref(5)?.as_str_or_null()?,
+                    decision: row.get_ref(6)?.as_str_or_null()?.unwrap_or_default(),
+                    level: row.get_ref(7)?.as_str_or_null()?,
+                    body: row.get_ref(8)?.as_bytes_or_null()?.unwrap_or_default(),
+                })
+            };
+            let stored = read().map_err(self.sqlite("reading an entry"))?;
+            if !visit(&stored)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every stored body, one per line, exactly the bytes that were hashed.
+    pub fn export_jsonl(&self, out: &mut impl std::io::Write) -> Result<u64, LedgerError> {
+        let mut count = 0;
+        self.for_each_row(1, |row| {
+            out.write_all(row.body).map_err(LedgerError::Output)?;
+            out.write_all(b"\n").map_err(LedgerError::Output)?;
+            count += 1;
+            Ok(true)
+        })?;
+        out.flush().map_err(LedgerError::Output)?;
+        Ok(count)
+    }
+}

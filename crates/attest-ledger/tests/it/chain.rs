@@ -1,0 +1,144 @@
+use attest_ledger::{
+    entry_hash, from_hex, to_hex, Ledger, LedgerError, LedgerOptions, GENESIS, SCHEMA_VERSION,
+};
+use serde_json::Value;
+
+use crate::{ledger_with, sample_record};
+
+#[test]
+fn appends_link_each_body_to_the_previous_hash() {
+    let (_dir, ledger) = ledger_with(0);
+    let first = ledger.append(&sample_record(1)).unwrap();
+    let second = ledger.append(&sample_record(2)).unwrap();
+    assert_eq!((first.seq, second.seq), (1, 2));
+
+    let mut bodies = Vec::new();
+    ledger.export_jsonl(&mut bodies).unwrap();
+    let lines: Vec<&[u8]> = bodies
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(entry_hash(lines[0]), first.hash);
+    assert_eq!(entry_hash(lines[1]), second.hash);
+
+    let one: Value = serde_json::from_slice(lines[0]).unwrap();
+    let two: Value = serde_json::from_slice(lines[1]).unwrap();
+    assert_eq!(one["v"], 1);
+    assert_eq!(one["prev"], to_hex(&GENESIS));
+    assert_eq!(two["prev"], to_hex(&first.hash));
+    assert_eq!(two["seq"], 2);
+    assert_eq!(from_hex(two["prev"].as_str().unwrap()), Some(first.hash));
+    // Absent optional fields are left out, not written as null.
+    assert!(one.get("owner").is_none());
+    assert!(!String::from_utf8_lossy(lines[0]).contains("null"));
+}
+
+#[test]
+fn stored_bodies_are_canonical_json() {
+    let (_dir, ledger) = ledger_with(5);
+    let mut bodies = Vec::new();
+    ledger.export_jsonl(&mut bodies).unwrap();
+    for line in bodies.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let value: Value = serde_json::from_slice(line).unwrap();
+        assert_eq!(attest_ledger::canonical_bytes(&value).unwrap(), line);
+    }
+}
+
+#[test]
+fn an_intact_ledger_verifies_and_reports_its_tip() {
+    let (_dir, ledger) = ledger_with(50);
+    let report = ledger.verify().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    assert_eq!(report.checked, 50);
+    assert_eq!(report.tip, ledger.tip().unwrap());
+}
+
+#[test]
+fn listing_reads_columns_newest_first() {
+    let (_dir, ledger) = ledger_with(10);
+    let rows = ledger.list(3).unwrap();
+    let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, vec![10, 9, 8]);
+    assert_eq!(rows[0].system, "gmail");
+    assert_eq!(rows[0].level.as_deref(), Some("acknowledged"));
+}
+
+#[test]
+fn reopening_continues_the_same_chain() {
+    let (dir, ledger) = ledger_with(3);
+    drop(ledger);
+    let ledger = Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default()).unwrap();
+    assert_eq!(ledger.append(&sample_record(4)).unwrap().seq, 4);
+    assert!(ledger.verify().unwrap().is_intact());
+}
+
+#[test]
+fn a_directory_is_not_a_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Ledger::open(dir.path(), LedgerOptions::default()).unwrap_err();
+    assert!(matches!(err, LedgerError::IsDirectory { .. }), "{err}");
+}
+
+#[test]
+fn a_missing_ledger_is_not_created_when_asked_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.sqlite");
+    let options = LedgerOptions {
+        create: false,
+        ..LedgerOptions::default()
+    };
+    let err = Ledger::open(&path, options).unwrap_err();
+    assert!(matches!(err, LedgerError::NotFound { .. }), "{err}");
+    assert!(!path.exists());
+}
+
+#[test]
+fn a_corrupt_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    std::fs::write(
+        &path,
+        b"this is not a database, just text that is long enough",
+    )
+    .unwrap();
+    let err = Ledger::open(&path, LedgerOptions::default()).unwrap_err();
+    assert!(matches!(err, LedgerError::Sqlite { .. }), "{err}");
+    assert!(err.to_string().contains("ledger.sqlite"), "{err}");
+}
+
+#[test]
+fn another_schema_version_is_refused() {
+    let (dir, ledger) = ledger_with(1);
+    drop(ledger);
+    let path = dir.path().join("ledger.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE attest_meta SET value = '99' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = Ledger::open(&path, LedgerOptions::default()).unwrap_err();
+    match err {
+        LedgerError::SchemaVersion {
+            found, expected, ..
+        } => {
+            assert_eq!(found, "99");
+            assert_eq!(expected, SCHEMA_VERSION);
+        }
+        other => panic!("expected a schema version error, got {other}"),
+    }
+}
+
+#[test]
+fn another_programs_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("CREATE TABLE customers (id INTEGER)", [])
+        .unwrap();
+    drop(conn);
+    let err = Ledger::open(&path, LedgerOptions::default()).unwrap_err();
+    assert!(matches!(err, LedgerError::SchemaVersion { .. }), "{err}");
+}

@@ -1,0 +1,83 @@
+//! Several threads and several processes appending to one file keep one linear chain.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use attest_ledger::{Ledger, LedgerOptions};
+
+use crate::sample_record;
+
+/// Set in a child process: the ledger path to append to.
+const WORKER_LEDGER: &str = "ATTEST_TEST_WORKER_LEDGER";
+/// Set in a child process: how many rows to append.
+const WORKER_ROWS: &str = "ATTEST_TEST_WORKER_ROWS";
+
+#[test]
+fn threads_appending_at_once_keep_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger =
+        Arc::new(Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default()).unwrap());
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let ledger = Arc::clone(&ledger);
+            std::thread::spawn(move || {
+                (0..50)
+                    .map(|i| ledger.append(&sample_record(t * 100 + i)).unwrap().seq)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut seqs: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=400).collect::<Vec<_>>());
+    let report = ledger.verify().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    assert_eq!(report.checked, 400);
+}
+
+#[test]
+fn four_processes_appending_at_once_keep_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    // Create the file first so the children race on appends, not on the schema.
+    drop(Ledger::open(&path, LedgerOptions::default()).unwrap());
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "concurrency::append_worker",
+                    "--ignored",
+                    "--nocapture",
+                ])
+                .env(WORKER_LEDGER, &path)
+                .env(WORKER_ROWS, "500")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let ledger = Ledger::open(&path, LedgerOptions::default()).unwrap();
+    let report = ledger.verify().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    assert_eq!(report.checked, 2000);
+    assert_eq!(ledger.tip().unwrap().map(|(seq, _)| seq), Some(2000));
+}
+
+/// The child half of the process test: run only by the test above, through env vars.
+#[test]
+#[ignore = "a child process of four_processes_appending_at_once_keep_one_chain"]
+fn append_worker() {
+    let path = std::env::var(WORKER_LEDGER).expect("run by the parent test");
+    let rows: u64 = std::env::var(WORKER_ROWS).unwrap().parse().unwrap();
+    let ledger = Ledger::open(path, LedgerOptions::default()).unwrap();
+    for i in 0..rows {
+        ledger.append(&sample_record(i)).unwrap();
+    }
+}

@@ -1,0 +1,50 @@
+//! Integration tests for attest-ledger: real SQLite files, real threads and processes.
+
+mod chain;
+mod concurrency;
+mod tamper;
+
+use attest_ledger::{Execution, Ledger, LedgerOptions, Record, Verification};
+
+/// A realistic record; `n` varies the fields so bodies differ.
+pub(crate) fn sample_record(n: u64) -> Record {
+    Record {
+        action_id: format!("action-{n}"),
+        run_id: Some("run-1".into()),
+        agent: Some(format!("agent-{}", n % 3)),
+        actor: Some("alice@acme.com".into()),
+        owner: None,
+        system: if n % 2 == 0 { "gmail" } else { "stripe" }.into(),
+        verb: if n % 2 == 0 { "send" } else { "pay" }.into(),
+        target: Some(format!("target-{n}")),
+        target_class: "external".into(),
+        source: "manual".into(),
+        decision: "act".into(),
+        tier: "high".into(),
+        reasons: vec!["high risk".into()],
+        rules_fired: vec!["R4".into()],
+        params_hash: "ab".repeat(32),
+        params_preview: serde_json::Map::new(),
+        confirm: None,
+        execution: Execution {
+            status: "ok".into(),
+            result_hash: Some("cd".repeat(32)),
+            error_hash: None,
+        },
+        verification: Some(Verification {
+            level: "acknowledged".into(),
+            method: "ack".into(),
+            matched: None,
+            evidence: serde_json::Map::new(),
+        }),
+    }
+}
+
+/// A ledger in a fresh temporary directory, with `rows` records appended.
+pub(crate) fn ledger_with(rows: u64) -> (tempfile::TempDir, Ledger) {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default()).unwrap();
+    let records: Vec<Record> = (1..=rows).map(sample_record).collect();
+    ledger.append_batch(&records).unwrap();
+    (dir, ledger)
+}
