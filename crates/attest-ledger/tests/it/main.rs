@@ -1,5 +1,8 @@
 //! Integration tests for attest-ledger: real SQLite files, real threads and processes.
 
+// Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod chain;
 mod concurrency;
 mod tamper;
