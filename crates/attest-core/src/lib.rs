@@ -1,1 +1,46 @@
-//! placeholder
+//! `attest-core` is the pipeline between an agent and its tools: every call is decided
+//! by policy, put to a person when policy asks, run, verified, and recorded in the
+//! hash-chained ledger.
+//!
+//! It does not parse command lines or serve HTTP (that is `attest-cli`), and it does
+//! not define the ledger format (`attest-ledger`) or the rules (`attest-policy`).
+//!
+//! The principal types:
+//! - [`Attest`]: the pipeline, built with [`Attest::builder`].
+//! - [`Receipt`]: what a call returns: seq, entry hash, decision, verification level.
+//! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`]).
+//! - [`Tool`]: a tool object to wrap once and call many times.
+//!
+//! ```
+//! use attest_core::{Attest, AutoGate, Level};
+//! use attest_ledger::{Ledger, LedgerOptions};
+//! use attest_policy::{Action, Verb};
+//! use serde_json::json;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let ledger = Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default())?;
+//! let attest = Attest::builder().ledger(ledger).gate(AutoGate::approve("ops")).build()?;
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let action = Action::new("crm", Verb::Update).with_params(json!({"id": "42", "stage": "won"}));
+//! let receipt = runtime.block_on(attest.run(action, |_params| async { Ok(json!({"id": "42"})) }))?;
+//! assert_eq!(receipt.seq, 1);
+//! assert_eq!(receipt.level, Some(Level::Acknowledged));
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod gate;
+mod pipeline;
+mod receipt;
+mod record;
+mod tool;
+mod verification;
+
+pub use error::{AttestError, ToolError};
+pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
+pub use pipeline::{Attest, AttestBuilder};
+pub use receipt::Receipt;
+pub use tool::{Governed, Tool};
+pub use verification::{acknowledges, CustomCheck, Level};

@@ -1,0 +1,60 @@
+use thiserror::Error;
+
+use crate::Receipt;
+
+/// The error a tool returns; any error type will do.
+pub type ToolError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why an action did not complete. Every variant that carries a [`Receipt`] was
+/// recorded in the ledger; the others could not be.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum AttestError {
+    /// Policy refused the action; it did not run.
+    #[error("refused by policy: {}", .receipt.reasons.join("; "))]
+    Refused {
+        /// The ledger row of the refusal.
+        receipt: Box<Receipt>,
+    },
+    /// A person (or a gate standing in for one) rejected the action; it did not run.
+    #[error("rejected by {approver}")]
+    Rejected {
+        /// Who rejected it.
+        approver: String,
+        /// The ledger row of the rejection.
+        receipt: Box<Receipt>,
+    },
+    /// The tool ran and failed.
+    #[error("the tool failed")]
+    ToolFailed {
+        /// The ledger row of the failure.
+        receipt: Box<Receipt>,
+        /// The tool's own error.
+        #[source]
+        source: ToolError,
+    },
+    /// The action's params could not be hashed; nothing ran and nothing was recorded.
+    #[error("cannot describe the action")]
+    Policy(#[from] attest_policy::PolicyError),
+    /// The ledger could not record the action.
+    #[error("cannot record the action")]
+    Ledger(#[from] attest_ledger::LedgerError),
+    /// The ledger writer task stopped unexpectedly.
+    #[error("the ledger writer stopped")]
+    Writer(#[source] tokio::task::JoinError),
+    /// A state the code believes impossible; reported instead of panicking.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
+}
+
+impl AttestError {
+    /// The receipt of the recorded row, when the failure was recorded.
+    pub fn receipt(&self) -> Option<&Receipt> {
+        match self {
+            AttestError::Refused { receipt }
+            | AttestError::Rejected { receipt, .. }
+            | AttestError::ToolFailed { receipt, .. } => Some(receipt),
+            _ => None,
+        }
+    }
+}

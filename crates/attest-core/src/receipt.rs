@@ -1,0 +1,60 @@
+use attest_ledger::{to_hex, Appended};
+use attest_policy::Decision;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::Level;
+
+/// What the caller gets back for one action: where it sits in the ledger and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Receipt {
+    /// The action's id.
+    pub action_id: String,
+    /// The ledger row's seq.
+    pub seq: u64,
+    /// The ledger row's hash, lower-case hex.
+    pub entry_hash: String,
+    /// The row's timestamp.
+    pub ts: String,
+    /// What policy decided.
+    pub decision: Decision,
+    /// Why.
+    pub reasons: Vec<String>,
+    /// Who approved or rejected, when a person was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    /// How the outcome was verified, when the action ran.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "level_word")]
+    pub level: Option<Level>,
+    /// The tool's result, for the caller only (it is never written to the ledger).
+    #[serde(skip)]
+    pub result: Option<Value>,
+}
+
+fn level_word<S: serde::Serializer>(level: &Option<Level>, s: S) -> Result<S::Ok, S::Error> {
+    match level {
+        Some(level) => s.serialize_str(level.as_str()),
+        None => s.serialize_none(),
+    }
+}
+
+impl Receipt {
+    pub(crate) fn new(
+        action_id: &str,
+        appended: Appended,
+        decision: Decision,
+        reasons: Vec<String>,
+    ) -> Self {
+        Receipt {
+            action_id: action_id.to_owned(),
+            seq: appended.seq,
+            entry_hash: to_hex(&appended.hash),
+            ts: appended.ts,
+            decision,
+            reasons,
+            approver: None,
+            level: None,
+            result: None,
+        }
+    }
+}

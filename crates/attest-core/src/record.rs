@@ -1,0 +1,88 @@
+//! Turning an action, its verdict and its outcome into a ledger record.
+
+use attest_ledger::{canonical_bytes, Confirm, Execution, Record, Verification};
+use attest_policy::{params_preview, Action, Decision, Verdict};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::AttestError;
+
+/// How the action ended, as the ledger records it.
+pub(crate) enum Outcome<'a> {
+    /// Not run (refused or rejected).
+    NotRun,
+    /// Ran and returned `result`.
+    Ran(&'a Value, Verification),
+    /// Ran and failed with this message.
+    Failed(&'a str),
+    /// Reported after the fact.
+    Recorded(Option<&'a Value>, Verification),
+}
+
+pub(crate) fn to_record(
+    action: &Action,
+    params_hash: String,
+    verdict: &Verdict,
+    decision: Decision,
+    confirm: Option<Confirm>,
+    outcome: Outcome<'_>,
+) -> Result<Record, AttestError> {
+    let (execution, verification) = match outcome {
+        Outcome::NotRun => (execution("not_run", None, None), None),
+        Outcome::Ran(result, verification) => (
+            execution("ok", Some(hash_value(result)?), None),
+            Some(verification),
+        ),
+        Outcome::Failed(message) => (
+            execution("failed", None, Some(sha256_hex(message.as_bytes()))),
+            None,
+        ),
+        Outcome::Recorded(result, verification) => (
+            execution("recorded", result.map(hash_value).transpose()?, None),
+            Some(verification),
+        ),
+    };
+    Ok(Record {
+        action_id: action.id.clone(),
+        run_id: action.run_id.clone(),
+        agent: action.agent.clone(),
+        actor: action.actor.clone(),
+        owner: action.owner.clone(),
+        system: action.system.clone(),
+        verb: action.verb.as_str().to_owned(),
+        target: action.target.clone(),
+        target_class: action
+            .target_class
+            .unwrap_or(verdict.target_class)
+            .max(verdict.target_class)
+            .as_str()
+            .to_owned(),
+        source: action.source.as_str().to_owned(),
+        decision: decision.as_str().to_owned(),
+        tier: verdict.tier.as_str().to_owned(),
+        reasons: verdict.reasons.clone(),
+        rules_fired: verdict.rules_fired.clone(),
+        params_hash,
+        params_preview: params_preview(&action.params),
+        confirm,
+        execution,
+        verification,
+    })
+}
+
+fn execution(status: &str, result_hash: Option<String>, error_hash: Option<String>) -> Execution {
+    Execution {
+        status: status.to_owned(),
+        result_hash,
+        error_hash,
+    }
+}
+
+/// SHA-256 of a result's canonical (RFC 8785) form.
+fn hash_value(value: &Value) -> Result<String, AttestError> {
+    Ok(sha256_hex(&canonical_bytes(value)?))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}

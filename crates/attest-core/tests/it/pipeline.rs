@@ -1,0 +1,414 @@
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use attest_core::{Attest, AttestError, AutoGate, CustomCheck, Level, RejectGate, Tool, ToolError};
+use attest_ledger::{Ledger, LedgerOptions};
+use attest_policy::{Action, Decision, Policy, PolicyError, Verb, Verdict};
+use serde_json::{json, Value};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ledger: Arc<Ledger>,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger =
+        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+    Fixture { _dir: dir, ledger }
+}
+
+/// Reads row `seq` back as JSON.
+fn row(ledger: &Ledger, seq: u64) -> Value {
+    let mut body = None;
+    ledger
+        .for_each_row(seq, |r| {
+            body = Some(serde_json::from_slice::<Value>(r.body).unwrap());
+            Ok(false)
+        })
+        .unwrap();
+    body.expect("no such row")
+}
+
+/// A tool that counts its calls and returns `result`.
+fn counting(
+    calls: &Arc<AtomicUsize>,
+    result: Value,
+) -> impl FnOnce(Value) -> std::future::Ready<Result<Value, ToolError>> {
+    let calls = Arc::clone(calls);
+    move |_params| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Ok(result))
+    }
+}
+
+struct Refuser;
+impl Policy for Refuser {
+    fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError> {
+        Ok(Verdict::new(
+            Decision::Refuse,
+            action.base_risk(),
+            "test",
+            "nothing runs here",
+        ))
+    }
+}
+
+struct Broken;
+impl Policy for Broken {
+    fn evaluate(&self, _action: &Action) -> Result<Verdict, PolicyError> {
+        Err(PolicyError::Internal("rules unreadable"))
+    }
+}
+
+#[tokio::test]
+async fn a_low_risk_action_acts_and_is_acknowledged() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .agent("bot")
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let action =
+        Action::new("hubspot", Verb::Update).with_params(json!({"id": "42", "stage": "won"}));
+    let receipt = attest
+        .run(action, counting(&calls, json!({"id": "42"})))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(receipt.decision, Decision::Act);
+    assert_eq!(receipt.level, Some(Level::Acknowledged));
+    assert_eq!(receipt.result, Some(json!({"id": "42"})));
+    assert_eq!(receipt.seq, 1);
+    let body = row(&f.ledger, 1);
+    assert_eq!(body["decision"], "act");
+    assert_eq!(body["agent"], "bot");
+    assert_eq!(body["execution"]["status"], "ok");
+    assert_eq!(body["verification"]["level"], "acknowledged");
+    assert_eq!(body["params_preview"], json!({"id": "42"}));
+    assert_eq!(
+        receipt.entry_hash,
+        attest_ledger::to_hex(&f.ledger.tip().unwrap().unwrap().1)
+    );
+}
+
+#[tokio::test]
+async fn a_result_without_an_id_is_attested_only() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let receipt = attest
+        .run(
+            Action::new("crm", Verb::Update),
+            counting(&calls, json!("done")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(receipt.level, Some(Level::AttestedOnly));
+}
+
+#[tokio::test]
+async fn ask_approved_runs_and_records_the_approver() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .gate(AutoGate::approve("maria"))
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let action = Action::new("gmail", Verb::Send).with_target("bob@other.io");
+    let receipt = attest
+        .run(action, counting(&calls, json!({"id": "m1"})))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(receipt.decision, Decision::Ask);
+    assert_eq!(receipt.approver.as_deref(), Some("maria"));
+    let body = row(&f.ledger, 1);
+    assert_eq!(body["decision"], "ask");
+    assert_eq!(
+        body["confirm"],
+        json!({"outcome": "approved", "approver": "maria", "channel": "auto"})
+    );
+}
+
+#[tokio::test]
+async fn ask_rejected_never_runs_the_tool() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .gate(AutoGate::reject("cfo"))
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let err = attest
+        .run(
+            Action::new("stripe", Verb::Pay),
+            counting(&calls, json!({"id": "re_1"})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    let AttestError::Rejected { approver, receipt } = err else {
+        panic!("expected a rejection, got {err}")
+    };
+    assert_eq!(approver, "cfo");
+    assert_eq!(receipt.seq, 1);
+    let body = row(&f.ledger, 1);
+    assert_eq!(body["execution"]["status"], "not_run");
+    assert_eq!(body["confirm"]["outcome"], "rejected");
+    assert!(body.get("verification").is_none());
+}
+
+#[tokio::test]
+async fn the_default_gate_rejects_because_nobody_is_there_to_ask() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .gate(RejectGate)
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let err = attest
+        .run(
+            Action::new("gmail", Verb::Send),
+            counting(&calls, json!({"id": "1"})),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AttestError::Rejected { .. }), "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_refused_action_never_runs_and_is_recorded() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .policy(Refuser)
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let err = attest
+        .run(
+            Action::new("crm", Verb::List),
+            counting(&calls, json!({"id": "1"})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    let receipt = err.receipt().expect("a refusal is recorded");
+    assert_eq!(receipt.decision, Decision::Refuse);
+    assert_eq!(receipt.reasons, vec!["nothing runs here".to_owned()]);
+    let body = row(&f.ledger, 1);
+    assert_eq!(body["decision"], "refuse");
+    assert_eq!(body["rules_fired"], json!(["test"]));
+}
+
+#[tokio::test]
+async fn a_policy_that_cannot_decide_refuses() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .policy(Broken)
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let err = attest
+        .run(
+            Action::new("crm", Verb::List),
+            counting(&calls, json!({"id": "1"})),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AttestError::Refused { .. }), "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    let body = row(&f.ledger, 1);
+    assert_eq!(body["rules_fired"], json!(["policy-error"]));
+    assert!(body["reasons"][0]
+        .as_str()
+        .unwrap()
+        .contains("rules unreadable"));
+}
+
+#[tokio::test]
+async fn a_failing_tool_is_recorded_without_its_message() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    let err = attest
+        .run(Action::new("crm", Verb::Update), |_| async {
+            Err::<Value, ToolError>("upstream said 500 for token tok_SECRET".into())
+        })
+        .await
+        .unwrap_err();
+    let AttestError::ToolFailed { receipt, source } = err else {
+        panic!("expected a tool failure")
+    };
+    assert!(source.to_string().contains("500"));
+    let body = row(&f.ledger, receipt.seq);
+    assert_eq!(body["execution"]["status"], "failed");
+    assert!(body["execution"]["error_hash"].is_string());
+    assert!(!body.to_string().contains("tok_SECRET"));
+}
+
+#[tokio::test]
+async fn a_custom_check_that_passes_is_verified_custom() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    let check = CustomCheck::sync(|action, result| Ok(result["id"] == action.params["id"]));
+    let action = Action::new("crm", Verb::Update).with_params(json!({"id": "7"}));
+    let receipt = attest
+        .run_checked(action, |_| async { Ok(json!({"id": "7"})) }, &check)
+        .await
+        .unwrap();
+    assert_eq!(receipt.level, Some(Level::VerifiedCustom));
+    let body = row(&f.ledger, 1);
+    assert_eq!(
+        body["verification"],
+        json!({"level": "verified-custom", "method": "custom", "matched": true})
+    );
+}
+
+#[tokio::test]
+async fn a_custom_check_that_fails_is_unverified() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    let check = CustomCheck::future(|_action, _result| async { Ok(false) });
+    let receipt = attest
+        .run_checked(
+            Action::new("crm", Verb::Update),
+            |_| async { Ok(json!({"id": "7"})) },
+            &check,
+        )
+        .await
+        .unwrap();
+    assert_eq!(receipt.level, Some(Level::Unverified));
+    assert_eq!(row(&f.ledger, 1)["verification"]["matched"], false);
+}
+
+#[tokio::test]
+async fn a_custom_check_that_errors_degrades_and_is_never_unverified() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    let check = CustomCheck::future(|_action, _result| async {
+        Err::<bool, ToolError>("timeout reading https://api/x?token=abc".into())
+    });
+    let receipt = attest
+        .run_checked(
+            Action::new("crm", Verb::Update),
+            |_| async { Ok(json!({"id": "7"})) },
+            &check,
+        )
+        .await
+        .unwrap();
+    assert_eq!(receipt.level, Some(Level::Acknowledged));
+    let body = row(&f.ledger, 1);
+    assert_eq!(body["verification"]["method"], "custom");
+    assert_eq!(
+        body["verification"]["evidence"]["degraded"],
+        "custom check could not run"
+    );
+    assert!(!body.to_string().contains("token=abc"));
+}
+
+#[tokio::test]
+async fn record_appends_an_action_that_already_happened() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .actor("ann")
+        .build()
+        .unwrap();
+    let receipt = attest
+        .record(
+            Action::new("slack", Verb::Send),
+            Some(&json!({"ok": true, "ts": "1.2"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(receipt.decision, Decision::Recorded);
+    assert_eq!(receipt.level, Some(Level::Acknowledged));
+    let body = row(&f.ledger, 1);
+    assert_eq!(body["decision"], "recorded");
+    assert_eq!(body["actor"], "ann");
+    assert_eq!(body["execution"]["status"], "recorded");
+}
+
+struct Crm {
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl Tool for Crm {
+    fn action(&self, params: Value) -> Action {
+        Action::new("crm", Verb::Update).with_params(params)
+    }
+    async fn call(&self, params: Value) -> Result<Value, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(json!({"id": params["id"].clone()}))
+    }
+}
+
+#[tokio::test]
+async fn a_wrapped_tool_is_governed_on_every_call() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    let crm = attest.wrap(Crm {
+        calls: AtomicUsize::new(0),
+    });
+    for i in 0..3 {
+        let receipt = crm.call(json!({"id": i.to_string()})).await.unwrap();
+        assert_eq!(receipt.seq, i + 1);
+    }
+    assert_eq!(crm.tool().calls.load(Ordering::SeqCst), 3);
+    assert!(f.ledger.verify().unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn concurrent_runs_keep_one_chain() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    let tasks: Vec<_> = (0..32)
+        .map(|i| {
+            let attest = attest.clone();
+            tokio::spawn(async move {
+                let action = Action::new("crm", Verb::Update).with_params(json!({"id": i}));
+                attest
+                    .run(action, |_| async move { Ok(json!({"id": i})) })
+                    .await
+                    .unwrap()
+                    .seq
+            })
+        })
+        .collect();
+    let mut seqs = Vec::new();
+    for task in tasks {
+        seqs.push(task.await.unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=32).collect::<Vec<_>>());
+    assert!(f.ledger.verify().unwrap().is_intact());
+}
