@@ -45,11 +45,12 @@ impl fmt::Display for Level {
 }
 
 type CheckFuture = Pin<Box<dyn Future<Output = Result<bool, ToolError>> + Send>>;
+type CheckFn = dyn Fn(&Action, &Value) -> CheckFuture + Send + Sync;
 
 /// The caller's own check that an action landed: `Ok(true)` confirms, `Ok(false)`
 /// contradicts, an error means it could not run (and the outcome degrades, it is never
 /// called unverified).
-pub struct CustomCheck(Box<dyn Fn(&Action, &Value) -> CheckFuture + Send + Sync>);
+pub struct CustomCheck(Box<CheckFn>);
 
 impl fmt::Debug for CustomCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
