@@ -1,1 +1,38 @@
-fn main() {}
+//! `attest`: the command-line face of Attest. Parses arguments, calls into
+//! `attest-core`, and maps outcomes to exit codes:
+//!
+//! - 0: done (for `verify`: the ledger is intact);
+//! - 1: the answer is "no" (verification failed, an action was not allowed);
+//! - 2: usage or I/O error (bad arguments, unreadable ledger).
+//!
+//! A closed stdout (`attest ledger | head`) is not an error.
+
+mod cli;
+mod commands;
+mod config;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::Cli;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("attest: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,170 @@
+//! A scripted agent session: four simulated tool calls through the real pipeline.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use attest_core::{Attest, AttestError, Gate, GateDecision, Receipt};
+use attest_policy::{Action, RiskTierPolicy, Verb, Verdict};
+use serde_json::{json, Value};
+
+use crate::commands::ledger::print_table;
+use crate::commands::short;
+use crate::commands::verify::print_report;
+use crate::config::Config;
+
+/// Stands in for the person who answers `ask` in the demo: approves the email,
+/// rejects the payment, as a reviewer might.
+struct DemoApprover;
+
+#[async_trait]
+impl Gate for DemoApprover {
+    async fn decide(&self, action: &Action, _verdict: &Verdict) -> GateDecision {
+        if action.verb == Verb::Pay {
+            GateDecision::Reject {
+                approver: "demo-approver".to_owned(),
+                channel: "demo".to_owned(),
+                note: Some("payments need a purchase order".to_owned()),
+            }
+        } else {
+            GateDecision::Approve {
+                approver: "demo-approver".to_owned(),
+                channel: "demo".to_owned(),
+            }
+        }
+    }
+}
+
+struct Step {
+    title: &'static str,
+    action: Action,
+    result: Value,
+}
+
+fn script(run_id: &str) -> Vec<Step> {
+    let with_run = |action: Action| Action {
+        run_id: Some(run_id.to_owned()),
+        ..action
+    };
+    vec![
+        Step {
+            title: "read the inbox",
+            action: with_run(
+                Action::new("gmail", Verb::List).with_params(json!({"q": "is:unread", "max": 5})),
+            ),
+            result: json!({"messages": [{"id": "18c2f"}, {"id": "18c30"}], "resultSizeEstimate": 2}),
+        },
+        Step {
+            title: "move a deal to closed-won",
+            action: with_run(
+                Action::new("hubspot", Verb::Update)
+                    .with_target("deal/8812")
+                    .with_params(json!({"id": "8812", "properties": {"dealstage": "closedwon"}})),
+            ),
+            result: json!({"id": "8812", "properties": {"dealstage": "closedwon"}}),
+        },
+        Step {
+            title: "email a customer",
+            action: with_run(
+                Action::new("gmail", Verb::Send)
+                    .with_target("buyer@customer.example")
+                    .with_params(json!({
+                        "to": "buyer@customer.example",
+                        "subject": "Your order",
+                        "body": "Hello, your order has shipped."
+                    })),
+            ),
+            result: json!({"id": "18c31", "threadId": "18c31", "labelIds": ["SENT"]}),
+        },
+        Step {
+            title: "refund a charge",
+            action: with_run(
+                Action::new("stripe", Verb::Pay)
+                    .with_target("ch_3Nx")
+                    .with_params(json!({"charge": "ch_3Nx", "amount": 12500, "currency": "usd"})),
+            ),
+            result: json!({"id": "re_1", "status": "succeeded"}),
+        },
+    ]
+}
+
+pub(crate) fn run(config: &Config) -> anyhow::Result<ExitCode> {
+    let ledger = Arc::new(config.open_ledger(true)?);
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .policy(RiskTierPolicy)
+        .gate(DemoApprover)
+        .agent("demo-agent")
+        .actor("alice@acme.example")
+        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Attest demo: a scripted agent session (simulated tools, real ledger at {})\n",
+        ledger.path().display()
+    )?;
+    let run_id = format!("demo-{}", std::process::id());
+    let steps = script(&run_id);
+    let count = steps.len();
+    for (n, step) in steps.into_iter().enumerate() {
+        let label = format!("{}.{}", step.action.system, step.action.verb);
+        let result = step.result;
+        let outcome =
+            runtime.block_on(attest.run(step.action, |_params| async move { Ok(result) }));
+        writeln!(out, "[{}/{count}] {} ({label})", n + 1, step.title)?;
+        print_outcome(&mut out, &outcome)?;
+        if let Err(err) = outcome {
+            if err.receipt().is_none() {
+                // Not recorded: the ledger failed; stop rather than pretend.
+                return Err(anyhow::Error::new(err).context("demo stopped"));
+            }
+        }
+    }
+    writeln!(out, "\nThe ledger (newest first):")?;
+    print_table(&mut out, &ledger.list(count)?)?;
+    writeln!(out, "\nVerify:")?;
+    let report = ledger.verify()?;
+    print_report(&mut out, &report)?;
+    writeln!(
+        out,
+        "\nNext: `attest ledger`, `attest verify`, `attest export --format jsonl`."
+    )?;
+    Ok(if report.is_intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_outcome(
+    out: &mut impl Write,
+    outcome: &Result<Receipt, AttestError>,
+) -> std::io::Result<()> {
+    let (what, receipt) = match outcome {
+        Ok(receipt) => ("ran", receipt),
+        Err(err) => match (err, err.receipt()) {
+            (AttestError::Refused { .. }, Some(receipt)) => ("refused, not run", receipt),
+            (AttestError::Rejected { .. }, Some(receipt)) => ("rejected, not run", receipt),
+            (_, Some(receipt)) => ("tool failed", receipt),
+            (_, None) => return writeln!(out, "      not recorded: {err}"),
+        },
+    };
+    writeln!(
+        out,
+        "      decision {} -> {what}{}; level {}; seq {} hash {}",
+        receipt.decision,
+        receipt
+            .approver
+            .as_deref()
+            .map(|a| format!(" (by {a})"))
+            .unwrap_or_default(),
+        receipt.level.map(|l| l.as_str()).unwrap_or("-"),
+        receipt.seq,
+        short(&receipt.entry_hash),
+    )?;
+    writeln!(out, "      why: {}", receipt.reasons.join("; "))
+}

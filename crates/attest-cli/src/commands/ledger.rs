@@ -1,0 +1,60 @@
+use std::io::Write;
+use std::process::ExitCode;
+
+use attest_ledger::to_hex;
+use serde_json::json;
+
+use crate::cli::LedgerArgs;
+use crate::commands::short;
+use crate::config::Config;
+
+pub(crate) fn run(config: &Config, args: &LedgerArgs) -> anyhow::Result<ExitCode> {
+    let ledger = config.open_ledger(false)?;
+    let rows = ledger.list(args.limit)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let rows: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "seq": r.seq, "ts": r.ts, "system": r.system, "verb": r.verb,
+                    "agent": r.agent, "decision": r.decision, "level": r.level,
+                    "hash": to_hex(&r.hash),
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_table(&mut out, &rows)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn print_table(
+    out: &mut impl Write,
+    rows: &[attest_ledger::RowSummary],
+) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return writeln!(out, "(the ledger is empty)");
+    }
+    writeln!(
+        out,
+        "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  hash",
+        "seq", "ts", "agent", "action", "decision", "level"
+    )?;
+    for row in rows {
+        writeln!(
+            out,
+            "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  {}",
+            row.seq,
+            row.ts,
+            row.agent.as_deref().unwrap_or("-"),
+            format!("{}.{}", row.system, row.verb),
+            row.decision,
+            row.level.as_deref().unwrap_or("-"),
+            short(&to_hex(&row.hash)),
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! Editing the SQLite file directly: `attest verify` exits 1 and names the seq.
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::{attest, demo_ledger, ledger_file, stdout};
+
+/// Runs a demo, applies `edit` to the file, and returns verify's JSON report.
+fn verify_after(edit: &str) -> (Value, String) {
+    let dir = demo_ledger();
+    // Twice: eight rows, so there are middle rows to break.
+    assert_eq!(attest(dir.path(), &["demo"]).status.code(), Some(0));
+    let conn = Connection::open(ledger_file(dir.path())).unwrap();
+    conn.execute_batch(edit).unwrap();
+    drop(conn);
+    let json = attest(dir.path(), &["verify", "--json"]);
+    assert_eq!(json.status.code(), Some(1), "{}", stdout(&json));
+    let text = attest(dir.path(), &["verify"]);
+    assert_eq!(text.status.code(), Some(1));
+    (serde_json::from_slice(&json.stdout).unwrap(), stdout(&text))
+}
+
+#[test]
+fn an_edited_body_is_named() {
+    let (report, text) = verify_after(
+        "UPDATE entries SET body = replace(body, 'buyer@customer.example', 'evil@x.example') WHERE seq = 3",
+    );
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["broken_at"], 3);
+    assert_eq!(report["problems"][0]["kind"], "hash_mismatch");
+    assert!(text.contains("BROKEN at seq 3"), "{text}");
+}
+
+#[test]
+fn an_edited_column_is_named() {
+    let (report, text) = verify_after("UPDATE entries SET decision = 'act' WHERE seq = 4");
+    assert_eq!(report["broken_at"], 4);
+    assert_eq!(report["problems"][0]["kind"], "column_mismatch");
+    assert!(text.contains("column decision"), "{text}");
+}
+
+#[test]
+fn a_deleted_middle_row_is_named() {
+    let (report, _) = verify_after("DELETE FROM entries WHERE seq = 5");
+    assert_eq!(report["broken_at"], 5);
+    assert_eq!(report["problems"][0]["kind"], "seq_gap");
+}
+
+#[test]
+fn swapped_bodies_are_named() {
+    let (report, _) = verify_after(
+        "UPDATE entries SET body = CASE seq WHEN 2 THEN (SELECT body FROM entries WHERE seq = 6)
+                                           ELSE (SELECT body FROM entries WHERE seq = 2) END
+         WHERE seq IN (2, 6);",
+    );
+    assert_eq!(report["broken_at"], 2);
+}
+
+#[test]
+fn a_changed_hash_is_named() {
+    let (report, _) = verify_after("UPDATE entries SET hash = randomblob(32) WHERE seq = 7");
+    assert_eq!(report["broken_at"], 7);
+    assert_eq!(report["problems"][0]["kind"], "hash_mismatch");
+}
