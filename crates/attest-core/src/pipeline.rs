@@ -165,53 +165,55 @@ impl Attest {
             action,
             params_hash,
         } = prepared;
-        match execute(action.params.clone()).await {
+        let outcome = execute(action.params.clone()).await;
+        let (record, level) = match &outcome {
             Ok(result) => {
-                let (level, verification) = verify(&action, &result, check).await;
-                let record = to_record(
-                    &action,
-                    params_hash,
-                    &cleared.verdict,
-                    cleared.verdict.decision,
-                    cleared.confirm,
-                    Outcome::Ran(&result, verification),
-                )?;
-                let appended = self.append(record).await?;
-                let mut receipt = Receipt::new(
-                    &action.id,
-                    appended,
-                    cleared.verdict.decision,
-                    cleared.verdict.reasons,
-                );
-                receipt.approver = cleared.approver;
-                receipt.level = Some(level);
-                receipt.result = Some(result);
-                Ok(receipt)
+                let (level, verification) = verify(&action, result, check).await;
+                let ran = Outcome::Ran(result, verification);
+                (self.to_record(&action, params_hash, &cleared, ran)?, Some(level))
             }
             Err(source) => {
                 let message = source.to_string();
-                let record = to_record(
-                    &action,
-                    params_hash,
-                    &cleared.verdict,
-                    cleared.verdict.decision,
-                    cleared.confirm,
-                    Outcome::Failed(&message),
-                )?;
-                let appended = self.append(record).await?;
-                let mut receipt = Receipt::new(
-                    &action.id,
-                    appended,
-                    cleared.verdict.decision,
-                    cleared.verdict.reasons,
-                );
-                receipt.approver = cleared.approver;
-                Err(AttestError::ToolFailed {
-                    receipt: Box::new(receipt),
-                    source,
-                })
+                let failed = Outcome::Failed(&message);
+                (self.to_record(&action, params_hash, &cleared, failed)?, None)
             }
+        };
+        let appended = self.append(record).await?;
+        let mut receipt = Receipt::new(
+            &action.id,
+            appended,
+            cleared.verdict.decision,
+            cleared.verdict.reasons,
+        );
+        receipt.approver = cleared.approver;
+        receipt.level = level;
+        match outcome {
+            Ok(result) => {
+                receipt.result = Some(result);
+                Ok(receipt)
+            }
+            Err(source) => Err(AttestError::ToolFailed {
+                receipt: Box::new(receipt),
+                source,
+            }),
         }
+    }
+
+    fn to_record(
+        &self,
+        action: &Action,
+        params_hash: String,
+        cleared: &Cleared,
+        outcome: Outcome<'_>,
+    ) -> Result<Record, AttestError> {
+        to_record(
+            action,
+            params_hash,
+            &cleared.verdict,
+            cleared.verdict.decision,
+            cleared.confirm.clone(),
+            outcome,
+        )
     }
 
     /// Records an action that already happened, outside Attest (decision `recorded`).
