@@ -170,12 +170,18 @@ impl Attest {
             Ok(result) => {
                 let (level, verification) = verify(&action, result, check).await;
                 let ran = Outcome::Ran(result, verification);
-                (self.to_record(&action, params_hash, &cleared, ran)?, Some(level))
+                (
+                    self.to_record(&action, params_hash, &cleared, ran)?,
+                    Some(level),
+                )
             }
             Err(source) => {
                 let message = source.to_string();
                 let failed = Outcome::Failed(&message);
-                (self.to_record(&action, params_hash, &cleared, failed)?, None)
+                (
+                    self.to_record(&action, params_hash, &cleared, failed)?,
+                    None,
+                )
             }
         };
         let appended = self.append(record).await?;
