@@ -62,6 +62,33 @@ pub enum LedgerError {
         /// What is wrong.
         detail: String,
     },
+    /// The Merkle tree could not be extended or read (its stored hashes are missing or
+    /// malformed).
+    #[error("merkle tree error at seq {seq}")]
+    Tree {
+        /// The seq being appended or proved.
+        seq: u64,
+        /// The cause.
+        #[source]
+        source: tlog_tiles::Error,
+    },
+    /// A key's text is not a valid signed-note key.
+    #[error("bad key in {origin}: {detail}")]
+    BadKey {
+        /// Where the key came from (a path, a flag, an env var).
+        origin: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A key file could not be read or written.
+    #[error("key file {path}")]
+    KeyFile {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// A word that should name a durability mode does not.
     #[error("unknown durability {word:?} (expected full, normal or off)")]
     UnknownDurability {

@@ -48,17 +48,26 @@
 //! ```
 
 mod canonical;
+mod checkpoint;
 mod clock;
 mod durability;
 mod entry;
 mod error;
+mod keys;
+mod merkle;
 mod sqlite;
 mod verify;
 
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, Hash, GENESIS};
+pub use checkpoint::{
+    open_checkpoint, read_checkpoint_unverified, sign_checkpoint, CheckpointBody, CheckpointError,
+    MAX_NOTE_BYTES,
+};
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
 pub use entry::{Confirm, Execution, Record, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
+pub use keys::{SigningKey, VerifierKey};
+pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
 pub use sqlite::{Appended, Ledger, LedgerOptions, RowSummary, StoredRow, SCHEMA_VERSION};
 pub use verify::{ChainChecker, Problem, ProblemKind, VerifyReport};

@@ -13,7 +13,9 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use crate::canonical::{canonical_bytes, entry_hash, to_hex, Hash, GENESIS};
 use crate::clock::format_ts;
 use crate::entry::{Entry, FORMAT_VERSION};
+use crate::merkle::{leaf_hash, StoredHashes, TreeHash};
 use crate::{Clock, Durability, LedgerError, Record, SystemClock};
+use tlog_tiles::{stored_hash_index, stored_hashes_for_record_hash};
 
 /// The schema version stored in `attest_meta`; bump it with a migration.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -43,6 +45,16 @@ CREATE INDEX IF NOT EXISTS entries_agent ON entries(agent);
 CREATE INDEX IF NOT EXISTS entries_decision ON entries(decision);
 CREATE INDEX IF NOT EXISTS entries_level ON entries(level);
 CREATE INDEX IF NOT EXISTS entries_ts ON entries(ts);
+CREATE TABLE IF NOT EXISTS tree_hashes (
+    idx  INTEGER PRIMARY KEY,
+    hash BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    size INTEGER PRIMARY KEY,
+    root BLOB NOT NULL,
+    note TEXT NOT NULL,
+    ts   TEXT NOT NULL
+);
 ";
 
 /// How to open a ledger.
@@ -336,6 +348,14 @@ impl Ledger {
                         &body,
                     ])
                     .map_err(self.sqlite("inserting an entry"))?;
+                store_tree_hashes(&tx, seq - 1, &hash).map_err(|source| match source {
+                    TreeError::Sqlite(source) => LedgerError::Sqlite {
+                        path: self.path.clone(),
+                        during: "storing tree hashes",
+                        source,
+                    },
+                    TreeError::Tree(source) => LedgerError::Tree { seq, source },
+                })?;
                 prev = hash;
                 appended.push(Appended { seq, hash, ts });
             }
@@ -460,4 +480,27 @@ impl Ledger {
         out.flush().map_err(LedgerError::Output)?;
         Ok(count)
     }
+}
+
+/// Why tree hashes could not be stored.
+pub(crate) enum TreeError {
+    Sqlite(rusqlite::Error),
+    Tree(tlog_tiles::Error),
+}
+
+/// Stores the tree hashes that leaf `index` completes, at their stored-hash indexes.
+fn store_tree_hashes(conn: &Connection, index: u64, entry_hash: &Hash) -> Result<(), TreeError> {
+    let leaf = TreeHash(leaf_hash(entry_hash));
+    let hashes = stored_hashes_for_record_hash(index, leaf, &StoredHashes { conn })
+        .map_err(TreeError::Tree)?;
+    let mut insert = conn
+        .prepare_cached("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")
+        .map_err(TreeError::Sqlite)?;
+    let first = stored_hash_index(0, index);
+    for (offset, hash) in (0u64..).zip(hashes) {
+        insert
+            .execute(params![first + offset, &hash.0[..]])
+            .map_err(TreeError::Sqlite)?;
+    }
+    Ok(())
 }
