@@ -89,6 +89,35 @@ pub enum LedgerError {
         #[source]
         source: std::io::Error,
     },
+    /// The ledger holds no entries, so there is nothing to sign or prove.
+    #[error("ledger {path} is empty")]
+    Empty {
+        /// The ledger file.
+        path: PathBuf,
+    },
+    /// Verifying since a checkpoint needs a key to trust that checkpoint.
+    #[error("no trusted verifier key: pass --vkey, --vkey-file or set ATTEST_VKEY")]
+    NoTrustedKey,
+    /// Verifying since a checkpoint needs a checkpoint.
+    #[error("ledger {path} has no checkpoint; run `attest checkpoint` first")]
+    NoCheckpoint {
+        /// The ledger file.
+        path: PathBuf,
+    },
+    /// A seq or size outside the tree.
+    #[error("seq {seq} is outside the tree of size {size}")]
+    OutOfRange {
+        /// The seq or size asked for.
+        seq: u64,
+        /// The tree's size.
+        size: u64,
+    },
+    /// The entry's body was pruned.
+    #[error("seq {seq} was pruned")]
+    Pruned {
+        /// The seq asked for.
+        seq: u64,
+    },
     /// A word that should name a durability mode does not.
     #[error("unknown durability {word:?} (expected full, normal or off)")]
     UnknownDurability {

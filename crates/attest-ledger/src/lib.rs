@@ -49,12 +49,15 @@
 
 mod canonical;
 mod checkpoint;
+mod checkpoints;
 mod clock;
 mod durability;
 mod entry;
 mod error;
 mod keys;
 mod merkle;
+mod proofs;
+mod prune;
 mod sqlite;
 mod verify;
 
@@ -63,11 +66,16 @@ pub use checkpoint::{
     open_checkpoint, read_checkpoint_unverified, sign_checkpoint, CheckpointBody, CheckpointError,
     MAX_NOTE_BYTES,
 };
+pub use checkpoints::StoredCheckpoint;
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
 pub use entry::{Confirm, Execution, Record, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
 pub use keys::{SigningKey, VerifierKey};
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
+pub use proofs::{ConsistencyProof, InclusionProof, ProofError};
+pub use prune::PruneReport;
 pub use sqlite::{Appended, Ledger, LedgerOptions, RowSummary, StoredRow, SCHEMA_VERSION};
-pub use verify::{ChainChecker, Problem, ProblemKind, VerifyReport};
+pub use verify::{
+    ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,
+};

@@ -67,13 +67,22 @@ impl CompactRange {
 
     /// Appends one leaf hash (already `SHA-256(0x00 ‖ …)`).
     pub fn push(&mut self, leaf: Hash) {
+        self.push_with(leaf, |_| {});
+    }
+
+    /// Appends one leaf hash, calling `completed` with each hash the leaf completes:
+    /// the leaf, then every subtree it closes, smallest first. These are exactly the
+    /// hashes the ledger stores for that leaf, in stored-index order.
+    pub fn push_with(&mut self, leaf: Hash, mut completed: impl FnMut(&Hash)) {
         let mut hash = leaf;
+        completed(&hash);
         let mut size = self.size;
         while size & 1 == 1 {
             match self.subtrees.pop() {
                 Some(left) => hash = node_hash(TreeHash(left), TreeHash(hash)).0,
                 None => break,
             }
+            completed(&hash);
             size >>= 1;
         }
         self.subtrees.push(hash);

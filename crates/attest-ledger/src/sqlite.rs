@@ -205,12 +205,20 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// The current time, from the injected clock.
+    pub(crate) fn now(&self) -> std::time::SystemTime {
+        self.clock.now()
+    }
+
     /// The file this ledger lives in.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn sqlite(&self, during: &'static str) -> impl FnOnce(rusqlite::Error) -> LedgerError + '_ {
+    pub(crate) fn sqlite(
+        &self,
+        during: &'static str,
+    ) -> impl FnOnce(rusqlite::Error) -> LedgerError + '_ {
         move |source| LedgerError::Sqlite {
             path: self.path.clone(),
             during,
@@ -218,7 +226,7 @@ impl Ledger {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves no transaction open (rusqlite rolls back
         // on drop), so the connection is still sound.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
@@ -367,7 +375,10 @@ impl Ledger {
 
     /// The newest row's seq and hash, or `None` for an empty ledger.
     pub fn tip(&self) -> Result<Option<(u64, Hash)>, LedgerError> {
-        let conn = self.lock();
+        self.tip_in(&self.lock())
+    }
+
+    pub(crate) fn tip_in(&self, conn: &Connection) -> Result<Option<(u64, Hash)>, LedgerError> {
         let tip: Option<(u64, Vec<u8>)> = conn
             .query_row(
                 "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
@@ -434,9 +445,17 @@ impl Ledger {
     pub fn for_each_row(
         &self,
         from_seq: u64,
+        visit: impl FnMut(&StoredRow<'_>) -> Result<bool, LedgerError>,
+    ) -> Result<(), LedgerError> {
+        self.for_each_row_in(&self.lock(), from_seq, visit)
+    }
+
+    pub(crate) fn for_each_row_in(
+        &self,
+        conn: &Connection,
+        from_seq: u64,
         mut visit: impl FnMut(&StoredRow<'_>) -> Result<bool, LedgerError>,
     ) -> Result<(), LedgerError> {
-        let conn = self.lock();
         let mut stmt = conn
             .prepare_cached(
                 "SELECT seq, hash, ts, system, verb, agent, decision, level, body

@@ -1,12 +1,20 @@
 //! Full verification: every row, in order, against the chain and its own columns.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
+use base64::Engine as _;
+use rusqlite::Connection;
 use serde::Serialize;
+use tlog_tiles::{check_record, check_tree, prove_record, prove_tree, stored_hash_index};
 
 use crate::canonical::{entry_hash, from_hex, to_hex, Hash, GENESIS};
 use crate::entry::{EntryView, FORMAT_VERSION};
-use crate::{Ledger, LedgerError, StoredRow};
+use crate::merkle::{leaf_hash, CompactRange, StoredHashes, TreeHash};
+use crate::{
+    open_checkpoint, read_checkpoint_unverified, CheckpointError, Ledger, LedgerError, StoredRow,
+    VerifierKey,
+};
 
 /// Most problems kept in a report; the first is the one that matters.
 const MAX_PROBLEMS: usize = 100;
@@ -26,6 +34,17 @@ pub enum ProblemKind {
     BodyAltered,
     /// An indexed column disagrees with the body.
     ColumnMismatch,
+    /// Entries a checkpoint covers are gone from the end of the ledger.
+    Truncated,
+    /// The entries' Merkle root at a checkpoint's size is not the root it signed, or a
+    /// stored checkpoint disagrees with its own note or with an anchored copy.
+    CheckpointMismatch,
+    /// A checkpoint's signature does not verify under any trusted key.
+    BadSignature,
+    /// A checkpoint kept elsewhere (an anchor) is missing from the ledger.
+    CheckpointMissing,
+    /// The stored tree hashes disagree with the entries (proofs would not check).
+    TreeMismatch,
 }
 
 impl fmt::Display for ProblemKind {
@@ -36,6 +55,11 @@ impl fmt::Display for ProblemKind {
             ProblemKind::HashMismatch => "hash mismatch",
             ProblemKind::BodyAltered => "body altered",
             ProblemKind::ColumnMismatch => "column disagrees with body",
+            ProblemKind::Truncated => "truncated",
+            ProblemKind::CheckpointMismatch => "checkpoint mismatch",
+            ProblemKind::BadSignature => "bad checkpoint signature",
+            ProblemKind::CheckpointMissing => "checkpoint missing",
+            ProblemKind::TreeMismatch => "tree hashes disagree",
         })
     }
 }
@@ -64,9 +88,24 @@ pub struct VerifyReport {
     pub checked: u64,
     /// Findings, first bad seq first, at most 100.
     pub problems: Vec<Problem>,
-    /// The last row's seq and hash as stored, when there was one.
+    /// The last row's seq and the hash its body has, when there was one.
     #[serde(skip)]
     pub tip: Option<(u64, Hash)>,
+    /// The newest checkpoint the run relied on or compared against.
+    pub checkpoint: Option<CheckpointSummary>,
+    /// Whether checkpoint signatures were checked against a trusted key.
+    pub signatures_checked: bool,
+    /// Things a reader should know that are not problems (e.g. "no trusted key").
+    pub notes: Vec<String>,
+}
+
+/// A checkpoint's size and root, for reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckpointSummary {
+    /// Entries covered.
+    pub size: u64,
+    /// Base64 root hash, as in the note.
+    pub root: String,
 }
 
 impl VerifyReport {
@@ -98,12 +137,34 @@ impl Default for ChainChecker {
                 checked: 0,
                 problems: Vec::new(),
                 tip: None,
+                checkpoint: None,
+                signatures_checked: false,
+                notes: Vec::new(),
             },
         }
     }
 }
 
 impl ChainChecker {
+    /// A checker for a chain that resumes after `seq`, whose entry hashed to `prev`.
+    pub fn resume_after(seq: u64, prev: Hash) -> Self {
+        ChainChecker {
+            expected_seq: seq.saturating_add(1),
+            prev,
+            ..ChainChecker::default()
+        }
+    }
+
+    /// The hash of the last row checked (or the starting `prev`).
+    pub fn prev(&self) -> Hash {
+        self.prev
+    }
+
+    /// Records a finding that is not about one row's contents.
+    pub fn report_problem(&mut self, seq: u64, kind: ProblemKind, detail: String) {
+        self.problem(seq, kind, detail);
+    }
+
     /// Checks the next row. After a problem it carries on from the stored hash, so
     /// later findings are about later rows, not echoes of the first.
     pub fn check(&mut self, row: &StoredRow<'_>) {
@@ -214,15 +275,365 @@ impl ChainChecker {
     }
 }
 
+/// What to check beyond the chain itself.
+#[derive(Default)]
+pub struct VerifyOptions<'a> {
+    /// Keys whose checkpoint signatures are trusted. Without any, stored checkpoints
+    /// are compared with the entries but their signatures are not checked, and
+    /// `since_checkpoint` is refused.
+    pub trusted: &'a [VerifierKey],
+    /// Signed checkpoint notes kept elsewhere, with a label (file name) for messages.
+    pub anchors: &'a [(String, Vec<u8>)],
+    /// Check only the newest checkpoint's signature, the rows after it, and that they
+    /// extend its tree: O(rows since + log n).
+    pub since_checkpoint: bool,
+    /// Called now and then with (rows checked, rows expected).
+    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+}
+
+/// A root some checkpoint claims for the first `size` entries.
+struct Claim {
+    root: Hash,
+    label: String,
+}
+
 impl Ledger {
-    /// Checks every row: seq order without gaps, `prev` links from the zero hash, each
-    /// stored hash against its body, and the indexed columns against the body.
+    /// Checks every row: seq order without gaps, `prev` links from the zero hash (or
+    /// from the pruned prefix's last hash), each stored hash against its body, and the
+    /// indexed columns against the body; then the tree: every stored checkpoint's root
+    /// against the entries, and its signature when trusted keys are given.
     pub fn verify(&self) -> Result<VerifyReport, LedgerError> {
+        self.verify_with(VerifyOptions::default())
+    }
+
+    /// [`Ledger::verify`] with trusted keys, anchors, or only since the newest checkpoint.
+    pub fn verify_with(&self, mut options: VerifyOptions<'_>) -> Result<VerifyReport, LedgerError> {
+        let mut conn = self.lock();
+        // One read transaction: a consistent snapshot even while others append.
+        let tx = conn
+            .transaction()
+            .map_err(self.sqlite("starting verification"))?;
+        let tip = self.tip_in(&tx)?.map(|(seq, _)| seq).unwrap_or(0);
+        let pruned = self.pruned_in(&tx)?;
+        let stored = self.checkpoints_in(&tx)?;
         let mut checker = ChainChecker::default();
-        self.for_each_row(1, |row| {
+        checker.report.signatures_checked = !options.trusted.is_empty();
+
+        // Every root some checkpoint claims, by size: stored notes, then anchors.
+        let mut claims: BTreeMap<u64, Claim> = BTreeMap::new();
+        let mut signed: BTreeMap<u64, Hash> = BTreeMap::new();
+        for cp in &stored {
+            let label = format!("stored checkpoint at size {}", cp.size);
+            let body = if options.trusted.is_empty() {
+                read_checkpoint_unverified(cp.note.as_bytes())
+            } else {
+                open_checkpoint(cp.note.as_bytes(), options.trusted)
+            };
+            match body {
+                Ok(body) if body.size != cp.size || body.root != cp.root => checker.report_problem(
+                    cp.size,
+                    ProblemKind::CheckpointMismatch,
+                    format!(
+                        "{label}: its columns disagree with its note (size {}, root {})",
+                        body.size,
+                        b64(&body.root)
+                    ),
+                ),
+                Ok(body) => {
+                    if !options.trusted.is_empty() {
+                        signed.insert(body.size, body.root);
+                    }
+                    claims.insert(
+                        body.size,
+                        Claim {
+                            root: body.root,
+                            label,
+                        },
+                    );
+                }
+                Err(err @ CheckpointError::Signature(_)) => checker.report_problem(
+                    cp.size,
+                    ProblemKind::BadSignature,
+                    format!("{label}: {err}"),
+                ),
+                Err(err) => checker.report_problem(
+                    cp.size,
+                    ProblemKind::CheckpointMismatch,
+                    format!("{label}: {err}"),
+                ),
+            }
+        }
+        if options.trusted.is_empty() && !stored.is_empty() {
+            checker.report.notes.push(
+                "checkpoint signatures were not checked: no trusted verifier key given \
+                 (--vkey, --vkey-file or ATTEST_VKEY); roots were compared with the entries only"
+                    .to_owned(),
+            );
+        }
+        for (label, note) in options.anchors {
+            match open_checkpoint(note, options.trusted) {
+                Ok(body) => {
+                    match stored.iter().find(|cp| cp.size == body.size) {
+                        None => checker.report_problem(
+                            body.size,
+                            ProblemKind::CheckpointMissing,
+                            format!("the checkpoint at size {} kept in {label} is not in the ledger (deleted?)", body.size),
+                        ),
+                        Some(cp) if cp.root != body.root => checker.report_problem(
+                            body.size,
+                            ProblemKind::CheckpointMismatch,
+                            format!("the checkpoint at size {} in the ledger is not the one kept in {label} (swapped?)", body.size),
+                        ),
+                        Some(_) => {}
+                    }
+                    signed.insert(body.size, body.root);
+                    claims.insert(
+                        body.size,
+                        Claim {
+                            root: body.root,
+                            label: format!("checkpoint kept in {label}"),
+                        },
+                    );
+                }
+                Err(err) => checker.report_problem(
+                    0,
+                    ProblemKind::BadSignature,
+                    format!("anchor {label}: {err}"),
+                ),
+            }
+        }
+        if let Some((&size, claim)) = claims.last_key_value() {
+            checker.report.checkpoint = Some(CheckpointSummary {
+                size,
+                root: b64(&claim.root),
+            });
+            if tip < size {
+                checker.report_problem(
+                    tip + 1,
+                    ProblemKind::Truncated,
+                    format!(
+                        "{} covers {size} entries but the ledger ends at seq {tip}",
+                        claim.label
+                    ),
+                );
+            }
+        }
+
+        // Where the walk starts, and the hash the first walked row must link to.
+        let start = if options.since_checkpoint {
+            if options.trusted.is_empty() {
+                return Err(LedgerError::NoTrustedKey);
+            }
+            let Some(newest) = stored.last() else {
+                return Err(LedgerError::NoCheckpoint {
+                    path: self.path().to_path_buf(),
+                });
+            };
+            let Some(&root) = signed.get(&newest.size) else {
+                // Its signature did not verify: nothing to start from; the problem is reported.
+                return Ok(checker.finish());
+            };
+            checker.report.checkpoint = Some(CheckpointSummary {
+                size: newest.size,
+                root: b64(&root),
+            });
+            newest.size
+        } else {
+            pruned.map(|(seq, _)| seq).unwrap_or(0)
+        };
+        let prev = if start == 0 {
+            GENESIS
+        } else if let Some((_, hash)) = pruned.filter(|(seq, _)| *seq == start) {
+            hash
+        } else {
+            let mut hash = None;
+            self.for_each_row_in(&tx, start, |row| {
+                if row.seq == start {
+                    hash = Some(entry_hash(row.body));
+                }
+                Ok(false)
+            })?;
+            match hash {
+                Some(hash) => hash,
+                None => {
+                    checker.report_problem(
+                        start,
+                        ProblemKind::Truncated,
+                        format!("seq {start}, where verification starts, is missing"),
+                    );
+                    return Ok(checker.finish());
+                }
+            }
+        };
+        // Bind the starting entry to a signed root: its leaf must be included.
+        if start > 0 {
+            match claims.range(start..).next() {
+                Some((&size, claim)) => {
+                    if !self.included(&tx, start - 1, size, &prev, &claim.root) {
+                        checker.report_problem(
+                            start,
+                            ProblemKind::CheckpointMismatch,
+                            format!("entry {start}, where verification starts, is not in the signed tree of size {size}"),
+                        );
+                    }
+                }
+                None => checker.report.notes.push(format!(
+                    "entries up to seq {start} were pruned and no checkpoint covers them"
+                )),
+            }
+        }
+        let mut range = match CompactRange::from_stored(start, &StoredHashes { conn: &tx }) {
+            Ok(range) => range,
+            Err(err) => {
+                checker.report_problem(
+                    start,
+                    ProblemKind::TreeMismatch,
+                    format!("cannot read the tree at size {start}: {err}"),
+                );
+                return Ok(checker.finish());
+            }
+        };
+        // Claims at or before the start: equal to the start's root, or consistent with it.
+        let start_root = range.root();
+        for (&size, claim) in claims.range(..=start) {
+            if size == start {
+                if claim.root != start_root {
+                    checker.report_problem(
+                        size,
+                        ProblemKind::CheckpointMismatch,
+                        format!(
+                            "the tree of the first {size} entries has root {} but {} says {}",
+                            b64(&start_root),
+                            claim.label,
+                            b64(&claim.root)
+                        ),
+                    );
+                }
+            } else if !self.consistent(&tx, size, &claim.root, start, &start_root) {
+                checker.report_problem(
+                    size,
+                    ProblemKind::CheckpointMismatch,
+                    format!(
+                        "{} (size {size}) is not a prefix of the tree at size {start}",
+                        claim.label
+                    ),
+                );
+            }
+        }
+
+        let mut checker = ChainChecker {
+            report: checker.report,
+            ..ChainChecker::resume_after(start, prev)
+        };
+        let expected = tip.saturating_sub(start);
+        let mut walked = 0u64;
+        // The stored tree hashes are read alongside the entries, in index order: each
+        // leaf's stored hashes are exactly those its push completes.
+        let mut tree_stmt = tx
+            .prepare("SELECT idx, hash FROM tree_hashes WHERE idx >= ?1 ORDER BY idx")
+            .map_err(self.sqlite("reading tree hashes"))?;
+        let mut tree_rows = tree_stmt
+            .query([stored_hash_index(0, start)])
+            .map_err(self.sqlite("reading tree hashes"))?;
+        let mut tree_ok = true;
+        self.for_each_row_in(&tx, start + 1, |row| {
             checker.check(row);
+            let mut next_index = stored_hash_index(0, range.size());
+            let mut stored_ok = true;
+            let mut read_error = None;
+            range.push_with(leaf_hash(&checker.prev()), |hash| {
+                match tree_rows.next() {
+                    Ok(Some(stored)) => {
+                        let idx: Option<u64> = stored.get(0).ok();
+                        let bytes: Option<Vec<u8>> = stored.get(1).ok();
+                        stored_ok &= idx == Some(next_index) && bytes.as_deref() == Some(&hash[..]);
+                    }
+                    Ok(None) => stored_ok = false,
+                    Err(err) => read_error = Some(err),
+                }
+                next_index += 1;
+            });
+            if let Some(err) = read_error {
+                return Err(self.sqlite("reading tree hashes")(err));
+            }
+            if !stored_ok && tree_ok {
+                tree_ok = false;
+                checker.report_problem(row.seq, ProblemKind::TreeMismatch, format!(
+                    "the stored tree hashes for seq {} disagree with the entries; proofs through them would not check",
+                    row.seq));
+            }
+            if let Some(claim) = claims.get(&range.size()) {
+                let root = range.root();
+                if root != claim.root {
+                    checker.report_problem(range.size(), ProblemKind::CheckpointMismatch, format!(
+                        "the first {} entries have root {} but {} says {}",
+                        range.size(), b64(&root), claim.label, b64(&claim.root)));
+                }
+            }
+            walked += 1;
+            if walked % 4096 == 0 {
+                if let Some(progress) = options.progress.as_mut() {
+                    progress(walked, expected);
+                }
+            }
             Ok(true)
         })?;
+        if let Some(progress) = options.progress.as_mut() {
+            progress(walked, expected);
+        }
+        // The stored tree must agree with the entries, or proofs served from it fail.
+        if tree_ok && range.size() == tip && tip > 0 {
+            match self.root_in(&tx, tip) {
+                Ok(stored_root) if stored_root == range.root() => {}
+                _ => checker.report_problem(tip, ProblemKind::TreeMismatch, format!(
+                    "the stored tree hashes at size {tip} disagree with the entries; inclusion proofs would not check")),
+            }
+        }
         Ok(checker.finish())
     }
+
+    /// Whether the entry hashing to `entry` is leaf `index` of the tree with `root` at `size`.
+    fn included(
+        &self,
+        conn: &Connection,
+        index: u64,
+        size: u64,
+        entry: &Hash,
+        root: &Hash,
+    ) -> bool {
+        let stored = StoredHashes { conn };
+        prove_record(size, index, &stored)
+            .and_then(|proof| {
+                check_record(
+                    &proof,
+                    size,
+                    TreeHash(*root),
+                    index,
+                    TreeHash(leaf_hash(entry)),
+                )
+            })
+            .is_ok()
+    }
+
+    /// Whether the tree of `old` entries with `old_root` is a prefix of the one at `new`.
+    fn consistent(
+        &self,
+        conn: &Connection,
+        old: u64,
+        old_root: &Hash,
+        new: u64,
+        new_root: &Hash,
+    ) -> bool {
+        let stored = StoredHashes { conn };
+        prove_tree(new, old, &stored)
+            .and_then(|proof| {
+                check_tree(&proof, new, TreeHash(*new_root), old, TreeHash(*old_root))
+            })
+            .is_ok()
+    }
+}
+
+/// Base64 (standard, padded), the form roots take in notes.
+pub(crate) fn b64(hash: &Hash) -> String {
+    base64::engine::general_purpose::STANDARD.encode(hash)
 }

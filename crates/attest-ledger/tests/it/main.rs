@@ -6,6 +6,7 @@
 mod chain;
 mod concurrency;
 mod tamper;
+mod tree;
 
 use attest_ledger::{Execution, Ledger, LedgerOptions, Record, Verification};
 

@@ -29,7 +29,7 @@ fn an_edited_body_is_a_hash_mismatch_at_its_seq() {
 }
 
 #[test]
-fn an_edited_body_with_a_recomputed_hash_breaks_the_next_prev() {
+fn an_edited_body_with_a_recomputed_hash_breaks_the_tree_and_the_next_prev() {
     let (dir, ledger) = ledger_with(10);
     let conn = Connection::open(dir.path().join("ledger.sqlite")).unwrap();
     let body: String = conn
@@ -44,7 +44,12 @@ fn an_edited_body_with_a_recomputed_hash_breaks_the_next_prev() {
     .unwrap();
     drop(conn);
     let report = ledger.verify().unwrap();
-    assert_eq!(first(&report), (5, ProblemKind::PrevMismatch));
+    // The stored tree still holds the old leaf, and the next row links to the old hash.
+    assert_eq!(first(&report), (4, ProblemKind::TreeMismatch));
+    assert!(report
+        .problems
+        .iter()
+        .any(|p| (p.seq, p.kind) == (5, ProblemKind::PrevMismatch)));
 }
 
 #[test]
