@@ -43,12 +43,39 @@ pub(crate) enum Command {
     Demo,
     /// List the newest ledger rows.
     Ledger(LedgerArgs),
-    /// Check the whole ledger: seq order, the hash chain, every body and column.
+    /// Check the ledger: seq order, the hash chain, every body and column, the Merkle
+    /// tree, and every checkpoint's root (and signature, given a trusted key).
     ///
-    /// Exit 0: intact. Exit 1: broken (the first bad seq is named). Exit 2: could not run.
+    /// Exit 0: intact. Exit 1: broken (what and where is named). Exit 2: could not run.
     Verify(VerifyArgs),
     /// Write every entry out.
     Export(ExportArgs),
+    /// Create an Ed25519 signing key for checkpoints (signed-note format, mode 0600).
+    ///
+    /// Prints the verifier key on stdout: keep a copy somewhere the ledger's writers
+    /// cannot change, and pass it to `attest verify --vkey`.
+    Keygen(KeygenArgs),
+    /// Show keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Sign the current tree as a C2SP checkpoint and print the signed note on stdout.
+    ///
+    /// Verifies the rows since the previous checkpoint first, and refuses to sign a
+    /// broken ledger. `attest checkpoint > cp.note` gives a file any signed-note
+    /// verifier opens.
+    Checkpoint(CheckpointArgs),
+    /// Append the newest checkpoint note to a file kept elsewhere (an anchor), for
+    /// `attest verify --checkpoint FILE`.
+    Anchor(AnchorArgs),
+    /// Print an inclusion proof for an entry, or a consistency proof between two sizes.
+    Prove(ProveArgs),
+    /// Check a proof file from `attest prove --json` offline: no ledger needed.
+    VerifyProof(VerifyProofArgs),
+    /// Remove entries older than N days that a signed checkpoint covers.
+    ///
+    /// Verifies first, signs a checkpoint, then removes; the remaining ledger still
+    /// verifies end to end and its inclusion proofs still check. The newest entry stays.
+    Prune(PruneArgs),
 }
 
 #[derive(Debug, Args)]
@@ -61,16 +88,47 @@ pub(crate) struct LedgerArgs {
     pub(crate) json: bool,
 }
 
+/// Where trusted verifier keys come from.
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// A trusted verifier key (`name+hash+base64`); repeatable.
+    #[arg(long = "vkey", value_name = "KEY")]
+    pub(crate) vkeys: Vec<String>,
+    /// A file holding a trusted verifier key; repeatable.
+    #[arg(long = "vkey-file", value_name = "FILE")]
+    pub(crate) vkey_files: Vec<PathBuf>,
+    /// Trusted verifier keys from the environment, comma-separated.
+    #[arg(
+        long = "vkey-env",
+        env = "ATTEST_VKEY",
+        hide = true,
+        value_name = "KEYS"
+    )]
+    pub(crate) vkey_env: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
-    /// Print `{"ok","checked","broken_at","problems":[…]}` instead of text.
+    /// Check only the newest checkpoint's signature, the rows after it, and that they
+    /// extend its tree (needs a trusted key).
+    #[arg(long)]
+    pub(crate) since_checkpoint: bool,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
+    /// A file of checkpoint notes kept elsewhere (see `attest anchor`): the ledger must
+    /// contain and extend each of them.
+    #[arg(long = "checkpoint", value_name = "NOTE_FILE")]
+    pub(crate) anchors: Vec<PathBuf>,
+    /// Print `{"ok","checked","broken_at","problems":[…],"checkpoint":{"size","root"}}`.
     #[arg(long)]
     pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct ExportArgs {
-    /// `jsonl`: one stored canonical body per line, exactly the bytes that were hashed.
+    /// `jsonl`: the stored canonical bodies, one per line, exactly the hashed bytes;
+    /// `json`: the same bodies as one array; `csv`: one row per entry, main fields;
+    /// `ietf`: records in the shape of draft-sharif-agent-audit-trail-00.
     #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
     pub(crate) format: ExportFormat,
 }
@@ -79,4 +137,83 @@ pub(crate) struct ExportArgs {
 pub(crate) enum ExportFormat {
     /// One canonical entry per line.
     Jsonl,
+    /// One JSON array of canonical entries.
+    Json,
+    /// Comma-separated values, a header and one row per entry.
+    Csv,
+    /// Agent Audit Trail records (IETF draft-sharif-agent-audit-trail-00), one per line.
+    Ietf,
+}
+
+/// Where the signing key is.
+#[derive(Debug, Args)]
+pub(crate) struct KeyPathArgs {
+    /// The private key file [default: signing.key beside the ledger].
+    #[arg(long = "key", env = "ATTEST_SIGNING_KEY", value_name = "PATH")]
+    pub(crate) key: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct KeygenArgs {
+    /// The key's name: the checkpoint origin (no spaces or '+').
+    #[arg(long, default_value = "attest-ledger")]
+    pub(crate) name: String,
+    /// Where to write the private key [default: signing.key beside the ledger].
+    #[arg(long = "out", env = "ATTEST_SIGNING_KEY", value_name = "PATH")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeyCommand {
+    /// Print the verifier key of the signing key.
+    Show(KeyPathArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckpointArgs {
+    #[command(flatten)]
+    pub(crate) key: KeyPathArgs,
+    /// Print the newest stored checkpoint note instead of signing a new one.
+    #[arg(long)]
+    pub(crate) latest: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AnchorArgs {
+    /// The file to append the newest checkpoint note to.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ProveArgs {
+    /// The entry to prove (omit with --consistency).
+    #[arg(required_unless_present = "consistency")]
+    pub(crate) seq: Option<u64>,
+    /// Prove that the tree of this size is a prefix of the newer one.
+    #[arg(long, value_name = "OLD", conflicts_with = "seq")]
+    pub(crate) consistency: Option<u64>,
+    /// The tree size to prove against [default: the newest checkpoint's].
+    #[arg(long)]
+    pub(crate) size: Option<u64>,
+    /// Print the proof as JSON (what `attest verify-proof` reads).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VerifyProofArgs {
+    /// The proof file (JSON from `attest prove --json`).
+    pub(crate) file: PathBuf,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PruneArgs {
+    /// Remove entries older than this many days.
+    #[arg(long, value_name = "N")]
+    pub(crate) older_than_days: u64,
+    #[command(flatten)]
+    pub(crate) key: KeyPathArgs,
 }

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use attest_ledger::{Durability, Ledger, LedgerOptions};
+use attest_ledger::{Durability, Ledger, LedgerOptions, SigningKey, VerifierKey};
 
-use crate::cli::Global;
+use crate::cli::{Global, KeyPathArgs, TrustArgs};
 
 /// Settings every command shares, validated.
 #[derive(Debug)]
@@ -34,10 +34,62 @@ impl Config {
             ..LedgerOptions::default()
         };
         Ledger::open(&self.ledger_path, options)
-            .with_context(|| format!("cannot open ledger {}", display(&self.ledger_path)))
+            .with_context(|| format!("cannot open ledger {}", self.ledger_path.display()))
+    }
+
+    /// The signing key's path: `--key`, `ATTEST_SIGNING_KEY`, else `signing.key` beside
+    /// the ledger.
+    pub(crate) fn key_path(&self, given: Option<&Path>) -> PathBuf {
+        match given {
+            Some(path) => path.to_path_buf(),
+            None => self
+                .ledger_path
+                .parent()
+                .unwrap_or_else(|| Path::new(""))
+                .join("signing.key"),
+        }
+    }
+
+    /// Loads the signing key, with a hint when there is none.
+    pub(crate) fn signing_key(&self, args: &KeyPathArgs) -> anyhow::Result<SigningKey> {
+        let path = self.key_path(args.key.as_deref());
+        if !path.exists() {
+            anyhow::bail!(
+                "no signing key at {}: run `attest keygen` (or pass --key / set ATTEST_SIGNING_KEY)",
+                path.display()
+            );
+        }
+        Ok(SigningKey::load(&path)?)
     }
 }
 
-fn display(path: &Path) -> String {
-    path.display().to_string()
+/// The trusted verifier keys from `--vkey`, `--vkey-file` and `ATTEST_VKEY`.
+pub(crate) fn trusted_keys(args: &TrustArgs) -> anyhow::Result<Vec<VerifierKey>> {
+    let mut keys = Vec::new();
+    for text in &args.vkeys {
+        keys.push(VerifierKey::parse(text, "--vkey")?);
+    }
+    for path in &args.vkey_files {
+        keys.push(VerifierKey::load(path)?);
+    }
+    if let Some(env) = &args.vkey_env {
+        for text in env.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            keys.push(VerifierKey::parse(text, "ATTEST_VKEY")?);
+        }
+    }
+    Ok(keys)
+}
+
+/// Reads a small input file (a note, a proof) with a size cap, naming it in errors.
+pub(crate) fn read_capped(path: &Path, cap: u64) -> anyhow::Result<Vec<u8>> {
+    let metadata =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if metadata.len() > cap {
+        anyhow::bail!(
+            "{} is {} bytes; the limit is {cap}",
+            path.display(),
+            metadata.len()
+        );
+    }
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }

@@ -96,6 +96,31 @@ fn parse_body(text: &[u8]) -> Result<CheckpointBody, CheckpointError> {
     })
 }
 
+/// Splits a file of signed notes written one after another (an anchor file) into
+/// notes. A note is its text, a blank line, then signature lines starting with `—`.
+pub fn split_notes(file: &[u8]) -> Vec<Vec<u8>> {
+    let mut notes = Vec::new();
+    let mut current = Vec::new();
+    let mut in_signatures = false;
+    for line in file.split_inclusive(|b| *b == b'\n') {
+        let is_signature = line.starts_with("\u{2014} ".as_bytes());
+        if in_signatures && !is_signature {
+            notes.push(std::mem::take(&mut current));
+            in_signatures = false;
+        }
+        if in_signatures || !(current.is_empty() && line == b"\n") {
+            current.extend_from_slice(line);
+        }
+        if is_signature {
+            in_signatures = true;
+        }
+    }
+    if !current.is_empty() {
+        notes.push(current);
+    }
+    notes
+}
+
 /// Why a checkpoint note was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -157,6 +182,20 @@ mod tests {
             read_checkpoint_unverified(forged.as_bytes()).unwrap().size,
             43
         );
+    }
+
+    #[test]
+    fn notes_written_one_after_another_split_back_apart() {
+        let (key, _) = SigningKey::generate("k").unwrap();
+        let first = sign_checkpoint(&key, 1, &[1; 32]).unwrap();
+        let second = sign_checkpoint(&key, 2, &[2; 32]).unwrap();
+        let file = format!("{first}{second}\n{first}");
+        let notes = split_notes(file.as_bytes());
+        assert_eq!(notes.len(), 3);
+        assert_eq!(notes[0], first.as_bytes());
+        assert_eq!(notes[1], second.as_bytes());
+        assert_eq!(notes[2], first.as_bytes());
+        assert!(split_notes(b"").is_empty());
     }
 
     #[test]

@@ -63,8 +63,8 @@ mod verify;
 
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, Hash, GENESIS};
 pub use checkpoint::{
-    open_checkpoint, read_checkpoint_unverified, sign_checkpoint, CheckpointBody, CheckpointError,
-    MAX_NOTE_BYTES,
+    open_checkpoint, read_checkpoint_unverified, sign_checkpoint, split_notes, CheckpointBody,
+    CheckpointError, MAX_NOTE_BYTES,
 };
 pub use checkpoints::StoredCheckpoint;
 pub use clock::{format_ts, Clock, SystemClock};

@@ -1,8 +1,12 @@
 //! One module per command; each returns the exit code its outcome means.
 
+mod checkpoint;
 mod demo;
 mod export;
+mod keys;
 mod ledger;
+mod prove;
+mod prune;
 mod verify;
 
 use std::process::ExitCode;
@@ -17,6 +21,13 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ledger(args) => ledger::run(&config, &args),
         Command::Verify(args) => verify::run(&config, &args),
         Command::Export(args) => export::run(&config, &args),
+        Command::Keygen(args) => keys::keygen(&config, &args),
+        Command::Key(command) => keys::key(&config, &command),
+        Command::Checkpoint(args) => checkpoint::run(&config, &args),
+        Command::Anchor(args) => checkpoint::anchor(&config, &args),
+        Command::Prove(args) => prove::prove(&config, &args),
+        Command::VerifyProof(args) => prove::verify_proof(&args),
+        Command::Prune(args) => prune::run(&config, &args),
     }
 }
 

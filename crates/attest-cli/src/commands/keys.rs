@@ -1,0 +1,41 @@
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use attest_ledger::SigningKey;
+
+use crate::cli::{KeyCommand, KeygenArgs};
+use crate::config::Config;
+
+pub(crate) fn keygen(config: &Config, args: &KeygenArgs) -> anyhow::Result<ExitCode> {
+    let path = config.key_path(args.out.as_deref());
+    if path.exists() {
+        anyhow::bail!("{} already exists; not overwriting a key", path.display());
+    }
+    let (key, private) = SigningKey::generate(&args.name)?;
+    SigningKey::write_new(&path, &private)?;
+    let public = path.with_extension("pub");
+    std::fs::write(&public, format!("{}\n", key.verifier()))
+        .with_context(|| format!("cannot write {}", public.display()))?;
+    eprintln!(
+        "attest: wrote the signing key to {} (mode 0600) and its verifier key to {}",
+        path.display(),
+        public.display()
+    );
+    eprintln!(
+        "attest: keep the verifier key where the ledger's writers cannot change it; \
+         verify with --vkey or ATTEST_VKEY"
+    );
+    writeln!(std::io::stdout().lock(), "{}", key.verifier())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn key(config: &Config, command: &KeyCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        KeyCommand::Show(args) => {
+            let key = config.signing_key(args)?;
+            writeln!(std::io::stdout().lock(), "{}", key.verifier())?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

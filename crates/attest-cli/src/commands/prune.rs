@@ -1,0 +1,46 @@
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use attest_ledger::VerifyOptions;
+
+use crate::cli::PruneArgs;
+use crate::commands::verify::print_report;
+use crate::config::Config;
+
+pub(crate) fn run(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode> {
+    let key = config.signing_key(&args.key)?;
+    let ledger = config.open_ledger(false)?;
+    // Removing rows removes evidence: only from a ledger that verifies in full.
+    let trusted = [key.verifier().clone()];
+    let report = ledger.verify_with(VerifyOptions {
+        trusted: &trusted,
+        ..VerifyOptions::default()
+    })?;
+    if !report.is_intact() {
+        let mut err = std::io::stderr().lock();
+        writeln!(err, "attest: not pruning: the ledger does not verify")?;
+        print_report(&mut err, &report)?;
+        return Ok(ExitCode::from(1));
+    }
+    let age = Duration::from_secs(args.older_than_days.saturating_mul(86_400));
+    let cutoff = SystemTime::now()
+        .checked_sub(age)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let pruned = ledger.prune(cutoff, &key)?;
+    let mut out = std::io::stdout().lock();
+    if pruned.removed == 0 {
+        writeln!(
+            out,
+            "nothing to prune: no entry older than {} days lies behind a checkpoint (checkpoint at size {})",
+            args.older_than_days, pruned.checkpoint.size
+        )?;
+    } else {
+        writeln!(
+            out,
+            "removed {} entries (now everything up to seq {} is pruned), behind the checkpoint at size {}",
+            pruned.removed, pruned.pruned_through, pruned.checkpoint.size
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
