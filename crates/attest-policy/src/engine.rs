@@ -3,7 +3,7 @@
 use crate::action_pattern::ActionPattern;
 use crate::file::{parse, PolicyFile};
 use crate::glob::Glob;
-use crate::lint::{check_size, problem};
+use crate::lint::{check_policy_text, problem};
 use crate::placeholder::find_placeholder;
 use crate::policy::risk_rule;
 use crate::recipients::{actor_domain, for_each_recipient_host, Domains};
@@ -59,7 +59,7 @@ impl PolicyEngine {
     /// file name). The first problem is returned as [`PolicyError::Yaml`] with its
     /// line and column; [`lint`](crate::lint) lists them all.
     pub fn from_yaml(text: &str, origin: &str) -> Result<PolicyEngine, PolicyError> {
-        check_size(text, origin)?;
+        check_policy_text(text, origin)?;
         let file = parse(text, &[])
             .result
             .map_err(|e| PolicyError::from(problem(&e, origin)))?;

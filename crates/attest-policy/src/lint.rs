@@ -55,12 +55,26 @@ impl From<Problem> for PolicyError {
 /// error, or an error outside every rule and section (an unknown top-level key,
 /// `policies:` that is not a list), ends the search.
 pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
-    if let Err(e) = check_size(text, origin) {
+    if let Err(error) = check_policy_text(text, origin) {
+        let (line, column, message) = match error {
+            PolicyError::Yaml {
+                line,
+                column,
+                message,
+                ..
+            } => (line, column, message),
+            PolicyError::TooLarge { size, limit, .. } => (
+                0,
+                0,
+                format!("{size} bytes is more than the limit of {limit} bytes"),
+            ),
+            other => (0, 0, other.to_string()),
+        };
         return vec![Problem {
             origin: origin.to_owned(),
-            line: 0,
-            column: 0,
-            message: e.to_string(),
+            line,
+            column,
+            message,
         }];
     }
     let mut problems = Vec::new();
@@ -81,6 +95,26 @@ pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
     problems
 }
 
+/// What is checked before parsing a policy: its size, and that it says something.
+/// An empty policy is refused rather than read as "no rules": a file that was
+/// truncated or never written must not change what agents may do.
+pub(crate) fn check_policy_text(text: &str, origin: &str) -> Result<(), PolicyError> {
+    check_size(text, origin)?;
+    let says_something = text
+        .lines()
+        .map(str::trim)
+        .any(|line| !line.is_empty() && !line.starts_with('#') && line != "---" && line != "...");
+    if !says_something {
+        return Err(PolicyError::Yaml {
+            origin: origin.to_owned(),
+            line: 0,
+            column: 0,
+            message: "empty policy (write `policies: []` for the built-in rules alone)".to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// Refuses text over [`MAX_POLICY_BYTES`].
 pub(crate) fn check_size(text: &str, origin: &str) -> Result<(), PolicyError> {
     if text.len() > MAX_POLICY_BYTES {
@@ -94,13 +128,15 @@ pub(crate) fn check_size(text: &str, origin: &str) -> Result<(), PolicyError> {
 }
 
 /// A serde_yaml error as a problem: its location, and its message without the
-/// " at line L column C" that serde_yaml appends.
+/// " at line L column C" that serde_yaml puts in it.
 pub(crate) fn problem(error: &serde_yaml::Error, origin: &str) -> Problem {
     let text = error.to_string();
     let (line, column, message) = match error.location() {
         Some(at) => {
-            let suffix = format!(" at line {} column {}", at.line(), at.column());
-            let message = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
+            // serde_yaml says where at the end ("… at line 3 column 5"), or before the
+            // context of a syntax error ("… at line 3 column 5, while parsing …").
+            let place = format!(" at line {} column {}", at.line(), at.column());
+            let message = text.replacen(&place, "", 1);
             (at.line(), at.column(), message)
         }
         None => (0, 0, text),

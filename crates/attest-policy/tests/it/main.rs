@@ -1,0 +1,22 @@
+//! Integration tests of attest-policy: one binary, one module per subject.
+
+mod builtin_rules;
+mod default_policy;
+mod examples;
+mod malformed;
+mod param_conditions;
+
+use attest_policy::{Action, Policy, PolicyEngine, Verdict};
+
+/// Loads a policy from YAML, panicking with the error on failure.
+pub fn engine(yaml: &str) -> PolicyEngine {
+    match PolicyEngine::from_yaml(yaml, "test.yaml") {
+        Ok(engine) => engine,
+        Err(e) => panic!("policy does not load: {e}"),
+    }
+}
+
+/// Evaluates, panicking on error.
+pub fn decide(policy: &PolicyEngine, action: &Action) -> Verdict {
+    policy.evaluate(action).unwrap()
+}
