@@ -79,6 +79,7 @@ fn every_malformed_policy_names_its_line() {
     );
 }
 
+#[cfg(test)] // Lets clippy see a test helper, which may panic.
 fn check_case(case: &(&str, &str, usize, &str)) {
     {
         let (what, yaml, line, fragment) = case;
