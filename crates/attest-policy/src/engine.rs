@@ -7,7 +7,7 @@ use crate::lint::{check_policy_text, problem};
 use crate::placeholder::find_placeholder;
 use crate::policy::risk_rule;
 use crate::recipients::{actor_domain, for_each_recipient_host, Domains};
-use crate::rule::{Facts, Rule};
+use crate::rule::{Facts, Prefilter, Rule};
 use crate::{Action, Decision, Policy, PolicyError, Risk, TargetClass, Verdict};
 
 /// The default policy's YAML text (`policies/default.yaml`), for showing to users.
@@ -43,8 +43,37 @@ pub struct PolicyEngine {
     blocked: Vec<ActionPattern>,
     approval_required: Vec<ActionPattern>,
     risk_overrides: Vec<(ActionPattern, Risk)>,
-    agents: Vec<(Glob, Vec<CompiledRule>)>,
+    agents: Vec<(Glob, RuleList)>,
+    rules: RuleList,
+}
+
+/// Rules in order, with their prefilters in a parallel array.
+#[derive(Debug, Clone, Default)]
+struct RuleList {
+    filters: Vec<Prefilter>,
     rules: Vec<CompiledRule>,
+}
+
+impl RuleList {
+    fn new(rules: Vec<CompiledRule>) -> RuleList {
+        RuleList {
+            filters: rules.iter().map(|r| r.rule.matcher.prefilter()).collect(),
+            rules,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The first rule that matches.
+    fn first(&self, facts: &Facts<'_>) -> Option<&CompiledRule> {
+        self.filters
+            .iter()
+            .zip(&self.rules)
+            .find(|(filter, rule)| filter.admits(facts) && rule.rule.matcher.matches(facts))
+            .map(|(_, rule)| rule)
+    }
 }
 
 /// A rule with its approvers' groups resolved.
@@ -99,15 +128,17 @@ impl PolicyEngine {
                     .collect()
             })
             .unwrap_or_default();
-        let compile_rules = |slots: Vec<crate::file::Slot<Rule>>| -> Vec<CompiledRule> {
-            slots
-                .into_iter()
-                .filter_map(|slot| slot.0)
-                .map(|rule| CompiledRule {
-                    approver_members: resolve(&rule.approvers, &groups),
-                    rule,
-                })
-                .collect()
+        let compile_rules = |slots: Vec<crate::file::Slot<Rule>>| {
+            RuleList::new(
+                slots
+                    .into_iter()
+                    .filter_map(|slot| slot.0)
+                    .map(|rule| CompiledRule {
+                        approver_members: resolve(&rule.approvers, &groups),
+                        rule,
+                    })
+                    .collect(),
+            )
         };
         let org = file.org.0.unwrap_or_default();
         PolicyEngine {
@@ -131,21 +162,27 @@ impl PolicyEngine {
 
     /// The first matching YAML rule: the action's agent's rules, then the rest.
     fn first_match(&self, facts: &Facts<'_>) -> Option<&CompiledRule> {
-        let agent = facts.action.agent.as_deref();
-        let agent_rules = self
-            .agents
-            .iter()
-            .filter(|(glob, _)| agent.is_some_and(|a| glob.matches(a)))
-            .flat_map(|(_, rules)| rules);
-        agent_rules
-            .chain(&self.rules)
-            .find(|rule| rule.rule.matcher.matches(facts))
+        if let Some(agent) = facts.action.agent.as_deref() {
+            for (glob, rules) in &self.agents {
+                if glob.matches(agent) {
+                    if let Some(rule) = rules.first(facts) {
+                        return Some(rule);
+                    }
+                }
+            }
+        }
+        self.rules.first(facts)
     }
 
     /// R2: the worst class among the action's recipients, and a host of that class.
-    fn classify<'a>(&self, action: &'a Action, actor: Option<&str>) -> (TargetClass, &'a str) {
+    fn classify<'a>(&self, action: &'a Action) -> (TargetClass, &'a str) {
+        // The actor's registered domain, looked up only if there is a recipient.
+        let mut actor = None;
         let mut worst = (TargetClass::None, "");
         for_each_recipient_host(action, &mut |host| {
+            let actor = actor
+                .get_or_insert_with(|| action.actor.as_deref().and_then(actor_domain))
+                .as_deref();
             let class = self.domains.classify(host, actor);
             if class > worst.0 {
                 worst = (class, host);
@@ -253,12 +290,6 @@ impl Policy for PolicyEngine {
 
         // R2: who a write reaches.
         let is_write = !action.verb.is_read();
-        let mut buffer = [0u8; 253];
-        let actor = action
-            .actor
-            .as_deref()
-            .and_then(|a| actor_domain(a, &mut buffer))
-            .and_then(|len| std::str::from_utf8(&buffer[..len]).ok());
         if let Some(given) = action.target_class {
             verdict.target_class = given;
             if is_write && given != TargetClass::None {
@@ -268,7 +299,7 @@ impl Policy for PolicyEngine {
                 );
             }
         } else if is_write {
-            let (class, host) = self.classify(action, actor);
+            let (class, host) = self.classify(action);
             verdict.target_class = class;
             let reason = match class {
                 TargetClass::None => None,

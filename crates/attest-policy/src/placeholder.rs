@@ -84,19 +84,16 @@ fn find_in<'a>(value: &'a Value, path: &Path<'_>, depth: usize) -> Option<Placeh
 /// The first placeholder in `text`, if any.
 pub(crate) fn scan(text: &str) -> Option<&str> {
     let bytes = text.as_bytes();
-    let mut at = 0;
-    while at < bytes.len() {
+    for at in memchr::memchr3_iter(b'{', b'[', b'<', bytes) {
         let found = match bytes[at] {
             b'{' => curly(bytes, at),
             b'[' => square(bytes, at),
-            b'<' => angle(bytes, at),
-            _ => None,
+            _ => angle(bytes, at),
         };
         if let Some(end) = found {
             // All delimiters are ASCII, so `at` and `end` are character boundaries.
             return text.get(at..end);
         }
-        at += 1;
     }
     None
 }

@@ -1,5 +1,7 @@
 //! Rule R2's raw material: the addresses an action reaches, and whose they are.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::de::Word;
@@ -61,6 +63,9 @@ fn walk<'a>(value: &'a Value, in_recipients: bool, depth: usize, visit: &mut dyn
 
 /// Finds the addresses in a string such as `a@x.io, Bob <b@y.io>; c@z.io`.
 fn addresses_in<'a>(text: &'a str, visit: &mut dyn FnMut(&'a str)) {
+    if memchr::memchr(b'@', text.as_bytes()).is_none() {
+        return;
+    }
     for part in text.split([',', ';']) {
         let address = match (part.find('<'), part.rfind('>')) {
             (Some(open), Some(close)) if open < close => &part[open + 1..close],
@@ -90,10 +95,12 @@ impl Domains {
             if !is_plausible_host(host) {
                 return TargetClass::External;
             }
-            let registered = registered_domain(host);
-            if self.internal.iter().any(|d| d.covers(host))
-                || actor_domain.is_some_and(|actor| actor == registered)
-            {
+            // The Public Suffix List is consulted only when the host is within the
+            // actor's registered domain, to confirm it (`evil.github.io` is within
+            // `github.io` but is its own registered domain).
+            let same_as_actor = actor_domain
+                .is_some_and(|actor| is_within(host, actor) && registered_domain(host) == actor);
+            if same_as_actor || self.internal.iter().any(|d| d.covers(host)) {
                 TargetClass::Internal
             } else if self.known.iter().any(|d| d.covers(host)) {
                 TargetClass::Known
@@ -106,26 +113,20 @@ impl Domains {
 }
 
 /// The registered domain of an actor written as an address (`alice@eu.acme.com` →
-/// `acme.com`), lower case; `None` when the actor is not an address.
-pub(crate) fn actor_domain(actor: &str, buffer: &mut [u8; MAX_HOST]) -> Option<usize> {
+/// `acme.com`), lower case; `None` when the actor is not an address. Allocates only
+/// when the actor has upper-case letters.
+pub(crate) fn actor_domain(actor: &str) -> Option<Cow<'_, str>> {
     let (_, host) = actor.trim().rsplit_once('@')?;
     let host = host.trim().trim_end_matches('>').trim_end_matches('.');
-    if host.len() > MAX_HOST || host.is_empty() {
+    if !is_plausible_host(host) {
         return None;
     }
-    let lower = &mut buffer[..host.len()];
-    lower.copy_from_slice(host.as_bytes());
-    lower.make_ascii_lowercase();
-    let lower = std::str::from_utf8(lower).ok()?;
-    if !is_plausible_host(lower) {
-        return None;
+    if host.bytes().any(|b| b.is_ascii_uppercase()) {
+        let lower = host.to_ascii_lowercase();
+        Some(Cow::Owned(registered_domain(&lower).to_owned()))
+    } else {
+        Some(Cow::Borrowed(registered_domain(host)))
     }
-    let registered = registered_domain(lower);
-    // `registered` is a suffix of `lower`: move it to the front of the buffer.
-    let start = lower.len() - registered.len();
-    let len = registered.len();
-    buffer.copy_within(start..start + len, 0);
-    Some(len)
 }
 
 /// The registered domain (`mail.acme.co.uk` → `acme.co.uk`), or the host itself when
@@ -163,14 +164,19 @@ fn with_lower_case<R>(text: &str, f: impl FnOnce(&str) -> R) -> Option<R> {
 pub(crate) struct DomainName(Box<str>);
 
 impl DomainName {
+    /// Whether `host` (lower case) is this domain or one of its subdomains.
     fn covers(&self, host: &str) -> bool {
-        let own: &str = &self.0;
-        host == own
-            || (host.len() > own.len()
-                && host.ends_with(own)
-                && host.as_bytes()[host.len() - own.len() - 1] == b'.')
-            || registered_domain(host) == own
+        is_within(host, &self.0)
     }
+}
+
+/// Whether `host` is `domain` or a subdomain of it (both lower case). A host whose
+/// registered domain is `domain` always is, so this needs no Public Suffix lookup.
+fn is_within(host: &str, domain: &str) -> bool {
+    host == domain
+        || (host.len() > domain.len()
+            && host.ends_with(domain)
+            && host.as_bytes()[host.len() - domain.len() - 1] == b'.')
 }
 
 impl Word for DomainName {
@@ -264,11 +270,14 @@ mod tests {
 
     #[test]
     fn actor_domains_are_registered_domains() {
-        let mut buffer = [0u8; MAX_HOST];
-        let len = actor_domain("Alice <alice@EU.Acme.co.uk>", &mut buffer).unwrap();
-        assert_eq!(&buffer[..len], b"acme.co.uk");
-        assert!(actor_domain("alice", &mut buffer).is_none());
-        assert!(actor_domain("alice@", &mut buffer).is_none());
+        let domain = actor_domain("Alice <alice@EU.Acme.co.uk>");
+        assert_eq!(domain.as_deref(), Some("acme.co.uk"));
+        assert_eq!(
+            actor_domain("alice@eu.acme.com").as_deref(),
+            Some("acme.com")
+        );
+        assert!(actor_domain("alice").is_none());
+        assert!(actor_domain("alice@").is_none());
     }
 
     #[test]

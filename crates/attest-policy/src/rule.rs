@@ -74,6 +74,35 @@ impl Match {
     }
 }
 
+/// The cheap keys of a match (verb, risk, target class) as masks, kept in an array
+/// apart from the rules so that scanning many rules touches few cache lines.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prefilter {
+    verbs: VerbSet,
+    risks: RiskSet,
+    classes: ClassSet,
+}
+
+impl Prefilter {
+    /// False when the rule certainly does not match; true when it may.
+    pub(crate) fn admits(&self, facts: &Facts<'_>) -> bool {
+        self.verbs.contains(facts.action.verb)
+            && self.risks.contains(facts.tier)
+            && self.classes.contains(facts.class)
+    }
+}
+
+impl Match {
+    /// The match's prefilter.
+    pub(crate) fn prefilter(&self) -> Prefilter {
+        Prefilter {
+            verbs: self.verbs.unwrap_or(VerbSet::ALL),
+            risks: self.risks.unwrap_or(RiskSet::ALL),
+            classes: self.classes.unwrap_or(ClassSet::ALL),
+        }
+    }
+}
+
 fn any_glob(globs: &[Glob], text: &str) -> bool {
     globs.is_empty() || globs.iter().any(|g| g.matches(text))
 }

@@ -50,6 +50,9 @@ impl VerbSet {
 pub(crate) struct RiskSet(u8);
 
 impl RiskSet {
+    /// Every tier.
+    pub(crate) const ALL: RiskSet = RiskSet(0b1111);
+
     /// The set holding `risk`.
     pub(crate) fn one(risk: Risk) -> RiskSet {
         RiskSet(bit(risk as usize) as u8)
@@ -71,6 +74,9 @@ impl RiskSet {
 pub(crate) struct ClassSet(u8);
 
 impl ClassSet {
+    /// Every class.
+    pub(crate) const ALL: ClassSet = ClassSet(0b1111);
+
     /// The set holding `class`.
     pub(crate) fn one(class: TargetClass) -> ClassSet {
         ClassSet(bit(class as usize) as u8)
@@ -155,5 +161,16 @@ mod tests {
         assert!(high.contains(Risk::VeryHigh) && !high.contains(Risk::Low));
         let ext = ClassSet::one(TargetClass::External);
         assert!(ext.contains(TargetClass::External) && !ext.contains(TargetClass::None));
+        for class in [
+            TargetClass::None,
+            TargetClass::Internal,
+            TargetClass::Known,
+            TargetClass::External,
+        ] {
+            assert!(ClassSet::ALL.contains(class));
+        }
+        for risk in [Risk::Low, Risk::Medium, Risk::High, Risk::VeryHigh] {
+            assert!(RiskSet::ALL.contains(risk));
+        }
     }
 }
