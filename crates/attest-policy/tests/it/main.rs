@@ -5,6 +5,7 @@ mod default_policy;
 mod examples;
 mod malformed;
 mod param_conditions;
+mod robustness;
 
 use attest_policy::{Action, Policy, PolicyEngine, Verdict};
 
