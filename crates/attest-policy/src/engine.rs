@@ -37,7 +37,7 @@ const DEFAULT_ORIGIN: &str = "policies/default.yaml";
 ///
 /// Loading compiles every pattern and regex once; evaluating allocates only the
 /// verdict's strings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PolicyEngine {
     domains: Domains,
     blocked: Vec<ActionPattern>,
