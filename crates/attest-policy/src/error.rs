@@ -24,6 +24,29 @@ pub enum PolicyError {
     /// The params could not be put in canonical form (they hold a number JSON cannot carry).
     #[error("params cannot be canonicalized")]
     Canonical(#[source] serde_json::Error),
+    /// A policy or policy-test file is not valid: bad YAML, an unknown key, a wrong
+    /// type, a bad decision, verb, pattern or regex.
+    #[error("{origin}:{line}:{column}: {message}")]
+    Yaml {
+        /// Where the text came from (a file name), as the caller named it.
+        origin: String,
+        /// 1-based line of the offending node; 0 when the problem is the whole text.
+        line: usize,
+        /// 1-based column of the offending node; 0 when the problem is the whole text.
+        column: usize,
+        /// What is wrong, with the YAML path of the node when known.
+        message: String,
+    },
+    /// A policy or policy-test file is larger than attest reads.
+    #[error("{origin}: {size} bytes is more than the limit of {limit} bytes")]
+    TooLarge {
+        /// Where the text came from.
+        origin: String,
+        /// Its size in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),

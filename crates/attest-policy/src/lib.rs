@@ -2,34 +2,67 @@
 //!
 //! It owns the action descriptor ([`Action`]), the vocabulary of verbs and risk tiers
 //! ([`Verb`], [`Risk`]), and the decision every action gets ([`Verdict`]) from a
-//! [`Policy`]. It does no I/O and knows nothing of the ledger: `attest-core` turns an
-//! `Action` plus a `Verdict` into a ledger entry.
+//! [`Policy`]. It does no I/O and knows nothing of the ledger: policies are parsed
+//! from text the caller read (naming its origin for errors), and `attest-core` turns
+//! an `Action` plus a `Verdict` into a ledger entry.
 //!
 //! The principal types:
 //! - [`Action`]: what an agent wants to do (system, verb, target, params, who).
 //! - [`Policy`]: the trait that turns an `Action` into a [`Verdict`].
-//! - [`RiskTierPolicy`]: the fallback rule R4 (low/medium act, high/very_high ask).
+//! - [`PolicyEngine`]: the built-in rules R0–R4 with a YAML policy's rules
+//!   ([`PolicyEngine::from_yaml`], [`PolicyEngine::default_policy`]).
+//! - [`RiskTierPolicy`]: the fallback rule R4 alone (low/medium act, high/very_high ask).
+//!
+//! Around them: [`lint`] lists every problem of a policy file with its line, and
+//! [`run_cases`] runs a policy's expected-decision cases.
 //!
 //! ```
-//! use attest_policy::{Action, Decision, Policy, RiskTierPolicy, Verb};
+//! use attest_policy::{Action, Decision, Policy, PolicyEngine, Verb};
+//! use serde_json::json;
 //!
 //! # fn main() -> Result<(), attest_policy::PolicyError> {
-//! let action = Action::new("gmail", Verb::Send).with_target("bob@example.com");
-//! let verdict = RiskTierPolicy.evaluate(&action)?;
+//! let policy = PolicyEngine::from_yaml(
+//!     r#"
+//! policies:
+//!   - name: refund-limit
+//!     match: {system: stripe, params: {/amount: {gt: 50000}}}
+//!     decision: ask
+//!     reason: refunds over 500 dollars need finance
+//! "#,
+//!     "attest.yaml",
+//! )?;
+//! let refund = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 60000}));
+//! let verdict = policy.evaluate(&refund)?;
 //! assert_eq!(verdict.decision, Decision::Ask);
+//! assert_eq!(verdict.rules_fired, ["refund-limit"]);
 //! # Ok(())
 //! # }
 //! ```
 
 mod action;
+mod action_pattern;
+mod cases;
+mod de;
+mod engine;
 mod error;
+mod file;
+mod glob;
+mod lint;
+mod params;
+mod placeholder;
 mod policy;
 mod preview;
+mod recipients;
+mod rule;
+mod sets;
 mod verdict;
 mod vocabulary;
 
 pub use action::{Action, Extra, Source};
+pub use cases::{run_cases, CaseReport, CaseResult};
+pub use engine::{PolicyEngine, DEFAULT_POLICY_YAML};
 pub use error::PolicyError;
+pub use lint::{lint, Problem, MAX_POLICY_BYTES};
 pub use policy::{Policy, RiskTierPolicy};
 pub use preview::{params_preview, PREVIEW_MAX_CHARS};
 pub use verdict::{Decision, TargetClass, Verdict};

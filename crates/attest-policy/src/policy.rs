@@ -13,23 +13,29 @@ pub struct RiskTierPolicy;
 impl Policy for RiskTierPolicy {
     fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError> {
         let tier = action.base_risk();
-        let decision = match tier {
-            Risk::Low | Risk::Medium => Decision::Act,
-            Risk::High | Risk::VeryHigh => Decision::Ask,
-        };
-        let reason = format!(
-            "{} risk ({}.{}): {}",
-            tier,
-            action.system,
-            action.verb,
-            if decision == Decision::Act {
-                "acts"
-            } else {
-                "asks a person"
-            }
-        );
+        let (decision, reason) = risk_rule(action, tier);
         Ok(Verdict::new(decision, tier, "R4", reason))
     }
+}
+
+/// Rule R4 for an action of tier `tier`: its decision and its reason.
+pub(crate) fn risk_rule(action: &Action, tier: Risk) -> (Decision, String) {
+    let decision = match tier {
+        Risk::Low | Risk::Medium => Decision::Act,
+        Risk::High | Risk::VeryHigh => Decision::Ask,
+    };
+    let reason = format!(
+        "{} risk ({}.{}): {}",
+        tier,
+        action.system,
+        action.verb,
+        if decision == Decision::Act {
+            "acts"
+        } else {
+            "asks a person"
+        }
+    );
+    (decision, reason)
 }
 
 #[cfg(test)]

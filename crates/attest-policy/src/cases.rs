@@ -1,0 +1,359 @@
+//! Policy test cases: expected decisions kept next to a policy and run in CI
+//! (`attest policy test FILE CASES.yaml`).
+//!
+//! ```yaml
+//! cases:
+//!   - name: a refund over 500 dollars asks
+//!     action:                  # system and verb are required
+//!       system: stripe
+//!       verb: pay
+//!       target: cus_123        # optional: target, params, actor, owner, agent,
+//!       params: {amount: 60000} #   risk, recognised (default true), target_class
+//!     expect:
+//!       decision: ask          # required
+//!       rules: [refund-limit]  # optional: these rules fired, in this order
+//!       hold: false            # optional; also tier, target_class
+//! ```
+
+use std::fmt;
+
+use serde::de::Deserializer;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::de::{checked_map, OneOrMany, Text, Word, W};
+use crate::lint::{check_size, problem};
+use crate::{Action, Decision, Policy, PolicyError, Risk, TargetClass, Verb, Verdict};
+
+/// The outcome of one case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseResult {
+    /// The case's name.
+    pub name: String,
+    /// True when every expectation held.
+    pub passed: bool,
+    /// One line per expectation that did not hold (empty when passed).
+    pub failures: Vec<String>,
+    /// What the policy decided; `None` when it could not decide.
+    pub verdict: Option<Verdict>,
+}
+
+/// The outcome of a cases file, case by case, in file order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseReport {
+    /// Where the cases came from, as the caller named it.
+    pub origin: String,
+    /// One result per case.
+    pub results: Vec<CaseResult>,
+}
+
+impl CaseReport {
+    /// How many cases passed.
+    pub fn passed(&self) -> usize {
+        self.results.iter().filter(|r| r.passed).count()
+    }
+
+    /// How many cases failed.
+    pub fn failed(&self) -> usize {
+        self.results.len() - self.passed()
+    }
+
+    /// True when every case passed.
+    pub fn all_passed(&self) -> bool {
+        self.results.iter().all(|r| r.passed)
+    }
+}
+
+impl fmt::Display for CaseReport {
+    /// One line per case (`ok` or `FAIL`, with the failures indented below), then
+    /// `N of M cases passed`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for result in &self.results {
+            let mark = if result.passed { "ok  " } else { "FAIL" };
+            writeln!(f, "{mark} {}", result.name)?;
+            for failure in &result.failures {
+                writeln!(f, "       {failure}")?;
+            }
+        }
+        write!(
+            f,
+            "{} of {} cases passed ({})",
+            self.passed(),
+            self.results.len(),
+            self.origin
+        )
+    }
+}
+
+/// Runs the cases in `text` (a cases YAML file named `origin`) against `policy`.
+///
+/// An invalid cases file is a [`PolicyError::Yaml`] with its line; a case whose
+/// action the policy cannot decide fails with the error as its reason.
+pub fn run_cases(policy: &dyn Policy, text: &str, origin: &str) -> Result<CaseReport, PolicyError> {
+    check_size(text, origin)?;
+    let file: CasesFile =
+        serde_yaml::from_str(text).map_err(|e| PolicyError::from(problem(&e, origin)))?;
+    let results = file
+        .cases
+        .into_iter()
+        .map(|case| run_case(policy, case))
+        .collect();
+    Ok(CaseReport {
+        origin: origin.to_owned(),
+        results,
+    })
+}
+
+fn run_case(policy: &dyn Policy, case: Case) -> CaseResult {
+    let verdict = match policy.evaluate(&case.action.into_action()) {
+        Ok(verdict) => verdict,
+        Err(e) => {
+            return CaseResult {
+                name: case.name.0,
+                passed: false,
+                failures: vec![format!("the policy could not decide: {e}")],
+                verdict: None,
+            }
+        }
+    };
+    let failures = case.expect.failures(&verdict);
+    CaseResult {
+        name: case.name.0,
+        passed: failures.is_empty(),
+        failures,
+        verdict: Some(verdict),
+    }
+}
+
+/// A cases file.
+struct CasesFile {
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCasesFile {
+    cases: Vec<Case>,
+}
+
+impl<'de> Deserialize<'de> for CasesFile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        checked_map(
+            deserializer,
+            "a mapping with a cases list",
+            |raw: RawCasesFile| {
+                if raw.cases.is_empty() {
+                    return Err("no cases (a cases file needs at least one)".to_owned());
+                }
+                Ok(CasesFile { cases: raw.cases })
+            },
+        )
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: Text,
+    action: CaseAction,
+    expect: Expect,
+}
+
+/// The action of a case: the fields a policy looks at.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseAction {
+    system: Text,
+    verb: W<Verb>,
+    #[serde(default)]
+    target: Option<Text>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default)]
+    actor: Option<Text>,
+    #[serde(default)]
+    owner: Option<Text>,
+    #[serde(default)]
+    agent: Option<Text>,
+    #[serde(default)]
+    risk: Option<W<Risk>>,
+    #[serde(default)]
+    recognised: Option<bool>,
+    #[serde(default)]
+    target_class: Option<W<TargetClass>>,
+}
+
+impl CaseAction {
+    fn into_action(self) -> Action {
+        let mut action = Action::new(self.system.0, self.verb.0);
+        action.target = self.target.map(|t| t.0);
+        if let Some(params) = self.params {
+            action.params = params;
+        }
+        action.actor = self.actor.map(|t| t.0);
+        action.owner = self.owner.map(|t| t.0);
+        action.agent = self.agent.map(|t| t.0);
+        action.risk = self.risk.map(|r| r.0);
+        action.recognised = self.recognised.unwrap_or(true);
+        action.target_class = self.target_class.map(|c| c.0);
+        action
+    }
+}
+
+/// A decision a case may expect (`recorded` included, for policies of other makes).
+struct ExpectedDecision(Decision);
+
+impl Word for ExpectedDecision {
+    const EXPECTING: &'static str = "act, ask, refuse or recorded";
+
+    fn from_word(word: &str) -> Result<Self, String> {
+        let decision = match word.trim().to_ascii_lowercase().as_str() {
+            "act" => Decision::Act,
+            "ask" => Decision::Ask,
+            "refuse" => Decision::Refuse,
+            "recorded" => Decision::Recorded,
+            _ => {
+                return Err(format!(
+                    "unknown decision {:?} (expected act, ask, refuse or recorded)",
+                    word.trim()
+                ))
+            }
+        };
+        Ok(ExpectedDecision(decision))
+    }
+}
+
+/// What a case expects.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    decision: W<ExpectedDecision>,
+    #[serde(default)]
+    rules: OneOrMany<Text>,
+    #[serde(default)]
+    hold: Option<bool>,
+    #[serde(default)]
+    tier: Option<W<Risk>>,
+    #[serde(default)]
+    target_class: Option<W<TargetClass>>,
+}
+
+impl Expect {
+    fn failures(&self, verdict: &Verdict) -> Vec<String> {
+        let mut failures = Vec::new();
+        let want = self.decision.0 .0;
+        if verdict.decision != want {
+            failures.push(format!(
+                "decision: expected {want}, got {} ({})",
+                verdict.decision,
+                verdict.reasons.join("; ")
+            ));
+        }
+        if !self.rules.0.is_empty() && !is_subsequence(&self.rules.0, &verdict.rules_fired) {
+            failures.push(format!(
+                "rules: expected [{}] in this order, got [{}]",
+                self.rules
+                    .0
+                    .iter()
+                    .map(|t| t.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                verdict.rules_fired.join(", ")
+            ));
+        }
+        if let Some(hold) = self.hold {
+            if verdict.hold != hold {
+                failures.push(format!("hold: expected {hold}, got {}", verdict.hold));
+            }
+        }
+        if let Some(W(tier)) = self.tier {
+            if verdict.tier != tier {
+                failures.push(format!("tier: expected {tier}, got {}", verdict.tier));
+            }
+        }
+        if let Some(W(class)) = self.target_class {
+            if verdict.target_class != class {
+                failures.push(format!(
+                    "target_class: expected {}, got {}",
+                    class.as_str(),
+                    verdict.target_class.as_str()
+                ));
+            }
+        }
+        failures
+    }
+}
+
+/// Whether every `wanted` rule fired, in this order (others may fire between them).
+fn is_subsequence(wanted: &[Text], fired: &[String]) -> bool {
+    let mut fired = fired.iter();
+    wanted
+        .iter()
+        .all(|want| fired.any(|f| f.eq_ignore_ascii_case(&want.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RiskTierPolicy;
+
+    #[test]
+    fn passing_and_failing_cases() {
+        let text = concat!(
+            "cases:\n",
+            "  - name: reads act\n",
+            "    action: {system: gmail, verb: list}\n",
+            "    expect: {decision: act, rules: [R4], tier: low, hold: false}\n",
+            "  - name: wrong on purpose\n",
+            "    action: {system: gmail, verb: send}\n",
+            "    expect: {decision: act, rules: [R9], target_class: external}\n",
+        );
+        let report = run_cases(&RiskTierPolicy, text, "cases.yaml").unwrap();
+        assert_eq!((report.passed(), report.failed()), (1, 1));
+        assert!(!report.all_passed());
+        let failures = &report.results[1].failures;
+        assert_eq!(failures.len(), 3, "{failures:?}");
+        assert!(failures[0].starts_with("decision: expected act, got ask"));
+        let shown = report.to_string();
+        assert!(
+            shown.contains("ok   reads act\nFAIL wrong on purpose\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with("1 of 2 cases passed (cases.yaml)"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn bad_cases_files_name_the_line() {
+        let cases = [
+            ("cases:\n  - name: x\n    action: {system: a, verb: sned}\n    expect: {decision: act}\n", 3, "unknown verb"),
+            ("cases:\n  - name: x\n    action: {system: a, verb: send}\n    expect: {decision: maybe}\n", 4, "unknown decision"),
+            ("cases:\n  - name: x\n    action: {system: a, verb: send, colour: red}\n    expect: {decision: act}\n", 3, "unknown field `colour`"),
+            ("cases: []\n", 1, "no cases"),
+        ];
+        for (text, line, message) in cases {
+            let err = run_cases(&RiskTierPolicy, text, "c.yaml").unwrap_err();
+            let PolicyError::Yaml {
+                line: got,
+                message: said,
+                ..
+            } = &err
+            else {
+                panic!("{err}");
+            };
+            assert_eq!(*got, line, "{text}: {err}");
+            assert!(said.contains(message), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn rules_are_matched_in_order() {
+        let t = |s: &str| Text(s.to_owned());
+        let fired = ["R0".to_owned(), "R2".to_owned(), "x".to_owned()];
+        assert!(is_subsequence(&[t("R0"), t("x")], &fired));
+        assert!(!is_subsequence(&[t("x"), t("R0")], &fired));
+        assert!(is_subsequence(&[], &fired));
+    }
+}

@@ -1,0 +1,469 @@
+//! [`PolicyEngine`]: the built-in rules R0–R4 plus a YAML policy's rules.
+
+use crate::action_pattern::ActionPattern;
+use crate::file::{parse, PolicyFile};
+use crate::glob::Glob;
+use crate::lint::{check_policy_text, problem};
+use crate::placeholder::find_placeholder;
+use crate::policy::risk_rule;
+use crate::recipients::{actor_domain, for_each_recipient_host, Domains};
+use crate::rule::{Facts, Prefilter, Rule};
+use crate::{Action, Decision, Policy, PolicyError, Risk, TargetClass, Verdict};
+
+/// The default policy's YAML text (`policies/default.yaml`), for showing to users.
+pub const DEFAULT_POLICY_YAML: &str = include_str!("../../../policies/default.yaml");
+
+/// The origin named in errors about the built-in default policy.
+const DEFAULT_ORIGIN: &str = "policies/default.yaml";
+
+/// A loaded policy: the built-in rules R0–R4 configured and extended by a YAML file.
+///
+/// For each action, in order:
+/// 1. the **tier**: the action's explicit risk, else the first matching `risk:`
+///    override, else [`Action::base_risk`] (delete very high, an unrecognised write
+///    high, else by verb);
+/// 2. **R0** organisation lists: `blocked` refuses (even reads) and nothing later can
+///    change that; `approval_required` asks;
+/// 3. **R1** owner: notes when the connection's owner is not the actor;
+/// 4. **R2** target class of a write, from its recipients (the worst wins), unless the
+///    action already carries one;
+/// 5. **R3** placeholders in a write's params: ask, and hold until a person fills them;
+/// 6. the first matching YAML rule, per-agent rules (`agents:`) before `policies:`;
+///    else **R4**: low and medium risk act, high and very high ask.
+///
+/// The decision is the strictest of R0, R3 and step 6 (refuse > ask > act), so an
+/// `act` rule never undoes an organisation rule or a placeholder hold. Every rule that
+/// spoke is in `rules_fired`, with its reason at the same position in `reasons`.
+///
+/// Loading compiles every pattern and regex once; evaluating allocates only the
+/// verdict's strings.
+#[derive(Debug, Clone)]
+pub struct PolicyEngine {
+    domains: Domains,
+    blocked: Vec<ActionPattern>,
+    approval_required: Vec<ActionPattern>,
+    risk_overrides: Vec<(ActionPattern, Risk)>,
+    agents: Vec<(Glob, RuleList)>,
+    rules: RuleList,
+}
+
+/// Rules in order, with their prefilters in a parallel array.
+#[derive(Debug, Clone, Default)]
+struct RuleList {
+    filters: Vec<Prefilter>,
+    rules: Vec<CompiledRule>,
+}
+
+impl RuleList {
+    fn new(rules: Vec<CompiledRule>) -> RuleList {
+        RuleList {
+            filters: rules.iter().map(|r| r.rule.matcher.prefilter()).collect(),
+            rules,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The first rule that matches.
+    fn first(&self, facts: &Facts<'_>) -> Option<&CompiledRule> {
+        self.filters
+            .iter()
+            .zip(&self.rules)
+            .find(|(filter, rule)| filter.admits(facts) && rule.rule.matcher.matches(facts))
+            .map(|(_, rule)| rule)
+    }
+}
+
+/// A rule with its approvers' groups resolved.
+#[derive(Debug, Clone)]
+struct CompiledRule {
+    rule: Rule,
+    approver_members: Vec<String>,
+}
+
+impl PolicyEngine {
+    /// Loads a policy from YAML text. `origin` names the text in errors (usually the
+    /// file name). The first problem is returned as [`PolicyError::Yaml`] with its
+    /// line and column; [`lint`](crate::lint) lists them all.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<PolicyEngine, PolicyError> {
+        check_policy_text(text, origin)?;
+        let file = parse(text, &[])
+            .result
+            .map_err(|e| PolicyError::from(problem(&e, origin)))?;
+        Ok(PolicyEngine::compile(file))
+    }
+
+    /// The built-in default policy ([`DEFAULT_POLICY_YAML`]).
+    pub fn default_policy() -> Result<PolicyEngine, PolicyError> {
+        PolicyEngine::from_yaml(DEFAULT_POLICY_YAML, DEFAULT_ORIGIN)
+    }
+
+    /// The action's risk tier: its explicit risk, else the policy's first matching
+    /// `risk:` override, else [`Action::base_risk`].
+    pub fn tier(&self, action: &Action) -> Risk {
+        if let Some(risk) = action.risk {
+            return risk;
+        }
+        self.risk_overrides
+            .iter()
+            .find(|(pattern, _)| pattern.matches(action))
+            .map_or_else(|| action.base_risk(), |(_, risk)| *risk)
+    }
+
+    /// How many YAML rules the policy has, per-agent rules included.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len() + self.agents.iter().map(|(_, r)| r.len()).sum::<usize>()
+    }
+
+    fn compile(file: PolicyFile) -> PolicyEngine {
+        let groups: Vec<(String, Vec<String>)> = file
+            .groups
+            .0
+            .map(|map| {
+                map.0
+                    .into_iter()
+                    .map(|(name, members)| (name.0, members.0.into_iter().map(|m| m.0).collect()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let compile_rules = |slots: Vec<crate::file::Slot<Rule>>| {
+            RuleList::new(
+                slots
+                    .into_iter()
+                    .filter_map(|slot| slot.0)
+                    .map(|rule| CompiledRule {
+                        approver_members: resolve(&rule.approvers, &groups),
+                        rule,
+                    })
+                    .collect(),
+            )
+        };
+        let org = file.org.0.unwrap_or_default();
+        PolicyEngine {
+            domains: file.domains.0.map(|d| d.into_domains()).unwrap_or_default(),
+            blocked: org.blocked.0,
+            approval_required: org.approval_required.0,
+            risk_overrides: file
+                .risk
+                .0
+                .map(|map| map.0.into_iter().map(|(p, r)| (p, r.0)).collect())
+                .unwrap_or_default(),
+            agents: file
+                .agents
+                .0
+                .into_iter()
+                .map(|(agent, rules)| (agent, compile_rules(rules)))
+                .collect(),
+            rules: compile_rules(file.policies),
+        }
+    }
+
+    /// The first matching YAML rule: the action's agent's rules, then the rest.
+    fn first_match(&self, facts: &Facts<'_>) -> Option<&CompiledRule> {
+        if let Some(agent) = facts.action.agent.as_deref() {
+            for (glob, rules) in &self.agents {
+                if glob.matches(agent) {
+                    if let Some(rule) = rules.first(facts) {
+                        return Some(rule);
+                    }
+                }
+            }
+        }
+        self.rules.first(facts)
+    }
+
+    /// R2: the worst class among the action's recipients, and a host of that class.
+    fn classify<'a>(&self, action: &'a Action) -> (TargetClass, &'a str) {
+        // The actor's registered domain, looked up only if there is a recipient.
+        let mut actor = None;
+        let mut worst = (TargetClass::None, "");
+        for_each_recipient_host(action, &mut |host| {
+            let actor = actor
+                .get_or_insert_with(|| action.actor.as_deref().and_then(actor_domain))
+                .as_deref();
+            let class = self.domains.classify(host, actor);
+            if class > worst.0 {
+                worst = (class, host);
+            }
+        });
+        worst
+    }
+}
+
+/// Approvers with group names replaced by the groups' members, without duplicates.
+fn resolve(approvers: &[String], groups: &[(String, Vec<String>)]) -> Vec<String> {
+    let mut members: Vec<String> = Vec::new();
+    for approver in approvers {
+        let group = groups
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(approver));
+        let people = match group {
+            Some((_, people)) => people.as_slice(),
+            None => std::slice::from_ref(approver),
+        };
+        for person in people {
+            if !members.iter().any(|m| m.eq_ignore_ascii_case(person)) {
+                members.push(person.clone());
+            }
+        }
+    }
+    members
+}
+
+/// How strict a decision is: refuse > ask > act.
+fn strictness(decision: Decision) -> u8 {
+    match decision {
+        Decision::Act | Decision::Recorded => 0,
+        Decision::Ask => 1,
+        Decision::Refuse => 2,
+    }
+}
+
+/// The stricter of two decisions.
+fn stricter(a: Decision, b: Decision) -> Decision {
+    if strictness(b) > strictness(a) {
+        b
+    } else {
+        a
+    }
+}
+
+impl Verdict {
+    fn note(&mut self, rule: &str, reason: String) {
+        self.rules_fired.push(rule.to_owned());
+        self.reasons.push(reason);
+    }
+}
+
+impl Policy for PolicyEngine {
+    fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError> {
+        let tier = self.tier(action);
+        let mut verdict = Verdict {
+            decision: Decision::Act,
+            tier,
+            reasons: Vec::with_capacity(3),
+            rules_fired: Vec::with_capacity(3),
+            target_class: TargetClass::None,
+            approvers: Vec::new(),
+            approver_members: Vec::new(),
+            hold: false,
+        };
+        // The strictest built-in decision so far, and the rule that made it.
+        let mut floor: Option<(Decision, &'static str)> = None;
+
+        // R0: organisation lists.
+        if let Some(pattern) = self.blocked.iter().find(|p| p.matches(action)) {
+            floor = Some((Decision::Refuse, "R0"));
+            verdict.note(
+                "R0",
+                format!(
+                    "the organisation blocks {}.{} (org rule {})",
+                    action.system,
+                    action.verb,
+                    pattern.as_str()
+                ),
+            );
+        } else if let Some(pattern) = self.approval_required.iter().find(|p| p.matches(action)) {
+            floor = Some((Decision::Ask, "R0"));
+            verdict.note(
+                "R0",
+                format!(
+                    "the organisation requires approval for {}.{} (org rule {})",
+                    action.system,
+                    action.verb,
+                    pattern.as_str()
+                ),
+            );
+        }
+
+        // R1: someone else's connection.
+        if let (Some(owner), Some(actor)) = (action.owner.as_deref(), action.actor.as_deref()) {
+            if !owner.trim().eq_ignore_ascii_case(actor.trim()) {
+                verdict.note(
+                    "R1",
+                    format!("runs on {owner}'s connection on behalf of {actor}"),
+                );
+            }
+        }
+
+        // R2: who a write reaches.
+        let is_write = !action.verb.is_read();
+        if let Some(given) = action.target_class {
+            verdict.target_class = given;
+            if is_write && given != TargetClass::None {
+                verdict.note(
+                    "R2",
+                    format!("target class {}, as given by the caller", given.as_str()),
+                );
+            }
+        } else if is_write {
+            let (class, host) = self.classify(action);
+            verdict.target_class = class;
+            let reason = match class {
+                TargetClass::None => None,
+                TargetClass::Internal => Some("reaches internal recipients only".to_owned()),
+                TargetClass::Known => Some(format!("reaches a known domain ({host})")),
+                TargetClass::External => Some(if host.is_empty() {
+                    "reaches a malformed address, treated as external".to_owned()
+                } else {
+                    format!("reaches an external recipient ({host})")
+                }),
+            };
+            if let Some(reason) = reason {
+                verdict.note("R2", reason);
+            }
+        }
+
+        if let Some((Decision::Refuse, _)) = floor {
+            verdict.decision = Decision::Refuse;
+            return Ok(verdict);
+        }
+
+        // R3: unfilled placeholders hold a write.
+        let mut placeholder = false;
+        if is_write {
+            if let Some(found) = find_placeholder(&action.params) {
+                placeholder = true;
+                floor = Some((Decision::Ask, floor.map_or("R3", |(_, rule)| rule)));
+                let place = if found.path.is_empty() {
+                    "params".to_owned()
+                } else {
+                    found.path
+                };
+                verdict.note(
+                    "R3",
+                    format!(
+                        "unfilled placeholder {} in {place}: fill before it leaves",
+                        found.text
+                    ),
+                );
+            }
+        }
+
+        // The first YAML rule, else R4.
+        let facts = Facts {
+            action,
+            tier,
+            class: verdict.target_class,
+        };
+        let floor_decision = floor.map_or(Decision::Act, |(d, _)| d);
+        if let Some(compiled) = self.first_match(&facts) {
+            let rule = &compiled.rule;
+            let decision = stricter(floor_decision, rule.decision);
+            let reason = match floor {
+                Some((d, by)) if strictness(d) > strictness(rule.decision) => {
+                    format!("{} (but {by} makes it {d})", rule.reason)
+                }
+                _ => rule.reason.clone(),
+            };
+            verdict.note(&rule.name, reason);
+            if decision == Decision::Ask && rule.decision == Decision::Ask {
+                verdict.approvers.clone_from(&rule.approvers);
+                verdict
+                    .approver_members
+                    .clone_from(&compiled.approver_members);
+            }
+            verdict.decision = decision;
+        } else {
+            let (decision, reason) = risk_rule(action, tier);
+            if strictness(decision) >= strictness(floor_decision) {
+                verdict.note("R4", reason);
+            }
+            verdict.decision = stricter(floor_decision, decision);
+        }
+        verdict.hold = placeholder && verdict.decision == Decision::Ask;
+        Ok(verdict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::Verb;
+
+    fn engine(yaml: &str) -> PolicyEngine {
+        PolicyEngine::from_yaml(yaml, "test.yaml").unwrap()
+    }
+
+    #[test]
+    fn the_default_policy_loads() {
+        let policy = PolicyEngine::default_policy().unwrap();
+        assert!(policy.rule_count() >= 4);
+    }
+
+    #[test]
+    fn an_empty_policy_is_r0_to_r4_alone() {
+        let policy = engine("policies: []\n");
+        let v = policy.evaluate(&Action::new("gmail", Verb::List)).unwrap();
+        assert_eq!(
+            (v.decision, v.rules_fired.as_slice()),
+            (Decision::Act, ["R4".to_owned()].as_slice())
+        );
+        let v = policy.evaluate(&Action::new("gmail", Verb::Send)).unwrap();
+        assert_eq!(v.decision, Decision::Ask);
+    }
+
+    #[test]
+    fn tier_order_explicit_then_override_then_base() {
+        let policy = engine("risk: {\"stripe.pay:cus_vip*\": medium, \"stripe.*\": very_high}\n");
+        let vip = Action::new("stripe", Verb::Pay).with_target("cus_vip_1");
+        assert_eq!(policy.tier(&vip), Risk::Medium);
+        let create = Action::new("stripe", Verb::Create);
+        assert_eq!(policy.tier(&create), Risk::VeryHigh);
+        assert_eq!(
+            policy.tier(&create.clone().with_risk(Risk::Medium)),
+            Risk::Medium
+        );
+        assert_eq!(
+            policy.tier(&Action::new("gmail", Verb::Delete)),
+            Risk::VeryHigh
+        );
+        assert_eq!(
+            policy.tier(&Action::new("gmail", Verb::Update)),
+            Risk::Medium
+        );
+    }
+
+    #[test]
+    fn approvers_resolve_groups_without_duplicates() {
+        let groups = vec![(
+            "finance".to_owned(),
+            vec!["a@x.io".to_owned(), "b@x.io".to_owned()],
+        )];
+        let out = resolve(
+            &[
+                "Finance".to_owned(),
+                "b@x.io".to_owned(),
+                "c@x.io".to_owned(),
+            ],
+            &groups,
+        );
+        assert_eq!(out, ["a@x.io", "b@x.io", "c@x.io"]);
+    }
+
+    #[test]
+    fn placeholders_in_params_hold_writes_only() {
+        let policy = engine("policies: []\n");
+        let params = json!({"body": "Dear [Client Name],"});
+        let v = policy
+            .evaluate(&Action::new("gmail", Verb::Update).with_params(params.clone()))
+            .unwrap();
+        assert!(v.hold);
+        assert_eq!(v.decision, Decision::Ask);
+        assert_eq!(v.rules_fired, ["R3"]);
+        assert!(
+            v.reasons[0].contains("[Client Name] in /body: fill before it leaves"),
+            "{:?}",
+            v.reasons
+        );
+        let read = policy
+            .evaluate(&Action::new("gmail", Verb::Search).with_params(params))
+            .unwrap();
+        assert!(!read.hold);
+        assert_eq!(read.decision, Decision::Act);
+    }
+}

@@ -1,0 +1,211 @@
+//! Reporting policy problems: every one, with its line.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::file::parse;
+use crate::PolicyError;
+
+/// The largest policy or policy-test file read, in bytes.
+pub const MAX_POLICY_BYTES: usize = 1 << 20;
+
+/// Most problems one lint reports; a file with more is mostly noise by then.
+const MAX_PROBLEMS: usize = 200;
+
+/// One thing wrong with a policy file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// Where the text came from (a file name), as the caller named it.
+    pub origin: String,
+    /// 1-based line; 0 when the problem is the whole text (for example its size).
+    pub line: usize,
+    /// 1-based column; 0 when the problem is the whole text.
+    pub column: usize,
+    /// What is wrong, with the YAML path of the node when known
+    /// (`policies[2].match.verb: unknown verb "sned" …`).
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.origin, self.line, self.column, self.message
+        )
+    }
+}
+
+impl From<Problem> for PolicyError {
+    fn from(p: Problem) -> Self {
+        PolicyError::Yaml {
+            origin: p.origin,
+            line: p.line,
+            column: p.column,
+            message: p.message,
+        }
+    }
+}
+
+/// Checks a policy file and returns every problem found, in the order found (an
+/// empty list means the file loads). What `attest policy check FILE` prints.
+///
+/// Each rule and each top-level section can contribute one problem; a YAML syntax
+/// error, or an error outside every rule and section (an unknown top-level key,
+/// `policies:` that is not a list), ends the search.
+pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
+    if let Err(error) = check_policy_text(text, origin) {
+        let (line, column, message) = match error {
+            PolicyError::Yaml {
+                line,
+                column,
+                message,
+                ..
+            } => (line, column, message),
+            PolicyError::TooLarge { size, limit, .. } => (
+                0,
+                0,
+                format!("{size} bytes is more than the limit of {limit} bytes"),
+            ),
+            other => (0, 0, other.to_string()),
+        };
+        return vec![Problem {
+            origin: origin.to_owned(),
+            line,
+            column,
+            message,
+        }];
+    }
+    let mut problems = Vec::new();
+    let mut skip = Vec::new();
+    loop {
+        let parsed = parse(text, &skip);
+        let Err(error) = parsed.result else {
+            break;
+        };
+        problems.push(problem(&error, origin));
+        match parsed.failed_slot {
+            Some(slot) if !skip.contains(&slot) && problems.len() < MAX_PROBLEMS => {
+                skip.push(slot);
+            }
+            _ => break,
+        }
+    }
+    problems
+}
+
+/// What is checked before parsing a policy: its size, and that it says something.
+/// An empty policy is refused rather than read as "no rules": a file that was
+/// truncated or never written must not change what agents may do.
+pub(crate) fn check_policy_text(text: &str, origin: &str) -> Result<(), PolicyError> {
+    check_size(text, origin)?;
+    let says_something = text
+        .lines()
+        .map(str::trim)
+        .any(|line| !line.is_empty() && !line.starts_with('#') && line != "---" && line != "...");
+    if !says_something {
+        return Err(PolicyError::Yaml {
+            origin: origin.to_owned(),
+            line: 0,
+            column: 0,
+            message: "empty policy (write `policies: []` for the built-in rules alone)".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses text over [`MAX_POLICY_BYTES`].
+pub(crate) fn check_size(text: &str, origin: &str) -> Result<(), PolicyError> {
+    if text.len() > MAX_POLICY_BYTES {
+        return Err(PolicyError::TooLarge {
+            origin: origin.to_owned(),
+            size: text.len(),
+            limit: MAX_POLICY_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// A serde_yaml error as a problem: its location, and its message without the
+/// " at line L column C" that serde_yaml puts in it.
+pub(crate) fn problem(error: &serde_yaml::Error, origin: &str) -> Problem {
+    let text = error.to_string();
+    let (line, column, message) = match error.location() {
+        Some(at) => {
+            // serde_yaml says where at the end ("… at line 3 column 5"), or before the
+            // context of a syntax error ("… at line 3 column 5, while parsing …").
+            let place = format!(" at line {} column {}", at.line(), at.column());
+            let message = text.replacen(&place, "", 1);
+            (at.line(), at.column(), message)
+        }
+        None => (0, 0, text),
+    };
+    Problem {
+        origin: origin.to_owned(),
+        line,
+        column,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_good_file_has_no_problems() {
+        let text = "policies:\n  - name: x\n    match: {verb: send}\n    decision: ask\n";
+        assert_eq!(lint(text, "p.yaml"), []);
+    }
+
+    #[test]
+    fn reports_every_bad_rule_and_section() {
+        let text = concat!(
+            "domains: {internal: [bob@acme.com]}\n",       // 1
+            "policies:\n",                                 // 2
+            "  - name: a\n",                               // 3
+            "    match: {verb: sned}\n",                   // 4
+            "    decision: ask\n",                         // 5
+            "  - name: b\n",                               // 6
+            "    match: {verb: send}\n",                   // 7
+            "    decision: maybe\n",                       // 8
+            "  - name: c\n",                               // 9
+            "    match: {params: {/to: {regex: '(' }}}\n", // 10
+            "    decision: act\n",                         // 11
+            "  - name: ok\n",                              // 12
+            "    match: {}\n",                             // 13
+            "    decision: act\n",                         // 14
+        );
+        let problems = lint(text, "p.yaml");
+        let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, [1, 4, 8, 10], "{problems:#?}");
+        assert!(problems[1].message.contains("unknown verb \"sned\""));
+        assert!(
+            problems[1].message.starts_with("policies[0].match.verb"),
+            "{}",
+            problems[1].message
+        );
+        assert!(!problems[1].message.contains(" at line "));
+        assert_eq!(
+            problems[1].to_string(),
+            format!("p.yaml:4:{}: {}", problems[1].column, problems[1].message)
+        );
+    }
+
+    #[test]
+    fn syntax_errors_stop_the_search() {
+        let problems = lint("policies: [\n", "p.yaml");
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].line >= 1);
+    }
+
+    #[test]
+    fn oversized_text_is_one_problem() {
+        let text = "#".repeat(MAX_POLICY_BYTES + 1);
+        let problems = lint(&text, "big.yaml");
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].line, 0);
+        assert!(problems[0].message.contains("more than the limit"));
+    }
+}

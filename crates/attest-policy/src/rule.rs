@@ -1,0 +1,398 @@
+//! One YAML rule: `name`, `match`, `decision`, `approvers`, `reason`.
+
+use serde::de::Deserializer;
+use serde::Deserialize;
+
+use crate::action_pattern::ActionPattern;
+use crate::de::{checked_map, OneOrMany, Text, Word, W};
+use crate::glob::Glob;
+use crate::params::ParamConditions;
+use crate::recipients::for_each_recipient_host;
+use crate::sets::{ClassSet, RiskSet, VerbSet};
+use crate::{Action, Decision, Risk, TargetClass};
+
+/// What a rule's match sees besides the action: what the built-in rules worked out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts<'a> {
+    /// The action being decided.
+    pub(crate) action: &'a Action,
+    /// Its final risk tier.
+    pub(crate) tier: Risk,
+    /// Its target class (R2).
+    pub(crate) class: TargetClass,
+}
+
+/// A compiled `match:` block: every key present must match (AND); a key's list
+/// matches when any item does (OR); an absent key matches everything.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Match {
+    systems: Box<[Glob]>,
+    verbs: Option<VerbSet>,
+    classes: Option<ClassSet>,
+    target_domains: Box<[Glob]>,
+    actors: Box<[Glob]>,
+    agents: Box<[Glob]>,
+    risks: Option<RiskSet>,
+    actions: Box<[ActionPattern]>,
+    recognised: Option<bool>,
+    params: ParamConditions,
+}
+
+impl Match {
+    /// Whether the action (with the built-in rules' facts) matches.
+    ///
+    /// Cheap keys are tested first; `target_domain` and `params` last.
+    pub(crate) fn matches(&self, facts: &Facts<'_>) -> bool {
+        let action = facts.action;
+        self.verbs.is_none_or(|set| set.contains(action.verb))
+            && self.risks.is_none_or(|set| set.contains(facts.tier))
+            && self.classes.is_none_or(|set| set.contains(facts.class))
+            && self.recognised.is_none_or(|want| want == action.recognised)
+            && any_glob(&self.systems, &action.system)
+            && any_glob(&self.actors, action.actor.as_deref().unwrap_or(""))
+            && any_glob(&self.agents, action.agent.as_deref().unwrap_or(""))
+            && (self.actions.is_empty() || self.actions.iter().any(|p| p.matches(action)))
+            && (self.target_domains.is_empty() || self.every_host_matches(action))
+            && (self.params.is_empty() || self.params.matches(&action.params))
+    }
+
+    /// `target_domain`: every recipient's host (or its registered domain) matches one
+    /// of the globs, and there is at least one recipient. "Every" so that an `act`
+    /// rule for one domain never lets a message to another domain through.
+    fn every_host_matches(&self, action: &Action) -> bool {
+        let mut seen = false;
+        let mut all = true;
+        for_each_recipient_host(action, &mut |host| {
+            seen = true;
+            let registered = psl::domain_str(host).unwrap_or(host);
+            all &= self
+                .target_domains
+                .iter()
+                .any(|g| g.matches(host) || g.matches(registered));
+        });
+        seen && all
+    }
+}
+
+/// The cheap keys of a match (verb, risk, target class) as masks, kept in an array
+/// apart from the rules so that scanning many rules touches few cache lines.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prefilter {
+    verbs: VerbSet,
+    risks: RiskSet,
+    classes: ClassSet,
+}
+
+impl Prefilter {
+    /// False when the rule certainly does not match; true when it may.
+    pub(crate) fn admits(&self, facts: &Facts<'_>) -> bool {
+        self.verbs.contains(facts.action.verb)
+            && self.risks.contains(facts.tier)
+            && self.classes.contains(facts.class)
+    }
+}
+
+impl Match {
+    /// The match's prefilter.
+    pub(crate) fn prefilter(&self) -> Prefilter {
+        Prefilter {
+            verbs: self.verbs.unwrap_or(VerbSet::ALL),
+            risks: self.risks.unwrap_or(RiskSet::ALL),
+            classes: self.classes.unwrap_or(ClassSet::ALL),
+        }
+    }
+}
+
+fn any_glob(globs: &[Glob], text: &str) -> bool {
+    globs.is_empty() || globs.iter().any(|g| g.matches(text))
+}
+
+/// `match:` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatch {
+    #[serde(default)]
+    system: OneOrMany<Glob>,
+    #[serde(default)]
+    verb: OneOrMany<VerbSet>,
+    #[serde(default)]
+    target: OneOrMany<TargetClass>,
+    #[serde(default)]
+    target_domain: OneOrMany<Glob>,
+    #[serde(default)]
+    actor: OneOrMany<Glob>,
+    #[serde(default)]
+    agent: OneOrMany<Glob>,
+    #[serde(default)]
+    risk: OneOrMany<Risk>,
+    #[serde(default)]
+    action: OneOrMany<ActionPattern>,
+    #[serde(default, deserialize_with = "present_bool")]
+    recognised: Option<bool>,
+    #[serde(default)]
+    params: ParamConditions,
+}
+
+/// A boolean that, when the key is present, must be `true` or `false` (not empty).
+fn present_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
+    bool::deserialize(deserializer).map(Some)
+}
+
+impl Match {
+    fn check(raw: RawMatch) -> Result<Match, String> {
+        Ok(Match {
+            systems: raw.system.0.into(),
+            verbs: raw.verb.0.into_iter().reduce(VerbSet::union),
+            classes: raw
+                .target
+                .0
+                .into_iter()
+                .map(ClassSet::one)
+                .reduce(ClassSet::union),
+            target_domains: raw.target_domain.0.into(),
+            actors: raw.actor.0.into(),
+            agents: raw.agent.0.into(),
+            risks: raw
+                .risk
+                .0
+                .into_iter()
+                .map(RiskSet::one)
+                .reduce(RiskSet::union),
+            actions: raw.action.0.into(),
+            recognised: raw.recognised,
+            params: raw.params,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Match {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        checked_map(
+            deserializer,
+            "a match block such as { verb: send, target: external }",
+            Match::check,
+        )
+    }
+}
+
+/// A decision a rule may take: `act`, `ask` or `refuse` (`recorded` is not a
+/// decision a policy can make).
+struct RuleDecision(Decision);
+
+impl Word for RuleDecision {
+    const EXPECTING: &'static str = "act, ask or refuse";
+
+    fn from_word(word: &str) -> Result<Self, String> {
+        match word.trim().to_ascii_lowercase().as_str() {
+            "act" => Ok(RuleDecision(Decision::Act)),
+            "ask" => Ok(RuleDecision(Decision::Ask)),
+            "refuse" => Ok(RuleDecision(Decision::Refuse)),
+            _ => Err(format!(
+                "unknown decision {:?} (expected act, ask or refuse)",
+                word.trim()
+            )),
+        }
+    }
+}
+
+/// A rule's name: not empty, and not one of the built-in rules' names.
+struct RuleName(String);
+
+impl Word for RuleName {
+    const EXPECTING: &'static str = "a rule name";
+
+    fn from_word(word: &str) -> Result<Self, String> {
+        let name = word.trim();
+        if name.is_empty() {
+            return Err("empty rule name".to_owned());
+        }
+        if ["R0", "R1", "R2", "R3", "R4"]
+            .iter()
+            .any(|builtin| builtin.eq_ignore_ascii_case(name))
+        {
+            return Err(format!(
+                "rule name {name:?} is reserved for a built-in rule"
+            ));
+        }
+        Ok(RuleName(name.to_owned()))
+    }
+}
+
+/// A rule as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    name: W<RuleName>,
+    #[serde(rename = "match")]
+    matcher: Match,
+    decision: W<RuleDecision>,
+    #[serde(default)]
+    approvers: OneOrMany<Text>,
+    #[serde(default)]
+    reason: Option<W<Text>>,
+}
+
+/// A compiled rule.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    /// Its name, recorded in `rules_fired`.
+    pub(crate) name: String,
+    /// When it applies.
+    pub(crate) matcher: Match,
+    /// What it decides.
+    pub(crate) decision: Decision,
+    /// Who may approve, when it asks: people or group names.
+    pub(crate) approvers: Vec<String>,
+    /// Its reason, recorded in `reasons`.
+    pub(crate) reason: String,
+}
+
+impl Rule {
+    fn check(raw: RawRule) -> Result<Rule, String> {
+        let W(RuleName(name)) = raw.name;
+        let W(RuleDecision(decision)) = raw.decision;
+        let approvers: Vec<String> = raw.approvers.0.into_iter().map(|Text(t)| t).collect();
+        if !approvers.is_empty() && decision != Decision::Ask {
+            return Err(format!(
+                "rule {name:?}: approvers only apply to decision ask (this rule decides {decision})"
+            ));
+        }
+        crate::file::claim_rule_name(&name)?;
+        let reason = match raw.reason {
+            Some(W(Text(reason))) => reason,
+            None => format!("rule {name}: {decision}"),
+        };
+        Ok(Rule {
+            name,
+            matcher: raw.matcher,
+            decision,
+            approvers,
+            reason,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Rule {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        checked_map(
+            deserializer,
+            "a rule with name, match and decision",
+            Rule::check,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::Verb;
+
+    fn rule(yaml: &str) -> Rule {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    fn facts(action: &Action) -> Facts<'_> {
+        Facts {
+            action,
+            tier: action.base_risk(),
+            class: TargetClass::External,
+        }
+    }
+
+    #[test]
+    fn keys_and_together_and_lists_or() {
+        let r = rule("name: x\nmatch: {system: [gmail, outlook], verb: send, target: external}\ndecision: ask\n");
+        let send = Action::new("Gmail", Verb::Send);
+        assert!(r.matcher.matches(&facts(&send)));
+        assert!(r
+            .matcher
+            .matches(&facts(&Action::new("outlook", Verb::Send))));
+        assert!(!r.matcher.matches(&facts(&Action::new("slack", Verb::Send))));
+        assert!(!r
+            .matcher
+            .matches(&facts(&Action::new("gmail", Verb::Reply))));
+        let internal = Facts {
+            class: TargetClass::Internal,
+            ..facts(&send)
+        };
+        assert!(!r.matcher.matches(&internal));
+    }
+
+    #[test]
+    fn empty_match_matches_everything() {
+        let r = rule("name: all\nmatch: {}\ndecision: act\n");
+        assert!(r.matcher.matches(&facts(&Action::new("x", Verb::Pay))));
+        assert_eq!(r.reason, "rule all: act");
+    }
+
+    #[test]
+    fn actor_agent_risk_action_recognised_and_params() {
+        let r = rule(concat!(
+            "name: x\n",
+            "match:\n",
+            "  actor: '*@acme.com'\n",
+            "  agent: support-*\n",
+            "  risk: [high, very_high]\n",
+            "  action: stripe.*\n",
+            "  recognised: true\n",
+            "  params: {/amount: {gt: 100}}\n",
+            "decision: ask\n",
+        ));
+        let good = Action::new("stripe", Verb::Pay)
+            .with_actor("ann@ACME.com")
+            .with_agent("support-bot")
+            .with_params(json!({"amount": 500}));
+        assert!(r.matcher.matches(&facts(&good)));
+        let mut bad = good.clone();
+        bad.recognised = false;
+        assert!(!r.matcher.matches(&facts(&bad)));
+        assert!(!r
+            .matcher
+            .matches(&facts(&good.clone().with_actor("eve@evil.io"))));
+        assert!(!r
+            .matcher
+            .matches(&facts(&good.clone().with_agent("sales-bot"))));
+        assert!(!r
+            .matcher
+            .matches(&facts(&good.clone().with_risk(Risk::Low))));
+        assert!(!r
+            .matcher
+            .matches(&facts(&good.clone().with_params(json!({"amount": 5})))));
+        let mut no_actor = good.clone();
+        no_actor.actor = None;
+        assert!(!r.matcher.matches(&facts(&no_actor)));
+    }
+
+    #[test]
+    fn target_domain_needs_every_recipient() {
+        let r = rule("name: x\nmatch: {target_domain: acme.com}\ndecision: act\n");
+        let ok = Action::new("gmail", Verb::Send)
+            .with_params(json!({"to": ["a@acme.com", "b@eu.acme.com"]}));
+        assert!(r.matcher.matches(&facts(&ok)));
+        let mixed = Action::new("gmail", Verb::Send)
+            .with_params(json!({"to": ["a@acme.com", "b@evil.io"]}));
+        assert!(!r.matcher.matches(&facts(&mixed)));
+        assert!(!r.matcher.matches(&facts(&Action::new("gmail", Verb::Send))));
+    }
+
+    #[test]
+    fn checks_decisions_names_and_approvers() {
+        let err = |yaml: &str| serde_yaml::from_str::<Rule>(yaml).unwrap_err().to_string();
+        assert!(err("name: x\nmatch: {}\ndecision: maybe\n").contains("unknown decision \"maybe\""));
+        assert!(err("name: x\nmatch: {}\ndecision: recorded\n").contains("unknown decision"));
+        assert!(err("name: R3\nmatch: {}\ndecision: act\n").contains("reserved"));
+        assert!(err("name: x\nmatch: {}\ndecision: act\napprovers: [a]\n")
+            .contains("approvers only apply"));
+        assert!(err("name: x\ndecision: act\n").contains("missing field `match`"));
+        assert!(
+            err("name: x\nmatch: {verbs: send}\ndecision: act\n").contains("unknown field `verbs`")
+        );
+        assert!(err("name: x\nmatch: {recognised: }\ndecision: act\n").contains("invalid type"));
+        let ok = rule("name: x\nmatch: {}\ndecision: ASK\napprovers: finance\nreason: why\n");
+        assert_eq!(ok.decision, Decision::Ask);
+        assert_eq!(ok.approvers, ["finance"]);
+        assert_eq!(ok.reason, "why");
+    }
+}

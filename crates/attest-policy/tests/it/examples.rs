@@ -1,0 +1,62 @@
+//! The example policies load, lint clean and pass their own cases.
+
+use attest_policy::{lint, run_cases, PolicyEngine};
+
+const EXAMPLES: &[(&str, &str, &str)] = &[
+    (
+        "refunds",
+        include_str!("../../../../policies/examples/refunds.yaml"),
+        include_str!("../../../../policies/examples/refunds.cases.yaml"),
+    ),
+    (
+        "acme-mail",
+        include_str!("../../../../policies/examples/acme-mail.yaml"),
+        include_str!("../../../../policies/examples/acme-mail.cases.yaml"),
+    ),
+    (
+        "agents",
+        include_str!("../../../../policies/examples/agents.yaml"),
+        include_str!("../../../../policies/examples/agents.cases.yaml"),
+    ),
+    (
+        "org",
+        include_str!("../../../../policies/examples/org.yaml"),
+        include_str!("../../../../policies/examples/org.cases.yaml"),
+    ),
+];
+
+#[test]
+fn examples_lint_clean_and_pass_their_cases() {
+    for (name, policy, cases) in EXAMPLES {
+        assert_eq!(lint(policy, name), [], "{name}");
+        let engine = PolicyEngine::from_yaml(policy, name).unwrap();
+        let report = run_cases(&engine, cases, name).unwrap();
+        assert!(report.all_passed(), "{name}:\n{report}");
+        assert!(report.results.len() >= 4, "{name}");
+    }
+}
+
+#[test]
+fn the_refunds_example_names_finance() {
+    let engine = PolicyEngine::from_yaml(EXAMPLES[0].1, "refunds").unwrap();
+    let action = attest_policy::Action::new("stripe", attest_policy::Verb::Pay)
+        .with_target("re_9")
+        .with_params(serde_json::json!({"amount": 90000, "currency": "usd"}));
+    let v = attest_policy::Policy::evaluate(&engine, &action).unwrap();
+    assert_eq!(v.approvers, ["finance"]);
+    assert_eq!(v.approver_members, ["ann@acme.com", "raj@acme.com"]);
+}
+
+#[test]
+fn a_failing_case_reports_why() {
+    let engine = PolicyEngine::default_policy().unwrap();
+    let cases = "cases:\n  - name: sends act\n    action: {system: gmail, verb: send, target: a@b.io}\n    expect: {decision: act, rules: [external-send]}\n";
+    let report = run_cases(&engine, cases, "c.yaml").unwrap();
+    assert_eq!(report.failed(), 1);
+    let failure = &report.results[0].failures[0];
+    assert!(failure.contains("expected act, got ask"), "{failure}");
+    assert!(
+        failure.contains("reaches an external recipient (b.io)"),
+        "{failure}"
+    );
+}
