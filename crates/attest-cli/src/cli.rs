@@ -30,6 +30,9 @@ pub(crate) struct Global {
     /// How hard appends work to survive a crash: full (survives power loss), normal, off.
     #[arg(long, global = true, env = "ATTEST_DURABILITY", default_value = "full")]
     pub(crate) durability: String,
+    /// The policy file [default: ./attest.yaml if present, else the built-in default].
+    #[arg(long, global = true, env = "ATTEST_POLICY", value_name = "FILE")]
+    pub(crate) policy: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -71,6 +74,9 @@ pub(crate) enum Command {
     Prove(ProveArgs),
     /// Check a proof file from `attest prove --json` offline: no ledger needed.
     VerifyProof(VerifyProofArgs),
+    /// Check, explain and test policies.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Remove entries older than N days that a signed checkpoint covers.
     ///
     /// Verifies first, signs a checkpoint, then removes; the remaining ledger still
@@ -216,4 +222,31 @@ pub(crate) struct PruneArgs {
     pub(crate) older_than_days: u64,
     #[command(flatten)]
     pub(crate) key: KeyPathArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PolicyCommand {
+    /// Lint a policy file: print every problem with its line; exit 1 if there is any.
+    Check(PolicyCheckArgs),
+    /// Run expected-decision cases against a policy, as you would in your own CI.
+    ///
+    /// Exit 0 when every case passes, 1 when any fails.
+    Test(PolicyTestArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PolicyCheckArgs {
+    /// The policy file.
+    pub(crate) file: PathBuf,
+    /// Print the problems as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PolicyTestArgs {
+    /// The policy file.
+    pub(crate) file: PathBuf,
+    /// The cases file (`cases:` with an action and `expect:` each).
+    pub(crate) cases: PathBuf,
 }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use attest_ledger::{Durability, Ledger, LedgerOptions, SigningKey, VerifierKey};
+use attest_policy::{PolicyEngine, MAX_POLICY_BYTES};
 
 use crate::cli::{Global, KeyPathArgs, TrustArgs};
 
@@ -12,6 +13,7 @@ use crate::cli::{Global, KeyPathArgs, TrustArgs};
 pub(crate) struct Config {
     pub(crate) ledger_path: PathBuf,
     pub(crate) durability: Durability,
+    pub(crate) policy_path: Option<PathBuf>,
 }
 
 impl Config {
@@ -23,7 +25,24 @@ impl Config {
         Ok(Config {
             ledger_path: global.ledger.clone(),
             durability,
+            policy_path: global.policy.clone(),
         })
+    }
+
+    /// The policy: `--policy` / `ATTEST_POLICY`, else `./attest.yaml` if it exists,
+    /// else the built-in default. A file that does not load is an error, never a
+    /// silent fallback to the default.
+    pub(crate) fn policy(&self) -> anyhow::Result<PolicyEngine> {
+        let local = Path::new("attest.yaml");
+        let path = match &self.policy_path {
+            Some(path) => Some(path.as_path()),
+            None if local.exists() => Some(local),
+            None => None,
+        };
+        match path {
+            Some(path) => load_policy(path),
+            None => Ok(PolicyEngine::default_policy()?),
+        }
     }
 
     /// Opens the ledger, creating it (and its directory) if `create`.
@@ -92,4 +111,16 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> anyhow::Result<Vec<u8>> {
         );
     }
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Reads and compiles a policy file.
+pub(crate) fn load_policy(path: &Path) -> anyhow::Result<PolicyEngine> {
+    let text = read_text(path, MAX_POLICY_BYTES as u64)?;
+    Ok(PolicyEngine::from_yaml(&text, &path.display().to_string())?)
+}
+
+/// Reads a small UTF-8 file with a size cap, naming it in errors.
+pub(crate) fn read_text(path: &Path, cap: u64) -> anyhow::Result<String> {
+    let bytes = read_capped(path, cap)?;
+    String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", path.display()))
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use attest_core::{Attest, AttestError, Gate, GateDecision, Receipt};
-use attest_policy::{Action, RiskTierPolicy, Verb, Verdict};
+use attest_policy::{Action, Verb, Verdict};
 use serde_json::{json, Value};
 
 use crate::commands::ledger::print_table;
@@ -90,10 +90,12 @@ fn script(run_id: &str) -> Vec<Step> {
 }
 
 pub(crate) fn run(config: &Config) -> anyhow::Result<ExitCode> {
+    // The policy first: a policy that does not load must not leave a ledger behind.
+    let policy = config.policy()?;
     let ledger = Arc::new(config.open_ledger(true)?);
     let attest = Attest::builder()
         .ledger(Arc::clone(&ledger))
-        .policy(RiskTierPolicy)
+        .policy(policy)
         .gate(DemoApprover)
         .agent("demo-agent")
         .actor("alice@acme.example")

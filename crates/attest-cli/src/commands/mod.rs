@@ -5,6 +5,7 @@ mod demo;
 mod export;
 mod keys;
 mod ledger;
+mod policy;
 mod prove;
 mod prune;
 mod verify;
@@ -27,6 +28,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Anchor(args) => checkpoint::anchor(&config, &args),
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
+        Command::Policy(command) => policy::run(&command),
         Command::Prune(args) => prune::run(&config, &args),
     }
 }

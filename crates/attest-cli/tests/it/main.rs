@@ -6,7 +6,9 @@
 
 mod bad_input;
 mod demo;
+mod evidence;
 mod export;
+mod policy;
 mod tamper;
 
 use std::path::Path;
