@@ -5,7 +5,8 @@ use std::io::Write;
 
 use attest_core::Attest;
 use attest_ledger::{
-    canonical_bytes, Durability, Execution, Ledger, LedgerOptions, Record, Verification,
+    canonical_bytes, Durability, Execution, Ledger, LedgerOptions, Record, SigningKey,
+    Verification, VerifyOptions,
 };
 use attest_policy::{Action, Policy, RiskTierPolicy, Verb};
 use serde_json::json;
@@ -18,6 +19,7 @@ pub(crate) struct Scale {
     samples: usize,
     sync_samples: usize,
     bulk_rows: usize,
+    big_rows: usize,
 }
 
 impl Scale {
@@ -26,6 +28,7 @@ impl Scale {
             samples: 5_000,
             sync_samples: 300,
             bulk_rows: 20_000,
+            big_rows: 1_000_000,
         }
     }
 
@@ -34,6 +37,7 @@ impl Scale {
             samples: 300,
             sync_samples: 30,
             bulk_rows: 2_000,
+            big_rows: 50_000,
         }
     }
 }
@@ -158,7 +162,91 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Vec<Row>> {
         Ok(())
     })?);
 
+    rows.extend(evidence(&dir, scale, &bulk_ledger)?);
     rows.extend(limits(&dir, scale)?);
+    Ok(rows)
+}
+
+/// Checkpoints, verify since a checkpoint, proofs, and verification at scale.
+fn evidence(
+    dir: &tempfile::TempDir,
+    scale: &Scale,
+    bulk_ledger: &Ledger,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let (key, _) = SigningKey::generate("bench.attest/ledger")?;
+    let trusted = [key.verifier().clone()];
+    let n_rows = scale.bulk_rows;
+    // Each sample appends one row first, so every checkpoint signs a new tree size.
+    let mut n = n_rows as u64;
+    rows.push(per_call(
+        &format!("checkpoint: sign the tree of {n_rows}+ rows"),
+        scale.sync_samples,
+        || {
+            n += 1;
+            bulk_ledger.append(&record(n))?;
+            bulk_ledger.checkpoint(&key)?;
+            Ok(())
+        },
+    )?);
+    bulk_ledger.checkpoint(&key)?;
+    let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
+    bulk_ledger.append_batch(&records)?;
+    rows.push(per_call(
+        "verify since a checkpoint, 100 new rows (signature included)",
+        scale.samples.min(1000),
+        || {
+            let report = bulk_ledger.verify_with(VerifyOptions {
+                trusted: &trusted,
+                since_checkpoint: true,
+                ..VerifyOptions::default()
+            })?;
+            anyhow::ensure!(
+                report.is_intact() && report.checked == 100,
+                "since-checkpoint verify failed"
+            );
+            Ok(())
+        },
+    )?);
+
+    let big = open(dir, "big.sqlite", Durability::Off)?;
+    let big_rows = scale.big_rows;
+    let batch = 10_000;
+    let mut next = 0u64;
+    rows.push(bulk(
+        &format!("{big_rows} appends in batches of {batch} (off), per append"),
+        big_rows,
+        || {
+            while next < big_rows as u64 {
+                let records: Vec<Record> = (next..(next + batch as u64).min(big_rows as u64))
+                    .map(record)
+                    .collect();
+                big.append_batch(&records)?;
+                next += records.len() as u64;
+            }
+            Ok(())
+        },
+    )?);
+    big.checkpoint(&key)?;
+    rows.push(once(&format!("full verify of {big_rows} rows"), || {
+        let report = big.verify_with(VerifyOptions {
+            trusted: &trusted,
+            ..VerifyOptions::default()
+        })?;
+        anyhow::ensure!(report.is_intact(), "big ledger does not verify");
+        Ok(())
+    })?);
+    let mut seq = 0u64;
+    rows.push(per_call(
+        &format!("one inclusion proof at {big_rows} rows"),
+        scale.samples,
+        || {
+            seq = seq % big_rows as u64 + 7919;
+            let proof = big.prove_inclusion(seq.min(big_rows as u64), None)?;
+            std::hint::black_box(proof);
+            Ok(())
+        },
+    )?);
     Ok(rows)
 }
 
