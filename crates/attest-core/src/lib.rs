@@ -1,1 +1,4 @@
 //! placeholder
+
+pub mod detect;
+pub use detect::{detect, DetectError, DetectInput, Detection, Registry};

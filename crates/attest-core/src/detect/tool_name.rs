@@ -1,0 +1,392 @@
+//! Detection from names: MCP tool names, SDK paths and plain function names.
+//!
+//! The steps, each a lookup in the [`Registry`]:
+//! 1. strip an `mcp__server__` prefix (the server is the system hint) and split into words;
+//! 2. an exact override wins (`slack_add_reaction` → update);
+//! 3. the system: two words then one off the front (`google_calendar_…`), else the MCP
+//!    server, else a system named later in the name (`search_gmail_messages`); an umbrella
+//!    system (`google`, `microsoft`) is narrowed by a noun (`list-mail-messages` → outlook);
+//! 4. the verb: the first verb word of a tool or function name, the last of an SDK path
+//!    (`github.get_repo().create_issue` creates);
+//! 5. noun rules (`create_refund` → pay), then the target from the words left over.
+
+use attest_policy::{Source, Verb};
+
+use super::registry::{override_key, Registry, SysId};
+use super::tokenize::{Segments, Words, MAX_WORDS};
+use super::{Detection, UNKNOWN_SYSTEM};
+
+/// Most words in a target.
+pub(crate) const MAX_TARGET_WORDS: usize = 8;
+
+/// Which kind of name is being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// An MCP tool name: the first verb word decides.
+    Tool,
+    /// An SDK path: the last verb word decides, the target is the nearest resource.
+    Sdk,
+    /// A function name: like a tool, but a guess.
+    Function,
+}
+
+impl Style {
+    fn source(self) -> Source {
+        match self {
+            Style::Tool => Source::Mcp,
+            Style::Sdk => Source::Sdk,
+            Style::Function => Source::Heuristic,
+        }
+    }
+}
+
+/// Splits `mcp__server__tool` into (`server`, `tool`); other names are returned whole.
+pub(crate) fn split_mcp_prefix(name: &str) -> (Option<&str>, &str) {
+    let trimmed = name.trim();
+    let Some(head) = trimmed.get(..5) else {
+        return (None, trimmed);
+    };
+    if !head.eq_ignore_ascii_case("mcp__") {
+        return (None, trimmed);
+    }
+    let rest = trimmed.get(5..).unwrap_or("");
+    match rest.split_once("__") {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => (Some(server), tool),
+        _ => (None, rest),
+    }
+}
+
+/// Detects a tool name, SDK path or function name.
+pub(crate) fn detect_name(
+    registry: &Registry,
+    name: &str,
+    server: Option<&str>,
+    style: Style,
+) -> Detection {
+    let (prefix_server, tool) = split_mcp_prefix(name);
+    let hint = server
+        .or(prefix_server)
+        .and_then(|server| server_system(registry, server));
+    let words = Words::new(tool, Segments::Dotted);
+    let n = words.len();
+    // Words that are neither system, verb nor target.
+    let mut used = [false; MAX_WORDS];
+    for (i, slot) in used.iter_mut().enumerate().take(n) {
+        *slot = registry.is_filler(words.word(i));
+    }
+
+    // The system off the front.
+    let first = (0..n).find(|&i| !used[i]);
+    let front = first.and_then(|at| registry.system_at(&words, at).map(|(id, w)| (id, at, w)));
+    if let Some((_, at, width)) = front {
+        for slot in used.iter_mut().skip(at).take(width) {
+            *slot = true;
+        }
+    }
+
+    // Exact overrides.
+    if let Some(found) = find_override(registry, &words, front, hint, style) {
+        return found;
+    }
+
+    let umbrella = front.map(|(id, _, _)| id).or(hint);
+    let mut system = match (front, hint) {
+        (Some((id, _, _)), _) if !registry.is_umbrella(id) => Some(id),
+        (_, Some(id)) if !registry.is_umbrella(id) => Some(id),
+        _ => None,
+    };
+    // An umbrella named by the front or the server is narrowed by a noun.
+    if system.is_none() {
+        system = umbrella.and_then(|id| route(registry, id, &words, &used));
+    }
+    // A system named later in the name; its word stays the target if nothing else is left.
+    let mut named_later: Option<usize> = None;
+    if system.is_none() {
+        for i in 0..n {
+            if used[i] || registry.verbs.contains_key(words.word(i)) {
+                continue;
+            }
+            if let Some((id, width)) = registry.system_at(&words, i) {
+                for slot in used.iter_mut().skip(i).take(width) {
+                    *slot = true;
+                }
+                system = route(registry, id, &words, &used).or(Some(id));
+                named_later = Some(i);
+                break;
+            }
+        }
+    }
+    if system.is_none() {
+        system = umbrella;
+    }
+
+    // The verb.
+    let candidates = (0..n).filter(|&i| !used[i]);
+    let verb_at = match style {
+        Style::Sdk => candidates
+            .filter(|&i| registry.verbs.contains_key(words.word(i)))
+            .last(),
+        Style::Tool | Style::Function => {
+            candidates
+                .clone()
+                .find(|&i| registry.verbs.contains_key(words.word(i)))
+        }
+    };
+    let verb = verb_at.and_then(|i| registry.verbs.get(words.word(i)).copied());
+
+    // The target.
+    let mut target = [0usize; MAX_TARGET_WORDS];
+    let mut len = match (style, verb_at) {
+        (Style::Sdk, Some(at)) => sdk_target(registry, &words, &used, at, &mut target),
+        _ => name_target(registry, &words, &used, verb_at, &mut target),
+    };
+    if len == 0 {
+        if let Some(at) = named_later {
+            target[0] = at;
+            len = 1;
+        }
+    }
+    let target = &target[..len.min(MAX_TARGET_WORDS)];
+    let verb_word = verb_at.map_or("", |i| words.word(i));
+    let verb = verb.map(|v| apply_noun_rules(registry, v, verb_word, &words, target));
+
+    let recognised = system.is_some() && verb.is_some();
+    Detection {
+        system: system.map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id)).to_owned(),
+        verb: verb.unwrap_or(Verb::Write),
+        target: join_words(&words, target),
+        source: style.source(),
+        recognised,
+        risk: None,
+    }
+}
+
+/// The system an umbrella's first routed noun names (`mail` under microsoft → outlook).
+fn route(registry: &Registry, umbrella: SysId, words: &Words, used: &[bool; MAX_WORDS]) -> Option<SysId> {
+    (0..words.len())
+        .filter(|&i| !used[i])
+        .find_map(|i| registry.route(umbrella, words.word(i)))
+}
+
+/// The system an MCP server's name points to (`@modelcontextprotocol/server-github` → github).
+fn server_system(registry: &Registry, server: &str) -> Option<SysId> {
+    let words = Words::new(server, Segments::Dotted);
+    (0..words.len())
+        .filter(|&i| !registry.is_filler(words.word(i)))
+        .find_map(|i| registry.system_at(&words, i))
+        .map(|(id, _)| id)
+}
+
+fn find_override(
+    registry: &Registry,
+    words: &Words,
+    front: Option<(SysId, usize, usize)>,
+    hint: Option<SysId>,
+    style: Style,
+) -> Option<Detection> {
+    if registry.overrides.is_empty() {
+        return None;
+    }
+    let (system, start) = match (front, hint) {
+        (Some((id, at, width)), _) => (Some(id), at + width),
+        (None, Some(id)) => (Some(id), 0),
+        (None, None) => (None, 0),
+    };
+    let mut keys = [
+        system.map(|id| override_key(registry.system_name(id), words, start)),
+        Some(override_key("", words, 0)),
+    ];
+    let found = keys.iter_mut().flatten().find_map(|key| {
+        (key.len() <= registry.longest_override)
+            .then(|| registry.overrides.get(key.as_str()))
+            .flatten()
+    })?;
+    let system = found.system.or(system);
+    let mut target = [0usize; MAX_TARGET_WORDS];
+    let mut used = [false; MAX_WORDS];
+    for (i, slot) in used.iter_mut().enumerate().take(words.len()) {
+        *slot = i < start || registry.is_filler(words.word(i));
+    }
+    let verb_at = (start..words.len()).find(|&i| registry.verbs.contains_key(words.word(i)));
+    let len = name_target(registry, words, &used, verb_at, &mut target);
+    Some(Detection {
+        system: system.map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id)).to_owned(),
+        verb: found.verb,
+        target: join_words(words, target.get(..len).unwrap_or(&[])),
+        source: style.source(),
+        recognised: true,
+        risk: found.risk,
+    })
+}
+
+/// The target of a tool or function name: the words left over, less a second verb
+/// chained to the first by `or`/`and` (`create_or_update_file` → `file`).
+fn name_target(
+    registry: &Registry,
+    words: &Words,
+    used: &[bool; MAX_WORDS],
+    verb_at: Option<usize>,
+    out: &mut [usize; MAX_TARGET_WORDS],
+) -> usize {
+    let n = words.len();
+    let mut skip_until = 0;
+    if let Some(at) = verb_at {
+        let mut j = at + 1;
+        while matches!(words.word(j), "or" | "and")
+            && registry.verbs.contains_key(words.word(j + 1))
+        {
+            j += 2;
+        }
+        if j < n {
+            skip_until = j;
+        }
+    }
+    let mut len = 0;
+    for i in 0..n {
+        if used[i] || Some(i) == verb_at || (verb_at.is_some_and(|at| i > at) && i < skip_until) {
+            continue;
+        }
+        if let Some(slot) = out.get_mut(len) {
+            *slot = i;
+            len += 1;
+        }
+    }
+    len
+}
+
+/// The target of an SDK path: the other words of the verb's segment, else those of the
+/// nearest segment before it (`stripe.Transfer.create` → `transfer`).
+fn sdk_target(
+    registry: &Registry,
+    words: &Words,
+    used: &[bool; MAX_WORDS],
+    verb_at: usize,
+    out: &mut [usize; MAX_TARGET_WORDS],
+) -> usize {
+    let is_noun =
+        |i: usize| !used[i] && i != verb_at && !registry.verbs.contains_key(words.word(i));
+    let mut segment = words.segment(verb_at);
+    loop {
+        let mut len = 0;
+        for i in (0..words.len()).filter(|&i| words.segment(i) == segment && is_noun(i)) {
+            if let Some(slot) = out.get_mut(len) {
+                *slot = i;
+                len += 1;
+            }
+        }
+        if len > 0 || segment == 0 {
+            return len;
+        }
+        segment -= 1;
+    }
+}
+
+/// Applies the first noun rule whose verb and nouns match.
+///
+/// `verb_word` is the word the verb came from, if any: a rule's `unless` words cancel it
+/// there too (`draft_gmail_message` is not sent).
+pub(crate) fn apply_noun_rules(
+    registry: &Registry,
+    verb: Verb,
+    verb_word: &str,
+    words: &Words,
+    target: &[usize],
+) -> Verb {
+    for rule in &registry.noun_rules {
+        if rule.turns.contains(&verb)
+            && target
+                .iter()
+                .any(|&i| rule.nouns.contains_key(words.word(i)))
+            && !rule.unless.contains_key(verb_word)
+            && !target
+                .iter()
+                .any(|&i| rule.unless.contains_key(words.word(i)))
+        {
+            return rule.into;
+        }
+    }
+    verb
+}
+
+/// The target words joined with `_`, or `None` when there are none.
+pub(crate) fn join_words(words: &Words, target: &[usize]) -> Option<String> {
+    if target.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(24);
+    for (k, &i) in target.iter().enumerate() {
+        if k > 0 {
+            out.push('_');
+        }
+        out.push_str(words.word(i));
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, server: Option<&str>) -> Detection {
+        let registry = Registry::shared();
+        detect_name(registry, name, server, Style::Tool)
+    }
+
+    #[test]
+    fn mcp_prefixes_are_split() {
+        assert_eq!(split_mcp_prefix("mcp__github__create_issue"), (Some("github"), "create_issue"));
+        assert_eq!(split_mcp_prefix("MCP__a__b__c"), (Some("a"), "b__c"));
+        assert_eq!(split_mcp_prefix("mcp__"), (None, ""));
+        assert_eq!(split_mcp_prefix("mcp"), (None, "mcp"));
+        assert_eq!(split_mcp_prefix("mcp__x"), (None, "x"));
+    }
+
+    #[test]
+    fn the_server_is_a_hint_and_the_front_of_the_name_beats_it() {
+        let found = tool("create_issue", Some("@modelcontextprotocol/server-github"));
+        assert_eq!((found.system.as_str(), found.verb), ("github", Verb::Create));
+        let found = tool("slack_post_message", Some("zapier"));
+        assert_eq!((found.system.as_str(), found.verb), ("slack", Verb::Send));
+        let found = tool("list_teams", Some("linear"));
+        assert_eq!(found.system, "linear");
+    }
+
+    #[test]
+    fn umbrellas_route_by_noun_and_yield_to_named_systems() {
+        let found = tool("list-mail-messages", Some("ms-365"));
+        assert_eq!((found.system.as_str(), found.verb), ("outlook", Verb::List));
+        let found = tool("search_gmail_messages", Some("google-workspace"));
+        assert_eq!(found.system, "gmail");
+        assert_eq!(found.target.as_deref(), Some("messages"));
+    }
+
+    #[test]
+    fn targets_drop_chained_verbs_but_keep_lone_nouns() {
+        let found = tool("create_or_update_file", Some("github"));
+        assert_eq!(found.target.as_deref(), Some("file"));
+        let found = tool("send_email", None);
+        assert_eq!((found.verb, found.target.as_deref()), (Verb::Send, Some("email")));
+        assert!(!found.recognised);
+    }
+
+    #[test]
+    fn sdk_paths_take_the_last_verb() {
+        let registry = Registry::shared();
+        let found = detect_name(registry, "stripe.Transfer.create", None, Style::Sdk);
+        assert_eq!((found.system.as_str(), found.verb), ("stripe", Verb::Pay));
+        assert_eq!(found.target.as_deref(), Some("transfer"));
+        let found = detect_name(registry, "gmail.users().messages().send()", None, Style::Sdk);
+        assert_eq!(found.verb, Verb::Send);
+        assert_eq!(found.target.as_deref(), Some("messages"));
+    }
+
+    #[test]
+    fn nothing_known_is_unknown_write() {
+        for name in ["", "   ", "__", "zzqx", "mcp____", "💥💥"] {
+            let found = tool(name, None);
+            assert_eq!(found.system, UNKNOWN_SYSTEM, "{name}");
+            assert_eq!(found.verb, Verb::Write, "{name}");
+            assert!(!found.recognised, "{name}");
+        }
+    }
+}
