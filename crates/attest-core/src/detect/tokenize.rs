@@ -106,6 +106,22 @@ impl Words {
             .unwrap_or("")
     }
 
+    /// True when word `i + 1` continues word `i`'s name in the same segment, joined by
+    /// `_`, `-` or a camelCase hump rather than by `.` (`merge_requests`, not `search.messages`).
+    pub(crate) fn joined_to_next(&self, i: usize) -> bool {
+        let (Some(&(_, end, seg)), Some(&(start, _, next_seg))) =
+            (self.spans.get(i), self.spans.get(i + 1))
+        else {
+            return false;
+        };
+        i + 1 < self.len
+            && seg == next_seg
+            && self
+                .text
+                .get(usize::from(end)..usize::from(start))
+                .is_some_and(|gap| !gap.contains(['.', '/', ':']))
+    }
+
     /// The segment word `i` came from (0 past the end).
     pub(crate) fn segment(&self, i: usize) -> u8 {
         self.spans

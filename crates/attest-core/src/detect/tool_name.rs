@@ -97,7 +97,7 @@ pub(crate) fn detect_name(
     };
     // An umbrella named by the front or the server is narrowed by a noun.
     if system.is_none() {
-        system = umbrella.and_then(|id| route(registry, id, &words, &used));
+        system = umbrella.and_then(|id| route(registry, id, &words, &mut used));
     }
     // A system named later in the name; its word stays the target if nothing else is left.
     let mut named_later: Option<usize> = None;
@@ -110,7 +110,7 @@ pub(crate) fn detect_name(
                 for slot in used.iter_mut().skip(i).take(width) {
                     *slot = true;
                 }
-                system = route(registry, id, &words, &used).or(Some(id));
+                system = route(registry, id, &words, &mut used).or(Some(id));
                 named_later = Some(i);
                 break;
             }
@@ -118,6 +118,25 @@ pub(crate) fn detect_name(
     }
     if system.is_none() {
         system = umbrella;
+    }
+    // Other words naming the same system are not the target (`search_stripe_documentation`).
+    if let Some(id) = system {
+        let mut i = 0;
+        while i < n {
+            if !used[i] && !registry.verbs.contains_key(words.word(i)) {
+                if let Some((found, width)) = registry.system_at(&words, i) {
+                    if found == id {
+                        for slot in used.iter_mut().skip(i).take(width) {
+                            *slot = true;
+                        }
+                        named_later.get_or_insert(i);
+                        i += width;
+                        continue;
+                    }
+                }
+            }
+            i += 1;
+        }
     }
 
     // The verb.
@@ -137,7 +156,7 @@ pub(crate) fn detect_name(
     // The target.
     let mut target = [0usize; MAX_TARGET_WORDS];
     let mut len = match (style, verb_at) {
-        (Style::Sdk, Some(at)) => sdk_target(registry, &words, &used, at, &mut target),
+        (Style::Sdk, Some(at)) => sdk_target(&words, &used, at, &mut target),
         _ => name_target(registry, &words, &used, verb_at, &mut target),
     };
     if len == 0 {
@@ -162,10 +181,24 @@ pub(crate) fn detect_name(
 }
 
 /// The system an umbrella's first routed noun names (`mail` under microsoft → outlook).
-fn route(registry: &Registry, umbrella: SysId, words: &Words, used: &[bool; MAX_WORDS]) -> Option<SysId> {
-    (0..words.len())
+/// A word that names the routed system itself (`gmail`) is used up; a noun (`messages`) stays.
+fn route(
+    registry: &Registry,
+    umbrella: SysId,
+    words: &Words,
+    used: &mut [bool; MAX_WORDS],
+) -> Option<SysId> {
+    let (at, routed) = (0..words.len())
         .filter(|&i| !used[i])
-        .find_map(|i| registry.route(umbrella, words.word(i)))
+        .find_map(|i| registry.route(umbrella, words.word(i)).map(|id| (i, id)))?;
+    if let Some((id, width)) = registry.system_at(words, at) {
+        if id == routed {
+            for slot in used.iter_mut().skip(at).take(width) {
+                *slot = true;
+            }
+        }
+    }
+    Some(routed)
 }
 
 /// The system an MCP server's name points to (`@modelcontextprotocol/server-github` → github).
@@ -257,14 +290,12 @@ fn name_target(
 /// The target of an SDK path: the other words of the verb's segment, else those of the
 /// nearest segment before it (`stripe.Transfer.create` → `transfer`).
 fn sdk_target(
-    registry: &Registry,
     words: &Words,
     used: &[bool; MAX_WORDS],
     verb_at: usize,
     out: &mut [usize; MAX_TARGET_WORDS],
 ) -> usize {
-    let is_noun =
-        |i: usize| !used[i] && i != verb_at && !registry.verbs.contains_key(words.word(i));
+    let is_noun = |i: usize| !used[i] && i != verb_at;
     let mut segment = words.segment(verb_at);
     loop {
         let mut len = 0;

@@ -155,31 +155,40 @@ pub(crate) fn detect_http(
     let mut skip = 0u8;
     let mut is_item = false;
     let mut offset = 0;
-    for segment in lower_path.split('/') {
+    for raw in lower_path.split('/') {
         let start = offset;
-        offset += segment.len() + 1;
+        offset += raw.len() + 1;
+        // Google's custom methods: `people:createContact`, `{id}:batchUpdate`.
+        let (segment, method) = match raw.rsplit_once(':') {
+            Some((head, method))
+                if !method.is_empty() && method.bytes().all(|b| b.is_ascii_alphabetic()) =>
+            {
+                (head, Some(start + head.len() + 1))
+            }
+            _ => (raw, None),
+        };
         if segment.is_empty() {
-            continue;
-        }
-        if skip > 0 {
+        } else if skip > 0 {
             skip -= 1;
             is_item = true;
-            continue;
-        }
-        if is_version_segment(segment) {
-            continue;
-        }
-        if is_id_like(segment) {
+        } else if is_version_segment(segment) {
+        } else if is_id_like(segment) {
             is_item = true;
-            continue;
+        } else {
+            is_item = false;
+            if let Some(slot) = kept.get_mut(kept_len) {
+                *slot = (start, start + segment.len());
+                kept_len += 1;
+            }
+            if let Some(&count) = registry.skip_after.get(segment) {
+                skip = count;
+            }
         }
-        is_item = false;
-        if let Some(slot) = kept.get_mut(kept_len) {
-            *slot = (start, start + segment.len());
-            kept_len += 1;
-        }
-        if let Some(&count) = registry.skip_after.get(segment) {
-            skip = count;
+        if let Some(method_start) = method {
+            if let Some(slot) = kept.get_mut(kept_len) {
+                *slot = (method_start, start + raw.len());
+                kept_len += 1;
+            }
         }
     }
     let kept = kept.get(..kept_len).unwrap_or(&[]);
@@ -296,7 +305,7 @@ fn path_verb(registry: &Registry, words: &Words, accept: fn(Verb) -> bool) -> Op
         let Some(&verb) = registry.verbs.get(words.word(i)) else {
             continue;
         };
-        if !accept(verb) {
+        if !accept(verb) || is_compound(registry, words, i) {
             continue;
         }
         if words.segment(i) == last_segment {
@@ -310,17 +319,30 @@ fn path_verb(registry: &Registry, words: &Words, accept: fn(Verb) -> bool) -> Op
     in_last.or(strong)
 }
 
-/// The words of the last segment that has any besides verbs and fillers.
+/// A verb word that starts a plural noun (`merge_requests`, `getUpdates`) names a resource.
+fn is_compound(registry: &Registry, words: &Words, i: usize) -> bool {
+    words.joined_to_next(i) && {
+        let next = words.word(i + 1);
+        !registry.is_filler(next) && next.len() > 2 && next.ends_with('s') && !next.ends_with("ss")
+    }
+}
+
+/// The words of the last segment that has any besides the verb and fillers; verb words of the
+/// last segment are left out too (`PUT /pulls/1/merge` → `pulls`), earlier ones are nouns
+/// (`/transfer/create` → `transfer`).
 fn url_target(
     registry: &Registry,
     words: &Words,
     verb_at: Option<usize>,
     out: &mut [usize; MAX_TARGET_WORDS],
 ) -> usize {
+    let last_segment = words.segment(words.len().saturating_sub(1));
     let is_noun = |i: usize| {
         Some(i) != verb_at
             && !registry.is_filler(words.word(i))
-            && !registry.verbs.contains_key(words.word(i))
+            && !(words.segment(i) == last_segment
+                && registry.verbs.contains_key(words.word(i))
+                && !is_compound(registry, words, i))
     };
     let Some(segment) = (0..words.len())
         .rev()
