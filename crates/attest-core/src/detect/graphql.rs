@@ -103,22 +103,30 @@ fn from_request(request: &Request) -> Option<Operation> {
 pub(crate) fn detect_field(registry: &Registry, operation: &Operation) -> FieldDetection {
     let words = Words::new(&operation.field, Segments::Dotted);
     let n = words.len().min(MAX_WORDS);
-    let is_verb = |i: usize| registry.verbs.get(words.word(i)).copied();
-    let mut verb_at = None;
-    let mut verb = None;
-    for i in 0..n {
-        if let Some(v) = is_verb(i) {
-            let wanted = match operation.kind {
-                Kind::Mutation => true,
-                Kind::Query | Kind::Subscription => v.is_read(),
-            };
-            if wanted {
-                verb_at = Some(i);
-                verb = Some(v);
-                break;
+    let verb_of = |i: usize| {
+        registry
+            .verbs
+            .get(words.word(i))
+            .copied()
+            .filter(|v| operation.kind == Kind::Mutation || v.is_read())
+    };
+    // Fields are named verb-first (`createIssue`) or verb-last (`issueCreate`). When both
+    // ends are verb words (`refundCreate`), a verb's own name beats an alias.
+    let first = (0..n).find(|&i| verb_of(i).is_some());
+    let last = (0..n).rev().find(|&i| verb_of(i).is_some());
+    let verb_at = match (first, last) {
+        (Some(f), Some(l)) if f != l && f == 0 && l == n - 1 => {
+            let canonical = |i: usize| verb_of(i).is_some_and(|v| v.as_str() == words.word(i));
+            if canonical(l) && !canonical(f) {
+                Some(l)
+            } else {
+                Some(f)
             }
         }
-    }
+        (Some(f), Some(l)) if f != 0 && l == n - 1 => Some(l),
+        (f, _) => f,
+    };
+    let verb = verb_at.and_then(verb_of);
     let mut target = [0usize; MAX_TARGET_WORDS];
     let mut len = 0;
     for i in (0..n).filter(|&i| Some(i) != verb_at && !registry.is_filler(words.word(i))) {

@@ -96,11 +96,14 @@ pub(crate) fn detect_name(
         _ => None,
     };
     // An umbrella named by the front or the server is narrowed by a noun.
-    if system.is_none() {
-        system = umbrella.and_then(|id| route(registry, id, &words, &mut used));
-    }
     // A system named later in the name; its word stays the target if nothing else is left.
     let mut named_later: Option<usize> = None;
+    if system.is_none() {
+        if let Some((id, at)) = umbrella.and_then(|id| route(registry, id, &words, &mut used)) {
+            system = Some(id);
+            named_later = at;
+        }
+    }
     if system.is_none() {
         for i in 0..n {
             if used[i] || registry.verbs.contains_key(words.word(i)) {
@@ -110,7 +113,8 @@ pub(crate) fn detect_name(
                 for slot in used.iter_mut().skip(i).take(width) {
                     *slot = true;
                 }
-                system = route(registry, id, &words, &mut used).or(Some(id));
+                let routed = route(registry, id, &words, &mut used);
+                system = routed.map(|(routed, _)| routed).or(Some(id));
                 named_later = Some(i);
                 break;
             }
@@ -142,9 +146,17 @@ pub(crate) fn detect_name(
     // The verb.
     let candidates = (0..n).filter(|&i| !used[i]);
     let verb_at = match style {
+        // The first verb word of the last segment that has one (`ses.send_email` sends).
         Style::Sdk => candidates
+            .clone()
             .filter(|&i| registry.verbs.contains_key(words.word(i)))
-            .last(),
+            .last()
+            .and_then(|last| {
+                candidates.clone().find(|&i| {
+                    words.segment(i) == words.segment(last)
+                        && registry.verbs.contains_key(words.word(i))
+                })
+            }),
         Style::Tool | Style::Function => {
             candidates
                 .clone()
@@ -181,13 +193,14 @@ pub(crate) fn detect_name(
 }
 
 /// The system an umbrella's first routed noun names (`mail` under microsoft → outlook).
-/// A word that names the routed system itself (`gmail`) is used up; a noun (`messages`) stays.
+/// A word that names the routed system itself (`gmail`) is used up, and its position
+/// returned; a noun (`messages`) stays in the target.
 fn route(
     registry: &Registry,
     umbrella: SysId,
     words: &Words,
     used: &mut [bool; MAX_WORDS],
-) -> Option<SysId> {
+) -> Option<(SysId, Option<usize>)> {
     let (at, routed) = (0..words.len())
         .filter(|&i| !used[i])
         .find_map(|i| registry.route(umbrella, words.word(i)).map(|id| (i, id)))?;
@@ -196,9 +209,10 @@ fn route(
             for slot in used.iter_mut().skip(at).take(width) {
                 *slot = true;
             }
+            return Some((routed, Some(at)));
         }
     }
-    Some(routed)
+    Some((routed, None))
 }
 
 /// The system an MCP server's name points to (`@modelcontextprotocol/server-github` → github).

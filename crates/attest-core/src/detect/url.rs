@@ -319,9 +319,13 @@ fn path_verb(registry: &Registry, words: &Words, accept: fn(Verb) -> bool) -> Op
     in_last.or(strong)
 }
 
-/// A verb word that starts a plural noun (`merge_requests`, `getUpdates`) names a resource.
+/// A write verb word that starts a plural noun (`merge_requests`) names a resource.
 fn is_compound(registry: &Registry, words: &Words, i: usize) -> bool {
-    words.joined_to_next(i) && {
+    let is_write = registry
+        .verbs
+        .get(words.word(i))
+        .is_some_and(|verb| !verb.is_read());
+    is_write && words.joined_to_next(i) && {
         let next = words.word(i + 1);
         !registry.is_filler(next) && next.len() > 2 && next.ends_with('s') && !next.ends_with("ss")
     }
@@ -370,7 +374,8 @@ fn is_plural(registry: &Registry, words: &Words) -> bool {
     else {
         return false;
     };
-    last.len() > 2 && last.ends_with('s') && !last.ends_with("ss") && !last.ends_with("us")
+    matches!(last, "children" | "people")
+        || (last.len() > 2 && last.ends_with('s') && !last.ends_with("ss") && !last.ends_with("us"))
 }
 
 fn has_search_param(registry: &Registry, query: &str) -> bool {
@@ -419,9 +424,9 @@ pub(crate) fn is_id_like(segment: &str) -> bool {
     }
     // `PROJ-123`, `cus_4x`: a part that mixes in digits, joined to another part.
     segment.contains(['-', '_'])
-        && segment
-            .split(['-', '_', '.'])
-            .any(|part| part.bytes().any(|b| b.is_ascii_digit()))
+        && segment.split(['-', '_', '.']).any(|part| {
+            part.bytes().any(|b| b.is_ascii_digit()) && !super::tokenize::is_version(part)
+        })
 }
 
 #[cfg(test)]
@@ -477,6 +482,9 @@ mod tests {
         assert_eq!(http("PATCH", &format!("{gh}/repos/o/r/issues/7")).1, Verb::Update);
         assert_eq!(http("DELETE", &format!("{gh}/repos/o/r")).1, Verb::Delete);
         assert_eq!(http("PUT", &format!("{gh}/repos/o/r/pulls/1/merge")).1, Verb::Update);
+        let merge_requests = "https://gitlab.com/api/v4/projects/1/merge_requests";
+        assert_eq!(http("POST", merge_requests).1, Verb::Create);
+        assert_eq!(http("POST", "https://api.dropboxapi.com/2/files/delete_v2").1, Verb::Delete);
         let (system, verb, target, recognised) = http("FROB", &format!("{gh}/user"));
         assert_eq!((system.as_str(), verb, recognised), ("github", Verb::Write, false));
         assert_eq!(target.as_deref(), Some("user"));
