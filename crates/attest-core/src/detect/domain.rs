@@ -22,17 +22,29 @@ pub(crate) enum HostSystem<'h> {
 }
 
 /// The system of `host` (lower-case, without port) given the path's segments (lower-case).
-pub(crate) fn host_system<'h>(registry: &Registry, host: &'h str, segments: &[&str]) -> HostSystem<'h> {
+pub(crate) fn host_system<'h>(
+    registry: &Registry,
+    host: &'h str,
+    segments: &[&str],
+) -> HostSystem<'h> {
     let host = host.trim_end_matches('.');
     if host.is_empty() {
         return HostSystem::Unknown;
     }
-    if let Some(id) = registry.hosts.get(host).and_then(|rule| pick(rule, segments)) {
+    if let Some(id) = registry
+        .hosts
+        .get(host)
+        .and_then(|rule| pick(rule, segments))
+    {
         return HostSystem::Known(id);
     }
     let mut rest = host;
     loop {
-        if let Some(id) = registry.domains.get(rest).and_then(|rule| pick(rule, segments)) {
+        if let Some(id) = registry
+            .domains
+            .get(rest)
+            .and_then(|rule| pick(rule, segments))
+        {
             return HostSystem::Known(id);
         }
         match rest.split_once('.') {
@@ -91,10 +103,22 @@ mod tests {
             HostSystem::Named(name) => format!("named:{name}"),
             HostSystem::Unknown => "unknown".to_owned(),
         };
-        assert_eq!(name("www.googleapis.com", &["gmail", "users", "messages"]), "gmail");
-        assert_eq!(name("www.googleapis.com", &["calendar", "calendars", "events"]), "calendar");
-        assert_eq!(name("acme.atlassian.net", &["rest", "api", "issue"]), "jira");
-        assert_eq!(name("acme.atlassian.net", &["wiki", "rest", "api", "content"]), "confluence");
+        assert_eq!(
+            name("www.googleapis.com", &["gmail", "users", "messages"]),
+            "gmail"
+        );
+        assert_eq!(
+            name("www.googleapis.com", &["calendar", "calendars", "events"]),
+            "calendar"
+        );
+        assert_eq!(
+            name("acme.atlassian.net", &["rest", "api", "issue"]),
+            "jira"
+        );
+        assert_eq!(
+            name("acme.atlassian.net", &["wiki", "rest", "api", "content"]),
+            "confluence"
+        );
         assert_eq!(name("api.github.com", &["user"]), "github");
         assert_eq!(name("api.someweirdcrm.io", &[]), "named:someweirdcrm");
         assert_eq!(name("", &[]), "unknown");

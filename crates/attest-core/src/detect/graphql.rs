@@ -147,11 +147,13 @@ pub(crate) fn detect_field(registry: &Registry, operation: &Operation) -> FieldD
         (Kind::Mutation, None) => None,
         (Kind::Query | Kind::Subscription, None) => {
             let last = target.last().map_or("", |&i| words.word(i));
-            Some(if last.len() > 2 && last.ends_with('s') && !last.ends_with("ss") {
-                Verb::List
-            } else {
-                Verb::Get
-            })
+            Some(
+                if last.len() > 2 && last.ends_with('s') && !last.ends_with("ss") {
+                    Verb::List
+                } else {
+                    Verb::Get
+                },
+            )
         }
     };
     FieldDetection {
@@ -410,7 +412,10 @@ mod tests {
             op("mutation IssueCreate($input: IssueCreateInput!) { issueCreate(input: $input) { success } }"),
             Some((Kind::Mutation, "issueCreate".to_owned()))
         );
-        assert_eq!(op("{ viewer { login } }"), Some((Kind::Query, "viewer".to_owned())));
+        assert_eq!(
+            op("{ viewer { login } }"),
+            Some((Kind::Query, "viewer".to_owned()))
+        );
         assert_eq!(
             op("# comment\nquery { me: viewer { id } }"),
             Some((Kind::Query, "viewer".to_owned()))
@@ -419,7 +424,10 @@ mod tests {
             op("fragment F on Issue { id }\nquery Q { ...F issues(filter: {title: \"a}\"}) { nodes { id } } }"),
             Some((Kind::Query, "issues".to_owned()))
         );
-        assert_eq!(op("subscription { onEvent { id } }").map(|o| o.0), Some(Kind::Subscription));
+        assert_eq!(
+            op("subscription { onEvent { id } }").map(|o| o.0),
+            Some(Kind::Subscription)
+        );
         assert_eq!(op(""), None);
         assert_eq!(op("mutation {"), None);
         assert_eq!(op("\"unterminated"), None);
@@ -429,7 +437,10 @@ mod tests {
     fn the_named_operation_is_chosen() {
         let doc = "query A { issues { id } } mutation B { issueDelete(id: \"1\") { success } }";
         let found = first_operation(doc, Some("B")).unwrap();
-        assert_eq!((found.kind, found.field.as_str()), (Kind::Mutation, "issueDelete"));
+        assert_eq!(
+            (found.kind, found.field.as_str()),
+            (Kind::Mutation, "issueDelete")
+        );
         let found = first_operation(doc, Some("Missing")).unwrap();
         assert_eq!(found.field, "issues");
     }
@@ -440,7 +451,10 @@ mod tests {
         assert_eq!(operation_from_body(body).unwrap().field, "createIssue");
         let batch = br#"[{"query":"{ viewer { id } }"}]"#;
         assert_eq!(operation_from_body(batch).unwrap().field, "viewer");
-        assert_eq!(operation_from_body(b"{ items { id } }").unwrap().field, "items");
+        assert_eq!(
+            operation_from_body(b"{ items { id } }").unwrap().field,
+            "items"
+        );
         assert!(operation_from_body(b"\xff\xfe").is_none());
         assert!(looks_like_graphql(br#"  {"query": "{ boards { id } }"}"#));
         assert!(!looks_like_graphql(br#"{"name": "x"}"#));

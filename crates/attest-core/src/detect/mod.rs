@@ -244,7 +244,9 @@ mod tests {
 
     #[test]
     fn detections_serialise_with_the_documented_keys() {
-        let found = detect(&DetectInput::Function { name: "charge_card" });
+        let found = detect(&DetectInput::Function {
+            name: "charge_card",
+        });
         let value = serde_json::to_value(&found).unwrap();
         assert_eq!(
             value,

@@ -174,12 +174,9 @@ impl Registry {
             DetectInput::Sdk { path } => {
                 super::tool_name::detect_name(self, path, None, super::tool_name::Style::Sdk)
             }
-            DetectInput::Function { name } => super::tool_name::detect_name(
-                self,
-                name,
-                None,
-                super::tool_name::Style::Function,
-            ),
+            DetectInput::Function { name } => {
+                super::tool_name::detect_name(self, name, None, super::tool_name::Style::Function)
+            }
             DetectInput::Http { method, url, body } => {
                 super::url::detect_http(self, method, url, body)
             }
@@ -332,7 +329,9 @@ impl Registry {
                 rule.system = Some(self.intern(name.as_str()).map_err(systems_too_many)?);
             }
             for path in &spec.paths {
-                let id = self.intern(path.system.as_str()).map_err(systems_too_many)?;
+                let id = self
+                    .intern(path.system.as_str())
+                    .map_err(systems_too_many)?;
                 let words = path.contains.words().iter().map(|w| w.as_str().into());
                 rule.paths.push((words.collect(), id));
             }
@@ -432,7 +431,11 @@ mod tests {
     #[test]
     fn the_builtin_registry_loads_and_is_large_enough() {
         let registry = Registry::builtin().unwrap();
-        assert!(registry.systems().count() >= 65, "{}", registry.systems().count());
+        assert!(
+            registry.systems().count() >= 65,
+            "{}",
+            registry.systems().count()
+        );
         assert!(registry.verb_word_count() >= 100);
         assert_eq!(registry.system_named("gh"), Some("github"));
         assert_eq!(registry.system_named("google_calendar"), Some("calendar"));
@@ -459,8 +462,11 @@ mod tests {
     fn verb_words_are_never_system_names() {
         let registry = Registry::builtin().unwrap();
         for word in registry.verbs.keys() {
-            assert!(registry.names.get(word).is_none(), "{word} is both");
-            assert!(registry.noise.get(word).is_none(), "{word} is noise and a verb");
+            assert!(!registry.names.contains_key(word), "{word} is both");
+            assert!(
+                !registry.noise.contains_key(word),
+                "{word} is noise and a verb"
+            );
         }
     }
 

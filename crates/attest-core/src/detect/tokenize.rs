@@ -168,9 +168,10 @@ pub(crate) fn is_version(word: &str) -> bool {
     }
     let tail = rest.get(digits..).unwrap_or("");
     tail.is_empty()
-        || ["alpha", "beta"]
-            .iter()
-            .any(|t| tail.strip_prefix(t).is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        || ["alpha", "beta"].iter().any(|t| {
+            tail.strip_prefix(t)
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
 }
 
 #[cfg(test)]
@@ -184,7 +185,10 @@ mod tests {
 
     #[test]
     fn splits_on_separators_and_humps() {
-        assert_eq!(split("mcp__github__create_issue"), ["mcp", "github", "create", "issue"]);
+        assert_eq!(
+            split("mcp__github__create_issue"),
+            ["mcp", "github", "create", "issue"]
+        );
         assert_eq!(split("issueCreate"), ["issue", "create"]);
         assert_eq!(split("HTMLParser"), ["html", "parser"]);
         assert_eq!(split("getHTTPStatus"), ["get", "http", "status"]);

@@ -149,19 +149,16 @@ pub(crate) fn detect_name(
         // The first verb word of the last segment that has one (`ses.send_email` sends).
         Style::Sdk => candidates
             .clone()
-            .filter(|&i| registry.verbs.contains_key(words.word(i)))
-            .last()
+            .rfind(|&i| registry.verbs.contains_key(words.word(i)))
             .and_then(|last| {
                 candidates.clone().find(|&i| {
                     words.segment(i) == words.segment(last)
                         && registry.verbs.contains_key(words.word(i))
                 })
             }),
-        Style::Tool | Style::Function => {
-            candidates
-                .clone()
-                .find(|&i| registry.verbs.contains_key(words.word(i)))
-        }
+        Style::Tool | Style::Function => candidates
+            .clone()
+            .find(|&i| registry.verbs.contains_key(words.word(i))),
     };
     let verb = verb_at.and_then(|i| registry.verbs.get(words.word(i)).copied());
 
@@ -183,7 +180,9 @@ pub(crate) fn detect_name(
 
     let recognised = system.is_some() && verb.is_some();
     Detection {
-        system: system.map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id)).to_owned(),
+        system: system
+            .map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id))
+            .to_owned(),
         verb: verb.unwrap_or(Verb::Write),
         target: join_words(&words, target),
         source: style.source(),
@@ -257,7 +256,9 @@ fn find_override(
     let verb_at = (start..words.len()).find(|&i| registry.verbs.contains_key(words.word(i)));
     let len = name_target(registry, words, &used, verb_at, &mut target);
     Some(Detection {
-        system: system.map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id)).to_owned(),
+        system: system
+            .map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id))
+            .to_owned(),
         verb: found.verb,
         target: join_words(words, target.get(..len).unwrap_or(&[])),
         source: style.source(),
@@ -289,8 +290,8 @@ fn name_target(
         }
     }
     let mut len = 0;
-    for i in 0..n {
-        if used[i] || Some(i) == verb_at || (verb_at.is_some_and(|at| i > at) && i < skip_until) {
+    for (i, &is_used) in used.iter().enumerate().take(n) {
+        if is_used || Some(i) == verb_at || (verb_at.is_some_and(|at| i > at) && i < skip_until) {
             continue;
         }
         if let Some(slot) = out.get_mut(len) {
@@ -379,7 +380,10 @@ mod tests {
 
     #[test]
     fn mcp_prefixes_are_split() {
-        assert_eq!(split_mcp_prefix("mcp__github__create_issue"), (Some("github"), "create_issue"));
+        assert_eq!(
+            split_mcp_prefix("mcp__github__create_issue"),
+            (Some("github"), "create_issue")
+        );
         assert_eq!(split_mcp_prefix("MCP__a__b__c"), (Some("a"), "b__c"));
         assert_eq!(split_mcp_prefix("mcp__"), (None, ""));
         assert_eq!(split_mcp_prefix("mcp"), (None, "mcp"));
@@ -389,7 +393,10 @@ mod tests {
     #[test]
     fn the_server_is_a_hint_and_the_front_of_the_name_beats_it() {
         let found = tool("create_issue", Some("@modelcontextprotocol/server-github"));
-        assert_eq!((found.system.as_str(), found.verb), ("github", Verb::Create));
+        assert_eq!(
+            (found.system.as_str(), found.verb),
+            ("github", Verb::Create)
+        );
         let found = tool("slack_post_message", Some("zapier"));
         assert_eq!((found.system.as_str(), found.verb), ("slack", Verb::Send));
         let found = tool("list_teams", Some("linear"));
@@ -410,7 +417,10 @@ mod tests {
         let found = tool("create_or_update_file", Some("github"));
         assert_eq!(found.target.as_deref(), Some("file"));
         let found = tool("send_email", None);
-        assert_eq!((found.verb, found.target.as_deref()), (Verb::Send, Some("email")));
+        assert_eq!(
+            (found.verb, found.target.as_deref()),
+            (Verb::Send, Some("email"))
+        );
         assert!(!found.recognised);
     }
 
@@ -420,7 +430,12 @@ mod tests {
         let found = detect_name(registry, "stripe.Transfer.create", None, Style::Sdk);
         assert_eq!((found.system.as_str(), found.verb), ("stripe", Verb::Pay));
         assert_eq!(found.target.as_deref(), Some("transfer"));
-        let found = detect_name(registry, "gmail.users().messages().send()", None, Style::Sdk);
+        let found = detect_name(
+            registry,
+            "gmail.users().messages().send()",
+            None,
+            Style::Sdk,
+        );
         assert_eq!(found.verb, Verb::Send);
         assert_eq!(found.target.as_deref(), Some("messages"));
     }

@@ -286,14 +286,24 @@ pub(crate) fn detect_http(
 fn is_strong(verb: Verb) -> bool {
     matches!(
         verb,
-        Verb::Send | Verb::Reply | Verb::Share | Verb::Upload | Verb::Pay | Verb::Approve | Verb::Execute
+        Verb::Send
+            | Verb::Reply
+            | Verb::Share
+            | Verb::Upload
+            | Verb::Pay
+            | Verb::Approve
+            | Verb::Execute
     )
 }
 
 /// The first accepted verb word of the last path segment (`chat.postMessage`,
 /// `/messages/send`), else the last strong one anywhere (`/upload/drive/v3/files`), so that
 /// resource names such as ClickUp's `/list/{id}/task` do not read as verbs.
-fn path_verb(registry: &Registry, words: &Words, accept: fn(Verb) -> bool) -> Option<(usize, Verb)> {
+fn path_verb(
+    registry: &Registry,
+    words: &Words,
+    accept: fn(Verb) -> bool,
+) -> Option<(usize, Verb)> {
     let n = words.len();
     if n == 0 {
         return None;
@@ -409,10 +419,26 @@ pub(crate) fn is_id_like(segment: &str) -> bool {
     if segment.len() > MAX_NAME_BYTES / 4 {
         return true;
     }
-    if segment
-        .bytes()
-        .any(|b| matches!(b, b'@' | b'{' | b'}' | b'%' | b'=' | b'+' | b',' | b'~' | b':' | b'$' | b'!' | b'*' | b'\'' | b'(' | b')' | b'|') || b >= 0x80)
-    {
+    if segment.bytes().any(|b| {
+        matches!(
+            b,
+            b'@' | b'{'
+                | b'}'
+                | b'%'
+                | b'='
+                | b'+'
+                | b','
+                | b'~'
+                | b':'
+                | b'$'
+                | b'!'
+                | b'*'
+                | b'\''
+                | b'('
+                | b')'
+                | b'|'
+        ) || b >= 0x80
+    }) {
         return true;
     }
     let digits = segment.bytes().filter(u8::is_ascii_digit).count();
@@ -436,11 +462,17 @@ mod tests {
     #[test]
     fn urls_split_in_every_shape() {
         let parts = split_url("https://user:pw@API.GitHub.com:443/repos/a/b?q=1#frag");
-        assert_eq!((parts.host, parts.path, parts.query), ("API.GitHub.com", "/repos/a/b", "q=1"));
+        assert_eq!(
+            (parts.host, parts.path, parts.query),
+            ("API.GitHub.com", "/repos/a/b", "q=1")
+        );
         let parts = split_url("http://[::1]:8080/x");
         assert_eq!((parts.host, parts.path), ("[::1]", "/x"));
         let parts = split_url("/v1/customers?limit=3");
-        assert_eq!((parts.host, parts.path, parts.query), ("", "/v1/customers", "limit=3"));
+        assert_eq!(
+            (parts.host, parts.path, parts.query),
+            ("", "/v1/customers", "limit=3")
+        );
         let parts = split_url("api.stripe.com/v1/charges");
         assert_eq!((parts.host, parts.path), ("api.stripe.com", "/v1/charges"));
         let parts = split_url("//cdn.example.com/a");
@@ -455,10 +487,27 @@ mod tests {
 
     #[test]
     fn ids_and_versions_are_recognised() {
-        for id in ["12345", "cus_nffrfeufnv2hib", "proj-123", "c024be91l", "a@b.c", "%2fpath", "{id}", "550e8400-e29b-41d4-a716-446655440000"] {
+        for id in [
+            "12345",
+            "cus_nffrfeufnv2hib",
+            "proj-123",
+            "c024be91l",
+            "a@b.c",
+            "%2fpath",
+            "{id}",
+            "550e8400-e29b-41d4-a716-446655440000",
+        ] {
             assert!(is_id_like(id), "{id}");
         }
-        for word in ["messages", "payment_intents", "oauth2", "s3", "hello-world", "chat.postmessage", "me"] {
+        for word in [
+            "messages",
+            "payment_intents",
+            "oauth2",
+            "s3",
+            "hello-world",
+            "chat.postmessage",
+            "me",
+        ] {
             assert!(!is_id_like(word), "{word}");
         }
         for version in ["v1", "v1.0", "v3beta1", "2010-04-01", "beta"] {
@@ -476,24 +525,48 @@ mod tests {
     fn methods_follow_the_rules() {
         let gh = "https://api.github.com";
         assert_eq!(http("GET", &format!("{gh}/repos/o/r/issues")).1, Verb::List);
-        assert_eq!(http("GET", &format!("{gh}/repos/o/r/issues/7")).1, Verb::Get);
-        assert_eq!(http("GET", &format!("{gh}/search/issues?q=x")).1, Verb::Search);
-        assert_eq!(http("POST", &format!("{gh}/repos/o/r/issues")).1, Verb::Create);
-        assert_eq!(http("PATCH", &format!("{gh}/repos/o/r/issues/7")).1, Verb::Update);
+        assert_eq!(
+            http("GET", &format!("{gh}/repos/o/r/issues/7")).1,
+            Verb::Get
+        );
+        assert_eq!(
+            http("GET", &format!("{gh}/search/issues?q=x")).1,
+            Verb::Search
+        );
+        assert_eq!(
+            http("POST", &format!("{gh}/repos/o/r/issues")).1,
+            Verb::Create
+        );
+        assert_eq!(
+            http("PATCH", &format!("{gh}/repos/o/r/issues/7")).1,
+            Verb::Update
+        );
         assert_eq!(http("DELETE", &format!("{gh}/repos/o/r")).1, Verb::Delete);
-        assert_eq!(http("PUT", &format!("{gh}/repos/o/r/pulls/1/merge")).1, Verb::Update);
+        assert_eq!(
+            http("PUT", &format!("{gh}/repos/o/r/pulls/1/merge")).1,
+            Verb::Update
+        );
         let merge_requests = "https://gitlab.com/api/v4/projects/1/merge_requests";
         assert_eq!(http("POST", merge_requests).1, Verb::Create);
-        assert_eq!(http("POST", "https://api.dropboxapi.com/2/files/delete_v2").1, Verb::Delete);
+        assert_eq!(
+            http("POST", "https://api.dropboxapi.com/2/files/delete_v2").1,
+            Verb::Delete
+        );
         let (system, verb, target, recognised) = http("FROB", &format!("{gh}/user"));
-        assert_eq!((system.as_str(), verb, recognised), ("github", Verb::Write, false));
+        assert_eq!(
+            (system.as_str(), verb, recognised),
+            ("github", Verb::Write, false)
+        );
         assert_eq!(target.as_deref(), Some("user"));
     }
 
     #[test]
     fn unknown_hosts_are_named_but_not_recognised() {
         let (system, verb, _, recognised) = http("POST", "https://api.someweirdcrm.io/v2/leads");
-        assert_eq!((system.as_str(), verb, recognised), ("someweirdcrm", Verb::Create, false));
+        assert_eq!(
+            (system.as_str(), verb, recognised),
+            ("someweirdcrm", Verb::Create, false)
+        );
         let (system, _, _, _) = http("GET", "http://[2001:db8::1]:8443/x");
         assert_eq!(system, UNKNOWN_SYSTEM);
     }

@@ -1,4 +1,5 @@
 //! Detection: the corpus of real tool names and endpoints, registry files, and never panicking.
+#![cfg(test)]
 
 use attest_core::detect::{detect, DetectError, DetectInput, Detection, Registry};
 use attest_policy::{Source, Verb};
@@ -153,7 +154,10 @@ fn a_malformed_registry_names_file_line_and_column() {
 fn malformed_registries_of_every_kind_are_errors() {
     let cases = [
         ("systems: [not, a, map]\n", 1),
-        ("hosts:\n  - host: api.acme.io\n    paths:\n      - {contains: /x}\n", 4),
+        (
+            "hosts:\n  - host: api.acme.io\n    paths:\n      - {contains: /x}\n",
+            4,
+        ),
         ("noise: [ok, 'Not OK']\n", 1),
         ("overrides:\n  - {tool: x, verb: write, risk: extreme}\n", 2),
         ("skip_after:\n  repos: -1\n", 2),
@@ -191,7 +195,10 @@ overrides:
         url: "https://api.acmecrm.example/v1/leads",
         body: None,
     });
-    assert_eq!((found.system.as_str(), found.verb), ("acme_crm", Verb::Create));
+    assert_eq!(
+        (found.system.as_str(), found.verb),
+        ("acme_crm", Verb::Create)
+    );
     assert!(found.recognised);
     let found = registry.detect(&DetectInput::Tool {
         name: "sync_ledger",
@@ -215,7 +222,11 @@ fn register_fixes_exact_names() {
     registry.register("crm_push", "acme_crm", Verb::Update);
     for name in ["crm_push", "crmPush", "crm.push"] {
         let found = registry.detect(&DetectInput::Function { name });
-        assert_eq!((found.system.as_str(), found.verb), ("acme_crm", Verb::Update), "{name}");
+        assert_eq!(
+            (found.system.as_str(), found.verb),
+            ("acme_crm", Verb::Update),
+            "{name}"
+        );
         assert!(found.recognised);
     }
 }
@@ -223,17 +234,30 @@ fn register_fixes_exact_names() {
 #[test]
 fn unrecognised_calls_are_unknown_writes() {
     for input in [
-        DetectInput::Tool { name: "", server: None },
-        DetectInput::Tool { name: "frobnicate", server: Some("nowhere") },
+        DetectInput::Tool {
+            name: "",
+            server: None,
+        },
+        DetectInput::Tool {
+            name: "frobnicate",
+            server: Some("nowhere"),
+        },
         DetectInput::Function { name: "zzz_qqq" },
         DetectInput::Sdk { path: "..." },
-        DetectInput::Http { method: "GET", url: "", body: None },
+        DetectInput::Http {
+            method: "GET",
+            url: "",
+            body: None,
+        },
     ] {
         let found = detect(&input);
         assert!(!found.recognised, "{input:?}");
         assert_eq!(found.system, "unknown", "{input:?}");
     }
-    let found = detect(&DetectInput::Tool { name: "frobnicate", server: None });
+    let found = detect(&DetectInput::Tool {
+        name: "frobnicate",
+        server: None,
+    });
     assert_eq!(found.verb, Verb::Write);
 }
 
@@ -257,7 +281,11 @@ fn odd_inputs_do_not_panic() {
         "https://xn--bcher-kva.example/ä/ö/ü",
         "https://api.stripe.com/v1/customers/:id:/x:y:z",
     ];
-    for url in urls.iter().copied().chain([long.as_str(), long_words.as_str()]) {
+    for url in urls
+        .iter()
+        .copied()
+        .chain([long.as_str(), long_words.as_str()])
+    {
         for method in ["GET", "POST", "PUT", "DELETE", "", "\u{0}"] {
             let _ = detect(&DetectInput::Http {
                 method,
@@ -266,12 +294,25 @@ fn odd_inputs_do_not_panic() {
             });
         }
     }
-    for name in [long.as_str(), long_words.as_str(), "mcp__", "mcp____x", "🙂_send_🙂", "\u{0}"] {
-        let _ = detect(&DetectInput::Tool { name, server: Some(name) });
+    for name in [
+        long.as_str(),
+        long_words.as_str(),
+        "mcp__",
+        "mcp____x",
+        "🙂_send_🙂",
+        "\u{0}",
+    ] {
+        let _ = detect(&DetectInput::Tool {
+            name,
+            server: Some(name),
+        });
         let _ = detect(&DetectInput::Sdk { path: name });
         let _ = detect(&DetectInput::Function { name });
     }
-    let found = detect(&DetectInput::Tool { name: &long_words, server: None });
+    let found = detect(&DetectInput::Tool {
+        name: &long_words,
+        server: None,
+    });
     assert!(found.target.is_none_or(|t| t.len() < 200));
 }
 
@@ -334,8 +375,14 @@ proptest! {
 #[ignore]
 fn timing() {
     let inputs = [
-        DetectInput::Tool { name: "mcp__github__create_pull_request", server: None },
-        DetectInput::Tool { name: "slack_post_message", server: Some("slack") },
+        DetectInput::Tool {
+            name: "mcp__github__create_pull_request",
+            server: None,
+        },
+        DetectInput::Tool {
+            name: "slack_post_message",
+            server: Some("slack"),
+        },
         DetectInput::Http {
             method: "POST",
             url: "https://gmail.googleapis.com/gmail/v1/users/me/messages/send",

@@ -1,1 +1,3 @@
+//! Integration tests for attest-core, in one test binary.
+
 mod detect;
