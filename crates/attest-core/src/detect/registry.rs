@@ -87,7 +87,8 @@ pub(crate) struct Override {
 ///
 /// [`Registry::builtin`] is the compiled-in `policies/registry.yaml`;
 /// [`Registry::default_with`] adds a file of the user's on top of it (the later file wins
-/// where both say something about the same word, host or tool).
+/// where both say something about the same word, host or tool). `Registry::default()` is
+/// empty: it recognises nothing, so every write asks.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     pub(crate) systems: Vec<SystemEntry>,

@@ -12,7 +12,7 @@
 
 use attest_policy::{Source, Verb};
 
-use super::registry::{override_key, Registry, SysId};
+use super::registry::{Registry, SysId};
 use super::tokenize::{Segments, Words, MAX_WORDS};
 use super::{Detection, UNKNOWN_SYSTEM};
 
@@ -69,6 +69,7 @@ pub(crate) fn detect_name(
         .and_then(|server| server_system(registry, server));
     let words = Words::new(tool, Segments::Dotted);
     let n = words.len();
+    let verbs = verb_table(registry, &words);
     // Words that are neither system, verb nor target.
     let mut used = [false; MAX_WORDS];
     for (i, slot) in used.iter_mut().enumerate().take(n) {
@@ -85,7 +86,7 @@ pub(crate) fn detect_name(
     }
 
     // Exact overrides.
-    if let Some(found) = find_override(registry, &words, front, hint, style) {
+    if let Some(found) = find_override(registry, &words, &verbs, front, hint, style) {
         return found;
     }
 
@@ -106,7 +107,7 @@ pub(crate) fn detect_name(
     }
     if system.is_none() {
         for i in 0..n {
-            if used[i] || registry.verbs.contains_key(words.word(i)) {
+            if used[i] || verbs[i].is_some() {
                 continue;
             }
             if let Some((id, width)) = registry.system_at(&words, i) {
@@ -127,7 +128,7 @@ pub(crate) fn detect_name(
     if let Some(id) = system {
         let mut i = 0;
         while i < n {
-            if !used[i] && !registry.verbs.contains_key(words.word(i)) {
+            if !used[i] && verbs[i].is_none() {
                 if let Some((found, width)) = registry.system_at(&words, i) {
                     if found == id {
                         for slot in used.iter_mut().skip(i).take(width) {
@@ -149,24 +150,21 @@ pub(crate) fn detect_name(
         // The first verb word of the last segment that has one (`ses.send_email` sends).
         Style::Sdk => candidates
             .clone()
-            .rfind(|&i| registry.verbs.contains_key(words.word(i)))
+            .rfind(|&i| verbs[i].is_some())
             .and_then(|last| {
-                candidates.clone().find(|&i| {
-                    words.segment(i) == words.segment(last)
-                        && registry.verbs.contains_key(words.word(i))
-                })
+                candidates
+                    .clone()
+                    .find(|&i| words.segment(i) == words.segment(last) && verbs[i].is_some())
             }),
-        Style::Tool | Style::Function => candidates
-            .clone()
-            .find(|&i| registry.verbs.contains_key(words.word(i))),
+        Style::Tool | Style::Function => candidates.clone().find(|&i| verbs[i].is_some()),
     };
-    let verb = verb_at.and_then(|i| registry.verbs.get(words.word(i)).copied());
+    let verb = verb_at.and_then(|i| verbs[i]);
 
     // The target.
     let mut target = [0usize; MAX_TARGET_WORDS];
     let mut len = match (style, verb_at) {
         (Style::Sdk, Some(at)) => sdk_target(&words, &used, at, &mut target),
-        _ => name_target(registry, &words, &used, verb_at, &mut target),
+        _ => name_target(&words, &verbs, &used, verb_at, &mut target),
     };
     if len == 0 {
         if let Some(at) = named_later {
@@ -226,6 +224,7 @@ fn server_system(registry: &Registry, server: &str) -> Option<SysId> {
 fn find_override(
     registry: &Registry,
     words: &Words,
+    verbs: &[Option<Verb>; MAX_WORDS],
     front: Option<(SysId, usize, usize)>,
     hint: Option<SysId>,
     style: Style,
@@ -238,23 +237,26 @@ fn find_override(
         (None, Some(id)) => (Some(id), 0),
         (None, None) => (None, 0),
     };
-    let mut keys = [
-        system.map(|id| override_key(registry.system_name(id), words, start)),
-        Some(override_key("", words, 0)),
-    ];
-    let found = keys.iter_mut().flatten().find_map(|key| {
-        (key.len() <= registry.longest_override)
-            .then(|| registry.overrides.get(key.as_str()))
-            .flatten()
-    })?;
+    let mut buffer = [0u8; KEY_BUFFER];
+    let limit = registry.longest_override;
+    let found = system
+        .and_then(|id| {
+            let key = key_in(&mut buffer, limit, registry.system_name(id), words, start)?;
+            registry.overrides.get(key)
+        })
+        .or_else(|| {
+            registry
+                .overrides
+                .get(key_in(&mut buffer, limit, "", words, 0)?)
+        })?;
     let system = found.system.or(system);
     let mut target = [0usize; MAX_TARGET_WORDS];
     let mut used = [false; MAX_WORDS];
     for (i, slot) in used.iter_mut().enumerate().take(words.len()) {
         *slot = i < start || registry.is_filler(words.word(i));
     }
-    let verb_at = (start..words.len()).find(|&i| registry.verbs.contains_key(words.word(i)));
-    let len = name_target(registry, words, &used, verb_at, &mut target);
+    let verb_at = (start..words.len()).find(|&i| verbs[i].is_some());
+    let len = name_target(words, verbs, &used, verb_at, &mut target);
     Some(Detection {
         system: system
             .map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id))
@@ -267,11 +269,53 @@ fn find_override(
     })
 }
 
+/// Room for an override key on the stack; longer names have no override.
+const KEY_BUFFER: usize = 160;
+
+/// The override key `system:word_word` written into `buffer`, or `None` when it is longer
+/// than `limit` (the longest key in the registry) or the buffer.
+fn key_in<'b>(
+    buffer: &'b mut [u8; KEY_BUFFER],
+    limit: usize,
+    system: &str,
+    words: &Words,
+    start: usize,
+) -> Option<&'b str> {
+    let mut len = 0;
+    let mut push = |part: &str| -> Option<()> {
+        let end = len + part.len();
+        if end > limit {
+            return None;
+        }
+        buffer.get_mut(len..end)?.copy_from_slice(part.as_bytes());
+        len = end;
+        Some(())
+    };
+    push(system)?;
+    push(":")?;
+    for i in start..words.len() {
+        if i > start {
+            push("_")?;
+        }
+        push(words.word(i))?;
+    }
+    std::str::from_utf8(buffer.get(..len)?).ok()
+}
+
+/// The verb of each word, looked up once.
+fn verb_table(registry: &Registry, words: &Words) -> [Option<Verb>; MAX_WORDS] {
+    let mut verbs = [None; MAX_WORDS];
+    for (i, slot) in verbs.iter_mut().enumerate().take(words.len()) {
+        *slot = registry.verbs.get(words.word(i)).copied();
+    }
+    verbs
+}
+
 /// The target of a tool or function name: the words left over, less a second verb
 /// chained to the first by `or`/`and` (`create_or_update_file` → `file`).
 fn name_target(
-    registry: &Registry,
     words: &Words,
+    verbs: &[Option<Verb>; MAX_WORDS],
     used: &[bool; MAX_WORDS],
     verb_at: Option<usize>,
     out: &mut [usize; MAX_TARGET_WORDS],
@@ -280,8 +324,7 @@ fn name_target(
     let mut skip_until = 0;
     if let Some(at) = verb_at {
         let mut j = at + 1;
-        while matches!(words.word(j), "or" | "and")
-            && registry.verbs.contains_key(words.word(j + 1))
+        while matches!(words.word(j), "or" | "and") && verbs.get(j + 1).is_some_and(Option::is_some)
         {
             j += 2;
         }
