@@ -10,6 +10,7 @@
 //! - [`Receipt`]: what a call returns: seq, entry hash, decision, verification level.
 //! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`]).
 //! - [`Tool`]: a tool object to wrap once and call many times.
+//! - [`detect()`]: names the system, verb and target of a tool call ([`detect`] module).
 //!
 //! ```
 //! use attest_core::{Attest, AutoGate, Level};
@@ -30,6 +31,7 @@
 //! # }
 //! ```
 
+pub mod detect;
 mod error;
 mod gate;
 mod pipeline;
@@ -38,6 +40,7 @@ mod record;
 mod tool;
 mod verification;
 
+pub use detect::{detect, DetectError, DetectInput, Detection, Registry};
 pub use error::{AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use pipeline::{Attest, AttestBuilder};

@@ -1,0 +1,276 @@
+//! Detection: the system, verb and target of any tool call.
+//!
+//! Agents call tools by MCP tool name, by HTTP method and URL, through SDK paths
+//! (`hubspot.crm.deals.update`) or by plain function names (`send_email`). [`detect`] names
+//! the **system**, the **verb** (one of the fifteen [`Verb`]s) and the **target** (the kind of
+//! thing acted on) of each, and says whether it recognised the call. Policy and read-back are
+//! only as good as this step, so an input it cannot place is `unknown`/`write` with
+//! `recognised: false`, which policy treats as a high-risk write and asks about.
+//!
+//! What it knows is data, not code: the [`Registry`] is `policies/registry.yaml` compiled in,
+//! optionally extended by a file of the user's ([`Registry::default_with`],
+//! [`Registry::extend_file`]) and by exact overrides ([`Registry::register`]).
+//!
+//! ```
+//! use attest_core::detect::{detect, DetectInput};
+//! use attest_policy::Verb;
+//!
+//! let found = detect(&DetectInput::Tool { name: "mcp__github__create_issue", server: None });
+//! assert_eq!((found.system.as_str(), found.verb), ("github", Verb::Create));
+//! assert_eq!(found.target.as_deref(), Some("issue"));
+//!
+//! let found = detect(&DetectInput::Http {
+//!     method: "POST",
+//!     url: "https://api.stripe.com/v1/refunds",
+//!     body: None,
+//! });
+//! assert_eq!((found.system.as_str(), found.verb), ("stripe", Verb::Pay));
+//! ```
+
+mod domain;
+mod error;
+mod graphql;
+mod registry;
+mod spec;
+mod tokenize;
+mod tool_name;
+mod url;
+
+use std::sync::LazyLock;
+
+use attest_policy::{Action, Extra, Risk, Source, Verb};
+use serde::Serialize;
+use serde_json::Value;
+
+pub use error::DetectError;
+pub use registry::Registry;
+
+/// The system name given to calls detection could not place.
+pub const UNKNOWN_SYSTEM: &str = "unknown";
+
+/// One call to detect, in whichever form the agent made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DetectInput<'a> {
+    /// An MCP tool name such as `slack_post_message` or `mcp__github__create_issue`.
+    Tool {
+        /// The tool's name as the agent called it.
+        name: &'a str,
+        /// The MCP server's name, a hint for the system (`github`, `@acme/server-slack`).
+        server: Option<&'a str>,
+    },
+    /// An HTTP request, as seen by the gateway.
+    Http {
+        /// The method (`GET`, `post`, …).
+        method: &'a str,
+        /// The URL, absolute or relative.
+        url: &'a str,
+        /// The request body; read only for GraphQL operations.
+        body: Option<&'a [u8]>,
+    },
+    /// An SDK call path such as `stripe.Refund.create` or `s3.delete_object`.
+    Sdk {
+        /// The dotted path.
+        path: &'a str,
+    },
+    /// A plain function name such as `send_email`; the system is guessed from the name alone.
+    Function {
+        /// The function's name.
+        name: &'a str,
+    },
+    /// System and verb given by the caller; they always win.
+    Manual {
+        /// The system.
+        system: &'a str,
+        /// The verb.
+        verb: Verb,
+    },
+}
+
+impl DetectInput<'_> {
+    /// Copies what the call was (tool name, server, method, URL) into an action's [`Extra`].
+    pub fn fill_extra(&self, extra: &mut Extra) {
+        match *self {
+            DetectInput::Tool { name, server } => {
+                extra.tool_name = Some(name.to_owned());
+                extra.server = server.map(str::to_owned);
+            }
+            DetectInput::Http { method, url, .. } => {
+                extra.method = Some(method.to_owned());
+                extra.url = Some(url.to_owned());
+            }
+            DetectInput::Sdk { path: name } | DetectInput::Function { name } => {
+                extra.tool_name = Some(name.to_owned());
+            }
+            DetectInput::Manual { .. } => {}
+        }
+    }
+}
+
+/// What detection found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Detection {
+    /// The system (`gmail`, `stripe`, an unknown host's registered name, or `unknown`).
+    pub system: String,
+    /// What the call does.
+    pub verb: Verb,
+    /// The kind of thing acted on (`issue`, `pull_request`, `messages`), when the call names one.
+    pub target: Option<String>,
+    /// How the system and verb were found.
+    pub source: Source,
+    /// True when both the system and the verb came from the registry; false makes a write ask.
+    pub recognised: bool,
+    /// A risk tier fixed for this exact tool by the registry (`gmail_create_draft` is medium).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
+}
+
+impl Detection {
+    /// The answer for a call nothing is known about: `unknown`/`write`, not recognised.
+    pub fn unrecognised(source: Source) -> Detection {
+        Detection {
+            system: UNKNOWN_SYSTEM.to_owned(),
+            verb: Verb::Write,
+            target: None,
+            source,
+            recognised: false,
+            risk: None,
+        }
+    }
+
+    fn manual(system: &str, verb: Verb) -> Detection {
+        let system = system.trim();
+        Detection {
+            system: if system.is_empty() {
+                UNKNOWN_SYSTEM.to_owned()
+            } else {
+                system.to_owned()
+            },
+            verb,
+            target: None,
+            source: Source::Manual,
+            recognised: true,
+            risk: None,
+        }
+    }
+
+    /// Writes system, verb, source and recognised into `action`. The target and risk are
+    /// written only where the action has none, since a caller's own values beat detection's.
+    pub fn apply_to(&self, action: &mut Action) {
+        action.system.clone_from(&self.system);
+        action.verb = self.verb;
+        action.source = self.source;
+        action.recognised = self.recognised;
+        if action.target.is_none() {
+            action.target.clone_from(&self.target);
+        }
+        if action.risk.is_none() {
+            action.risk = self.risk;
+        }
+    }
+
+    /// A new action with this detection and the tool's params.
+    pub fn into_action(self, params: Value) -> Action {
+        let mut action = Action::new(self.system, self.verb).with_params(params);
+        action.target = self.target;
+        action.source = self.source;
+        action.recognised = self.recognised;
+        action.risk = self.risk;
+        action
+    }
+}
+
+static DEFAULT_REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default_or_empty);
+
+impl Registry {
+    /// The compiled-in registry, or an empty one (everything `unknown`, so everything asks)
+    /// if it could not be built. The tests make sure it can.
+    fn default_or_empty() -> Registry {
+        Registry::builtin().unwrap_or_default()
+    }
+
+    /// The shared compiled-in registry that [`detect`] uses, built on first use.
+    pub fn shared() -> &'static Registry {
+        &DEFAULT_REGISTRY
+    }
+}
+
+/// Detects a call with the compiled-in registry (built once, on first use).
+pub fn detect(input: &DetectInput<'_>) -> Detection {
+    DEFAULT_REGISTRY.detect(input)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn manual_always_wins() {
+        let found = detect(&DetectInput::Manual {
+            system: "gmail",
+            verb: Verb::Send,
+        });
+        assert_eq!(found.system, "gmail");
+        assert_eq!(found.source, Source::Manual);
+        assert!(found.recognised);
+        let found = detect(&DetectInput::Manual {
+            system: "  ",
+            verb: Verb::Read,
+        });
+        assert_eq!(found.system, UNKNOWN_SYSTEM);
+    }
+
+    #[test]
+    fn detections_fill_actions_without_beating_the_caller() {
+        let found = detect(&DetectInput::Tool {
+            name: "gmail_create_draft",
+            server: None,
+        });
+        assert_eq!(found.risk, Some(Risk::Medium));
+        let mut action = Action::new("x", Verb::Read).with_target("bob@example.com");
+        found.apply_to(&mut action);
+        assert_eq!(action.system, "gmail");
+        assert_eq!(action.verb, Verb::Create);
+        assert_eq!(action.target.as_deref(), Some("bob@example.com"));
+        assert_eq!(action.risk, Some(Risk::Medium));
+        assert_eq!(action.source, Source::Mcp);
+
+        let action = found.clone().into_action(json!({"to": "a@b.c"}));
+        assert_eq!(action.target.as_deref(), Some("draft"));
+        assert_eq!(action.params["to"], "a@b.c");
+    }
+
+    #[test]
+    fn detections_serialise_with_the_documented_keys() {
+        let found = detect(&DetectInput::Function {
+            name: "charge_card",
+        });
+        let value = serde_json::to_value(&found).unwrap();
+        assert_eq!(
+            value,
+            json!({"system": "unknown", "verb": "pay", "target": "card",
+                   "source": "heuristic", "recognised": false})
+        );
+    }
+
+    #[test]
+    fn inputs_fill_extra() {
+        let mut extra = Extra::default();
+        DetectInput::Tool {
+            name: "create_issue",
+            server: Some("github"),
+        }
+        .fill_extra(&mut extra);
+        assert_eq!(extra.tool_name.as_deref(), Some("create_issue"));
+        assert_eq!(extra.server.as_deref(), Some("github"));
+        DetectInput::Http {
+            method: "GET",
+            url: "/x",
+            body: None,
+        }
+        .fill_extra(&mut extra);
+        assert_eq!(extra.method.as_deref(), Some("GET"));
+    }
+}
