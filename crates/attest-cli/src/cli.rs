@@ -74,6 +74,8 @@ pub(crate) enum Command {
     Prove(ProveArgs),
     /// Check a proof file from `attest prove --json` offline: no ledger needed.
     VerifyProof(VerifyProofArgs),
+    /// Name the system, verb and target of a tool call, as the pipeline sees it.
+    Detect(DetectArgs),
     /// Check, explain and test policies.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -224,8 +226,46 @@ pub(crate) struct PruneArgs {
     pub(crate) key: KeyPathArgs,
 }
 
+/// One tool call, described the way an agent makes it.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = true)]
+pub(crate) struct CallArgs {
+    /// An MCP tool name or agent tool name (`mcp__github__create_issue`, `send_email`).
+    #[arg(long, group = "call")]
+    pub(crate) tool: Option<String>,
+    /// The MCP server the tool belongs to (a hint for the system).
+    #[arg(long, requires = "tool")]
+    pub(crate) server: Option<String>,
+    /// An HTTP method, with --url.
+    #[arg(long, requires = "url")]
+    pub(crate) method: Option<String>,
+    /// An HTTP URL, with --method.
+    #[arg(long, requires = "method", group = "call")]
+    pub(crate) url: Option<String>,
+    /// The HTTP request body (JSON; GraphQL operations are read from it).
+    #[arg(long, requires = "url")]
+    pub(crate) body: Option<String>,
+    /// An SDK call path (`stripe.Refund.create`).
+    #[arg(long, group = "call")]
+    pub(crate) sdk: Option<String>,
+    /// A plain function name (`charge_card`).
+    #[arg(long, group = "call")]
+    pub(crate) function: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DetectArgs {
+    #[command(flatten)]
+    pub(crate) call: CallArgs,
+    /// Print `{"system","verb","target","source","recognised"}`.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum PolicyCommand {
+    /// Show how a call is detected and decided, and why (each rule fired, in order).
+    Explain(PolicyExplainArgs),
     /// Lint a policy file: print every problem with its line; exit 1 if there is any.
     Check(PolicyCheckArgs),
     /// Run expected-decision cases against a policy, as you would in your own CI.
@@ -249,4 +289,22 @@ pub(crate) struct PolicyTestArgs {
     pub(crate) file: PathBuf,
     /// The cases file (`cases:` with an action and `expect:` each).
     pub(crate) cases: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PolicyExplainArgs {
+    #[command(flatten)]
+    pub(crate) call: CallArgs,
+    /// The call's params (JSON object).
+    #[arg(long)]
+    pub(crate) params: Option<String>,
+    /// The person the agent acts for.
+    #[arg(long)]
+    pub(crate) actor: Option<String>,
+    /// The agent making the call.
+    #[arg(long)]
+    pub(crate) agent: Option<String>,
+    /// Print `{"system","verb","target","tier","decision","reasons","rules_fired","target_class","approvers","hold"}`.
+    #[arg(long)]
+    pub(crate) json: bool,
 }

@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod demo;
+mod detect;
 mod export;
 mod keys;
 mod ledger;
@@ -28,7 +29,8 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Anchor(args) => checkpoint::anchor(&config, &args),
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
-        Command::Policy(command) => policy::run(&command),
+        Command::Detect(args) => detect::run(&args),
+        Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
     }
 }

@@ -1,16 +1,77 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use attest_policy::{lint, run_cases, MAX_POLICY_BYTES};
+use anyhow::Context;
+use attest_core::detect;
+use attest_policy::{lint, run_cases, Policy, MAX_POLICY_BYTES};
+use serde_json::json;
 
-use crate::cli::{PolicyCheckArgs, PolicyCommand, PolicyTestArgs};
-use crate::config::{load_policy, read_text};
+use crate::cli::{PolicyCheckArgs, PolicyCommand, PolicyExplainArgs, PolicyTestArgs};
+use crate::commands::detect::{input, print};
+use crate::config::{load_policy, read_text, Config};
 
-pub(crate) fn run(command: &PolicyCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(config: &Config, command: &PolicyCommand) -> anyhow::Result<ExitCode> {
     match command {
+        PolicyCommand::Explain(args) => explain(config, args),
         PolicyCommand::Check(args) => check(args),
         PolicyCommand::Test(args) => test(args),
     }
+}
+
+fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode> {
+    let policy = config.policy()?;
+    let call = input(&args.call)?;
+    let detection = detect(&call);
+    let params = match &args.params {
+        Some(text) => serde_json::from_str(text).context("--params is not JSON")?,
+        None => json!({}),
+    };
+    let mut action = detection.clone().into_action(params);
+    call.fill_extra(&mut action.extra);
+    action.actor.clone_from(&args.actor);
+    action.agent.clone_from(&args.agent);
+    let verdict = policy.evaluate(&action)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let report = json!({
+            "system": detection.system,
+            "verb": detection.verb,
+            "target": detection.target,
+            "tier": verdict.tier,
+            "decision": verdict.decision,
+            "reasons": verdict.reasons,
+            "rules_fired": verdict.rules_fired,
+            "target_class": verdict.target_class,
+            "approvers": verdict.approver_members,
+            "hold": verdict.hold,
+        });
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print(&mut out, &detection)?;
+    writeln!(
+        out,
+        "tier {}  target class {}  decision {}{}",
+        verdict.tier,
+        verdict.target_class.as_str(),
+        verdict.decision,
+        if verdict.hold {
+            " (held until edited)"
+        } else {
+            ""
+        }
+    )?;
+    for (rule, reason) in verdict.rules_fired.iter().zip(&verdict.reasons) {
+        writeln!(out, "  {rule}: {reason}")?;
+    }
+    for reason in verdict.reasons.iter().skip(verdict.rules_fired.len()) {
+        writeln!(out, "  {reason}")?;
+    }
+    if !verdict.approver_members.is_empty() {
+        writeln!(out, "approvers: {}", verdict.approver_members.join(", "))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check(args: &PolicyCheckArgs) -> anyhow::Result<ExitCode> {

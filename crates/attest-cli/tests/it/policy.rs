@@ -91,3 +91,79 @@ fn a_policy_that_refuses_is_used_by_the_demo() {
         "{text}"
     );
 }
+
+#[test]
+fn explain_prints_detection_tier_decision_and_each_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = attest(
+        dir.path(),
+        &[
+            "policy",
+            "explain",
+            "--tool",
+            "gmail_send_email",
+            "--params",
+            r#"{"to": "buyer@rival.example", "body": "Dear [NAME]"}"#,
+            "--actor",
+            "me@acme.example",
+            "--json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["system"], "gmail");
+    assert_eq!(report["verb"], "send");
+    assert_eq!(report["decision"], "ask");
+    assert_eq!(report["target_class"], "external");
+    assert_eq!(report["hold"], true);
+    assert_eq!(
+        report["rules_fired"],
+        serde_json::json!(["R2", "R3", "external-send"])
+    );
+    let text = stdout(&attest(
+        dir.path(),
+        &[
+            "policy",
+            "explain",
+            "--method",
+            "GET",
+            "--url",
+            "https://api.github.com/repos/o/r/issues",
+        ],
+    ));
+    assert!(
+        text.contains("system github  verb list") && text.contains("decision act"),
+        "{text}"
+    );
+}
+
+#[test]
+fn detect_names_system_verb_and_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = attest(
+        dir.path(),
+        &[
+            "detect",
+            "--method",
+            "POST",
+            "--url",
+            "https://api.stripe.com/v1/refunds",
+            "--json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let detection: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(detection["system"], "stripe");
+    assert_eq!(detection["verb"], "pay");
+    assert_eq!(detection["source"], "url");
+    assert_eq!(detection["recognised"], true);
+    let unknown = attest(
+        dir.path(),
+        &["detect", "--function", "frobnicate_widget", "--json"],
+    );
+    let detection: serde_json::Value = serde_json::from_slice(&unknown.stdout).unwrap();
+    assert_eq!(detection["system"], "unknown");
+    assert_eq!(detection["recognised"], false);
+    let nothing = attest(dir.path(), &["detect"]);
+    assert_eq!(nothing.status.code(), Some(2));
+}

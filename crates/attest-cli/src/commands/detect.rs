@@ -1,0 +1,60 @@
+use std::io::Write;
+use std::process::ExitCode;
+
+use attest_core::{detect, DetectInput, Detection};
+
+use crate::cli::{CallArgs, DetectArgs};
+
+/// The detection input the call arguments describe.
+pub(crate) fn input(call: &CallArgs) -> anyhow::Result<DetectInput<'_>> {
+    if let Some(name) = &call.tool {
+        return Ok(DetectInput::Tool {
+            name,
+            server: call.server.as_deref(),
+        });
+    }
+    if let (Some(method), Some(url)) = (&call.method, &call.url) {
+        return Ok(DetectInput::Http {
+            method,
+            url,
+            body: call.body.as_deref().map(str::as_bytes),
+        });
+    }
+    if let Some(path) = &call.sdk {
+        return Ok(DetectInput::Sdk { path });
+    }
+    if let Some(name) = &call.function {
+        return Ok(DetectInput::Function { name });
+    }
+    anyhow::bail!(
+        "describe the call: --tool NAME, --method M --url U, --sdk PATH or --function NAME"
+    )
+}
+
+pub(crate) fn run(args: &DetectArgs) -> anyhow::Result<ExitCode> {
+    let detection = detect(&input(&args.call)?);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &detection)?;
+        writeln!(out)?;
+    } else {
+        print(&mut out, &detection)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn print(out: &mut impl Write, detection: &Detection) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "system {}  verb {}  target {}  (from {}, {})",
+        detection.system,
+        detection.verb,
+        detection.target.as_deref().unwrap_or("-"),
+        detection.source.as_str(),
+        if detection.recognised {
+            "recognised"
+        } else {
+            "NOT recognised: writes ask"
+        }
+    )
+}
