@@ -246,7 +246,7 @@ impl Ledger {
             .map_err(self.sqlite("reading the schema"))?;
         let has_other_tables: bool = tx
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries'))",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals'))",
                 [],
                 |row| row.get(0),
             )
@@ -269,6 +269,7 @@ impl Ledger {
             }
             return Ok(());
         }
+        // `approvals` belongs to attest-core's approval store, which shares the file.
         if has_other_tables {
             return Err(LedgerError::SchemaVersion {
                 path: self.path.clone(),
