@@ -60,6 +60,7 @@ mod proofs;
 mod prune;
 mod sqlite;
 mod verify;
+mod walk;
 
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, Hash, GENESIS};
 pub use checkpoint::{
