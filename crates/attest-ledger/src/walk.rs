@@ -147,7 +147,7 @@ impl Ledger {
                         None => in_order = false,
                     }
                 }
-                owned.tree = in_order.then(|| (from, owned.data.len()));
+                owned.tree = in_order.then_some((from, owned.data.len()));
                 leaf += 1;
                 batch.push(owned);
                 if batch.len() == BATCH {
