@@ -54,6 +54,7 @@ mod clock;
 mod durability;
 mod entry;
 mod error;
+mod group;
 mod keys;
 mod merkle;
 mod proofs;
