@@ -10,6 +10,8 @@
 //! - [`Receipt`]: what a call returns: seq, entry hash, decision, verification level.
 //! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`]).
 //! - [`Tool`]: a tool object to wrap once and call many times.
+//! - [`ReadBack`]: how writes are read back from their systems of record (the
+//!   [`verification`] ladder and its drivers).
 //!
 //! ```
 //! use attest_core::{Attest, AutoGate, Level};
@@ -36,11 +38,13 @@ mod pipeline;
 mod receipt;
 mod record;
 mod tool;
-mod verification;
+pub mod verification;
 
 pub use error::{AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use pipeline::{Attest, AttestBuilder};
 pub use receipt::Receipt;
 pub use tool::{Governed, Tool};
-pub use verification::{acknowledges, CustomCheck, Level};
+pub use verification::{
+    acknowledges, CustomCheck, Finding, HttpOptions, Level, ReadBack, ReadBackDriver, RecipeDriver,
+};
