@@ -7,6 +7,7 @@ mod keys;
 mod ledger;
 mod prove;
 mod prune;
+mod recipes;
 mod verify;
 
 use std::process::ExitCode;
@@ -15,6 +16,10 @@ use crate::cli::{Cli, Command};
 use crate::config::Config;
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Recipes(command) = &cli.command {
+        // Needs no ledger settings.
+        return recipes::run(command);
+    }
     let config = Config::from_global(&cli.global)?;
     match cli.command {
         Command::Demo => demo::run(&config),
@@ -28,6 +33,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
         Command::Prune(args) => prune::run(&config, &args),
+        Command::Recipes(command) => recipes::run(&command),
     }
 }
 

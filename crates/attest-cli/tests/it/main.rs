@@ -7,6 +7,7 @@
 mod bad_input;
 mod demo;
 mod export;
+mod recipes;
 mod tamper;
 
 use std::path::Path;

@@ -88,7 +88,7 @@ mod tests {
         let map: HashMap<String, String> = [("A".to_owned(), "1".to_owned())].into();
         assert_eq!(map.var("A").as_deref(), Some("1"));
         assert_eq!(map.var("B"), None);
-        let f = |name: &str| (name == "X").then(|| String::new());
+        let f = |name: &str| (name == "X").then(String::new);
         assert_eq!(f.var("X"), None, "empty counts as unset");
     }
 }

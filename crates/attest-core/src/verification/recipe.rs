@@ -134,10 +134,8 @@ impl TryFrom<RecipeDe> for Recipe {
                 ));
             }
         }
-        if !de.read.url.uses_base()
-            && !(de.read.url.as_str().starts_with("https://")
-                || de.read.url.as_str().starts_with("http://"))
-        {
+        let url = de.read.url.as_str();
+        if !(de.read.url.uses_base() || url.starts_with("https://") || url.starts_with("http://")) {
             return Err(format!(
                 "recipe {name}: `read.url` must start with {{base}} or an http(s) URL"
             ));

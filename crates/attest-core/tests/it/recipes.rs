@@ -70,6 +70,17 @@ async fn run(case: &Case, record: &Value) -> (Level, Evidence, Fake) {
     );
     let hits = fake.hits();
     assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(
+        (hits[0].method.as_str(), hits[0].path.as_str()),
+        (case.method, case.path)
+    );
+    if case.method == "POST" {
+        let body = hits[0].body.as_ref().unwrap();
+        assert!(
+            body["query"].is_string() && body["variables"]["id"].is_string(),
+            "{body}"
+        );
+    }
     let auth = hits[0]
         .headers
         .get("authorization")
