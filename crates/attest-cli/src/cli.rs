@@ -84,6 +84,9 @@ pub(crate) enum Command {
     /// Verifies first, signs a checkpoint, then removes; the remaining ledger still
     /// verifies end to end and its inclusion proofs still check. The newest entry stays.
     Prune(PruneArgs),
+    /// Read-back recipes: list the ones Attest knows, or lint recipe files.
+    #[command(subcommand)]
+    Recipes(RecipesCommand),
 }
 
 #[derive(Debug, Args)]
@@ -307,4 +310,31 @@ pub(crate) struct PolicyExplainArgs {
     /// Print `{"system","verb","target","tier","decision","reasons","rules_fired","target_class","approvers","hold"}`.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum RecipesCommand {
+    /// List the built-in recipes (and those in --dir): name, system, verbs, the
+    /// credential variable and the base URL.
+    List(RecipesListArgs),
+    /// Lint recipe files (a directory of *.yaml, or one file); problems name file:line.
+    ///
+    /// Exit 0: every file loads. Exit 1: problems found. Exit 2: could not read.
+    Check(RecipesCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RecipesListArgs {
+    /// A directory of user recipes, listed before the built-in ones.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Print JSON (one array) instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RecipesCheckArgs {
+    /// The directory (or file) to lint.
+    pub(crate) path: PathBuf,
 }

@@ -42,6 +42,31 @@ pub enum AttestError {
     /// The ledger writer task stopped unexpectedly.
     #[error("the ledger writer stopped")]
     Writer(#[source] tokio::task::JoinError),
+    /// The read-back HTTP client could not be built.
+    #[error("cannot build the read-back http client")]
+    Http(#[source] reqwest::Error),
+    /// A read-back recipe (or OpenAPI spec) is wrong; `line` and `column` are 1-based,
+    /// 0 when the problem is the whole file.
+    #[error("{origin}:{line}:{column}: {message}")]
+    Recipe {
+        /// The file (or built-in name) the recipe came from.
+        origin: String,
+        /// The line of the problem.
+        line: usize,
+        /// The column of the problem.
+        column: usize,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// A recipe directory or spec file could not be read.
+    #[error("cannot read {path}")]
+    RecipeIo {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),

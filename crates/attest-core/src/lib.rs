@@ -11,6 +11,8 @@
 //! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`]).
 //! - [`Tool`]: a tool object to wrap once and call many times.
 //! - [`detect()`]: names the system, verb and target of a tool call ([`detect`] module).
+//! - [`ReadBack`]: how writes are read back from their systems of record (the
+//!   [`verification`] ladder and its drivers).
 //!
 //! ```
 //! use attest_core::{Attest, AutoGate, Level};
@@ -38,7 +40,7 @@ mod pipeline;
 mod receipt;
 mod record;
 mod tool;
-mod verification;
+pub mod verification;
 
 pub use detect::{detect, DetectError, DetectInput, Detection, Registry};
 pub use error::{AttestError, ToolError};
@@ -46,4 +48,6 @@ pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use pipeline::{Attest, AttestBuilder};
 pub use receipt::Receipt;
 pub use tool::{Governed, Tool};
-pub use verification::{acknowledges, CustomCheck, Level};
+pub use verification::{
+    acknowledges, CustomCheck, Finding, HttpOptions, Level, ReadBack, ReadBackDriver, RecipeDriver,
+};

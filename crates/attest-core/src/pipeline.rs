@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::gate::{Gate, GateDecision, RejectGate};
 use crate::record::{to_record, Outcome};
-use crate::verification::{acknowledges, verify, CustomCheck, Level};
+use crate::verification::{acknowledges, verify, CustomCheck, Level, ReadBack};
 use crate::{AttestError, Receipt, ToolError};
 
 /// The governance layer: wraps tool calls so each one is decided, run, verified and
@@ -23,6 +23,7 @@ pub struct Attest {
     gate: Arc<dyn Gate>,
     agent: Option<String>,
     actor: Option<String>,
+    readback: Option<Arc<ReadBack>>,
 }
 
 impl std::fmt::Debug for Attest {
@@ -44,6 +45,7 @@ pub struct AttestBuilder {
     gate: Option<Arc<dyn Gate>>,
     agent: Option<String>,
     actor: Option<String>,
+    readback: Option<Arc<ReadBack>>,
 }
 
 impl AttestBuilder {
@@ -83,6 +85,13 @@ impl AttestBuilder {
         self
     }
 
+    /// Reads writes back from their systems of record (the first rung of the
+    /// verification ladder). Without it, results are checked by their shape only.
+    pub fn readback(mut self, readback: impl Into<Arc<ReadBack>>) -> Self {
+        self.readback = Some(readback.into());
+        self
+    }
+
     /// Builds the pipeline; fails only when no ledger was given.
     pub fn build(self) -> Result<Attest, AttestError> {
         Ok(Attest {
@@ -93,6 +102,7 @@ impl AttestBuilder {
             gate: self.gate.unwrap_or_else(|| Arc::new(RejectGate)),
             agent: self.agent,
             actor: self.actor,
+            readback: self.readback,
         })
     }
 }
@@ -123,7 +133,8 @@ impl Attest {
     }
 
     /// Decides `action`, runs `execute` with its params if allowed, verifies the result
-    /// by its shape, and records the outcome.
+    /// (read back when [`AttestBuilder::readback`] is set, else by its shape), and
+    /// records the outcome.
     ///
     /// A refused or rejected action never runs; refusal, rejection and a failed tool
     /// are each recorded and returned as an [`AttestError`] carrying the receipt.
@@ -168,7 +179,9 @@ impl Attest {
         let outcome = execute(action.params.clone()).await;
         let (record, level) = match &outcome {
             Ok(result) => {
-                let (level, verification) = verify(&action, result, check).await;
+                // Before the append: no ledger lock is held while the vendor is read.
+                let readback = self.readback.as_deref();
+                let (level, verification) = verify(&action, result, check, readback).await;
                 let ran = Outcome::Ran(result, verification);
                 (
                     self.to_record(&action, params_hash, &cleared, ran)?,

@@ -9,6 +9,7 @@ mod ledger;
 mod policy;
 mod prove;
 mod prune;
+mod recipes;
 mod verify;
 
 use std::process::ExitCode;
@@ -17,6 +18,10 @@ use crate::cli::{Cli, Command};
 use crate::config::Config;
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Recipes(command) = &cli.command {
+        // Needs no ledger settings.
+        return recipes::run(command);
+    }
     let config = Config::from_global(&cli.global)?;
     match cli.command {
         Command::Demo => demo::run(&config),
@@ -32,6 +37,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Detect(args) => detect::run(&args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
+        Command::Recipes(command) => recipes::run(&command),
     }
 }
 

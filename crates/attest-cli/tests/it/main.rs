@@ -9,6 +9,7 @@ mod demo;
 mod evidence;
 mod export;
 mod policy;
+mod recipes;
 mod tamper;
 
 use std::path::Path;
