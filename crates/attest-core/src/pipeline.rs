@@ -123,7 +123,7 @@ struct Cleared {
 /// What the gate step leaves: an action cleared to run, or a stored request whose
 /// answer decides.
 enum Gated {
-    Run(Prepared, Cleared),
+    Run(Box<(Prepared, Cleared)>),
     Stored(String),
 }
 
@@ -183,7 +183,10 @@ impl Attest {
     {
         let prepared = self.prepare(action)?;
         match self.clear(prepared).await? {
-            Gated::Run(prepared, cleared) => self.execute(prepared, cleared, execute, check).await,
+            Gated::Run(cleared) => {
+                let (prepared, cleared) = *cleared;
+                self.execute(prepared, cleared, execute, check).await
+            }
             Gated::Stored(id) => {
                 let request = self.in_store(move |store| store.get_by_id(&id)).await?;
                 self.finish(request, None, None, execute, check).await
@@ -330,14 +333,14 @@ impl Attest {
     async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
         let verdict = self.evaluate(&prepared.action);
         match verdict.decision {
-            Decision::Act => Ok(Gated::Run(
+            Decision::Act => Ok(Gated::Run(Box::new((
                 prepared,
                 Cleared {
                     verdict,
                     confirm: None,
                     approver: None,
                 },
-            )),
+            )))),
             Decision::Ask => {
                 let answer = self.gate.decide(&prepared.action, &verdict).await;
                 self.settle(prepared, verdict, answer).await
@@ -386,14 +389,14 @@ impl Attest {
                         .await;
                 }
                 let confirm = confirm("approved", &approver, channel, None);
-                Ok(Gated::Run(
+                Ok(Gated::Run(Box::new((
                     prepared,
                     Cleared {
                         verdict,
                         confirm: Some(confirm),
                         approver: Some(approver),
                     },
-                ))
+                ))))
             }
             GateDecision::Reject {
                 approver,
@@ -426,8 +429,8 @@ impl Attest {
                 };
                 let confirm = confirm("edited", &approver, channel, note);
                 let prepared = self.prepare(edited)?;
-                let (prepared, cleared) = self.recheck(prepared, confirm, approver).await?;
-                Ok(Gated::Run(prepared, cleared))
+                let cleared = self.recheck(prepared, confirm, approver).await?;
+                Ok(Gated::Run(Box::new(cleared)))
             }
             GateDecision::Pending { id, token } => {
                 let receipt = self.record_ask(&prepared, &verdict, &id).await?;
