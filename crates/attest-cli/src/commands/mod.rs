@@ -1,5 +1,6 @@
 //! One module per command; each returns the exit code its outcome means.
 
+mod approvals;
 mod checkpoint;
 mod demo;
 mod detect;
@@ -32,6 +33,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Detect(args) => detect::run(&args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
+        // approvals (issue 7)
+        Command::Pending(args) => approvals::pending(&config, &args),
+        Command::Confirm(args) => approvals::confirm(&config, &args),
+        Command::Serve(args) => approvals::serve(&config, &args),
     }
 }
 
