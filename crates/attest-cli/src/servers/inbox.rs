@@ -380,7 +380,7 @@ async fn link_page(
 ) -> Response {
     let (choice, approver) = match check_link(&state, &id, &choice, &query) {
         Ok(checked) => checked,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     let request = match load(&state, id.clone()).await {
         Ok(request) => request,
@@ -419,7 +419,7 @@ async fn link_decide(
 ) -> Response {
     let (choice, approver) = match check_link(&state, &id, &choice, &query) {
         Ok(checked) => checked,
-        Err(refusal) => return refusal,
+        Err(refusal) => return refusal.into_response(),
     };
     let answer = match choice {
         Choice::Approve => Answer::approve(approver, "link"),
@@ -442,6 +442,19 @@ async fn link_decide(
             )
                 .into_response()
         }
+    }
+}
+
+/// A link that is not accepted: a small page with the reason.
+struct LinkRefused {
+    status: StatusCode,
+    text: String,
+}
+
+impl IntoResponse for LinkRefused {
+    fn into_response(self) -> Response {
+        let page = message_page("Link refused", &escape(&self.text));
+        (self.status, Html(page)).into_response()
     }
 }
 
