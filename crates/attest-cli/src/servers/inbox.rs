@@ -348,9 +348,11 @@ fn check_link<'a>(
     id: &'a str,
     choice: &str,
     query: &'a HashMap<String, String>,
-) -> Result<(Choice, &'a str), Response> {
-    let refuse =
-        |status, text: &str| (status, Html(message_page("Link refused", text))).into_response();
+) -> Result<(Choice, &'a str), LinkRefused> {
+    let refuse = |status, text: &str| LinkRefused {
+        status,
+        text: text.to_owned(),
+    };
     let Some(signer) = &state.links else {
         return Err(refuse(StatusCode::NOT_FOUND, "links are not configured"));
     };
