@@ -9,6 +9,7 @@ mod bad_input;
 mod demo;
 mod evidence;
 mod export;
+mod inbox_browser;
 mod policy;
 mod tamper;
 
