@@ -13,7 +13,7 @@
 //! - [`ApprovalStore`]: durable approval requests, resumed with [`Attest::resume`]
 //!   ([`approvals`] module).
 //! - [`Tool`]: a tool object to wrap once and call many times.
-//! - [`detect()`]: names the system, verb and target of a tool call ([`detect`] module).
+//! - [`detect()`]: names the system, verb and target of a tool call ([`mod@detect`] module).
 //!
 //! ```
 //! use attest_core::{Attest, AutoGate, Level};

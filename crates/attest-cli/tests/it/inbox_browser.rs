@@ -23,14 +23,22 @@ fn find_chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ATTEST_CHROMIUM") {
         return Some(PathBuf::from(path));
     }
-    let names = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"];
+    let names = [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ];
     let dirs = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
     ["/usr/bin/chromium"]
         .iter()
         .map(PathBuf::from)
-        .chain(dirs.iter().flat_map(|d| names.iter().map(move |n| d.join(n))))
+        .chain(
+            dirs.iter()
+                .flat_map(|d| names.iter().map(move |n| d.join(n))),
+        )
         .find(|p| p.is_file())
 }
 
@@ -138,7 +146,10 @@ impl Cdp {
                 json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
             )
             .await;
-        assert!(result.get("exceptionDetails").is_none(), "{expression}: {result}");
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
         result["result"]["value"].clone()
     }
 
@@ -174,7 +185,11 @@ impl Cdp {
 
     async fn screenshot(&mut self, session: &str, path: &Path) {
         let shot = self
-            .call(Some(session), "Page.captureScreenshot", json!({"format": "png"}))
+            .call(
+                Some(session),
+                "Page.captureScreenshot",
+                json!({"format": "png"}),
+            )
             .await;
         let png = base64::engine::general_purpose::STANDARD
             .decode(shot["data"].as_str().unwrap())
@@ -219,7 +234,11 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     let browser = launch(&chromium);
     let mut cdp = Cdp::connect(&browser.ws_url).await;
     let target = cdp
-        .call(None, "Target.createTarget", json!({"url": format!("{}/", server.url)}))
+        .call(
+            None,
+            "Target.createTarget",
+            json!({"url": format!("{}/", server.url)}),
+        )
         .await;
     let session = cdp
         .call(
@@ -237,7 +256,9 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
         "the pending request on the page",
     )
     .await;
-    let shown = cdp.eval(&session, "document.querySelector('section.card').innerText").await;
+    let shown = cdp
+        .eval(&session, "document.querySelector('section.card').innerText")
+        .await;
     let shown = shown.as_str().unwrap();
     assert!(shown.contains("stripe.pay → acct_42"), "{shown}");
     assert!(shown.contains("payments need finance"), "{shown}");
@@ -245,9 +266,14 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
     // Type who approves, the way a person would, then click Approve.
-    cdp.eval(&session, "document.getElementById('approver').focus()").await;
-    cdp.call(Some(&session), "Input.insertText", json!({"text": "ann@acme.com"}))
+    cdp.eval(&session, "document.getElementById('approver').focus()")
         .await;
+    cdp.call(
+        Some(&session),
+        "Input.insertText",
+        json!({"text": "ann@acme.com"}),
+    )
+    .await;
     cdp.screenshot(&session, &artifacts().join("inbox-pending.png"))
         .await;
     cdp.click(&session, "section.card button.approve").await;
