@@ -87,6 +87,20 @@ pub(crate) enum Command {
     /// Read-back recipes: list the ones Attest knows, or lint recipe files.
     #[command(subcommand)]
     Recipes(RecipesCommand),
+    // --- approvals (issue 7) ---
+    /// List approval requests nobody has decided yet (expiring overdue ones first).
+    Pending(PendingArgs),
+    /// Approve or reject a pending request, by id or resume token.
+    ///
+    /// Exit 0: recorded. Exit 1: not pending (unknown, decided, expired) or not allowed
+    /// (not a listed approver, held for edits).
+    Confirm(ConfirmArgs),
+    /// Serve the approval inbox: a web page and JSON API for pending requests.
+    ///
+    /// Binds 127.0.0.1 unless told otherwise; a bearer token is required to listen
+    /// beyond loopback.
+    Serve(ServeArgs),
+    // --- end approvals ---
 }
 
 #[derive(Debug, Args)]
@@ -338,3 +352,77 @@ pub(crate) struct RecipesCheckArgs {
     /// The directory (or file) to lint.
     pub(crate) path: PathBuf,
 }
+
+// --- approvals (issue 7) ---
+
+#[derive(Debug, Args)]
+pub(crate) struct PendingArgs {
+    /// Print a JSON array of requests (params shown only as their preview).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Approve or reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Verdict {
+    /// Run the action (with --edits: run the edited action, if policy still allows it).
+    Approve,
+    /// Do not run it.
+    Reject,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConfirmArgs {
+    /// The request's id, or its resume token.
+    pub(crate) id: String,
+    /// approve or reject.
+    #[arg(value_enum)]
+    pub(crate) verdict: Verdict,
+    /// Changes to the params: a JSON object merged into them (RFC 7396 merge patch).
+    #[arg(long, value_name = "JSON")]
+    pub(crate) edits: Option<String>,
+    /// Who decides [default: $ATTEST_APPROVER, else $USER].
+    #[arg(long, env = "ATTEST_APPROVER", value_name = "NAME")]
+    pub(crate) approver: Option<String>,
+    /// A note recorded with the decision.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) note: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) host: String,
+    /// The port (0: any free port; the address is printed).
+    #[arg(long, default_value_t = 8321)]
+    pub(crate) port: u16,
+    /// A bearer token the API requires (required beyond loopback).
+    #[arg(
+        long,
+        env = "ATTEST_INBOX_TOKEN",
+        hide_env_values = true,
+        value_name = "T"
+    )]
+    pub(crate) token: Option<String>,
+    /// Slack's signing secret: enables POST /slack/interactions (approve/reject buttons).
+    #[arg(
+        long,
+        env = "ATTEST_SLACK_SIGNING_SECRET",
+        hide_env_values = true,
+        value_name = "S"
+    )]
+    pub(crate) slack_signing_secret: Option<String>,
+    /// A key for one-click approve/reject links: enables /links/….
+    #[arg(
+        long,
+        env = "ATTEST_LINK_KEY",
+        hide_env_values = true,
+        value_name = "K"
+    )]
+    pub(crate) link_key: Option<String>,
+    /// The inbox's public base URL, for links [default: http://HOST:PORT].
+    #[arg(long, value_name = "URL")]
+    pub(crate) public_url: Option<String>,
+}
+// --- end approvals ---

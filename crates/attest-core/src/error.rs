@@ -1,5 +1,6 @@
 use thiserror::Error;
 
+use crate::approvals::{ApprovalError, ResumeToken};
 use crate::Receipt;
 
 /// The error a tool returns; any error type will do.
@@ -24,6 +25,29 @@ pub enum AttestError {
         /// The ledger row of the rejection.
         receipt: Box<Receipt>,
     },
+    /// Nobody has answered yet: the request waits in the approval store. Hand `token` to
+    /// whoever will resume it ([`crate::Attest::resume`]); `receipt` is the ask's row.
+    #[error("waiting for a person to approve request {id}")]
+    Pending {
+        /// The approval request's id.
+        id: String,
+        /// The token that resumes the action once it is decided.
+        token: ResumeToken,
+        /// The ledger row of the ask (execution `pending`).
+        receipt: Box<Receipt>,
+    },
+    /// Nobody answered before the request expired: counted as a rejection, recorded as
+    /// `expired`; the action did not run.
+    #[error("approval request {id} expired before anyone decided")]
+    Expired {
+        /// The approval request's id.
+        id: String,
+        /// The ledger row of the expiry.
+        receipt: Box<Receipt>,
+    },
+    /// The approval store refused or failed (unknown token, already used, altered, …).
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
     /// The tool ran and failed.
     #[error("the tool failed")]
     ToolFailed {
@@ -78,7 +102,9 @@ impl AttestError {
         match self {
             AttestError::Refused { receipt }
             | AttestError::Rejected { receipt, .. }
-            | AttestError::ToolFailed { receipt, .. } => Some(receipt),
+            | AttestError::ToolFailed { receipt, .. }
+            | AttestError::Pending { receipt, .. }
+            | AttestError::Expired { receipt, .. } => Some(receipt),
             _ => None,
         }
     }

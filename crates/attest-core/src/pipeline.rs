@@ -1,12 +1,13 @@
 //! The pipeline every action goes through: policy, gate, act, verify, record.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use attest_ledger::{Appended, Confirm, Ledger, Record};
 use attest_policy::{Action, Decision, Policy, PolicyError, RiskTierPolicy, Verdict};
 use serde_json::Value;
 
+use crate::approvals::{apply_edits, may_decide, ApprovalStore};
 use crate::gate::{Gate, GateDecision, RejectGate};
 use crate::record::{to_record, Outcome};
 use crate::verification::{acknowledges, verify, CustomCheck, Level, ReadBack};
@@ -24,7 +25,12 @@ pub struct Attest {
     agent: Option<String>,
     actor: Option<String>,
     readback: Option<Arc<ReadBack>>,
+    /// The approval store, opened on first use unless the builder was given one.
+    approvals: Arc<OnceLock<Arc<ApprovalStore>>>,
 }
+
+mod resume;
+pub use resume::Decided;
 
 impl std::fmt::Debug for Attest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -46,6 +52,7 @@ pub struct AttestBuilder {
     agent: Option<String>,
     actor: Option<String>,
     readback: Option<Arc<ReadBack>>,
+    approvals: Option<Arc<ApprovalStore>>,
 }
 
 impl AttestBuilder {
@@ -92,6 +99,13 @@ impl AttestBuilder {
         self
     }
 
+    /// The approval store that [`Attest::resume`] and [`Attest::decide`] use (by
+    /// default, one opened on the ledger's file when first needed).
+    pub fn approvals(mut self, store: Arc<ApprovalStore>) -> Self {
+        self.approvals = Some(store);
+        self
+    }
+
     /// Builds the pipeline; fails only when no ledger was given.
     pub fn build(self) -> Result<Attest, AttestError> {
         Ok(Attest {
@@ -103,6 +117,7 @@ impl AttestBuilder {
             agent: self.agent,
             actor: self.actor,
             readback: self.readback,
+            approvals: Arc::new(self.approvals.map(OnceLock::from).unwrap_or_default()),
         })
     }
 }
@@ -113,6 +128,13 @@ struct Cleared {
     verdict: Verdict,
     confirm: Option<Confirm>,
     approver: Option<String>,
+}
+
+/// What the gate step leaves: an action cleared to run, or a stored request whose
+/// answer decides.
+enum Gated {
+    Run(Box<(Prepared, Cleared)>),
+    Stored(String),
 }
 
 /// A prepared action: id and defaults filled in, params hashed.
@@ -171,7 +193,30 @@ impl Attest {
         Fut: Future<Output = Result<Value, ToolError>>,
     {
         let prepared = self.prepare(action)?;
-        let cleared = self.clear(&prepared).await?;
+        match self.clear(prepared).await? {
+            Gated::Run(cleared) => {
+                let (prepared, cleared) = *cleared;
+                self.execute(prepared, cleared, execute, check).await
+            }
+            Gated::Stored(id) => {
+                let request = self.in_store(move |store| store.get_by_id(&id)).await?;
+                self.finish(request, None, None, execute, check).await
+            }
+        }
+    }
+
+    /// Runs a cleared action, verifies the result and records the outcome.
+    async fn execute<F, Fut>(
+        &self,
+        prepared: Prepared,
+        cleared: Cleared,
+        execute: F,
+        check: Option<&CustomCheck>,
+    ) -> Result<Receipt, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<Value, ToolError>>,
+    {
         let Prepared {
             action,
             params_hash,
@@ -296,60 +341,209 @@ impl Attest {
     }
 
     /// Policy, then the gate when policy asks. Refusals and rejections are recorded here
-    /// and end the call; anything else yields the proof that the action may run.
-    async fn clear(&self, prepared: &Prepared) -> Result<Cleared, AttestError> {
-        let action = &prepared.action;
-        let verdict = match self.policy.evaluate(action) {
+    /// and end the call; anything else yields the proof that the action may run (or
+    /// names the stored request whose answer decides).
+    async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
+        let verdict = self.evaluate(&prepared.action);
+        match verdict.decision {
+            Decision::Act => Ok(Gated::Run(Box::new((
+                prepared,
+                Cleared {
+                    verdict,
+                    confirm: None,
+                    approver: None,
+                },
+            )))),
+            Decision::Ask => {
+                let answer = self.gate.decide(&prepared.action, &verdict).await;
+                self.settle(prepared, verdict, answer).await
+            }
+            Decision::Refuse | Decision::Recorded => {
+                let receipt = self.record_not_run(&prepared, &verdict, None).await?;
+                Err(AttestError::Refused {
+                    receipt: Box::new(receipt),
+                })
+            }
+        }
+    }
+
+    /// Policy's verdict; a policy that fails or answers `recorded` refuses (fail closed).
+    fn evaluate(&self, action: &Action) -> Verdict {
+        match self.policy.evaluate(action) {
             Ok(verdict) if verdict.decision != Decision::Recorded => verdict,
             Ok(_) => undecided(
                 action,
                 "policy answered `recorded`, which is not a decision",
             ),
             Err(err) => undecided(action, &policy_failure(&err)),
-        };
-        match verdict.decision {
-            Decision::Act => Ok(Cleared {
-                verdict,
-                confirm: None,
-                approver: None,
-            }),
-            Decision::Ask => match self.gate.decide(action, &verdict).await {
-                GateDecision::Approve { approver, channel } => Ok(Cleared {
-                    verdict,
-                    confirm: Some(Confirm {
-                        outcome: "approved".to_owned(),
-                        approver: Some(approver.clone()),
-                        channel: Some(channel),
-                        note: None,
-                    }),
-                    approver: Some(approver),
-                }),
-                GateDecision::Reject {
-                    approver,
-                    channel,
-                    note,
-                } => {
-                    let confirm = Confirm {
-                        outcome: "rejected".to_owned(),
-                        approver: Some(approver.clone()),
-                        channel: Some(channel),
-                        note,
-                    };
-                    let receipt = self
-                        .record_not_run(prepared, &verdict, Some(confirm))
-                        .await?;
-                    let mut receipt = Box::new(receipt);
-                    receipt.approver = Some(approver.clone());
-                    Err(AttestError::Rejected { approver, receipt })
+        }
+    }
+
+    /// Acts on a gate's answer to an `ask`.
+    async fn settle(
+        &self,
+        prepared: Prepared,
+        verdict: Verdict,
+        answer: GateDecision,
+    ) -> Result<Gated, AttestError> {
+        match answer {
+            GateDecision::Approve { approver, channel } => {
+                let refusal = if verdict.hold {
+                    Some("held for unfilled placeholders: only an edited action may run")
+                } else if !may_decide(&verdict, &approver) {
+                    Some("not a listed approver for this action")
+                } else {
+                    None
+                };
+                if let Some(note) = refusal {
+                    let note = Some(note.to_owned());
+                    return self
+                        .reject(&prepared, &verdict, approver, channel, note)
+                        .await;
                 }
-            },
-            Decision::Refuse | Decision::Recorded => {
-                let receipt = self.record_not_run(prepared, &verdict, None).await?;
-                Err(AttestError::Refused {
+                let confirm = confirm("approved", &approver, channel, None);
+                Ok(Gated::Run(Box::new((
+                    prepared,
+                    Cleared {
+                        verdict,
+                        confirm: Some(confirm),
+                        approver: Some(approver),
+                    },
+                ))))
+            }
+            GateDecision::Reject {
+                approver,
+                channel,
+                note,
+            } => {
+                self.reject(&prepared, &verdict, approver, channel, note)
+                    .await
+            }
+            GateDecision::Edit {
+                approver,
+                channel,
+                edits,
+                note,
+            } => {
+                if !may_decide(&verdict, &approver) {
+                    let note = Some("not a listed approver for this action".to_owned());
+                    return self
+                        .reject(&prepared, &verdict, approver, channel, note)
+                        .await;
+                }
+                let edited = match apply_edits(&prepared.action.id, &prepared.action, &edits) {
+                    Ok(edited) => edited,
+                    Err(err) => {
+                        let note = Some(err.to_string());
+                        return self
+                            .reject(&prepared, &verdict, approver, channel, note)
+                            .await;
+                    }
+                };
+                let confirm = confirm("edited", &approver, channel, note);
+                let prepared = self.prepare(edited)?;
+                let cleared = self.recheck(prepared, confirm, approver).await?;
+                Ok(Gated::Run(Box::new(cleared)))
+            }
+            GateDecision::Pending { id, token } => {
+                let receipt = self.record_ask(&prepared, &verdict, &id).await?;
+                Err(AttestError::Pending {
+                    id,
+                    token,
                     receipt: Box::new(receipt),
                 })
             }
+            GateDecision::Stored { id } => Ok(Gated::Stored(id)),
         }
+    }
+
+    /// Policy again, for an edited action: a refusal stands, placeholders must be gone,
+    /// and the approver must be listed for the edited action too.
+    async fn recheck(
+        &self,
+        prepared: Prepared,
+        confirm: Confirm,
+        approver: String,
+    ) -> Result<(Prepared, Cleared), AttestError> {
+        let mut verdict = self.evaluate(&prepared.action);
+        let refusal = match verdict.decision {
+            Decision::Refuse | Decision::Recorded => Some(None),
+            _ if verdict.hold => Some(Some("the edited action still holds unfilled placeholders")),
+            _ if !may_decide(&verdict, &approver) => {
+                Some(Some("the approver is not listed for the edited action"))
+            }
+            _ => None,
+        };
+        if let Some(extra) = refusal {
+            verdict.decision = Decision::Refuse;
+            if let Some(reason) = extra {
+                verdict.reasons.push(reason.to_owned());
+            }
+            let receipt = self
+                .record_not_run(&prepared, &verdict, Some(confirm))
+                .await?;
+            let mut receipt = Box::new(receipt);
+            receipt.approver = Some(approver);
+            return Err(AttestError::Refused { receipt });
+        }
+        // A person was asked: the row says `ask`, with the edited action's reasons.
+        verdict.decision = Decision::Ask;
+        Ok((
+            prepared,
+            Cleared {
+                verdict,
+                confirm: Some(confirm),
+                approver: Some(approver),
+            },
+        ))
+    }
+
+    /// Records a rejection and ends the call.
+    async fn reject(
+        &self,
+        prepared: &Prepared,
+        verdict: &Verdict,
+        approver: String,
+        channel: String,
+        note: Option<String>,
+    ) -> Result<Gated, AttestError> {
+        let confirm = confirm("rejected", &approver, channel, note);
+        let receipt = self
+            .record_not_run(prepared, verdict, Some(confirm))
+            .await?;
+        let mut receipt = Box::new(receipt);
+        receipt.approver = Some(approver.clone());
+        Err(AttestError::Rejected { approver, receipt })
+    }
+
+    /// Records the ask of a request left pending (execution `pending`), and links the
+    /// row to the request.
+    async fn record_ask(
+        &self,
+        prepared: &Prepared,
+        verdict: &Verdict,
+        id: &str,
+    ) -> Result<Receipt, AttestError> {
+        let record = to_record(
+            &prepared.action,
+            prepared.params_hash.clone(),
+            verdict,
+            Decision::Ask,
+            None,
+            Outcome::Pending,
+        )?;
+        let appended = self.append(record).await?;
+        let receipt = Receipt::new(
+            &prepared.action.id,
+            appended,
+            Decision::Ask,
+            verdict.reasons.clone(),
+        );
+        let id = id.to_owned();
+        let row = (receipt.seq, receipt.entry_hash.clone(), receipt.ts.clone());
+        self.in_store(move |store| store.set_ask_row(&id, (row.0, &row.1, &row.2)))
+            .await?;
+        Ok(receipt)
     }
 
     async fn record_not_run(
@@ -382,6 +576,15 @@ impl Attest {
             .await
             .map_err(AttestError::Writer)?
             .map_err(AttestError::Ledger)
+    }
+}
+
+fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>) -> Confirm {
+    Confirm {
+        outcome: outcome.to_owned(),
+        approver: Some(approver.to_owned()),
+        channel: Some(channel),
+        note,
     }
 }
 

@@ -1,5 +1,6 @@
 //! One module per command; each returns the exit code its outcome means.
 
+mod approvals;
 mod checkpoint;
 mod demo;
 mod detect;
@@ -38,6 +39,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
         Command::Recipes(command) => recipes::run(&command),
+        // approvals (issue 7)
+        Command::Pending(args) => approvals::pending(&config, &args),
+        Command::Confirm(args) => approvals::confirm(&config, &args),
+        Command::Serve(args) => approvals::serve(&config, &args),
     }
 }
 

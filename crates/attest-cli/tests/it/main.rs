@@ -4,10 +4,12 @@
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod approvals;
 mod bad_input;
 mod demo;
 mod evidence;
 mod export;
+mod inbox_browser;
 mod policy;
 mod recipes;
 mod tamper;

@@ -4,6 +4,7 @@
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod approvals;
 mod detect;
 mod fake;
 mod group_commit;
