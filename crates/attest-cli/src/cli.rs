@@ -74,6 +74,12 @@ pub(crate) enum Command {
     Prove(ProveArgs),
     /// Check a proof file from `attest prove --json` offline: no ledger needed.
     VerifyProof(VerifyProofArgs),
+    /// Record actions that already happened, from JSON lines, in one transaction.
+    ///
+    /// Each line is an action (`{"system","verb","target","params","actor","agent",…}`)
+    /// with an optional `"result"`; params and results are hashed, never stored. A bad
+    /// line imports nothing and is named by its line number.
+    Import(ImportArgs),
     /// Name the system, verb and target of a tool call, as the pipeline sees it.
     Detect(DetectArgs),
     /// Check, explain and test policies.
@@ -426,3 +432,9 @@ pub(crate) struct ServeArgs {
     pub(crate) public_url: Option<String>,
 }
 // --- end approvals ---
+
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// The JSON-lines file (`-` for standard input).
+    pub(crate) file: PathBuf,
+}

@@ -288,6 +288,42 @@ impl Attest {
         action: Action,
         result: Option<&Value>,
     ) -> Result<Receipt, AttestError> {
+        let (record, receipt) = self.recorded(action, result)?;
+        let appended = self.append(record).await?;
+        Ok(receipt.with_row(appended))
+    }
+
+    /// Records many actions that already happened, in one transaction: all or none.
+    ///
+    /// Each item is an action and, optionally, the result it had (hashed, never stored).
+    pub async fn record_batch(
+        &self,
+        items: Vec<(Action, Option<Value>)>,
+    ) -> Result<Vec<Receipt>, AttestError> {
+        let mut records = Vec::with_capacity(items.len());
+        let mut receipts = Vec::with_capacity(items.len());
+        for (action, result) in items {
+            let (record, receipt) = self.recorded(action, result.as_ref())?;
+            records.push(record);
+            receipts.push(receipt);
+        }
+        let ledger = Arc::clone(&self.ledger);
+        let appended = tokio::task::spawn_blocking(move || ledger.append_batch(&records))
+            .await
+            .map_err(AttestError::Writer)??;
+        Ok(receipts
+            .into_iter()
+            .zip(appended)
+            .map(|(receipt, row)| receipt.with_row(row))
+            .collect())
+    }
+
+    /// The record and the receipt (without its row) of an action reported after the fact.
+    fn recorded(
+        &self,
+        action: Action,
+        result: Option<&Value>,
+    ) -> Result<(Record, Receipt), AttestError> {
         let Prepared {
             action,
             params_hash,
@@ -317,10 +353,9 @@ impl Attest {
             None,
             Outcome::Recorded(result, verification),
         )?;
-        let appended = self.append(record).await?;
-        let mut receipt = Receipt::new(&action.id, appended, Decision::Recorded, verdict.reasons);
+        let mut receipt = Receipt::unwritten(&action.id, Decision::Recorded, verdict.reasons);
         receipt.level = Some(level);
-        Ok(receipt)
+        Ok((record, receipt))
     }
 
     fn prepare(&self, mut action: Action) -> Result<Prepared, AttestError> {

@@ -5,6 +5,7 @@ mod checkpoint;
 mod demo;
 mod detect;
 mod export;
+mod import;
 mod keys;
 mod ledger;
 mod policy;
@@ -36,6 +37,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
         Command::Detect(args) => detect::run(&args),
+        Command::Import(args) => import::run(&config, &args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
         Command::Recipes(command) => recipes::run(&command),

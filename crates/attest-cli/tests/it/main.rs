@@ -9,6 +9,7 @@ mod bad_input;
 mod demo;
 mod evidence;
 mod export;
+mod import;
 mod inbox_browser;
 mod policy;
 mod recipes;

@@ -10,6 +10,7 @@
 //! - killed after COMMIT returned but before the receipt was printed: the row is
 //!   there without a receipt, which is allowed (the ledger may know more than the caller).
 //! - killed while printing: a torn last line is ignored by the parent.
+//!
 //! The recovery path is the normal open: SQLite's WAL recovery, nothing of ours.
 
 use std::io::{BufRead, BufReader, Write};
