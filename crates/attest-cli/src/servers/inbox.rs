@@ -21,7 +21,7 @@ use attest_core::approvals::{
     SLACK_TOLERANCE,
 };
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError, ResumeToken};
-use attest_ledger::{to_hex, Clock};
+use attest_ledger::Clock;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -278,16 +278,6 @@ async fn ledger(
         .await
         .map_err(|err| ApiError::internal(&err))?
         .map_err(|err| ApiError::internal(&err))?;
-    let rows: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            json!({
-                "seq": r.seq, "ts": r.ts, "system": r.system, "verb": r.verb,
-                "agent": r.agent, "decision": r.decision, "level": r.level,
-                "hash": to_hex(&r.hash),
-            })
-        })
-        .collect();
     Ok(Json(json!({"rows": rows})))
 }
 
