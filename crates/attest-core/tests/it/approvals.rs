@@ -19,6 +19,8 @@ use attest_policy::{Action, Decision, Policy, PolicyError, Risk, Verb, Verdict};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::support::row;
+
 /// A clock the test moves by hand.
 #[derive(Debug)]
 struct ManualClock(Mutex<SystemTime>);
@@ -109,17 +111,6 @@ impl Fixture {
             .unwrap();
         (attest, ledger)
     }
-}
-
-fn row(ledger: &Ledger, seq: u64) -> Value {
-    let mut body = None;
-    ledger
-        .for_each_row(seq, |r| {
-            body = Some(serde_json::from_slice::<Value>(r.body).unwrap());
-            Ok(false)
-        })
-        .unwrap();
-    body.expect("no such row")
 }
 
 fn rows(ledger: &Ledger) -> u64 {

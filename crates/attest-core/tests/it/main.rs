@@ -12,3 +12,4 @@ mod pipeline;
 mod readback;
 mod recipes;
 mod secrets;
+mod support;

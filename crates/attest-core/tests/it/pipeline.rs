@@ -7,6 +7,8 @@ use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Decision, Policy, PolicyError, Verb, Verdict};
 use serde_json::{json, Value};
 
+use crate::support::row;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     ledger: Arc<Ledger>,
@@ -17,18 +19,6 @@ fn fixture() -> Fixture {
     let ledger =
         Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
     Fixture { _dir: dir, ledger }
-}
-
-/// Reads row `seq` back as JSON.
-fn row(ledger: &Ledger, seq: u64) -> Value {
-    let mut body = None;
-    ledger
-        .for_each_row(seq, |r| {
-            body = Some(serde_json::from_slice::<Value>(r.body).unwrap());
-            Ok(false)
-        })
-        .unwrap();
-    body.expect("no such row")
 }
 
 /// A tool that counts its calls and returns `result`.

@@ -16,6 +16,8 @@ use serde_json::{json, Value};
 use crate::fake::{Answer, Fake};
 use crate::recipes::{fast_http, test_env};
 
+use crate::support::{all_bytes, contains, row};
+
 const REFUND_PATH: &str = "/v1/refunds/re_1";
 
 fn refund_action() -> (Action, Value) {
@@ -412,34 +414,6 @@ async fn the_openapi_driver_reads_the_get_its_spec_describes() {
     );
     let (driver, _) = readback.check(&order, &json!({"id": 1})).await.unwrap();
     assert_eq!(driver, "convention");
-}
-
-fn all_bytes(dir: &std::path::Path) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            bytes.extend(std::fs::read(&path).unwrap());
-        }
-    }
-    bytes
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
-}
-
-fn row(ledger: &Ledger, seq: u64) -> Value {
-    let mut body = None;
-    ledger
-        .for_each_row(seq, |r| {
-            body = Some(serde_json::from_slice::<Value>(r.body).unwrap());
-            Ok(false)
-        })
-        .unwrap();
-    body.unwrap()
 }
 
 #[tokio::test]

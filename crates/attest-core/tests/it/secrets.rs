@@ -8,25 +8,9 @@ use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Verb};
 use serde_json::json;
 
+use crate::support::{all_bytes, contains};
+
 const SECRET: &str = "sk_live_51HUSHHUSHdoNotLeak";
-
-/// Every byte of every file in `dir` (the database, its WAL and shared memory).
-fn all_bytes(dir: &std::path::Path) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            bytes.extend(std::fs::read(&path).unwrap());
-        }
-    }
-    bytes
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
-}
 
 #[tokio::test]
 async fn a_secret_in_params_or_results_never_reaches_the_ledger_file() {
