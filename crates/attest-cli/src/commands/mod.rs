@@ -9,6 +9,7 @@ mod ledger;
 mod policy;
 mod prove;
 mod prune;
+mod servers;
 mod verify;
 
 use std::process::ExitCode;
@@ -32,6 +33,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Detect(args) => detect::run(&args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
+        Command::McpProxy(args) => servers::mcp_proxy(&config, args),
+        Command::McpServer(args) => servers::mcp_server(&config, &args),
+        Command::Gateway(args) => servers::gateway(&config, &args),
     }
 }
 
