@@ -2,7 +2,8 @@
 
     python3 mcp_driver.py PLAN.json -- ATTEST_ARGS...
 
-PLAN.json: {"calls": [{"tool": NAME, "args": {...}}, ...]}. Lists the tools, makes each
+PLAN.json: {"calls": [{"tool": NAME, "args": {...}}, ...], "list": ["resources", "prompts"]}.
+Lists the tools (and resources and prompts when asked), makes each
 call in order, and prints one JSON object: the tool names, and per call
 {"is_error", "text", "meta"} or {"error"} for a protocol error.
 """
@@ -27,6 +28,10 @@ async def main() -> None:
             await session.initialize()
             listed = await session.list_tools()
             out["tools"] = [t.name for t in listed.tools]
+            if "resources" in plan.get("list", []):
+                out["resources"] = len((await session.list_resources()).resources)
+            if "prompts" in plan.get("list", []):
+                out["prompts"] = len((await session.list_prompts()).prompts)
             for call in plan["calls"]:
                 try:
                     result = await session.call_tool(
