@@ -8,6 +8,7 @@ mod bad_input;
 mod demo;
 mod evidence;
 mod export;
+mod gateway;
 mod mcp;
 mod policy;
 mod tamper;

@@ -396,3 +396,34 @@ fn mcp_server_offers_six_tools_that_decide_record_and_verify() {
         .unwrap()
         .contains("not available in this build"));
 }
+
+#[test]
+fn python_mcp_client_example_runs() {
+    let Some(server) = npm_server("server-filesystem") else {
+        return;
+    };
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = dir.path().canonicalize().unwrap();
+    let upstream = format!("node {} {}", server.display(), sandbox.display());
+    let output = Command::new("python3")
+        .arg(root().join("examples/python/mcp_client.py"))
+        .arg(&sandbox)
+        .current_dir(dir.path())
+        .env("ATTEST_BIN", env!("CARGO_BIN_EXE_attest"))
+        .env("ATTEST_LEDGER", dir.path().join("ledger.sqlite"))
+        .env("MCP_SERVER", upstream)
+        .env_remove("ATTEST_POLICY")
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}{}", stderr(&output));
+    assert!(text.contains("write_file: ok seq=1"), "{text}");
+    assert!(
+        text.contains("read_text_file: ok seq=2 decision=act"),
+        "{text}"
+    );
+    verify(dir.path());
+}
