@@ -9,7 +9,8 @@
 //! - [`Attest`]: the pipeline, built with [`Attest::builder`].
 //! - [`Receipt`]: what a call returns: seq, entry hash, decision, verification level.
 //! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`]).
-//! - [`Tool`]: a tool object to wrap once and call many times.
+//! - [`Tool`]: a tool object to wrap once and call many times; [`Attest::wrap_fn`] and
+//!   [`Attest::wrap_all`] govern a framework's async functions and tool lists.
 //! - [`detect()`]: names the system, verb and target of a tool call ([`detect`] module).
 //!
 //! ```
@@ -39,6 +40,7 @@ mod receipt;
 mod record;
 mod tool;
 mod verification;
+mod wrap;
 
 pub use detect::{detect, DetectError, DetectInput, Detection, Registry};
 pub use error::{AttestError, ToolError};
@@ -47,3 +49,4 @@ pub use pipeline::{Attest, AttestBuilder};
 pub use receipt::Receipt;
 pub use tool::{Governed, Tool};
 pub use verification::{acknowledges, CustomCheck, Level};
+pub use wrap::FnTool;
