@@ -38,6 +38,8 @@ mod gate;
 mod pipeline;
 mod receipt;
 mod record;
+#[cfg(feature = "rig")]
+pub mod rig;
 mod tool;
 mod verification;
 mod wrap;
