@@ -343,8 +343,8 @@ pub(crate) struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct McpProxyArgs {
-    /// The server's name, the system hint for detection [default: from the command,
-    /// e.g. `filesystem` for `@modelcontextprotocol/server-filesystem`].
+    /// The server's name, the system hint for detection (default: from the command,
+    /// e.g. filesystem for @modelcontextprotocol/server-filesystem).
     #[arg(long)]
     pub(crate) server: Option<String>,
     #[command(flatten)]

@@ -11,7 +11,7 @@
 //! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`]).
 //! - [`Tool`]: a tool object to wrap once and call many times; [`Attest::wrap_fn`] and
 //!   [`Attest::wrap_all`] govern a framework's async functions and tool lists.
-//! - [`detect()`]: names the system, verb and target of a tool call ([`detect`] module).
+//! - [`detect()`]: names the system, verb and target of a tool call ([`mod@detect`] module).
 //!
 //! ```
 //! use attest_core::{Attest, AutoGate, Level};
