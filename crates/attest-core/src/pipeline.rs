@@ -365,7 +365,7 @@ impl Attest {
     async fn append(&self, record: Record) -> Result<Appended, AttestError> {
         let ledger = Arc::clone(&self.ledger);
         // SQLite blocks (and at `full` durability, syncs): keep it off the async workers.
-        tokio::task::spawn_blocking(move || ledger.append(&record))
+        tokio::task::spawn_blocking(move || ledger.append_owned(record))
             .await
             .map_err(AttestError::Writer)?
             .map_err(AttestError::Ledger)

@@ -29,6 +29,16 @@ pub fn to_hex(hash: &Hash) -> String {
     hex::encode(hash)
 }
 
+/// Whether `text` is exactly the lower-case hex of `hash`, without decoding it.
+pub(crate) fn is_hex_of(text: &str, hash: &Hash) -> bool {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let text = text.as_bytes();
+    text.len() == 64
+        && hash.iter().zip(text.chunks_exact(2)).all(|(byte, pair)| {
+            pair[0] == DIGITS[usize::from(byte >> 4)] && pair[1] == DIGITS[usize::from(byte & 15)]
+        })
+}
+
 /// Parses 64 lower-case hex digits; anything else is `None`.
 pub fn from_hex(text: &str) -> Option<Hash> {
     if text.len() != 64 || text.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -103,5 +113,9 @@ mod tests {
         assert_eq!(from_hex(&to_hex(&hash).to_uppercase()), None);
         assert_eq!(from_hex("abc"), None);
         assert_eq!(from_hex(&"zz".repeat(32)), None);
+        assert!(is_hex_of(&to_hex(&hash), &hash));
+        assert!(!is_hex_of(&to_hex(&hash).to_uppercase(), &hash));
+        assert!(!is_hex_of(&to_hex(&hash)[..62], &hash));
+        assert!(!is_hex_of(&to_hex(&GENESIS), &hash));
     }
 }

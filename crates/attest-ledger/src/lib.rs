@@ -54,12 +54,14 @@ mod clock;
 mod durability;
 mod entry;
 mod error;
+mod group;
 mod keys;
 mod merkle;
 mod proofs;
 mod prune;
 mod sqlite;
 mod verify;
+mod walk;
 
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, Hash, GENESIS};
 pub use checkpoint::{

@@ -13,6 +13,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use crate::canonical::{canonical_bytes, entry_hash, to_hex, Hash, GENESIS};
 use crate::clock::format_ts;
 use crate::entry::{Entry, FORMAT_VERSION};
+use crate::group::GroupCommit;
 use crate::merkle::{leaf_hash, StoredHashes, TreeHash};
 use crate::{Clock, Durability, LedgerError, Record, SystemClock};
 use tlog_tiles::{stored_hash_index, stored_hashes_for_record_hash};
@@ -147,6 +148,7 @@ pub struct Ledger {
     path: PathBuf,
     conn: Mutex<Connection>,
     clock: Arc<dyn Clock>,
+    pub(crate) group: GroupCommit,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -200,6 +202,7 @@ impl Ledger {
             path,
             conn: Mutex::new(conn),
             clock: options.clock,
+            group: GroupCommit::default(),
         };
         ledger.init_schema()?;
         Ok(ledger)
@@ -287,12 +290,10 @@ impl Ledger {
         tx.commit().map_err(self.sqlite("creating the schema"))
     }
 
-    /// Appends one record and returns its seq and hash once it is durable.
+    /// Appends one record and returns its seq and hash once it is durable; concurrent
+    /// callers share a transaction (see [`Ledger::append_owned`]).
     pub fn append(&self, record: &Record) -> Result<Appended, LedgerError> {
-        let mut appended = self.append_batch(std::slice::from_ref(record))?;
-        appended
-            .pop()
-            .ok_or(LedgerError::Internal("a batch of one appended nothing"))
+        self.append_owned(record.clone())
     }
 
     /// Appends records in order, in one transaction and one sync.

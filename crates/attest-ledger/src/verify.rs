@@ -6,11 +6,12 @@ use std::fmt;
 use base64::Engine as _;
 use rusqlite::Connection;
 use serde::Serialize;
-use tlog_tiles::{check_record, check_tree, prove_record, prove_tree, stored_hash_index};
+use tlog_tiles::{check_record, check_tree, prove_record, prove_tree};
 
-use crate::canonical::{entry_hash, from_hex, to_hex, Hash, GENESIS};
+use crate::canonical::{entry_hash, is_hex_of, to_hex, Hash, GENESIS};
 use crate::entry::{EntryView, FORMAT_VERSION};
 use crate::merkle::{leaf_hash, CompactRange, StoredHashes, TreeHash};
+use crate::walk::Walked;
 use crate::{
     open_checkpoint, read_checkpoint_unverified, CheckpointError, Ledger, LedgerError, StoredRow,
     VerifierKey,
@@ -232,7 +233,7 @@ impl ChainChecker {
                 ),
             );
         }
-        if from_hex(&view.prev) != Some(self.prev) {
+        if !is_hex_of(&view.prev, &self.prev) {
             self.problem(
                 row.seq,
                 ProblemKind::PrevMismatch,
@@ -292,9 +293,9 @@ pub struct VerifyOptions<'a> {
 }
 
 /// A root some checkpoint claims for the first `size` entries.
-struct Claim {
-    root: Hash,
-    label: String,
+pub(crate) struct Claim {
+    pub(crate) root: Hash,
+    pub(crate) label: String,
 }
 
 impl Ledger {
@@ -315,7 +316,11 @@ impl Ledger {
             .map_err(self.sqlite("starting verification"))?;
         let tip = self.tip_in(&tx)?.map(|(seq, _)| seq).unwrap_or(0);
         let pruned = self.pruned_in(&tx)?;
-        let stored = self.checkpoints_in(&tx)?;
+        let mut stored = self.checkpoints_in(&tx)?;
+        if options.since_checkpoint {
+            // Only the newest checkpoint matters here: O(1) signatures, not one per day.
+            stored = stored.split_off(stored.len().saturating_sub(1));
+        }
         let mut checker = ChainChecker::default();
         checker.report.signatures_checked = !options.trusted.is_empty();
 
@@ -482,7 +487,7 @@ impl Ledger {
                 )),
             }
         }
-        let mut range = match CompactRange::from_stored(start, &StoredHashes { conn: &tx }) {
+        let range = match CompactRange::from_stored(start, &StoredHashes { conn: &tx }) {
             Ok(range) => range,
             Err(err) => {
                 checker.report_problem(
@@ -521,66 +526,24 @@ impl Ledger {
             }
         }
 
-        let mut checker = ChainChecker {
+        let checker = ChainChecker {
             report: checker.report,
             ..ChainChecker::resume_after(start, prev)
         };
         let expected = tip.saturating_sub(start);
-        let mut walked = 0u64;
-        // The stored tree hashes are read alongside the entries, in index order: each
-        // leaf's stored hashes are exactly those its push completes.
-        let mut tree_stmt = tx
-            .prepare("SELECT idx, hash FROM tree_hashes WHERE idx >= ?1 ORDER BY idx")
-            .map_err(self.sqlite("reading tree hashes"))?;
-        let mut tree_rows = tree_stmt
-            .query([stored_hash_index(0, start)])
-            .map_err(self.sqlite("reading tree hashes"))?;
-        let mut tree_ok = true;
-        self.for_each_row_in(&tx, start + 1, |row| {
-            checker.check(row);
-            let mut next_index = stored_hash_index(0, range.size());
-            let mut stored_ok = true;
-            let mut read_error = None;
-            range.push_with(leaf_hash(&checker.prev()), |hash| {
-                match tree_rows.next() {
-                    Ok(Some(stored)) => {
-                        let idx: Option<u64> = stored.get(0).ok();
-                        let bytes: Option<Vec<u8>> = stored.get(1).ok();
-                        stored_ok &= idx == Some(next_index) && bytes.as_deref() == Some(&hash[..]);
-                    }
-                    Ok(None) => stored_ok = false,
-                    Err(err) => read_error = Some(err),
-                }
-                next_index += 1;
-            });
-            if let Some(err) = read_error {
-                return Err(self.sqlite("reading tree hashes")(err));
-            }
-            if !stored_ok && tree_ok {
-                tree_ok = false;
-                checker.report_problem(row.seq, ProblemKind::TreeMismatch, format!(
-                    "the stored tree hashes for seq {} disagree with the entries; proofs through them would not check",
-                    row.seq));
-            }
-            if let Some(claim) = claims.get(&range.size()) {
-                let root = range.root();
-                if root != claim.root {
-                    checker.report_problem(range.size(), ProblemKind::CheckpointMismatch, format!(
-                        "the first {} entries have root {} but {} says {}",
-                        range.size(), b64(&root), claim.label, b64(&claim.root)));
-                }
-            }
-            walked += 1;
-            if walked % 4096 == 0 {
+        let mut last_reported = 0;
+        let Walked {
+            mut checker,
+            range,
+            tree_ok,
+        } = self.walk(&tx, start, checker, range, &claims, |done| {
+            if done - last_reported >= 4096 || done == expected {
+                last_reported = done;
                 if let Some(progress) = options.progress.as_mut() {
-                    progress(walked, expected);
+                    progress(done, expected);
                 }
             }
-            Ok(true)
         })?;
-        if let Some(progress) = options.progress.as_mut() {
-            progress(walked, expected);
-        }
         // The stored tree must agree with the entries, or proofs served from it fail.
         if tree_ok && range.size() == tip && tip > 0 {
             match self.root_in(&tx, tip) {

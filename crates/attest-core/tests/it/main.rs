@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod detect;
+mod group_commit;
 mod pipeline;
 mod secrets;

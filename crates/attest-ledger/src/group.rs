@@ -1,0 +1,95 @@
+//! Group commit: concurrent appends in one process share one transaction and one sync.
+//!
+//! The first caller to find no commit in progress becomes the leader: it takes every
+//! queued record, writes them in one transaction, and hands each caller its result.
+//! Callers that arrive meanwhile queue up and wait for the next leader (often one of
+//! them). Each caller returns only after the transaction holding its row committed,
+//! so a receipt always means "durable at the configured level".
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+use crate::{Appended, Ledger, LedgerError, Record};
+
+/// Most records one leader writes in one transaction.
+const MAX_GROUP: usize = 4096;
+
+/// The queue and the hand-off of results.
+#[derive(Default)]
+pub(crate) struct GroupCommit {
+    state: Mutex<GroupState>,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct GroupState {
+    next_ticket: u64,
+    queue: Vec<(u64, Record)>,
+    results: HashMap<u64, Result<Appended, LedgerError>>,
+    leading: bool,
+}
+
+impl GroupCommit {
+    fn lock(&self) -> MutexGuard<'_, GroupState> {
+        // Results are only moved in and out whole; a poisoned lock holds no torn state.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Ledger {
+    /// Appends one record, sharing a transaction with concurrent callers in this
+    /// process; returns once its row is durable at the configured level.
+    pub fn append_owned(&self, record: Record) -> Result<Appended, LedgerError> {
+        let group = &self.group;
+        let mut state = group.lock();
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.queue.push((ticket, record));
+        loop {
+            if let Some(result) = state.results.remove(&ticket) {
+                return result;
+            }
+            if !state.leading {
+                state.leading = true;
+                let take = state.queue.len().min(MAX_GROUP);
+                let batch: Vec<(u64, Record)> = state.queue.drain(..take).collect();
+                drop(state);
+                let results = self.commit_group(batch);
+                state = group.lock();
+                state.leading = false;
+                state.results.extend(results);
+                group.done.notify_all();
+                continue;
+            }
+            state = group
+                .done
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Writes one group; if the group's transaction fails, each record is retried on
+    /// its own so every caller gets its own outcome (one bad record fails alone).
+    fn commit_group(&self, batch: Vec<(u64, Record)>) -> Vec<(u64, Result<Appended, LedgerError>)> {
+        let (tickets, records): (Vec<u64>, Vec<Record>) = batch.into_iter().unzip();
+        match self.append_batch(&records) {
+            Ok(appended) if appended.len() == tickets.len() => tickets
+                .into_iter()
+                .zip(appended.into_iter().map(Ok))
+                .collect(),
+            _ => tickets
+                .into_iter()
+                .zip(&records)
+                .map(|(ticket, record)| {
+                    let one = self
+                        .append_batch(std::slice::from_ref(record))
+                        .and_then(|mut v| {
+                            v.pop()
+                                .ok_or(LedgerError::Internal("a batch of one appended nothing"))
+                        });
+                    (ticket, one)
+                })
+                .collect(),
+        }
+    }
+}
