@@ -33,8 +33,7 @@ use axum::Router;
 use reqwest::Url;
 use serde_json::{json, Value};
 
-use super::mcp_proxy::compare_fields;
-use super::{chain, receipt_json, Mode, PENDING_UNAVAILABLE};
+use super::{chain, compare_fields, receipt_json, Mode, PENDING_UNAVAILABLE};
 
 /// The header that names the upstream base URL.
 pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";

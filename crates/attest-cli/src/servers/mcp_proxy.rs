@@ -17,6 +17,9 @@
 //!   reported to the client; requests to a dead upstream fail at once, never hang;
 //! - `create_X`/`update_X` are read back through the upstream's `get_X`/`fetch_X`/`read_X`
 //!   when one takes a single id ([`PairReader`]).
+//!
+//! Frames are capped by the SDK's stdio transport (16 MiB a line); an over-long frame
+//! ends the link with an error instead of growing memory.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -42,7 +45,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
-use super::{chain, receipt_json, Mode, PENDING_UNAVAILABLE};
+use super::{chain, compare_fields, receipt_json, Mode, PENDING_UNAVAILABLE};
 
 /// The tool added in pending mode to resume a held call.
 pub(crate) const RESUME_TOOL: &str = "attest_resume";
@@ -737,30 +740,6 @@ pub(crate) fn pair_getter(name: &str, tools: &HashMap<String, Tool>) -> Option<(
         let is_id = arg == "id" || arg.ends_with("_id") || arg.ends_with("Id");
         is_id.then(|| (getter, arg.to_owned()))
     })
-}
-
-/// Every field the write sent (other than the id) that the read shows must be equal.
-/// Nothing to compare means the check could not run (an error), not a contradiction.
-pub(crate) fn compare_fields(sent: &Value, read: &Value, id_arg: &str) -> Result<bool, ToolError> {
-    let (Some(sent), Some(read)) = (sent.as_object(), read.as_object()) else {
-        return Err("the write's params or the read are not JSON objects".into());
-    };
-    let mut compared = 0usize;
-    for (field, value) in sent {
-        if field == id_arg || field == "id" {
-            continue;
-        }
-        if let Some(found) = read.get(field) {
-            if found != value {
-                return Ok(false);
-            }
-            compared += 1;
-        }
-    }
-    if compared == 0 {
-        return Err("the read shows none of the fields the write sent".into());
-    }
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -12,8 +12,12 @@ use serde_json::{json, Value};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_four_tasks_times_a_thousand_actions_make_one_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let ledger = Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
-    let attest = Attest::builder().ledger(Arc::clone(&ledger)).build().unwrap();
+    let ledger =
+        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .build()
+        .unwrap();
     let tasks: Vec<_> = (0..64)
         .map(|task| {
             let attest = attest.clone();
@@ -22,7 +26,10 @@ async fn sixty_four_tasks_times_a_thousand_actions_make_one_chain() {
                 for i in 0..1000 {
                     let action = Action::new("crm", Verb::Update)
                         .with_params(json!({"id": format!("{task}-{i}")}));
-                    let receipt = attest.run(action, |_| async { Ok(json!({"id": 1})) }).await.unwrap();
+                    let receipt = attest
+                        .run(action, |_| async { Ok(json!({"id": 1})) })
+                        .await
+                        .unwrap();
                     receipts.push(receipt);
                 }
                 receipts
