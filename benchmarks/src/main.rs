@@ -1,70 +1,74 @@
 //! The benchmark program behind every number in README.md.
 //!
-//! `cargo run --release -p benchmarks -- [--quick] [--json FILE]` prints one table
-//! (mean, p50, p95, ops/s per row) and writes the same rows as JSON. Physical-limit
-//! rows (a bare SQLite INSERT of the same bytes, raw SHA-256, one fsync) run in the
-//! same process so each Attest row can be read against what the machine allows.
+//! `cargo run --release -p benchmarks -- [--quick] [--json FILE] [--peer FILE]` prints
+//! one table (mean, p50, p95, ops/s per row) and writes the same rows as JSON.
+//! Physical-limit rows (a bare SQLite INSERT of the same bytes, raw SHA-256, one fsync)
+//! run in the same process so each Attest row can be read against what the machine
+//! allows. With `--peer FILE` (JSON from `benchmarks/peer/run.sh`), each row that the
+//! source system also measured gets a ratio column.
 
 mod measure;
+mod processes;
 mod scenarios;
 
 use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::measure::Row;
-
 /// Measures Attest's own cost per action, per append and per verification.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Fewer samples and smaller ledgers, for a fast look (CI uses this).
+    /// Fewer samples and smaller ledgers, for a fast look.
     #[arg(long)]
     quick: bool,
     /// Also write the rows as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// The source system's rows (from `benchmarks/peer/run.sh --json FILE`), for ratios.
+    #[arg(long)]
+    peer: Option<PathBuf>,
+    /// Internal: run as one of several processes appending to one ledger.
+    #[arg(long, hide = true, num_args = 2, value_names = ["LEDGER", "ACTIONS"])]
+    worker: Option<Vec<String>>,
+    /// Internal: verify a ledger and print the peak resident memory.
+    #[arg(long, hide = true, value_name = "LEDGER")]
+    verify_rss: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(worker) = args.worker {
+        return processes::worker(&worker);
+    }
+    if let Some(path) = args.verify_rss {
+        return processes::verify_rss(&path);
+    }
+    let peer = match &args.peer {
+        Some(path) => Some(measure::Peer::load(path)?),
+        None => None,
+    };
     let scale = if args.quick {
         scenarios::Scale::quick()
     } else {
         scenarios::Scale::full()
     };
-    let rows = scenarios::all(&scale)?;
-    print_table(&rows);
+    let report = scenarios::all(&scale)?;
+    measure::print_table(&report.rows, peer.as_ref());
+    for (what, value) in &report.facts {
+        println!("{what}: {value}");
+    }
     if let Some(path) = args.json {
         let json = serde_json::json!({
             "quick": args.quick,
             "machine": machine(),
-            "rows": rows,
+            "rows": report.rows,
+            "facts": report.facts.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.clone()))).collect::<serde_json::Map<_, _>>(),
+            "peer": peer.as_ref().map(|p| p.json()),
         });
         std::fs::write(&path, serde_json::to_vec_pretty(&json)?)?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
-}
-
-fn print_table(rows: &[Row]) {
-    println!(
-        "| {:<58} | {:>10} | {:>10} | {:>10} | {:>12} |",
-        "what", "mean", "p50", "p95", "ops/s"
-    );
-    println!(
-        "|{:-<60}|{:->12}|{:->12}|{:->12}|{:->14}|",
-        "", "", "", "", ""
-    );
-    for row in rows {
-        println!(
-            "| {:<58} | {:>10} | {:>10} | {:>10} | {:>12} |",
-            row.name,
-            measure::human(row.mean_ns),
-            measure::human(row.p50_ns),
-            measure::human(row.p95_ns),
-            format!("{:.0}", row.ops_per_sec),
-        );
-    }
 }
 
 fn machine() -> serde_json::Value {

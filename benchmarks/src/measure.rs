@@ -1,7 +1,10 @@
-//! Timing and summary statistics.
+//! Timing, summary statistics, and the table.
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::time::Instant;
 
+use anyhow::Context;
 use serde::Serialize;
 
 /// One line of the table.
@@ -13,6 +16,9 @@ pub(crate) struct Row {
     pub(crate) p50_ns: f64,
     pub(crate) p95_ns: f64,
     pub(crate) ops_per_sec: f64,
+    /// For limit comparisons: the row this one is measured against, and the ratio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) versus: Option<(String, f64)>,
 }
 
 /// Times `op` `samples` times, one sample per call.
@@ -28,6 +34,27 @@ pub(crate) fn per_call(
         times.push(start.elapsed().as_nanos() as f64);
     }
     Ok(summarize(name, times, 1))
+}
+
+/// Times `op` in batches of `batch` calls, for operations too quick to time one by
+/// one; each sample is a batch's mean.
+pub(crate) fn per_call_batched(
+    name: &str,
+    samples: usize,
+    batch: usize,
+    mut op: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Row> {
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let start = Instant::now();
+        for _ in 0..batch {
+            op()?;
+        }
+        times.push(start.elapsed().as_nanos() as f64 / batch as f64);
+    }
+    let mut row = summarize(name, times, 1);
+    row.samples *= batch;
+    Ok(row)
 }
 
 /// Times one run of `op` that performs `ops` operations; the row is per operation.
@@ -66,7 +93,108 @@ fn summarize(name: &str, mut times: Vec<f64>, ops_per_sample: usize) -> Row {
         p50_ns: pick(0.5),
         p95_ns: pick(0.95),
         ops_per_sec: if mean > 0.0 { 1e9 / mean } else { 0.0 },
+        versus: None,
     }
+}
+
+/// Marks `row` as measured against the limit row named `limit`: ratio of p50s.
+pub(crate) fn against(rows: &mut [Row], row: &str, limit: &str) {
+    let limit_p50 = rows.iter().find(|r| r.name == limit).map(|r| r.p50_ns);
+    if let (Some(limit_p50), Some(row)) = (limit_p50, rows.iter_mut().find(|r| r.name == row)) {
+        if limit_p50 > 0.0 {
+            row.versus = Some((limit.to_owned(), row.p50_ns / limit_p50));
+        }
+    }
+}
+
+/// The source system's rows, by name.
+pub(crate) struct Peer {
+    name: String,
+    rows: HashMap<String, f64>,
+    raw: serde_json::Value,
+}
+
+impl Peer {
+    pub(crate) fn load(path: &Path) -> anyhow::Result<Peer> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let raw: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        let rows = raw["rows"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .filter_map(|r| Some((r["name"].as_str()?.to_owned(), r["p50_ns"].as_f64()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Peer {
+            name: raw["peer"].as_str().unwrap_or("peer").to_owned(),
+            rows,
+            raw,
+        })
+    }
+
+    pub(crate) fn json(&self) -> serde_json::Value {
+        self.raw.clone()
+    }
+}
+
+/// Prints the table; with a peer, its p50 and how many times faster Attest is.
+pub(crate) fn print_table(rows: &[Row], peer: Option<&Peer>) {
+    let peer_head = peer
+        .map(|p| {
+            format!(
+                " {:>12} | {:>8} |",
+                format!("{} p50", short(&p.name)),
+                "×faster"
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "| {:<62} | {:>10} | {:>10} | {:>10} | {:>11} |{peer_head} {:<28}",
+        "what", "mean", "p50", "p95", "ops/s", "vs limit (p50 ratio)"
+    );
+    let peer_rule = if peer.is_some() {
+        "--------------|----------|"
+    } else {
+        ""
+    };
+    println!(
+        "|{:-<64}|{:->12}|{:->12}|{:->12}|{:->13}|{peer_rule}{:-<29}",
+        "", "", "", "", "", ""
+    );
+    for row in rows {
+        let peer_cells = peer
+            .map(|p| match p.rows.get(&row.name) {
+                Some(&theirs) if row.p50_ns > 0.0 => {
+                    format!(
+                        " {:>12} | {:>8} |",
+                        human(theirs),
+                        format!("{:.0}×", theirs / row.p50_ns)
+                    )
+                }
+                _ => format!(" {:>12} | {:>8} |", "-", "-"),
+            })
+            .unwrap_or_default();
+        let versus = row
+            .versus
+            .as_ref()
+            .map(|(limit, ratio)| format!("{ratio:.2}× {limit}"))
+            .unwrap_or_default();
+        println!(
+            "| {:<62} | {:>10} | {:>10} | {:>10} | {:>11} |{peer_cells} {versus}",
+            row.name,
+            human(row.mean_ns),
+            human(row.p50_ns),
+            human(row.p95_ns),
+            format!("{:.0}", row.ops_per_sec),
+        );
+    }
+}
+
+fn short(name: &str) -> &str {
+    name.split_whitespace().next().unwrap_or(name)
 }
 
 /// Nanoseconds as a short human figure.

@@ -1,18 +1,21 @@
 //! What is measured. Each scenario builds its own ledger in a temporary directory on
-//! the same disk, so file-backed rows pay the real sync cost.
+//! the same disk as the checkout, so file-backed rows pay the real sync cost.
 
+use std::collections::HashMap;
 use std::io::Write;
+use std::time::Instant;
 
-use attest_core::Attest;
+use attest_core::{acknowledges, detect, Attest, AutoGate, DetectInput, ReadBack};
 use attest_ledger::{
     canonical_bytes, Durability, Execution, Ledger, LedgerOptions, Record, SigningKey,
     Verification, VerifyOptions,
 };
-use attest_policy::{Action, Policy, RiskTierPolicy, Verb};
-use serde_json::json;
+use attest_policy::{Action, Policy, PolicyEngine, Verb};
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::measure::{bulk, once, per_call, Row};
+use crate::measure::{against, bulk, once, per_call, per_call_batched, Row};
+use crate::processes;
 
 /// How much work each scenario does.
 pub(crate) struct Scale {
@@ -20,26 +23,38 @@ pub(crate) struct Scale {
     sync_samples: usize,
     bulk_rows: usize,
     big_rows: usize,
+    per_task: usize,
+    process_actions: u64,
 }
 
 impl Scale {
     pub(crate) fn full() -> Self {
         Scale {
-            samples: 5_000,
+            samples: 1_000,
             sync_samples: 300,
             bulk_rows: 20_000,
             big_rows: 1_000_000,
+            per_task: 200,
+            process_actions: 500,
         }
     }
 
     pub(crate) fn quick() -> Self {
         Scale {
-            samples: 300,
+            samples: 100,
             sync_samples: 30,
             bulk_rows: 2_000,
-            big_rows: 50_000,
+            big_rows: 20_000,
+            per_task: 20,
+            process_actions: 50,
         }
     }
+}
+
+/// What the run measured: timed rows, and facts that are not times.
+pub(crate) struct Report {
+    pub(crate) rows: Vec<Row>,
+    pub(crate) facts: Vec<(String, String)>,
 }
 
 fn record(n: u64) -> Record {
@@ -87,33 +102,100 @@ fn open(dir: &tempfile::TempDir, name: &str, durability: Durability) -> anyhow::
     )?)
 }
 
-pub(crate) fn all(scale: &Scale) -> anyhow::Result<Vec<Row>> {
+fn update_action() -> Action {
+    Action::new("hubspot", Verb::Update)
+        .with_target("deal/8812")
+        .with_params(
+            json!({"object_type": "deals", "id": "8812", "properties": {"dealstage": "closedwon"}}),
+        )
+}
+
+fn external_send() -> Action {
+    Action::new("gmail", Verb::Send)
+        .with_target("buyer@customer.example")
+        .with_actor("alice@acme.example")
+        .with_params(
+            json!({"to": "buyer@customer.example", "subject": "Your order", "body": "Shipped."}),
+        )
+}
+
+fn samples_for(durability: Durability, scale: &Scale) -> usize {
+    if durability == Durability::Full {
+        scale.sync_samples
+    } else {
+        scale.samples
+    }
+}
+
+pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     let dir = tempfile::tempdir_in(".")?;
     let mut rows = Vec::new();
+    let mut facts = Vec::new();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
 
-    let action = Action::new("hubspot", Verb::Update)
-        .with_target("deal/8812")
-        .with_params(json!({"id": "8812", "properties": {"dealstage": "closedwon"}}));
-    rows.push(per_call(
-        "policy evaluate (risk tier, R4)",
+    rows.push(per_call_batched(
+        "detect: tool name",
         scale.samples,
+        100,
         || {
-            RiskTierPolicy.evaluate(&action)?;
+            let found = detect(&DetectInput::Tool {
+                name: "slack_post_message",
+                server: None,
+            });
+            std::hint::black_box(found);
             Ok(())
         },
     )?);
+    rows.push(per_call_batched(
+        "detect: method + URL",
+        scale.samples,
+        100,
+        || {
+            let found = detect(&DetectInput::Http {
+                method: "POST",
+                url: "https://gmail.googleapis.com/gmail/v1/users/me/messages/send",
+                body: None,
+            });
+            std::hint::black_box(found);
+            Ok(())
+        },
+    )?);
+    let policy = PolicyEngine::default_policy()?;
+    let send = external_send();
+    rows.push(per_call_batched(
+        "policy evaluate: default policy",
+        scale.samples,
+        100,
+        || {
+            std::hint::black_box(policy.evaluate(&send)?);
+            Ok(())
+        },
+    )?);
+    let big_policy = PolicyEngine::from_yaml(&two_hundred_rules(), "bench:200-rules")?;
+    rows.push(per_call_batched(
+        "policy evaluate: 200-rule policy",
+        scale.samples,
+        20,
+        || {
+            std::hint::black_box(big_policy.evaluate(&send)?);
+            Ok(())
+        },
+    )?);
+    let result = json!({"id": "8812", "properties": {"dealstage": "closedwon"}});
+    rows.push(per_call_batched("verify-ack", scale.samples, 100, || {
+        std::hint::black_box(acknowledges(&result));
+        Ok(())
+    })?);
 
     for durability in [Durability::Full, Durability::Normal, Durability::Off] {
-        let samples = if durability == Durability::Full {
-            scale.sync_samples
-        } else {
-            scale.samples
-        };
         let ledger = open(&dir, &format!("append-{durability}.sqlite"), durability)?;
         let mut n = 0;
         rows.push(per_call(
             &format!("ledger append, one row ({durability})"),
-            samples,
+            samples_for(durability, scale),
             || {
                 n += 1;
                 ledger.append(&record(n))?;
@@ -122,27 +204,47 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Vec<Row>> {
         )?);
     }
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     for durability in [Durability::Full, Durability::Normal, Durability::Off] {
-        let samples = if durability == Durability::Full {
-            scale.sync_samples
-        } else {
-            scale.samples
-        };
         let ledger = open(&dir, &format!("action-{durability}.sqlite"), durability)?;
-        let attest = Attest::builder().ledger(ledger).agent("bench").build()?;
+        let attest = Attest::builder()
+            .ledger(ledger)
+            .policy(policy.clone())
+            .agent("bench")
+            .build()?;
         rows.push(per_call(
             &format!("whole action: act + ack, file-backed ({durability})"),
-            samples,
+            samples_for(durability, scale),
             || {
-                let action = action.clone();
+                let action = update_action();
                 runtime.block_on(attest.run(action, |_| async { Ok(json!({"id": "8812"})) }))?;
                 Ok(())
             },
         )?);
     }
+
+    let ask_ledger = open(&dir, "ask.sqlite", Durability::Normal)?;
+    let attest = Attest::builder()
+        .ledger(ask_ledger)
+        .policy(policy.clone())
+        .gate(AutoGate::approve("bench-approver"))
+        .build()?;
+    rows.push(per_call(
+        "whole action: ask auto-approved, file-backed (normal)",
+        scale.samples,
+        || {
+            let action = external_send();
+            runtime.block_on(attest.run(action, |_| async { Ok(json!({"id": "18c31"})) }))?;
+            Ok(())
+        },
+    )?);
+
+    rows.push(readback_row(&dir, &runtime, &policy, scale)?);
+    rows.extend(concurrency_rows(&dir, &runtime, &policy, scale)?);
+    rows.push(processes::several_processes(
+        dir.path(),
+        4,
+        scale.process_actions,
+    )?);
 
     let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
     let n_rows = scale.bulk_rows;
@@ -162,8 +264,172 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Vec<Row>> {
         Ok(())
     })?);
 
-    rows.extend(evidence(&dir, scale, &bulk_ledger)?);
+    rows.extend(evidence(&dir, scale, &bulk_ledger, &mut facts)?);
     rows.extend(limits(&dir, scale)?);
+    against(
+        &mut rows,
+        "ledger append, one row (normal)",
+        "limit: bare INSERT of the same bytes, own transaction (normal)",
+    );
+    against(
+        &mut rows,
+        "ledger append, one row (full)",
+        "limit: bare INSERT of the same bytes, own transaction (full)",
+    );
+    against(
+        &mut rows,
+        "whole action: act + ack, file-backed (full)",
+        "limit: write 512 bytes + fsync",
+    );
+    Ok(Report { rows, facts })
+}
+
+/// 200 rules, none of which match the external send, so every rule is tried.
+fn two_hundred_rules() -> String {
+    let mut yaml = String::from("policies:\n");
+    for i in 0..200 {
+        yaml.push_str(&format!(
+            "  - name: rule-{i}\n    match: {{system: system{i}, verb: [send, update], params: {{/amount: {{gt: {i}}}}}}}\n    decision: ask\n"
+        ));
+    }
+    yaml
+}
+
+/// A write read back from a local fake vendor (HubSpot's shape) over real HTTP.
+fn readback_row(
+    dir: &tempfile::TempDir,
+    runtime: &tokio::runtime::Runtime,
+    policy: &PolicyEngine,
+    scale: &Scale,
+) -> anyhow::Result<Row> {
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+    let address = listener.local_addr()?;
+    let app = axum::Router::new().route(
+        "/crm/v3/objects/deals/{id}",
+        axum::routing::get(
+            |axum::extract::Path(id): axum::extract::Path<String>| async move {
+                axum::Json(
+                    json!({"id": id, "archived": false, "properties": {"dealstage": "closedwon"}}),
+                )
+            },
+        ),
+    );
+    runtime.spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let env: HashMap<String, String> =
+        [("HUBSPOT_TOKEN".to_owned(), "bench-token".to_owned())].into();
+    let readback = ReadBack::builtin()?
+        .env(env)
+        .base_url("hubspot", format!("http://{address}"));
+    let ledger = open(dir, "readback.sqlite", Durability::Normal)?;
+    let attest = Attest::builder()
+        .ledger(ledger)
+        .policy(policy.clone())
+        .readback(readback)
+        .build()?;
+    let mut row = per_call(
+        "whole action: act + read-back, local fake vendor (normal)",
+        scale.samples,
+        || {
+            let action = update_action();
+            let receipt =
+                runtime.block_on(attest.run(action, |_| async { Ok(json!({"id": "8812"})) }))?;
+            anyhow::ensure!(
+                receipt.level == Some(attest_core::Level::Verified),
+                "read-back did not verify"
+            );
+            Ok(())
+        },
+    )?;
+    // The same GET with a bare client: what the HTTP round trip alone costs.
+    let mut client = reqwest_free_get(runtime, address)?;
+    let round_trip = per_call(
+        "limit: the same GET on a bare TCP connection",
+        scale.samples,
+        &mut client,
+    )?;
+    row.versus = Some((
+        format!(
+            "the GET alone ({} p50): Attest's own cost {}",
+            crate::measure::human(round_trip.p50_ns),
+            crate::measure::human((row.p50_ns - round_trip.p50_ns).max(0.0))
+        ),
+        row.p50_ns / round_trip.p50_ns.max(1.0),
+    ));
+    Ok(row)
+}
+
+/// A minimal HTTP/1.1 GET over a fresh TCP connection, to time the round trip alone.
+fn reqwest_free_get(
+    runtime: &tokio::runtime::Runtime,
+    address: std::net::SocketAddr,
+) -> anyhow::Result<impl FnMut() -> anyhow::Result<()> + '_> {
+    use std::io::Read;
+    let _ = runtime;
+    Ok(move || {
+        let mut stream = std::net::TcpStream::connect(address)?;
+        stream.write_all(
+            b"GET /crm/v3/objects/deals/8812 HTTP/1.1\r\nhost: bench\r\nconnection: close\r\n\r\n",
+        )?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response)?;
+        anyhow::ensure!(
+            response.starts_with(b"HTTP/1.1 200"),
+            "fake vendor did not answer 200"
+        );
+        Ok(())
+    })
+}
+
+/// Throughput with 1, 8 and 64 concurrent tasks at `full`: group commit at work.
+fn concurrency_rows(
+    dir: &tempfile::TempDir,
+    runtime: &tokio::runtime::Runtime,
+    policy: &PolicyEngine,
+    scale: &Scale,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for tasks in [1usize, 8, 64] {
+        let ledger = open(dir, &format!("tasks-{tasks}.sqlite"), Durability::Full)?;
+        let attest = Attest::builder()
+            .ledger(ledger)
+            .policy(policy.clone())
+            .build()?;
+        let per_task = if tasks == 1 {
+            scale.sync_samples
+        } else {
+            scale.per_task
+        };
+        let total = tasks * per_task;
+        rows.push(bulk(
+            &format!("throughput: {tasks} concurrent tasks (full), per action"),
+            total,
+            || {
+                runtime.block_on(async {
+                    let handles: Vec<_> = (0..tasks)
+                        .map(|_| {
+                            let attest = attest.clone();
+                            tokio::spawn(async move {
+                                for _ in 0..per_task {
+                                    attest
+                                        .run(update_action(), |_| async {
+                                            Ok(json!({"id": "8812"}))
+                                        })
+                                        .await?;
+                                }
+                                Ok::<_, attest_core::AttestError>(())
+                            })
+                        })
+                        .collect();
+                    for handle in handles {
+                        handle.await??;
+                    }
+                    Ok::<_, anyhow::Error>(())
+                })
+            },
+        )?);
+    }
     Ok(rows)
 }
 
@@ -172,15 +438,14 @@ fn evidence(
     dir: &tempfile::TempDir,
     scale: &Scale,
     bulk_ledger: &Ledger,
+    facts: &mut Vec<(String, String)>,
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     let (key, _) = SigningKey::generate("bench.attest/ledger")?;
     let trusted = [key.verifier().clone()];
-    let n_rows = scale.bulk_rows;
-    // Each sample appends one row first, so every checkpoint signs a new tree size.
-    let mut n = n_rows as u64;
+    let mut n = scale.bulk_rows as u64;
     rows.push(per_call(
-        &format!("checkpoint: sign the tree of {n_rows}+ rows"),
+        "checkpoint: sign the current tree (one row appended before each)",
         scale.sync_samples,
         || {
             n += 1;
@@ -189,12 +454,11 @@ fn evidence(
             Ok(())
         },
     )?);
-    bulk_ledger.checkpoint(&key)?;
     let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
     bulk_ledger.append_batch(&records)?;
     rows.push(per_call(
         "verify since a checkpoint, 100 new rows (signature included)",
-        scale.samples.min(1000),
+        scale.samples,
         || {
             let report = bulk_ledger.verify_with(VerifyOptions {
                 trusted: &trusted,
@@ -228,14 +492,22 @@ fn evidence(
         },
     )?);
     big.checkpoint(&key)?;
-    rows.push(once(&format!("full verify of {big_rows} rows"), || {
-        let report = big.verify_with(VerifyOptions {
-            trusted: &trusted,
-            ..VerifyOptions::default()
-        })?;
-        anyhow::ensure!(report.is_intact(), "big ledger does not verify");
-        Ok(())
-    })?);
+    rows.push(once(
+        &format!("full verify of {big_rows} rows (signatures checked)"),
+        || {
+            let report = big.verify_with(VerifyOptions {
+                trusted: &trusted,
+                ..VerifyOptions::default()
+            })?;
+            anyhow::ensure!(report.is_intact(), "big ledger does not verify");
+            Ok(())
+        },
+    )?);
+    let peak = processes::verify_peak_memory(big.path())?;
+    facts.push((
+        format!("peak RSS of a process verifying {big_rows} rows"),
+        format!("{:.1} MiB", peak as f64 / (1024.0 * 1024.0)),
+    ));
     let mut seq = 0u64;
     rows.push(per_call(
         &format!("one inclusion proof at {big_rows} rows"),
@@ -254,9 +526,10 @@ fn evidence(
 fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     let body = canonical_bytes(&record(1))?;
-    rows.push(per_call(
+    rows.push(per_call_batched(
         &format!("limit: raw SHA-256 of one {}-byte body", body.len()),
         scale.samples,
+        100,
         || {
             std::hint::black_box(Sha256::digest(&body));
             Ok(())
@@ -295,5 +568,22 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
             Ok(())
         },
     )?);
+    // Raw SHA-256 over a whole ledger's worth of bodies: the floor under full verify.
+    let bodies = vec![body; scale.bulk_rows];
+    let start = Instant::now();
+    for b in &bodies {
+        std::hint::black_box(Sha256::digest(b));
+    }
+    let per_row = start.elapsed().as_nanos() as f64 / bodies.len() as f64;
+    rows.push(Row {
+        name: format!("limit: raw SHA-256 over {} bodies, per body", bodies.len()),
+        samples: bodies.len(),
+        mean_ns: per_row,
+        p50_ns: per_row,
+        p95_ns: per_row,
+        ops_per_sec: 1e9 / per_row.max(1.0),
+        versus: None,
+    });
+    let _: Option<Value> = None;
     Ok(rows)
 }

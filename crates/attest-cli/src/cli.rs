@@ -74,6 +74,12 @@ pub(crate) enum Command {
     Prove(ProveArgs),
     /// Check a proof file from `attest prove --json` offline: no ledger needed.
     VerifyProof(VerifyProofArgs),
+    /// Record actions that already happened, from JSON lines, in one transaction.
+    ///
+    /// Each line is an action (`{"system","verb","target","params","actor","agent",…}`)
+    /// with an optional `"result"`; params and results are hashed, never stored. A bad
+    /// line imports nothing and is named by its line number.
+    Import(ImportArgs),
     /// Name the system, verb and target of a tool call, as the pipeline sees it.
     Detect(DetectArgs),
     /// Check, explain and test policies.
@@ -84,7 +90,23 @@ pub(crate) enum Command {
     /// Verifies first, signs a checkpoint, then removes; the remaining ledger still
     /// verifies end to end and its inclusion proofs still check. The newest entry stays.
     Prune(PruneArgs),
-
+    /// Read-back recipes: list the ones Attest knows, or lint recipe files.
+    #[command(subcommand)]
+    Recipes(RecipesCommand),
+    // --- approvals (issue 7) ---
+    /// List approval requests nobody has decided yet (expiring overdue ones first).
+    Pending(PendingArgs),
+    /// Approve or reject a pending request, by id or resume token.
+    ///
+    /// Exit 0: recorded. Exit 1: not pending (unknown, decided, expired) or not allowed
+    /// (not a listed approver, held for edits).
+    Confirm(ConfirmArgs),
+    /// Serve the approval inbox: a web page and JSON API for pending requests.
+    ///
+    /// Binds 127.0.0.1 unless told otherwise; a bearer token is required to listen
+    /// beyond loopback.
+    Serve(ServeArgs),
+    // --- end approvals ---
     // The servers (MCP proxy, MCP server, HTTP gateway).
     /// Put an MCP server behind the pipeline: `attest mcp-proxy -- npx -y @scope/server`.
     ///
@@ -323,9 +345,116 @@ pub(crate) struct PolicyExplainArgs {
     pub(crate) json: bool,
 }
 
-/// Who the servers record as acting, and how they answer `ask`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RecipesCommand {
+    /// List the built-in recipes (and those in --dir): name, system, verbs, the
+    /// credential variable and the base URL.
+    List(RecipesListArgs),
+    /// Lint recipe files (a directory of *.yaml, or one file); problems name file:line.
+    ///
+    /// Exit 0: every file loads. Exit 1: problems found. Exit 2: could not read.
+    Check(RecipesCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RecipesListArgs {
+    /// A directory of user recipes, listed before the built-in ones.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Print JSON (one array) instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RecipesCheckArgs {
+    /// The directory (or file) to lint.
+    pub(crate) path: PathBuf,
+}
+
+// --- approvals (issue 7) ---
+
+#[derive(Debug, Args)]
+pub(crate) struct PendingArgs {
+    /// Print a JSON array of requests (params shown only as their preview).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Approve or reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Verdict {
+    /// Run the action (with --edits: run the edited action, if policy still allows it).
+    Approve,
+    /// Do not run it.
+    Reject,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConfirmArgs {
+    /// The request's id, or its resume token.
+    pub(crate) id: String,
+    /// approve or reject.
+    #[arg(value_enum)]
+    pub(crate) verdict: Verdict,
+    /// Changes to the params: a JSON object merged into them (RFC 7396 merge patch).
+    #[arg(long, value_name = "JSON")]
+    pub(crate) edits: Option<String>,
+    /// Who decides [default: $ATTEST_APPROVER, else $USER].
+    #[arg(long, env = "ATTEST_APPROVER", value_name = "NAME")]
+    pub(crate) approver: Option<String>,
+    /// A note recorded with the decision.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) note: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) host: String,
+    /// The port (0: any free port; the address is printed).
+    #[arg(long, default_value_t = 8321)]
+    pub(crate) port: u16,
+    /// A bearer token the API requires (required beyond loopback).
+    #[arg(
+        long,
+        env = "ATTEST_INBOX_TOKEN",
+        hide_env_values = true,
+        value_name = "T"
+    )]
+    pub(crate) token: Option<String>,
+    /// Slack's signing secret: enables POST /slack/interactions (approve/reject buttons).
+    #[arg(
+        long,
+        env = "ATTEST_SLACK_SIGNING_SECRET",
+        hide_env_values = true,
+        value_name = "S"
+    )]
+    pub(crate) slack_signing_secret: Option<String>,
+    /// A key for one-click approve/reject links: enables /links/….
+    #[arg(
+        long,
+        env = "ATTEST_LINK_KEY",
+        hide_env_values = true,
+        value_name = "K"
+    )]
+    pub(crate) link_key: Option<String>,
+    /// The inbox's public base URL, for links [default: http://HOST:PORT].
+    #[arg(long, value_name = "URL")]
+    pub(crate) public_url: Option<String>,
+}
+// --- end approvals ---
+
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// The JSON-lines file (`-` for standard input).
+    pub(crate) file: PathBuf,
+}
+
+/// Who the servers record as acting, and how they answer `ask`.
+#[derive(Debug, Args)]
+pub(crate) struct ModeArgs {
     /// How `ask` is answered: block (the gate answers; wait up to --timeout), pending
     /// (hold and return a token; needs the approval store), auto (approve; demos only).
     #[arg(long, value_enum, default_value_t = crate::servers::Mode::Block)]
@@ -348,7 +477,7 @@ pub(crate) struct McpProxyArgs {
     #[arg(long)]
     pub(crate) server: Option<String>,
     #[command(flatten)]
-    pub(crate) serve: ServeArgs,
+    pub(crate) serve: ModeArgs,
     /// The upstream MCP server's command and arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub(crate) command: Vec<String>,
@@ -388,5 +517,5 @@ pub(crate) struct GatewayArgs {
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub(crate) upstream_timeout: u64,
     #[command(flatten)]
-    pub(crate) serve: ServeArgs,
+    pub(crate) serve: ModeArgs,
 }

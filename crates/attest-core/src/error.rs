@@ -1,5 +1,6 @@
 use thiserror::Error;
 
+use crate::approvals::{ApprovalError, ResumeToken};
 use crate::Receipt;
 
 /// The error a tool returns; any error type will do.
@@ -24,6 +25,29 @@ pub enum AttestError {
         /// The ledger row of the rejection.
         receipt: Box<Receipt>,
     },
+    /// Nobody has answered yet: the request waits in the approval store. Hand `token` to
+    /// whoever will resume it ([`crate::Attest::resume`]); `receipt` is the ask's row.
+    #[error("waiting for a person to approve request {id}")]
+    Pending {
+        /// The approval request's id.
+        id: String,
+        /// The token that resumes the action once it is decided.
+        token: ResumeToken,
+        /// The ledger row of the ask (execution `pending`).
+        receipt: Box<Receipt>,
+    },
+    /// Nobody answered before the request expired: counted as a rejection, recorded as
+    /// `expired`; the action did not run.
+    #[error("approval request {id} expired before anyone decided")]
+    Expired {
+        /// The approval request's id.
+        id: String,
+        /// The ledger row of the expiry.
+        receipt: Box<Receipt>,
+    },
+    /// The approval store refused or failed (unknown token, already used, altered, …).
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
     /// The tool ran and failed.
     #[error("the tool failed")]
     ToolFailed {
@@ -42,6 +66,31 @@ pub enum AttestError {
     /// The ledger writer task stopped unexpectedly.
     #[error("the ledger writer stopped")]
     Writer(#[source] tokio::task::JoinError),
+    /// The read-back HTTP client could not be built.
+    #[error("cannot build the read-back http client")]
+    Http(#[source] reqwest::Error),
+    /// A read-back recipe (or OpenAPI spec) is wrong; `line` and `column` are 1-based,
+    /// 0 when the problem is the whole file.
+    #[error("{origin}:{line}:{column}: {message}")]
+    Recipe {
+        /// The file (or built-in name) the recipe came from.
+        origin: String,
+        /// The line of the problem.
+        line: usize,
+        /// The column of the problem.
+        column: usize,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// A recipe directory or spec file could not be read.
+    #[error("cannot read {path}")]
+    RecipeIo {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),
@@ -53,7 +102,9 @@ impl AttestError {
         match self {
             AttestError::Refused { receipt }
             | AttestError::Rejected { receipt, .. }
-            | AttestError::ToolFailed { receipt, .. } => Some(receipt),
+            | AttestError::ToolFailed { receipt, .. }
+            | AttestError::Pending { receipt, .. }
+            | AttestError::Expired { receipt, .. } => Some(receipt),
             _ => None,
         }
     }

@@ -2,6 +2,9 @@
 
 use async_trait::async_trait;
 use attest_policy::{Action, Verdict};
+use serde_json::Value;
+
+use crate::approvals::ResumeToken;
 
 /// A person's (or a stand-in's) answer to an `ask`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +24,32 @@ pub enum GateDecision {
         channel: String,
         /// Why, when given.
         note: Option<String>,
+    },
+    /// Run the action with edited params. The pipeline applies `edits` (a JSON merge
+    /// patch, RFC 7396) and asks policy again before anything runs.
+    Edit {
+        /// Who approved the edited action.
+        approver: String,
+        /// Where.
+        channel: String,
+        /// The merge patch on the params.
+        edits: Value,
+        /// A note, when given.
+        note: Option<String>,
+    },
+    /// Nobody has answered yet; the request waits in the approval store. The pipeline
+    /// records the ask and returns [`crate::AttestError::Pending`] with this token.
+    Pending {
+        /// The request's id.
+        id: String,
+        /// The token that resumes it.
+        token: ResumeToken,
+    },
+    /// The request was answered in the approval store; the pipeline reads the answer
+    /// (approve, edit, reject, expiry) from there.
+    Stored {
+        /// The request's id.
+        id: String,
     },
 }
 

@@ -8,9 +8,14 @@
 //! The principal types:
 //! - [`Attest`]: the pipeline, built with [`Attest::builder`].
 //! - [`Receipt`]: what a call returns: seq, entry hash, decision, verification level.
-//! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`]).
+//! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`], [`ConsoleGate`],
+//!   [`StoreGate`]).
+//! - [`ApprovalStore`]: durable approval requests, resumed with [`Attest::resume`]
+//!   ([`approvals`] module).
 //! - [`Tool`]: a tool object to wrap once and call many times; [`Attest::wrap_fn`] and
 //!   [`Attest::wrap_all`] govern a framework's async functions and tool lists.
+//! - [`ReadBack`]: how writes are read back from their systems of record (the
+//!   [`verification`] ladder and its drivers).
 //! - [`detect()`]: names the system, verb and target of a tool call ([`mod@detect`] module).
 //!
 //! ```
@@ -32,6 +37,8 @@
 //! # }
 //! ```
 
+pub mod approvals;
+mod console_gate;
 pub mod detect;
 mod error;
 mod gate;
@@ -41,14 +48,20 @@ mod record;
 #[cfg(feature = "rig")]
 pub mod rig;
 mod tool;
-mod verification;
+pub mod verification;
 mod wrap;
 
+pub use approvals::{
+    Answer, ApprovalError, ApprovalRequest, ApprovalStore, ResumeToken, StoreGate,
+};
+pub use console_gate::ConsoleGate;
 pub use detect::{detect, DetectError, DetectInput, Detection, Registry};
 pub use error::{AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
-pub use pipeline::{Attest, AttestBuilder};
+pub use pipeline::{Attest, AttestBuilder, Decided};
 pub use receipt::Receipt;
 pub use tool::{Governed, Tool};
-pub use verification::{acknowledges, CustomCheck, Level};
+pub use verification::{
+    acknowledges, CustomCheck, Finding, HttpOptions, Level, ReadBack, ReadBackDriver, RecipeDriver,
+};
 pub use wrap::FnTool;

@@ -1,15 +1,16 @@
 //! The pipeline every action goes through: policy, gate, act, verify, record.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use attest_ledger::{Appended, Confirm, Ledger, Record};
 use attest_policy::{Action, Decision, Policy, PolicyError, RiskTierPolicy, Verdict};
 use serde_json::Value;
 
+use crate::approvals::{apply_edits, may_decide, ApprovalStore};
 use crate::gate::{Gate, GateDecision, RejectGate};
 use crate::record::{to_record, Outcome};
-use crate::verification::{acknowledges, verify, CustomCheck, Level};
+use crate::verification::{acknowledges, verify, CustomCheck, Level, ReadBack};
 use crate::{AttestError, Receipt, ToolError};
 
 /// The governance layer: wraps tool calls so each one is decided, run, verified and
@@ -23,7 +24,13 @@ pub struct Attest {
     gate: Arc<dyn Gate>,
     agent: Option<String>,
     actor: Option<String>,
+    readback: Option<Arc<ReadBack>>,
+    /// The approval store, opened on first use unless the builder was given one.
+    approvals: Arc<OnceLock<Arc<ApprovalStore>>>,
 }
+
+mod resume;
+pub use resume::Decided;
 
 impl std::fmt::Debug for Attest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -44,6 +51,8 @@ pub struct AttestBuilder {
     gate: Option<Arc<dyn Gate>>,
     agent: Option<String>,
     actor: Option<String>,
+    readback: Option<Arc<ReadBack>>,
+    approvals: Option<Arc<ApprovalStore>>,
 }
 
 impl AttestBuilder {
@@ -83,6 +92,20 @@ impl AttestBuilder {
         self
     }
 
+    /// Reads writes back from their systems of record (the first rung of the
+    /// verification ladder). Without it, results are checked by their shape only.
+    pub fn readback(mut self, readback: impl Into<Arc<ReadBack>>) -> Self {
+        self.readback = Some(readback.into());
+        self
+    }
+
+    /// The approval store that [`Attest::resume`] and [`Attest::decide`] use (by
+    /// default, one opened on the ledger's file when first needed).
+    pub fn approvals(mut self, store: Arc<ApprovalStore>) -> Self {
+        self.approvals = Some(store);
+        self
+    }
+
     /// Builds the pipeline; fails only when no ledger was given.
     pub fn build(self) -> Result<Attest, AttestError> {
         Ok(Attest {
@@ -93,6 +116,8 @@ impl AttestBuilder {
             gate: self.gate.unwrap_or_else(|| Arc::new(RejectGate)),
             agent: self.agent,
             actor: self.actor,
+            readback: self.readback,
+            approvals: Arc::new(self.approvals.map(OnceLock::from).unwrap_or_default()),
         })
     }
 }
@@ -103,6 +128,13 @@ struct Cleared {
     verdict: Verdict,
     confirm: Option<Confirm>,
     approver: Option<String>,
+}
+
+/// What the gate step leaves: an action cleared to run, or a stored request whose
+/// answer decides.
+enum Gated {
+    Run(Box<(Prepared, Cleared)>),
+    Stored(String),
 }
 
 /// A prepared action: id and defaults filled in, params hashed.
@@ -123,7 +155,8 @@ impl Attest {
     }
 
     /// Decides `action`, runs `execute` with its params if allowed, verifies the result
-    /// by its shape, and records the outcome.
+    /// (read back when [`AttestBuilder::readback`] is set, else by its shape), and
+    /// records the outcome.
     ///
     /// A refused or rejected action never runs; refusal, rejection and a failed tool
     /// are each recorded and returned as an [`AttestError`] carrying the receipt.
@@ -160,7 +193,30 @@ impl Attest {
         Fut: Future<Output = Result<Value, ToolError>>,
     {
         let prepared = self.prepare(action)?;
-        let cleared = self.clear(&prepared).await?;
+        match self.clear(prepared).await? {
+            Gated::Run(cleared) => {
+                let (prepared, cleared) = *cleared;
+                self.execute(prepared, cleared, execute, check).await
+            }
+            Gated::Stored(id) => {
+                let request = self.in_store(move |store| store.get_by_id(&id)).await?;
+                self.finish(request, None, None, execute, check).await
+            }
+        }
+    }
+
+    /// Runs a cleared action, verifies the result and records the outcome.
+    async fn execute<F, Fut>(
+        &self,
+        prepared: Prepared,
+        cleared: Cleared,
+        execute: F,
+        check: Option<&CustomCheck>,
+    ) -> Result<Receipt, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<Value, ToolError>>,
+    {
         let Prepared {
             action,
             params_hash,
@@ -168,7 +224,9 @@ impl Attest {
         let outcome = execute(action.params.clone()).await;
         let (record, level) = match &outcome {
             Ok(result) => {
-                let (level, verification) = verify(&action, result, check).await;
+                // Before the append: no ledger lock is held while the vendor is read.
+                let readback = self.readback.as_deref();
+                let (level, verification) = verify(&action, result, check, readback).await;
                 let ran = Outcome::Ran(result, verification);
                 (
                     self.to_record(&action, params_hash, &cleared, ran)?,
@@ -230,6 +288,42 @@ impl Attest {
         action: Action,
         result: Option<&Value>,
     ) -> Result<Receipt, AttestError> {
+        let (record, receipt) = self.recorded(action, result)?;
+        let appended = self.append(record).await?;
+        Ok(receipt.with_row(appended))
+    }
+
+    /// Records many actions that already happened, in one transaction: all or none.
+    ///
+    /// Each item is an action and, optionally, the result it had (hashed, never stored).
+    pub async fn record_batch(
+        &self,
+        items: Vec<(Action, Option<Value>)>,
+    ) -> Result<Vec<Receipt>, AttestError> {
+        let mut records = Vec::with_capacity(items.len());
+        let mut receipts = Vec::with_capacity(items.len());
+        for (action, result) in items {
+            let (record, receipt) = self.recorded(action, result.as_ref())?;
+            records.push(record);
+            receipts.push(receipt);
+        }
+        let ledger = Arc::clone(&self.ledger);
+        let appended = tokio::task::spawn_blocking(move || ledger.append_batch(&records))
+            .await
+            .map_err(AttestError::Writer)??;
+        Ok(receipts
+            .into_iter()
+            .zip(appended)
+            .map(|(receipt, row)| receipt.with_row(row))
+            .collect())
+    }
+
+    /// The record and the receipt (without its row) of an action reported after the fact.
+    fn recorded(
+        &self,
+        action: Action,
+        result: Option<&Value>,
+    ) -> Result<(Record, Receipt), AttestError> {
         let Prepared {
             action,
             params_hash,
@@ -259,10 +353,9 @@ impl Attest {
             None,
             Outcome::Recorded(result, verification),
         )?;
-        let appended = self.append(record).await?;
-        let mut receipt = Receipt::new(&action.id, appended, Decision::Recorded, verdict.reasons);
+        let mut receipt = Receipt::unwritten(&action.id, Decision::Recorded, verdict.reasons);
         receipt.level = Some(level);
-        Ok(receipt)
+        Ok((record, receipt))
     }
 
     fn prepare(&self, mut action: Action) -> Result<Prepared, AttestError> {
@@ -283,60 +376,209 @@ impl Attest {
     }
 
     /// Policy, then the gate when policy asks. Refusals and rejections are recorded here
-    /// and end the call; anything else yields the proof that the action may run.
-    async fn clear(&self, prepared: &Prepared) -> Result<Cleared, AttestError> {
-        let action = &prepared.action;
-        let verdict = match self.policy.evaluate(action) {
+    /// and end the call; anything else yields the proof that the action may run (or
+    /// names the stored request whose answer decides).
+    async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
+        let verdict = self.evaluate(&prepared.action);
+        match verdict.decision {
+            Decision::Act => Ok(Gated::Run(Box::new((
+                prepared,
+                Cleared {
+                    verdict,
+                    confirm: None,
+                    approver: None,
+                },
+            )))),
+            Decision::Ask => {
+                let answer = self.gate.decide(&prepared.action, &verdict).await;
+                self.settle(prepared, verdict, answer).await
+            }
+            Decision::Refuse | Decision::Recorded => {
+                let receipt = self.record_not_run(&prepared, &verdict, None).await?;
+                Err(AttestError::Refused {
+                    receipt: Box::new(receipt),
+                })
+            }
+        }
+    }
+
+    /// Policy's verdict; a policy that fails or answers `recorded` refuses (fail closed).
+    fn evaluate(&self, action: &Action) -> Verdict {
+        match self.policy.evaluate(action) {
             Ok(verdict) if verdict.decision != Decision::Recorded => verdict,
             Ok(_) => undecided(
                 action,
                 "policy answered `recorded`, which is not a decision",
             ),
             Err(err) => undecided(action, &policy_failure(&err)),
-        };
-        match verdict.decision {
-            Decision::Act => Ok(Cleared {
-                verdict,
-                confirm: None,
-                approver: None,
-            }),
-            Decision::Ask => match self.gate.decide(action, &verdict).await {
-                GateDecision::Approve { approver, channel } => Ok(Cleared {
-                    verdict,
-                    confirm: Some(Confirm {
-                        outcome: "approved".to_owned(),
-                        approver: Some(approver.clone()),
-                        channel: Some(channel),
-                        note: None,
-                    }),
-                    approver: Some(approver),
-                }),
-                GateDecision::Reject {
-                    approver,
-                    channel,
-                    note,
-                } => {
-                    let confirm = Confirm {
-                        outcome: "rejected".to_owned(),
-                        approver: Some(approver.clone()),
-                        channel: Some(channel),
-                        note,
-                    };
-                    let receipt = self
-                        .record_not_run(prepared, &verdict, Some(confirm))
-                        .await?;
-                    let mut receipt = Box::new(receipt);
-                    receipt.approver = Some(approver.clone());
-                    Err(AttestError::Rejected { approver, receipt })
+        }
+    }
+
+    /// Acts on a gate's answer to an `ask`.
+    async fn settle(
+        &self,
+        prepared: Prepared,
+        verdict: Verdict,
+        answer: GateDecision,
+    ) -> Result<Gated, AttestError> {
+        match answer {
+            GateDecision::Approve { approver, channel } => {
+                let refusal = if verdict.hold {
+                    Some("held for unfilled placeholders: only an edited action may run")
+                } else if !may_decide(&verdict, &approver) {
+                    Some("not a listed approver for this action")
+                } else {
+                    None
+                };
+                if let Some(note) = refusal {
+                    let note = Some(note.to_owned());
+                    return self
+                        .reject(&prepared, &verdict, approver, channel, note)
+                        .await;
                 }
-            },
-            Decision::Refuse | Decision::Recorded => {
-                let receipt = self.record_not_run(prepared, &verdict, None).await?;
-                Err(AttestError::Refused {
+                let confirm = confirm("approved", &approver, channel, None);
+                Ok(Gated::Run(Box::new((
+                    prepared,
+                    Cleared {
+                        verdict,
+                        confirm: Some(confirm),
+                        approver: Some(approver),
+                    },
+                ))))
+            }
+            GateDecision::Reject {
+                approver,
+                channel,
+                note,
+            } => {
+                self.reject(&prepared, &verdict, approver, channel, note)
+                    .await
+            }
+            GateDecision::Edit {
+                approver,
+                channel,
+                edits,
+                note,
+            } => {
+                if !may_decide(&verdict, &approver) {
+                    let note = Some("not a listed approver for this action".to_owned());
+                    return self
+                        .reject(&prepared, &verdict, approver, channel, note)
+                        .await;
+                }
+                let edited = match apply_edits(&prepared.action.id, &prepared.action, &edits) {
+                    Ok(edited) => edited,
+                    Err(err) => {
+                        let note = Some(err.to_string());
+                        return self
+                            .reject(&prepared, &verdict, approver, channel, note)
+                            .await;
+                    }
+                };
+                let confirm = confirm("edited", &approver, channel, note);
+                let prepared = self.prepare(edited)?;
+                let cleared = self.recheck(prepared, confirm, approver).await?;
+                Ok(Gated::Run(Box::new(cleared)))
+            }
+            GateDecision::Pending { id, token } => {
+                let receipt = self.record_ask(&prepared, &verdict, &id).await?;
+                Err(AttestError::Pending {
+                    id,
+                    token,
                     receipt: Box::new(receipt),
                 })
             }
+            GateDecision::Stored { id } => Ok(Gated::Stored(id)),
         }
+    }
+
+    /// Policy again, for an edited action: a refusal stands, placeholders must be gone,
+    /// and the approver must be listed for the edited action too.
+    async fn recheck(
+        &self,
+        prepared: Prepared,
+        confirm: Confirm,
+        approver: String,
+    ) -> Result<(Prepared, Cleared), AttestError> {
+        let mut verdict = self.evaluate(&prepared.action);
+        let refusal = match verdict.decision {
+            Decision::Refuse | Decision::Recorded => Some(None),
+            _ if verdict.hold => Some(Some("the edited action still holds unfilled placeholders")),
+            _ if !may_decide(&verdict, &approver) => {
+                Some(Some("the approver is not listed for the edited action"))
+            }
+            _ => None,
+        };
+        if let Some(extra) = refusal {
+            verdict.decision = Decision::Refuse;
+            if let Some(reason) = extra {
+                verdict.reasons.push(reason.to_owned());
+            }
+            let receipt = self
+                .record_not_run(&prepared, &verdict, Some(confirm))
+                .await?;
+            let mut receipt = Box::new(receipt);
+            receipt.approver = Some(approver);
+            return Err(AttestError::Refused { receipt });
+        }
+        // A person was asked: the row says `ask`, with the edited action's reasons.
+        verdict.decision = Decision::Ask;
+        Ok((
+            prepared,
+            Cleared {
+                verdict,
+                confirm: Some(confirm),
+                approver: Some(approver),
+            },
+        ))
+    }
+
+    /// Records a rejection and ends the call.
+    async fn reject(
+        &self,
+        prepared: &Prepared,
+        verdict: &Verdict,
+        approver: String,
+        channel: String,
+        note: Option<String>,
+    ) -> Result<Gated, AttestError> {
+        let confirm = confirm("rejected", &approver, channel, note);
+        let receipt = self
+            .record_not_run(prepared, verdict, Some(confirm))
+            .await?;
+        let mut receipt = Box::new(receipt);
+        receipt.approver = Some(approver.clone());
+        Err(AttestError::Rejected { approver, receipt })
+    }
+
+    /// Records the ask of a request left pending (execution `pending`), and links the
+    /// row to the request.
+    async fn record_ask(
+        &self,
+        prepared: &Prepared,
+        verdict: &Verdict,
+        id: &str,
+    ) -> Result<Receipt, AttestError> {
+        let record = to_record(
+            &prepared.action,
+            prepared.params_hash.clone(),
+            verdict,
+            Decision::Ask,
+            None,
+            Outcome::Pending,
+        )?;
+        let appended = self.append(record).await?;
+        let receipt = Receipt::new(
+            &prepared.action.id,
+            appended,
+            Decision::Ask,
+            verdict.reasons.clone(),
+        );
+        let id = id.to_owned();
+        let row = (receipt.seq, receipt.entry_hash.clone(), receipt.ts.clone());
+        self.in_store(move |store| store.set_ask_row(&id, (row.0, &row.1, &row.2)))
+            .await?;
+        Ok(receipt)
     }
 
     async fn record_not_run(
@@ -369,6 +611,15 @@ impl Attest {
             .await
             .map_err(AttestError::Writer)?
             .map_err(AttestError::Ledger)
+    }
+}
+
+fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>) -> Confirm {
+    Confirm {
+        outcome: outcome.to_owned(),
+        approver: Some(approver.to_owned()),
+        channel: Some(channel),
+        note,
     }
 }
 

@@ -39,22 +39,35 @@ fn level_word<S: serde::Serializer>(level: &Option<Level>, s: S) -> Result<S::Ok
 }
 
 impl Receipt {
-    pub(crate) fn new(
-        action_id: &str,
-        appended: Appended,
-        decision: Decision,
-        reasons: Vec<String>,
-    ) -> Self {
+    /// A receipt whose row is not written yet (see [`Receipt::with_row`]).
+    pub(crate) fn unwritten(action_id: &str, decision: Decision, reasons: Vec<String>) -> Self {
         Receipt {
             action_id: action_id.to_owned(),
-            seq: appended.seq,
-            entry_hash: to_hex(&appended.hash),
-            ts: appended.ts,
+            seq: 0,
+            entry_hash: String::new(),
+            ts: String::new(),
             decision,
             reasons,
             approver: None,
             level: None,
             result: None,
         }
+    }
+
+    /// The receipt, naming the row its action was written to.
+    pub(crate) fn with_row(mut self, appended: Appended) -> Self {
+        self.seq = appended.seq;
+        self.entry_hash = to_hex(&appended.hash);
+        self.ts = appended.ts;
+        self
+    }
+
+    pub(crate) fn new(
+        action_id: &str,
+        appended: Appended,
+        decision: Decision,
+        reasons: Vec<String>,
+    ) -> Self {
+        Receipt::unwritten(action_id, decision, reasons).with_row(appended)
     }
 }

@@ -11,6 +11,8 @@ use crate::AttestError;
 pub(crate) enum Outcome<'a> {
     /// Not run (refused or rejected).
     NotRun,
+    /// Not run yet: waiting for a person's answer in the approval store.
+    Pending,
     /// Ran and returned `result`.
     Ran(&'a Value, Verification),
     /// Ran and failed with this message.
@@ -29,6 +31,7 @@ pub(crate) fn to_record(
 ) -> Result<Record, AttestError> {
     let (execution, verification) = match outcome {
         Outcome::NotRun => (execution("not_run", None, None), None),
+        Outcome::Pending => (execution("pending", None, None), None),
         Outcome::Ran(result, verification) => (
             execution("ok", Some(hash_value(result)?), None),
             Some(verification),

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use attest_policy::Action;
 use serde_json::Value;
 
-use crate::{Attest, AttestError, CustomCheck, Receipt, ToolError};
+use crate::{Attest, AttestError, CustomCheck, Receipt, ResumeToken, ToolError};
 
 /// A tool an agent can call, described well enough for policy to decide on it.
 #[async_trait]
@@ -36,6 +36,16 @@ impl<T: Tool> Governed<T> {
         match self.tool.check() {
             Some(check) => self.attest.run_checked(action, execute, check).await,
             None => self.attest.run(action, execute).await,
+        }
+    }
+
+    /// Runs the call a resume token stands for, once a person has approved it (see
+    /// [`Attest::resume`]); in this process or another that wraps the same tool.
+    pub async fn resume(&self, token: &ResumeToken) -> Result<Receipt, AttestError> {
+        let execute = |params| self.tool.call(params);
+        match self.tool.check() {
+            Some(check) => self.attest.resume_checked(token, execute, check).await,
+            None => self.attest.resume(token, execute).await,
         }
     }
 

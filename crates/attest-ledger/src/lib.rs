@@ -13,6 +13,12 @@
 //!   of the previous entry's body (64 zeros before seq 1); `"ts"`: RFC 3339 UTC;
 //! - the [`Record`]'s fields, optional ones left out when absent.
 //!
+//! An action a person is asked about and answers later leaves two rows with the same
+//! `action_id`: the ask (`"decision": "ask"`, `"execution": {"status": "pending"}`, no
+//! `confirm`), then the outcome, whose `confirm` says who decided (`approved`, `edited`,
+//! `rejected`, or `expired` with no approver) and on which channel. No field was added
+//! for this: `pending` is a new value of `execution.status`.
+//!
 //! The entry hash is SHA-256 over exactly those bytes. To check a ledger without this
 //! crate: `attest export --format jsonl`, then for each line, SHA-256 the line's bytes
 //! (without the newline) and compare with the next line's `prev`.

@@ -99,8 +99,9 @@ pub struct Appended {
     pub ts: String,
 }
 
-/// One row as listings show it, read from the indexed columns only.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One row as listings show it, read from the indexed columns only. Serializes with
+/// the hash as lower-case hex, the form listings and APIs print.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RowSummary {
     /// The row's seq.
     pub seq: u64,
@@ -117,7 +118,12 @@ pub struct RowSummary {
     /// The verification level, if the action ran.
     pub level: Option<String>,
     /// The entry hash.
+    #[serde(serialize_with = "hex_hash")]
     pub hash: Hash,
+}
+
+fn hex_hash<S: serde::Serializer>(hash: &Hash, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&to_hex(hash))
 }
 
 /// One stored row, as verify and export read it.

@@ -2,7 +2,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use attest_ledger::to_hex;
-use serde_json::json;
 
 use crate::cli::LedgerArgs;
 use crate::commands::short;
@@ -13,16 +12,6 @@ pub(crate) fn run(config: &Config, args: &LedgerArgs) -> anyhow::Result<ExitCode
     let rows = ledger.list(args.limit)?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        let rows: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!({
-                    "seq": r.seq, "ts": r.ts, "system": r.system, "verb": r.verb,
-                    "agent": r.agent, "decision": r.decision, "level": r.level,
-                    "hash": to_hex(&r.hash),
-                })
-            })
-            .collect();
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);

@@ -1,14 +1,17 @@
 //! One module per command; each returns the exit code its outcome means.
 
+mod approvals;
 mod checkpoint;
 mod demo;
 mod detect;
 mod export;
+mod import;
 mod keys;
 mod ledger;
 mod policy;
 mod prove;
 mod prune;
+mod recipes;
 mod servers;
 mod verify;
 
@@ -18,6 +21,10 @@ use crate::cli::{Cli, Command};
 use crate::config::Config;
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Recipes(command) = &cli.command {
+        // Needs no ledger settings.
+        return recipes::run(command);
+    }
     let config = Config::from_global(&cli.global)?;
     match cli.command {
         Command::Demo => demo::run(&config),
@@ -31,8 +38,15 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
         Command::Detect(args) => detect::run(&args),
+        Command::Import(args) => import::run(&config, &args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
+        Command::Recipes(command) => recipes::run(&command),
+        // approvals (issue 7)
+        Command::Pending(args) => approvals::pending(&config, &args),
+        Command::Confirm(args) => approvals::confirm(&config, &args),
+        Command::Serve(args) => approvals::serve(&config, &args),
+        // servers (issue 8)
         Command::McpProxy(args) => servers::mcp_proxy(&config, args),
         Command::McpServer(args) => servers::mcp_server(&config, &args),
         Command::Gateway(args) => servers::gateway(&config, &args),

@@ -9,7 +9,7 @@ use anyhow::Context;
 use attest_core::Attest;
 use attest_policy::Policy;
 
-use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ServeArgs};
+use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ModeArgs};
 use crate::config::Config;
 use crate::servers::{gate_for, gateway, mcp_proxy, mcp_server, Mode};
 
@@ -37,7 +37,7 @@ fn pipeline(
     Ok((builder.build()?, policy))
 }
 
-fn serve_pipeline(config: &Config, serve: &ServeArgs) -> anyhow::Result<Attest> {
+fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
     if serve.mode == Mode::Pending {
         eprintln!("attest: warning: {}", crate::servers::PENDING_UNAVAILABLE);
     }

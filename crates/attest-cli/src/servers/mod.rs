@@ -1,6 +1,6 @@
-//! The servers that put Attest where agents already call tools: the MCP proxy, the MCP
-//! server and the HTTP gateway. Each builds over `attest-core` types; none decides
-//! anything itself.
+//! The servers: routers over `attest-core` types, apart from the code that serves them.
+//! The approval inbox (`attest serve`), and what puts Attest where agents already call
+//! tools: the MCP proxy, the MCP server and the HTTP gateway. None decides anything itself.
 //!
 //! What they share lives here: how `ask` is answered ([`Mode`], [`gate_for`]) and the
 //! receipt they hand back ([`receipt_json`]).
@@ -14,6 +14,7 @@
 //! gate goes) and each server's `pending` branch (where the resume token is returned).
 
 pub(crate) mod gateway;
+pub(crate) mod inbox;
 pub(crate) mod mcp_proxy;
 pub(crate) mod mcp_server;
 

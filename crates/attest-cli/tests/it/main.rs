@@ -4,13 +4,17 @@
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod approvals;
 mod bad_input;
 mod demo;
 mod evidence;
 mod export;
 mod gateway;
+mod import;
+mod inbox_browser;
 mod mcp;
 mod policy;
+mod recipes;
 mod tamper;
 
 use std::path::Path;

@@ -1,10 +1,14 @@
 //! Integration tests for attest-core, in one test binary: the pipeline on a real
-//! SQLite ledger, and detection against its corpus.
+//! SQLite ledger, detection against its corpus, and read-back against local vendors.
 
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod approvals;
 mod detect;
+mod fake;
 mod group_commit;
 mod pipeline;
+mod readback;
+mod recipes;
 mod secrets;

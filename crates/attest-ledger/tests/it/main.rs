@@ -5,6 +5,7 @@
 
 mod chain;
 mod concurrency;
+mod crash;
 mod tamper;
 mod tree;
 

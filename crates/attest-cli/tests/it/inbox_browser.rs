@@ -1,0 +1,300 @@
+//! The approval inbox in a real browser: headless Chromium, driven over the DevTools
+//! protocol, loads the page, fills in who approves, clicks Approve, and the action
+//! waiting in this process runs. Screenshots go to `target/test-artifacts/`.
+//!
+//! Skipped, with a message, only when no Chromium is installed (`.ci/run` installs
+//! Debian's `chromium`; `ATTEST_CHROMIUM` names another binary).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::approvals::{payment, pipeline, serve};
+
+fn find_chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("ATTEST_CHROMIUM") {
+        return Some(PathBuf::from(path));
+    }
+    let names = [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ];
+    let dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    ["/usr/bin/chromium"]
+        .iter()
+        .map(PathBuf::from)
+        .chain(
+            dirs.iter()
+                .flat_map(|d| names.iter().map(move |n| d.join(n))),
+        )
+        .find(|p| p.is_file())
+}
+
+/// A headless Chromium, closed when dropped.
+struct Browser {
+    child: Child,
+    ws_url: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn launch(binary: &Path) -> Browser {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(binary)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1100,800",
+            "--remote-debugging-port=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Chromium prints its DevTools address on stderr once it listens.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                let _ = tx.send(url.trim().to_owned());
+            }
+        }
+    });
+    let ws_url = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("chromium did not print its DevTools address");
+    Browser {
+        child,
+        ws_url,
+        _profile: profile,
+    }
+}
+
+/// A minimal DevTools protocol client: one browser connection, flat sessions.
+struct Cdp {
+    ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    next: u64,
+}
+
+impl Cdp {
+    async fn connect(url: &str) -> Cdp {
+        let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        Cdp { ws, next: 0 }
+    }
+
+    async fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            message["sessionId"] = json!(session);
+        }
+        self.ws
+            .send(Message::Text(message.to_string().into()))
+            .await
+            .unwrap();
+        loop {
+            let frame = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+                .await
+                .unwrap_or_else(|_| panic!("no answer to {method}"))
+                .unwrap()
+                .unwrap();
+            let Message::Text(text) = frame else { continue };
+            let value: Value = serde_json::from_str(&text).unwrap();
+            if value["id"] == id {
+                assert!(value.get("error").is_none(), "{method}: {value}");
+                return value["result"].clone();
+            }
+        }
+    }
+
+    /// Evaluates `expression` in the page and returns its value.
+    async fn eval(&mut self, session: &str, expression: &str) -> Value {
+        let result = self
+            .call(
+                Some(session),
+                "Runtime.evaluate",
+                json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+            )
+            .await;
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
+        result["result"]["value"].clone()
+    }
+
+    /// Polls `expression` until it is `true`.
+    async fn wait_for(&mut self, session: &str, expression: &str, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.eval(session, expression).await != json!(true) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A real mouse click at the centre of the element `selector` matches.
+    async fn click(&mut self, session: &str, selector: &str) {
+        let rect = self
+            .eval(
+                session,
+                &format!(
+                    "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); \
+                     return {{x: r.x + r.width / 2, y: r.y + r.height / 2}}; }})()"
+                ),
+            )
+            .await;
+        for kind in ["mouseMoved", "mousePressed", "mouseReleased"] {
+            self.call(
+                Some(session),
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": rect["x"], "y": rect["y"], "button": "left", "clickCount": 1}),
+            )
+            .await;
+        }
+    }
+
+    async fn screenshot(&mut self, session: &str, path: &Path) {
+        let shot = self
+            .call(
+                Some(session),
+                "Page.captureScreenshot",
+                json!({"format": "png"}),
+            )
+            .await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap())
+            .unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+}
+
+fn artifacts() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("test-artifacts")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_in_the_browser_runs_the_waiting_action() {
+    let Some(chromium) = find_chromium() else {
+        eprintln!(
+            "SKIPPED approving_in_the_browser_runs_the_waiting_action: no Chromium found \
+             (install Debian's `chromium`, or set ATTEST_CHROMIUM)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let attest = pipeline(dir.path(), Duration::from_secs(60));
+    let server = serve(dir.path(), &[]);
+
+    // The agent's call waits in this process for a person to decide.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let waiting = tokio::spawn(async move {
+        attest
+            .run(payment(), move |params| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async move { Ok(json!({"id": "py_1", "amount": params["amount"]})) }
+            })
+            .await
+    });
+
+    let browser = launch(&chromium);
+    let mut cdp = Cdp::connect(&browser.ws_url).await;
+    let target = cdp
+        .call(
+            None,
+            "Target.createTarget",
+            json!({"url": format!("{}/", server.url)}),
+        )
+        .await;
+    let session = cdp
+        .call(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        )
+        .await["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    cdp.wait_for(
+        &session,
+        "document.querySelectorAll('section.card button.approve').length === 1",
+        "the pending request on the page",
+    )
+    .await;
+    let shown = cdp
+        .eval(&session, "document.querySelector('section.card').innerText")
+        .await;
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("stripe.pay → acct_42"), "{shown}");
+    assert!(shown.contains("payments need finance"), "{shown}");
+    assert!(shown.contains("ann@acme.com, raj@acme.com"), "{shown}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    // Type who approves, the way a person would, then click Approve.
+    cdp.eval(&session, "document.getElementById('approver').focus()")
+        .await;
+    cdp.call(
+        Some(&session),
+        "Input.insertText",
+        json!({"text": "ann@acme.com"}),
+    )
+    .await;
+    cdp.screenshot(&session, &artifacts().join("inbox-pending.png"))
+        .await;
+    cdp.click(&session, "section.card button.approve").await;
+
+    let receipt = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the waiting action did not finish")
+        .unwrap()
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(receipt.approver.as_deref(), Some("ann@acme.com"));
+    assert_eq!(receipt.seq, 1);
+
+    cdp.wait_for(
+        &session,
+        "document.body.innerText.includes('Nothing is waiting for a decision')",
+        "the inbox to empty",
+    )
+    .await;
+    let shot = artifacts().join("inbox-approved.png");
+    cdp.screenshot(&session, &shot).await;
+    assert!(std::fs::metadata(&shot).unwrap().len() > 1000);
+    let _ = cdp.call(None, "Browser.close", json!({})).await;
+}

@@ -1,0 +1,119 @@
+//! Why an approval request could not be created, found, decided or run.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use super::Status;
+
+/// Why an approval request could not be created, found, decided or run.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// No request has this id or resume token. (The key is not repeated: it may be a token.)
+    #[error("no approval request has this id or resume token")]
+    NotFound,
+    /// Somebody decided first; the first decision stands.
+    #[error("approval request {id} is already decided ({status})")]
+    AlreadyDecided {
+        /// The request.
+        id: String,
+        /// What it was decided as.
+        status: Status,
+    },
+    /// Nobody decided before the request expired; it counts as a rejection.
+    #[error("approval request {id} expired before anyone decided")]
+    Expired {
+        /// The request.
+        id: String,
+    },
+    /// The rule names its approvers, and this person is not one of them.
+    #[error("{approver:?} may not decide approval request {id}: not a listed approver")]
+    NotAnApprover {
+        /// The request.
+        id: String,
+        /// Who tried.
+        approver: String,
+    },
+    /// The action holds unfilled placeholders: it may only run once a person edits it.
+    #[error("approval request {id} is held for unfilled placeholders: approve it with edits")]
+    HoldNeedsEdits {
+        /// The request.
+        id: String,
+    },
+    /// The edits are not a JSON object (a merge patch on the params), or do not apply.
+    #[error("bad edits for approval request {id}: {detail}")]
+    BadEdits {
+        /// The request.
+        id: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A decision named no approver.
+    #[error("a decision on approval request {id} must name its approver")]
+    NoApprover {
+        /// The request.
+        id: String,
+    },
+    /// The action presented with the resume token is not the action that was approved.
+    #[error("the action presented for approval request {id} is not the one that was asked about")]
+    DigestMismatch {
+        /// The request.
+        id: String,
+    },
+    /// The stored request no longer matches its own digest: somebody changed the store.
+    #[error("approval request {id} was altered in the store ({field} does not match its digest)")]
+    Tampered {
+        /// The request.
+        id: String,
+        /// The altered field.
+        field: &'static str,
+    },
+    /// The approval was already used to run the action once.
+    #[error("approval request {id} was already used")]
+    AlreadyUsed {
+        /// The request.
+        id: String,
+    },
+    /// SQLite failed.
+    #[error("approval store {path}: {during}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What was being done.
+        during: &'static str,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The `approvals` table was made by another version of Attest.
+    #[error("approval store {path}: schema version {found}, expected {expected}")]
+    SchemaVersion {
+        /// The database file.
+        path: PathBuf,
+        /// The version found.
+        found: String,
+        /// The version this build uses.
+        expected: u32,
+    },
+    /// A stored JSON column does not parse.
+    #[error("approval request {id}: stored {field} is not valid")]
+    BadColumn {
+        /// The request.
+        id: String,
+        /// The column.
+        field: &'static str,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The action could not be put in canonical form for its digest.
+    #[error("cannot compute the action digest")]
+    Canonical(#[source] attest_ledger::LedgerError),
+    /// The operating system's random number generator failed.
+    #[error("cannot generate a resume token")]
+    Random(#[source] rand_core::Error),
+    /// A state the code believes impossible; reported instead of panicking.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
+}

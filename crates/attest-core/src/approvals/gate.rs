@@ -1,0 +1,129 @@
+//! `StoreGate`: persist the request, notify, then wait for an answer or return pending.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use attest_policy::{Action, Verdict};
+
+use super::{ApprovalStore, Notifier, Status};
+use crate::{Gate, GateDecision};
+
+/// How long a request waits for a person by default before it expires.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Asks through the approval store: stores the request (durably, before anyone is told),
+/// runs the notifiers, then either waits up to [`StoreGate::wait`] for an answer or
+/// returns [`GateDecision::Pending`] at once with a resume token.
+///
+/// A notifier that fails never loses the request: it stays pending, listed by
+/// `attest pending` and the inbox, with the failure noted on it.
+pub struct StoreGate {
+    store: Arc<ApprovalStore>,
+    notifiers: Vec<Arc<dyn Notifier>>,
+    ttl: Duration,
+    wait: Duration,
+    poll: Duration,
+}
+
+impl std::fmt::Debug for StoreGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreGate")
+            .field("store", &self.store)
+            .field("notifiers", &self.notifiers.len())
+            .field("ttl", &self.ttl)
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreGate {
+    /// A gate over `store` that returns pending at once; requests expire after a day.
+    pub fn new(store: Arc<ApprovalStore>) -> StoreGate {
+        StoreGate {
+            store,
+            notifiers: Vec::new(),
+            ttl: DEFAULT_TTL,
+            wait: Duration::ZERO,
+            poll: Duration::from_millis(200),
+        }
+    }
+
+    /// Adds a notifier; each runs in turn after the request is stored.
+    pub fn notifier(mut self, notifier: impl Notifier + 'static) -> Self {
+        self.notifiers.push(Arc::new(notifier));
+        self
+    }
+
+    /// How long a request may wait before it expires (counted as a rejection).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How long the call waits for an answer before returning pending (default: not at all).
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// How often the store is read while waiting.
+    pub fn poll_interval(mut self, poll: Duration) -> Self {
+        self.poll = poll.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The store requests go to.
+    pub fn store(&self) -> &Arc<ApprovalStore> {
+        &self.store
+    }
+}
+
+#[async_trait]
+impl Gate for StoreGate {
+    async fn decide(&self, action: &Action, verdict: &Verdict) -> GateDecision {
+        let store = Arc::clone(&self.store);
+        let (action_c, verdict_c, ttl) = (action.clone(), verdict.clone(), self.ttl);
+        let created =
+            tokio::task::spawn_blocking(move || store.create(&action_c, &verdict_c, ttl)).await;
+        let (request, token) = match created {
+            Ok(Ok(created)) => created,
+            // Fail closed: a request that cannot be stored is a rejection.
+            Ok(Err(err)) => return cannot_store(&err.to_string()),
+            Err(_) => return cannot_store("the store task stopped"),
+        };
+        for notifier in &self.notifiers {
+            if let Err(err) = notifier.notify(&request).await {
+                let note = format!("{}: {err}", notifier.name());
+                // Best effort: the request is stored whatever happens to this note.
+                let _ = self.store.set_notify_error(&request.id, &note);
+            }
+        }
+        let deadline = tokio::time::Instant::now() + self.wait;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(self.poll.min(deadline - tokio::time::Instant::now())).await;
+            let store = Arc::clone(&self.store);
+            let id = request.id.clone();
+            match tokio::task::spawn_blocking(move || store.get_by_id(&id)).await {
+                Ok(Ok(now)) if now.status != Status::Pending => {
+                    return GateDecision::Stored { id: request.id };
+                }
+                Ok(Ok(_)) => {}
+                // A read error while waiting: stop waiting; the request stays pending.
+                Ok(Err(_)) | Err(_) => break,
+            }
+        }
+        GateDecision::Pending {
+            id: request.id,
+            token,
+        }
+    }
+}
+
+fn cannot_store(why: &str) -> GateDecision {
+    GateDecision::Reject {
+        approver: "nobody".to_owned(),
+        channel: "store".to_owned(),
+        note: Some(format!("the approval request could not be stored: {why}")),
+    }
+}

@@ -1,0 +1,46 @@
+//! Asking a person: durable, action-bound approval requests.
+//!
+//! When policy says `ask` and the gate is a [`StoreGate`], the request is stored in the
+//! `approvals` table of the ledger's SQLite file, people are told ([`Notifier`]s:
+//! [`WebhookNotifier`], [`SlackNotifier`], one-click links from a [`LinkSigner`]), and
+//! the call either waits or returns [`crate::AttestError::Pending`] with a
+//! [`ResumeToken`]. Whoever holds the token resumes with [`crate::Attest::resume`], in
+//! this process or another.
+//!
+//! The rules the store keeps:
+//! - an approval is bound to the [`action_digest`] of what was shown, and runs once;
+//! - the first decision wins; a second gets [`ApprovalError::AlreadyDecided`];
+//! - expiry counts as a rejection and is recorded as `expired`;
+//! - when the rule names approvers, only they (or members of a named group) may decide;
+//! - edits are a JSON merge patch on the params, and the edited action goes through
+//!   policy again before it runs;
+//! - the action's params stay here, never in the ledger. The ledger gets the ask row
+//!   (execution `pending`) and the outcome row (`confirm` says who decided, how).
+
+mod error;
+mod gate;
+mod links;
+mod notify;
+mod request;
+mod signature;
+mod slack;
+mod store;
+mod token;
+mod webhook;
+
+pub use error::ApprovalError;
+pub use gate::{StoreGate, DEFAULT_TTL};
+pub use links::{Choice, LinkSigner, SignedLink};
+pub use notify::{Notifier, NotifyError};
+pub use request::{action_digest, apply_edits, may_decide, Answer, ApprovalRequest, Status};
+pub use signature::{Secret, SignatureError};
+pub use slack::{
+    verify_slack_signature, SlackNotifier, SlackPress, SLACK_API, SLACK_APPROVE_ACTION,
+    SLACK_REJECT_ACTION, SLACK_TOLERANCE,
+};
+pub use store::{ApprovalStore, APPROVALS_SCHEMA_VERSION};
+pub use token::{ResumeToken, TOKEN_PREFIX};
+pub use webhook::{
+    sign_webhook, verify_webhook, WebhookNotifier, WEBHOOK_SIGNATURE_HEADER,
+    WEBHOOK_TIMESTAMP_HEADER, WEBHOOK_TOLERANCE,
+};

@@ -1,0 +1,339 @@
+//! One approval request: the action a person is asked about, and how it was decided.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use attest_ledger::{canonical_bytes, format_ts};
+use attest_policy::{params_preview, Action, Verdict};
+use serde::{Serialize, Serializer};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::ApprovalError;
+
+/// Where a request stands. `approved` and `edited` may run (once); the others never run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    /// Nobody has decided yet.
+    Pending,
+    /// A person approved the action as asked.
+    Approved,
+    /// A person approved the action with edits to its params.
+    Edited,
+    /// A person rejected it.
+    Rejected,
+    /// Nobody decided in time; counted as a rejection, recorded as `expired`.
+    Expired,
+}
+
+impl Status {
+    /// The word stored and recorded (`pending`, `approved`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Edited => "edited",
+            Status::Rejected => "rejected",
+            Status::Expired => "expired",
+        }
+    }
+
+    pub(crate) fn parse(word: &str) -> Option<Status> {
+        Some(match word {
+            "pending" => Status::Pending,
+            "approved" => Status::Approved,
+            "edited" => Status::Edited,
+            "rejected" => Status::Rejected,
+            "expired" => Status::Expired,
+            _ => return None,
+        })
+    }
+
+    /// True for `approved` and `edited`: the action may run.
+    pub fn allows_running(self) -> bool {
+        matches!(self, Status::Approved | Status::Edited)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored approval request.
+///
+/// It holds the action's raw params (resume needs them to run the action), so it lives
+/// only in the approval store, never in the ledger.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    /// The request's id (the action's id).
+    pub id: String,
+    /// The action as it was asked about, params included.
+    pub action: Action,
+    /// Lower-case hex SHA-256 of the canonical action; see [`action_digest`].
+    pub digest: String,
+    /// What policy said: reasons, tier, approvers, hold.
+    pub verdict: Verdict,
+    /// When it was asked.
+    #[serde(serialize_with = "rfc3339")]
+    pub requested_at: SystemTime,
+    /// When it stops waiting and counts as rejected.
+    #[serde(serialize_with = "rfc3339")]
+    pub expires_at: SystemTime,
+    /// When it was decided.
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub decided_at: Option<SystemTime>,
+    /// Where it stands.
+    pub status: Status,
+    /// Who decided.
+    pub approver: Option<String>,
+    /// Where they decided (`cli`, `inbox`, `slack`, `link`, …).
+    pub channel: Option<String>,
+    /// The approver's edits: a JSON merge patch (RFC 7396) on the params.
+    pub edits: Option<Value>,
+    /// The approver's note.
+    pub note: Option<String>,
+    /// True once the approved action has run (an approval is used once).
+    pub consumed: bool,
+    /// The last notifier failure, if any (the request itself is never lost to one).
+    pub notify_error: Option<String>,
+    /// Digest of the action as approved (edits applied), set with the decision.
+    #[serde(skip)]
+    pub(crate) approved_digest: Option<String>,
+    /// The ledger row of the ask, when the request went pending: seq, hash, ts.
+    #[serde(skip)]
+    pub(crate) ask_row: Option<(u64, String, String)>,
+    /// The ledger row of the outcome, when a rejection or expiry was recorded.
+    #[serde(skip)]
+    pub(crate) outcome_row: Option<(u64, String, String)>,
+}
+
+impl ApprovalRequest {
+    /// Whether `approver` may decide this request: anyone when the rule names nobody,
+    /// else only a listed person or a member of a listed group.
+    pub fn may_decide(&self, approver: &str) -> bool {
+        may_decide(&self.verdict, approver)
+    }
+
+    /// The action that runs if approved: the asked action with the edits applied.
+    pub fn effective_action(&self) -> Result<Action, ApprovalError> {
+        match &self.edits {
+            Some(edits) => apply_edits(&self.id, &self.action, edits),
+            None => Ok(self.action.clone()),
+        }
+    }
+
+    /// What a notifier or the inbox shows: everything but the raw params, which are
+    /// replaced by their allow-listed preview.
+    pub fn summary(&self) -> Value {
+        let people = if self.verdict.approver_members.is_empty() {
+            &self.verdict.approvers
+        } else {
+            &self.verdict.approver_members
+        };
+        json!({
+            "id": self.id,
+            "system": self.action.system,
+            "verb": self.action.verb.as_str(),
+            "target": self.action.target,
+            "agent": self.action.agent,
+            "actor": self.action.actor,
+            "tier": self.verdict.tier.as_str(),
+            "reasons": self.verdict.reasons,
+            "rules_fired": self.verdict.rules_fired,
+            "approvers": self.verdict.approvers,
+            "approver_members": people,
+            "hold": self.verdict.hold,
+            "params_preview": params_preview(&self.action.params),
+            "digest": self.digest,
+            "status": self.status.as_str(),
+            "requested_at": format_ts(self.requested_at),
+            "expires_at": format_ts(self.expires_at),
+            "decided_at": self.decided_at.map(format_ts),
+            "approver": self.approver,
+            "channel": self.channel,
+            "edits": self.edits,
+            "note": self.note,
+            "consumed": self.consumed,
+        })
+    }
+}
+
+/// A person's answer to a stored request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// Approve (`true`) or reject.
+    pub approve: bool,
+    /// Who answers.
+    pub approver: String,
+    /// Where (`cli`, `inbox`, `slack`, `link`, `console`, …).
+    pub channel: String,
+    /// Edits to the params (a JSON merge patch object); only with an approval.
+    pub edits: Option<Value>,
+    /// A note.
+    pub note: Option<String>,
+}
+
+impl Answer {
+    /// An approval as `approver`, given on `channel`.
+    pub fn approve(approver: impl Into<String>, channel: impl Into<String>) -> Self {
+        Answer {
+            approve: true,
+            approver: approver.into(),
+            channel: channel.into(),
+            edits: None,
+            note: None,
+        }
+    }
+
+    /// A rejection as `approver`, given on `channel`.
+    pub fn reject(approver: impl Into<String>, channel: impl Into<String>) -> Self {
+        Answer {
+            approve: false,
+            ..Answer::approve(approver, channel)
+        }
+    }
+
+    /// Adds edits (a JSON merge patch on the params).
+    pub fn with_edits(mut self, edits: Value) -> Self {
+        self.edits = Some(edits);
+        self
+    }
+
+    /// Adds a note.
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.note = Some(note.into());
+        self
+    }
+}
+
+/// The action digest: lower-case hex SHA-256 of the RFC 8785 canonical form of
+/// `{"system","verb","target","params","agent","actor"}` (absent fields as `null`).
+///
+/// An approval is bound to this digest: an action that differs in any of these fields
+/// cannot use it.
+pub fn action_digest(action: &Action) -> Result<String, ApprovalError> {
+    let canonical = canonical_bytes(&json!({
+        "system": action.system,
+        "verb": action.verb.as_str(),
+        "target": action.target,
+        "params": action.params,
+        "agent": action.agent,
+        "actor": action.actor,
+    }))
+    .map_err(ApprovalError::Canonical)?;
+    Ok(hex::encode(Sha256::digest(canonical)))
+}
+
+/// Whether `approver` may decide on an action policy judged as `verdict`.
+pub fn may_decide(verdict: &Verdict, approver: &str) -> bool {
+    if verdict.approvers.is_empty() && verdict.approver_members.is_empty() {
+        return true;
+    }
+    // `approver_members` has the groups resolved; a group's own name is not a person.
+    let listed = if verdict.approver_members.is_empty() {
+        &verdict.approvers
+    } else {
+        &verdict.approver_members
+    };
+    listed
+        .iter()
+        .any(|person| person.eq_ignore_ascii_case(approver.trim()))
+}
+
+/// Applies `edits`, a JSON merge patch (RFC 7396) object, to the action's params.
+pub fn apply_edits(id: &str, action: &Action, edits: &Value) -> Result<Action, ApprovalError> {
+    let Value::Object(patch) = edits else {
+        return Err(ApprovalError::BadEdits {
+            id: id.to_owned(),
+            detail: "edits must be a JSON object (a merge patch on the params)".to_owned(),
+        });
+    };
+    let mut edited = action.clone();
+    if !edited.params.is_object() {
+        edited.params = Value::Object(Map::new());
+    }
+    merge_patch(&mut edited.params, patch);
+    Ok(edited)
+}
+
+/// RFC 7396 section 2: `null` removes a member, objects merge, anything else replaces.
+fn merge_patch(target: &mut Value, patch: &Map<String, Value>) {
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(object) = target {
+        for (key, value) in patch {
+            match value {
+                Value::Null => {
+                    object.remove(key);
+                }
+                Value::Object(inner) => {
+                    merge_patch(object.entry(key.clone()).or_insert(Value::Null), inner);
+                }
+                other => {
+                    object.insert(key.clone(), other.clone());
+                }
+            }
+        }
+    }
+}
+
+fn rfc3339<S: Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_ts(*time))
+}
+
+fn rfc3339_opt<S: Serializer>(time: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+    match time {
+        Some(time) => s.serialize_str(&format_ts(*time)),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use attest_policy::{Decision, Risk, Verb};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_digest_ignores_key_order_and_covers_every_bound_field() {
+        let a = Action::new("gmail", Verb::Send).with_params(json!({"to": "a@x.com", "n": 1}));
+        let b = Action::new("gmail", Verb::Send).with_params(json!({"n": 1, "to": "a@x.com"}));
+        assert_eq!(action_digest(&a).unwrap(), action_digest(&b).unwrap());
+        for changed in [
+            a.clone().with_target("t"),
+            a.clone().with_agent("bot"),
+            a.clone().with_actor("ann"),
+            a.clone().with_params(json!({"to": "b@x.com", "n": 1})),
+            Action::new("gmail", Verb::Reply).with_params(a.params.clone()),
+            Action::new("outlook", Verb::Send).with_params(a.params.clone()),
+        ] {
+            assert_ne!(action_digest(&a).unwrap(), action_digest(&changed).unwrap());
+        }
+    }
+
+    #[test]
+    fn edits_are_a_merge_patch() {
+        let a = Action::new("crm", Verb::Update)
+            .with_params(json!({"a": 1, "b": {"c": 2, "d": 3}, "e": 4}));
+        let edited = apply_edits("x", &a, &json!({"a": 9, "b": {"c": null}, "e": null})).unwrap();
+        assert_eq!(edited.params, json!({"a": 9, "b": {"d": 3}}));
+        assert!(apply_edits("x", &a, &json!([1])).is_err());
+    }
+
+    #[test]
+    fn only_listed_approvers_or_members_may_decide() {
+        let mut verdict = Verdict::new(Decision::Ask, Risk::High, "r", "why");
+        assert!(may_decide(&verdict, "anyone"));
+        verdict.approvers = vec!["finance".into()];
+        verdict.approver_members = vec!["ann@acme.com".into()];
+        assert!(may_decide(&verdict, "Ann@acme.com"));
+        assert!(!may_decide(&verdict, "bob@acme.com"));
+        assert!(!may_decide(&verdict, "finance"));
+    }
+}

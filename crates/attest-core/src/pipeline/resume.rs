@@ -1,0 +1,323 @@
+//! Resuming, deciding and expiring stored approval requests.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use attest_ledger::{from_hex, Appended, Confirm};
+use attest_policy::{Action, Decision};
+use serde_json::Value;
+
+use super::{confirm, Attest, Cleared, Prepared};
+use crate::approvals::{action_digest, Answer, ApprovalError, ApprovalRequest, ApprovalStore};
+use crate::approvals::{ResumeToken, Status};
+use crate::record::{to_record, Outcome};
+use crate::{AttestError, CustomCheck, Receipt, ToolError};
+
+/// What [`Attest::decide`] did: the request as decided, and the ledger row written for it
+/// (a rejection is recorded at once; an approval is recorded when the action runs).
+#[derive(Debug, Clone)]
+pub struct Decided {
+    /// The request after the decision.
+    pub request: ApprovalRequest,
+    /// The outcome row, when the decision ended the request.
+    pub receipt: Option<Receipt>,
+}
+
+impl Attest {
+    /// The approval store (the builder's, or one opened on the ledger's file).
+    pub fn approvals(&self) -> Result<Arc<ApprovalStore>, AttestError> {
+        if let Some(store) = self.approvals.get() {
+            return Ok(Arc::clone(store));
+        }
+        let store = Arc::new(ApprovalStore::open(&self.ledger)?);
+        // Another thread may have won; either store is equally good.
+        let _ = self.approvals.set(store);
+        self.approvals
+            .get()
+            .cloned()
+            .ok_or(AttestError::Internal("the approval store was not kept"))
+    }
+
+    /// Runs the action a resume token stands for, once a person has approved it: with
+    /// their edits applied (and policy asked again), verified and recorded. Works in any
+    /// process that opens the same ledger file, given the tool.
+    ///
+    /// Still pending: [`AttestError::Pending`] again. Rejected: [`AttestError::Rejected`].
+    /// Expired: [`AttestError::Expired`]. Unknown token, already used, or an altered
+    /// request: [`AttestError::Approval`].
+    pub async fn resume<F, Fut>(
+        &self,
+        token: &ResumeToken,
+        execute: F,
+    ) -> Result<Receipt, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<Value, ToolError>>,
+    {
+        let request = self.request_for(token).await?;
+        self.finish(request, Some(token), None, execute, None).await
+    }
+
+    /// Like [`Attest::resume`], with the caller's own check of the result.
+    pub async fn resume_checked<F, Fut>(
+        &self,
+        token: &ResumeToken,
+        execute: F,
+        check: &CustomCheck,
+    ) -> Result<Receipt, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<Value, ToolError>>,
+    {
+        let request = self.request_for(token).await?;
+        self.finish(request, Some(token), None, execute, Some(check))
+            .await
+    }
+
+    /// Like [`Attest::resume`], for a caller that presents the action again (an agent
+    /// retrying its tool call with the token). The action must be the one asked about
+    /// (same [`action_digest`], after this pipeline's default agent and actor are
+    /// filled in); any other action is refused with [`ApprovalError::DigestMismatch`].
+    pub async fn resume_action<F, Fut>(
+        &self,
+        token: &ResumeToken,
+        action: Action,
+        execute: F,
+    ) -> Result<Receipt, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<Value, ToolError>>,
+    {
+        let request = self.request_for(token).await?;
+        let presented = self.prepare(action)?.action;
+        self.finish(request, Some(token), Some(&presented), execute, None)
+            .await
+    }
+
+    /// Records a person's answer to a stored request (by id or resume token). The first
+    /// answer wins; only a listed approver may answer when the rule names approvers.
+    /// A rejection is recorded in the ledger at once; an approval when the action runs.
+    /// Requests whose time ran out are expired (and recorded) first.
+    pub async fn decide(&self, id_or_token: &str, answer: Answer) -> Result<Decided, AttestError> {
+        self.expire_due().await?;
+        let key = id_or_token.to_owned();
+        let request = self
+            .in_store(move |store| store.decide(&key, &answer))
+            .await?;
+        let receipt = match request.status {
+            Status::Rejected => Some(self.record_outcome(&request).await?),
+            _ => None,
+        };
+        Ok(Decided { request, receipt })
+    }
+
+    /// Marks every pending request whose time ran out as `expired` and records each in
+    /// the ledger (a request is recorded once, whichever process expires it).
+    pub async fn expire_due(&self) -> Result<Vec<Receipt>, AttestError> {
+        let expired = self.in_store(|store| store.expire_due()).await?;
+        let mut receipts = Vec::with_capacity(expired.len());
+        for request in &expired {
+            receipts.push(self.record_outcome(request).await?);
+        }
+        Ok(receipts)
+    }
+
+    /// Runs a blocking store call off the async workers.
+    pub(super) async fn in_store<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&ApprovalStore) -> Result<T, ApprovalError> + Send + 'static,
+    ) -> Result<T, AttestError> {
+        let store = self.approvals()?;
+        tokio::task::spawn_blocking(move || call(&store))
+            .await
+            .map_err(AttestError::Writer)?
+            .map_err(AttestError::Approval)
+    }
+
+    async fn request_for(&self, token: &ResumeToken) -> Result<ApprovalRequest, AttestError> {
+        let token = token.clone();
+        self.in_store(move |store| store.get_by_token(&token)).await
+    }
+
+    /// Takes a stored request to its end: runs it if approved (once), or reports why not.
+    pub(super) async fn finish<F, Fut>(
+        &self,
+        request: ApprovalRequest,
+        token: Option<&ResumeToken>,
+        presented: Option<&Action>,
+        execute: F,
+        check: Option<&CustomCheck>,
+    ) -> Result<Receipt, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<Value, ToolError>>,
+    {
+        let id = request.id.clone();
+        if let Some(presented) = presented {
+            if action_digest(presented)? != request.digest {
+                return Err(ApprovalError::DigestMismatch { id }.into());
+            }
+        }
+        if action_digest(&request.action)? != request.digest {
+            return Err(ApprovalError::Tampered {
+                id,
+                field: "action",
+            }
+            .into());
+        }
+        match request.status {
+            Status::Pending if self.approvals()?.now() >= request.expires_at => {
+                let key = id.clone();
+                // Whoever marks it records it; if another process got there first, its row stands.
+                let marked = self.in_store(move |store| store.expire_due()).await?;
+                for expired in &marked {
+                    let receipt = self.record_outcome(expired).await?;
+                    if expired.id == key {
+                        return Err(AttestError::Expired {
+                            id,
+                            receipt: Box::new(receipt),
+                        });
+                    }
+                }
+                let request = self.in_store(move |store| store.get_by_id(&key)).await?;
+                self.ended(request)
+            }
+            Status::Pending => {
+                let (Some(token), Some((seq, hash, ts))) = (token, &request.ask_row) else {
+                    return Err(AttestError::Internal(
+                        "a stored answer was reported before anyone answered",
+                    ));
+                };
+                let receipt = stored_receipt(&request, (*seq, hash, ts), Decision::Ask)?;
+                Err(AttestError::Pending {
+                    id,
+                    token: token.clone(),
+                    receipt: Box::new(receipt),
+                })
+            }
+            Status::Rejected | Status::Expired => self.ended(request),
+            Status::Approved | Status::Edited => {
+                let action = request.effective_action()?;
+                if request.approved_digest.as_deref() != Some(action_digest(&action)?.as_str()) {
+                    let field = if request.edits.is_some() {
+                        "edits"
+                    } else {
+                        "approved digest"
+                    };
+                    return Err(ApprovalError::Tampered { id, field }.into());
+                }
+                let key = id.clone();
+                // The approval is used here, before the action runs: it never runs twice.
+                self.in_store(move |store| store.consume(&key)).await?;
+                let approver = request.approver.clone().unwrap_or_default();
+                let confirm = confirm(
+                    request.status.as_str(),
+                    &approver,
+                    request.channel.clone().unwrap_or_default(),
+                    request.note.clone(),
+                );
+                let prepared = self.prepare(action)?;
+                let (prepared, cleared) = if request.status == Status::Edited {
+                    self.recheck(prepared, confirm, approver).await?
+                } else {
+                    let cleared = Cleared {
+                        verdict: request.verdict.clone(),
+                        confirm: Some(confirm),
+                        approver: Some(approver),
+                    };
+                    (prepared, cleared)
+                };
+                self.execute(prepared, cleared, execute, check).await
+            }
+        }
+    }
+
+    /// The error for a request that ended without running.
+    fn ended(&self, request: ApprovalRequest) -> Result<Receipt, AttestError> {
+        let id = request.id.clone();
+        let Some((seq, hash, ts)) = &request.outcome_row else {
+            return Err(ApprovalError::AlreadyDecided {
+                id,
+                status: request.status,
+            }
+            .into());
+        };
+        let mut receipt = stored_receipt(&request, (*seq, hash, ts), Decision::Ask)?;
+        receipt.approver.clone_from(&request.approver);
+        let receipt = Box::new(receipt);
+        match request.status {
+            Status::Expired => Err(AttestError::Expired { id, receipt }),
+            _ => Err(AttestError::Rejected {
+                approver: request.approver.unwrap_or_default(),
+                receipt,
+            }),
+        }
+    }
+
+    /// Records the end of a request that did not run (rejected or expired), and links
+    /// the row to it.
+    async fn record_outcome(&self, request: &ApprovalRequest) -> Result<Receipt, AttestError> {
+        let confirm = match request.status {
+            Status::Expired => Confirm {
+                outcome: "expired".to_owned(),
+                approver: None,
+                channel: None,
+                note: Some("nobody decided in time".to_owned()),
+            },
+            status => Confirm {
+                outcome: status.as_str().to_owned(),
+                approver: request.approver.clone(),
+                channel: request.channel.clone(),
+                note: request.note.clone(),
+            },
+        };
+        let Prepared {
+            action,
+            params_hash,
+        } = self.prepare(request.action.clone())?;
+        let record = to_record(
+            &action,
+            params_hash,
+            &request.verdict,
+            Decision::Ask,
+            Some(confirm),
+            Outcome::NotRun,
+        )?;
+        let appended = self.append(record).await?;
+        let mut receipt = Receipt::new(
+            &action.id,
+            appended,
+            Decision::Ask,
+            request.verdict.reasons.clone(),
+        );
+        receipt.approver.clone_from(&request.approver);
+        let id = request.id.clone();
+        let row = (receipt.seq, receipt.entry_hash.clone(), receipt.ts.clone());
+        self.in_store(move |store| store.set_outcome_row(&id, (row.0, &row.1, &row.2)))
+            .await?;
+        Ok(receipt)
+    }
+}
+
+/// A receipt for a row recorded earlier, from the seq, hash and ts the store kept.
+fn stored_receipt(
+    request: &ApprovalRequest,
+    (seq, hash, ts): (u64, &str, &str),
+    decision: Decision,
+) -> Result<Receipt, AttestError> {
+    let hash = from_hex(hash).ok_or_else(|| ApprovalError::Tampered {
+        id: request.id.clone(),
+        field: "ledger row hash",
+    })?;
+    let appended = Appended {
+        seq,
+        hash,
+        ts: ts.to_owned(),
+    };
+    Ok(Receipt::new(
+        &request.id,
+        appended,
+        decision,
+        request.verdict.reasons.clone(),
+    ))
+}

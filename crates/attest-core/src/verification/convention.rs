@@ -1,0 +1,195 @@
+//! The convention driver (opt-in): REST guesswork for calls through the HTTP gateway.
+//!
+//! `POST <collection>` → `GET <collection>/{id}` (the id from the result's `id`);
+//! `PUT`/`PATCH <url>` → `GET <url>`. The fields of the request body that the record
+//! also has are compared. A POST's record must carry the result's id, so a wrong guess
+//! can only yield `unverified` (fields or id differ) or `acknowledged` (nothing
+//! overlaps), never `verified` by accident. Only URLs under a prefix the caller allows
+//! are read.
+
+use async_trait::async_trait;
+use attest_policy::Action;
+use serde_json::Value;
+
+use super::compare::{FieldResult, Rule};
+use super::http::{ReadMethod, ReadRequest};
+use super::readback::{ReadBackDriver, ReadContext};
+use super::template::scalar_text;
+use super::{Evidence, Finding};
+
+/// Reads REST writes back by convention; see the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct ConventionDriver {
+    prefixes: Vec<String>,
+    auth_env: Option<String>,
+}
+
+impl ConventionDriver {
+    /// A driver that reads nothing until [`allow`](ConventionDriver::allow) is called.
+    pub fn new() -> Self {
+        ConventionDriver::default()
+    }
+
+    /// Allows reading back calls whose URL starts with `prefix`
+    /// (`https://api.example.com/v1/`).
+    pub fn allow(mut self, prefix: impl Into<String>) -> Self {
+        self.prefixes.push(prefix.into());
+        self
+    }
+
+    /// Sends `Authorization: Bearer` with the secret in the variable `name`.
+    pub fn auth_env(mut self, name: impl Into<String>) -> Self {
+        self.auth_env = Some(name.into());
+        self
+    }
+}
+
+#[async_trait]
+impl ReadBackDriver for ConventionDriver {
+    fn name(&self) -> &str {
+        "convention"
+    }
+
+    fn supports(&self, action: &Action, result: &Value) -> bool {
+        let Some((method, url)) = http_call(action) else {
+            return false;
+        };
+        self.prefixes.iter().any(|p| url.starts_with(p.as_str()))
+            && action.params.as_object().is_some_and(|m| !m.is_empty())
+            && (method != "POST" || result_id(result).is_some())
+    }
+
+    async fn read_back(&self, ctx: &ReadContext<'_>, action: &Action, result: &Value) -> Finding {
+        let Some((method, url)) = http_call(action) else {
+            return Finding::degraded("not an http call", Evidence::default());
+        };
+        let base = without_query(url);
+        let id = result_id(result);
+        let target = match (method, &id) {
+            ("POST", Some(id)) => format!("{}/{}", base.trim_end_matches('/'), encode_segment(id)),
+            ("POST", None) => return Finding::degraded("no id in the result", Evidence::default()),
+            _ => base.to_owned(),
+        };
+        let mut evidence = Evidence::new(format!("GET {}", super::compare::cut_text(&target)));
+        if let Some(id) = &id {
+            evidence.id("id", id);
+        }
+        let expect_id = if method == "POST" {
+            id.as_deref()
+        } else {
+            None
+        };
+        read_and_compare(
+            ctx,
+            &action.system,
+            self.auth_env.as_deref(),
+            target,
+            action,
+            expect_id,
+            evidence,
+        )
+        .await
+    }
+}
+
+/// GETs `url` (with a bearer credential from `auth_env` when given) and compares the
+/// request body's top-level fields with the record's fields of the same name. With
+/// `expect_id`, the record's `id` must equal it.
+pub(crate) async fn read_and_compare(
+    ctx: &ReadContext<'_>,
+    system: &str,
+    auth_env: Option<&str>,
+    url: String,
+    action: &Action,
+    expect_id: Option<&str>,
+    mut evidence: Evidence,
+) -> Finding {
+    let mut headers = vec![("accept".to_owned(), "application/json".to_owned())];
+    if let Some(name) = auth_env {
+        let Some(secret) = ctx.credential(system, name) else {
+            return Finding::degraded(
+                format!("missing credential: {name} is not set, so {system} cannot be read back"),
+                evidence,
+            );
+        };
+        headers.push(("authorization".to_owned(), format!("Bearer {secret}")));
+    }
+    let request = ReadRequest {
+        method: ReadMethod::Get,
+        url,
+        headers,
+        body: None,
+    };
+    let fetched = match ctx.fetch(&request).await {
+        Ok(fetched) => fetched,
+        Err(error) => return Finding::degraded(error.to_string(), evidence),
+    };
+    evidence.status = Some(fetched.status);
+    evidence.attempts = Some(fetched.attempts);
+    let Value::Object(record) = &fetched.body else {
+        return Finding::degraded("the response is not an object", evidence);
+    };
+    let Some(params) = action.params.as_object() else {
+        return Finding::Compared(evidence);
+    };
+    let mut fields = Vec::new();
+    if let Some(id) = expect_id {
+        let want = Value::String(id.to_owned());
+        fields.push(FieldResult::compare(
+            "id",
+            &want,
+            record.get("id"),
+            Rule::Auto,
+            false,
+        ));
+    }
+    for (key, want) in params {
+        if want.is_null() || (expect_id.is_some() && key == "id") {
+            continue;
+        }
+        if let Some(got) = record.get(key) {
+            fields.push(FieldResult::compare(
+                key,
+                want,
+                Some(got),
+                Rule::Auto,
+                false,
+            ));
+        }
+    }
+    // An id check alone compares nothing the caller intended.
+    if fields.len() == 1 && expect_id.is_some() && fields.iter().all(|f| f.ok) {
+        fields.clear();
+    }
+    evidence.fields = fields;
+    Finding::Compared(evidence)
+}
+
+/// The gateway call's method (upper-cased; writes only) and URL.
+pub(crate) fn http_call(action: &Action) -> Option<(&'static str, &str)> {
+    let method = action.extra.method.as_deref()?;
+    let url = action.extra.url.as_deref()?;
+    let method = ["POST", "PUT", "PATCH"]
+        .into_iter()
+        .find(|m| m.eq_ignore_ascii_case(method.trim()))?;
+    Some((method, url))
+}
+
+/// The result's `id`, as text.
+pub(crate) fn result_id(result: &Value) -> Option<String> {
+    result
+        .get("id")
+        .and_then(scalar_text)
+        .filter(|id| !id.trim().is_empty())
+}
+
+pub(crate) fn without_query(url: &str) -> &str {
+    url.split(['?', '#']).next().unwrap_or(url)
+}
+
+/// Percent-encodes an id for one path segment.
+pub(crate) fn encode_segment(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    super::template::percent_encode(id, &mut out);
+    out
+}

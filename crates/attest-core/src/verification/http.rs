@@ -1,0 +1,281 @@
+//! The HTTP reader read-back drivers share: timeouts, bounded retries, a size cap.
+//!
+//! Every failure is a [`FetchError`] whose text is safe for the ledger: it names what
+//! went wrong (status, timeout, size), never a header, a body or a URL's query.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, RETRY_AFTER};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::AttestError;
+
+/// How the reader talks to vendors. `Default` suits real APIs; tests shorten it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// How long to wait for a connection.
+    pub connect_timeout: Duration,
+    /// How long to wait for each read of the response.
+    pub read_timeout: Duration,
+    /// How long one attempt may take in all.
+    pub request_timeout: Duration,
+    /// How many times a 429 or 5xx answer is retried (0: never).
+    pub retries: u32,
+    /// The wait before the first retry when the server gives no `Retry-After`; doubled
+    /// after each retry.
+    pub backoff: Duration,
+    /// The longest `Retry-After` honoured; a longer one ends the read.
+    pub max_retry_after: Duration,
+    /// The largest response body read, in bytes; a larger one ends the read.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(20),
+            retries: 2,
+            backoff: Duration::from_millis(250),
+            max_retry_after: Duration::from_secs(5),
+            max_body_bytes: 2 << 20,
+        }
+    }
+}
+
+/// An HTTP method a read uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMethod {
+    /// `GET`.
+    #[default]
+    Get,
+    /// `POST` (GraphQL queries, search endpoints).
+    Post,
+}
+
+/// One read: method, URL, headers and an optional JSON body.
+#[derive(Clone, Default)]
+pub struct ReadRequest {
+    /// The method.
+    pub method: ReadMethod,
+    /// The full URL.
+    pub url: String,
+    /// Request headers (credentials among them; never logged or recorded).
+    pub headers: Vec<(String, String)>,
+    /// A JSON body (for `POST`).
+    pub body: Option<Value>,
+}
+
+impl std::fmt::Debug for ReadRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Headers carry tokens: print their names only.
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("ReadRequest")
+            .field("method", &self.method)
+            .field("url", &self.url)
+            .field("headers", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A response that was read and parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fetched {
+    /// The HTTP status (2xx).
+    pub status: u16,
+    /// The parsed JSON body.
+    pub body: Value,
+    /// How many attempts it took.
+    pub attempts: u32,
+}
+
+/// Why a read found nothing to compare. Every one degrades the verification; none
+/// makes it `unverified`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// The URL could not be used.
+    #[error("bad read-back url: {0}")]
+    BadUrl(String),
+    /// A header name or value could not be sent.
+    #[error("bad header {0}")]
+    BadHeader(String),
+    /// No connection could be made, or it broke.
+    #[error("network error: {0}")]
+    Network(&'static str),
+    /// The server was too slow.
+    #[error("timed out after {0} ms")]
+    Timeout(u128),
+    /// The record was not there (or not visible with this credential).
+    #[error("not found (404)")]
+    NotFound,
+    /// The server answered with an error status (after any retries).
+    #[error("http status {status} after {attempts} attempt(s)")]
+    Status {
+        /// The last status.
+        status: u16,
+        /// How many attempts were made.
+        attempts: u32,
+    },
+    /// The server asked to wait longer than allowed.
+    #[error("rate limited: retry-after {0} s is longer than allowed")]
+    RetryAfterTooLong(u64),
+    /// The body was larger than the cap.
+    #[error("response larger than {0} bytes")]
+    TooLarge(usize),
+    /// The body was empty.
+    #[error("empty response: nothing fetched")]
+    Empty,
+    /// The body was not JSON.
+    #[error("response is not json")]
+    NotJson,
+}
+
+/// The reader: a reqwest client (rustls, no cookies, no proxies from the environment
+/// beyond reqwest's defaults) and its options.
+#[derive(Debug, Clone)]
+pub struct HttpReader {
+    client: reqwest::Client,
+    options: HttpOptions,
+}
+
+impl HttpReader {
+    /// A reader with `options`.
+    pub fn new(options: HttpOptions) -> Result<Self, AttestError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .read_timeout(options.read_timeout)
+            .timeout(options.request_timeout)
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .user_agent(concat!("attest/", env!("CARGO_PKG_VERSION"), " read-back"))
+            .build()
+            .map_err(AttestError::Http)?;
+        Ok(HttpReader { client, options })
+    }
+
+    /// The reader's options.
+    pub fn options(&self) -> &HttpOptions {
+        &self.options
+    }
+
+    /// Reads `request`, retrying 429 and 5xx answers up to [`HttpOptions::retries`]
+    /// times (honouring `Retry-After` in seconds), and parses the JSON body.
+    pub async fn fetch(&self, request: &ReadRequest) -> Result<Fetched, FetchError> {
+        let url =
+            reqwest::Url::parse(&request.url).map_err(|e| FetchError::BadUrl(e.to_string()))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(FetchError::BadUrl(format!("scheme {:?}", url.scheme())));
+        }
+        let headers = header_map(&request.headers)?;
+        let mut wait = self.options.backoff;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let mut builder = match request.method {
+                ReadMethod::Get => self.client.get(url.clone()),
+                ReadMethod::Post => self.client.post(url.clone()),
+            }
+            .headers(headers.clone());
+            if let Some(body) = &request.body {
+                builder = builder.json(body);
+            }
+            let response = builder.send().await.map_err(|e| self.classify(&e))?;
+            let status = response.status().as_u16();
+            let retryable = status == 429 || (500..600).contains(&status);
+            if retryable && attempt <= self.options.retries {
+                let delay = match retry_after(response.headers()) {
+                    Some(secs) if Duration::from_secs(secs) > self.options.max_retry_after => {
+                        return Err(FetchError::RetryAfterTooLong(secs));
+                    }
+                    Some(secs) => Duration::from_secs(secs),
+                    None => wait,
+                };
+                drop(response);
+                tokio::time::sleep(delay).await;
+                wait = wait.saturating_mul(2);
+                continue;
+            }
+            if status == 404 {
+                return Err(FetchError::NotFound);
+            }
+            if !(200..300).contains(&status) {
+                return Err(FetchError::Status {
+                    status,
+                    attempts: attempt,
+                });
+            }
+            let body = self.read_body(response).await?;
+            return Ok(Fetched {
+                status,
+                body,
+                attempts: attempt,
+            });
+        }
+    }
+
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<Value, FetchError> {
+        let cap = self.options.max_body_bytes;
+        let declared = response
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > cap as u64) {
+            return Err(FetchError::TooLarge(cap));
+        }
+        let mut bytes = Vec::with_capacity(declared.map_or(8 << 10, |l| l as usize).min(cap));
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.classify(&e))? {
+            if bytes.len() + chunk.len() > cap {
+                return Err(FetchError::TooLarge(cap));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(FetchError::Empty);
+        }
+        serde_json::from_slice(&bytes).map_err(|_| FetchError::NotJson)
+    }
+
+    fn classify(&self, error: &reqwest::Error) -> FetchError {
+        if error.is_timeout() {
+            let limit = if error.is_connect() {
+                self.options.connect_timeout
+            } else {
+                self.options.read_timeout.min(self.options.request_timeout)
+            };
+            FetchError::Timeout(limit.as_millis())
+        } else if error.is_connect() {
+            FetchError::Network("cannot connect")
+        } else if error.is_body() || error.is_decode() {
+            FetchError::Network("the response broke off")
+        } else if error.is_redirect() {
+            FetchError::Network("too many redirects")
+        } else {
+            FetchError::Network("the request failed")
+        }
+    }
+}
+
+fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, FetchError> {
+    let mut map = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| FetchError::BadHeader(format!("name {name:?}")))?;
+        // The value may be a token: name the header, never show the value.
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| FetchError::BadHeader(format!("value of {name}")))?;
+        if header == reqwest::header::AUTHORIZATION || name.to_ascii_lowercase().contains("key") {
+            value.set_sensitive(true);
+        }
+        map.insert(header, value);
+    }
+    Ok(map)
+}
+
+/// `Retry-After` in whole seconds (the HTTP-date form is not honoured: backoff is used).
+fn retry_after(headers: &HeaderMap) -> Option<u64> {
+    headers.get(RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()
+}

@@ -1,0 +1,115 @@
+//! Verification: how sure Attest is that an action did what it claimed.
+//!
+//! The ladder, tried once per action that ran:
+//! 1. **read-back**: the first [`ReadBackDriver`] that supports the action reads it back
+//!    from the system of record and compares ([`RecipeDriver`], [`OpenApiDriver`],
+//!    [`ConventionDriver`]); read-back beats a custom check;
+//! 2. else the caller's [`CustomCheck`];
+//! 3. else the acknowledgement driver ([`acknowledges`]).
+//!
+//! A check that could not run (network error, timeout, 404, not JSON, nothing fetched,
+//! a missing credential, a driver error) degrades to `acknowledged` or `attested-only`
+//! with its reason kept as evidence; it is never `unverified`. `unverified` means a check
+//! ran and contradicted the intent. A read-back that found the record but had no intended
+//! field to compare is `acknowledged` ("found; nothing comparable").
+//!
+//! The ledger row keeps the level, the method (`read-back:<driver>`, `custom`, `ack`,
+//! `none`), whether it matched, and evidence: ids and per-field want/got/ok, values cut
+//! to [`EVIDENCE_MAX_CHARS`] characters; never bodies, headers or secrets.
+
+mod ack;
+mod catalog;
+mod compare;
+mod convention;
+mod custom;
+mod env;
+mod finding;
+mod http;
+mod level;
+mod openapi;
+mod pointer;
+mod readback;
+mod recipe;
+mod recipe_driver;
+mod template;
+
+use attest_ledger::Verification;
+use attest_policy::Action;
+use serde_json::{Map, Value};
+
+pub use ack::acknowledges;
+pub use catalog::{builtin as builtin_recipes, load_dir as load_recipe_dir, BUILTIN_RECIPES};
+pub use catalog::{read_recipe_file, recipe_files};
+pub use compare::{cut, FieldResult, EVIDENCE_MAX_CHARS};
+pub use convention::ConventionDriver;
+pub use custom::CustomCheck;
+pub use env::{base_url_var, Credentials, Env, ProcessEnv};
+pub use finding::{Evidence, Finding};
+pub use http::{FetchError, Fetched, HttpOptions, HttpReader, ReadMethod, ReadRequest};
+pub use level::Level;
+pub use openapi::OpenApiDriver;
+pub use readback::{ReadBack, ReadBackDriver, ReadContext};
+pub use recipe::{lint_recipes, parse_recipes, Recipe, MAX_RECIPE_BYTES};
+pub use recipe_driver::RecipeDriver;
+
+/// Verifies a result by the ladder: read-back, else the custom check, else the
+/// acknowledgement driver.
+pub(crate) async fn verify(
+    action: &Action,
+    result: &Value,
+    check: Option<&CustomCheck>,
+    readback: Option<&ReadBack>,
+) -> (Level, Verification) {
+    let ack_level = if acknowledges(result) {
+        Level::Acknowledged
+    } else {
+        Level::AttestedOnly
+    };
+    if let Some(readback) = readback {
+        if let Some((driver, finding)) = readback.check(action, result).await {
+            let level = finding.level(ack_level);
+            let matched = finding.matched();
+            let method = format!("read-back:{driver}");
+            return (
+                level,
+                verification(level, &method, matched, finding.into_evidence()),
+            );
+        }
+    }
+    let Some(check) = check else {
+        return (ack_level, verification(ack_level, "ack", None, Map::new()));
+    };
+    match check.run(action, result).await {
+        Ok(true) => (
+            Level::VerifiedCustom,
+            verification(Level::VerifiedCustom, "custom", Some(true), Map::new()),
+        ),
+        Ok(false) => (
+            Level::Unverified,
+            verification(Level::Unverified, "custom", Some(false), Map::new()),
+        ),
+        Err(_) => {
+            // The error text may carry tokens or bodies; the ledger keeps only that it failed.
+            let mut evidence = Map::new();
+            evidence.insert(
+                "degraded".to_owned(),
+                Value::String("custom check could not run".to_owned()),
+            );
+            (ack_level, verification(ack_level, "custom", None, evidence))
+        }
+    }
+}
+
+fn verification(
+    level: Level,
+    method: &str,
+    matched: Option<bool>,
+    evidence: Map<String, Value>,
+) -> Verification {
+    Verification {
+        level: level.as_str().to_owned(),
+        method: method.to_owned(),
+        matched,
+        evidence,
+    }
+}

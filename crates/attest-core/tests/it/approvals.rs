@@ -1,0 +1,1026 @@
+//! Approvals on a real SQLite file: pending and resume, first decision wins (threads and
+//! two processes), expiry, restart in the middle, approvers, edits checked by policy
+//! again, tampering, and notifiers against local HTTP servers.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use attest_core::approvals::{
+    verify_webhook, ApprovalError, Notifier, NotifyError, Secret, SlackNotifier, Status,
+    WebhookNotifier, WEBHOOK_TOLERANCE,
+};
+use attest_core::{
+    Answer, ApprovalStore, Attest, AttestError, ConsoleGate, ResumeToken, StoreGate, ToolError,
+};
+use attest_ledger::{Clock, Ledger, LedgerOptions};
+use attest_policy::{Action, Decision, Policy, PolicyError, Risk, Verb, Verdict};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A clock the test moves by hand.
+#[derive(Debug)]
+struct ManualClock(Mutex<SystemTime>);
+
+impl ManualClock {
+    fn new() -> Arc<ManualClock> {
+        Arc::new(ManualClock(Mutex::new(SystemTime::now())))
+    }
+    fn advance(&self, by: Duration) {
+        let mut now = self.0.lock().unwrap();
+        *now += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> SystemTime {
+        *self.0.lock().unwrap()
+    }
+}
+
+/// Asks for every write; names approvers; refuses payments over `limit`; holds when
+/// the params still say `[NAME]`.
+#[derive(Clone)]
+struct AskPolicy {
+    approvers: Vec<String>,
+    members: Vec<String>,
+}
+
+impl Policy for AskPolicy {
+    fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError> {
+        if action.params["amount"].as_u64().is_some_and(|a| a > 1000) {
+            return Ok(Verdict::new(
+                Decision::Refuse,
+                Risk::VeryHigh,
+                "limit",
+                "over 1000",
+            ));
+        }
+        let mut verdict = Verdict::new(Decision::Ask, action.base_risk(), "test", "writes ask");
+        verdict.approvers.clone_from(&self.approvers);
+        verdict.approver_members.clone_from(&self.members);
+        verdict.hold = action.params.to_string().contains("[NAME]");
+        Ok(verdict)
+    }
+}
+
+fn anyone() -> AskPolicy {
+    AskPolicy {
+        approvers: vec![],
+        members: vec![],
+    }
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture {
+            dir: tempfile::tempdir().unwrap(),
+            clock: ManualClock::new(),
+        }
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("l.sqlite")
+    }
+
+    /// A fresh pipeline on the same file: a new `Ledger`, store and `Attest`, as a new
+    /// process would open them.
+    fn attest(&self, policy: AskPolicy, wait: Duration) -> (Attest, Arc<Ledger>) {
+        let ledger = Arc::new(Ledger::open(self.path(), LedgerOptions::default()).unwrap());
+        let clock: Arc<dyn Clock> = self.clock.clone();
+        let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
+        let gate = StoreGate::new(Arc::clone(&store))
+            .ttl(Duration::from_secs(600))
+            .wait(wait)
+            .poll_interval(Duration::from_millis(20));
+        let attest = Attest::builder()
+            .ledger(Arc::clone(&ledger))
+            .policy(policy)
+            .gate(gate)
+            .approvals(store)
+            .agent("bot")
+            .build()
+            .unwrap();
+        (attest, ledger)
+    }
+}
+
+fn row(ledger: &Ledger, seq: u64) -> Value {
+    let mut body = None;
+    ledger
+        .for_each_row(seq, |r| {
+            body = Some(serde_json::from_slice::<Value>(r.body).unwrap());
+            Ok(false)
+        })
+        .unwrap();
+    body.expect("no such row")
+}
+
+fn rows(ledger: &Ledger) -> u64 {
+    ledger.tip().unwrap().map_or(0, |(seq, _)| seq)
+}
+
+/// A tool that counts calls and remembers the params it ran with.
+#[derive(Clone, Default)]
+struct Tool {
+    calls: Arc<AtomicUsize>,
+    params: Arc<Mutex<Option<Value>>>,
+}
+
+impl Tool {
+    fn run(&self) -> impl FnOnce(Value) -> std::future::Ready<Result<Value, ToolError>> {
+        let me = self.clone();
+        move |params| {
+            me.calls.fetch_add(1, Ordering::SeqCst);
+            *me.params.lock().unwrap() = Some(params);
+            std::future::ready(Ok(json!({"id": "m1"})))
+        }
+    }
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+fn send() -> Action {
+    Action::new("gmail", Verb::Send)
+        .with_target("bob@other.io")
+        .with_params(json!({"to": "bob@other.io", "body": "hi"}))
+}
+
+/// Runs `action`, expecting it to go pending; returns the request id and token.
+async fn pend(attest: &Attest, action: Action, tool: &Tool) -> (String, ResumeToken) {
+    match attest.run(action, tool.run()).await {
+        Err(AttestError::Pending { id, token, receipt }) => {
+            assert_eq!(receipt.decision, Decision::Ask);
+            (id, token)
+        }
+        other => panic!("expected pending, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    assert_eq!(tool.calls(), 0);
+    let ask = row(&ledger, 1);
+    assert_eq!(ask["decision"], "ask");
+    assert_eq!(ask["execution"]["status"], "pending");
+    assert!(ask.get("confirm").is_none());
+
+    // Still pending: pending again, nothing runs, nothing recorded.
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    assert!(
+        matches!(err, AttestError::Pending { ref receipt, .. } if receipt.seq == 1),
+        "{err:?}"
+    );
+    assert_eq!(rows(&ledger), 1);
+
+    let decided = attest
+        .decide(&id, Answer::approve("maria", "cli").with_note("ok"))
+        .await
+        .unwrap();
+    assert_eq!(decided.request.status, Status::Approved);
+    assert!(decided.receipt.is_none());
+    let receipt = attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    assert_eq!(receipt.seq, 2);
+    assert_eq!(receipt.approver.as_deref(), Some("maria"));
+    let outcome = row(&ledger, 2);
+    assert_eq!(
+        outcome["confirm"],
+        json!({"outcome": "approved", "approver": "maria", "channel": "cli", "note": "ok"})
+    );
+    assert_eq!(outcome["execution"]["status"], "ok");
+    assert_eq!(outcome["action_id"], ask["action_id"]);
+
+    // Used once: a second resume is refused and runs nothing.
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::AlreadyUsed { .. })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(tool.calls(), 1);
+    assert_eq!(rows(&ledger), 2);
+    assert!(ledger.verify().unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn an_unknown_token_is_a_clear_error() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let err = attest
+        .resume(&ResumeToken::new("atr_0000"), tool.run())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AttestError::Approval(ApprovalError::NotFound)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("no approval request"), "{err}");
+}
+
+#[tokio::test]
+async fn a_request_survives_a_restart_and_resumes_from_a_new_attest() {
+    let f = Fixture::new();
+    let tool = Tool::default();
+    let (id, token) = {
+        let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+        pend(&attest, send(), &tool).await
+    };
+    // Everything from the first "process" is dropped; a new one opens the file.
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let pending = attest.approvals().unwrap().pending().unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].id, id);
+    attest
+        .decide(token.expose(), Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    drop(attest);
+    let (attest, _) = f.attest(anyone(), Duration::ZERO);
+    attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    assert_eq!(rows(&ledger), 2);
+    assert_eq!(*tool.params.lock().unwrap(), Some(send().params));
+}
+
+#[tokio::test]
+async fn a_rejection_is_recorded_at_once_and_resume_reports_it() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    let decided = attest
+        .decide(&id, Answer::reject("maria", "cli").with_note("no"))
+        .await
+        .unwrap();
+    assert_eq!(decided.receipt.as_ref().map(|r| r.seq), Some(2));
+    let outcome = row(&ledger, 2);
+    assert_eq!(outcome["confirm"]["outcome"], "rejected");
+    assert_eq!(outcome["execution"]["status"], "not_run");
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    assert!(
+        matches!(err, AttestError::Rejected { ref approver, ref receipt } if approver == "maria" && receipt.seq == 2),
+        "{err:?}"
+    );
+    assert_eq!(tool.calls(), 0);
+    // The first decision wins.
+    let err = attest
+        .decide(&id, Answer::approve("ann", "cli"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::AlreadyDecided {
+                status: Status::Rejected,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(rows(&ledger), 2);
+}
+
+#[tokio::test]
+async fn expiry_counts_as_rejection_and_is_recorded_as_expired() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    f.clock.advance(Duration::from_secs(601));
+    assert!(attest.approvals().unwrap().pending().unwrap().is_empty());
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let AttestError::Expired { receipt, .. } = err else {
+        panic!("expected expiry, got {err:?}")
+    };
+    assert_eq!(receipt.seq, 2);
+    let outcome = row(&ledger, 2);
+    assert_eq!(outcome["confirm"]["outcome"], "expired");
+    assert!(outcome["confirm"].get("approver").is_none());
+    assert_eq!(outcome["execution"]["status"], "not_run");
+    // Too late to decide; resume again reports the same recorded expiry.
+    let err = attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::AlreadyDecided {
+                status: Status::Expired,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    assert!(
+        matches!(err, AttestError::Expired { ref receipt, .. } if receipt.seq == 2),
+        "{err:?}"
+    );
+    assert_eq!(rows(&ledger), 2);
+    assert_eq!(tool.calls(), 0);
+}
+
+#[tokio::test]
+async fn expire_due_records_each_expired_request_once() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    pend(&attest, send(), &tool).await;
+    pend(&attest, send(), &tool).await;
+    f.clock.advance(Duration::from_secs(601));
+    assert_eq!(attest.expire_due().await.unwrap().len(), 2);
+    assert!(attest.expire_due().await.unwrap().is_empty());
+    assert_eq!(rows(&ledger), 4);
+}
+
+#[tokio::test]
+async fn only_a_listed_approver_or_group_member_may_decide() {
+    let f = Fixture::new();
+    let policy = AskPolicy {
+        approvers: vec!["finance".into()],
+        members: vec!["ann@acme.com".into(), "raj@acme.com".into()],
+    };
+    let (attest, _ledger) = f.attest(policy, Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    for who in ["bob@acme.com", "finance"] {
+        let err = attest
+            .decide(&id, Answer::approve(who, "cli"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AttestError::Approval(ApprovalError::NotAnApprover { .. })
+            ),
+            "{err:?}"
+        );
+    }
+    let err = attest
+        .decide(&id, Answer::approve("", "cli"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AttestError::Approval(ApprovalError::NoApprover { .. })),
+        "{err:?}"
+    );
+    attest
+        .decide(&id, Answer::approve("RAJ@acme.com", "cli"))
+        .await
+        .unwrap();
+    attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+}
+
+#[tokio::test]
+async fn edits_change_what_runs_and_policy_checks_the_edited_action() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let pay =
+        || Action::new("stripe", Verb::Pay).with_params(json!({"amount": 500, "to": "acct_1"}));
+
+    // An edit policy accepts runs, with the edited params.
+    let (id, token) = pend(&attest, pay(), &tool).await;
+    let decided = attest
+        .decide(
+            &id,
+            Answer::approve("maria", "inbox").with_edits(json!({"amount": 400})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(decided.request.status, Status::Edited);
+    let receipt = attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(
+        *tool.params.lock().unwrap(),
+        Some(json!({"amount": 400, "to": "acct_1"}))
+    );
+    let outcome = row(&ledger, receipt.seq);
+    assert_eq!(outcome["confirm"]["outcome"], "edited");
+    assert_ne!(outcome["params_hash"], row(&ledger, 1)["params_hash"]);
+
+    // An edit policy refuses does not run: the refusal stands and is recorded.
+    let (id, token) = pend(&attest, pay(), &tool).await;
+    attest
+        .decide(
+            &id,
+            Answer::approve("maria", "inbox").with_edits(json!({"amount": 5000})),
+        )
+        .await
+        .unwrap();
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let AttestError::Refused { receipt } = err else {
+        panic!("expected a refusal, got {err:?}")
+    };
+    assert_eq!(tool.calls(), 1);
+    let refused = row(&ledger, receipt.seq);
+    assert_eq!(refused["decision"], "refuse");
+    assert_eq!(refused["confirm"]["outcome"], "edited");
+    assert_eq!(refused["execution"]["status"], "not_run");
+    // And it cannot be retried.
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::AlreadyUsed { .. })
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_held_action_runs_only_after_an_edit_fills_it() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let held = send().with_params(json!({"to": "bob@other.io", "body": "Dear [NAME],"}));
+    let (id, token) = pend(&attest, held, &tool).await;
+    let err = attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::HoldNeedsEdits { .. })
+        ),
+        "{err:?}"
+    );
+    attest
+        .decide(
+            &id,
+            Answer::approve("maria", "cli").with_edits(json!({"body": "Dear Bob,"})),
+        )
+        .await
+        .unwrap();
+    attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+}
+
+#[tokio::test]
+async fn a_different_action_presenting_the_token_is_refused() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    let other = send().with_params(json!({"to": "eve@evil.io", "body": "hi"}));
+    let err = attest
+        .resume_action(&token, other, tool.run())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::DigestMismatch { .. })
+        ),
+        "{err:?}"
+    );
+    let other = send().with_agent("another-bot");
+    let err = attest
+        .resume_action(&token, other, tool.run())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::DigestMismatch { .. })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(tool.calls(), 0);
+    // The same action (key order aside) is accepted.
+    let same = send().with_params(json!({"body": "hi", "to": "bob@other.io"}));
+    attest
+        .resume_action(&token, same, tool.run())
+        .await
+        .unwrap();
+    assert_eq!(tool.calls(), 1);
+}
+
+/// Changes one column of the stored request behind the store's back.
+fn tamper(path: &std::path::Path, id: &str, set: &str) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let changed = conn
+        .execute(&format!("UPDATE approvals SET {set} WHERE id = ?1"), [id])
+        .unwrap();
+    assert_eq!(changed, 1);
+}
+
+#[tokio::test]
+async fn a_tampered_edit_or_action_in_the_store_is_refused() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+
+    let (id, token) = pend(&attest, send(), &tool).await;
+    attest
+        .decide(
+            &id,
+            Answer::approve("maria", "cli").with_edits(json!({"body": "hello"})),
+        )
+        .await
+        .unwrap();
+    tamper(&f.path(), &id, r#"edits = '{"to":"eve@evil.io"}'"#);
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::Tampered { field: "edits", .. })
+        ),
+        "{err:?}"
+    );
+
+    let (id, token) = pend(&attest, send(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    tamper(
+        &f.path(),
+        &id,
+        "action = replace(action, 'bob@other.io', 'eve@evil.io')",
+    );
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::Tampered {
+                field: "action",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+
+    let (id, token) = pend(&attest, send(), &tool).await;
+    tamper(&f.path(), &id, "status = 'approved'");
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    assert!(
+        matches!(err, AttestError::Approval(ApprovalError::Tampered { .. })),
+        "{err:?}"
+    );
+    assert_eq!(tool.calls(), 0);
+}
+
+#[tokio::test]
+async fn threads_deciding_at_once_have_exactly_one_winner() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let (id, _token) = pend(&attest, send(), &Tool::default()).await;
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let attest = attest.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                let answer = if i % 2 == 0 {
+                    Answer::approve(format!("p{i}"), "cli")
+                } else {
+                    Answer::reject(format!("p{i}"), "cli")
+                };
+                attest.decide(&id, answer).await
+            })
+        })
+        .collect();
+    let mut wins = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => wins += 1,
+            Err(AttestError::Approval(ApprovalError::AlreadyDecided { .. })) => {}
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(wins, 1);
+}
+
+/// Set in a child process: the ledger path, the request id, and who decides.
+const WORKER_LEDGER: &str = "ATTEST_TEST_DECIDE_LEDGER";
+const WORKER_ID: &str = "ATTEST_TEST_DECIDE_ID";
+const WORKER_WHO: &str = "ATTEST_TEST_DECIDE_WHO";
+const WORKER_GO: &str = "ATTEST_TEST_DECIDE_GO";
+
+#[tokio::test]
+async fn two_processes_racing_to_decide_have_exactly_one_winner() {
+    let exe = std::env::current_exe().unwrap();
+    for round in 0..3 {
+        let f = Fixture::new();
+        let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+        let (id, token) = pend(&attest, send(), &Tool::default()).await;
+        // Both children wait for the same instant, then decide.
+        let go = SystemTime::now() + Duration::from_millis(700);
+        let go_ms = go
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        let children: Vec<_> = ["approver-a", "approver-b"]
+            .iter()
+            .map(|who| {
+                Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "approvals::decide_worker",
+                        "--ignored",
+                        "--nocapture",
+                    ])
+                    .env(WORKER_LEDGER, f.path())
+                    .env(WORKER_ID, &id)
+                    .env(WORKER_WHO, who)
+                    .env(WORKER_GO, go_ms.to_string())
+                    .output()
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for (child, who) in children.into_iter().zip(["approver-a", "approver-b"]) {
+            let out = child.unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if text.contains("DECIDE-WON") {
+                winners.push(who);
+            } else {
+                assert!(text.contains("DECIDE-LOST"), "round {round}: {text}");
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
+        let request = attest.approvals().unwrap().get(&id).unwrap();
+        assert_eq!(request.approver.as_deref(), Some(winners[0]));
+        // The winner's decision is what resume sees.
+        let tool = Tool::default();
+        match request.status {
+            Status::Approved => {
+                attest.resume(&token, tool.run()).await.unwrap();
+                assert_eq!(tool.calls(), 1);
+            }
+            Status::Rejected => {
+                assert!(attest.resume(&token, tool.run()).await.is_err());
+                assert_eq!(tool.calls(), 0);
+            }
+            other => panic!("unexpected {other}"),
+        }
+        assert_eq!(rows(&ledger), 2);
+        assert!(ledger.verify().unwrap().is_intact());
+    }
+}
+
+/// The child half of the race: decides once, prints whether it won.
+#[test]
+#[ignore = "a child process of two_processes_racing_to_decide_have_exactly_one_winner"]
+fn decide_worker() {
+    let path = std::env::var(WORKER_LEDGER).expect("run by the parent test");
+    let id = std::env::var(WORKER_ID).unwrap();
+    let who = std::env::var(WORKER_WHO).unwrap();
+    let go: u128 = std::env::var(WORKER_GO).unwrap().parse().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ledger = Arc::new(Ledger::open(path, LedgerOptions::default()).unwrap());
+    let attest = Attest::builder()
+        .ledger(ledger)
+        .policy(anyone())
+        .build()
+        .unwrap();
+    attest.approvals().unwrap();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    std::thread::sleep(Duration::from_millis(
+        u64::try_from(go.saturating_sub(now)).unwrap(),
+    ));
+    // One approves, the other rejects: the loser must not overwrite the winner.
+    let answer = if who.ends_with('a') {
+        Answer::approve(&who, "cli")
+    } else {
+        Answer::reject(&who, "cli")
+    };
+    match runtime.block_on(attest.decide(&id, answer)) {
+        Ok(_) => println!("DECIDE-WON"),
+        Err(AttestError::Approval(ApprovalError::AlreadyDecided { .. })) => println!("DECIDE-LOST"),
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_waiting_gate_runs_the_action_when_someone_decides_in_time() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::from_secs(20));
+    let decider = attest.clone();
+    let approve = tokio::spawn(async move {
+        loop {
+            let pending = decider.approvals().unwrap().pending().unwrap();
+            if let Some(request) = pending.first() {
+                decider
+                    .decide(&request.id, Answer::approve("maria", "inbox"))
+                    .await
+                    .unwrap();
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let tool = Tool::default();
+    let receipt = attest.run(send(), tool.run()).await.unwrap();
+    approve.await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    assert_eq!(receipt.seq, 1);
+    assert_eq!(row(&ledger, 1)["confirm"]["channel"], "inbox");
+    assert_eq!(rows(&ledger), 1);
+}
+
+#[tokio::test]
+async fn a_waiting_gate_that_times_out_returns_pending() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::from_millis(100));
+    let tool = Tool::default();
+    let (_id, token) = pend(&attest, send(), &tool).await;
+    assert_eq!(rows(&ledger), 1);
+    assert!(token.expose().starts_with("atr_"));
+}
+
+#[tokio::test]
+async fn the_console_gate_edits_and_policy_checks_the_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger =
+        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+    let tool = Tool::default();
+    for (input, runs) in [
+        ("e\n{\"amount\": 10}\n", true),
+        ("e\n{\"amount\": 5000}\n", false),
+        ("n\n", false),
+    ] {
+        let gate = ConsoleGate::with_io(
+            "ann",
+            std::io::Cursor::new(input.as_bytes().to_vec()),
+            std::io::sink(),
+        );
+        let attest = Attest::builder()
+            .ledger(Arc::clone(&ledger))
+            .policy(anyone())
+            .gate(gate)
+            .build()
+            .unwrap();
+        let action = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 100}));
+        let result = attest.run(action, tool.run()).await;
+        assert_eq!(result.is_ok(), runs, "{input:?}: {result:?}");
+    }
+    assert_eq!(tool.calls(), 1);
+    assert_eq!(*tool.params.lock().unwrap(), Some(json!({"amount": 10})));
+}
+
+#[tokio::test]
+async fn an_approver_not_listed_cannot_approve_through_any_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger =
+        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+    let policy = AskPolicy {
+        approvers: vec!["finance".into()],
+        members: vec!["ann@acme.com".into()],
+    };
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .policy(policy)
+        .gate(attest_core::AutoGate::approve("mallory"))
+        .build()
+        .unwrap();
+    let tool = Tool::default();
+    let err = attest.run(send(), tool.run()).await.unwrap_err();
+    assert!(matches!(err, AttestError::Rejected { .. }), "{err:?}");
+    assert_eq!(tool.calls(), 0);
+    assert_eq!(
+        row(&ledger, 1)["confirm"]["note"],
+        "not a listed approver for this action"
+    );
+}
+
+/// One HTTP request as a tiny local server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Serves HTTP/1.1 on 127.0.0.1, answering every request with `status` and `body`, and
+/// keeps what it saw.
+async fn local_server(status: u16, body: &'static str) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            let (head_end, length) = loop {
+                let n = socket.read(&mut chunk).await.unwrap();
+                if n == 0 {
+                    break (0, 0);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    break (end + 4, length);
+                }
+            };
+            while buf.len() < head_end + length {
+                let n = socket.read(&mut chunk).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+            let mut lines = head.lines();
+            let path = lines
+                .next()
+                .unwrap_or_default()
+                .split(' ')
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned();
+            let headers = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .collect();
+            log.lock().unwrap().push(Seen {
+                path,
+                headers,
+                body: buf[head_end..].to_vec(),
+            });
+            let reply = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(reply.as_bytes()).await;
+        }
+    });
+    (url, seen)
+}
+
+fn gate_with(f: &Fixture, notifier: impl Notifier + 'static) -> (Attest, Arc<Ledger>) {
+    let ledger = Arc::new(Ledger::open(f.path(), LedgerOptions::default()).unwrap());
+    let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
+    let gate = StoreGate::new(Arc::clone(&store)).notifier(notifier);
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .policy(anyone())
+        .gate(gate)
+        .approvals(store)
+        .build()
+        .unwrap();
+    (attest, ledger)
+}
+
+#[tokio::test]
+async fn the_webhook_is_signed_and_its_verifier_refuses_forgeries() {
+    let f = Fixture::new();
+    let (url, seen) = local_server(200, "{}").await;
+    let secret = Secret::new("whsec_test");
+    let (attest, _ledger) = gate_with(
+        &f,
+        WebhookNotifier::new(format!("{url}/hook"), secret.clone()),
+    );
+    let (id, _token) = pend(&attest, send(), &Tool::default()).await;
+    let hit = seen.lock().unwrap()[0].clone();
+    assert_eq!(hit.path, "/hook");
+    let ts = hit.header("x-attest-timestamp");
+    let sig = hit.header("x-attest-signature");
+    let now = SystemTime::now();
+    verify_webhook(&secret, ts, sig, &hit.body, now, WEBHOOK_TOLERANCE).unwrap();
+    let body: Value = serde_json::from_slice(&hit.body).unwrap();
+    assert_eq!(body["type"], "approval.requested");
+    assert_eq!(body["request"]["id"], id.as_str());
+    // Raw params stay out of the notice: only the preview travels.
+    assert!(body["request"].get("params").is_none());
+    assert!(verify_webhook(
+        &Secret::new("wrong"),
+        ts,
+        sig,
+        &hit.body,
+        now,
+        WEBHOOK_TOLERANCE
+    )
+    .is_err());
+    let mut forged = hit.body.clone();
+    forged.push(b' ');
+    assert!(verify_webhook(&secret, ts, sig, &forged, now, WEBHOOK_TOLERANCE).is_err());
+    let later = now + Duration::from_secs(3600);
+    assert!(verify_webhook(&secret, ts, sig, &hit.body, later, WEBHOOK_TOLERANCE).is_err());
+}
+
+#[tokio::test]
+async fn a_failing_notifier_never_loses_the_request() {
+    let f = Fixture::new();
+    let (url, _seen) = local_server(500, "{}").await;
+    let (attest, _ledger) = gate_with(&f, WebhookNotifier::new(url, Secret::new("s")));
+    let (id, _token) = pend(&attest, send(), &Tool::default()).await;
+    let request = attest.approvals().unwrap().get(&id).unwrap();
+    assert_eq!(request.status, Status::Pending);
+    assert!(
+        request.notify_error.as_deref().unwrap().contains("500"),
+        "{:?}",
+        request.notify_error
+    );
+
+    // Nobody listening at all: still stored.
+    let g = Fixture::new();
+    let (attest, _ledger) = gate_with(
+        &g,
+        WebhookNotifier::new("http://127.0.0.1:9/", Secret::new("s")),
+    );
+    let (id, _token) = pend(&attest, send(), &Tool::default()).await;
+    assert_eq!(attest.approvals().unwrap().pending().unwrap()[0].id, id);
+}
+
+#[tokio::test]
+async fn slack_gets_a_message_with_approve_and_reject_buttons() {
+    let f = Fixture::new();
+    let (url, seen) = local_server(200, r#"{"ok":true,"ts":"1.2"}"#).await;
+    let slack = SlackNotifier::new(Secret::new("xoxb-test"), "#approvals").with_base_url(&url);
+    let (attest, _ledger) = gate_with(&f, slack);
+    let (id, _token) = pend(&attest, send(), &Tool::default()).await;
+    let hit = seen.lock().unwrap()[0].clone();
+    assert_eq!(hit.path, "/chat.postMessage");
+    assert_eq!(hit.header("authorization"), Some("Bearer xoxb-test"));
+    let body: Value = serde_json::from_slice(&hit.body).unwrap();
+    assert_eq!(body["channel"], "#approvals");
+    let buttons = &body["blocks"][2]["elements"];
+    assert_eq!(buttons[0]["action_id"], "attest_approve");
+    assert_eq!(buttons[1]["action_id"], "attest_reject");
+    assert_eq!(buttons[0]["value"], id.as_str());
+
+    let g = Fixture::new();
+    let (url, _seen) = local_server(200, r#"{"ok":false,"error":"invalid_auth"}"#).await;
+    let slack = SlackNotifier::new(Secret::new("xoxb-bad"), "#approvals").with_base_url(&url);
+    let (attest, _ledger) = gate_with(&g, slack);
+    let (id, _token) = pend(&attest, send(), &Tool::default()).await;
+    let request = attest.approvals().unwrap().get(&id).unwrap();
+    assert!(request.notify_error.unwrap().contains("invalid_auth"));
+}
+
+/// A notifier that always fails, to show the error type is usable from outside.
+struct Broken;
+
+#[async_trait::async_trait]
+impl Notifier for Broken {
+    fn name(&self) -> &str {
+        "broken"
+    }
+    async fn notify(&self, _request: &attest_core::ApprovalRequest) -> Result<(), NotifyError> {
+        Err(NotifyError::Status {
+            notifier: "broken",
+            status: 503,
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_custom_notifier_failure_is_noted_on_the_request() {
+    let f = Fixture::new();
+    let (attest, _ledger) = gate_with(&f, Broken);
+    let (id, _token) = pend(&attest, send(), &Tool::default()).await;
+    let request = attest.approvals().unwrap().get(&id).unwrap();
+    assert_eq!(
+        request.notify_error.as_deref(),
+        Some("broken: broken: the receiver answered HTTP 503")
+    );
+}
