@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use attest_core::approvals::ApprovalStore;
 use attest_core::Attest;
 use attest_policy::Policy;
 
@@ -23,11 +24,13 @@ fn pipeline(
 ) -> anyhow::Result<(Attest, Arc<dyn Policy>)> {
     // The policy first: a policy that does not load must not leave a ledger behind.
     let policy: Arc<dyn Policy> = Arc::new(config.policy()?);
-    let ledger = config.open_ledger(true)?;
+    let ledger = Arc::new(config.open_ledger(true)?);
+    let store = Arc::new(ApprovalStore::open(&ledger).context("cannot open the approval store")?);
     let mut builder = Attest::builder()
         .ledger(ledger)
         .shared_policy(Arc::clone(&policy))
-        .gate(gate_for(mode, timeout));
+        .approvals(Arc::clone(&store))
+        .gate(gate_for(mode, timeout, store));
     if let Some(agent) = agent {
         builder = builder.agent(agent);
     }
@@ -38,9 +41,6 @@ fn pipeline(
 }
 
 fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
-    if serve.mode == Mode::Pending {
-        eprintln!("attest: warning: {}", crate::servers::PENDING_UNAVAILABLE);
-    }
     let timeout = Duration::from_secs(serve.timeout);
     let (attest, _) = pipeline(
         config,
@@ -113,7 +113,6 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         upstream,
         operations,
         record_reads: args.record_reads,
-        mode: args.serve.mode,
         max_body: args.max_body,
         upstream_timeout: Duration::from_secs(args.upstream_timeout),
     };

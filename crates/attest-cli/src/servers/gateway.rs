@@ -15,25 +15,29 @@
 //! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
 //! - Request and response bodies are capped (`--max-body`).
 //!
-//! `--mode pending` answers 403 until the approval store lands (issue 7); then it is a
-//! 202 with a resume URL.
+//! - A request held for a person is a 202 with its id, resume token and resume URL;
+//!   once approved, `POST /_attest/resume/{token}` with the caller's own headers sends the
+//!   approved request upstream (the gateway never keeps credentials). The path
+//!   `/_attest/` is the gateway's own and is never forwarded.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
+use attest_core::approvals::ResumeToken;
 use attest_core::{detect, Attest, AttestError, CustomCheck, DetectInput, Receipt, ToolError};
 use attest_policy::Action;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use axum::routing::post;
 use axum::Router;
 use reqwest::Url;
 use serde_json::{json, Value};
 
-use super::{chain, compare_fields, receipt_json, Mode, PENDING_UNAVAILABLE};
+use super::{chain, compare_fields, held_json, receipt_json};
 
 /// The header that names the upstream base URL.
 pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
@@ -50,8 +54,6 @@ pub(crate) struct GatewayOptions {
     pub(crate) operations: Vec<Operation>,
     /// Record reads too.
     pub(crate) record_reads: bool,
-    /// How `ask` is answered.
-    pub(crate) mode: Mode,
     /// Largest request or response body, in bytes.
     pub(crate) max_body: usize,
     /// How long one upstream request may take.
@@ -88,6 +90,7 @@ impl GatewayState {
 pub(crate) fn router(state: GatewayState) -> Router {
     let limit = state.0.options.max_body;
     Router::new()
+        .route("/_attest/resume/{token}", post(resume))
         .fallback(forward)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
@@ -420,6 +423,46 @@ fn readback_check(
     })
 }
 
+type Slot<T> = Mutex<Option<T>>;
+
+fn put<T>(slot: &Slot<T>, value: T) {
+    *slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(value);
+}
+
+fn take<T>(slot: &Slot<T>) -> Option<T> {
+    slot.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+}
+
+/// Sends a request upstream for the pipeline, keeping the raw answer for the caller and
+/// where the write can be read back.
+async fn execute(
+    state: &Inner,
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: Bytes,
+    answer: &Slot<Result<Upstreamed, String>>,
+    location: &Slot<Url>,
+) -> Result<Value, ToolError> {
+    let outcome = send(state, method, url, headers, body).await;
+    let result: Result<Value, ToolError> = match &outcome {
+        Ok(up) if up.status.is_success() => {
+            if let Some(found) = readback_url(method, url, up) {
+                put(location, found);
+            }
+            Ok(up.value())
+        }
+        Ok(up) => Err(format!("the upstream answered {}", up.status).into()),
+        Err(why) => Err(why.clone().into()),
+    };
+    put(answer, outcome);
+    result
+}
+
 async fn forward(
     State(state): State<GatewayState>,
     method: Method,
@@ -439,56 +482,120 @@ async fn forward(
             Err(why) => reject(StatusCode::BAD_GATEWAY, json!({"error": why}), None),
         };
     }
-    let answer: Mutex<Option<Result<Upstreamed, String>>> = Mutex::new(None);
+    let answer = Mutex::new(None);
     let location = Arc::new(Mutex::new(None));
-    let execute = |_params: Value| async {
-        let outcome = send(&state, &method, &url, &headers, body).await;
-        let result: Result<Value, ToolError> = match &outcome {
-            Ok(up) if up.status.is_success() => {
-                *location
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    readback_url(&method, &url, up);
-                Ok(up.value())
-            }
-            Ok(up) => Err(format!("the upstream answered {}", up.status).into()),
-            Err(why) => Err(why.clone().into()),
-        };
-        *answer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
-        result
-    };
+    let run = |_params: Value| execute(&state, &method, &url, &headers, body, &answer, &location);
     let outcome = if action.verb.is_read() || method == Method::DELETE {
-        state.attest.run(action, execute).await
+        state.attest.run(action, run).await
     } else {
         let check = readback_check(&state, &headers, Arc::clone(&location));
-        state.attest.run_checked(action, execute, &check).await
+        state.attest.run_checked(action, run, &check).await
     };
-    let answer = answer
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
+    respond(&method, &url, outcome, take(&answer))
+}
+
+/// `POST /_attest/resume/{token}`: runs a held request once a person approved it, with
+/// the caller's headers (the gateway keeps no credentials) and the approved body.
+async fn resume(
+    State(state): State<GatewayState>,
+    UrlPath(token): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    let state = state.0;
+    let token = ResumeToken::new(token);
+    let request = match state.attest.approvals() {
+        Ok(store) => {
+            let lookup = token.clone();
+            tokio::task::spawn_blocking(move || store.get_by_token(&lookup)).await
+        }
+        Err(err) => {
+            eprintln!("attest gateway: resume: {}", chain(&err));
+            return reject(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "the approval store is not available"}),
+                None,
+            );
+        }
+    };
+    let request = match request {
+        Ok(Ok(request)) => request,
+        Ok(Err(err)) => return reject(StatusCode::NOT_FOUND, json!({"error": chain(&err)}), None),
+        Err(_) => {
+            return reject(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal error"}),
+                None,
+            )
+        }
+    };
+    let extra = &request.action.extra;
+    let (Some(method), Some(url)) = (extra.method.as_deref(), extra.url.as_deref()) else {
+        return reject(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "the held request is not an HTTP call"}),
+            None,
+        );
+    };
+    let (Ok(method), Ok(url)) = (method.parse::<Method>(), Url::parse(url)) else {
+        return reject(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "the held request's method or URL does not parse"}),
+            None,
+        );
+    };
+    let answer = Mutex::new(None);
+    let location = Arc::new(Mutex::new(None));
+    let run = |params: Value| {
+        // The approved params (a person may have edited them) are the body sent.
+        let body = match &params {
+            Value::Object(map) if map.is_empty() => Bytes::new(),
+            _ => Bytes::from(serde_json::to_vec(&params).unwrap_or_default()),
+        };
+        execute(&state, &method, &url, &headers, body, &answer, &location)
+    };
+    let outcome = if method == Method::DELETE {
+        state.attest.resume(&token, run).await
+    } else {
+        let check = readback_check(&state, &headers, Arc::clone(&location));
+        state.attest.resume_checked(&token, run, &check).await
+    };
+    respond(&method, &url, outcome, take(&answer))
+}
+
+/// The caller's answer for a governed request.
+fn respond(
+    method: &Method,
+    url: &Url,
+    outcome: Result<Receipt, AttestError>,
+    answer: Option<Result<Upstreamed, String>>,
+) -> Response {
+    let not_run = |error: String, receipt: &Receipt| {
+        reject(
+            StatusCode::FORBIDDEN,
+            json!({"error": format!("{error}; the upstream was not called"),
+                   "reasons": receipt.reasons, "receipt": receipt_json(receipt)}),
+            Some(receipt),
+        )
+    };
     match (outcome, answer) {
         (Ok(receipt), Some(Ok(up))) => up.into_response(Some(&receipt)),
-        (Err(AttestError::Refused { receipt }), _) => reject(
-            StatusCode::FORBIDDEN,
-            json!({"error": "refused by policy; the upstream was not called",
-                   "reasons": receipt.reasons, "receipt": receipt_json(&receipt)}),
-            Some(&receipt),
-        ),
+        (Err(AttestError::Refused { receipt }), _) => {
+            not_run("refused by policy".to_owned(), &receipt)
+        }
         (Err(AttestError::Rejected { approver, receipt }), _) => {
-            let why = if state.options.mode == Mode::Pending {
-                PENDING_UNAVAILABLE.to_owned()
-            } else {
-                format!("rejected by {approver}")
-            };
-            reject(
-                StatusCode::FORBIDDEN,
-                json!({"error": format!("not allowed: {why}; the upstream was not called"),
-                       "reasons": receipt.reasons, "receipt": receipt_json(&receipt)}),
-                Some(&receipt),
-            )
+            not_run(format!("not allowed: rejected by {approver}"), &receipt)
+        }
+        (Err(AttestError::Expired { receipt, .. }), _) => not_run(
+            "not allowed: the approval request expired".to_owned(),
+            &receipt,
+        ),
+        (Err(AttestError::Pending { id, token, receipt }), _) => {
+            let mut body = held_json(&id, &token, &receipt);
+            body["resume"] = json!(format!("/_attest/resume/{}", token.expose()));
+            reject(StatusCode::ACCEPTED, body, Some(&receipt))
+        }
+        (Err(AttestError::Approval(err)), _) => {
+            reject(StatusCode::CONFLICT, json!({"error": chain(&err)}), None)
         }
         (Err(AttestError::ToolFailed { receipt, .. }), Some(Ok(up))) => {
             up.into_response(Some(&receipt))
@@ -509,8 +616,7 @@ async fn forward(
                 None,
             )
         }
-        // Not recorded: the ledger (or something it needs) failed. A pending variant,
-        // once `AttestError` has one, becomes a 202 with the resume URL here.
+        // Not recorded: the ledger (or something it needs) failed.
         (Err(err), _) => {
             eprintln!(
                 "attest gateway: {method} {}: {}",

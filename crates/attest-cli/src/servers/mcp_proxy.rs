@@ -15,6 +15,9 @@
 //!   (`seq`, `action_id`, `decision`, `level`, `entry_hash`) in its `_meta`;
 //! - an upstream error, `isError` result or crash is recorded as a failed execution and
 //!   reported to the client; requests to a dead upstream fail at once, never hang;
+//! - a call held for a person (`ask` in `pending` mode, or unanswered within `--timeout`
+//!   in `block` mode) comes back with its resume token; once approved, the added
+//!   `attest_resume` tool runs it;
 //! - `create_X`/`update_X` are read back through the upstream's `get_X`/`fetch_X`/`read_X`
 //!   when one takes a single id ([`PairReader`]).
 //!
@@ -28,6 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::Context;
+use attest_core::approvals::ResumeToken;
 use attest_core::{detect, Attest, AttestError, CustomCheck, DetectInput, Receipt, ToolError};
 use attest_policy::{Action, Risk, Verb};
 use rmcp::model::{
@@ -45,7 +49,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
-use super::{chain, compare_fields, receipt_json, Mode, PENDING_UNAVAILABLE};
+use super::{chain, compare_fields, held_json, receipt_json, Mode};
 
 /// The tool added in pending mode to resume a held call.
 pub(crate) const RESUME_TOOL: &str = "attest_resume";
@@ -256,7 +260,7 @@ impl Proxy {
                 tools.insert(tool.name.to_string(), tool.clone());
             }
             drop(tools);
-            if self.0.options.mode == Mode::Pending && list.next_cursor.is_none() {
+            if self.0.options.mode != Mode::Auto && list.next_cursor.is_none() {
                 list.tools.push(resume_tool());
             }
         }
@@ -282,77 +286,160 @@ impl Proxy {
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
         let name = call.params.name.to_string();
-        if name == RESUME_TOOL && self.0.options.mode == Mode::Pending {
-            // Once the approval store lands: look the token up, wait for or check its
-            // answer, and run the held call through `Attest::resume`.
-            return Ok(ServerResult::CallToolResult(error_result(
-                "attest_resume: the approval store is not available in this build, so there is \
-                 nothing to resume",
-                None,
-            )));
+        if name == RESUME_TOOL && self.0.options.mode != Mode::Auto {
+            return self.resume(call, context).await;
         }
         let upstream = self.upstream(None, &context.peer).await?;
         let peer = &upstream.peer;
         let tool = self.tool(peer, &name).await;
         let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
         let action = action_for(&self.0.options.server, &name, args, tool.as_ref());
-        let check = {
-            let tools = lock(&self.0.tools);
-            PairReader::find(&name, &tools, peer.clone()).map(PairReader::into_check)
-        };
-        let raw: Mutex<Option<Result<ServerResult, ServiceError>>> = Mutex::new(None);
-        let execute = |_params: Value| async {
-            let outcome = self
-                .send_upstream(peer, ClientRequest::CallToolRequest(call), &context)
-                .await;
-            let answer: Result<Value, ToolError> = match &outcome {
-                Ok(result) if is_error(result) => {
-                    Err("the upstream tool returned an error result".into())
-                }
-                Ok(result) => Ok(payload(result)),
-                Err(err) => Err(chain(err).into()),
-            };
-            *lock(&raw) = Some(outcome);
-            answer
-        };
+        let check = self.pair_check(&name, peer);
+        let raw = Mutex::new(None);
+        let execute = |_params: Value| self.execute(peer, call, &context, &raw);
         let attest = &self.0.attest;
         let outcome = match &check {
             Some(check) => attest.run_checked(action, execute, check).await,
             None => attest.run(action, execute).await,
         };
         let raw = lock(&raw).take();
+        self.answer(&name, outcome, raw)
+    }
+
+    /// Runs a held call once a person approved it: `attest_resume {"token": …}`.
+    async fn resume(
+        &self,
+        call: CallToolRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let token = call
+            .params
+            .arguments
+            .as_ref()
+            .and_then(|args| args.get("token"))
+            .and_then(Value::as_str)
+            .map(ResumeToken::new)
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("{RESUME_TOOL}: `token` (a string) is required"),
+                    None,
+                )
+            })?;
+        let attest = &self.0.attest;
+        let store = attest.approvals().map_err(|err| {
+            ErrorData::internal_error(format!("{RESUME_TOOL}: {}", chain(&err)), None)
+        })?;
+        let lookup = token.clone();
+        let request = tokio::task::spawn_blocking(move || store.get_by_token(&lookup))
+            .await
+            .map_err(|err| ErrorData::internal_error(format!("{RESUME_TOOL}: {err}"), None))?;
+        let request = match request {
+            Ok(request) => request,
+            Err(err) => {
+                let text = format!("{RESUME_TOOL}: {}", chain(&err));
+                return Ok(ServerResult::CallToolResult(error_result(text, None)));
+            }
+        };
+        let Some(name) = request.action.extra.tool_name.clone() else {
+            let text = format!("{RESUME_TOOL}: the held request is not an MCP tool call");
+            return Ok(ServerResult::CallToolResult(error_result(text, None)));
+        };
+        let upstream = self.upstream(None, &context.peer).await?;
+        let peer = &upstream.peer;
+        let check = self.pair_check(&name, peer);
+        let raw = Mutex::new(None);
+        let execute = |params: Value| {
+            let arguments = match params {
+                Value::Object(map) => map,
+                _ => JsonObject::new(),
+            };
+            let call = CallToolRequest::new(
+                CallToolRequestParams::new(name.clone()).with_arguments(arguments),
+            );
+            self.execute(peer, call, &context, &raw)
+        };
+        let outcome = match &check {
+            Some(check) => attest.resume_checked(&token, execute, check).await,
+            None => attest.resume(&token, execute).await,
+        };
+        let raw = lock(&raw).take();
+        self.answer(&name, outcome, raw)
+    }
+
+    fn pair_check(&self, name: &str, peer: &Peer<RoleClient>) -> Option<CustomCheck> {
+        let tools = lock(&self.0.tools);
+        PairReader::find(name, &tools, peer.clone()).map(PairReader::into_check)
+    }
+
+    /// Calls the upstream tool, keeping its raw answer in `raw` for the client.
+    async fn execute(
+        &self,
+        peer: &Peer<RoleClient>,
+        call: CallToolRequest,
+        context: &RequestContext<RoleServer>,
+        raw: &Mutex<Option<Result<ServerResult, ServiceError>>>,
+    ) -> Result<Value, ToolError> {
+        let outcome = self
+            .send_upstream(peer, ClientRequest::CallToolRequest(call), context)
+            .await;
+        let answer: Result<Value, ToolError> = match &outcome {
+            Ok(result) if is_error(result) => {
+                Err("the upstream tool returned an error result".into())
+            }
+            Ok(result) => Ok(payload(result)),
+            Err(err) => Err(chain(err).into()),
+        };
+        *lock(raw) = Some(outcome);
+        answer
+    }
+
+    /// What the client gets for a governed call.
+    fn answer(
+        &self,
+        name: &str,
+        outcome: Result<Receipt, AttestError>,
+        raw: Option<Result<ServerResult, ServiceError>>,
+    ) -> Result<ServerResult, ErrorData> {
+        let refusal = |text: String, receipt: &Receipt| {
+            Ok(ServerResult::CallToolResult(error_result(
+                text,
+                Some(receipt),
+            )))
+        };
         match outcome {
             Ok(receipt) => match raw {
                 Some(Ok(result)) => Ok(with_receipt(result, &receipt)),
-                _ => Err(ErrorData::internal_error(
-                    "the upstream's result went missing",
-                    None,
-                )),
+                _ => Err(ErrorData::internal_error("the upstream's result went missing", None)),
             },
-            Err(AttestError::Refused { receipt }) => {
-                let text = format!(
+            Err(AttestError::Refused { receipt }) => refusal(
+                format!(
                     "Attest refused this call, so `{name}` was not called: {}",
                     receipt.reasons.join("; ")
-                );
-                Ok(ServerResult::CallToolResult(error_result(
-                    text,
-                    Some(&receipt),
-                )))
-            }
-            Err(AttestError::Rejected { approver, receipt }) => {
-                let why = if self.0.options.mode == Mode::Pending {
-                    PENDING_UNAVAILABLE.to_owned()
-                } else {
-                    format!("rejected by {approver}")
-                };
-                let text = format!(
-                    "Attest did not allow this call, so `{name}` was not called: {why} (policy: {})",
+                ),
+                &receipt,
+            ),
+            Err(AttestError::Rejected { approver, receipt }) => refusal(
+                format!(
+                    "Attest did not allow this call, so `{name}` was not called: rejected by {approver} (policy: {})",
                     receipt.reasons.join("; ")
+                ),
+                &receipt,
+            ),
+            Err(AttestError::Expired { receipt, .. }) => refusal(
+                format!("`{name}` was not called: its approval request expired before anyone decided"),
+                &receipt,
+            ),
+            Err(AttestError::Pending { id, token, receipt }) => {
+                let text = format!(
+                    "Attest is holding `{name}` for a person's approval, so it has not run yet ({}). \
+                     Once approved (`attest confirm {id}` or the inbox), call {RESUME_TOOL} with \
+                     {{\"token\": \"{}\"}}.",
+                    receipt.reasons.join("; "),
+                    token.expose()
                 );
-                Ok(ServerResult::CallToolResult(error_result(
-                    text,
-                    Some(&receipt),
-                )))
+                let mut result = error_result(text, Some(&receipt));
+                result.structured_content = Some(held_json(&id, &token, &receipt));
+                Ok(ServerResult::CallToolResult(result))
             }
             Err(AttestError::ToolFailed { receipt, .. }) => match raw {
                 // The upstream's own error result, returned as it is, with the receipt.
@@ -368,28 +455,23 @@ impl Proxy {
                     err.data = Some(Value::Object(data));
                     Err(err)
                 }
-                Some(Err(err)) => {
-                    let text = format!(
+                Some(Err(err)) => refusal(
+                    format!(
                         "`{name}` failed: {} (recorded as a failed execution)",
                         self.upstream_error(err).message
-                    );
-                    Ok(ServerResult::CallToolResult(error_result(
-                        text,
-                        Some(&receipt),
-                    )))
-                }
-                None => Err(ErrorData::internal_error(
-                    "the upstream call left no outcome",
-                    None,
-                )),
-            },
-            // Not recorded (the ledger failed). A pending variant, once `AttestError` has
-            // one, returns its resume token here with the `attest_resume` tool to use.
-            Err(err) => Err(ErrorData::internal_error(
-                format!(
-                    "attest could not decide or record `{name}`: {}",
-                    chain(&err)
+                    ),
+                    &receipt,
                 ),
+                None => Err(ErrorData::internal_error("the upstream call left no outcome", None)),
+            },
+            // The approval store refused (unknown or used token, altered request): nothing ran.
+            Err(AttestError::Approval(err)) => Ok(ServerResult::CallToolResult(error_result(
+                format!("`{name}` was not run: {}", chain(&err)),
+                None,
+            ))),
+            // Not recorded (the ledger failed).
+            Err(err) => Err(ErrorData::internal_error(
+                format!("attest could not decide or record `{name}`: {}", chain(&err)),
                 None,
             )),
         }

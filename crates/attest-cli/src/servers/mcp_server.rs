@@ -11,13 +11,15 @@
 //! | `attest_verify` | checks the whole ledger | read-only, idempotent |
 //! | `attest_ledger` | lists the newest rows | read-only, idempotent |
 //!
-//! `attest_confirm` and `attest_confirm_status` need the approval store (issue 7); until
-//! it lands they answer with an error result saying it is not available in this build.
+//! `attest_confirm` answers through the approval store like `attest confirm` does: the
+//! `approver` it names is recorded, and a rule that lists approvers admits only them.
+//! Give this server to a reviewer's client, not to the agent whose calls it approves.
 //! None of the tools reaches outside this machine, so none is open-world.
 
 use std::sync::Arc;
 
 use anyhow::Context;
+use attest_core::approvals::{Answer, ResumeToken};
 use attest_core::{detect, Attest, DetectInput};
 use attest_ledger::to_hex;
 use attest_policy::{Action, Policy, Verb};
@@ -31,10 +33,6 @@ use rmcp::service::{RequestContext, RoleServer, ServiceExt};
 use serde_json::{json, Value};
 
 use super::{chain, receipt_json};
-
-/// The error text of the two approval tools until the approval store lands.
-pub(crate) const NO_APPROVALS: &str =
-    "the approvals store is not available in this build (it arrives with durable approvals)";
 
 /// Largest `limit` `attest_ledger` accepts.
 const MAX_LEDGER_ROWS: u64 = 1000;
@@ -86,7 +84,8 @@ impl ServerHandler for AttestServer {
             "attest_record" => self.record(&args).await,
             "attest_verify" => self.verify().await,
             "attest_ledger" => self.ledger(&args).await,
-            "attest_confirm" | "attest_confirm_status" => Err(NO_APPROVALS.to_owned()),
+            "attest_confirm" => self.confirm(&args).await,
+            "attest_confirm_status" => self.confirm_status(&args).await,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool named `{other}`"),
@@ -139,6 +138,59 @@ impl AttestServer {
         Ok(receipt_json(&receipt))
     }
 
+    async fn confirm(&self, args: &Value) -> Result<Value, String> {
+        let key = text_arg(args, "token")?.ok_or("`token` (a token or request id) is required")?;
+        let approver = text_arg(args, "approver")?.ok_or("`approver` (who decides) is required")?;
+        let approve = args
+            .get("approve")
+            .and_then(Value::as_bool)
+            .ok_or("`approve` (true or false) is required")?;
+        let mut answer = if approve {
+            Answer::approve(approver, "mcp")
+        } else {
+            Answer::reject(approver, "mcp")
+        };
+        answer.note = text_arg(args, "note")?.map(str::to_owned);
+        let decided = self
+            .attest
+            .decide(key, answer)
+            .await
+            .map_err(|err| format!("could not confirm: {}", chain(&err)))?;
+        Ok(json!({
+            "id": decided.request.id,
+            "status": decided.request.status.as_str(),
+            "approver": decided.request.approver,
+            "receipt": decided.receipt.as_ref().map(receipt_json),
+        }))
+    }
+
+    async fn confirm_status(&self, args: &Value) -> Result<Value, String> {
+        let key = text_arg(args, "token")?
+            .ok_or("`token` (a token or request id) is required")?
+            .to_owned();
+        let store = self
+            .attest
+            .approvals()
+            .map_err(|err| format!("the approval store: {}", chain(&err)))?;
+        let request = tokio::task::spawn_blocking(move || {
+            if ResumeToken::looks_like_token(&key) {
+                store.get_by_token(&ResumeToken::new(key))
+            } else {
+                store.get_by_id(&key)
+            }
+        })
+        .await
+        .map_err(|err| format!("lookup stopped: {err}"))?
+        .map_err(|err| chain(&err))?;
+        Ok(json!({
+            "id": request.id,
+            "status": request.status.as_str(),
+            "approver": request.approver,
+            "note": request.note,
+            "consumed": request.consumed,
+        }))
+    }
+
     async fn verify(&self) -> Result<Value, String> {
         let ledger = Arc::clone(self.attest.ledger());
         let report = tokio::task::spawn_blocking(move || ledger.verify())
@@ -180,6 +232,14 @@ impl AttestServer {
             })
             .collect();
         Ok(json!({ "rows": rows }))
+    }
+}
+
+fn text_arg<'a>(args: &'a Value, field: &str) -> Result<Option<&'a str>, String> {
+    match args.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(format!("`{field}` must be a string")),
     }
 }
 
@@ -278,8 +338,10 @@ pub(crate) fn tools() -> Vec<Tool> {
         );
     }
     let token = json!({"type": "object",
-        "properties": {"token": {"type": "string"}, "approve": {"type": "boolean"}, "note": {"type": "string"}},
-        "required": ["token", "approve"]});
+        "properties": {"token": {"type": "string", "description": "the resume token or request id"},
+                       "approve": {"type": "boolean"}, "approver": {"type": "string", "description": "who decides (recorded)"},
+                       "note": {"type": "string"}},
+        "required": ["token", "approve", "approver"]});
     vec![
         tool(
             "attest_decide",

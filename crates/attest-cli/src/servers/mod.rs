@@ -5,13 +5,13 @@
 //! What they share lives here: how `ask` is answered ([`Mode`], [`gate_for`]) and the
 //! receipt they hand back ([`receipt_json`]).
 //!
-//! # Pending mode and the approval store
+//! # Modes and the approval store
 //!
-//! `--mode pending` means "hold the call, give the agent a token, resume after
-//! `attest confirm`". That needs the durable approval store (issue 7), which this build
-//! does not have. Until it lands, pending mode fails closed: an `ask` is rejected with a
-//! note saying why, and nothing runs. The seam is [`gate_for`] (where a store-backed
-//! gate goes) and each server's `pending` branch (where the resume token is returned).
+//! `ask` goes to the durable approval store (`attest pending`, `attest confirm`, the
+//! inbox). In `block` mode the call waits up to `--timeout` for a person's answer; in
+//! `pending` mode it returns at once. Either way a call still unanswered comes back as
+//! held, with its resume token: the MCP proxy offers an `attest_resume` tool, the gateway
+//! a resume URL. `auto` approves every `ask` (demos only).
 
 pub(crate) mod gateway;
 pub(crate) mod inbox;
@@ -22,8 +22,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use attest_core::approvals::{ApprovalStore, ResumeToken, StoreGate};
 use attest_core::ToolError;
-use attest_core::{AutoGate, Gate, GateDecision, Receipt, RejectGate};
+use attest_core::{AutoGate, Gate, GateDecision, Receipt};
 use attest_policy::{Action, Verdict};
 use clap::ValueEnum;
 use serde_json::{json, Value};
@@ -39,25 +40,37 @@ pub(crate) enum Mode {
     Auto,
 }
 
-/// The note on a rejection when pending mode has no approval store to park the call in.
-pub(crate) const PENDING_UNAVAILABLE: &str =
-    "pending approvals need the approval store, which is not available in this build; \
-     nothing ran (use --mode block, or --mode auto for demos)";
+/// Grace beyond `--timeout` before the outer guard gives up on the store's own wait.
+const GATE_GRACE: Duration = Duration::from_secs(5);
 
-/// The gate for `mode`: what answers `ask`, bounded by `timeout`.
+/// The gate for `mode`: what answers `ask`.
 ///
-/// - `block`: nobody can be asked from this build yet (the approval store is issue 7),
-///   so the answer is a rejection; once a store-backed gate exists it goes here and
-///   waits up to `timeout` for `attest confirm`.
-/// - `pending`: rejects with [`PENDING_UNAVAILABLE`] until the store lands.
+/// - `block`: the approval store, waiting up to `timeout` for an answer (then held).
+/// - `pending`: the approval store, returning held at once.
 /// - `auto`: approves as `auto`.
-pub(crate) fn gate_for(mode: Mode, timeout: Duration) -> TimeoutGate {
+///
+/// A guard rejects if the gate itself has not answered shortly after `timeout`.
+pub(crate) fn gate_for(mode: Mode, timeout: Duration, store: Arc<ApprovalStore>) -> TimeoutGate {
     let inner: Arc<dyn Gate> = match mode {
-        Mode::Block => Arc::new(RejectGate),
-        Mode::Pending => Arc::new(NoStoreGate),
+        Mode::Block => Arc::new(StoreGate::new(store).wait(timeout)),
+        Mode::Pending => Arc::new(StoreGate::new(store)),
         Mode::Auto => Arc::new(AutoGate::approve("auto")),
     };
-    TimeoutGate { inner, timeout }
+    TimeoutGate {
+        inner,
+        timeout: timeout.saturating_add(GATE_GRACE),
+    }
+}
+
+/// What a held call's answer says: where to approve it and how to resume it.
+pub(crate) fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Value {
+    json!({
+        "status": "pending",
+        "id": id,
+        "token": token.expose(),
+        "approve_with": format!("attest confirm {id}"),
+        "receipt": receipt_json(receipt),
+    })
 }
 
 /// Waits for another gate up to a limit; no answer in time is a rejection.
@@ -79,20 +92,6 @@ impl Gate for TimeoutGate {
                     self.timeout.as_secs()
                 )),
             },
-        }
-    }
-}
-
-/// Pending mode without an approval store: fail closed and say why.
-struct NoStoreGate;
-
-#[async_trait]
-impl Gate for NoStoreGate {
-    async fn decide(&self, _action: &Action, _verdict: &Verdict) -> GateDecision {
-        GateDecision::Reject {
-            approver: "nobody".to_owned(),
-            channel: "pending".to_owned(),
-            note: Some(PENDING_UNAVAILABLE.to_owned()),
         }
     }
 }
@@ -182,23 +181,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn modes_pick_their_gates() {
+    async fn auto_mode_approves() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = attest_ledger::Ledger::open(
+            dir.path().join("l.sqlite"),
+            attest_ledger::LedgerOptions::default(),
+        )
+        .unwrap();
+        let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
         let action = Action::new("x", Verb::Send);
         let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
-        let auto = gate_for(Mode::Auto, Duration::from_secs(1));
+        let auto = gate_for(Mode::Auto, Duration::from_secs(1), store);
         assert!(matches!(
             auto.decide(&action, &verdict).await,
             GateDecision::Approve { .. }
-        ));
-        let pending = gate_for(Mode::Pending, Duration::from_secs(1));
-        match pending.decide(&action, &verdict).await {
-            GateDecision::Reject { note, .. } => assert_eq!(note.unwrap(), PENDING_UNAVAILABLE),
-            other => panic!("{other:?}"),
-        }
-        let block = gate_for(Mode::Block, Duration::from_secs(1));
-        assert!(matches!(
-            block.decide(&action, &verdict).await,
-            GateDecision::Reject { .. }
         ));
     }
 }

@@ -323,7 +323,7 @@ fn proxy_reads_back_pairs_and_survives_a_crashing_upstream() {
 }
 
 #[test]
-fn proxy_rejects_asks_in_block_mode_without_calling_the_upstream() {
+fn proxy_block_mode_holds_unanswered_asks_without_calling_the_upstream() {
     if !python_with("mcp") {
         return;
     }
@@ -336,13 +336,13 @@ fn proxy_rejects_asks_in_block_mode_without_calling_the_upstream() {
     let report = drive(
         dir.path(),
         &plan,
-        &["--mode", "block", "--timeout", "5", "--server", "notes"],
+        &["--mode", "block", "--timeout", "1", "--server", "notes"],
         &["python3", server.to_str().unwrap()],
     );
     let create = &report["calls"][0];
     assert_eq!(create["is_error"], true);
     assert!(
-        create["text"].as_str().unwrap().contains("was not called"),
+        create["text"].as_str().unwrap().contains("has not run"),
         "{create}"
     );
     assert_eq!(receipt(create)["decision"], "ask");
@@ -362,7 +362,7 @@ fn mcp_server_offers_six_tools_that_decide_record_and_verify() {
         {"tool": "attest_record", "args": {"system": "crm", "verb": "update", "result": {"id": "7"}}},
         {"tool": "attest_verify"},
         {"tool": "attest_ledger", "args": {"limit": 5}},
-        {"tool": "attest_confirm", "args": {"token": "t", "approve": true}},
+        {"tool": "attest_confirm", "args": {"token": "t", "approve": true, "approver": "ann"}},
     ]});
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
@@ -391,10 +391,14 @@ fn mcp_server_offers_six_tools_that_decide_record_and_verify() {
     let listed: Value = serde_json::from_str(calls[3]["text"].as_str().unwrap()).unwrap();
     assert_eq!(listed["rows"].as_array().unwrap().len(), 1);
     assert_eq!(calls[4]["is_error"], true);
-    assert!(calls[4]["text"]
-        .as_str()
-        .unwrap()
-        .contains("not available in this build"));
+    assert!(
+        calls[4]["text"]
+            .as_str()
+            .unwrap()
+            .contains("could not confirm"),
+        "{}",
+        calls[4]
+    );
 }
 
 #[test]
@@ -425,5 +429,63 @@ fn python_mcp_client_example_runs() {
         text.contains("read_text_file: ok seq=2 decision=act"),
         "{text}"
     );
+    verify(dir.path());
+}
+
+#[test]
+fn proxy_pending_call_runs_after_attest_confirm_and_resume() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.sqlite");
+    let ledger = ledger.to_str().unwrap();
+    let attest_bin = env!("CARGO_BIN_EXE_attest");
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "held", "body": "until approved"}},
+        {"tool": "attest_resume", "args": {"token": "{token}"}},
+        {"run": [attest_bin, "--ledger", ledger, "confirm", "{id}", "approve", "--approver", "ann"]},
+        {"tool": "attest_resume", "args": {"token": "{token}"}},
+        {"tool": "attest_resume", "args": {"token": "{token}"}},
+    ]});
+    let server = py("notes_server.py");
+    let report = drive(
+        dir.path(),
+        &plan,
+        &["--mode", "pending", "--server", "notes"],
+        &["python3", server.to_str().unwrap()],
+    );
+    assert!(report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "attest_resume"));
+    let calls = report["calls"].as_array().unwrap();
+    // Held: not run, with a token to resume it by.
+    assert_eq!(calls[0]["is_error"], true, "{}", calls[0]);
+    assert!(
+        calls[0]["text"].as_str().unwrap().contains("holding"),
+        "{}",
+        calls[0]
+    );
+    // Resuming before anyone decided: still held.
+    assert!(
+        calls[1]["text"].as_str().unwrap().contains("holding"),
+        "{}",
+        calls[1]
+    );
+    assert_eq!(calls[2]["run"], 0, "{}", calls[2]);
+    // Approved: the resume runs it, read back through get_note.
+    assert_eq!(calls[3]["is_error"], false, "{}", calls[3]);
+    assert_eq!(
+        receipt(&calls[3])["level"],
+        "verified-custom",
+        "{}",
+        calls[3]
+    );
+    // A token is used once.
+    assert_eq!(calls[4]["is_error"], true, "{}", calls[4]);
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert_eq!(log.matches("create_note").count(), 1, "{log}");
     verify(dir.path());
 }
