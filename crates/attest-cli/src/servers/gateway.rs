@@ -543,6 +543,12 @@ async fn resume(
             None,
         );
     };
+    // The body sent is the approved params as JSON, whatever the resume request carried.
+    let mut headers = headers;
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     let answer = Mutex::new(None);
     let location = Arc::new(Mutex::new(None));
     let run = |params: Value| {

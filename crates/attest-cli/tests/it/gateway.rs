@@ -132,7 +132,7 @@ impl Drop for Gateway {
     }
 }
 
-fn start_gateway(dir: &Path, upstream: &str) -> (Gateway, String) {
+fn start_gateway(dir: &Path, upstream: &str, extra: &[&str]) -> (Gateway, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
         .args([
             "--ledger",
@@ -144,6 +144,7 @@ fn start_gateway(dir: &Path, upstream: &str) -> (Gateway, String) {
             "0",
         ])
         .args(["--upstream", upstream])
+        .args(extra)
         .current_dir(dir)
         .env_clear()
         .stdout(Stdio::piped())
@@ -237,7 +238,7 @@ fn gateway_verifies_contradicts_and_refuses_writes() {
     std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
     let vendor = Shared::default();
     let upstream = start_vendor(Arc::clone(&vendor));
-    let (gateway, address) = start_gateway(dir.path(), &upstream);
+    let (gateway, address) = start_gateway(dir.path(), &upstream, &[]);
 
     // A write, read back with the caller's own credentials: verified.
     let (status, headers, body) = curl(
@@ -330,7 +331,7 @@ fn gateway_requests_example_runs() {
     std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
     let vendor = Shared::default();
     let upstream = start_vendor(Arc::clone(&vendor));
-    let (_gateway, address) = start_gateway(dir.path(), &upstream);
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &[]);
     let example =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/python/gateway_requests.py");
     let output = Command::new("python3")
@@ -351,4 +352,59 @@ fn gateway_requests_example_runs() {
         "{text}"
     );
     assert!(text.contains("403"), "{text}");
+}
+
+#[test]
+fn gateway_holds_a_write_then_resumes_it_after_confirm() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "version: 1\npolicies:\n  - name: notes-ask\n    match: {verb: create}\n    decision: ask\n    reason: a person reviews new notes\n";
+    std::fs::write(dir.path().join("policy.yaml"), policy).unwrap();
+    let vendor = Shared::default();
+    let upstream = start_vendor(Arc::clone(&vendor));
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &["--mode", "pending"]);
+
+    let (status, headers, body) = curl(
+        "POST",
+        &format!("{address}/v1/notes"),
+        Some(&json!({"title": "held", "body": "until approved"})),
+        &[],
+    );
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(headers["x-attest-decision"], "ask");
+    let held: Value = serde_json::from_str(&body).unwrap();
+    let (id, resume) = (
+        held["id"].as_str().unwrap(),
+        held["resume"].as_str().unwrap(),
+    );
+    assert!(
+        vendor.lock().unwrap().hits.is_empty(),
+        "a held write reached the vendor"
+    );
+
+    let confirm = attest(
+        dir.path(),
+        &[
+            "--ledger",
+            "ledger.sqlite",
+            "confirm",
+            id,
+            "approve",
+            "--approver",
+            "ann",
+        ],
+    );
+    assert_eq!(confirm.status.code(), Some(0), "{}", stderr(&confirm));
+
+    let (status, headers, body) = curl("POST", &format!("{address}{resume}"), None, &[]);
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(headers["x-attest-level"], "verified-custom");
+    assert_eq!(vendor.lock().unwrap().notes["n1"]["title"], "held");
+    // The token is used once.
+    let (status, _, _) = curl("POST", &format!("{address}{resume}"), None, &[]);
+    assert_eq!(status, 409);
+    let verify = attest(dir.path(), &["--ledger", "ledger.sqlite", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }
