@@ -9,7 +9,9 @@ instead of the API. Nothing else changes: same paths, same headers, same bodies.
 This script talks to a small notes API (`POST /v1/notes`, `PATCH`/`DELETE /v1/notes/ID`),
 like the fake vendor the test suite starts. Each answer carries Attest's verdict in
 `X-Attest-Decision`, `X-Attest-Level` and `X-Attest-Seq`; a refused call is a 403 whose
-JSON body says why, and the API never saw it. The upstream can also be named per
+JSON body says why, and the API never saw it. A call held for a person (`--mode pending`,
+or unanswered in `block` mode) is a 202 with a token; after `attest confirm ID approve`,
+POST to the `resume` URL it gave (with your own headers) to send it. The upstream can also be named per
 request: `X-Attest-Upstream: https://api.example.com`, or the full URL in the path
 (`http://127.0.0.1:8322/https://api.example.com/v1/notes`).
 """

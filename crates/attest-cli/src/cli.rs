@@ -455,11 +455,12 @@ pub(crate) struct ImportArgs {
 /// Who the servers record as acting, and how they answer `ask`.
 #[derive(Debug, Args)]
 pub(crate) struct ModeArgs {
-    /// How `ask` is answered: block (the gate answers; wait up to --timeout), pending
-    /// (hold and return a token; needs the approval store), auto (approve; demos only).
+    /// How `ask` is answered: block (ask a person through the approval store and wait up
+    /// to --timeout, then hold), pending (hold at once and return a resume token), auto
+    /// (approve everything; demos only).
     #[arg(long, value_enum, default_value_t = crate::servers::Mode::Block)]
     pub(crate) mode: crate::servers::Mode,
-    /// Seconds to wait for an answer to `ask` before rejecting.
+    /// Seconds `block` waits for a person's answer before returning the call as held.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub(crate) timeout: u64,
     /// The agent recorded for each call.

@@ -5,7 +5,7 @@
 //! | tool | does | annotations |
 //! |---|---|---|
 //! | `attest_decide` | detects and decides a call; records nothing | read-only, idempotent |
-//! | `attest_confirm` | answers a held call | not read-only, not destructive, idempotent |
+//! | `attest_confirm` | approves or rejects a held call (first answer wins) | not read-only, not destructive, idempotent |
 //! | `attest_confirm_status` | says whether a held call was answered | read-only, idempotent |
 //! | `attest_record` | records an action that already happened | not read-only, not destructive, not idempotent (each call appends) |
 //! | `attest_verify` | checks the whole ledger | read-only, idempotent |

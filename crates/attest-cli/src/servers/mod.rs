@@ -32,9 +32,9 @@ use serde_json::{json, Value};
 /// How a server answers when policy says `ask`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Mode {
-    /// The configured gate answers, and the call waits for it up to `--timeout`.
+    /// A person is asked through the approval store; the call waits up to `--timeout`.
     Block,
-    /// The call is held and the agent gets a token to resume it (needs the approval store).
+    /// The call is held at once and the agent gets a token to resume it.
     Pending,
     /// Every `ask` is approved as `auto`: for demos only.
     Auto,
