@@ -107,6 +107,19 @@ pub(crate) enum Command {
     /// beyond loopback.
     Serve(ServeArgs),
     // --- end approvals ---
+    // The servers (MCP proxy, MCP server, HTTP gateway).
+    /// Put an MCP server behind the pipeline: `attest mcp-proxy -- npx -y @scope/server`.
+    ///
+    /// Speaks MCP on stdin/stdout to the agent's client and starts the server given after
+    /// `--` as a child. Everything passes through except `tools/call`, which is decided,
+    /// run, verified and recorded; a refused call returns an error result and never
+    /// reaches the server.
+    McpProxy(McpProxyArgs),
+    /// Serve Attest itself as MCP tools on stdin/stdout (attest_decide, attest_record,
+    /// attest_verify, attest_ledger, attest_confirm, attest_confirm_status).
+    McpServer(McpServerArgs),
+    /// A forwarding HTTP proxy for REST calls: writes are decided, recorded and read back.
+    Gateway(GatewayArgs),
 }
 
 #[derive(Debug, Args)]
@@ -437,4 +450,73 @@ pub(crate) struct ServeArgs {
 pub(crate) struct ImportArgs {
     /// The JSON-lines file (`-` for standard input).
     pub(crate) file: PathBuf,
+}
+
+/// Who the servers record as acting, and how they answer `ask`.
+#[derive(Debug, Args)]
+pub(crate) struct ModeArgs {
+    /// How `ask` is answered: block (ask a person through the approval store and wait up
+    /// to --timeout, then hold), pending (hold at once and return a resume token), auto
+    /// (approve everything; demos only).
+    #[arg(long, value_enum, default_value_t = crate::servers::Mode::Block)]
+    pub(crate) mode: crate::servers::Mode,
+    /// Seconds `block` waits for a person's answer before returning the call as held.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub(crate) timeout: u64,
+    /// The agent recorded for each call.
+    #[arg(long, env = "ATTEST_AGENT")]
+    pub(crate) agent: Option<String>,
+    /// The person the agent acts for, recorded for each call.
+    #[arg(long, env = "ATTEST_ACTOR")]
+    pub(crate) actor: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpProxyArgs {
+    /// The server's name, the system hint for detection (default: from the command,
+    /// e.g. filesystem for @modelcontextprotocol/server-filesystem).
+    #[arg(long)]
+    pub(crate) server: Option<String>,
+    #[command(flatten)]
+    pub(crate) serve: ModeArgs,
+    /// The upstream MCP server's command and arguments.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub(crate) command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpServerArgs {
+    /// The agent recorded by attest_record when the call names none.
+    #[arg(long, env = "ATTEST_AGENT")]
+    pub(crate) agent: Option<String>,
+    /// The actor recorded by attest_record when the call names none.
+    #[arg(long, env = "ATTEST_ACTOR")]
+    pub(crate) actor: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GatewayArgs {
+    /// The address to listen on (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) host: String,
+    /// The port (0 picks a free one; the address is printed on stdout).
+    #[arg(long, default_value_t = 8322)]
+    pub(crate) port: u16,
+    /// The upstream base URL for requests that name none in the path or X-Attest-Upstream.
+    #[arg(long, value_name = "URL")]
+    pub(crate) upstream: Option<String>,
+    /// An OpenAPI spec (JSON or YAML) whose operation ids name the verbs of its paths.
+    #[arg(long, value_name = "SPEC")]
+    pub(crate) openapi: Option<PathBuf>,
+    /// Record reads too (they are forwarded without a record otherwise).
+    #[arg(long)]
+    pub(crate) record_reads: bool,
+    /// Largest request or response body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 10 * 1024 * 1024)]
+    pub(crate) max_body: usize,
+    /// Seconds one upstream request may take.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub(crate) upstream_timeout: u64,
+    #[command(flatten)]
+    pub(crate) serve: ModeArgs,
 }

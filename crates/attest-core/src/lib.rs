@@ -12,7 +12,8 @@
 //!   [`StoreGate`]).
 //! - [`ApprovalStore`]: durable approval requests, resumed with [`Attest::resume`]
 //!   ([`approvals`] module).
-//! - [`Tool`]: a tool object to wrap once and call many times.
+//! - [`Tool`]: a tool object to wrap once and call many times; [`Attest::wrap_fn`] and
+//!   [`Attest::wrap_all`] govern a framework's async functions and tool lists.
 //! - [`ReadBack`]: how writes are read back from their systems of record (the
 //!   [`verification`] ladder and its drivers).
 //! - [`detect()`]: names the system, verb and target of a tool call ([`mod@detect`] module).
@@ -44,8 +45,11 @@ mod gate;
 mod pipeline;
 mod receipt;
 mod record;
+#[cfg(feature = "rig")]
+pub mod rig;
 mod tool;
 pub mod verification;
+mod wrap;
 
 pub use approvals::{
     Answer, ApprovalError, ApprovalRequest, ApprovalStore, ResumeToken, StoreGate,
@@ -60,3 +64,4 @@ pub use tool::{Governed, Tool};
 pub use verification::{
     acknowledges, CustomCheck, Finding, HttpOptions, Level, ReadBack, ReadBackDriver, RecipeDriver,
 };
+pub use wrap::FnTool;

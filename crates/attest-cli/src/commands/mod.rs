@@ -8,10 +8,11 @@ mod export;
 mod import;
 mod keys;
 mod ledger;
-mod policy;
+pub(crate) mod policy;
 mod prove;
 mod prune;
 mod recipes;
+mod servers;
 mod verify;
 
 use std::process::ExitCode;
@@ -45,6 +46,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Pending(args) => approvals::pending(&config, &args),
         Command::Confirm(args) => approvals::confirm(&config, &args),
         Command::Serve(args) => approvals::serve(&config, &args),
+        // servers (issue 8)
+        Command::McpProxy(args) => servers::mcp_proxy(&config, args),
+        Command::McpServer(args) => servers::mcp_server(&config, &args),
+        Command::Gateway(args) => servers::gateway(&config, &args),
     }
 }
 

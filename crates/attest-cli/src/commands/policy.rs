@@ -3,8 +3,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use attest_core::detect;
-use attest_policy::{lint, run_cases, Policy, MAX_POLICY_BYTES};
-use serde_json::json;
+use attest_policy::{lint, run_cases, Action, Policy, Verdict, MAX_POLICY_BYTES};
+use serde_json::{json, Value};
 
 use crate::cli::{PolicyCheckArgs, PolicyCommand, PolicyExplainArgs, PolicyTestArgs};
 use crate::commands::detect::{input, print};
@@ -16,6 +16,24 @@ pub(crate) fn run(config: &Config, command: &PolicyCommand) -> anyhow::Result<Ex
         PolicyCommand::Check(args) => check(args),
         PolicyCommand::Test(args) => test(args),
     }
+}
+
+/// What policy decided for `action` and why, as `attest policy explain --json` prints it
+/// and the MCP server's `attest_decide` returns it.
+pub(crate) fn decision_report(action: &Action, verdict: &Verdict) -> Value {
+    json!({
+        "system": action.system,
+        "verb": action.verb,
+        "target": action.target,
+        "recognised": action.recognised,
+        "tier": verdict.tier,
+        "decision": verdict.decision,
+        "reasons": verdict.reasons,
+        "rules_fired": verdict.rules_fired,
+        "target_class": verdict.target_class,
+        "approvers": verdict.approver_members,
+        "hold": verdict.hold,
+    })
 }
 
 fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode> {
@@ -33,18 +51,7 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
     let verdict = policy.evaluate(&action)?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        let report = json!({
-            "system": detection.system,
-            "verb": detection.verb,
-            "target": detection.target,
-            "tier": verdict.tier,
-            "decision": verdict.decision,
-            "reasons": verdict.reasons,
-            "rules_fired": verdict.rules_fired,
-            "target_class": verdict.target_class,
-            "approvers": verdict.approver_members,
-            "hold": verdict.hold,
-        });
+        let report = decision_report(&action, &verdict);
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);

@@ -1,3 +1,200 @@
-//! HTTP servers: routers over `attest-core` types, apart from the code that serves them.
+//! The servers: routers over `attest-core` types, apart from the code that serves them.
+//! The approval inbox (`attest serve`), and what puts Attest where agents already call
+//! tools: the MCP proxy, the MCP server and the HTTP gateway. None decides anything itself.
+//!
+//! What they share lives here: how `ask` is answered ([`Mode`], [`gate_for`]) and the
+//! receipt they hand back ([`receipt_json`]).
+//!
+//! # Modes and the approval store
+//!
+//! `ask` goes to the durable approval store (`attest pending`, `attest confirm`, the
+//! inbox). In `block` mode the call waits up to `--timeout` for a person's answer; in
+//! `pending` mode it returns at once. Either way a call still unanswered comes back as
+//! held, with its resume token: the MCP proxy offers an `attest_resume` tool, the gateway
+//! a resume URL. `auto` approves every `ask` (demos only).
 
+pub(crate) mod gateway;
 pub(crate) mod inbox;
+pub(crate) mod mcp_proxy;
+pub(crate) mod mcp_server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use attest_core::approvals::{ApprovalStore, ResumeToken, StoreGate};
+use attest_core::ToolError;
+use attest_core::{AutoGate, Gate, GateDecision, Receipt};
+use attest_policy::{Action, Verdict};
+use clap::ValueEnum;
+use serde_json::{json, Value};
+
+/// How a server answers when policy says `ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Mode {
+    /// A person is asked through the approval store; the call waits up to `--timeout`.
+    Block,
+    /// The call is held at once and the agent gets a token to resume it.
+    Pending,
+    /// Every `ask` is approved as `auto`: for demos only.
+    Auto,
+}
+
+/// Grace beyond `--timeout` before the outer guard gives up on the store's own wait.
+const GATE_GRACE: Duration = Duration::from_secs(5);
+
+/// The gate for `mode`: what answers `ask`.
+///
+/// - `block`: the approval store, waiting up to `timeout` for an answer (then held).
+/// - `pending`: the approval store, returning held at once.
+/// - `auto`: approves as `auto`.
+///
+/// A guard rejects if the gate itself has not answered shortly after `timeout`.
+pub(crate) fn gate_for(mode: Mode, timeout: Duration, store: Arc<ApprovalStore>) -> TimeoutGate {
+    let inner: Arc<dyn Gate> = match mode {
+        Mode::Block => Arc::new(StoreGate::new(store).wait(timeout)),
+        Mode::Pending => Arc::new(StoreGate::new(store)),
+        Mode::Auto => Arc::new(AutoGate::approve("auto")),
+    };
+    TimeoutGate {
+        inner,
+        timeout: timeout.saturating_add(GATE_GRACE),
+    }
+}
+
+/// What a held call's answer says: where to approve it and how to resume it.
+pub(crate) fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Value {
+    json!({
+        "status": "pending",
+        "id": id,
+        "token": token.expose(),
+        "approve_with": format!("attest confirm {id}"),
+        "receipt": receipt_json(receipt),
+    })
+}
+
+/// Waits for another gate up to a limit; no answer in time is a rejection.
+pub(crate) struct TimeoutGate {
+    inner: Arc<dyn Gate>,
+    timeout: Duration,
+}
+
+#[async_trait]
+impl Gate for TimeoutGate {
+    async fn decide(&self, action: &Action, verdict: &Verdict) -> GateDecision {
+        match tokio::time::timeout(self.timeout, self.inner.decide(action, verdict)).await {
+            Ok(decision) => decision,
+            Err(_) => GateDecision::Reject {
+                approver: "nobody".to_owned(),
+                channel: "timeout".to_owned(),
+                note: Some(format!(
+                    "no answer within {} s, so the action does not run",
+                    self.timeout.as_secs()
+                )),
+            },
+        }
+    }
+}
+
+/// The receipt as the servers show it: `{"seq","action_id","decision","level",…}`.
+pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
+    json!({
+        "seq": receipt.seq,
+        "action_id": receipt.action_id,
+        "entry_hash": receipt.entry_hash,
+        "decision": receipt.decision.as_str(),
+        "level": receipt.level.map(|l| l.as_str()),
+        "approver": receipt.approver,
+        "reasons": receipt.reasons,
+    })
+}
+
+/// An error and its causes, one line: `a: b: c`.
+pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Every field the write sent (other than the id) that the read shows must be equal.
+/// Nothing to compare means the check could not run (an error), not a contradiction.
+pub(crate) fn compare_fields(sent: &Value, read: &Value, id_arg: &str) -> Result<bool, ToolError> {
+    let (Some(sent), Some(read)) = (sent.as_object(), read.as_object()) else {
+        return Err("the write's params or the read are not JSON objects".into());
+    };
+    let mut compared = 0usize;
+    for (field, value) in sent {
+        if field == id_arg || field == "id" {
+            continue;
+        }
+        if let Some(found) = read.get(field) {
+            if found != value {
+                return Ok(false);
+            }
+            compared += 1;
+        }
+    }
+    if compared == 0 {
+        return Err("the read shows none of the fields the write sent".into());
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use attest_policy::{Decision, Risk, Verb};
+
+    use super::*;
+
+    struct Never;
+
+    #[async_trait]
+    impl Gate for Never {
+        async fn decide(&self, _action: &Action, _verdict: &Verdict) -> GateDecision {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_gate_that_never_answers_is_a_rejection() {
+        let gate = TimeoutGate {
+            inner: Arc::new(Never),
+            timeout: Duration::from_millis(10),
+        };
+        let action = Action::new("x", Verb::Send);
+        let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
+        match gate.decide(&action, &verdict).await {
+            GateDecision::Reject { channel, note, .. } => {
+                assert_eq!(channel, "timeout");
+                assert!(note.unwrap().contains("no answer"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn auto_mode_approves() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = attest_ledger::Ledger::open(
+            dir.path().join("l.sqlite"),
+            attest_ledger::LedgerOptions::default(),
+        )
+        .unwrap();
+        let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
+        let action = Action::new("x", Verb::Send);
+        let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
+        let auto = gate_for(Mode::Auto, Duration::from_secs(1), store);
+        assert!(matches!(
+            auto.decide(&action, &verdict).await,
+            GateDecision::Approve { .. }
+        ));
+    }
+}

@@ -264,9 +264,9 @@ fn go_sumdb_note_and_tlog_accept_our_checkpoint_and_proofs() {
     let go = Command::new("go").arg("version").output();
     let gopath = Path::new("/usr/share/gocode/src/golang.org/x/mod/sumdb/note");
     if go.is_err() || !gopath.exists() {
-        eprintln!(
-            "SKIPPED: Go interop needs `go` and golang.org/x/mod (Debian: golang-go, \
-             golang-golang-x-mod-dev; .ci/run installs them)"
+        crate::peer_missing(
+            "Go interop needs `go` and golang.org/x/mod (Debian: golang-go, \
+             golang-golang-x-mod-dev; .ci/run installs them)",
         );
         return;
     }

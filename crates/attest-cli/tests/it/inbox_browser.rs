@@ -209,9 +209,9 @@ fn artifacts() -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approving_in_the_browser_runs_the_waiting_action() {
     let Some(chromium) = find_chromium() else {
-        eprintln!(
-            "SKIPPED approving_in_the_browser_runs_the_waiting_action: no Chromium found \
-             (install Debian's `chromium`, or set ATTEST_CHROMIUM)"
+        crate::peer_missing(
+            "approving_in_the_browser_runs_the_waiting_action: no Chromium found \
+             (install Debian's `chromium`, or set ATTEST_CHROMIUM)",
         );
         return;
     };

@@ -9,8 +9,10 @@ mod bad_input;
 mod demo;
 mod evidence;
 mod export;
+mod gateway;
 mod import;
 mod inbox_browser;
+mod mcp;
 mod policy;
 mod recipes;
 mod tamper;
@@ -26,6 +28,28 @@ pub(crate) fn attest(dir: &Path, args: &[&str]) -> Output {
         .env_clear()
         .output()
         .unwrap()
+}
+
+/// Reports a test peer that is missing (a Debian package, an npm MCP server, a Python
+/// module). On a developer's machine the test says so and skips; `.ci/run` sets
+/// `ATTEST_REQUIRE_PEERS`, because it installs every peer, so there a missing one fails.
+pub(crate) fn peer_missing(reason: &str) {
+    assert!(
+        std::env::var_os("ATTEST_REQUIRE_PEERS").is_none(),
+        "{reason} (ATTEST_REQUIRE_PEERS is set, and .ci/run installs every peer)"
+    );
+    eprintln!("SKIPPED: {reason}");
+}
+
+/// The Python interpreter for the client tests: `.ci/run`'s virtualenv when it exists
+/// (Debian's system Python refuses `pip install`), else `python3` from `PATH`.
+pub(crate) fn python() -> std::path::PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv/bin/python3");
+    if venv.exists() {
+        venv
+    } else {
+        "python3".into()
+    }
 }
 
 /// Standard output as text.

@@ -1,0 +1,185 @@
+//! `attest mcp-proxy`, `attest mcp-server`, `attest gateway`: settings in, server out.
+
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use attest_core::approvals::ApprovalStore;
+use attest_core::Attest;
+use attest_policy::Policy;
+
+use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ModeArgs};
+use crate::config::Config;
+use crate::servers::{gate_for, gateway, mcp_proxy, mcp_server, Mode};
+
+/// The pipeline the servers share: the configured policy and ledger, the mode's gate.
+fn pipeline(
+    config: &Config,
+    mode: Mode,
+    timeout: Duration,
+    agent: Option<&str>,
+    actor: Option<&str>,
+) -> anyhow::Result<(Attest, Arc<dyn Policy>)> {
+    // The policy first: a policy that does not load must not leave a ledger behind.
+    let policy: Arc<dyn Policy> = Arc::new(config.policy()?);
+    let ledger = Arc::new(config.open_ledger(true)?);
+    let store = Arc::new(ApprovalStore::open(&ledger).context("cannot open the approval store")?);
+    let mut builder = Attest::builder()
+        .ledger(ledger)
+        .shared_policy(Arc::clone(&policy))
+        .approvals(Arc::clone(&store))
+        .gate(gate_for(mode, timeout, store));
+    if let Some(agent) = agent {
+        builder = builder.agent(agent);
+    }
+    if let Some(actor) = actor {
+        builder = builder.actor(actor);
+    }
+    Ok((builder.build()?, policy))
+}
+
+fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
+    let timeout = Duration::from_secs(serve.timeout);
+    let (attest, _) = pipeline(
+        config,
+        serve.mode,
+        timeout,
+        serve.agent.as_deref(),
+        serve.actor.as_deref(),
+    )?;
+    Ok(attest)
+}
+
+/// One client on stdio: a single-threaded runtime keeps each hop on one thread.
+fn stdio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<ExitCode> {
+    let attest = serve_pipeline(config, &args.serve)?;
+    let server = args.server.unwrap_or_else(|| server_name(&args.command));
+    let options = mcp_proxy::ProxyOptions {
+        server,
+        mode: args.serve.mode,
+        command: args.command,
+    };
+    let runtime = stdio_runtime()?;
+    let outcome = runtime.block_on(mcp_proxy::serve(attest, options));
+    // A read of stdin may still be parked on a blocking thread; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    outcome?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Result<ExitCode> {
+    let (attest, policy) = pipeline(
+        config,
+        Mode::Block,
+        Duration::from_secs(0),
+        args.agent.as_deref(),
+        args.actor.as_deref(),
+    )?;
+    let runtime = stdio_runtime()?;
+    let outcome = runtime.block_on(mcp_server::serve(attest, policy));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    outcome?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<ExitCode> {
+    let upstream = match &args.upstream {
+        Some(text) => {
+            Some(reqwest::Url::parse(text).with_context(|| format!("--upstream {text}"))?)
+        }
+        None => None,
+    };
+    let operations = match &args.openapi {
+        Some(path) => gateway::load_openapi(path)?,
+        None => Vec::new(),
+    };
+    let host: IpAddr = args
+        .host
+        .parse()
+        .with_context(|| format!("--host {}: not an IP address", args.host))?;
+    if !host.is_loopback() {
+        eprintln!("attest: warning: the gateway listens on {host}, beyond this machine");
+    }
+    let attest = serve_pipeline(config, &args.serve)?;
+    let options = gateway::GatewayOptions {
+        upstream,
+        operations,
+        record_reads: args.record_reads,
+        max_body: args.max_body,
+        upstream_timeout: Duration::from_secs(args.upstream_timeout),
+    };
+    let state = gateway::GatewayState::new(attest, options)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind((host, args.port))
+            .await
+            .with_context(|| format!("cannot listen on {host}:{}", args.port))?;
+        let address = listener.local_addr()?;
+        println!("attest gateway listening on http://{address}");
+        use std::io::Write;
+        std::io::stdout().flush()?;
+        gateway::serve(listener, state).await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A server's name from its command: `@scope/server-NAME`, `mcp-server-NAME`,
+/// `NAME-mcp(-server)`, else the program's file name.
+fn server_name(command: &[String]) -> String {
+    for word in command.iter().rev() {
+        let base = word.rsplit('/').next().unwrap_or(word);
+        let base = base.split('@').next().unwrap_or(base);
+        let base = base
+            .strip_suffix(".js")
+            .or_else(|| base.strip_suffix(".py"))
+            .unwrap_or(base);
+        for prefix in ["mcp-server-", "server-"] {
+            if let Some(name) = base.strip_prefix(prefix).filter(|n| !n.is_empty()) {
+                return name.to_owned();
+            }
+        }
+        for suffix in ["-mcp-server", "-mcp"] {
+            if let Some(name) = base.strip_suffix(suffix).filter(|n| !n.is_empty()) {
+                return name.to_owned();
+            }
+        }
+    }
+    command
+        .first()
+        .map(|program| program.rsplit('/').next().unwrap_or(program).to_owned())
+        .unwrap_or_else(|| "mcp".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_names_from_commands() {
+        let name =
+            |cmd: &[&str]| server_name(&cmd.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            name(&[
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                "/tmp"
+            ]),
+            "filesystem"
+        );
+        assert_eq!(name(&["uvx", "mcp-server-git"]), "git");
+        assert_eq!(name(&["node", "/x/github-mcp-server"]), "github");
+        assert_eq!(name(&["/usr/bin/python3", "notes.py"]), "python3");
+        assert_eq!(name(&["npx", "@scope/server-slack@1.2.0"]), "slack");
+    }
+}

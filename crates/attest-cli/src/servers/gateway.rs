@@ -1,0 +1,735 @@
+//! `attest gateway`: a forwarding HTTP proxy for agents that call REST APIs.
+//!
+//! The upstream URL comes from the path (`/https://api.example.com/v1/notes`), else the
+//! `X-Attest-Upstream` header (a base URL the path is appended to), else `--upstream`.
+//!
+//! - Reads (detected as `read`/`search`/`get`/`list`) are forwarded as they are; with
+//!   `--record-reads` they go through the pipeline and are recorded.
+//! - Writes are detected from method + URL + body (and `--openapi` operation ids), decided,
+//!   and forwarded with the caller's headers (hop-by-hop and `X-Attest-*` dropped). The
+//!   ledger gets hashes only: no header, and never `Authorization`, is recorded.
+//! - A refusal or rejection is a 403 with a JSON body, and the upstream is never called.
+//! - A write that ran is read back with the caller's credentials (`Location`, else the
+//!   URL it was `PUT`/`PATCH`ed to, else the created id under the URL it was `POST`ed to)
+//!   and its fields compared: `verified-custom` or `unverified`.
+//! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
+//! - Request and response bodies are capped (`--max-body`).
+//!
+//! - A request held for a person is a 202 with its id, resume token and resume URL;
+//!   once approved, `POST /_attest/resume/{token}` with the caller's own headers sends the
+//!   approved request upstream (the gateway never keeps credentials). The path
+//!   `/_attest/` is the gateway's own and is never forwarded.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use attest_core::approvals::ResumeToken;
+use attest_core::{detect, Attest, AttestError, CustomCheck, DetectInput, Receipt, ToolError};
+use attest_policy::Action;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use reqwest::Url;
+use serde_json::{json, Value};
+
+use super::{chain, compare_fields, held_json, receipt_json};
+
+/// The header that names the upstream base URL.
+pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
+
+/// Largest OpenAPI spec read, in bytes.
+const MAX_SPEC_BYTES: u64 = 8 * 1024 * 1024;
+
+/// What `attest gateway` was asked to do.
+#[derive(Debug, Clone)]
+pub(crate) struct GatewayOptions {
+    /// The default upstream base URL.
+    pub(crate) upstream: Option<Url>,
+    /// Operation ids by method and path template, from `--openapi`.
+    pub(crate) operations: Vec<Operation>,
+    /// Record reads too.
+    pub(crate) record_reads: bool,
+    /// Largest request or response body, in bytes.
+    pub(crate) max_body: usize,
+    /// How long one upstream request may take.
+    pub(crate) upstream_timeout: Duration,
+}
+
+/// The gateway's shared state: the pipeline, an HTTP client, the options.
+#[derive(Clone)]
+pub(crate) struct GatewayState(Arc<Inner>);
+
+struct Inner {
+    attest: Attest,
+    client: reqwest::Client,
+    options: GatewayOptions,
+}
+
+impl GatewayState {
+    /// Builds the state; the HTTP client follows no redirects (the caller sees them).
+    pub(crate) fn new(attest: Attest, options: GatewayOptions) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(options.upstream_timeout)
+            .build()
+            .context("cannot build the HTTP client")?;
+        Ok(GatewayState(Arc::new(Inner {
+            attest,
+            client,
+            options,
+        })))
+    }
+}
+
+/// The gateway's routes: every method and path goes to the forwarder.
+pub(crate) fn router(state: GatewayState) -> Router {
+    let limit = state.0.options.max_body;
+    Router::new()
+        .route("/_attest/resume/{token}", post(resume))
+        .fallback(forward)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+/// Serves `router(state)` on `listener` until the process is stopped.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    state: GatewayState,
+) -> anyhow::Result<()> {
+    axum::serve(listener, router(state))
+        .await
+        .context("the gateway stopped")
+}
+
+/// One operation from an OpenAPI spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Operation {
+    method: String,
+    segments: Vec<String>,
+    operation_id: String,
+}
+
+/// Reads the operation ids of an OpenAPI (or Swagger) spec, JSON or YAML.
+pub(crate) fn load_openapi(path: &Path) -> anyhow::Result<Vec<Operation>> {
+    let text = crate::config::read_text(path, MAX_SPEC_BYTES)?;
+    parse_openapi(&text).with_context(|| format!("{} is not an OpenAPI spec", path.display()))
+}
+
+fn parse_openapi(text: &str) -> anyhow::Result<Vec<Operation>> {
+    let spec: Value = serde_yaml::from_str(text)?;
+    let paths = spec
+        .get("paths")
+        .and_then(Value::as_object)
+        .context("no `paths` object")?;
+    let mut operations = Vec::new();
+    for (template, item) in paths {
+        let Some(item) = item.as_object() else {
+            continue;
+        };
+        for (method, op) in item {
+            let Some(id) = op.get("operationId").and_then(Value::as_str) else {
+                continue;
+            };
+            operations.push(Operation {
+                method: method.to_ascii_uppercase(),
+                segments: split_path(template),
+                operation_id: id.to_owned(),
+            });
+        }
+    }
+    Ok(operations)
+}
+
+fn split_path(path: &str) -> Vec<String> {
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The operation whose template matches the end of `path` (so a base path is allowed).
+fn find_operation<'a>(
+    operations: &'a [Operation],
+    method: &str,
+    path: &str,
+) -> Option<&'a Operation> {
+    let segments = split_path(path);
+    operations.iter().find(|op| {
+        op.method == method
+            && segments.len() >= op.segments.len()
+            && segments[segments.len() - op.segments.len()..]
+                .iter()
+                .zip(&op.segments)
+                .all(|(seg, tmpl)| (tmpl.starts_with('{') && tmpl.ends_with('}')) || seg == tmpl)
+    })
+}
+
+/// A JSON error response with the attest headers.
+fn reject(status: StatusCode, body: Value, receipt: Option<&Receipt>) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    if let Some(receipt) = receipt {
+        add_receipt_headers(response.headers_mut(), receipt);
+    }
+    response
+}
+
+fn add_receipt_headers(headers: &mut HeaderMap, receipt: &Receipt) {
+    let level = receipt.level.map_or("none", |l| l.as_str());
+    for (name, value) in [
+        ("x-attest-decision", receipt.decision.as_str().to_owned()),
+        ("x-attest-level", level.to_owned()),
+        ("x-attest-seq", receipt.seq.to_string()),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+}
+
+/// The upstream URL of a request, and where it came from (for error messages).
+fn target_url(uri: &Uri, headers: &HeaderMap, default: Option<&Url>) -> Result<Url, String> {
+    let path_and_query = uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let embedded = path_and_query.strip_prefix('/').unwrap_or(path_and_query);
+    if embedded.starts_with("http://") || embedded.starts_with("https://") {
+        return checked(Url::parse(embedded), "the URL in the path");
+    }
+    if let Some(base) = headers.get(UPSTREAM_HEADER) {
+        let base = base
+            .to_str()
+            .map_err(|_| format!("{UPSTREAM_HEADER} is not text"))?;
+        let base = checked(Url::parse(base), UPSTREAM_HEADER)?;
+        return checked(join(&base, path_and_query), UPSTREAM_HEADER);
+    }
+    match default {
+        Some(base) => checked(join(base, path_and_query), "--upstream"),
+        None => Err(format!(
+            "no upstream: put the full URL in the path (/https://host/...), send {UPSTREAM_HEADER}, or start the gateway with --upstream"
+        )),
+    }
+}
+
+fn join(base: &Url, path_and_query: &str) -> Result<Url, url_error::ParseError> {
+    let mut text = base.as_str().trim_end_matches('/').to_owned();
+    text.push_str(path_and_query);
+    Url::parse(&text)
+}
+
+/// `reqwest` re-exports `Url` but not its error type's path; name it once here.
+mod url_error {
+    pub(crate) type ParseError = <reqwest::Url as std::str::FromStr>::Err;
+}
+
+fn checked(url: Result<Url, url_error::ParseError>, from: &str) -> Result<Url, String> {
+    let url = url.map_err(|err| format!("{from}: not a URL: {err}"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(format!("{from}: scheme `{other}` is not http or https")),
+    }
+}
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1), and headers the client rebuilds.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+fn forwardable(name: &HeaderName, connection: &[String]) -> bool {
+    let name = name.as_str();
+    !HOP_BY_HOP.contains(&name)
+        && !name.starts_with("x-attest-")
+        && !connection.iter().any(|listed| listed == name)
+}
+
+/// The caller's headers as they go upstream (and the upstream's as they come back).
+fn end_to_end(headers: &HeaderMap) -> HeaderMap {
+    let connection: Vec<String> = headers
+        .get_all("connection")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.trim().to_ascii_lowercase())
+        .collect();
+    headers
+        .iter()
+        .filter(|(name, _)| forwardable(name, &connection))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+/// What the upstream answered.
+struct Upstreamed {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Upstreamed {
+    fn into_response(self, receipt: Option<&Receipt>) -> Response {
+        let mut response = Response::new(Body::from(self.body));
+        *response.status_mut() = self.status;
+        *response.headers_mut() = end_to_end(&self.headers);
+        if let Some(receipt) = receipt {
+            add_receipt_headers(response.headers_mut(), receipt);
+        }
+        response
+    }
+
+    /// The JSON the pipeline checks and hashes: `{"status", "body"}`.
+    fn value(&self) -> Value {
+        let body = serde_json::from_slice::<Value>(&self.body).unwrap_or(Value::Null);
+        json!({"status": self.status.as_u16(), "body": body})
+    }
+}
+
+async fn send(
+    state: &Inner,
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Upstreamed, String> {
+    let mut response = state
+        .client
+        .request(method.clone(), url.clone())
+        .headers(end_to_end(headers))
+        .body(body)
+        .send()
+        .await
+        .map_err(|err| format!("{} {url}: {}", method, chain(&err)))?;
+    let cap = state.options.max_body;
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(format!(
+            "{method} {url}: the response is larger than {cap} bytes"
+        ));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|err| format!("{method} {url}: reading the response: {}", chain(&err)))?
+    {
+        if body.len() + chunk.len() > cap {
+            return Err(format!(
+                "{method} {url}: the response is larger than {cap} bytes"
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Upstreamed {
+        status: response.status(),
+        headers: response.headers().clone(),
+        body: Bytes::from(body),
+    })
+}
+
+/// The action a request describes.
+fn action_for(state: &Inner, method: &Method, url: &Url, body: &Bytes) -> Action {
+    let input = DetectInput::Http {
+        method: method.as_str(),
+        url: url.as_str(),
+        body: Some(body),
+    };
+    let mut detection = detect(&input);
+    if let Some(op) = find_operation(&state.options.operations, method.as_str(), url.path()) {
+        let named = detect(&DetectInput::Function {
+            name: &op.operation_id,
+        });
+        detection.verb = named.verb;
+        if named.target.is_some() {
+            detection.target = named.target;
+        }
+    }
+    let params = match serde_json::from_slice::<Value>(body) {
+        Ok(value @ Value::Object(_)) => value,
+        _ if body.is_empty() => json!({}),
+        _ => json!({"body_bytes": body.len()}),
+    };
+    let mut action = detection.into_action(params);
+    input.fill_extra(&mut action.extra);
+    action
+}
+
+/// Where a write can be read back, given the upstream's answer.
+fn readback_url(method: &Method, url: &Url, answer: &Upstreamed) -> Option<Url> {
+    if let Some(location) = answer.headers.get("location").and_then(|v| v.to_str().ok()) {
+        return url.join(location).ok();
+    }
+    if method == Method::PUT || method == Method::PATCH {
+        return Some(url.clone());
+    }
+    if method == Method::POST {
+        let body: Value = serde_json::from_slice(&answer.body).ok()?;
+        let id = match body.get("id")? {
+            Value::String(id) if !id.is_empty() => id.clone(),
+            Value::Number(id) => id.to_string(),
+            _ => return None,
+        };
+        let mut item = url.clone();
+        item.path_segments_mut().ok()?.pop_if_empty().push(&id);
+        return Some(item);
+    }
+    None
+}
+
+/// Reads a write back with the caller's credentials and compares the fields it sent.
+fn readback_check(
+    state: &Arc<Inner>,
+    headers: &HeaderMap,
+    found: Arc<Mutex<Option<Url>>>,
+) -> CustomCheck {
+    let client = state.client.clone();
+    let mut credentials = HeaderMap::new();
+    for name in ["authorization", "cookie", "x-api-key"] {
+        if let Some(value) = headers.get(name) {
+            credentials.insert(HeaderName::from_static(name), value.clone());
+        }
+    }
+    CustomCheck::future(move |action, _result| {
+        let url = found
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let client = client.clone();
+        let credentials = credentials.clone();
+        let sent = action.params.clone();
+        async move {
+            let url = url.ok_or("no URL to read the write back from")?;
+            let response = client
+                .get(url.clone())
+                .headers(credentials)
+                .header("accept", "application/json")
+                .send()
+                .await?;
+            if !response.status().is_success() {
+                return Err(format!("GET {url}: {}", response.status()).into());
+            }
+            let read: Value = response.json().await?;
+            compare_fields(&sent, &read, "id")
+        }
+    })
+}
+
+type Slot<T> = Mutex<Option<T>>;
+
+fn put<T>(slot: &Slot<T>, value: T) {
+    *slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(value);
+}
+
+fn take<T>(slot: &Slot<T>) -> Option<T> {
+    slot.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+}
+
+/// Sends a request upstream for the pipeline, keeping the raw answer for the caller and
+/// where the write can be read back.
+async fn execute(
+    state: &Inner,
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: Bytes,
+    answer: &Slot<Result<Upstreamed, String>>,
+    location: &Slot<Url>,
+) -> Result<Value, ToolError> {
+    let outcome = send(state, method, url, headers, body).await;
+    let result: Result<Value, ToolError> = match &outcome {
+        Ok(up) if up.status.is_success() => {
+            if let Some(found) = readback_url(method, url, up) {
+                put(location, found);
+            }
+            Ok(up.value())
+        }
+        Ok(up) => Err(format!("the upstream answered {}", up.status).into()),
+        Err(why) => Err(why.clone().into()),
+    };
+    put(answer, outcome);
+    result
+}
+
+async fn forward(
+    State(state): State<GatewayState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let state = state.0;
+    let url = match target_url(&uri, &headers, state.options.upstream.as_ref()) {
+        Ok(url) => url,
+        Err(why) => return reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
+    };
+    let action = action_for(&state, &method, &url, &body);
+    if action.verb.is_read() && !state.options.record_reads {
+        return match send(&state, &method, &url, &headers, body).await {
+            Ok(answer) => answer.into_response(None),
+            Err(why) => reject(StatusCode::BAD_GATEWAY, json!({"error": why}), None),
+        };
+    }
+    let answer = Mutex::new(None);
+    let location = Arc::new(Mutex::new(None));
+    let run = |_params: Value| execute(&state, &method, &url, &headers, body, &answer, &location);
+    let outcome = if action.verb.is_read() || method == Method::DELETE {
+        state.attest.run(action, run).await
+    } else {
+        let check = readback_check(&state, &headers, Arc::clone(&location));
+        state.attest.run_checked(action, run, &check).await
+    };
+    respond(&method, &url, outcome, take(&answer))
+}
+
+/// `POST /_attest/resume/{token}`: runs a held request once a person approved it, with
+/// the caller's headers (the gateway keeps no credentials) and the approved body.
+async fn resume(
+    State(state): State<GatewayState>,
+    UrlPath(token): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    let state = state.0;
+    let token = ResumeToken::new(token);
+    let request = match state.attest.approvals() {
+        Ok(store) => {
+            let lookup = token.clone();
+            tokio::task::spawn_blocking(move || store.get_by_token(&lookup)).await
+        }
+        Err(err) => {
+            eprintln!("attest gateway: resume: {}", chain(&err));
+            return reject(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "the approval store is not available"}),
+                None,
+            );
+        }
+    };
+    let request = match request {
+        Ok(Ok(request)) => request,
+        Ok(Err(err)) => return reject(StatusCode::NOT_FOUND, json!({"error": chain(&err)}), None),
+        Err(_) => {
+            return reject(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal error"}),
+                None,
+            )
+        }
+    };
+    let extra = &request.action.extra;
+    let (Some(method), Some(url)) = (extra.method.as_deref(), extra.url.as_deref()) else {
+        return reject(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "the held request is not an HTTP call"}),
+            None,
+        );
+    };
+    let (Ok(method), Ok(url)) = (method.parse::<Method>(), Url::parse(url)) else {
+        return reject(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "the held request's method or URL does not parse"}),
+            None,
+        );
+    };
+    // The body sent is the approved params as JSON, whatever the resume request carried.
+    let mut headers = headers;
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let answer = Mutex::new(None);
+    let location = Arc::new(Mutex::new(None));
+    let run = |params: Value| {
+        // The approved params (a person may have edited them) are the body sent.
+        let body = match &params {
+            Value::Object(map) if map.is_empty() => Bytes::new(),
+            _ => Bytes::from(serde_json::to_vec(&params).unwrap_or_default()),
+        };
+        execute(&state, &method, &url, &headers, body, &answer, &location)
+    };
+    let outcome = if method == Method::DELETE {
+        state.attest.resume(&token, run).await
+    } else {
+        let check = readback_check(&state, &headers, Arc::clone(&location));
+        state.attest.resume_checked(&token, run, &check).await
+    };
+    respond(&method, &url, outcome, take(&answer))
+}
+
+/// The caller's answer for a governed request.
+fn respond(
+    method: &Method,
+    url: &Url,
+    outcome: Result<Receipt, AttestError>,
+    answer: Option<Result<Upstreamed, String>>,
+) -> Response {
+    let not_run = |error: String, receipt: &Receipt| {
+        reject(
+            StatusCode::FORBIDDEN,
+            json!({"error": format!("{error}; the upstream was not called"),
+                   "reasons": receipt.reasons, "receipt": receipt_json(receipt)}),
+            Some(receipt),
+        )
+    };
+    match (outcome, answer) {
+        (Ok(receipt), Some(Ok(up))) => up.into_response(Some(&receipt)),
+        (Err(AttestError::Refused { receipt }), _) => {
+            not_run("refused by policy".to_owned(), &receipt)
+        }
+        (Err(AttestError::Rejected { approver, receipt }), _) => {
+            not_run(format!("not allowed: rejected by {approver}"), &receipt)
+        }
+        (Err(AttestError::Expired { receipt, .. }), _) => not_run(
+            "not allowed: the approval request expired".to_owned(),
+            &receipt,
+        ),
+        (Err(AttestError::Pending { id, token, receipt }), _) => {
+            let mut body = held_json(&id, &token, &receipt);
+            body["resume"] = json!(format!("/_attest/resume/{}", token.expose()));
+            reject(StatusCode::ACCEPTED, body, Some(&receipt))
+        }
+        (Err(AttestError::Approval(err)), _) => {
+            reject(StatusCode::CONFLICT, json!({"error": chain(&err)}), None)
+        }
+        (Err(AttestError::ToolFailed { receipt, .. }), Some(Ok(up))) => {
+            up.into_response(Some(&receipt))
+        }
+        (Err(AttestError::ToolFailed { receipt, .. }), Some(Err(why))) => reject(
+            StatusCode::BAD_GATEWAY,
+            json!({"error": why, "receipt": receipt_json(&receipt)}),
+            Some(&receipt),
+        ),
+        (Ok(_), _) | (Err(AttestError::ToolFailed { .. }), None) => {
+            eprintln!(
+                "attest gateway: {method} {}: the upstream's answer went missing",
+                url.origin().ascii_serialization()
+            );
+            reject(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal error; see the gateway's log"}),
+                None,
+            )
+        }
+        // Not recorded: the ledger (or something it needs) failed.
+        (Err(err), _) => {
+            eprintln!(
+                "attest gateway: {method} {}: {}",
+                url.origin().ascii_serialization(),
+                chain(&err)
+            );
+            reject(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "attest could not decide or record this request; see the gateway's log"}),
+                None,
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstreams_from_path_header_or_flag() {
+        let none = HeaderMap::new();
+        let uri: Uri = "/https://api.example.com/v1/notes?x=1".parse().unwrap();
+        assert_eq!(
+            target_url(&uri, &none, None).unwrap().as_str(),
+            "https://api.example.com/v1/notes?x=1"
+        );
+        let uri: Uri = "/v1/notes".parse().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            UPSTREAM_HEADER,
+            HeaderValue::from_static("http://127.0.0.1:9/base/"),
+        );
+        assert_eq!(
+            target_url(&uri, &headers, None).unwrap().as_str(),
+            "http://127.0.0.1:9/base/v1/notes"
+        );
+        let base = Url::parse("http://vendor.test").unwrap();
+        assert_eq!(
+            target_url(&uri, &none, Some(&base)).unwrap().as_str(),
+            "http://vendor.test/v1/notes"
+        );
+        assert!(target_url(&uri, &none, None)
+            .unwrap_err()
+            .contains("no upstream"));
+        headers.insert(UPSTREAM_HEADER, HeaderValue::from_static("ftp://x"));
+        assert!(target_url(&uri, &headers, None)
+            .unwrap_err()
+            .contains("scheme `ftp`"));
+    }
+
+    #[test]
+    fn hop_by_hop_and_attest_headers_stay_behind() {
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_static("Bearer t"));
+        headers.insert(
+            "connection",
+            HeaderValue::from_static("keep-alive, x-private"),
+        );
+        headers.insert("x-private", HeaderValue::from_static("1"));
+        headers.insert("transfer-encoding", HeaderValue::from_static("chunked"));
+        headers.insert(UPSTREAM_HEADER, HeaderValue::from_static("http://x"));
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        let kept = end_to_end(&headers);
+        let mut names: Vec<_> = kept.keys().map(|k| k.as_str().to_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["authorization", "content-type"]);
+    }
+
+    #[test]
+    fn openapi_operation_ids_match_templates() {
+        let ops = parse_openapi(
+            "paths:\n  /v1/refunds/{id}/cancel:\n    post: {operationId: cancelRefund}\n  /v1/notes:\n    post: {operationId: createNote}\n",
+        )
+        .unwrap();
+        assert_eq!(ops.len(), 2);
+        let found = find_operation(&ops, "POST", "/api/v1/refunds/re_1/cancel").unwrap();
+        assert_eq!(found.operation_id, "cancelRefund");
+        assert!(find_operation(&ops, "GET", "/v1/notes").is_none());
+        assert!(parse_openapi("{}").is_err());
+        assert!(parse_openapi(": : :").is_err());
+    }
+
+    #[test]
+    fn readback_urls() {
+        let url = Url::parse("http://v.test/v1/notes").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("location", HeaderValue::from_static("/v1/notes/7"));
+        let answer = Upstreamed {
+            status: StatusCode::CREATED,
+            headers,
+            body: Bytes::new(),
+        };
+        assert_eq!(
+            readback_url(&Method::POST, &url, &answer).unwrap().as_str(),
+            "http://v.test/v1/notes/7"
+        );
+        let answer = Upstreamed {
+            status: StatusCode::CREATED,
+            headers: HeaderMap::new(),
+            body: Bytes::from_static(br#"{"id": 8}"#),
+        };
+        assert_eq!(
+            readback_url(&Method::POST, &url, &answer).unwrap().as_str(),
+            "http://v.test/v1/notes/8"
+        );
+        assert_eq!(readback_url(&Method::PATCH, &url, &answer).unwrap(), url);
+        assert!(readback_url(&Method::DELETE, &url, &answer).is_none());
+    }
+}

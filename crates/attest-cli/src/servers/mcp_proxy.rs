@@ -1,0 +1,958 @@
+//! `attest mcp-proxy`: any MCP server, behind the pipeline.
+//!
+//! The agent's client talks MCP to this process over stdio; this process starts the
+//! upstream server as a child and talks MCP to it over the child's stdio (both with the
+//! official SDK, `rmcp`). Every message passes through unchanged — initialize, listings,
+//! resources, prompts, completions, logging, notifications, progress (its tokens mapped
+//! across the two links), cancellation, and the server's own requests to the client —
+//! except `tools/call`, which goes through [`Attest::run`]:
+//!
+//! - the action is detected from the tool name, with `--server` as the system hint, and
+//!   then from the upstream's tool annotations ([`apply_hints`]);
+//! - a refusal or a rejection becomes an `isError` result that says why, and the upstream
+//!   is never called;
+//! - the upstream's result comes back unchanged except for an `_attest` receipt
+//!   (`seq`, `action_id`, `decision`, `level`, `entry_hash`) in its `_meta`;
+//! - an upstream error, `isError` result or crash is recorded as a failed execution and
+//!   reported to the client; requests to a dead upstream fail at once, never hang;
+//! - a call held for a person (`ask` in `pending` mode, or unanswered within `--timeout`
+//!   in `block` mode) comes back with its resume token; once approved, the added
+//!   `attest_resume` tool runs it;
+//! - `create_X`/`update_X` are read back through the upstream's `get_X`/`fetch_X`/`read_X`
+//!   when one takes a single id ([`PairReader`]).
+//!
+//! Frames are capped by the SDK's stdio transport (16 MiB a line); an over-long frame
+//! ends the link with an error instead of growing memory.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::Context;
+use attest_core::approvals::ResumeToken;
+use attest_core::{detect, Attest, AttestError, CustomCheck, DetectInput, Receipt, ToolError};
+use attest_policy::{Action, Risk, Verb};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientConfig, ClientNotification, ClientRequest, ClientResult,
+    ContentBlock, ErrorData, GetMeta, InitializeResult, JsonObject, MetaObject, ProgressToken,
+    ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, ServerRequest,
+    ServerResult, Tool, ToolAnnotations,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
+    RunningService, Service, ServiceError, ServiceExt,
+};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{json, Map, Value};
+use tokio::sync::OnceCell;
+
+use super::{chain, compare_fields, held_json, receipt_json, Mode};
+
+/// The tool added in pending mode to resume a held call.
+pub(crate) const RESUME_TOOL: &str = "attest_resume";
+
+/// How long the upstream may take to answer `initialize`.
+const UPSTREAM_INIT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What `attest mcp-proxy` was asked to do.
+#[derive(Debug, Clone)]
+pub(crate) struct ProxyOptions {
+    /// The server's name: the system hint for detection.
+    pub(crate) server: String,
+    /// How `ask` is answered.
+    pub(crate) mode: Mode,
+    /// The upstream command and its arguments.
+    pub(crate) command: Vec<String>,
+}
+
+/// Serves MCP on this process's stdio until the client goes away, then stops the upstream.
+pub(crate) async fn serve(attest: Attest, options: ProxyOptions) -> anyhow::Result<()> {
+    if options.command.is_empty() {
+        anyhow::bail!(
+            "no upstream command: give it after `--`, e.g. `attest mcp-proxy -- npx server`"
+        );
+    }
+    let proxy = Proxy(Arc::new(Inner {
+        attest,
+        options,
+        upstream: OnceCell::new(),
+        tools: Arc::new(Mutex::new(HashMap::new())),
+        progress: Arc::new(Mutex::new(HashMap::new())),
+    }));
+    let running = proxy
+        .clone()
+        .serve(rmcp::transport::io::stdio_pipes())
+        .await
+        .context("MCP handshake with the client on stdin/stdout")?;
+    let _ = running.waiting().await;
+    proxy.shutdown().await;
+    Ok(())
+}
+
+#[derive(Clone)]
+struct Proxy(Arc<Inner>);
+
+struct Inner {
+    attest: Attest,
+    options: ProxyOptions,
+    upstream: OnceCell<Upstream>,
+    /// The upstream's tools by name, from its latest listing.
+    tools: Arc<Mutex<HashMap<String, Tool>>>,
+    /// Progress tokens: the one sent upstream → the client's own.
+    progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+}
+
+struct Upstream {
+    peer: Peer<RoleClient>,
+    info: InitializeResult,
+    running: tokio::sync::Mutex<Option<RunningService<RoleClient, UpstreamClient>>>,
+}
+
+/// Locks a mutex, recovering the data if a holder panicked (the maps stay usable).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Proxy {
+    /// The upstream, started on first use with the client's own `initialize` params
+    /// (so the upstream sees the client's capabilities, not the proxy's).
+    async fn upstream(
+        &self,
+        client: Option<ClientConfig>,
+        downstream: &Peer<RoleServer>,
+    ) -> Result<&Upstream, ErrorData> {
+        self.0
+            .upstream
+            .get_or_try_init(|| self.start_upstream(client.unwrap_or_default(), downstream.clone()))
+            .await
+    }
+
+    async fn start_upstream(
+        &self,
+        client: ClientConfig,
+        downstream: Peer<RoleServer>,
+    ) -> Result<Upstream, ErrorData> {
+        let command = &self.0.options.command;
+        let Some((program, args)) = command.split_first() else {
+            return Err(ErrorData::internal_error("no upstream command", None));
+        };
+        let mut child = tokio::process::Command::new(program);
+        child.args(args);
+        let (transport, _) = TokioChildProcess::builder(child)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|err| {
+                ErrorData::internal_error(format!("cannot start upstream `{program}`: {err}"), None)
+            })?;
+        let service = UpstreamClient {
+            downstream,
+            config: client,
+            tools: Arc::clone(&self.0.tools),
+            progress: Arc::clone(&self.0.progress),
+        };
+        let running = tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, service.serve(transport))
+            .await
+            .map_err(|_| {
+                ErrorData::internal_error(
+                    format!(
+                        "upstream `{program}` did not answer initialize within {} s",
+                        UPSTREAM_INIT_TIMEOUT.as_secs()
+                    ),
+                    None,
+                )
+            })?
+            .map_err(|err| {
+                ErrorData::internal_error(
+                    format!("upstream `{program}` failed to initialize: {}", chain(&err)),
+                    None,
+                )
+            })?;
+        let peer = running.peer().clone();
+        let info = peer
+            .peer_info()
+            .and_then(|info| initialize_result(&info))
+            .unwrap_or_else(|| InitializeResult::new(ServerCapabilities::default()));
+        Ok(Upstream {
+            peer,
+            info,
+            running: tokio::sync::Mutex::new(Some(running)),
+        })
+    }
+
+    async fn shutdown(&self) {
+        if let Some(upstream) = self.0.upstream.get() {
+            if let Some(mut running) = upstream.running.lock().await.take() {
+                let _ = running.close_with_timeout(Duration::from_secs(5)).await;
+            }
+        }
+    }
+
+    /// Sends `request` upstream with the client's `_meta`, maps progress back, and
+    /// forwards a client's cancellation.
+    async fn send_upstream(
+        &self,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ServiceError> {
+        let options = PeerRequestOptions::no_options().with_meta(context.meta.clone());
+        let handle = peer.send_request_with_option(request, options).await?;
+        let id = handle.id.clone();
+        let _route = context.meta.get_progress_token().map(|theirs| {
+            ProgressRoute::new(&self.0.progress, handle.progress_token.clone(), theirs)
+        });
+        tokio::select! {
+            result = handle.await_response() => result,
+            () = context.ct.cancelled() => {
+                let reason = "cancelled by the client".to_owned();
+                let cancel = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some(reason.clone()),
+                ));
+                let _ = peer.send_notification(cancel.into()).await;
+                Err(ServiceError::Cancelled { reason: Some(reason) })
+            }
+        }
+    }
+
+    async fn forward(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let upstream = self.upstream(None, &context.peer).await?;
+        self.send_upstream(&upstream.peer, request, &context)
+            .await
+            .map_err(|err| self.upstream_error(err))
+    }
+
+    fn upstream_error(&self, err: ServiceError) -> ErrorData {
+        match err {
+            ServiceError::McpError(err) => err,
+            ServiceError::TransportClosed => ErrorData::internal_error(
+                format!(
+                    "the upstream MCP server `{}` is not running (it exited or closed its stdio)",
+                    self.0.options.server
+                ),
+                None,
+            ),
+            other => ErrorData::internal_error(
+                format!("upstream `{}`: {}", self.0.options.server, chain(&other)),
+                None,
+            ),
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let mut result = self.forward(request, context).await?;
+        if let ServerResult::ListToolsResult(list) = &mut result {
+            let mut tools = lock(&self.0.tools);
+            for tool in &list.tools {
+                tools.insert(tool.name.to_string(), tool.clone());
+            }
+            drop(tools);
+            if self.0.options.mode != Mode::Auto && list.next_cursor.is_none() {
+                list.tools.push(resume_tool());
+            }
+        }
+        Ok(result)
+    }
+
+    /// The upstream's description of `name`, listing its tools once if it is not known.
+    async fn tool(&self, peer: &Peer<RoleClient>, name: &str) -> Option<Tool> {
+        if let Some(tool) = lock(&self.0.tools).get(name) {
+            return Some(tool.clone());
+        }
+        let listed = peer.list_all_tools().await.ok()?;
+        let mut tools = lock(&self.0.tools);
+        for tool in listed {
+            tools.insert(tool.name.to_string(), tool);
+        }
+        tools.get(name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        call: CallToolRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let name = call.params.name.to_string();
+        if name == RESUME_TOOL && self.0.options.mode != Mode::Auto {
+            return self.resume(call, context).await;
+        }
+        let upstream = self.upstream(None, &context.peer).await?;
+        let peer = &upstream.peer;
+        let tool = self.tool(peer, &name).await;
+        let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
+        let action = action_for(&self.0.options.server, &name, args, tool.as_ref());
+        let check = self.pair_check(&name, peer);
+        let raw = Mutex::new(None);
+        let execute = |_params: Value| self.execute(peer, call, &context, &raw);
+        let attest = &self.0.attest;
+        let outcome = match &check {
+            Some(check) => attest.run_checked(action, execute, check).await,
+            None => attest.run(action, execute).await,
+        };
+        let raw = lock(&raw).take();
+        self.answer(&name, outcome, raw)
+    }
+
+    /// Runs a held call once a person approved it: `attest_resume {"token": …}`.
+    async fn resume(
+        &self,
+        call: CallToolRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let token = call
+            .params
+            .arguments
+            .as_ref()
+            .and_then(|args| args.get("token"))
+            .and_then(Value::as_str)
+            .map(ResumeToken::new)
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("{RESUME_TOOL}: `token` (a string) is required"),
+                    None,
+                )
+            })?;
+        let attest = &self.0.attest;
+        let store = attest.approvals().map_err(|err| {
+            ErrorData::internal_error(format!("{RESUME_TOOL}: {}", chain(&err)), None)
+        })?;
+        let lookup = token.clone();
+        let request = tokio::task::spawn_blocking(move || store.get_by_token(&lookup))
+            .await
+            .map_err(|err| ErrorData::internal_error(format!("{RESUME_TOOL}: {err}"), None))?;
+        let request = match request {
+            Ok(request) => request,
+            Err(err) => {
+                let text = format!("{RESUME_TOOL}: {}", chain(&err));
+                return Ok(ServerResult::CallToolResult(error_result(text, None)));
+            }
+        };
+        let Some(name) = request.action.extra.tool_name.clone() else {
+            let text = format!("{RESUME_TOOL}: the held request is not an MCP tool call");
+            return Ok(ServerResult::CallToolResult(error_result(text, None)));
+        };
+        let upstream = self.upstream(None, &context.peer).await?;
+        let peer = &upstream.peer;
+        let check = self.pair_check(&name, peer);
+        let raw = Mutex::new(None);
+        let execute = |params: Value| {
+            let arguments = match params {
+                Value::Object(map) => map,
+                _ => JsonObject::new(),
+            };
+            let call = CallToolRequest::new(
+                CallToolRequestParams::new(name.clone()).with_arguments(arguments),
+            );
+            self.execute(peer, call, &context, &raw)
+        };
+        let outcome = match &check {
+            Some(check) => attest.resume_checked(&token, execute, check).await,
+            None => attest.resume(&token, execute).await,
+        };
+        let raw = lock(&raw).take();
+        self.answer(&name, outcome, raw)
+    }
+
+    fn pair_check(&self, name: &str, peer: &Peer<RoleClient>) -> Option<CustomCheck> {
+        let tools = lock(&self.0.tools);
+        PairReader::find(name, &tools, peer.clone()).map(PairReader::into_check)
+    }
+
+    /// Calls the upstream tool, keeping its raw answer in `raw` for the client.
+    async fn execute(
+        &self,
+        peer: &Peer<RoleClient>,
+        call: CallToolRequest,
+        context: &RequestContext<RoleServer>,
+        raw: &Mutex<Option<Result<ServerResult, ServiceError>>>,
+    ) -> Result<Value, ToolError> {
+        let outcome = self
+            .send_upstream(peer, ClientRequest::CallToolRequest(call), context)
+            .await;
+        let answer: Result<Value, ToolError> = match &outcome {
+            Ok(result) if is_error(result) => {
+                Err("the upstream tool returned an error result".into())
+            }
+            Ok(result) => Ok(payload(result)),
+            Err(err) => Err(chain(err).into()),
+        };
+        *lock(raw) = Some(outcome);
+        answer
+    }
+
+    /// What the client gets for a governed call.
+    fn answer(
+        &self,
+        name: &str,
+        outcome: Result<Receipt, AttestError>,
+        raw: Option<Result<ServerResult, ServiceError>>,
+    ) -> Result<ServerResult, ErrorData> {
+        let refusal = |text: String, receipt: &Receipt| {
+            Ok(ServerResult::CallToolResult(error_result(
+                text,
+                Some(receipt),
+            )))
+        };
+        match outcome {
+            Ok(receipt) => match raw {
+                Some(Ok(result)) => Ok(with_receipt(result, &receipt)),
+                _ => Err(ErrorData::internal_error("the upstream's result went missing", None)),
+            },
+            Err(AttestError::Refused { receipt }) => refusal(
+                format!(
+                    "Attest refused this call, so `{name}` was not called: {}",
+                    receipt.reasons.join("; ")
+                ),
+                &receipt,
+            ),
+            Err(AttestError::Rejected { approver, receipt }) => refusal(
+                format!(
+                    "Attest did not allow this call, so `{name}` was not called: rejected by {approver} (policy: {})",
+                    receipt.reasons.join("; ")
+                ),
+                &receipt,
+            ),
+            Err(AttestError::Expired { receipt, .. }) => refusal(
+                format!("`{name}` was not called: its approval request expired before anyone decided"),
+                &receipt,
+            ),
+            Err(AttestError::Pending { id, token, receipt }) => {
+                let text = format!(
+                    "Attest is holding `{name}` for a person's approval, so it has not run yet ({}). \
+                     Once approved (`attest confirm {id}` or the inbox), call {RESUME_TOOL} with \
+                     {{\"token\": \"{}\"}}.",
+                    receipt.reasons.join("; "),
+                    token.expose()
+                );
+                let mut result = error_result(text, Some(&receipt));
+                result.structured_content = Some(held_json(&id, &token, &receipt));
+                Ok(ServerResult::CallToolResult(result))
+            }
+            Err(AttestError::ToolFailed { receipt, .. }) => match raw {
+                // The upstream's own error result, returned as it is, with the receipt.
+                Some(Ok(result)) => Ok(with_receipt(result, &receipt)),
+                // A protocol error from the upstream: passed on, receipt in its data.
+                Some(Err(ServiceError::McpError(mut err))) => {
+                    let mut data = match err.data.take() {
+                        Some(Value::Object(map)) => map,
+                        Some(other) => Map::from_iter([("upstream".to_owned(), other)]),
+                        None => Map::new(),
+                    };
+                    data.insert("_attest".to_owned(), receipt_json(&receipt));
+                    err.data = Some(Value::Object(data));
+                    Err(err)
+                }
+                Some(Err(err)) => refusal(
+                    format!(
+                        "`{name}` failed: {} (recorded as a failed execution)",
+                        self.upstream_error(err).message
+                    ),
+                    &receipt,
+                ),
+                None => Err(ErrorData::internal_error("the upstream call left no outcome", None)),
+            },
+            // The approval store refused (unknown or used token, altered request): nothing ran.
+            Err(AttestError::Approval(err)) => Ok(ServerResult::CallToolResult(error_result(
+                format!("`{name}` was not run: {}", chain(&err)),
+                None,
+            ))),
+            // Not recorded (the ledger failed).
+            Err(err) => Err(ErrorData::internal_error(
+                format!("attest could not decide or record `{name}`: {}", chain(&err)),
+                None,
+            )),
+        }
+    }
+}
+
+impl Service<RoleServer> for Proxy {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        match request {
+            ClientRequest::InitializeRequest(init) => {
+                let upstream = self.upstream(Some(init.params), &context.peer).await?;
+                Ok(ServerResult::InitializeResult(upstream.info.clone()))
+            }
+            ClientRequest::CallToolRequest(call) => self.call_tool(call, context).await,
+            request @ ClientRequest::ListToolsRequest(_) => self.list_tools(request, context).await,
+            other => self.forward(other, context).await,
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut notification = match notification {
+            // The upstream got its own `initialized` from the proxy's handshake, and
+            // cancellations are forwarded per request (the ids differ on each link).
+            ClientNotification::InitializedNotification(_)
+            | ClientNotification::CancelledNotification(_) => return Ok(()),
+            other => other,
+        };
+        let Some(upstream) = self.0.upstream.get() else {
+            return Ok(());
+        };
+        *notification.get_meta_mut() = context.meta;
+        upstream
+            .peer
+            .send_notification(notification)
+            .await
+            .map_err(|err| self.upstream_error(err))
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        match self.0.upstream.get() {
+            Some(upstream) => upstream.info.clone(),
+            None => InitializeResult::new(ServerCapabilities::default()),
+        }
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // Once the upstream has agreed a version, that is the only one the client may get.
+        match self.0.upstream.get() {
+            Some(upstream) => Cow::Owned(vec![upstream.info.protocol_version.clone()]),
+            None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+}
+
+/// The proxy's side of the upstream link: the upstream's requests and notifications go
+/// to the client.
+struct UpstreamClient {
+    downstream: Peer<RoleServer>,
+    config: ClientConfig,
+    tools: Arc<Mutex<HashMap<String, Tool>>>,
+    progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+}
+
+impl Service<RoleClient> for UpstreamClient {
+    async fn handle_request(
+        &self,
+        request: ServerRequest,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, ErrorData> {
+        if let ServerRequest::PingRequest(_) = request {
+            return Ok(ClientResult::empty(()));
+        }
+        let options = PeerRequestOptions::no_options().with_meta(context.meta);
+        let handle = self
+            .downstream
+            .send_request_with_option(request, options)
+            .await
+            .map_err(client_error)?;
+        handle.await_response().await.map_err(client_error)
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ServerNotification,
+        context: NotificationContext<RoleClient>,
+    ) -> Result<(), ErrorData> {
+        let mut notification = match notification {
+            ServerNotification::ProgressNotification(mut progress) => {
+                let theirs = lock(&self.progress)
+                    .get(&progress.params.progress_token)
+                    .cloned();
+                // Progress for a request the client did not ask progress for: dropped.
+                let Some(theirs) = theirs else { return Ok(()) };
+                progress.params.progress_token = theirs;
+                ServerNotification::ProgressNotification(progress)
+            }
+            ServerNotification::CancelledNotification(_) => return Ok(()),
+            ServerNotification::ToolListChangedNotification(changed) => {
+                lock(&self.tools).clear();
+                ServerNotification::ToolListChangedNotification(changed)
+            }
+            other => other,
+        };
+        *notification.get_meta_mut() = context.meta;
+        self.downstream
+            .send_notification(notification)
+            .await
+            .map_err(client_error)
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+}
+
+fn client_error(err: ServiceError) -> ErrorData {
+    match err {
+        ServiceError::McpError(err) => err,
+        other => ErrorData::internal_error(format!("the MCP client: {}", chain(&other)), None),
+    }
+}
+
+/// Maps an upstream progress token to the client's while one request is in flight.
+struct ProgressRoute {
+    map: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+    ours: ProgressToken,
+}
+
+impl ProgressRoute {
+    fn new(
+        map: &Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+        ours: ProgressToken,
+        theirs: ProgressToken,
+    ) -> Self {
+        lock(map).insert(ours.clone(), theirs);
+        ProgressRoute {
+            map: Arc::clone(map),
+            ours,
+        }
+    }
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        lock(&self.map).remove(&self.ours);
+    }
+}
+
+/// The upstream's answer to `initialize`, as the client will see it.
+fn initialize_result(info: &impl serde::Serialize) -> Option<InitializeResult> {
+    let mut value = serde_json::to_value(info).ok()?;
+    if let Some(map) = value.as_object_mut() {
+        map.entry("serverInfo").or_insert_with(
+            || json!({"name": "attest-mcp-proxy", "version": env!("CARGO_PKG_VERSION")}),
+        );
+    }
+    serde_json::from_value(value).ok()
+}
+
+/// The action a `tools/call` describes: detection from the name and the server hint,
+/// then the tool's annotations.
+pub(crate) fn action_for(server: &str, name: &str, args: Value, tool: Option<&Tool>) -> Action {
+    let input = DetectInput::Tool {
+        name,
+        server: Some(server),
+    };
+    let mut action = detect(&input).into_action(args);
+    input.fill_extra(&mut action.extra);
+    if let Some(hints) = tool.and_then(|tool| tool.annotations.as_ref()) {
+        apply_hints(&mut action, hints);
+    }
+    action
+}
+
+/// Uses the upstream's tool annotations, which the MCP spec calls untrusted hints. They
+/// may make a call stricter, and may make a call Attest could not place a read; they never
+/// turn a name Attest recognises as a write into a read.
+///
+/// - `readOnlyHint: true`: an unrecognised call becomes a `read`.
+/// - `destructiveHint: true` (on a tool that is not read-only): delete-level risk, `very_high`.
+/// - `idempotentHint: true` on an unplaced `write`: an `update` (a repeatable overwrite).
+pub(crate) fn apply_hints(action: &mut Action, hints: &ToolAnnotations) {
+    if hints.read_only_hint == Some(true) {
+        if !action.recognised && !action.verb.is_read() {
+            action.verb = Verb::Read;
+        }
+        if action.verb.is_read() {
+            return;
+        }
+    }
+    if hints.destructive_hint == Some(true) {
+        action.risk = Some(Risk::VeryHigh);
+    } else if hints.idempotent_hint == Some(true) && action.verb == Verb::Write {
+        action.verb = Verb::Update;
+    }
+}
+
+fn is_error(result: &ServerResult) -> bool {
+    matches!(result, ServerResult::CallToolResult(r) if r.is_error == Some(true))
+}
+
+/// What a tool result says, as a JSON value to hash and check: its structured content,
+/// else its one text block when that is a JSON object, else the whole result.
+pub(crate) fn payload(result: &ServerResult) -> Value {
+    if let ServerResult::CallToolResult(result) = result {
+        return call_payload(result);
+    }
+    serde_json::to_value(result).unwrap_or(Value::Null)
+}
+
+fn call_payload(result: &CallToolResult) -> Value {
+    if let Some(structured) = &result.structured_content {
+        return structured.clone();
+    }
+    if let [only] = result.content.as_slice() {
+        if let Some(text) = only.as_text() {
+            if let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(&text.text) {
+                return value;
+            }
+        }
+    }
+    serde_json::to_value(result).unwrap_or(Value::Null)
+}
+
+/// The upstream's result with the receipt added under `_meta._attest`.
+fn with_receipt(mut result: ServerResult, receipt: &Receipt) -> ServerResult {
+    if let ServerResult::CallToolResult(call) = &mut result {
+        call.meta
+            .get_or_insert_with(MetaObject::new)
+            .0
+            .insert("_attest".to_owned(), receipt_json(receipt));
+    }
+    result
+}
+
+fn error_result(text: impl Into<String>, receipt: Option<&Receipt>) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    if let Some(receipt) = receipt {
+        let mut meta = MetaObject::new();
+        meta.0.insert("_attest".to_owned(), receipt_json(receipt));
+        result.meta = Some(meta);
+    }
+    result
+}
+
+fn resume_tool() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {"token": {"type": "string", "description": "the token a held call returned"}},
+        "required": ["token"],
+    });
+    let schema: JsonObject = match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    let mut hints = ToolAnnotations::new();
+    hints.read_only_hint = Some(false);
+    hints.destructive_hint = Some(false);
+    hints.idempotent_hint = Some(true);
+    hints.open_world_hint = Some(true);
+    Tool::new(
+        RESUME_TOOL,
+        "Resume a call that Attest held for approval: runs it if a person approved it.",
+        Arc::new(schema),
+    )
+    .with_annotations(hints)
+}
+
+/// Read-back through the upstream: after `create_X`/`update_X`, call its `get_X`,
+/// `fetch_X` or `read_X` (a tool whose one required argument is an id) and compare the
+/// fields the write sent with the fields read.
+///
+/// Wired as a [`CustomCheck`] today (level `verified-custom`/`unverified`); once the
+/// read-back drivers land it becomes a driver recorded as `read-back:mcp-pair`.
+#[derive(Debug, Clone)]
+pub(crate) struct PairReader {
+    peer: Peer<RoleClient>,
+    getter: String,
+    id_arg: String,
+}
+
+impl PairReader {
+    /// The reader for writes by `name`, when the upstream has a matching getter.
+    pub(crate) fn find(
+        name: &str,
+        tools: &HashMap<String, Tool>,
+        peer: Peer<RoleClient>,
+    ) -> Option<PairReader> {
+        let (getter, id_arg) = pair_getter(name, tools)?;
+        Some(PairReader {
+            peer,
+            getter,
+            id_arg,
+        })
+    }
+
+    fn into_check(self) -> CustomCheck {
+        CustomCheck::future(move |action, result| {
+            let reader = self.clone();
+            let params = action.params.clone();
+            let result = result.clone();
+            async move { reader.check(&params, &result).await }
+        })
+    }
+
+    async fn check(&self, params: &Value, result: &Value) -> Result<bool, ToolError> {
+        let id = [result, params]
+            .iter()
+            .find_map(|v| {
+                v.get(&self.id_arg)
+                    .or_else(|| v.get("id"))
+                    .filter(|id| !id.is_null())
+            })
+            .cloned()
+            .ok_or("no id in the result or the params to read back by")?;
+        let mut arguments = JsonObject::new();
+        arguments.insert(self.id_arg.clone(), id);
+        let request = CallToolRequestParams::new(self.getter.clone()).with_arguments(arguments);
+        let read = self.peer.call_tool(request).await?;
+        if read.is_error == Some(true) {
+            return Err(format!("`{}` returned an error", self.getter).into());
+        }
+        compare_fields(params, &call_payload(&read), &self.id_arg)
+    }
+}
+
+/// The getter paired with a `create_X`/`update_X` tool, and the name of its id argument.
+pub(crate) fn pair_getter(name: &str, tools: &HashMap<String, Tool>) -> Option<(String, String)> {
+    let (sep, noun) = ["create_", "update_", "create-", "update-"]
+        .iter()
+        .find_map(|prefix| name.strip_prefix(prefix).map(|noun| (&prefix[6..], noun)))?;
+    ["get", "fetch", "read"].iter().find_map(|verb| {
+        let getter = format!("{verb}{sep}{noun}");
+        let tool = tools.get(&getter)?;
+        let required = tool.input_schema.get("required")?.as_array()?;
+        let [only] = required.as_slice() else {
+            return None;
+        };
+        let arg = only.as_str()?;
+        let is_id = arg == "id" || arg.ends_with("_id") || arg.ends_with("Id");
+        is_id.then(|| (getter, arg.to_owned()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, schema: Value) -> Tool {
+        let Value::Object(schema) = schema else {
+            panic!("schema")
+        };
+        Tool::new(name.to_owned(), "t", Arc::new(schema))
+    }
+
+    #[test]
+    fn pairs_need_a_getter_with_one_id() {
+        let mut tools = HashMap::new();
+        tools.insert(
+            "get_note".to_owned(),
+            tool(
+                "get_note",
+                json!({"type": "object", "required": ["note_id"]}),
+            ),
+        );
+        tools.insert(
+            "fetch_page".to_owned(),
+            tool(
+                "fetch_page",
+                json!({"type": "object", "required": ["id", "rev"]}),
+            ),
+        );
+        tools.insert(
+            "read-doc".to_owned(),
+            tool("read-doc", json!({"type": "object", "required": ["docId"]})),
+        );
+        assert_eq!(
+            pair_getter("create_note", &tools),
+            Some(("get_note".to_owned(), "note_id".to_owned()))
+        );
+        assert_eq!(
+            pair_getter("update_note", &tools),
+            Some(("get_note".to_owned(), "note_id".to_owned()))
+        );
+        assert_eq!(pair_getter("create_page", &tools), None);
+        assert_eq!(
+            pair_getter("update-doc", &tools),
+            Some(("read-doc".to_owned(), "docId".to_owned()))
+        );
+        assert_eq!(pair_getter("delete_note", &tools), None);
+        assert_eq!(pair_getter("create_", &tools), None);
+    }
+
+    #[test]
+    fn comparing_sent_and_read_fields() {
+        let sent = json!({"id": "1", "title": "a", "body": "b"});
+        assert!(compare_fields(
+            &sent,
+            &json!({"id": "1", "title": "a", "body": "b", "x": 1}),
+            "id"
+        )
+        .unwrap());
+        assert!(!compare_fields(&sent, &json!({"title": "a", "body": "c"}), "id").unwrap());
+        assert!(compare_fields(&sent, &json!({"other": 1}), "id").is_err());
+        assert!(compare_fields(&sent, &json!("text"), "id").is_err());
+    }
+
+    #[test]
+    fn hints_make_calls_stricter_or_place_unknown_reads() {
+        let mut hints = ToolAnnotations::new();
+        hints.read_only_hint = Some(true);
+        let echo = action_for("everything", "echo", json!({}), None);
+        let mut read = echo.clone();
+        apply_hints(&mut read, &hints);
+        assert!(read.verb.is_read(), "{:?}", read.verb);
+
+        // A name Attest recognises as a write stays a write, whatever the hint says.
+        let mut write = action_for("github", "create_issue", json!({}), None);
+        assert!(write.recognised);
+        apply_hints(&mut write, &hints);
+        assert_eq!(write.verb, Verb::Create);
+
+        let mut hints = ToolAnnotations::new();
+        hints.destructive_hint = Some(true);
+        let mut destructive = echo.clone();
+        apply_hints(&mut destructive, &hints);
+        assert_eq!(destructive.base_risk(), Risk::VeryHigh);
+
+        let mut hints = ToolAnnotations::new();
+        hints.idempotent_hint = Some(true);
+        let mut set = action_for("x", "frobnicate", json!({}), None);
+        set.verb = Verb::Write;
+        apply_hints(&mut set, &hints);
+        assert_eq!(set.verb, Verb::Update);
+    }
+
+    #[test]
+    fn payloads_prefer_structured_then_json_text() {
+        let mut result = CallToolResult::success(vec![ContentBlock::text(r#"{"id": "n1"}"#)]);
+        assert_eq!(call_payload(&result), json!({"id": "n1"}));
+        result.structured_content = Some(json!({"id": "n2"}));
+        assert_eq!(call_payload(&result), json!({"id": "n2"}));
+        let plain = CallToolResult::success(vec![ContentBlock::text("hello")]);
+        assert!(call_payload(&plain).get("content").is_some());
+    }
+
+    #[test]
+    fn receipts_go_in_meta() {
+        let result = ServerResult::CallToolResult(CallToolResult::success(vec![]));
+        let receipt = test_receipt();
+        let ServerResult::CallToolResult(call) = with_receipt(result, &receipt) else {
+            panic!("kind")
+        };
+        let meta = call.meta.unwrap();
+        assert_eq!(meta.0["_attest"]["seq"], 7);
+    }
+
+    fn test_receipt() -> Receipt {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = attest_ledger::Ledger::open(
+            dir.path().join("l.sqlite"),
+            attest_ledger::LedgerOptions::default(),
+        )
+        .unwrap();
+        let attest = Attest::builder().ledger(ledger).build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut receipt = runtime
+            .block_on(attest.record(Action::new("x", Verb::Read), None))
+            .unwrap();
+        receipt.seq = 7;
+        receipt
+    }
+}

@@ -1,0 +1,426 @@
+//! `attest mcp-server`: Attest itself as MCP tools, so an agent can consult it.
+//!
+//! Six tools, each annotated for what it does:
+//!
+//! | tool | does | annotations |
+//! |---|---|---|
+//! | `attest_decide` | detects and decides a call; records nothing | read-only, idempotent |
+//! | `attest_confirm` | approves or rejects a held call (first answer wins) | not read-only, not destructive, idempotent |
+//! | `attest_confirm_status` | says whether a held call was answered | read-only, idempotent |
+//! | `attest_record` | records an action that already happened | not read-only, not destructive, not idempotent (each call appends) |
+//! | `attest_verify` | checks the whole ledger | read-only, idempotent |
+//! | `attest_ledger` | lists the newest rows | read-only, idempotent |
+//!
+//! `attest_confirm` answers through the approval store like `attest confirm` does: the
+//! `approver` it names is recorded, and a rule that lists approvers admits only them.
+//! Give this server to a reviewer's client, not to the agent whose calls it approves.
+//! None of the tools reaches outside this machine, so none is open-world.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use attest_core::approvals::{Answer, ResumeToken};
+use attest_core::{detect, Attest, DetectInput};
+use attest_ledger::to_hex;
+use attest_policy::{Action, Policy, Verb};
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer, ServiceExt};
+use serde_json::{json, Value};
+
+use super::{chain, receipt_json};
+use crate::commands::policy::decision_report;
+
+/// Largest `limit` `attest_ledger` accepts.
+const MAX_LEDGER_ROWS: u64 = 1000;
+
+/// Serves the six tools on this process's stdio until the client goes away.
+pub(crate) async fn serve(attest: Attest, policy: Arc<dyn Policy>) -> anyhow::Result<()> {
+    let server = AttestServer { attest, policy };
+    let running = server
+        .serve(rmcp::transport::io::stdio_pipes())
+        .await
+        .context("MCP handshake with the client on stdin/stdout")?;
+    let _ = running.waiting().await;
+    Ok(())
+}
+
+/// The MCP server over one pipeline.
+pub(crate) struct AttestServer {
+    attest: Attest,
+    policy: Arc<dyn Policy>,
+}
+
+impl ServerHandler for AttestServer {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("attest", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Attest decides, records and verifies agent actions. Call attest_decide before \
+                 a consequential action, attest_record after one that happened outside Attest, \
+                 and attest_verify to check the ledger.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let outcome = match request.name.as_ref() {
+            "attest_decide" => self.decide(&args),
+            "attest_record" => self.record(&args).await,
+            "attest_verify" => self.verify().await,
+            "attest_ledger" => self.ledger(&args).await,
+            "attest_confirm" => self.confirm(&args).await,
+            "attest_confirm_status" => self.confirm_status(&args).await,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool named `{other}`"),
+                    None,
+                ))
+            }
+        };
+        Ok(match outcome {
+            Ok(value) => {
+                let mut result = CallToolResult::structured(value);
+                result.is_error = Some(false);
+                result
+            }
+            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
+        }
+        .into())
+    }
+}
+
+impl AttestServer {
+    fn decide(&self, args: &Value) -> Result<Value, String> {
+        let action = action_from(args)?;
+        let verdict = self
+            .policy
+            .evaluate(&action)
+            .map_err(|err| format!("policy could not decide: {}", chain(&err)))?;
+        Ok(decision_report(&action, &verdict))
+    }
+
+    async fn record(&self, args: &Value) -> Result<Value, String> {
+        let action = action_from(args)?;
+        let result = args.get("result").filter(|r| !r.is_null());
+        let receipt = self
+            .attest
+            .record(action, result)
+            .await
+            .map_err(|err| format!("could not record: {}", chain(&err)))?;
+        Ok(receipt_json(&receipt))
+    }
+
+    async fn confirm(&self, args: &Value) -> Result<Value, String> {
+        let key = text_arg(args, "token")?.ok_or("`token` (a token or request id) is required")?;
+        let approver = text_arg(args, "approver")?.ok_or("`approver` (who decides) is required")?;
+        let approve = args
+            .get("approve")
+            .and_then(Value::as_bool)
+            .ok_or("`approve` (true or false) is required")?;
+        let mut answer = if approve {
+            Answer::approve(approver, "mcp")
+        } else {
+            Answer::reject(approver, "mcp")
+        };
+        answer.note = text_arg(args, "note")?.map(str::to_owned);
+        let decided = self
+            .attest
+            .decide(key, answer)
+            .await
+            .map_err(|err| format!("could not confirm: {}", chain(&err)))?;
+        Ok(json!({
+            "id": decided.request.id,
+            "status": decided.request.status.as_str(),
+            "approver": decided.request.approver,
+            "receipt": decided.receipt.as_ref().map(receipt_json),
+        }))
+    }
+
+    async fn confirm_status(&self, args: &Value) -> Result<Value, String> {
+        let key = text_arg(args, "token")?
+            .ok_or("`token` (a token or request id) is required")?
+            .to_owned();
+        let store = self
+            .attest
+            .approvals()
+            .map_err(|err| format!("the approval store: {}", chain(&err)))?;
+        let request = tokio::task::spawn_blocking(move || {
+            if ResumeToken::looks_like_token(&key) {
+                store.get_by_token(&ResumeToken::new(key))
+            } else {
+                store.get_by_id(&key)
+            }
+        })
+        .await
+        .map_err(|err| format!("lookup stopped: {err}"))?
+        .map_err(|err| chain(&err))?;
+        Ok(json!({
+            "id": request.id,
+            "status": request.status.as_str(),
+            "approver": request.approver,
+            "note": request.note,
+            "consumed": request.consumed,
+        }))
+    }
+
+    async fn verify(&self) -> Result<Value, String> {
+        let ledger = Arc::clone(self.attest.ledger());
+        let report = tokio::task::spawn_blocking(move || ledger.verify())
+            .await
+            .map_err(|err| format!("verification stopped: {err}"))?
+            .map_err(|err| format!("could not verify: {}", chain(&err)))?;
+        Ok(json!({
+            "ok": report.is_intact(),
+            "checked": report.checked,
+            "broken_at": report.broken_at(),
+            "problems": report.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "notes": report.notes,
+        }))
+    }
+
+    async fn ledger(&self, args: &Value) -> Result<Value, String> {
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => 20,
+            Some(value) => value
+                .as_u64()
+                .filter(|n| (1..=MAX_LEDGER_ROWS).contains(n))
+                .ok_or_else(|| {
+                    format!("`limit` must be a whole number from 1 to {MAX_LEDGER_ROWS}")
+                })?,
+        };
+        let ledger = Arc::clone(self.attest.ledger());
+        let rows = tokio::task::spawn_blocking(move || ledger.list(limit as usize))
+            .await
+            .map_err(|err| format!("listing stopped: {err}"))?
+            .map_err(|err| format!("could not list: {}", chain(&err)))?;
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "seq": r.seq, "ts": r.ts, "system": r.system, "verb": r.verb,
+                    "agent": r.agent, "decision": r.decision, "level": r.level,
+                    "hash": to_hex(&r.hash),
+                })
+            })
+            .collect();
+        Ok(json!({ "rows": rows }))
+    }
+}
+
+fn text_arg<'a>(args: &'a Value, field: &str) -> Result<Option<&'a str>, String> {
+    match args.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(format!("`{field}` must be a string")),
+    }
+}
+
+/// The action an `attest_decide`/`attest_record` call describes: `tool` (with `server`),
+/// `method` + `url`, or `system` + `verb`; then `params`, `target`, `agent`, `actor`.
+fn action_from(args: &Value) -> Result<Action, String> {
+    let text = |field: &str| -> Result<Option<&str>, String> {
+        match args.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(format!("`{field}` must be a string")),
+        }
+    };
+    let verb = match text("verb")? {
+        Some(word) => Some(
+            serde_json::from_value::<Verb>(json!(word))
+                .map_err(|_| format!("`verb`: `{word}` is not one of the fifteen verbs"))?,
+        ),
+        None => None,
+    };
+    let input = match (
+        text("tool")?,
+        text("method")?,
+        text("url")?,
+        text("system")?,
+        verb,
+    ) {
+        (Some(name), ..) => DetectInput::Tool {
+            name,
+            server: text("server")?,
+        },
+        (None, Some(method), Some(url), ..) => DetectInput::Http {
+            method,
+            url,
+            body: None,
+        },
+        (None, _, _, Some(system), Some(verb)) => DetectInput::Manual { system, verb },
+        _ => return Err(
+            "describe the call with `tool`, with `method` and `url`, or with `system` and `verb`"
+                .to_owned(),
+        ),
+    };
+    let params = match args.get("params") {
+        None | Some(Value::Null) => json!({}),
+        Some(params @ Value::Object(_)) => params.clone(),
+        Some(_) => return Err("`params` must be an object".to_owned()),
+    };
+    let mut action = detect(&input).into_action(params);
+    input.fill_extra(&mut action.extra);
+    if let Some(target) = text("target")? {
+        action.target = Some(target.to_owned());
+    }
+    action.agent = text("agent")?.map(str::to_owned);
+    action.actor = text("actor")?.map(str::to_owned);
+    Ok(action)
+}
+
+struct Hints {
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+}
+
+fn tool(name: &'static str, description: &'static str, schema: Value, hints: Hints) -> Tool {
+    let schema: JsonObject = match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    let mut annotations = ToolAnnotations::new();
+    annotations.read_only_hint = Some(hints.read_only);
+    annotations.destructive_hint = Some(hints.destructive);
+    annotations.idempotent_hint = Some(hints.idempotent);
+    annotations.open_world_hint = Some(false);
+    Tool::new(name, description, Arc::new(schema)).with_annotations(annotations)
+}
+
+/// The six tools, with their input schemas and honest annotations.
+pub(crate) fn tools() -> Vec<Tool> {
+    let call = json!({
+        "tool": {"type": "string", "description": "an MCP or agent tool name, e.g. send_email"},
+        "server": {"type": "string", "description": "the MCP server the tool belongs to"},
+        "method": {"type": "string", "description": "an HTTP method, with url"},
+        "url": {"type": "string", "description": "an HTTP URL, with method"},
+        "system": {"type": "string", "description": "the system, with verb"},
+        "verb": {"type": "string", "description": "read search get list create update delete send reply share upload pay approve execute write"},
+        "params": {"type": "object", "description": "the call's arguments"},
+        "target": {"type": "string", "description": "what it acts on (an address, an id)"},
+        "agent": {"type": "string"},
+        "actor": {"type": "string", "description": "the person the agent acts for"},
+    });
+    let mut record = call.clone();
+    if let Some(map) = record.as_object_mut() {
+        map.insert(
+            "result".to_owned(),
+            json!({"description": "what the action returned (hashed, never stored)"}),
+        );
+    }
+    let token = json!({"type": "object",
+        "properties": {"token": {"type": "string", "description": "the resume token or request id"},
+                       "approve": {"type": "boolean"}, "approver": {"type": "string", "description": "who decides (recorded)"},
+                       "note": {"type": "string"}},
+        "required": ["token", "approve", "approver"]});
+    vec![
+        tool(
+            "attest_decide",
+            "Detect and decide a tool call before making it: act, ask or refuse, with the reasons. Records nothing.",
+            json!({"type": "object", "properties": call}),
+            Hints { read_only: true, destructive: false, idempotent: true },
+        ),
+        tool(
+            "attest_confirm",
+            "Approve or reject a call that Attest is holding for a person.",
+            token,
+            Hints { read_only: false, destructive: false, idempotent: true },
+        ),
+        tool(
+            "attest_confirm_status",
+            "Whether a held call has been approved, rejected, or is still waiting.",
+            json!({"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"]}),
+            Hints { read_only: true, destructive: false, idempotent: true },
+        ),
+        tool(
+            "attest_record",
+            "Record an action that already happened outside Attest (decision `recorded`). Appends one ledger row per call.",
+            json!({"type": "object", "properties": record}),
+            Hints { read_only: false, destructive: false, idempotent: false },
+        ),
+        tool(
+            "attest_verify",
+            "Check the whole ledger: seq order, hash chain, bodies, Merkle tree, checkpoints.",
+            json!({"type": "object", "properties": {}}),
+            Hints { read_only: true, destructive: false, idempotent: true },
+        ),
+        tool(
+            "attest_ledger",
+            "List the newest ledger rows.",
+            json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LEDGER_ROWS}}}),
+            Hints { read_only: true, destructive: false, idempotent: true },
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn six_tools_with_honest_annotations() {
+        let tools = tools();
+        let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "attest_decide",
+                "attest_confirm",
+                "attest_confirm_status",
+                "attest_record",
+                "attest_verify",
+                "attest_ledger"
+            ]
+        );
+        for tool in &tools {
+            let hints = tool.annotations.as_ref().unwrap();
+            let writes = ["attest_confirm", "attest_record"].contains(&tool.name.as_ref());
+            assert_eq!(hints.read_only_hint, Some(!writes), "{}", tool.name);
+            assert_eq!(hints.destructive_hint, Some(false));
+            assert_eq!(hints.open_world_hint, Some(false));
+        }
+    }
+
+    #[test]
+    fn actions_from_arguments() {
+        let action =
+            action_from(&json!({"tool": "send_email", "params": {"to": "a@b.c"}})).unwrap();
+        assert_eq!(action.verb, Verb::Send);
+        let action = action_from(&json!({"system": "crm", "verb": "update"})).unwrap();
+        assert_eq!((action.system.as_str(), action.verb), ("crm", Verb::Update));
+        let action =
+            action_from(&json!({"method": "DELETE", "url": "https://api.github.com/repos/a/b"}))
+                .unwrap();
+        assert_eq!(action.verb, Verb::Delete);
+        assert!(action_from(&json!({}))
+            .unwrap_err()
+            .contains("describe the call"));
+        assert!(action_from(&json!({"system": "x", "verb": "frob"}))
+            .unwrap_err()
+            .contains("frob"));
+        assert!(action_from(&json!({"tool": 3}))
+            .unwrap_err()
+            .contains("`tool`"));
+        assert!(action_from(&json!({"tool": "x", "params": []}))
+            .unwrap_err()
+            .contains("params"));
+    }
+}

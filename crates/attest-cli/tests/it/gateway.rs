@@ -1,0 +1,410 @@
+//! `attest gateway` between a real HTTP client (curl) and a fake vendor API (axum on
+//! 127.0.0.1, in this process).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use crate::{attest, stderr, stdout};
+
+const TOKEN: &str = "Bearer sekret-token-42";
+
+#[derive(Default)]
+struct Vendor {
+    notes: HashMap<String, Value>,
+    /// Every request that reached the vendor: `METHOD /path`.
+    hits: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Vendor>>;
+
+fn authorised(headers: &HeaderMap) -> bool {
+    headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(TOKEN)
+}
+
+async fn create(
+    State(v): State<Shared>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> impl IntoResponse {
+    let mut v = v.lock().unwrap();
+    v.hits.push("POST /v1/notes".into());
+    if !authorised(&headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            HeaderMap::new(),
+            Json(json!({"error": "no"})),
+        );
+    }
+    let id = format!("n{}", v.notes.len() + 1);
+    let mut note = body;
+    note["id"] = json!(id);
+    v.notes.insert(id.clone(), note);
+    let mut headers = HeaderMap::new();
+    headers.insert("location", format!("/v1/notes/{id}").parse().unwrap());
+    (StatusCode::CREATED, headers, Json(json!({"id": id})))
+}
+
+async fn read(
+    State(v): State<Shared>,
+    headers: HeaderMap,
+    UrlPath(id): UrlPath<String>,
+) -> impl IntoResponse {
+    let mut v = v.lock().unwrap();
+    v.hits.push(format!("GET /v1/notes/{id}"));
+    if !authorised(&headers) {
+        return (StatusCode::UNAUTHORIZED, Json(json!({"error": "no"})));
+    }
+    match v.notes.get(&id) {
+        Some(note) => (StatusCode::OK, Json(note.clone())),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": "no such note"})),
+        ),
+    }
+}
+
+/// Stores the title, except that a title starting with `!` is stored changed.
+async fn patch(
+    State(v): State<Shared>,
+    UrlPath(id): UrlPath<String>,
+    Json(body): Json<Value>,
+) -> impl IntoResponse {
+    let mut v = v.lock().unwrap();
+    v.hits.push(format!("PATCH /v1/notes/{id}"));
+    let title = body["title"].as_str().unwrap_or_default().to_owned();
+    let stored = if title.starts_with('!') {
+        format!("{title} (mangled)")
+    } else {
+        title
+    };
+    if let Some(note) = v.notes.get_mut(&id) {
+        note["title"] = json!(stored);
+    }
+    (StatusCode::OK, Json(json!({"id": id, "ok": true})))
+}
+
+async fn delete(State(v): State<Shared>, UrlPath(id): UrlPath<String>) -> StatusCode {
+    v.lock()
+        .unwrap()
+        .hits
+        .push(format!("DELETE /v1/notes/{id}"));
+    StatusCode::NO_CONTENT
+}
+
+/// Starts the vendor on 127.0.0.1 on its own runtime; returns its base URL.
+fn start_vendor(vendor: Shared) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let app = Router::new()
+                .route("/v1/notes", post(create))
+                .route("/v1/notes/{id}", get(read).patch(patch).delete(delete))
+                .with_state(vendor);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}", rx.recv().unwrap())
+}
+
+/// Kills the gateway when the test ends, pass or fail.
+struct Gateway(Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_gateway(dir: &Path, upstream: &str, extra: &[&str]) -> (Gateway, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args([
+            "--ledger",
+            "ledger.sqlite",
+            "--policy",
+            "policy.yaml",
+            "gateway",
+            "--port",
+            "0",
+        ])
+        .args(["--upstream", upstream])
+        .args(extra)
+        .current_dir(dir)
+        .env_clear()
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("attest gateway listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    (Gateway(child), address)
+}
+
+/// One request with curl: (status, lower-case headers, body).
+fn curl(
+    method: &str,
+    url: &str,
+    body: Option<&Value>,
+    extra: &[&str],
+) -> (u16, HashMap<String, String>, String) {
+    let mut command = Command::new("curl");
+    command
+        .args([
+            "-s",
+            "-i",
+            "-X",
+            method,
+            "-H",
+            &format!("Authorization: {TOKEN}"),
+        ])
+        .args(extra);
+    if let Some(body) = body {
+        command.args([
+            "-H",
+            "Content-Type: application/json",
+            "--data",
+            &body.to_string(),
+        ]);
+    }
+    let output = command.arg(url).output().unwrap();
+    assert!(output.status.success(), "curl failed: {}", stderr(&output));
+    let text = stdout(&output);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+fn curl_missing() -> bool {
+    let missing = Command::new("curl").arg("--version").output().is_err();
+    if missing {
+        crate::peer_missing("curl is missing");
+    }
+    missing
+}
+
+const POLICY: &str = r#"
+version: 1
+policies:
+  - name: no-deletes
+    match: {verb: delete}
+    decision: refuse
+    reason: notes are never deleted by agents
+  - name: sandbox-writes
+    match: {verb: [create, update, write]}
+    decision: act
+    reason: the test vendor is a sandbox
+"#;
+
+#[test]
+fn gateway_verifies_contradicts_and_refuses_writes() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
+    let vendor = Shared::default();
+    let upstream = start_vendor(Arc::clone(&vendor));
+    let (gateway, address) = start_gateway(dir.path(), &upstream, &[]);
+
+    // A write, read back with the caller's own credentials: verified.
+    let (status, headers, body) = curl(
+        "POST",
+        &format!("{address}/v1/notes"),
+        Some(&json!({"title": "plan", "body": "ship it"})),
+        &[],
+    );
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(headers["x-attest-decision"], "act");
+    assert_eq!(headers["x-attest-level"], "verified-custom");
+    assert_eq!(headers["x-attest-seq"], "1");
+    assert_eq!(headers["location"], "/v1/notes/n1");
+
+    // A write the vendor acknowledges but stores differently: unverified.
+    let (status, headers, _) = curl(
+        "PATCH",
+        &format!("{address}/v1/notes/n1"),
+        Some(&json!({"title": "!plan b"})),
+        &[],
+    );
+    assert_eq!(status, 200);
+    assert_eq!(headers["x-attest-level"], "unverified");
+    assert_eq!(headers["x-attest-seq"], "2");
+
+    // A refused delete: 403, and the vendor never sees it.
+    let (status, headers, body) = curl("DELETE", &format!("{address}/v1/notes/n1"), None, &[]);
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(headers["x-attest-decision"], "refuse");
+    let error: Value = serde_json::from_str(&body).unwrap();
+    assert!(error["reasons"][0]
+        .as_str()
+        .unwrap()
+        .contains("never deleted"));
+    assert!(!vendor
+        .lock()
+        .unwrap()
+        .hits
+        .iter()
+        .any(|h| h.starts_with("DELETE")));
+
+    // A read passes through without a record; the upstream may also be named in the
+    // path or in X-Attest-Upstream.
+    let (status, headers, body) = curl(
+        "GET",
+        &format!("{address}/{upstream}/v1/notes/n1"),
+        None,
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(!headers.contains_key("x-attest-seq"));
+    let header = format!("X-Attest-Upstream: {upstream}");
+    let (status, _, _) = curl(
+        "GET",
+        &format!("{address}/v1/notes/n1"),
+        None,
+        &["-H", &header],
+    );
+    assert_eq!(status, 200);
+
+    // A bad upstream is the caller's error, named.
+    let (status, _, body) = curl(
+        "GET",
+        &format!("{address}/v1/x"),
+        None,
+        &["-H", "X-Attest-Upstream: ftp://x"],
+    );
+    assert_eq!(status, 400);
+    assert!(
+        body.contains("X-Attest-Upstream") || body.contains("x-attest-upstream"),
+        "{body}"
+    );
+    drop(gateway);
+
+    let verify = attest(dir.path(), &["--ledger", "ledger.sqlite", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    let export = attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]);
+    let jsonl = stdout(&export);
+    assert_eq!(jsonl.lines().count(), 3, "{jsonl}");
+    assert!(!jsonl.contains("sekret"), "a credential reached the ledger");
+    assert!(jsonl.contains("\"decision\":\"refuse\""));
+}
+
+#[test]
+fn gateway_requests_example_runs() {
+    if !crate::mcp::python_with("requests") || curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
+    let vendor = Shared::default();
+    let upstream = start_vendor(Arc::clone(&vendor));
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &[]);
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/python/gateway_requests.py");
+    let output = Command::new(crate::python())
+        .arg(example)
+        .env("ATTEST_GATEWAY", &address)
+        .env("VENDOR_TOKEN", "sekret-token-42")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let text = stdout(&output);
+    assert!(
+        text.contains("decision=act level=verified-custom"),
+        "{text}"
+    );
+    assert!(text.contains("403"), "{text}");
+}
+
+#[test]
+fn gateway_holds_a_write_then_resumes_it_after_confirm() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "version: 1\npolicies:\n  - name: notes-ask\n    match: {verb: create}\n    decision: ask\n    reason: a person reviews new notes\n";
+    std::fs::write(dir.path().join("policy.yaml"), policy).unwrap();
+    let vendor = Shared::default();
+    let upstream = start_vendor(Arc::clone(&vendor));
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &["--mode", "pending"]);
+
+    let (status, headers, body) = curl(
+        "POST",
+        &format!("{address}/v1/notes"),
+        Some(&json!({"title": "held", "body": "until approved"})),
+        &[],
+    );
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(headers["x-attest-decision"], "ask");
+    let held: Value = serde_json::from_str(&body).unwrap();
+    let (id, resume) = (
+        held["id"].as_str().unwrap(),
+        held["resume"].as_str().unwrap(),
+    );
+    assert!(
+        vendor.lock().unwrap().hits.is_empty(),
+        "a held write reached the vendor"
+    );
+
+    let confirm = attest(
+        dir.path(),
+        &[
+            "--ledger",
+            "ledger.sqlite",
+            "confirm",
+            id,
+            "approve",
+            "--approver",
+            "ann",
+        ],
+    );
+    assert_eq!(confirm.status.code(), Some(0), "{}", stderr(&confirm));
+
+    let (status, headers, body) = curl("POST", &format!("{address}{resume}"), None, &[]);
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(headers["x-attest-level"], "verified-custom");
+    assert_eq!(vendor.lock().unwrap().notes["n1"]["title"], "held");
+    // The token is used once.
+    let (status, _, _) = curl("POST", &format!("{address}{resume}"), None, &[]);
+    assert_eq!(status, 409);
+    let verify = attest(dir.path(), &["--ledger", "ledger.sqlite", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+}

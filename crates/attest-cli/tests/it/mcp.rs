@@ -1,0 +1,489 @@
+//! `attest mcp-proxy` and `attest mcp-server` with real peers: the official Python MCP
+//! client (PyPI `mcp`) on one side, the reference servers from npm
+//! (`@modelcontextprotocol/server-filesystem`, `server-everything`) or a small server
+//! built with the Python SDK on the other. `.ci/run` installs them; without node or the
+//! `mcp` module these tests say so and skip.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::{attest, peer_missing, python, stderr, stdout};
+
+/// The repository's root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The test scripts' folder.
+fn py(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/py")
+        .join(name)
+}
+
+/// Whether the test Python has `module`; reports it missing otherwise.
+pub(crate) fn python_with(module: &str) -> bool {
+    let found = Command::new(python())
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        peer_missing(&format!(
+            "python3 with the `{module}` module is missing (run .ci/run, or `pip install {module}`)"
+        ));
+    }
+    found
+}
+
+/// The entry point of an npm MCP server installed by `.ci/run`, when the Python MCP client
+/// that drives it is there too; otherwise the missing peer is reported.
+fn npm_server_and_python_client(package: &str) -> Option<PathBuf> {
+    if !python_with("mcp") {
+        return None;
+    }
+    let script = root()
+        .join(".ci/node/node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if node && script.exists() {
+        Some(script)
+    } else {
+        peer_missing(&format!(
+            "node or @modelcontextprotocol/{package} is missing (run .ci/run, or \
+             `npm install --prefix .ci/node @modelcontextprotocol/{package}`)"
+        ));
+        None
+    }
+}
+
+/// Runs the Python client against `attest mcp-proxy` with `proxy_args`, returns its report.
+fn drive(dir: &Path, plan: &Value, proxy_args: &[&str], upstream: &[&str]) -> Value {
+    let plan_file = dir.join("plan.json");
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let ledger = dir.join("ledger.sqlite");
+    let mut command = Command::new(python());
+    command
+        .arg(py("mcp_driver.py"))
+        .arg(&plan_file)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_attest"))
+        .arg("--ledger")
+        .arg(&ledger)
+        .arg("mcp-proxy")
+        .args(proxy_args)
+        .arg("--")
+        .args(upstream)
+        .current_dir(dir)
+        .env("NOTES_LOG", dir.join("notes.log"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("ATTEST_") {
+            command.env_remove(name);
+        }
+    }
+    let started = Instant::now();
+    let output = command.output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "the proxy took too long"
+    );
+    assert!(
+        output.status.success(),
+        "driver failed: {}\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&output), stderr(&output)))
+}
+
+/// The ledger's rows, oldest first, as `attest ledger --json` prints them.
+fn rows(dir: &Path) -> Vec<Value> {
+    let output = attest(
+        dir,
+        &[
+            "--ledger",
+            "ledger.sqlite",
+            "ledger",
+            "--json",
+            "--limit",
+            "100",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut rows: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    rows.reverse();
+    rows
+}
+
+fn verify(dir: &Path) {
+    let output = attest(dir, &["--ledger", "ledger.sqlite", "verify"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}
+
+fn receipt(call: &Value) -> &Value {
+    &call["meta"]["_attest"]
+}
+
+const FS_POLICY: &str = r#"
+version: 1
+policies:
+  - name: no-secrets
+    match: {system: filesystem, params: {/path: {regex: secret}}}
+    decision: refuse
+    reason: files named secret are never written by agents
+  - name: scratch-writes
+    match: {system: filesystem, verb: [write, create, update]}
+    decision: act
+    reason: the sandbox is scratch space
+  - name: reads
+    match: {verb: [read, search, get, list]}
+    decision: act
+    reason: reads change nothing
+"#;
+
+#[test]
+fn proxy_filesystem_read_write_and_refusal_are_recorded() {
+    let Some(server) = npm_server_and_python_client("server-filesystem") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = dir.path().join("sandbox");
+    std::fs::create_dir_all(&sandbox).unwrap();
+    let sandbox = sandbox.canonicalize().unwrap();
+    std::fs::write(sandbox.join("hello.txt"), "hello from the sandbox").unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), FS_POLICY).unwrap();
+    let written = sandbox.join("notes.txt");
+    let secret = sandbox.join("secret.txt");
+    let plan = json!({"calls": [
+        {"tool": "read_text_file", "args": {"path": sandbox.join("hello.txt")}},
+        {"tool": "write_file", "args": {"path": written, "content": "written through attest"}},
+        {"tool": "write_file", "args": {"path": secret, "content": "must not land"}},
+    ]});
+    let policy = dir.path().join("policy.yaml");
+    let report = drive(
+        dir.path(),
+        &plan,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--server",
+            "filesystem",
+        ],
+        &["node", server.to_str().unwrap(), sandbox.to_str().unwrap()],
+    );
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"write_file") && tools.contains(&"read_text_file"),
+        "{tools:?}"
+    );
+
+    let calls = report["calls"].as_array().unwrap();
+    let read = &calls[0];
+    assert_eq!(read["is_error"], false, "{read}");
+    assert!(read["text"]
+        .as_str()
+        .unwrap()
+        .contains("hello from the sandbox"));
+    assert_eq!(receipt(read)["decision"], "act");
+    assert_eq!(receipt(read)["seq"], 1);
+
+    let write = &calls[1];
+    assert_eq!(write["is_error"], false, "{write}");
+    assert_eq!(receipt(write)["decision"], "act");
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "written through attest"
+    );
+
+    let refused = &calls[2];
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(
+        refused["text"].as_str().unwrap().contains("refused"),
+        "{refused}"
+    );
+    assert_eq!(receipt(refused)["decision"], "refuse");
+    assert!(!secret.exists(), "the refused write reached the server");
+
+    verify(dir.path());
+    let rows = rows(dir.path());
+    let summary: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["system"].as_str().unwrap().to_owned(),
+                r["verb"].as_str().unwrap().to_owned(),
+                r["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("filesystem".into(), "read".into(), "act".into()),
+            ("filesystem".into(), "write".into(), "act".into()),
+            ("filesystem".into(), "write".into(), "refuse".into()),
+        ]
+    );
+}
+
+#[test]
+fn proxy_passes_everything_through_and_reads_annotations() {
+    let Some(server) = npm_server_and_python_client("server-everything") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({
+        "list": ["resources", "prompts"],
+        "calls": [{"tool": "echo", "args": {"message": "through the proxy"}}],
+    });
+    // Block mode with the default policy: `echo` is not a name Attest knows, so it would
+    // ask (and be rejected); its readOnlyHint makes it a read, which acts.
+    let report = drive(
+        dir.path(),
+        &plan,
+        &[],
+        &["node", server.to_str().unwrap(), "stdio"],
+    );
+    assert!(report["tools"].as_array().unwrap().len() > 3, "{report}");
+    assert!(report["resources"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["prompts"].as_u64().unwrap() > 0, "{report}");
+    let echo = &report["calls"][0];
+    assert_eq!(echo["is_error"], false, "{echo}");
+    assert!(
+        echo["text"].as_str().unwrap().contains("through the proxy"),
+        "{echo}"
+    );
+    assert_eq!(receipt(echo)["decision"], "act");
+    let rows = rows(dir.path());
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["verb"], "read");
+    verify(dir.path());
+}
+
+#[test]
+fn proxy_reads_back_pairs_and_survives_a_crashing_upstream() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "plan", "body": "ship it"}},
+        {"tool": "update_note", "args": {"id": "n1", "title": "plan b"}},
+        {"tool": "update_note", "args": {"id": "n1", "title": "!plan c"}},
+        {"tool": "boom"},
+        {"tool": "crash"},
+        {"tool": "get_note", "args": {"id": "n1"}},
+    ]});
+    let server = py("notes_server.py");
+    let python = python();
+    let report = drive(
+        dir.path(),
+        &plan,
+        &["--mode", "auto", "--server", "notes"],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+    );
+    let calls = report["calls"].as_array().unwrap();
+    let levels: Vec<&Value> = calls.iter().map(|c| &receipt(c)["level"]).collect();
+    assert_eq!(levels[0], "verified-custom", "{}", calls[0]);
+    assert_eq!(levels[1], "verified-custom", "{}", calls[1]);
+    assert_eq!(levels[2], "unverified", "{}", calls[2]);
+    // The upstream's own error result comes back as it is, recorded as failed.
+    assert_eq!(calls[3]["is_error"], true, "{}", calls[3]);
+    assert!(levels[3].is_null());
+    // A crash mid-call is reported, and the next call fails at once instead of hanging.
+    for call in &calls[4..] {
+        assert_eq!(call["is_error"], true, "{call}");
+        assert!(
+            call["text"].as_str().unwrap().contains("not running"),
+            "{call}"
+        );
+        assert!(receipt(call)["seq"].as_u64().is_some());
+    }
+    verify(dir.path());
+    assert_eq!(rows(dir.path()).len(), 6);
+}
+
+#[test]
+fn proxy_block_mode_holds_unanswered_asks_without_calling_the_upstream() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "x", "body": "y"}},
+        {"tool": "get_note", "args": {"id": "n1"}},
+    ]});
+    let server = py("notes_server.py");
+    let python = python();
+    let report = drive(
+        dir.path(),
+        &plan,
+        &["--mode", "block", "--timeout", "1", "--server", "notes"],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+    );
+    let create = &report["calls"][0];
+    assert_eq!(create["is_error"], true);
+    assert!(
+        create["text"].as_str().unwrap().contains("has not run"),
+        "{create}"
+    );
+    assert_eq!(receipt(create)["decision"], "ask");
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap_or_default();
+    assert!(!log.contains("create_note"), "{log}");
+    assert!(log.contains("get_note"), "{log}");
+}
+
+#[test]
+fn mcp_server_offers_six_tools_that_decide_record_and_verify() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"calls": [
+        {"tool": "attest_decide", "args": {"tool": "send_email", "params": {"to": "x@example.com"}}},
+        {"tool": "attest_record", "args": {"system": "crm", "verb": "update", "result": {"id": "7"}}},
+        {"tool": "attest_verify"},
+        {"tool": "attest_ledger", "args": {"limit": 5}},
+        {"tool": "attest_confirm", "args": {"token": "t", "approve": true, "approver": "ann"}},
+    ]});
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let output = Command::new(python())
+        .arg(py("mcp_driver.py"))
+        .arg(&plan_file)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_attest"))
+        .args(["--ledger", "ledger.sqlite", "mcp-server"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["tools"].as_array().unwrap().len(), 6, "{report}");
+    let calls = report["calls"].as_array().unwrap();
+    let decide: Value = serde_json::from_str(calls[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(decide["verb"], "send");
+    let record: Value = serde_json::from_str(calls[1]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (record["seq"].as_u64(), record["decision"].as_str()),
+        (Some(1), Some("recorded"))
+    );
+    let verified: Value = serde_json::from_str(calls[2]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(verified["ok"], true);
+    let listed: Value = serde_json::from_str(calls[3]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(listed["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(calls[4]["is_error"], true);
+    assert!(
+        calls[4]["text"]
+            .as_str()
+            .unwrap()
+            .contains("could not confirm"),
+        "{}",
+        calls[4]
+    );
+}
+
+#[test]
+fn python_mcp_client_example_runs() {
+    let Some(server) = npm_server_and_python_client("server-filesystem") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = dir.path().canonicalize().unwrap();
+    let upstream = format!("node {} {}", server.display(), sandbox.display());
+    let output = Command::new(python())
+        .arg(root().join("examples/python/mcp_client.py"))
+        .arg(&sandbox)
+        .current_dir(dir.path())
+        .env("ATTEST_BIN", env!("CARGO_BIN_EXE_attest"))
+        .env("ATTEST_LEDGER", dir.path().join("ledger.sqlite"))
+        .env("MCP_SERVER", upstream)
+        .env_remove("ATTEST_POLICY")
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}{}", stderr(&output));
+    assert!(text.contains("write_file: ok seq=1"), "{text}");
+    assert!(
+        text.contains("read_text_file: ok seq=2 decision=act"),
+        "{text}"
+    );
+    verify(dir.path());
+}
+
+#[test]
+fn proxy_pending_call_runs_after_attest_confirm_and_resume() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.sqlite");
+    let ledger = ledger.to_str().unwrap();
+    let attest_bin = env!("CARGO_BIN_EXE_attest");
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "held", "body": "until approved"}},
+        {"tool": "attest_resume", "args": {"token": "{token}"}},
+        {"run": [attest_bin, "--ledger", ledger, "confirm", "{id}", "approve", "--approver", "ann"]},
+        {"tool": "attest_resume", "args": {"token": "{token}"}},
+        {"tool": "attest_resume", "args": {"token": "{token}"}},
+    ]});
+    let server = py("notes_server.py");
+    let python = python();
+    let report = drive(
+        dir.path(),
+        &plan,
+        &["--mode", "pending", "--server", "notes"],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+    );
+    assert!(report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "attest_resume"));
+    let calls = report["calls"].as_array().unwrap();
+    // Held: not run, with a token to resume it by.
+    assert_eq!(calls[0]["is_error"], true, "{}", calls[0]);
+    assert!(
+        calls[0]["text"].as_str().unwrap().contains("holding"),
+        "{}",
+        calls[0]
+    );
+    // Resuming before anyone decided: still held.
+    assert!(
+        calls[1]["text"].as_str().unwrap().contains("holding"),
+        "{}",
+        calls[1]
+    );
+    assert_eq!(calls[2]["run"], 0, "{}", calls[2]);
+    // Approved: the resume runs it, read back through get_note.
+    assert_eq!(calls[3]["is_error"], false, "{}", calls[3]);
+    assert_eq!(
+        receipt(&calls[3])["level"],
+        "verified-custom",
+        "{}",
+        calls[3]
+    );
+    // A token is used once.
+    assert_eq!(calls[4]["is_error"], true, "{}", calls[4]);
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert_eq!(log.matches("create_note").count(), 1, "{log}");
+    verify(dir.path());
+}

@@ -1,0 +1,66 @@
+"""Drives `attest mcp-proxy` with the official `mcp` Python client, for the tests.
+
+    python3 mcp_driver.py PLAN.json -- ATTEST_ARGS...
+
+PLAN.json: {"calls": [{"tool": NAME, "args": {...}}, ...], "list": ["resources", "prompts"]}.
+A step {"run": [argv...]} runs a command instead ({id} and {token} are the last held
+call's). Lists the tools (and resources and prompts when asked), makes each
+call in order, and prints one JSON object: the tool names, and per call
+{"is_error", "text", "meta"} or {"error"} for a protocol error.
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+
+async def main() -> None:
+    plan_path = sys.argv[1]
+    command = sys.argv[sys.argv.index("--") + 1 :]
+    with open(plan_path, encoding="utf-8") as f:
+        plan = json.load(f)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    out = {"tools": [], "calls": []}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            out["tools"] = [t.name for t in listed.tools]
+            if "resources" in plan.get("list", []):
+                out["resources"] = len((await session.list_resources()).resources)
+            if "prompts" in plan.get("list", []):
+                out["prompts"] = len((await session.list_prompts()).prompts)
+            held = {}
+            for call in plan["calls"]:
+                if "run" in call:
+                    # A command between calls (e.g. `attest confirm {id} approve`), with the
+                    # last held call's {id} and {token} filled in.
+                    argv = [a.format(**held) for a in call["run"]]
+                    done = subprocess.run(argv, capture_output=True, text=True)
+                    out["calls"].append({"run": done.returncode, "stderr": done.stderr})
+                    continue
+                args = {k: v.format(**held) if isinstance(v, str) else v
+                        for k, v in call.get("args", {}).items()}
+                try:
+                    result = await session.call_tool(
+                        call["tool"], args, read_timeout_seconds=60
+                    )
+                    text = " ".join(
+                        c.text for c in result.content if getattr(c, "type", "") == "text"
+                    )
+                    is_error = getattr(result, "is_error", getattr(result, "isError", None))
+                    meta = getattr(result, "meta", None)
+                    structured = getattr(result, "structured_content", None)
+                    if isinstance(structured, dict) and "token" in structured:
+                        held = {"id": structured["id"], "token": structured["token"]}
+                    out["calls"].append({"is_error": bool(is_error), "text": text, "meta": meta})
+                except Exception as err:  # a protocol error is a result here
+                    out["calls"].append({"error": str(err)})
+    print(json.dumps(out))
+
+
+asyncio.run(main())

@@ -1,0 +1,122 @@
+//! An adapter for [rig](https://docs.rs/rig-core) agents (cargo feature `rig`).
+//!
+//! [`Attest::wrap_rig`] turns any rig [`Tool`](RigTool) into an [`Attested`] tool that is
+//! itself a rig tool (same name, description and parameters), so it goes into an agent's
+//! tool list in place of the original. Each call is detected from the tool's name,
+//! decided, run, verified and recorded; a refusal or rejection reaches the model as a
+//! refused tool result that says why, and the tool never runs.
+//!
+//! `cargo run -p attest-core --features rig --example rig_tools` shows it offline.
+
+use std::sync::Mutex;
+
+use rig_core::tool::{Tool as RigTool, ToolContext, ToolExecutionError};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::detect::{detect, DetectInput};
+use crate::{Attest, AttestError, ToolError};
+
+/// A rig tool whose calls go through an [`Attest`] pipeline.
+#[derive(Debug, Clone)]
+pub struct Attested<T> {
+    attest: Attest,
+    tool: T,
+}
+
+impl<T> Attested<T> {
+    /// The wrapped tool.
+    pub fn inner(&self) -> &T {
+        &self.tool
+    }
+}
+
+/// Why a governed rig call did not complete.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RigToolError {
+    /// The model's arguments do not fit the tool; nothing was decided or run.
+    #[error("the arguments do not fit the tool: {0}")]
+    Args(#[source] serde_json::Error),
+    /// Refused, rejected, failed or not recorded (see [`AttestError`]).
+    #[error(transparent)]
+    Attest(#[from] AttestError),
+}
+
+impl Attest {
+    /// Governs a rig tool; the result is a rig tool too.
+    pub fn wrap_rig<T: RigTool>(&self, tool: T) -> Attested<T> {
+        Attested {
+            attest: self.clone(),
+            tool,
+        }
+    }
+}
+
+impl<T> RigTool for Attested<T>
+where
+    T: RigTool,
+    T::Output: Serialize + Send,
+{
+    const NAME: &'static str = T::NAME;
+    type Args = Value;
+    type Output = T::Output;
+    type Error = RigToolError;
+
+    fn description(&self) -> String {
+        self.tool.description()
+    }
+
+    fn parameters(&self) -> Value {
+        self.tool.parameters()
+    }
+
+    fn map_error(&self, error: Self::Error) -> ToolExecutionError {
+        match &error {
+            RigToolError::Attest(
+                err @ (AttestError::Refused { .. } | AttestError::Rejected { .. }),
+            ) => {
+                let why = err
+                    .receipt()
+                    .map(|r| r.reasons.join("; "))
+                    .unwrap_or_default();
+                ToolExecutionError::refused(format!("{err} ({why}); the tool did not run"))
+            }
+            _ => ToolExecutionError::from_error(error),
+        }
+    }
+
+    async fn call(
+        &self,
+        context: &mut ToolContext,
+        args: Value,
+    ) -> Result<T::Output, RigToolError> {
+        let typed: T::Args = serde_json::from_value(args.clone()).map_err(RigToolError::Args)?;
+        let input = DetectInput::Function { name: T::NAME };
+        let mut action = detect(&input).into_action(args);
+        input.fill_extra(&mut action.extra);
+        action.extra.framework = Some("rig".to_owned());
+        let output: Mutex<Option<T::Output>> = Mutex::new(None);
+        let tool = &self.tool;
+        let slot = &output;
+        self.attest
+            .run(action, move |_params| async move {
+                let out = tool
+                    .call(context, typed)
+                    .await
+                    .map_err(|err| Box::new(err) as ToolError)?;
+                let value = serde_json::to_value(&out)?;
+                *slot
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(out);
+                Ok(value)
+            })
+            .await?;
+        let out = output
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        out.ok_or(RigToolError::Attest(AttestError::Internal(
+            "the rig tool's output went missing",
+        )))
+    }
+}
