@@ -7,6 +7,7 @@
 //! allows. With `--peer FILE` (JSON from `benchmarks/peer/run.sh`), each row that the
 //! source system also measured gets a ratio column.
 
+mod mcp_proxy;
 mod measure;
 mod processes;
 mod scenarios;

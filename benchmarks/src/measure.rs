@@ -74,6 +74,11 @@ pub(crate) fn once(name: &str, op: impl FnOnce() -> anyhow::Result<()>) -> anyho
     bulk(name, 1, op)
 }
 
+/// A row from per-call times measured elsewhere (in nanoseconds).
+pub(crate) fn from_times(name: &str, times: Vec<f64>) -> Row {
+    summarize(name, times, 1)
+}
+
 fn summarize(name: &str, mut times: Vec<f64>, ops_per_sample: usize) -> Row {
     times.sort_by(f64::total_cmp);
     let n = times.len().max(1);

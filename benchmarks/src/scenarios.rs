@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::measure::{against, bulk, once, per_call, per_call_batched, Row};
-use crate::processes;
+use crate::{mcp_proxy, processes};
 
 /// How much work each scenario does.
 pub(crate) struct Scale {
@@ -264,6 +264,12 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         Ok(())
     })?);
 
+    rows.extend(mcp_proxy::rows(
+        dir.path(),
+        &runtime,
+        scale.samples,
+        &mut facts,
+    )?);
     rows.extend(evidence(&dir, scale, &bulk_ledger, &mut facts)?);
     rows.extend(limits(&dir, scale)?);
     against(

@@ -62,6 +62,7 @@ pub use pipeline::{Attest, AttestBuilder, Decided};
 pub use receipt::Receipt;
 pub use tool::{Governed, Tool};
 pub use verification::{
-    acknowledges, CustomCheck, Finding, HttpOptions, Level, ReadBack, ReadBackDriver, RecipeDriver,
+    acknowledges, CustomCheck, Evidence, Finding, HttpOptions, HttpReader, Level, ReadBack,
+    ReadBackDriver, ReadMethod, ReadRequest, RecipeDriver,
 };
 pub use wrap::FnTool;

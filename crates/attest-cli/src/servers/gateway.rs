@@ -11,7 +11,7 @@
 //! - A refusal or rejection is a 403 with a JSON body, and the upstream is never called.
 //! - A write that ran is read back with the caller's credentials (`Location`, else the
 //!   URL it was `PUT`/`PATCH`ed to, else the created id under the URL it was `POST`ed to)
-//!   and its fields compared: `verified-custom` or `unverified`.
+//!   and its fields compared (method `read-back:gateway`): `verified` or `unverified`.
 //! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
 //! - Request and response bodies are capped (`--max-body`).
 //!
@@ -26,7 +26,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
-use attest_core::{detect, Attest, AttestError, CustomCheck, DetectInput, Receipt, ToolError};
+use attest_core::{
+    detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, HttpOptions,
+    HttpReader, ReadMethod, ReadRequest, Receipt, ToolError,
+};
 use attest_policy::Action;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
@@ -37,7 +40,7 @@ use axum::Router;
 use reqwest::Url;
 use serde_json::{json, Value};
 
-use super::{chain, compare_fields, held_json, receipt_json};
+use super::{chain, held_json, receipt_json};
 
 /// The header that names the upstream base URL.
 pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
@@ -67,6 +70,7 @@ pub(crate) struct GatewayState(Arc<Inner>);
 struct Inner {
     attest: Attest,
     client: reqwest::Client,
+    reader: HttpReader,
     options: GatewayOptions,
 }
 
@@ -78,9 +82,12 @@ impl GatewayState {
             .timeout(options.upstream_timeout)
             .build()
             .context("cannot build the HTTP client")?;
+        let reader = HttpReader::new(HttpOptions::default())
+            .context("cannot build the read-back HTTP client")?;
         Ok(GatewayState(Arc::new(Inner {
             attest,
             client,
+            reader,
             options,
         })))
     }
@@ -385,42 +392,59 @@ fn readback_url(method: &Method, url: &Url, answer: &Upstreamed) -> Option<Url> 
     None
 }
 
-/// Reads a write back with the caller's credentials and compares the fields it sent.
+/// Reads a write back with the caller's credentials and compares the fields it sent:
+/// recorded as method `read-back:gateway`. The read goes through attest-core's
+/// [`HttpReader`] (timeouts, retries, a size cap).
 fn readback_check(
     state: &Arc<Inner>,
     headers: &HeaderMap,
     found: Arc<Mutex<Option<Url>>>,
 ) -> CustomCheck {
-    let client = state.client.clone();
-    let mut credentials = HeaderMap::new();
+    let reader = state.reader.clone();
+    let mut credentials = vec![("accept".to_owned(), "application/json".to_owned())];
     for name in ["authorization", "cookie", "x-api-key"] {
-        if let Some(value) = headers.get(name) {
-            credentials.insert(HeaderName::from_static(name), value.clone());
+        if let Some(value) = headers.get(name).and_then(|v| v.to_str().ok()) {
+            credentials.push((name.to_owned(), value.to_owned()));
         }
     }
-    CustomCheck::future(move |action, _result| {
+    CustomCheck::read_back("gateway", move |action, _result| {
         let url = found
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        let client = client.clone();
+        let reader = reader.clone();
         let credentials = credentials.clone();
         let sent = action.params.clone();
         async move {
-            let url = url.ok_or("no URL to read the write back from")?;
-            let response = client
-                .get(url.clone())
-                .headers(credentials)
-                .header("accept", "application/json")
-                .send()
-                .await?;
-            if !response.status().is_success() {
-                return Err(format!("GET {url}: {}", response.status()).into());
+            let Some(url) = url else {
+                let evidence = Evidence::new("gateway");
+                return Finding::degraded("no URL to read the write back from", evidence);
+            };
+            let mut evidence = Evidence::new(format!("GET {}", without_query(&url)));
+            let request = ReadRequest {
+                method: ReadMethod::Get,
+                url: url.to_string(),
+                headers: credentials,
+                body: None,
+            };
+            match reader.fetch(&request).await {
+                Ok(fetched) => {
+                    evidence.status = Some(fetched.status);
+                    evidence.attempts = Some(fetched.attempts);
+                    Finding::from_record(evidence, &sent, &fetched.body, None)
+                }
+                Err(err) => Finding::degraded(err.to_string(), evidence),
             }
-            let read: Value = response.json().await?;
-            compare_fields(&sent, &read, "id")
         }
     })
+}
+
+/// A URL without its query string or fragment, which may carry tokens: fit for evidence.
+fn without_query(url: &Url) -> String {
+    let mut shown = url.clone();
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
 }
 
 type Slot<T> = Mutex<Option<T>>;

@@ -32,7 +32,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
-use attest_core::{detect, Attest, AttestError, CustomCheck, DetectInput, Receipt, ToolError};
+use attest_core::{
+    detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, Receipt, ToolError,
+};
 use attest_policy::{Action, Risk, Verb};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
@@ -49,7 +51,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
-use super::{chain, compare_fields, held_json, receipt_json, Mode};
+use super::{chain, held_json, receipt_json, Mode};
 
 /// The tool added in pending mode to resume a held call.
 pub(crate) const RESUME_TOOL: &str = "attest_resume";
@@ -752,8 +754,8 @@ fn resume_tool() -> Tool {
 /// `fetch_X` or `read_X` (a tool whose one required argument is an id) and compare the
 /// fields the write sent with the fields read.
 ///
-/// Wired as a [`CustomCheck`] today (level `verified-custom`/`unverified`); once the
-/// read-back drivers land it becomes a driver recorded as `read-back:mcp-pair`.
+/// Recorded as method `read-back:mcp-pair` (level `verified`/`unverified`, or degraded
+/// to what the result acknowledges when the getter fails).
 #[derive(Debug, Clone)]
 pub(crate) struct PairReader {
     peer: Peer<RoleClient>,
@@ -777,32 +779,49 @@ impl PairReader {
     }
 
     fn into_check(self) -> CustomCheck {
-        CustomCheck::future(move |action, result| {
+        CustomCheck::read_back("mcp-pair", move |action, result| {
             let reader = self.clone();
             let params = action.params.clone();
             let result = result.clone();
-            async move { reader.check(&params, &result).await }
+            async move { reader.read(&params, &result).await }
         })
     }
 
-    async fn check(&self, params: &Value, result: &Value) -> Result<bool, ToolError> {
-        let id = [result, params]
-            .iter()
-            .find_map(|v| {
-                v.get(&self.id_arg)
-                    .or_else(|| v.get("id"))
-                    .filter(|id| !id.is_null())
-            })
-            .cloned()
-            .ok_or("no id in the result or the params to read back by")?;
+    async fn read(&self, params: &Value, result: &Value) -> Finding {
+        let mut evidence = Evidence::new(format!("tools/call {}", self.getter));
+        let id = [result, params].iter().find_map(|v| {
+            v.get(&self.id_arg)
+                .or_else(|| v.get("id"))
+                .filter(|id| !id.is_null())
+        });
+        let Some(id) = id.cloned() else {
+            return Finding::degraded(
+                "no id in the result or the params to read back by",
+                evidence,
+            );
+        };
+        evidence.id(
+            &self.id_arg,
+            &id.as_str().map_or_else(|| id.to_string(), str::to_owned),
+        );
         let mut arguments = JsonObject::new();
         arguments.insert(self.id_arg.clone(), id);
         let request = CallToolRequestParams::new(self.getter.clone()).with_arguments(arguments);
-        let read = self.peer.call_tool(request).await?;
+        let read = match self.peer.call_tool(request).await {
+            Ok(read) => read,
+            // The error's text may quote the upstream; the ledger keeps only that it failed.
+            Err(_) => return Finding::degraded(format!("`{}` failed", self.getter), evidence),
+        };
         if read.is_error == Some(true) {
-            return Err(format!("`{}` returned an error", self.getter).into());
+            return Finding::degraded(format!("`{}` returned an error", self.getter), evidence);
         }
-        compare_fields(params, &call_payload(&read), &self.id_arg)
+        let mut sent = params.clone();
+        if let Some(sent) = sent.as_object_mut() {
+            // The id is how the record was found, not something the write set.
+            sent.remove(&self.id_arg);
+            sent.remove("id");
+        }
+        Finding::from_record(evidence, &sent, &call_payload(&read), None)
     }
 }
 
@@ -871,20 +890,6 @@ mod tests {
         );
         assert_eq!(pair_getter("delete_note", &tools), None);
         assert_eq!(pair_getter("create_", &tools), None);
-    }
-
-    #[test]
-    fn comparing_sent_and_read_fields() {
-        let sent = json!({"id": "1", "title": "a", "body": "b"});
-        assert!(compare_fields(
-            &sent,
-            &json!({"id": "1", "title": "a", "body": "b", "x": 1}),
-            "id"
-        )
-        .unwrap());
-        assert!(!compare_fields(&sent, &json!({"title": "a", "body": "c"}), "id").unwrap());
-        assert!(compare_fields(&sent, &json!({"other": 1}), "id").is_err());
-        assert!(compare_fields(&sent, &json!("text"), "id").is_err());
     }
 
     #[test]

@@ -23,7 +23,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use attest_core::approvals::{ApprovalStore, ResumeToken, StoreGate};
-use attest_core::ToolError;
 use attest_core::{AutoGate, Gate, GateDecision, Receipt};
 use attest_policy::{Action, Verdict};
 use clap::ValueEnum;
@@ -122,30 +121,6 @@ pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
-}
-
-/// Every field the write sent (other than the id) that the read shows must be equal.
-/// Nothing to compare means the check could not run (an error), not a contradiction.
-pub(crate) fn compare_fields(sent: &Value, read: &Value, id_arg: &str) -> Result<bool, ToolError> {
-    let (Some(sent), Some(read)) = (sent.as_object(), read.as_object()) else {
-        return Err("the write's params or the read are not JSON objects".into());
-    };
-    let mut compared = 0usize;
-    for (field, value) in sent {
-        if field == id_arg || field == "id" {
-            continue;
-        }
-        if let Some(found) = read.get(field) {
-            if found != value {
-                return Ok(false);
-            }
-            compared += 1;
-        }
-    }
-    if compared == 0 {
-        return Err("the read shows none of the fields the write sent".into());
-    }
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -249,7 +249,7 @@ fn gateway_verifies_contradicts_and_refuses_writes() {
     );
     assert_eq!(status, 201, "{body}");
     assert_eq!(headers["x-attest-decision"], "act");
-    assert_eq!(headers["x-attest-level"], "verified-custom");
+    assert_eq!(headers["x-attest-level"], "verified");
     assert_eq!(headers["x-attest-seq"], "1");
     assert_eq!(headers["location"], "/v1/notes/n1");
 
@@ -320,6 +320,23 @@ fn gateway_verifies_contradicts_and_refuses_writes() {
     assert_eq!(jsonl.lines().count(), 3, "{jsonl}");
     assert!(!jsonl.contains("sekret"), "a credential reached the ledger");
     assert!(jsonl.contains("\"decision\":\"refuse\""));
+    // Both writes were read back through the gateway with the caller's credentials.
+    let checks: Vec<Value> = jsonl
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["verification"].clone())
+        .collect();
+    assert_eq!(checks[0]["method"], "read-back:gateway", "{}", checks[0]);
+    assert_eq!(
+        checks[0]["evidence"]["source"],
+        format!("GET {upstream}/v1/notes/n1")
+    );
+    assert_eq!(checks[0]["evidence"]["status"], 200);
+    assert_eq!(checks[1]["method"], "read-back:gateway", "{}", checks[1]);
+    assert_eq!(
+        checks[1]["evidence"]["fields"][0]["ok"], false,
+        "{}",
+        checks[1]
+    );
 }
 
 #[test]
@@ -347,10 +364,7 @@ fn gateway_requests_example_runs() {
         stderr(&output)
     );
     let text = stdout(&output);
-    assert!(
-        text.contains("decision=act level=verified-custom"),
-        "{text}"
-    );
+    assert!(text.contains("decision=act level=verified "), "{text}");
     assert!(text.contains("403"), "{text}");
 }
 
@@ -400,7 +414,7 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
 
     let (status, headers, body) = curl("POST", &format!("{address}{resume}"), None, &[]);
     assert_eq!(status, 201, "{body}");
-    assert_eq!(headers["x-attest-level"], "verified-custom");
+    assert_eq!(headers["x-attest-level"], "verified");
     assert_eq!(vendor.lock().unwrap().notes["n1"]["title"], "held");
     // The token is used once.
     let (status, _, _) = curl("POST", &format!("{address}{resume}"), None, &[]);

@@ -122,6 +122,16 @@ fn rows(dir: &Path) -> Vec<Value> {
     rows
 }
 
+/// Each ledger entry's verification, in ledger order, from `attest export`.
+fn verifications(dir: &Path) -> Vec<Value> {
+    let output = attest(dir, &["--ledger", "ledger.sqlite", "export"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["verification"].clone())
+        .collect()
+}
+
 fn verify(dir: &Path) {
     let output = attest(dir, &["--ledger", "ledger.sqlite", "verify"]);
     assert_eq!(
@@ -302,8 +312,8 @@ fn proxy_reads_back_pairs_and_survives_a_crashing_upstream() {
     );
     let calls = report["calls"].as_array().unwrap();
     let levels: Vec<&Value> = calls.iter().map(|c| &receipt(c)["level"]).collect();
-    assert_eq!(levels[0], "verified-custom", "{}", calls[0]);
-    assert_eq!(levels[1], "verified-custom", "{}", calls[1]);
+    assert_eq!(levels[0], "verified", "{}", calls[0]);
+    assert_eq!(levels[1], "verified", "{}", calls[1]);
     assert_eq!(levels[2], "unverified", "{}", calls[2]);
     // The upstream's own error result comes back as it is, recorded as failed.
     assert_eq!(calls[3]["is_error"], true, "{}", calls[3]);
@@ -319,6 +329,22 @@ fn proxy_reads_back_pairs_and_survives_a_crashing_upstream() {
     }
     verify(dir.path());
     assert_eq!(rows(dir.path()).len(), 6);
+    // Read back through the upstream's get_note, with per-field evidence in the ledger.
+    let checks = verifications(dir.path());
+    for check in &checks[..3] {
+        assert_eq!(check["method"], "read-back:mcp-pair", "{check}");
+        assert_eq!(
+            check["evidence"]["source"], "tools/call get_note",
+            "{check}"
+        );
+    }
+    assert_eq!(checks[1]["evidence"]["ids"]["id"], "n1", "{}", checks[1]);
+    let field = &checks[2]["evidence"]["fields"][0];
+    assert_eq!(
+        (&field["field"], &field["want"], &field["ok"]),
+        (&json!("title"), &json!("!plan c"), &json!(false)),
+        "{field}"
+    );
 }
 
 #[test]
@@ -475,12 +501,7 @@ fn proxy_pending_call_runs_after_attest_confirm_and_resume() {
     assert_eq!(calls[2]["run"], 0, "{}", calls[2]);
     // Approved: the resume runs it, read back through get_note.
     assert_eq!(calls[3]["is_error"], false, "{}", calls[3]);
-    assert_eq!(
-        receipt(&calls[3])["level"],
-        "verified-custom",
-        "{}",
-        calls[3]
-    );
+    assert_eq!(receipt(&calls[3])["level"], "verified", "{}", calls[3]);
     // A token is used once.
     assert_eq!(calls[4]["is_error"], true, "{}", calls[4]);
     let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();

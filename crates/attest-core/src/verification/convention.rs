@@ -11,7 +11,6 @@ use async_trait::async_trait;
 use attest_policy::Action;
 use serde_json::Value;
 
-use super::compare::{FieldResult, Rule};
 use super::http::{ReadMethod, ReadRequest};
 use super::readback::{ReadBackDriver, ReadContext};
 use super::template::scalar_text;
@@ -126,43 +125,7 @@ pub(crate) async fn read_and_compare(
     };
     evidence.status = Some(fetched.status);
     evidence.attempts = Some(fetched.attempts);
-    let Value::Object(record) = &fetched.body else {
-        return Finding::degraded("the response is not an object", evidence);
-    };
-    let Some(params) = action.params.as_object() else {
-        return Finding::Compared(evidence);
-    };
-    let mut fields = Vec::new();
-    if let Some(id) = expect_id {
-        let want = Value::String(id.to_owned());
-        fields.push(FieldResult::compare(
-            "id",
-            &want,
-            record.get("id"),
-            Rule::Auto,
-            false,
-        ));
-    }
-    for (key, want) in params {
-        if want.is_null() || (expect_id.is_some() && key == "id") {
-            continue;
-        }
-        if let Some(got) = record.get(key) {
-            fields.push(FieldResult::compare(
-                key,
-                want,
-                Some(got),
-                Rule::Auto,
-                false,
-            ));
-        }
-    }
-    // An id check alone compares nothing the caller intended.
-    if fields.len() == 1 && expect_id.is_some() && fields.iter().all(|f| f.ok) {
-        fields.clear();
-    }
-    evidence.fields = fields;
-    Finding::Compared(evidence)
+    Finding::from_record(evidence, &action.params, &fetched.body, expect_id)
 }
 
 /// The gateway call's method (upper-cased; writes only) and URL.

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::compare::{cut, cut_text, FieldResult};
+use super::compare::{cut, cut_text, FieldResult, Rule};
 use super::Level;
 
 /// What a read-back driver found.
@@ -97,6 +97,54 @@ impl Finding {
         }
     }
 
+    /// Compares a write's `params` with the `record` read back: each top-level param
+    /// the record also has (nulls skipped). With `expect_id`, the record's `id` must
+    /// equal it (and an id check alone compares nothing the caller intended). A record
+    /// that is not a JSON object degrades.
+    pub fn from_record(
+        mut evidence: Evidence,
+        params: &Value,
+        record: &Value,
+        expect_id: Option<&str>,
+    ) -> Self {
+        let Value::Object(record) = record else {
+            return Finding::degraded("the record read back is not a JSON object", evidence);
+        };
+        let Some(params) = params.as_object() else {
+            return Finding::Compared(evidence);
+        };
+        let mut fields = Vec::new();
+        if let Some(id) = expect_id {
+            let want = Value::String(id.to_owned());
+            fields.push(FieldResult::compare(
+                "id",
+                &want,
+                record.get("id"),
+                Rule::Auto,
+                false,
+            ));
+        }
+        for (key, want) in params {
+            if want.is_null() || (expect_id.is_some() && key == "id") {
+                continue;
+            }
+            if let Some(got) = record.get(key) {
+                fields.push(FieldResult::compare(
+                    key,
+                    want,
+                    Some(got),
+                    Rule::Auto,
+                    false,
+                ));
+            }
+        }
+        if fields.len() == 1 && expect_id.is_some() && fields.iter().all(|f| f.ok) {
+            fields.clear();
+        }
+        evidence.fields = fields;
+        Finding::Compared(evidence)
+    }
+
     /// The level this finding earns; `ack` is what the result alone acknowledges
     /// (used when the check could not run).
     pub fn level(&self, ack: Level) -> Level {
@@ -139,5 +187,44 @@ impl Finding {
                 map
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_record_is_compared_field_by_field() {
+        let params = json!({"title": "a", "body": "b", "draft": null});
+        let record = json!({"id": "1", "title": "a", "body": "b", "x": 1});
+        let found = Finding::from_record(Evidence::new("t"), &params, &record, None);
+        assert_eq!(found.level(Level::Acknowledged), Level::Verified);
+        let Finding::Compared(evidence) = &found else {
+            panic!("{found:?}")
+        };
+        let names: Vec<&str> = evidence.fields.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(names, ["body", "title"]);
+
+        let changed = json!({"title": "a", "body": "c"});
+        let found = Finding::from_record(Evidence::new("t"), &params, &changed, None);
+        assert_eq!(found.level(Level::Acknowledged), Level::Unverified);
+    }
+
+    #[test]
+    fn the_id_alone_is_nothing_comparable_and_a_non_object_degrades() {
+        let params = json!({"id": "1"});
+        let record = json!({"id": "1", "other": 2});
+        let found = Finding::from_record(Evidence::new("t"), &params, &record, Some("1"));
+        assert_eq!(found.level(Level::AttestedOnly), Level::Acknowledged);
+        let wrong = json!({"id": "2"});
+        let found = Finding::from_record(Evidence::new("t"), &params, &wrong, Some("1"));
+        assert_eq!(found.level(Level::AttestedOnly), Level::Unverified);
+        let text = json!("text");
+        let found = Finding::from_record(Evidence::new("t"), &params, &text, None);
+        assert!(matches!(found, Finding::Degraded { .. }));
+        assert_eq!(found.level(Level::AttestedOnly), Level::AttestedOnly);
     }
 }

@@ -1,10 +1,11 @@
 //! Verification: how sure Attest is that an action did what it claimed.
 //!
 //! The ladder, tried once per action that ran:
-//! 1. **read-back**: the first [`ReadBackDriver`] that supports the action reads it back
-//!    from the system of record and compares ([`RecipeDriver`], [`OpenApiDriver`],
-//!    [`ConventionDriver`]); read-back beats a custom check;
-//! 2. else the caller's [`CustomCheck`];
+//! 1. **read-back**: the caller's own read-back for this call
+//!    ([`CustomCheck::read_back`]), else the first [`ReadBackDriver`] that supports the
+//!    action reads it back from the system of record and compares ([`RecipeDriver`],
+//!    [`OpenApiDriver`], [`ConventionDriver`]); read-back beats a yes/no custom check;
+//! 2. else the caller's yes/no [`CustomCheck`];
 //! 3. else the acknowledgement driver ([`acknowledges`]).
 //!
 //! A check that could not run (network error, timeout, 404, not JSON, nothing fetched,
@@ -65,21 +66,30 @@ pub(crate) async fn verify(
     } else {
         Level::AttestedOnly
     };
-    if let Some(readback) = readback {
-        if let Some((driver, finding)) = readback.check(action, result).await {
-            let level = finding.level(ack_level);
-            let matched = finding.matched();
-            let method = format!("read-back:{driver}");
-            return (
-                level,
-                verification(level, &method, matched, finding.into_evidence()),
-            );
-        }
+    let mut found = None;
+    if let Some(check) = check {
+        found = check.read(action, result).await;
     }
-    let Some(check) = check else {
+    if let (None, Some(readback)) = (&found, readback) {
+        found = readback.check(action, result).await;
+    }
+    if let Some((driver, finding)) = found {
+        let level = finding.level(ack_level);
+        let matched = finding.matched();
+        let method = format!("read-back:{driver}");
+        return (
+            level,
+            verification(level, &method, matched, finding.into_evidence()),
+        );
+    }
+    let outcome = match check {
+        Some(check) => check.run(action, result).await,
+        None => None,
+    };
+    let Some(outcome) = outcome else {
         return (ack_level, verification(ack_level, "ack", None, Map::new()));
     };
-    match check.run(action, result).await {
+    match outcome {
         Ok(true) => (
             Level::VerifiedCustom,
             verification(Level::VerifiedCustom, "custom", Some(true), Map::new()),

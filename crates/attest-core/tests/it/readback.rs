@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use attest_core::verification::{ConventionDriver, OpenApiDriver};
-use attest_core::{Attest, AutoGate, CustomCheck, Finding, Level, ReadBack};
+use attest_core::{Attest, AutoGate, CustomCheck, Evidence, Finding, Level, ReadBack};
 use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Verb};
 use serde_json::{json, Value};
@@ -511,4 +511,44 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
         !contains(&bytes, "VENDOR_BODY_MARKER"),
         "the vendor's body reached the ledger file"
     );
+}
+
+#[tokio::test]
+async fn the_callers_own_read_back_comes_before_the_drivers_and_is_recorded_as_read_back() {
+    let fake = Fake::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger =
+        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+    fake.route("GET", REFUND_PATH, vec![Answer::json(&refund(1500))]);
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .gate(AutoGate::approve("ops"))
+        .readback(readback(&fake))
+        .build()
+        .unwrap();
+    // Reads "the record" from a session only the caller holds; here, a fixed record.
+    let session = CustomCheck::read_back("session", |action, _result| {
+        let params = action.params.clone();
+        async move {
+            let mut evidence = Evidence::new("session get");
+            evidence.id("id", "re_1");
+            let record = json!({"id": "re_1", "amount": 1400});
+            Finding::from_record(evidence, &params, &record, Some("re_1"))
+        }
+    });
+    let (action, result) = refund_action();
+    let receipt = attest
+        .run_checked(action, move |_| async move { Ok(result) }, &session)
+        .await
+        .unwrap();
+    assert_eq!(receipt.level, Some(Level::Unverified));
+    let v = &row(&ledger, 1)["verification"];
+    assert_eq!(v["method"], "read-back:session");
+    assert_eq!(v["evidence"]["source"], "session get");
+    assert!(v["evidence"]["fields"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"field": "amount", "want": 1500, "got": 1400, "ok": false})));
+    // The recipe driver, which also knows Stripe refunds, was never asked.
+    assert!(fake.hits().is_empty());
 }
