@@ -120,3 +120,119 @@ where
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use attest_ledger::{Ledger, LedgerOptions};
+    use rig_core::tool::ErasedTool;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+    use crate::AutoGate;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the vendor is down")]
+    struct VendorDown;
+
+    #[derive(Deserialize)]
+    struct RefundArgs {
+        amount: u64,
+    }
+
+    /// A rig tool that counts its runs; `NAME` decides what Attest detects.
+    struct Refund(Arc<AtomicUsize>);
+
+    impl RigTool for Refund {
+        const NAME: &'static str = "stripe_create_refund";
+        type Args = RefundArgs;
+        type Output = Value;
+        type Error = VendorDown;
+
+        fn description(&self) -> String {
+            "Refund a payment.".into()
+        }
+
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {"amount": {"type": "integer"}}})
+        }
+
+        async fn call(
+            &self,
+            _context: &mut ToolContext,
+            args: RefundArgs,
+        ) -> Result<Value, VendorDown> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(json!({"id": "re_1", "amount": args.amount}))
+        }
+    }
+
+    fn attest(dir: &std::path::Path, gate: AutoGate) -> Attest {
+        let ledger = Ledger::open(dir.join("l.sqlite"), LedgerOptions::default()).unwrap();
+        Attest::builder().ledger(ledger).gate(gate).build().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_rejected_rig_call_never_runs_and_the_model_is_told_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = attest(dir.path(), AutoGate::reject("finance-lead"));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let tool = attest.wrap_rig(Refund(Arc::clone(&runs)));
+        assert_eq!(ErasedTool::name(&tool), "stripe_create_refund");
+        let mut context = ToolContext::default();
+        let result = tool
+            .execute(r#"{"amount": 4200}"#.to_owned(), &mut context)
+            .await;
+        let refusal = result.refusal().expect("a refused result");
+        assert!(
+            refusal.message().contains("finance-lead"),
+            "{}",
+            refusal.message()
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
+        let rows = attest.ledger().list(10).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].system.as_str(), rows[0].level.as_deref()),
+            ("stripe", None)
+        );
+    }
+
+    #[tokio::test]
+    async fn an_approved_rig_call_runs_once_and_is_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = attest(dir.path(), AutoGate::approve("finance-lead"));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let tool = attest.wrap_rig(Refund(Arc::clone(&runs)));
+        let mut context = ToolContext::default();
+        let result = tool
+            .execute(r#"{"amount": 4200}"#.to_owned(), &mut context)
+            .await;
+        assert_eq!(
+            result.output().as_json(),
+            Some(&json!({"id": "re_1", "amount": 4200}))
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        let rows = attest.ledger().list(10).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].level.as_deref(), Some("acknowledged"));
+    }
+
+    #[tokio::test]
+    async fn arguments_that_do_not_fit_are_an_error_with_nothing_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = attest(dir.path(), AutoGate::approve("finance-lead"));
+        let runs = Arc::new(AtomicUsize::new(0));
+        let tool = attest.wrap_rig(Refund(Arc::clone(&runs)));
+        let mut context = ToolContext::default();
+        let result = tool
+            .execute(r#"{"amount": "lots"}"#.to_owned(), &mut context)
+            .await;
+        assert!(result.error().is_some());
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
+        assert!(attest.ledger().list(10).unwrap().is_empty());
+    }
+}
