@@ -13,7 +13,9 @@
 //!   URL it was `PUT`/`PATCH`ed to, else the created id under the URL it was `POST`ed to)
 //!   and its fields compared (method `read-back:gateway`): `verified` or `unverified`.
 //! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
-//! - Request and response bodies are capped (`--max-body`).
+//! - Request and response bodies are capped (`--max-body`). A request body is read whole,
+//!   because a write is detected and hashed from it; so is the answer to a recorded call,
+//!   which is verified from it. The answer to an unrecorded read streams through.
 //!
 //! - A request held for a person is a 202 with its id, resume token and resume URL;
 //!   once approved, `POST /_attest/resume/{token}` with the caller's own headers sends the
@@ -302,14 +304,16 @@ impl Upstreamed {
     }
 }
 
-async fn send(
+/// Sends the request upstream and returns its answer before the body is read; an
+/// answer that declares a body over the cap is an error.
+async fn send_head(
     state: &Inner,
     method: &Method,
     url: &Url,
     headers: &HeaderMap,
     body: Bytes,
-) -> Result<Upstreamed, String> {
-    let mut response = state
+) -> Result<reqwest::Response, String> {
+    let response = state
         .client
         .request(method.clone(), url.clone())
         .headers(end_to_end(headers))
@@ -323,6 +327,60 @@ async fn send(
             "{method} {url}: the response is larger than {cap} bytes"
         ));
     }
+    Ok(response)
+}
+
+/// An unrecorded read: the upstream's answer streams to the caller as it arrives. A body
+/// that runs past the cap without declaring its length is cut off there (the caller
+/// sees the connection end early), since the status line has already gone out.
+async fn pass_through(
+    state: &Inner,
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
+    let response = match send_head(state, method, url, headers, body).await {
+        Ok(response) => response,
+        Err(why) => return reject(StatusCode::BAD_GATEWAY, json!({"error": why}), None),
+    };
+    let status = response.status();
+    let upstream_headers = end_to_end(response.headers());
+    let cap = state.options.max_body;
+    let chunks = futures_util::stream::try_unfold(
+        (response, 0usize),
+        move |(mut response, seen)| async move {
+            let Some(chunk) = response.chunk().await? else {
+                return Ok(None);
+            };
+            let seen = seen + chunk.len();
+            if seen > cap {
+                return Err(BoxError::from(format!(
+                    "the response is larger than {cap} bytes"
+                )));
+            }
+            Ok(Some((chunk, (response, seen))))
+        },
+    );
+    let mut answer = Response::new(Body::from_stream(chunks));
+    *answer.status_mut() = status;
+    *answer.headers_mut() = upstream_headers;
+    answer
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Sends the request upstream and reads the whole answer (up to the cap): what a
+/// recorded call needs to verify and hash.
+async fn send(
+    state: &Inner,
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Upstreamed, String> {
+    let mut response = send_head(state, method, url, headers, body).await?;
+    let cap = state.options.max_body;
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
@@ -501,10 +559,7 @@ async fn forward(
     };
     let action = action_for(&state, &method, &url, &body);
     if action.verb.is_read() && !state.options.record_reads {
-        return match send(&state, &method, &url, &headers, body).await {
-            Ok(answer) => answer.into_response(None),
-            Err(why) => reject(StatusCode::BAD_GATEWAY, json!({"error": why}), None),
-        };
+        return pass_through(&state, &method, &url, &headers, body).await;
     }
     let answer = Mutex::new(None);
     let location = Arc::new(Mutex::new(None));

@@ -2,7 +2,7 @@
 //! 127.0.0.1, in this process).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -103,6 +103,17 @@ async fn delete(State(v): State<Shared>, UrlPath(id): UrlPath<String>) -> Status
 
 /// Starts the vendor on 127.0.0.1 on its own runtime; returns its base URL.
 fn start_vendor(vendor: Shared) -> String {
+    serve_app(move || {
+        Router::new()
+            .route("/v1/notes", post(create))
+            .route("/v1/notes/{id}", get(read).patch(patch).delete(delete))
+            .with_state(vendor)
+    })
+}
+
+/// Serves the router `app` builds on 127.0.0.1, on its own thread and runtime; returns
+/// its base URL.
+fn serve_app(app: impl FnOnce() -> Router + Send + 'static) -> String {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -110,10 +121,7 @@ fn start_vendor(vendor: Shared) -> String {
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let app = Router::new()
-                .route("/v1/notes", post(create))
-                .route("/v1/notes/{id}", get(read).patch(patch).delete(delete))
-                .with_state(vendor);
+            let app = app();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             axum::serve(listener, app).await.unwrap();
@@ -421,4 +429,101 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
     assert_eq!(status, 409);
     let verify = attest(dir.path(), &["--ledger", "ledger.sqlite", "verify"]);
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+}
+
+/// A vendor whose `/v1/log` sends a first part, then waits for `release` before the
+/// rest; `/v1/sized` declares a 5,000-byte body; `/v1/endless` streams 5,000 bytes
+/// without declaring them.
+fn start_streaming_vendor(release: Arc<tokio::sync::Notify>) -> String {
+    serve_app(move || {
+        let log = move || {
+            let release = Arc::clone(&release);
+            async move {
+                let parts = futures_util::stream::unfold(0, move |part| {
+                    let release = Arc::clone(&release);
+                    async move {
+                        match part {
+                            0 => Some((Ok::<_, std::io::Error>("first-part;"), 1)),
+                            1 => {
+                                release.notified().await;
+                                Some((Ok("second-part"), 2))
+                            }
+                            _ => None,
+                        }
+                    }
+                });
+                axum::body::Body::from_stream(parts)
+            }
+        };
+        let endless = || async {
+            let chunk = "x".repeat(500);
+            let chunks = futures_util::stream::iter(
+                (0..10).map(move |_| Ok::<_, std::io::Error>(chunk.clone())),
+            );
+            axum::body::Body::from_stream(chunks)
+        };
+        Router::new()
+            .route("/v1/log", get(log))
+            .route("/v1/sized", get(|| async { "y".repeat(5_000) }))
+            .route("/v1/endless", get(endless))
+    })
+}
+
+#[test]
+fn gateway_streams_unrecorded_reads_and_cuts_them_at_the_cap() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let upstream = start_streaming_vendor(Arc::clone(&release));
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &["--max-body", "1000"]);
+
+    // The first part arrives while the vendor is still holding the rest back: the
+    // gateway forwards as it reads, it does not wait for the whole body.
+    let host = address.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /v1/log HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while !String::from_utf8_lossy(&seen).contains("first-part;") {
+        let n = stream
+            .read(&mut buffer)
+            .expect("the first part never arrived: the gateway buffered the answer");
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    assert!(!String::from_utf8_lossy(&seen).contains("second-part"));
+    release.notify_one();
+    stream.read_to_end(&mut seen).unwrap();
+    let text = String::from_utf8_lossy(&seen);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("second-part"), "{text}");
+
+    // A body declared over the cap is refused before any of it is sent.
+    let (status, _, body) = curl("GET", &format!("{address}/v1/sized"), None, &[]);
+    assert_eq!(status, 502, "{body}");
+    assert!(body.contains("larger than 1000 bytes"), "{body}");
+
+    // An undeclared one is cut off at the cap: curl sees the transfer end early.
+    let output = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{size_download}"])
+        .arg(format!("{address}/v1/endless"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "the transfer completed");
+    let received: u64 = stdout(&output).trim().parse().unwrap();
+    assert!(received <= 1000, "{received} bytes got through");
+
+    // Unrecorded reads leave the ledger empty.
+    let export = attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]);
+    assert_eq!(stdout(&export).lines().count(), 0);
 }
