@@ -262,7 +262,11 @@ fn proxy_passes_everything_through_and_reads_annotations() {
     let dir = tempfile::tempdir().unwrap();
     let plan = json!({
         "list": ["resources", "prompts"],
-        "calls": [{"tool": "echo", "args": {"message": "through the proxy"}}],
+        "calls": [
+            {"tool": "echo", "args": {"message": "through the proxy"}},
+            {"tool": "trigger-long-running-operation", "args": {"duration": 0.3, "steps": 3},
+             "progress": true},
+        ],
     });
     // Block mode with the default policy: `echo` is not a name Attest knows, so it would
     // ask (and be rejected); its readOnlyHint makes it a read, which acts.
@@ -282,9 +286,17 @@ fn proxy_passes_everything_through_and_reads_annotations() {
         "{echo}"
     );
     assert_eq!(receipt(echo)["decision"], "act");
+    // Progress from the upstream reaches the client under the client's own token.
+    let long = &report["calls"][1];
+    assert_eq!(long["is_error"], false, "{long}");
+    assert_eq!(
+        long["progress"],
+        json!([[1.0, 3.0], [2.0, 3.0], [3.0, 3.0]]),
+        "{long}"
+    );
     let rows = rows(dir.path());
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0]["verb"], "read");
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|row| row["verb"] == "read"), "{rows:?}");
     verify(dir.path());
 }
 

@@ -3,6 +3,7 @@
     python3 mcp_driver.py PLAN.json -- ATTEST_ARGS...
 
 PLAN.json: {"calls": [{"tool": NAME, "args": {...}}, ...], "list": ["resources", "prompts"]}.
+A call with "progress": true asks for progress and reports what arrived as "progress".
 A step {"run": [argv...]} runs a command instead ({id} and {token} are the last held
 call's). Lists the tools (and resources and prompts when asked), makes each
 call in order, and prints one JSON object: the tool names, and per call
@@ -45,9 +46,15 @@ async def main() -> None:
                     continue
                 args = {k: v.format(**held) if isinstance(v, str) else v
                         for k, v in call.get("args", {}).items()}
+                progress = []
+
+                async def on_progress(done, total, message, progress=progress):
+                    progress.append([done, total])
+
                 try:
                     result = await session.call_tool(
-                        call["tool"], args, read_timeout_seconds=60
+                        call["tool"], args, read_timeout_seconds=60,
+                        progress_callback=on_progress if call.get("progress") else None,
                     )
                     text = " ".join(
                         c.text for c in result.content if getattr(c, "type", "") == "text"
@@ -57,7 +64,8 @@ async def main() -> None:
                     structured = getattr(result, "structured_content", None)
                     if isinstance(structured, dict) and "token" in structured:
                         held = {"id": structured["id"], "token": structured["token"]}
-                    out["calls"].append({"is_error": bool(is_error), "text": text, "meta": meta})
+                    out["calls"].append({"is_error": bool(is_error), "text": text, "meta": meta,
+                                         "progress": progress})
                 except Exception as err:  # a protocol error is a result here
                     out["calls"].append({"error": str(err)})
     print(json.dumps(out))
