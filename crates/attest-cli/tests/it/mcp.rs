@@ -520,3 +520,43 @@ fn proxy_pending_call_runs_after_attest_confirm_and_resume() {
     assert_eq!(log.matches("create_note").count(), 1, "{log}");
     verify(dir.path());
 }
+
+#[test]
+fn a_call_the_client_cancels_is_recorded_as_failed_and_the_session_goes_on() {
+    let Some(server) = npm_server_and_python_client("server-everything") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The client gives up on a 30-second operation after one second and sends
+    // notifications/cancelled; the proxy records the call as failed (and sends the
+    // cancellation on upstream, which this test cannot observe), and the session goes on.
+    let plan = json!({"calls": [
+        {"tool": "trigger-long-running-operation", "args": {"duration": 30, "steps": 30},
+         "timeout": 1.0},
+        {"tool": "echo", "args": {"message": "still here"}},
+    ]});
+    let report = drive(
+        dir.path(),
+        &plan,
+        &[],
+        &["node", server.to_str().unwrap(), "stdio"],
+    );
+    let calls = report["calls"].as_array().unwrap();
+    assert!(calls[0]["error"].is_string(), "{}", calls[0]);
+    assert_eq!(calls[1]["is_error"], false, "{}", calls[1]);
+    assert!(calls[1]["text"].as_str().unwrap().contains("still here"));
+    let executions: Vec<String> =
+        std::str::from_utf8(&attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]).stdout)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let entry: Value = serde_json::from_str(line).unwrap();
+                entry["execution"]["status"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_owned()
+            })
+            .collect();
+    assert_eq!(executions, ["failed", "ok"]);
+    verify(dir.path());
+}

@@ -3,7 +3,9 @@
     python3 mcp_driver.py PLAN.json -- ATTEST_ARGS...
 
 PLAN.json: {"calls": [{"tool": NAME, "args": {...}}, ...], "list": ["resources", "prompts"]}.
-A call with "progress": true asks for progress and reports what arrived as "progress".
+A call with "progress": true asks for progress and reports what arrived as "progress"; one
+with "timeout": SECS gives up after that long, which makes the client send
+`notifications/cancelled`.
 A step {"run": [argv...]} runs a command instead ({id} and {token} are the last held
 call's). Lists the tools (and resources and prompts when asked), makes each
 call in order, and prints one JSON object: the tool names, and per call
@@ -53,7 +55,7 @@ async def main() -> None:
 
                 try:
                     result = await session.call_tool(
-                        call["tool"], args, read_timeout_seconds=60,
+                        call["tool"], args, read_timeout_seconds=call.get("timeout", 60),
                         progress_callback=on_progress if call.get("progress") else None,
                     )
                     text = " ".join(
