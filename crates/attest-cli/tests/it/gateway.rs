@@ -527,3 +527,35 @@ fn gateway_streams_unrecorded_reads_and_cuts_them_at_the_cap() {
     let export = attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]);
     assert_eq!(stdout(&export).lines().count(), 0);
 }
+
+#[test]
+fn with_record_reads_a_read_is_decided_and_recorded() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
+    let vendor = Shared::default();
+    vendor
+        .lock()
+        .unwrap()
+        .notes
+        .insert("n1".into(), json!({"id": "n1", "title": "kept"}));
+    let upstream = start_vendor(Arc::clone(&vendor));
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &["--record-reads"]);
+    let (status, headers, body) = curl("GET", &format!("{address}/v1/notes/n1"), None, &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("kept"), "{body}");
+    assert_eq!(headers["x-attest-decision"], "act");
+    assert_eq!(headers["x-attest-seq"], "1");
+    let export = attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]);
+    let entry: Value = serde_json::from_str(stdout(&export).trim()).unwrap();
+    assert_eq!(
+        (
+            &entry["verb"],
+            &entry["decision"],
+            &entry["execution"]["status"]
+        ),
+        (&json!("get"), &json!("act"), &json!("ok"))
+    );
+}
