@@ -79,16 +79,7 @@ impl Gate for ConsoleGate {
 }
 
 fn describe(action: &Action, verdict: &Verdict) -> String {
-    let mut text = format!(
-        "attest: approval needed\n  action:  {}.{}{}\n",
-        action.system,
-        action.verb.as_str(),
-        action
-            .target
-            .as_deref()
-            .map(|t| format!(" → {t}"))
-            .unwrap_or_default()
-    );
+    let mut text = format!("attest: approval needed\n  action:  {}\n", action.label());
     if let Some(agent) = &action.agent {
         text.push_str(&format!("  agent:   {agent}\n"));
     }

@@ -126,8 +126,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    use attest_ledger::{Ledger, LedgerOptions};
-    use rig_core::tool::ErasedTool;
+    use attest_ledger::{Ledger, LedgerOptions, RowSummary};
+    use rig_core::tool::{ErasedTool, ToolResult};
     use serde::Deserialize;
     use serde_json::json;
 
@@ -170,30 +170,32 @@ mod tests {
         }
     }
 
-    fn attest(dir: &std::path::Path, gate: AutoGate) -> Attest {
-        let ledger = Ledger::open(dir.join("l.sqlite"), LedgerOptions::default()).unwrap();
-        Attest::builder().ledger(ledger).gate(gate).build().unwrap()
-    }
-
-    #[tokio::test]
-    async fn a_rejected_rig_call_never_runs_and_the_model_is_told_why() {
+    /// Calls the wrapped refund tool once with `args` under `gate`: what the model got,
+    /// how often the tool really ran, and the ledger's rows.
+    async fn call_refund(gate: AutoGate, args: &str) -> (ToolResult, usize, Vec<RowSummary>) {
         let dir = tempfile::tempdir().unwrap();
-        let attest = attest(dir.path(), AutoGate::reject("finance-lead"));
+        let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
+        let attest = Attest::builder().ledger(ledger).gate(gate).build().unwrap();
         let runs = Arc::new(AtomicUsize::new(0));
         let tool = attest.wrap_rig(Refund(Arc::clone(&runs)));
         assert_eq!(ErasedTool::name(&tool), "stripe_create_refund");
         let mut context = ToolContext::default();
-        let result = tool
-            .execute(r#"{"amount": 4200}"#.to_owned(), &mut context)
-            .await;
+        let result = tool.execute(args.to_owned(), &mut context).await;
+        let rows = attest.ledger().list(10).unwrap();
+        (result, runs.load(Ordering::SeqCst), rows)
+    }
+
+    #[tokio::test]
+    async fn a_rejected_rig_call_never_runs_and_the_model_is_told_why() {
+        let (result, runs, rows) =
+            call_refund(AutoGate::reject("finance-lead"), r#"{"amount": 4200}"#).await;
         let refusal = result.refusal().expect("a refused result");
         assert!(
             refusal.message().contains("finance-lead"),
             "{}",
             refusal.message()
         );
-        assert_eq!(runs.load(Ordering::SeqCst), 0);
-        let rows = attest.ledger().list(10).unwrap();
+        assert_eq!(runs, 0);
         assert_eq!(rows.len(), 1);
         assert_eq!(
             (rows[0].system.as_str(), rows[0].level.as_deref()),
@@ -203,36 +205,23 @@ mod tests {
 
     #[tokio::test]
     async fn an_approved_rig_call_runs_once_and_is_recorded() {
-        let dir = tempfile::tempdir().unwrap();
-        let attest = attest(dir.path(), AutoGate::approve("finance-lead"));
-        let runs = Arc::new(AtomicUsize::new(0));
-        let tool = attest.wrap_rig(Refund(Arc::clone(&runs)));
-        let mut context = ToolContext::default();
-        let result = tool
-            .execute(r#"{"amount": 4200}"#.to_owned(), &mut context)
-            .await;
+        let (result, runs, rows) =
+            call_refund(AutoGate::approve("finance-lead"), r#"{"amount": 4200}"#).await;
         assert_eq!(
             result.output().as_json(),
             Some(&json!({"id": "re_1", "amount": 4200}))
         );
-        assert_eq!(runs.load(Ordering::SeqCst), 1);
-        let rows = attest.ledger().list(10).unwrap();
+        assert_eq!(runs, 1);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].level.as_deref(), Some("acknowledged"));
     }
 
     #[tokio::test]
     async fn arguments_that_do_not_fit_are_an_error_with_nothing_recorded() {
-        let dir = tempfile::tempdir().unwrap();
-        let attest = attest(dir.path(), AutoGate::approve("finance-lead"));
-        let runs = Arc::new(AtomicUsize::new(0));
-        let tool = attest.wrap_rig(Refund(Arc::clone(&runs)));
-        let mut context = ToolContext::default();
-        let result = tool
-            .execute(r#"{"amount": "lots"}"#.to_owned(), &mut context)
-            .await;
+        let (result, runs, rows) =
+            call_refund(AutoGate::approve("finance-lead"), r#"{"amount": "lots"}"#).await;
         assert!(result.error().is_some());
-        assert_eq!(runs.load(Ordering::SeqCst), 0);
-        assert!(attest.ledger().list(10).unwrap().is_empty());
+        assert_eq!(runs, 0);
+        assert!(rows.is_empty());
     }
 }

@@ -164,6 +164,15 @@ impl Action {
         self
     }
 
+    /// What a person reads when asked about it: `system.verb`, and ` → target` when
+    /// there is one (`gmail.send → bob@example.com`).
+    pub fn label(&self) -> String {
+        match &self.target {
+            Some(target) => format!("{}.{} → {target}", self.system, self.verb.as_str()),
+            None => format!("{}.{}", self.system, self.verb.as_str()),
+        }
+    }
+
     /// The risk tier before any policy file is consulted: explicit risk, then
     /// `delete` and unrecognised writes, then the verb's tier.
     pub fn base_risk(&self) -> Risk {

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
+use attest_core::verification::without_query;
 use attest_core::{
     detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, HttpOptions,
     HttpReader, ReadMethod, ReadRequest, Receipt, ToolError,
@@ -478,7 +479,7 @@ fn readback_check(
                 let evidence = Evidence::new("gateway");
                 return Finding::degraded("no URL to read the write back from", evidence);
             };
-            let mut evidence = Evidence::new(format!("GET {}", without_query(&url)));
+            let mut evidence = Evidence::new(format!("GET {}", without_query(url.as_str())));
             let request = ReadRequest {
                 method: ReadMethod::Get,
                 url: url.to_string(),
@@ -495,14 +496,6 @@ fn readback_check(
             }
         }
     })
-}
-
-/// A URL without its query string or fragment, which may carry tokens: fit for evidence.
-fn without_query(url: &Url) -> String {
-    let mut shown = url.clone();
-    shown.set_query(None);
-    shown.set_fragment(None);
-    shown.to_string()
 }
 
 type Slot<T> = Mutex<Option<T>>;

@@ -378,17 +378,7 @@ async fn link_page(
         Ok(request) => request,
         Err(err) => return err.into_response(),
     };
-    let action = format!(
-        "{}.{}{}",
-        request.action.system,
-        request.action.verb.as_str(),
-        request
-            .action
-            .target
-            .as_deref()
-            .map(|t| format!(" → {t}"))
-            .unwrap_or_default()
-    );
+    let action = request.action.label();
     let query_string: String = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(query.iter())
         .finish();

@@ -329,9 +329,9 @@ fn gateway_verifies_contradicts_and_refuses_writes() {
     assert!(!jsonl.contains("sekret"), "a credential reached the ledger");
     assert!(jsonl.contains("\"decision\":\"refuse\""));
     // Both writes were read back through the gateway with the caller's credentials.
-    let checks: Vec<Value> = jsonl
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["verification"].clone())
+    let checks: Vec<Value> = crate::exported_entries(dir.path())
+        .into_iter()
+        .map(|entry| entry["verification"].clone())
         .collect();
     assert_eq!(checks[0]["method"], "read-back:gateway", "{}", checks[0]);
     assert_eq!(
@@ -524,8 +524,7 @@ fn gateway_streams_unrecorded_reads_and_cuts_them_at_the_cap() {
     assert!(received <= 1000, "{received} bytes got through");
 
     // Unrecorded reads leave the ledger empty.
-    let export = attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]);
-    assert_eq!(stdout(&export).lines().count(), 0);
+    assert!(crate::exported_entries(dir.path()).is_empty());
 }
 
 #[test]
@@ -548,8 +547,9 @@ fn with_record_reads_a_read_is_decided_and_recorded() {
     assert!(body.contains("kept"), "{body}");
     assert_eq!(headers["x-attest-decision"], "act");
     assert_eq!(headers["x-attest-seq"], "1");
-    let export = attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]);
-    let entry: Value = serde_json::from_str(stdout(&export).trim()).unwrap();
+    let entries = crate::exported_entries(dir.path());
+    assert_eq!(entries.len(), 1);
+    let entry = &entries[0];
     assert_eq!(
         (
             &entry["verb"],

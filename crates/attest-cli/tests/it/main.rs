@@ -52,6 +52,16 @@ pub(crate) fn python() -> std::path::PathBuf {
     }
 }
 
+/// Every entry of `dir`'s `ledger.sqlite`, in ledger order, from `attest export`.
+pub(crate) fn exported_entries(dir: &Path) -> Vec<serde_json::Value> {
+    let output = attest(dir, &["--ledger", "ledger.sqlite", "export"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 /// Standard output as text.
 pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

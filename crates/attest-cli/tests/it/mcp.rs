@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::{attest, peer_missing, python, stderr, stdout};
+use crate::{attest, exported_entries, peer_missing, python, stderr, stdout};
 
 /// The repository's root.
 fn root() -> PathBuf {
@@ -122,13 +122,11 @@ fn rows(dir: &Path) -> Vec<Value> {
     rows
 }
 
-/// Each ledger entry's verification, in ledger order, from `attest export`.
+/// Each ledger entry's verification, in ledger order.
 fn verifications(dir: &Path) -> Vec<Value> {
-    let output = attest(dir, &["--ledger", "ledger.sqlite", "export"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    stdout(&output)
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap()["verification"].clone())
+    exported_entries(dir)
+        .into_iter()
+        .map(|entry| entry["verification"].clone())
         .collect()
 }
 
@@ -545,18 +543,10 @@ fn a_call_the_client_cancels_is_recorded_as_failed_and_the_session_goes_on() {
     assert!(calls[0]["error"].is_string(), "{}", calls[0]);
     assert_eq!(calls[1]["is_error"], false, "{}", calls[1]);
     assert!(calls[1]["text"].as_str().unwrap().contains("still here"));
-    let executions: Vec<String> =
-        std::str::from_utf8(&attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]).stdout)
-            .unwrap()
-            .lines()
-            .map(|line| {
-                let entry: Value = serde_json::from_str(line).unwrap();
-                entry["execution"]["status"]
-                    .as_str()
-                    .unwrap_or("?")
-                    .to_owned()
-            })
-            .collect();
+    let executions: Vec<Value> = exported_entries(dir.path())
+        .iter()
+        .map(|entry| entry["execution"]["status"].clone())
+        .collect();
     assert_eq!(executions, ["failed", "ok"]);
     verify(dir.path());
 }

@@ -77,17 +77,7 @@ impl SlackNotifier {
     /// The `chat.postMessage` body for `request`.
     pub fn message(&self, request: &ApprovalRequest) -> Result<Value, NotifyError> {
         let summary = request.summary();
-        let action = format!(
-            "{}.{}{}",
-            request.action.system,
-            request.action.verb.as_str(),
-            request
-                .action
-                .target
-                .as_deref()
-                .map(|t| format!(" → {t}"))
-                .unwrap_or_default()
-        );
+        let action = request.action.label();
         let who = summary["approver_members"]
             .as_array()
             .map(|people| {

@@ -146,7 +146,8 @@ pub(crate) fn result_id(result: &Value) -> Option<String> {
         .filter(|id| !id.trim().is_empty())
 }
 
-pub(crate) fn without_query(url: &str) -> &str {
+/// A URL without its query string or fragment, which may carry tokens: fit for evidence.
+pub fn without_query(url: &str) -> &str {
     url.split(['?', '#']).next().unwrap_or(url)
 }
 
