@@ -68,7 +68,7 @@ impl Ledger {
 
     /// The newest stored checkpoint, if any.
     pub fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError> {
-        Ok(self.checkpoints()?.pop())
+        self.latest_checkpoint_in(&self.lock())
     }
 
     pub(crate) fn checkpoints_in(
@@ -83,6 +83,19 @@ impl Ledger {
             .map_err(self.sqlite("reading checkpoints"))?;
         rows.map(|row| row.map_err(self.sqlite("reading checkpoints"))?)
             .collect()
+    }
+
+    /// The newest stored checkpoint only: one row read, however many there are.
+    pub(crate) fn latest_checkpoint_in(
+        &self,
+        conn: &Connection,
+    ) -> Result<Option<StoredCheckpoint>, LedgerError> {
+        conn.prepare_cached(
+            "SELECT size, root, note, ts FROM checkpoints ORDER BY size DESC LIMIT 1",
+        )
+        .and_then(|mut stmt| stmt.query_row([], read_checkpoint).optional())
+        .map_err(self.sqlite("reading the newest checkpoint"))?
+        .transpose()
     }
 
     fn checkpoint_at_in(
