@@ -40,6 +40,9 @@ impl Ledger {
         if let Some(existing) = self.checkpoint_at_in(&tx, size)? {
             return Ok((existing, false));
         }
+        // The tree hashes appends kept in memory go to the file with the checkpoint.
+        let mut edge = self.edge_in(&tx)?;
+        self.write_tree_tail(&tx, &mut edge)?;
         let root = self.root_in(&tx, size)?;
         let note = sign_checkpoint(key, size, &root)?;
         let ts = format_ts(self.now());
@@ -50,6 +53,7 @@ impl Ledger {
         .map_err(self.sqlite("storing a checkpoint"))?;
         // Commit point: the checkpoint is stored once this returns.
         tx.commit().map_err(self.sqlite("storing a checkpoint"))?;
+        self.keep_edge(edge);
         Ok((
             StoredCheckpoint {
                 size,
@@ -119,7 +123,7 @@ impl Ledger {
     }
 
     pub(crate) fn root_in(&self, conn: &Connection, size: u64) -> Result<Hash, LedgerError> {
-        tree_hash(size, &StoredHashes { conn })
+        tree_hash(size, &StoredHashes::new(conn))
             .map(|h| h.0)
             .map_err(|source| LedgerError::Tree { seq: size, source })
     }

@@ -15,7 +15,7 @@ use crate::clock::format_ts;
 use crate::entry::{Entry, FORMAT_VERSION};
 use crate::group::GroupCommit;
 use crate::jcs::write_entry;
-use crate::merkle::{leaf_hash, CompactRange, StoredHashes};
+use crate::merkle::{leaf_hash, read_tail, CompactRange};
 use crate::wal::WalCheckpointer;
 use crate::{Clock, Durability, LedgerError, Record, SystemClock};
 use tlog_tiles::stored_hash_index;
@@ -38,6 +38,15 @@ const DROPPED_INDEXES: [&str; 6] = [
     "entries_level",
     "entries_ts",
 ];
+
+/// Leaves whose tree hashes an append keeps in memory before writing them in one go.
+///
+/// A leaf's hashes written with it would cost a `tree_hashes` page in every commit;
+/// written every 64 leaves, one page covers them all. Until then they are derived
+/// data: any reader (another process, or this one after a crash) computes them from
+/// the entries' `hash` column ([`crate::merkle::read_tail`]), so proofs, roots and
+/// verify are the same whether they are written or not. A checkpoint writes them.
+const TREE_FLUSH_LEAVES: u64 = 64;
 
 const INSERT_ENTRY: &str =
     "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body)
@@ -183,11 +192,16 @@ pub struct Ledger {
 /// is the one it was taken at: that number changes whenever another connection, in
 /// this process or another, commits to the file, and never for this connection's own
 /// commits. Anything else re-reads the edge from the file.
-struct Edge {
+pub(crate) struct Edge {
     data_version: i64,
     seq: u64,
     hash: Hash,
     range: CompactRange,
+    /// Leaves whose tree hashes are in `tree_hashes`.
+    written: u64,
+    /// The tree hashes of leaves `written..=seq`, in stored-index order, not yet
+    /// written: they go to the file in bulk (see [`TREE_FLUSH_LEAVES`]).
+    pending: Vec<Hash>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -374,11 +388,7 @@ impl Ledger {
             let mut insert = tx
                 .prepare_cached(INSERT_ENTRY)
                 .map_err(self.sqlite("preparing an append"))?;
-            let mut insert_tree = tx
-                .prepare_cached(INSERT_TREE_HASH)
-                .map_err(self.sqlite("preparing an append"))?;
             let mut body = Vec::with_capacity(1024);
-            let mut completed: Vec<Hash> = Vec::with_capacity(8);
             for record in records {
                 let seq = edge.seq + 1;
                 let ts = format_ts(self.clock.now());
@@ -408,27 +418,49 @@ impl Ledger {
                         text,
                     ])
                     .map_err(self.sqlite("inserting an entry"))?;
-                // The tree hashes this leaf completes, at their stored-hash indexes.
-                completed.clear();
+                // The tree hashes this leaf completes, kept until the next bulk write.
+                let pending = &mut edge.pending;
                 edge.range
-                    .push_with(leaf_hash(&hash), |node| completed.push(*node));
-                let first = stored_hash_index(0, seq - 1);
-                for (idx, node) in (first..).zip(&completed) {
-                    insert_tree
-                        .execute(params![idx, &node[..]])
-                        .map_err(self.sqlite("storing tree hashes"))?;
-                }
+                    .push_with(leaf_hash(&hash), |node| pending.push(*node));
                 edge.seq = seq;
                 edge.hash = hash;
                 appended.push(Appended { seq, hash, ts });
             }
         }
+        if edge.seq - edge.written >= TREE_FLUSH_LEAVES {
+            self.write_tree_tail(&tx, &mut edge)?;
+        }
         // Commit point: once this returns, the rows are durable at the configured level.
         tx.commit().map_err(self.sqlite("committing an append"))?;
         // Our own commit leaves `data_version` as it was, so the edge stays current.
-        *self.edge_slot() = Some(edge);
+        self.keep_edge(edge);
         self.wal.committed(records.len(), &conn);
         Ok(appended)
+    }
+
+    /// Writes the pending tree hashes, inside the caller's write transaction.
+    pub(crate) fn write_tree_tail(
+        &self,
+        conn: &Connection,
+        edge: &mut Edge,
+    ) -> Result<(), LedgerError> {
+        let mut insert = conn
+            .prepare_cached(INSERT_TREE_HASH)
+            .map_err(self.sqlite("storing tree hashes"))?;
+        let first = stored_hash_index(0, edge.written);
+        for (idx, node) in (first..).zip(&edge.pending) {
+            insert
+                .execute(params![idx, &node[..]])
+                .map_err(self.sqlite("storing tree hashes"))?;
+        }
+        edge.pending.clear();
+        edge.written = edge.seq;
+        Ok(())
+    }
+
+    /// Keeps `edge` for the next append; only after its transaction committed.
+    pub(crate) fn keep_edge(&self, edge: Edge) {
+        *self.edge_slot() = Some(edge);
     }
 
     fn edge_slot(&self) -> MutexGuard<'_, Option<Edge>> {
@@ -437,8 +469,10 @@ impl Ledger {
     }
 
     /// The chain's end, inside a write transaction: the cached edge when no other
-    /// connection has committed since it was taken, else read from the file.
-    fn edge_in(&self, conn: &Connection) -> Result<Edge, LedgerError> {
+    /// connection has committed since it was taken, else read from the file (the
+    /// recovery path after another writer's commit or crash: the tail of tree hashes it
+    /// left unwritten is computed from the entries).
+    pub(crate) fn edge_in(&self, conn: &Connection) -> Result<Edge, LedgerError> {
         let data_version: i64 = conn
             .prepare_cached("PRAGMA data_version")
             .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
@@ -449,13 +483,23 @@ impl Ledger {
         }
         // A corrupt tip is not chained onto: the append fails and the action does not run.
         let (seq, hash) = self.tip_in(conn)?.unwrap_or((0, GENESIS));
-        let range = CompactRange::from_stored(seq, &StoredHashes { conn })
-            .map_err(|source| LedgerError::Tree { seq, source })?;
+        let tail = read_tail(conn).map_err(|source| LedgerError::Tree { seq, source })?;
+        if tail.range.size() != seq {
+            return Err(LedgerError::BadRow {
+                seq,
+                detail: format!(
+                    "the tree hashes cover {} entries but the last entry is seq {seq}; run `attest verify`",
+                    tail.range.size()
+                ),
+            });
+        }
         Ok(Edge {
             data_version,
             seq,
             hash,
-            range,
+            range: tail.range,
+            written: tail.written,
+            pending: tail.hashes,
         })
     }
 

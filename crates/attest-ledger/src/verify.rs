@@ -489,7 +489,7 @@ impl Ledger {
                 )),
             }
         }
-        let range = match CompactRange::from_stored(start, &StoredHashes { conn: &tx }) {
+        let range = match CompactRange::from_stored(start, &StoredHashes::new(&tx)) {
             Ok(range) => range,
             Err(err) => {
                 checker.report_problem(
@@ -566,7 +566,7 @@ impl Ledger {
         entry: &Hash,
         root: &Hash,
     ) -> bool {
-        let stored = StoredHashes { conn };
+        let stored = StoredHashes::new(conn);
         prove_record(size, index, &stored)
             .and_then(|proof| {
                 check_record(
@@ -589,7 +589,7 @@ impl Ledger {
         new: u64,
         new_root: &Hash,
     ) -> bool {
-        let stored = StoredHashes { conn };
+        let stored = StoredHashes::new(conn);
         prove_tree(new, old, &stored)
             .and_then(|proof| {
                 check_tree(&proof, new, TreeHash(*new_root), old, TreeHash(*old_root))

@@ -15,6 +15,9 @@
 //!   `PRAGMA data_version` changed or has no cache, and reads the edge from the file.
 //!   With two writer processes, each one's cache goes stale at every commit of the
 //!   other, so every append crosses that path.
+//! - killed with tree hashes still in memory (appends write them 64 leaves at a time):
+//!   they were derived data; verify, proofs and the next writer compute them from the
+//!   entries' hash column, and the next bulk write or checkpoint stores them.
 //! - killed during a WAL checkpoint (on the ledger's checkpoint thread): SQLite's own
 //!   recovery; the WAL still holds every committed frame.
 //!
