@@ -169,6 +169,12 @@ impl ChainChecker {
     /// Checks the next row. After a problem it carries on from the stored hash, so
     /// later findings are about later rows, not echoes of the first.
     pub fn check(&mut self, row: &StoredRow<'_>) {
+        self.check_hashed(row, entry_hash(row.body));
+    }
+
+    /// [`ChainChecker::check`] with the body's SHA-256 already computed (by the thread
+    /// that read the row, so hashing and checking run on both cores).
+    pub(crate) fn check_hashed(&mut self, row: &StoredRow<'_>, computed: Hash) {
         self.report.checked += 1;
         if row.seq != self.expected_seq {
             let detail = if row.seq > self.expected_seq {
@@ -181,7 +187,6 @@ impl ChainChecker {
             };
             self.problem(self.expected_seq, ProblemKind::SeqGap, detail);
         }
-        let computed = entry_hash(row.body);
         match <[u8; 32]>::try_from(row.hash) {
             Ok(stored) if stored == computed => {}
             Ok(stored) => self.problem(

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 use tlog_tiles::stored_hash_index;
 
-use crate::canonical::Hash;
+use crate::canonical::{entry_hash, Hash};
 use crate::merkle::{leaf_hash, CompactRange};
 use crate::verify::{b64, Claim};
 use crate::{ChainChecker, Ledger, LedgerError, ProblemKind, StoredRow};
@@ -35,10 +35,14 @@ struct OwnedRow {
     /// The table ends before this leaf: its hashes are the unwritten tail, which
     /// appends write in bulk; nothing stored to compare.
     unwritten: bool,
+    /// SHA-256 of the body and its leaf hash, computed by the reading thread.
+    body_hash: Hash,
+    leaf: Hash,
 }
 
 impl OwnedRow {
     fn copy(row: &StoredRow<'_>) -> OwnedRow {
+        let body_hash = entry_hash(row.body);
         let mut data = Vec::with_capacity(row.body.len() + 160);
         let mut spans = [(0, 0); 8];
         let mut nulls = 0;
@@ -68,6 +72,8 @@ impl OwnedRow {
             nulls,
             tree: None,
             unwritten: false,
+            body_hash,
+            leaf: leaf_hash(&body_hash),
         }
     }
 
@@ -229,7 +235,7 @@ fn check_rows(
     for batch in batches {
         for row in &batch {
             let stored = row.stored();
-            checker.check(&stored);
+            checker.check_hashed(&stored, row.body_hash);
             let mut expected = row.tree.map(|(start, end)| {
                 row.data
                     .get(start..end)
@@ -237,7 +243,7 @@ fn check_rows(
                     .chunks_exact(32)
             });
             let mut stored_ok = expected.is_some() || row.unwritten;
-            range.push_with(leaf_hash(&checker.prev()), |hash: &Hash| {
+            range.push_with(row.leaf, |hash: &Hash| {
                 let matches = row.unwritten
                     || expected
                         .as_mut()
