@@ -57,6 +57,7 @@ mod canonical;
 mod checkpoint;
 mod checkpoints;
 mod clock;
+mod columns;
 mod durability;
 mod entry;
 mod error;
