@@ -192,6 +192,12 @@ pub struct Ledger {
 /// is the one it was taken at: that number changes whenever another connection, in
 /// this process or another, commits to the file, and never for this connection's own
 /// commits. Anything else re-reads the edge from the file.
+///
+/// The append is a compare-and-swap on this edge: confirm it (or re-read it) inside the
+/// write transaction, insert rows at `seq + 1 …` (the primary key on `seq` refuses a
+/// second row at a seq), commit, keep the new edge. A store without `data_version`
+/// (PostgreSQL) can confirm the edge by the tip's seq and hash instead, and on a
+/// unique-key conflict drop it, re-read and re-hash.
 pub(crate) struct Edge {
     data_version: i64,
     seq: u64,
