@@ -66,6 +66,12 @@ pub enum AttestError {
     /// The ledger writer task stopped unexpectedly.
     #[error("the ledger writer stopped")]
     Writer(#[source] tokio::task::JoinError),
+    /// The ledger's writer thread could not be started.
+    #[error("cannot start the ledger writer thread")]
+    WriterThread(#[source] std::io::Error),
+    /// The ledger's writer thread is gone; nothing more can be recorded.
+    #[error("the ledger writer thread stopped")]
+    WriterStopped,
     /// The read-back HTTP client could not be built.
     #[error("cannot build the read-back http client")]
     Http(#[source] reqwest::Error),

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
-use attest_ledger::{Appended, Confirm, Ledger, Record};
+use attest_ledger::{to_hex, value_hash, Appended, Confirm, Ledger, Record};
 use attest_policy::{Action, Decision, Policy, PolicyError, RiskTierPolicy, Verdict};
 use serde_json::Value;
 
@@ -20,6 +20,8 @@ use crate::{AttestError, Receipt, ToolError};
 #[derive(Clone)]
 pub struct Attest {
     ledger: Arc<Ledger>,
+    /// The thread that appends to `ledger` for every clone of this `Attest`.
+    writer: LedgerWriter,
     policy: Arc<dyn Policy>,
     gate: Arc<dyn Gate>,
     agent: Option<String>,
@@ -30,7 +32,9 @@ pub struct Attest {
 }
 
 mod resume;
+mod writer;
 pub use resume::Decided;
+use writer::LedgerWriter;
 
 impl std::fmt::Debug for Attest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -108,10 +112,12 @@ impl AttestBuilder {
 
     /// Builds the pipeline; fails only when no ledger was given.
     pub fn build(self) -> Result<Attest, AttestError> {
+        let ledger = self
+            .ledger
+            .ok_or(AttestError::Internal("an Attest needs a ledger"))?;
         Ok(Attest {
-            ledger: self
-                .ledger
-                .ok_or(AttestError::Internal("an Attest needs a ledger"))?,
+            writer: LedgerWriter::start(Arc::clone(&ledger))?,
+            ledger,
             policy: self.policy.unwrap_or_else(|| Arc::new(RiskTierPolicy)),
             gate: self.gate.unwrap_or_else(|| Arc::new(RejectGate)),
             agent: self.agent,
@@ -368,7 +374,8 @@ impl Attest {
         if action.actor.is_none() {
             action.actor.clone_from(&self.actor);
         }
-        let params_hash = action.params_hash()?;
+        // The same bytes and hash as `Action::params_hash`, by the ledger's fast writer.
+        let params_hash = to_hex(&value_hash(&action.params)?);
         Ok(Prepared {
             action,
             params_hash,
@@ -605,12 +612,9 @@ impl Attest {
     }
 
     async fn append(&self, record: Record) -> Result<Appended, AttestError> {
-        let ledger = Arc::clone(&self.ledger);
-        // SQLite blocks (and at `full` durability, syncs): keep it off the async workers.
-        tokio::task::spawn_blocking(move || ledger.append_owned(record))
-            .await
-            .map_err(AttestError::Writer)?
-            .map_err(AttestError::Ledger)
+        // SQLite blocks (and at `full` durability, syncs): the writer thread does it, off
+        // the async workers, group-committing concurrent actions.
+        self.writer.append(record).await
     }
 }
 

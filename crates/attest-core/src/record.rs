@@ -1,6 +1,6 @@
 //! Turning an action, its verdict and its outcome into a ledger record.
 
-use attest_ledger::{canonical_bytes, Confirm, Execution, Record, Verification};
+use attest_ledger::{to_hex, value_hash, Confirm, Execution, Record, Verification};
 use attest_policy::{params_preview, Action, Decision, Verdict};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -83,7 +83,7 @@ fn execution(status: &str, result_hash: Option<String>, error_hash: Option<Strin
 
 /// SHA-256 of a result's canonical (RFC 8785) form.
 fn hash_value(value: &Value) -> Result<String, AttestError> {
-    Ok(sha256_hex(&canonical_bytes(value)?))
+    Ok(to_hex(&value_hash(value)?))
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

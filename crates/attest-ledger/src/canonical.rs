@@ -19,6 +19,19 @@ pub fn canonical_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, LedgerError> 
     serde_json_canonicalizer::to_vec(value).map_err(LedgerError::Canonical)
 }
 
+/// The RFC 8785 bytes of a free-form JSON value, written by the ledger's own writer
+/// (byte-identical to [`canonical_bytes`], without serde's per-key buffers).
+pub fn canonical_value_bytes(value: &serde_json::Value) -> Result<Vec<u8>, LedgerError> {
+    let mut out = Vec::with_capacity(128);
+    crate::jcs::write_value(&mut out, value)?;
+    Ok(out)
+}
+
+/// SHA-256 of a JSON value's RFC 8785 bytes: how params and results are fingerprinted.
+pub fn value_hash(value: &serde_json::Value) -> Result<Hash, LedgerError> {
+    Ok(Sha256::digest(canonical_value_bytes(value)?).into())
+}
+
 /// The entry hash: SHA-256 over the stored canonical bytes (DESIGN.md, "Entry hash").
 pub fn entry_hash(canonical: &[u8]) -> Hash {
     Sha256::digest(canonical).into()

@@ -40,6 +40,9 @@ impl Ledger {
         if let Some(existing) = self.checkpoint_at_in(&tx, size)? {
             return Ok((existing, false));
         }
+        // The tree hashes appends kept in memory go to the file with the checkpoint.
+        let mut edge = self.edge_in(&tx)?;
+        self.write_tree_tail(&tx, &mut edge)?;
         let root = self.root_in(&tx, size)?;
         let note = sign_checkpoint(key, size, &root)?;
         let ts = format_ts(self.now());
@@ -50,6 +53,7 @@ impl Ledger {
         .map_err(self.sqlite("storing a checkpoint"))?;
         // Commit point: the checkpoint is stored once this returns.
         tx.commit().map_err(self.sqlite("storing a checkpoint"))?;
+        self.keep_edge(edge);
         Ok((
             StoredCheckpoint {
                 size,
@@ -68,7 +72,7 @@ impl Ledger {
 
     /// The newest stored checkpoint, if any.
     pub fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError> {
-        Ok(self.checkpoints()?.pop())
+        self.latest_checkpoint_in(&self.lock())
     }
 
     pub(crate) fn checkpoints_in(
@@ -83,6 +87,19 @@ impl Ledger {
             .map_err(self.sqlite("reading checkpoints"))?;
         rows.map(|row| row.map_err(self.sqlite("reading checkpoints"))?)
             .collect()
+    }
+
+    /// The newest stored checkpoint only: one row read, however many there are.
+    pub(crate) fn latest_checkpoint_in(
+        &self,
+        conn: &Connection,
+    ) -> Result<Option<StoredCheckpoint>, LedgerError> {
+        conn.prepare_cached(
+            "SELECT size, root, note, ts FROM checkpoints ORDER BY size DESC LIMIT 1",
+        )
+        .and_then(|mut stmt| stmt.query_row([], read_checkpoint).optional())
+        .map_err(self.sqlite("reading the newest checkpoint"))?
+        .transpose()
     }
 
     fn checkpoint_at_in(
@@ -106,7 +123,7 @@ impl Ledger {
     }
 
     pub(crate) fn root_in(&self, conn: &Connection, size: u64) -> Result<Hash, LedgerError> {
-        tree_hash(size, &StoredHashes { conn })
+        tree_hash(size, &StoredHashes::new(conn))
             .map(|h| h.0)
             .map_err(|source| LedgerError::Tree { seq: size, source })
     }

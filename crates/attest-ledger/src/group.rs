@@ -11,8 +11,8 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::{Appended, Ledger, LedgerError, Record};
 
-/// Most records one leader writes in one transaction.
-const MAX_GROUP: usize = 4096;
+/// Most records one group commit writes in one transaction.
+pub const MAX_GROUP: usize = 4096;
 
 /// The queue and the hand-off of results.
 #[derive(Default)]
@@ -72,22 +72,29 @@ impl Ledger {
     /// its own so every caller gets its own outcome (one bad record fails alone).
     fn commit_group(&self, batch: Vec<(u64, Record)>) -> Vec<(u64, Result<Appended, LedgerError>)> {
         let (tickets, records): (Vec<u64>, Vec<Record>) = batch.into_iter().unzip();
-        match self.append_batch(&records) {
-            Ok(appended) if appended.len() == tickets.len() => tickets
-                .into_iter()
-                .zip(appended.into_iter().map(Ok))
-                .collect(),
-            _ => tickets
-                .into_iter()
-                .zip(&records)
-                .map(|(ticket, record)| {
-                    let one = self
-                        .append_batch(std::slice::from_ref(record))
+        tickets
+            .into_iter()
+            .zip(self.append_each(&records))
+            .collect()
+    }
+
+    /// Appends records from independent callers: in one transaction and one sync when
+    /// all of them can be written, else each on its own, so one bad record fails
+    /// alone. Returns one result per record, in order; each `Ok` is durable at the
+    /// configured level. A dedicated writer thread that drains a queue calls this.
+    pub fn append_each(&self, records: &[Record]) -> Vec<Result<Appended, LedgerError>> {
+        match self.append_batch(records) {
+            Ok(appended) if appended.len() == records.len() => {
+                appended.into_iter().map(Ok).collect()
+            }
+            _ => records
+                .iter()
+                .map(|record| {
+                    self.append_batch(std::slice::from_ref(record))
                         .and_then(|mut v| {
                             v.pop()
                                 .ok_or(LedgerError::Internal("a batch of one appended nothing"))
-                        });
-                    (ticket, one)
+                        })
                 })
                 .collect(),
         }

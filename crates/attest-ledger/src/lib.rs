@@ -57,19 +57,24 @@ mod canonical;
 mod checkpoint;
 mod checkpoints;
 mod clock;
+mod columns;
 mod durability;
 mod entry;
 mod error;
 mod group;
+mod jcs;
 mod keys;
 mod merkle;
 mod proofs;
 mod prune;
 mod sqlite;
 mod verify;
+mod wal;
 mod walk;
 
-pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, Hash, GENESIS};
+pub use canonical::{
+    canonical_bytes, canonical_value_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS,
+};
 pub use checkpoint::{
     open_checkpoint, read_checkpoint_unverified, sign_checkpoint, split_notes, CheckpointBody,
     CheckpointError, MAX_NOTE_BYTES,
@@ -79,6 +84,7 @@ pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
 pub use entry::{Confirm, Execution, Record, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
+pub use group::MAX_GROUP;
 pub use keys::{SigningKey, VerifierKey};
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
 pub use proofs::{ConsistencyProof, InclusionProof, ProofError};

@@ -104,7 +104,7 @@ impl Ledger {
             }
             None => return Err(LedgerError::Pruned { seq }),
         };
-        let stored = StoredHashes { conn: &conn };
+        let stored = StoredHashes::new(&conn);
         let tree = |source| LedgerError::Tree { seq, source };
         let proof = prove_record(size, seq - 1, &stored).map_err(tree)?;
         let root = self.root_in(&conn, size)?;
@@ -146,7 +146,7 @@ impl Ledger {
                 size: new,
             });
         }
-        let stored = StoredHashes { conn: &conn };
+        let stored = StoredHashes::new(&conn);
         let proof = prove_tree(new, old, &stored)
             .map_err(|source| LedgerError::Tree { seq: new, source })?;
         Ok(ConsistencyProof {

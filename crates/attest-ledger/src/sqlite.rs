@@ -10,19 +10,49 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use crate::canonical::{canonical_bytes, entry_hash, to_hex, Hash, GENESIS};
+use crate::canonical::{entry_hash, to_hex, Hash, GENESIS};
 use crate::clock::format_ts;
 use crate::entry::{Entry, FORMAT_VERSION};
 use crate::group::GroupCommit;
-use crate::merkle::{leaf_hash, StoredHashes, TreeHash};
+use crate::jcs::write_entry;
+use crate::merkle::{leaf_hash, read_tail, CompactRange};
+use crate::wal::WalCheckpointer;
 use crate::{Clock, Durability, LedgerError, Record, SystemClock};
-use tlog_tiles::{stored_hash_index, stored_hashes_for_record_hash};
+use tlog_tiles::stored_hash_index;
 
 /// The schema version stored in `attest_meta`; bump it with a migration.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// How long a writer waits for another writer's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Secondary indexes that releases before this one created on `entries`. No query the
+/// product runs uses them (listings read by seq, prune by seq range), and each one
+/// cost a page write per append, so opening a ledger drops them. Their absence is
+/// invisible to older releases, which open and append to the file as before.
+const DROPPED_INDEXES: [&str; 6] = [
+    "entries_system",
+    "entries_verb",
+    "entries_agent",
+    "entries_decision",
+    "entries_level",
+    "entries_ts",
+];
+
+/// Leaves whose tree hashes an append keeps in memory before writing them in one go.
+///
+/// A leaf's hashes written with it would cost a `tree_hashes` page in every commit;
+/// written every 64 leaves, one page covers them all. Until then they are derived
+/// data: any reader (another process, or this one after a crash) computes them from
+/// the entries' `hash` column ([`crate::merkle::read_tail`]), so proofs, roots and
+/// verify are the same whether they are written or not. A checkpoint writes them.
+const TREE_FLUSH_LEAVES: u64 = 64;
+
+const INSERT_ENTRY: &str =
+    "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+const INSERT_TREE_HASH: &str = "INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)";
+const SELECT_TIP: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS attest_meta (
@@ -40,12 +70,6 @@ CREATE TABLE IF NOT EXISTS entries (
     level    TEXT,
     body     TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS entries_system ON entries(system);
-CREATE INDEX IF NOT EXISTS entries_verb ON entries(verb);
-CREATE INDEX IF NOT EXISTS entries_agent ON entries(agent);
-CREATE INDEX IF NOT EXISTS entries_decision ON entries(decision);
-CREATE INDEX IF NOT EXISTS entries_level ON entries(level);
-CREATE INDEX IF NOT EXISTS entries_ts ON entries(ts);
 CREATE TABLE IF NOT EXISTS tree_hashes (
     idx  INTEGER PRIMARY KEY,
     hash BLOB NOT NULL
@@ -153,8 +177,37 @@ pub struct StoredRow<'a> {
 pub struct Ledger {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// The chain's end as this connection last committed it; locked only while `conn`
+    /// is held.
+    edge: Mutex<Option<Edge>>,
     clock: Arc<dyn Clock>,
     pub(crate) group: GroupCommit,
+    /// WAL checkpoints, run on a thread of their own instead of inside a commit.
+    wal: WalCheckpointer,
+}
+
+/// The tip and the tree's right edge, kept in memory so an append reads neither.
+///
+/// It is trusted only while `PRAGMA data_version` (read inside the write transaction)
+/// is the one it was taken at: that number changes whenever another connection, in
+/// this process or another, commits to the file, and never for this connection's own
+/// commits. Anything else re-reads the edge from the file.
+///
+/// The append is a compare-and-swap on this edge: confirm it (or re-read it) inside the
+/// write transaction, insert rows at `seq + 1 …` (the primary key on `seq` refuses a
+/// second row at a seq), commit, keep the new edge. A store without `data_version`
+/// (PostgreSQL) can confirm the edge by the tip's seq and hash instead, and on a
+/// unique-key conflict drop it, re-read and re-hash.
+pub(crate) struct Edge {
+    data_version: i64,
+    seq: u64,
+    hash: Hash,
+    range: CompactRange,
+    /// Leaves whose tree hashes are in `tree_hashes`.
+    written: u64,
+    /// The tree hashes of leaves `written..=seq`, in stored-index order, not yet
+    /// written: they go to the file in bulk (see [`TREE_FLUSH_LEAVES`]).
+    pending: Vec<Hash>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -204,11 +257,17 @@ impl Ledger {
             .map_err(sqlite("switching to WAL"))?;
         conn.pragma_update(None, "synchronous", options.durability.pragma())
             .map_err(sqlite("setting durability"))?;
+        // Commits never checkpoint the WAL themselves: `wal` does it off the append path.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(sqlite("handing WAL checkpoints to a thread"))?;
+        let wal = WalCheckpointer::start(&path).map_err(sqlite("opening the WAL checkpointer"))?;
         let ledger = Ledger {
             path,
             conn: Mutex::new(conn),
+            edge: Mutex::new(None),
             clock: options.clock,
             group: GroupCommit::default(),
+            wal,
         };
         ledger.init_schema()?;
         Ok(ledger)
@@ -276,6 +335,24 @@ impl Ledger {
                     expected: SCHEMA_VERSION,
                 });
             }
+            let stale: bool = tx
+                .query_row(
+                    &format!(
+                        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name IN ('{}'))",
+                        DROPPED_INDEXES.join("', '")
+                    ),
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(self.sqlite("reading the schema"))?;
+            if stale {
+                for index in DROPPED_INDEXES {
+                    tx.execute_batch(&format!("DROP INDEX IF EXISTS {index}"))
+                        .map_err(self.sqlite("dropping unused indexes"))?;
+                }
+                tx.commit()
+                    .map_err(self.sqlite("dropping unused indexes"))?;
+            }
             return Ok(());
         }
         // `approvals` belongs to attest-core's approval store, which shares the file.
@@ -308,38 +385,20 @@ impl Ledger {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.sqlite("starting an append"))?;
-        // The tip is read under the write lock: no other writer can append in between.
-        let tip: Option<(u64, Vec<u8>)> = tx
-            .query_row(
-                "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
-            .map_err(self.sqlite("reading the tip"))?;
-        let (mut seq, mut prev) = match tip {
-            // A corrupt tip is not chained onto: the append fails and the action does not run.
-            Some((seq, hash)) => (
-                seq,
-                hash.try_into().map_err(|_| LedgerError::BadRow {
-                    seq,
-                    detail: "hash column is not 32 bytes; run `attest verify`".to_owned(),
-                })?,
-            ),
-            None => (0, GENESIS),
-        };
+        // The tip is read (or confirmed current) under the write lock: no other writer
+        // can append in between. Until the commit, the edge lives only here: on any
+        // error it is dropped and the next append reads the file again.
+        let mut edge = self.edge_in(&tx)?;
         let mut appended = Vec::with_capacity(records.len());
         {
             let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )
+                .prepare_cached(INSERT_ENTRY)
                 .map_err(self.sqlite("preparing an append"))?;
+            let mut body = Vec::with_capacity(1024);
             for record in records {
-                seq += 1;
+                let seq = edge.seq + 1;
                 let ts = format_ts(self.clock.now());
-                let prev_hex = to_hex(&prev);
+                let prev_hex = to_hex(&edge.hash);
                 let entry = Entry {
                     v: FORMAT_VERSION,
                     seq,
@@ -347,10 +406,11 @@ impl Ledger {
                     ts: &ts,
                     record,
                 };
-                let body = canonical_bytes(&entry)?;
-                let body = String::from_utf8(body)
+                body.clear();
+                write_entry(&mut body, &entry)?;
+                let text = std::str::from_utf8(&body)
                     .map_err(|_| LedgerError::Internal("canonical JSON is not UTF-8"))?;
-                let hash = entry_hash(body.as_bytes());
+                let hash = entry_hash(&body);
                 insert
                     .execute(params![
                         seq,
@@ -361,24 +421,92 @@ impl Ledger {
                         &record.agent,
                         &record.decision,
                         record.verification.as_ref().map(|v| v.level.as_str()),
-                        &body,
+                        text,
                     ])
                     .map_err(self.sqlite("inserting an entry"))?;
-                store_tree_hashes(&tx, seq - 1, &hash).map_err(|source| match source {
-                    TreeError::Sqlite(source) => LedgerError::Sqlite {
-                        path: self.path.clone(),
-                        during: "storing tree hashes",
-                        source,
-                    },
-                    TreeError::Tree(source) => LedgerError::Tree { seq, source },
-                })?;
-                prev = hash;
+                // The tree hashes this leaf completes, kept until the next bulk write.
+                let pending = &mut edge.pending;
+                edge.range
+                    .push_with(leaf_hash(&hash), |node| pending.push(*node));
+                edge.seq = seq;
+                edge.hash = hash;
                 appended.push(Appended { seq, hash, ts });
             }
         }
+        if edge.seq - edge.written >= TREE_FLUSH_LEAVES {
+            self.write_tree_tail(&tx, &mut edge)?;
+        }
         // Commit point: once this returns, the rows are durable at the configured level.
         tx.commit().map_err(self.sqlite("committing an append"))?;
+        // Our own commit leaves `data_version` as it was, so the edge stays current.
+        self.keep_edge(edge);
+        self.wal.committed(records.len(), &conn);
         Ok(appended)
+    }
+
+    /// Writes the pending tree hashes, inside the caller's write transaction.
+    pub(crate) fn write_tree_tail(
+        &self,
+        conn: &Connection,
+        edge: &mut Edge,
+    ) -> Result<(), LedgerError> {
+        let mut insert = conn
+            .prepare_cached(INSERT_TREE_HASH)
+            .map_err(self.sqlite("storing tree hashes"))?;
+        let first = stored_hash_index(0, edge.written);
+        for (idx, node) in (first..).zip(&edge.pending) {
+            insert
+                .execute(params![idx, &node[..]])
+                .map_err(self.sqlite("storing tree hashes"))?;
+        }
+        edge.pending.clear();
+        edge.written = edge.seq;
+        Ok(())
+    }
+
+    /// Keeps `edge` for the next append; only after its transaction committed.
+    pub(crate) fn keep_edge(&self, edge: Edge) {
+        *self.edge_slot() = Some(edge);
+    }
+
+    fn edge_slot(&self) -> MutexGuard<'_, Option<Edge>> {
+        // Only whole values are stored; a poisoned lock holds no torn state.
+        self.edge.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The chain's end, inside a write transaction: the cached edge when no other
+    /// connection has committed since it was taken, else read from the file (the
+    /// recovery path after another writer's commit or crash: the tail of tree hashes it
+    /// left unwritten is computed from the entries).
+    pub(crate) fn edge_in(&self, conn: &Connection) -> Result<Edge, LedgerError> {
+        let data_version: i64 = conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(self.sqlite("reading the data version"))?;
+        let cached = self.edge_slot().take();
+        if let Some(edge) = cached.filter(|edge| edge.data_version == data_version) {
+            return Ok(edge);
+        }
+        // A corrupt tip is not chained onto: the append fails and the action does not run.
+        let (seq, hash) = self.tip_in(conn)?.unwrap_or((0, GENESIS));
+        let tail = read_tail(conn).map_err(|source| LedgerError::Tree { seq, source })?;
+        if tail.range.size() != seq {
+            return Err(LedgerError::BadRow {
+                seq,
+                detail: format!(
+                    "the tree hashes cover {} entries but the last entry is seq {seq}; run `attest verify`",
+                    tail.range.size()
+                ),
+            });
+        }
+        Ok(Edge {
+            data_version,
+            seq,
+            hash,
+            range: tail.range,
+            written: tail.written,
+            pending: tail.hashes,
+        })
     }
 
     /// The newest row's seq and hash, or `None` for an empty ledger.
@@ -388,19 +516,18 @@ impl Ledger {
 
     pub(crate) fn tip_in(&self, conn: &Connection) -> Result<Option<(u64, Hash)>, LedgerError> {
         let tip: Option<(u64, Vec<u8>)> = conn
-            .query_row(
-                "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
+            .prepare_cached(SELECT_TIP)
+            .and_then(|mut stmt| {
+                stmt.query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()
+            })
             .map_err(self.sqlite("reading the tip"))?;
         match tip {
             None => Ok(None),
             Some((seq, hash)) => {
                 let hash: Hash = hash.try_into().map_err(|_| LedgerError::BadRow {
                     seq,
-                    detail: "hash column is not 32 bytes".to_owned(),
+                    detail: "hash column is not 32 bytes; run `attest verify`".to_owned(),
                 })?;
                 Ok(Some((seq, hash)))
             }
@@ -507,27 +634,4 @@ impl Ledger {
         out.flush().map_err(LedgerError::Output)?;
         Ok(count)
     }
-}
-
-/// Why tree hashes could not be stored.
-pub(crate) enum TreeError {
-    Sqlite(rusqlite::Error),
-    Tree(tlog_tiles::Error),
-}
-
-/// Stores the tree hashes that leaf `index` completes, at their stored-hash indexes.
-fn store_tree_hashes(conn: &Connection, index: u64, entry_hash: &Hash) -> Result<(), TreeError> {
-    let leaf = TreeHash(leaf_hash(entry_hash));
-    let hashes = stored_hashes_for_record_hash(index, leaf, &StoredHashes { conn })
-        .map_err(TreeError::Tree)?;
-    let mut insert = conn
-        .prepare_cached("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")
-        .map_err(TreeError::Sqlite)?;
-    let first = stored_hash_index(0, index);
-    for (offset, hash) in (0u64..).zip(hashes) {
-        insert
-            .execute(params![first + offset, &hash.0[..]])
-            .map_err(TreeError::Sqlite)?;
-    }
-    Ok(())
 }

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 use tlog_tiles::stored_hash_index;
 
-use crate::canonical::Hash;
+use crate::canonical::{entry_hash, Hash};
 use crate::merkle::{leaf_hash, CompactRange};
 use crate::verify::{b64, Claim};
 use crate::{ChainChecker, Ledger, LedgerError, ProblemKind, StoredRow};
@@ -18,6 +18,8 @@ use crate::{ChainChecker, Ledger, LedgerError, ProblemKind, StoredRow};
 const BATCH: usize = 512;
 /// Batches in flight; bounds memory.
 const IN_FLIGHT: usize = 4;
+/// Walks this short are checked on the calling thread: a thread costs more than they do.
+const INLINE_ROWS: u64 = 1024;
 
 /// One row copied out of SQLite: its fields live in `data`, located by `spans`.
 struct OwnedRow {
@@ -30,10 +32,17 @@ struct OwnedRow {
     /// The leaf's stored tree hashes, in `data` after the fields; `None` if a stored
     /// index was missing or out of order.
     tree: Option<(usize, usize)>,
+    /// The table ends before this leaf: its hashes are the unwritten tail, which
+    /// appends write in bulk; nothing stored to compare.
+    unwritten: bool,
+    /// SHA-256 of the body and its leaf hash, computed by the reading thread.
+    body_hash: Hash,
+    leaf: Hash,
 }
 
 impl OwnedRow {
     fn copy(row: &StoredRow<'_>) -> OwnedRow {
+        let body_hash = entry_hash(row.body);
         let mut data = Vec::with_capacity(row.body.len() + 160);
         let mut spans = [(0, 0); 8];
         let mut nulls = 0;
@@ -62,6 +71,9 @@ impl OwnedRow {
             spans,
             nulls,
             tree: None,
+            unwritten: false,
+            body_hash,
+            leaf: leaf_hash(&body_hash),
         }
     }
 
@@ -98,74 +110,36 @@ pub(crate) struct Walked {
 }
 
 impl Ledger {
-    /// Walks every row after `start`: the chain, the stored tree hashes, and each
-    /// claimed root the walk passes.
+    /// Walks the `expected` rows after `start`: the chain, the stored tree hashes, and
+    /// each claimed root the walk passes. A short walk (`verify --since-checkpoint`)
+    /// is checked on this thread; a long one on a worker while this thread reads.
+    #[allow(clippy::too_many_arguments)] // one private call site; a struct would only rename them
     pub(crate) fn walk(
         &self,
         conn: &Connection,
         start: u64,
+        expected: u64,
         checker: ChainChecker,
         range: CompactRange,
         claims: &BTreeMap<u64, Claim>,
         mut progress: impl FnMut(u64),
     ) -> Result<Walked, LedgerError> {
-        let mut tree_stmt = conn
-            .prepare_cached("SELECT idx, hash FROM tree_hashes WHERE idx >= ?1 ORDER BY idx")
-            .map_err(self.sqlite("reading tree hashes"))?;
-        let mut tree_rows = tree_stmt
-            .query([stored_hash_index(0, start)])
-            .map_err(self.sqlite("reading tree hashes"))?;
+        if expected <= INLINE_ROWS {
+            let mut rows = Vec::new();
+            self.read_rows(conn, start, &mut progress, |batch| {
+                rows.extend(batch);
+                true
+            })?;
+            return Ok(check_rows([rows], checker, range, claims));
+        }
         std::thread::scope(|scope| {
             let (send, receive) = mpsc::sync_channel::<Vec<OwnedRow>>(IN_FLIGHT);
             let worker = scope.spawn(move || check_rows(receive, checker, range, claims));
-            let mut batch = Vec::with_capacity(BATCH);
-            let mut leaf = start;
-            let mut read = 0u64;
             let mut worker_gone = false;
-            let result = self.for_each_row_in(conn, start + 1, |row| {
-                let mut owned = OwnedRow::copy(row);
-                // The stored hashes this leaf completed: 1 + trailing zeros of leaf + 1.
-                let count = 1 + (leaf + 1).trailing_zeros() as u64;
-                let first = stored_hash_index(0, leaf);
-                let from = owned.data.len();
-                let mut in_order = true;
-                for k in 0..count {
-                    match tree_rows
-                        .next()
-                        .map_err(self.sqlite("reading tree hashes"))?
-                    {
-                        Some(stored) => {
-                            let idx: Option<u64> = stored.get(0).ok();
-                            let bytes = stored.get_ref(1).ok().and_then(|v| v.as_blob().ok());
-                            match bytes {
-                                Some(bytes) if idx == Some(first + k) && bytes.len() == 32 => {
-                                    owned.data.extend_from_slice(bytes)
-                                }
-                                _ => in_order = false,
-                            }
-                        }
-                        None => in_order = false,
-                    }
-                }
-                owned.tree = in_order.then_some((from, owned.data.len()));
-                leaf += 1;
-                batch.push(owned);
-                if batch.len() == BATCH {
-                    read += BATCH as u64;
-                    progress(read);
-                    if send.send(std::mem::take(&mut batch)).is_err() {
-                        worker_gone = true;
-                        return Ok(false);
-                    }
-                    batch.reserve(BATCH);
-                }
-                Ok(true)
-            });
-            if !batch.is_empty() && !worker_gone {
-                read += batch.len() as u64;
+            let result = self.read_rows(conn, start, &mut progress, |batch| {
                 worker_gone = send.send(batch).is_err();
-            }
-            progress(read);
+                !worker_gone
+            });
             drop(send);
             let walked = worker
                 .join()
@@ -179,11 +153,80 @@ impl Ledger {
             Ok(walked)
         })
     }
+
+    /// Reads the rows after `start` with the stored tree hashes each leaf completed,
+    /// in batches handed to `sink`; stops when `sink` returns `false`.
+    fn read_rows(
+        &self,
+        conn: &Connection,
+        start: u64,
+        progress: &mut impl FnMut(u64),
+        mut sink: impl FnMut(Vec<OwnedRow>) -> bool,
+    ) -> Result<(), LedgerError> {
+        let mut tree_stmt = conn
+            .prepare_cached("SELECT idx, hash FROM tree_hashes WHERE idx >= ?1 ORDER BY idx")
+            .map_err(self.sqlite("reading tree hashes"))?;
+        let mut tree_rows = tree_stmt
+            .query([stored_hash_index(0, start)])
+            .map_err(self.sqlite("reading tree hashes"))?;
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut leaf = start;
+        let mut read = 0u64;
+        let mut open = true;
+        let mut unwritten = false;
+        self.for_each_row_in(conn, start + 1, |row| {
+            let mut owned = OwnedRow::copy(row);
+            // The stored hashes this leaf completed: 1 + trailing zeros of leaf + 1.
+            let count = 1 + (leaf + 1).trailing_zeros() as u64;
+            let first = stored_hash_index(0, leaf);
+            let from = owned.data.len();
+            let mut in_order = true;
+            for k in 0..count {
+                if unwritten {
+                    break;
+                }
+                match tree_rows
+                    .next()
+                    .map_err(self.sqlite("reading tree hashes"))?
+                {
+                    // The table ends at a leaf boundary: the rest is the unwritten tail.
+                    None if k == 0 => unwritten = true,
+                    Some(stored) => {
+                        let idx: Option<u64> = stored.get(0).ok();
+                        let bytes = stored.get_ref(1).ok().and_then(|v| v.as_blob().ok());
+                        match bytes {
+                            Some(bytes) if idx == Some(first + k) && bytes.len() == 32 => {
+                                owned.data.extend_from_slice(bytes)
+                            }
+                            _ => in_order = false,
+                        }
+                    }
+                    None => in_order = false,
+                }
+            }
+            owned.tree = in_order.then_some((from, owned.data.len()));
+            owned.unwritten = unwritten;
+            leaf += 1;
+            batch.push(owned);
+            if batch.len() == BATCH {
+                read += BATCH as u64;
+                progress(read);
+                open = sink(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+            }
+            Ok(open)
+        })?;
+        if !batch.is_empty() && open {
+            read += batch.len() as u64;
+            sink(batch);
+        }
+        progress(read);
+        Ok(())
+    }
 }
 
-/// The worker: checks batches in order.
+/// Checks batches in order (on the worker, or inline for a short walk).
 fn check_rows(
-    batches: mpsc::Receiver<Vec<OwnedRow>>,
+    batches: impl IntoIterator<Item = Vec<OwnedRow>>,
     mut checker: ChainChecker,
     mut range: CompactRange,
     claims: &BTreeMap<u64, Claim>,
@@ -192,19 +235,20 @@ fn check_rows(
     for batch in batches {
         for row in &batch {
             let stored = row.stored();
-            checker.check(&stored);
+            checker.check_hashed(&stored, row.body_hash);
             let mut expected = row.tree.map(|(start, end)| {
                 row.data
                     .get(start..end)
                     .unwrap_or_default()
                     .chunks_exact(32)
             });
-            let mut stored_ok = expected.is_some();
-            range.push_with(leaf_hash(&checker.prev()), |hash: &Hash| {
-                let matches = expected
-                    .as_mut()
-                    .and_then(|hashes| hashes.next())
-                    .is_some_and(|stored| stored == hash);
+            let mut stored_ok = expected.is_some() || row.unwritten;
+            range.push_with(row.leaf, |hash: &Hash| {
+                let matches = row.unwritten
+                    || expected
+                        .as_mut()
+                        .and_then(|hashes| hashes.next())
+                        .is_some_and(|stored| stored == hash);
                 stored_ok &= matches;
             });
             if !stored_ok && tree_ok {

@@ -142,3 +142,33 @@ fn another_programs_database_is_refused() {
     let err = Ledger::open(&path, LedgerOptions::default()).unwrap_err();
     assert!(matches!(err, LedgerError::SchemaVersion { .. }), "{err}");
 }
+
+/// A ledger written by the previous release carries six secondary indexes on
+/// `entries`; opening it drops them (no query uses them), and it verifies and appends.
+#[test]
+fn a_ledger_with_the_previous_releases_indexes_opens_verifies_and_appends() {
+    let (dir, ledger) = ledger_with(3);
+    drop(ledger);
+    let path = dir.path().join("ledger.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    for column in ["system", "verb", "agent", "decision", "level", "ts"] {
+        conn.execute_batch(&format!(
+            "CREATE INDEX entries_{column} ON entries({column})"
+        ))
+        .unwrap();
+    }
+    drop(conn);
+    let ledger = Ledger::open(&path, LedgerOptions::default()).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let indexes: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 0);
+    assert!(ledger.verify().unwrap().is_intact());
+    assert_eq!(ledger.append(&sample_record(4)).unwrap().seq, 4);
+    assert!(ledger.verify().unwrap().is_intact());
+}

@@ -1,0 +1,131 @@
+//! WAL checkpoints off the append path.
+//!
+//! SQLite's automatic checkpoint runs inside the commit that crosses its threshold, so
+//! about every hundredth append stalled its caller for milliseconds while pages were
+//! copied and synced into the database file. The ledger's connection turns that off
+//! (`wal_autocheckpoint = 0`) and this thread, with a connection of its own, runs a
+//! `PASSIVE` checkpoint whenever about [`CHECKPOINT_PAGES`] pages have been committed
+//! since the last one. A passive checkpoint takes no lock an append needs, so appends
+//! carry on while it runs.
+//!
+//! The WAL stays bounded: once a checkpoint has copied every frame, the next commit
+//! starts again at the front of the file, and `journal_size_limit` truncates a WAL that
+//! grew past it (a long read transaction can hold a checkpoint back meanwhile). A failed
+//! checkpoint loses nothing (the frames stay in the WAL, which readers consult) and is
+//! tried again at the next threshold. Closing the last connection checkpoints too.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+/// Pages committed between checkpoints: SQLite's own default threshold.
+const CHECKPOINT_PAGES: usize = 1000;
+
+/// Bytes a WAL is truncated to after a checkpoint when it grew larger.
+const WAL_SIZE_LIMIT: i64 = 16 << 20;
+
+/// The checkpoint thread and how to wake it.
+pub(crate) struct WalCheckpointer {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Pages committed since the last checkpoint, estimated.
+    pages: usize,
+    stop: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Two plain fields, written whole: a poisoned lock holds no torn state.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl WalCheckpointer {
+    /// Opens a second connection to `path` and starts the thread that checkpoints with it.
+    pub(crate) fn start(path: &Path) -> rusqlite::Result<WalCheckpointer> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(1))?;
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
+        let shared = Arc::new(Shared::default());
+        let thread = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("attest-wal-checkpoint".to_owned())
+                .spawn(move || run(&shared, &conn))
+                .ok()
+        };
+        Ok(WalCheckpointer { shared, thread })
+    }
+
+    /// Tells the thread a commit of `rows` rows happened; wakes it past the threshold.
+    /// Without a thread (it could not be started), the commit itself checkpoints, as
+    /// SQLite would have.
+    pub(crate) fn committed(&self, rows: usize, conn: &Connection) {
+        let mut state = self.shared.lock();
+        // An entry row is a few hundred bytes: a one-row commit writes the entries leaf,
+        // the tree_hashes leaf and sometimes an interior page.
+        state.pages += 2 + rows / 4;
+        if state.pages < CHECKPOINT_PAGES {
+            return;
+        }
+        if self.thread.is_some() {
+            self.shared.wake.notify_one();
+        } else {
+            state.pages = 0;
+            drop(state);
+            checkpoint(conn);
+        }
+    }
+}
+
+impl Drop for WalCheckpointer {
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_one();
+        if let Some(thread) = self.thread.take() {
+            // The thread never panics; if it did, there is nothing left to clean up.
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(shared: &Shared, conn: &Connection) {
+    let mut state = shared.lock();
+    loop {
+        if state.stop {
+            return;
+        }
+        if state.pages >= CHECKPOINT_PAGES {
+            state.pages = 0;
+            drop(state);
+            checkpoint(conn);
+            state = shared.lock();
+            continue;
+        }
+        state = shared
+            .wake
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+/// One passive checkpoint; a failure is retried at the next threshold (see the module doc).
+fn checkpoint(conn: &Connection) {
+    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+}
