@@ -44,7 +44,7 @@
 //!     tier: "high".into(), reasons: vec![], rules_fired: vec![],
 //!     params_hash: "00".repeat(32), params_preview: Default::default(), confirm: None,
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
-//!     verification: None,
+//!     verification: None, imported: None,
 //! };
 //! let appended = ledger.append(&record)?;
 //! assert_eq!(appended.seq, 1);
@@ -65,6 +65,7 @@ mod keys;
 mod merkle;
 mod proofs;
 mod prune;
+mod readonly;
 mod sqlite;
 mod verify;
 mod walk;
@@ -77,7 +78,7 @@ pub use checkpoint::{
 pub use checkpoints::StoredCheckpoint;
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
-pub use entry::{Confirm, Execution, Record, Verification, FORMAT_VERSION};
+pub use entry::{Confirm, Execution, Imported, Record, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
 pub use keys::{SigningKey, VerifierKey};
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};

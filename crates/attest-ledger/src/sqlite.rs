@@ -214,6 +214,16 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// A ledger over an open connection (the read-only opener's way in).
+    pub(crate) fn from_connection(path: PathBuf, conn: Connection) -> Ledger {
+        Ledger {
+            path,
+            conn: Mutex::new(conn),
+            clock: Arc::new(SystemClock),
+            group: GroupCommit::default(),
+        }
+    }
+
     /// The current time, from the injected clock.
     pub(crate) fn now(&self) -> std::time::SystemTime {
         self.clock.now()

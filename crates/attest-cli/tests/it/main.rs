@@ -9,6 +9,7 @@ mod bad_input;
 mod demo;
 mod evidence;
 mod export;
+mod fail_closed;
 mod gateway;
 mod import;
 mod inbox_browser;
