@@ -31,7 +31,7 @@
 //! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 //! let action = Action::new("crm", Verb::Update).with_params(json!({"id": "42", "stage": "won"}));
 //! let receipt = runtime.block_on(attest.run(action, |_params| async { Ok(json!({"id": "42"})) }))?;
-//! assert_eq!(receipt.seq, 1);
+//! assert_eq!(receipt.seq, 2); // seq 1 is its intent, written before the tool ran
 //! assert_eq!(receipt.level, Some(Level::Acknowledged));
 //! # Ok(())
 //! # }
