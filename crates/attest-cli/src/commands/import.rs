@@ -58,7 +58,9 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
     };
     // Parse everything first: a bad line imports nothing.
     let mut items = Vec::new();
-    let mut ids: HashMap<String, usize> = HashMap::new();
+    // Each id's last line, and whether that line was a stage (an intent or an ask still
+    // pending) that a later line of the same action may follow, as in an export.
+    let mut ids: HashMap<String, (usize, bool)> = HashMap::new();
     let mut number = 0;
     while let Some(line) = next_line(&mut input, &name, number + 1)? {
         number += 1;
@@ -71,7 +73,11 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
         let item = to_item(parsed).with_context(|| format!("{name}:{number}"))?;
         let id = &item.action.id;
         if !id.is_empty() {
-            if let Some(first) = ids.insert(id.clone(), number) {
+            let stage = item
+                .execution
+                .as_ref()
+                .is_some_and(|e| e.status == attest_core::INTENT || e.status == "pending");
+            if let Some((first, false)) = ids.insert(id.clone(), (number, stage)) {
                 anyhow::bail!(
                     "{name}:{number}: action id {id:?} is also on line {first}; an action is imported once"
                 );
@@ -164,7 +170,7 @@ fn to_item(line: Line) -> anyhow::Result<ImportItem> {
 /// Refuses ids the ledger already holds, naming the line and the row.
 fn already_recorded(
     ledger: &attest_ledger::Ledger,
-    ids: &HashMap<String, usize>,
+    ids: &HashMap<String, (usize, bool)>,
     name: &str,
 ) -> anyhow::Result<()> {
     #[derive(Deserialize)]
@@ -178,7 +184,7 @@ fn already_recorded(
     let mut found = None;
     ledger.for_each_row(1, |row| {
         if let Ok(id) = serde_json::from_slice::<Id<'_>>(row.body) {
-            if let Some(&line) = ids.get(id.action_id.as_ref()) {
+            if let Some(&(line, _)) = ids.get(id.action_id.as_ref()) {
                 found = Some((line, id.action_id.into_owned(), row.seq));
                 return Ok(false);
             }

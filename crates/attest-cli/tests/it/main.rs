@@ -17,6 +17,7 @@ mod mcp;
 mod policy;
 mod recipes;
 mod tamper;
+mod verify_claims;
 
 use std::path::Path;
 use std::process::{Command, Output};
