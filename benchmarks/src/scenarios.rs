@@ -89,6 +89,7 @@ fn record(n: u64) -> Record {
             matched: None,
             evidence: serde_json::Map::new(),
         }),
+        imported: None,
     }
 }
 

@@ -141,7 +141,8 @@ pub(crate) struct TrustArgs {
     /// A file holding a trusted verifier key; repeatable.
     #[arg(long = "vkey-file", value_name = "FILE")]
     pub(crate) vkey_files: Vec<PathBuf>,
-    /// Trusted verifier keys from the environment, comma-separated.
+    /// Trusted verifier keys from the environment, comma-separated; used only when no
+    /// --vkey or --vkey-file is given.
     #[arg(
         long = "vkey-env",
         env = "ATTEST_VKEY",
@@ -258,6 +259,10 @@ pub(crate) struct PruneArgs {
     /// Remove entries older than this many days.
     #[arg(long, value_name = "N")]
     pub(crate) older_than_days: u64,
+    /// Remove without asking. Without it prune asks on a terminal, and refuses (exit 2)
+    /// when there is no terminal to ask on.
+    #[arg(long)]
+    pub(crate) yes: bool,
     #[command(flatten)]
     pub(crate) key: KeyPathArgs,
 }

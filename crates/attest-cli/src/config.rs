@@ -56,6 +56,13 @@ impl Config {
             .with_context(|| format!("cannot open ledger {}", self.ledger_path.display()))
     }
 
+    /// Opens the ledger for reading only (verify, listings, proofs): works on a read-only
+    /// file, directory or mount, and never turns an empty or foreign file into a ledger.
+    pub(crate) fn open_ledger_read_only(&self) -> anyhow::Result<Ledger> {
+        Ledger::open_read_only(&self.ledger_path)
+            .with_context(|| format!("cannot open ledger {}", self.ledger_path.display()))
+    }
+
     /// The signing key's path: `--key`, `ATTEST_SIGNING_KEY`, else `signing.key` beside
     /// the ledger.
     pub(crate) fn key_path(&self, given: Option<&Path>) -> PathBuf {
@@ -82,7 +89,8 @@ impl Config {
     }
 }
 
-/// The trusted verifier keys from `--vkey`, `--vkey-file` and `ATTEST_VKEY`.
+/// The trusted verifier keys from `--vkey` and `--vkey-file`, else from `ATTEST_VKEY`:
+/// keys given on the command line replace the environment's, never add to them.
 pub(crate) fn trusted_keys(args: &TrustArgs) -> anyhow::Result<Vec<VerifierKey>> {
     let mut keys = Vec::new();
     for text in &args.vkeys {
@@ -91,7 +99,7 @@ pub(crate) fn trusted_keys(args: &TrustArgs) -> anyhow::Result<Vec<VerifierKey>>
     for path in &args.vkey_files {
         keys.push(VerifierKey::load(path)?);
     }
-    if let Some(env) = &args.vkey_env {
+    if let Some(env) = args.vkey_env.as_ref().filter(|_| keys.is_empty()) {
         for text in env.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             keys.push(VerifierKey::parse(text, "ATTEST_VKEY")?);
         }

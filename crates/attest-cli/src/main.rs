@@ -10,6 +10,7 @@
 mod cli;
 mod commands;
 mod config;
+mod terminal;
 mod servers;
 
 use std::process::ExitCode;

@@ -63,6 +63,11 @@ pub enum AttestError {
     /// The ledger could not record the action.
     #[error("cannot record the action")]
     Ledger(#[from] attest_ledger::LedgerError),
+    /// The ledger did not accept the intent row a write needs before it runs, so the
+    /// tool was not called. Retrying fails the same way until the ledger accepts rows
+    /// again (a full or read-only disk).
+    #[error("the action did not run: the ledger did not accept its intent row")]
+    NotRecorded(#[source] Box<AttestError>),
     /// The ledger writer task stopped unexpectedly.
     #[error("the ledger writer stopped")]
     Writer(#[source] tokio::task::JoinError),

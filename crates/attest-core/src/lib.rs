@@ -31,7 +31,7 @@
 //! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 //! let action = Action::new("crm", Verb::Update).with_params(json!({"id": "42", "stage": "won"}));
 //! let receipt = runtime.block_on(attest.run(action, |_params| async { Ok(json!({"id": "42"})) }))?;
-//! assert_eq!(receipt.seq, 1);
+//! assert_eq!(receipt.seq, 2); // seq 1 is its intent, written before the tool ran
 //! assert_eq!(receipt.level, Some(Level::Acknowledged));
 //! # Ok(())
 //! # }
@@ -42,6 +42,7 @@ mod console_gate;
 pub mod detect;
 mod error;
 mod gate;
+mod intents;
 mod pipeline;
 mod receipt;
 mod record;
@@ -58,8 +59,10 @@ pub use console_gate::ConsoleGate;
 pub use detect::{detect, DetectError, DetectInput, Detection, Registry};
 pub use error::{AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
-pub use pipeline::{Attest, AttestBuilder, Decided};
+pub use intents::{open_intents, OpenIntent};
+pub use pipeline::{Attest, AttestBuilder, Decided, ImportItem};
 pub use receipt::Receipt;
+pub use record::INTENT;
 pub use tool::{Governed, Tool};
 pub use verification::{
     acknowledges, CustomCheck, Evidence, Finding, HttpOptions, HttpReader, Level, ReadBack,

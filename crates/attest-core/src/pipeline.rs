@@ -31,8 +31,10 @@ pub struct Attest {
     approvals: Arc<OnceLock<Arc<ApprovalStore>>>,
 }
 
+mod import;
 mod resume;
 mod writer;
+pub use import::ImportItem;
 pub use resume::Decided;
 use writer::LedgerWriter;
 
@@ -227,6 +229,19 @@ impl Attest {
             action,
             params_hash,
         } = prepared;
+        // Commit point before the call: a write runs only once the ledger durably holds a
+        // row naming it. A crash or a full disk after this leaves an intent without an
+        // outcome, which `attest verify` and `attest ledger` report.
+        let intent = if action.verb.is_read() {
+            None
+        } else {
+            let record = self.to_record(&action, params_hash.clone(), &cleared, Outcome::Intent)?;
+            let row = self
+                .append(record)
+                .await
+                .map_err(|err| AttestError::NotRecorded(Box::new(err)))?;
+            Some(row)
+        };
         let outcome = execute(action.params.clone()).await;
         let (record, level) = match &outcome {
             Ok(result) => {
@@ -248,13 +263,28 @@ impl Attest {
                 )
             }
         };
-        let appended = self.append(record).await?;
+        // The tool has run: if its outcome cannot be recorded, the intent row stands for
+        // it and the caller still gets the tool's answer, with a warning.
+        let (appended, warning) = match (self.append(record).await, intent) {
+            (Ok(appended), _) => (appended, None),
+            (Err(err), Some(intent)) => {
+                let warning = format!(
+                    "the action ran, but its outcome could not be recorded ({}); intent row seq {} \
+                     stands for it. Do not retry: it already ran",
+                    error_chain(&err),
+                    intent.seq
+                );
+                (intent, Some(warning))
+            }
+            (Err(err), None) => return Err(err),
+        };
         let mut receipt = Receipt::new(
             &action.id,
             appended,
             cleared.verdict.decision,
             cleared.verdict.reasons,
         );
+        receipt.warning = warning;
         receipt.approver = cleared.approver;
         receipt.level = level;
         match outcome {
@@ -313,6 +343,15 @@ impl Attest {
             records.push(record);
             receipts.push(receipt);
         }
+        self.append_recorded(records, receipts).await
+    }
+
+    /// Appends `records` in one transaction and names each receipt's row.
+    async fn append_recorded(
+        &self,
+        records: Vec<Record>,
+        receipts: Vec<Receipt>,
+    ) -> Result<Vec<Receipt>, AttestError> {
         let ledger = Arc::clone(&self.ledger);
         let appended = tokio::task::spawn_blocking(move || ledger.append_batch(&records))
             .await
@@ -638,8 +677,13 @@ fn undecided(action: &Action, why: &str) -> Verdict {
 }
 
 fn policy_failure(err: &PolicyError) -> String {
+    error_chain(err)
+}
+
+/// An error and its causes on one line: `a: b: c`.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
+    let mut source = err.source();
     while let Some(cause) = source {
         text.push_str(": ");
         text.push_str(&cause.to_string());

@@ -29,6 +29,11 @@ pub struct Receipt {
     /// The tool's result, for the caller only (it is never written to the ledger).
     #[serde(skip)]
     pub result: Option<Value>,
+    /// Set when the action ran but its outcome row could not be written: `seq` is then
+    /// the intent row's, which stands for the action. Surfaces pass the tool's answer on
+    /// with this warning rather than an error that invites a retry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 fn level_word<S: serde::Serializer>(level: &Option<Level>, s: S) -> Result<S::Ok, S::Error> {
@@ -51,6 +56,7 @@ impl Receipt {
             approver: None,
             level: None,
             result: None,
+            warning: None,
         }
     }
 

@@ -13,6 +13,9 @@ pub(crate) enum Outcome<'a> {
     NotRun,
     /// Not run yet: waiting for a person's answer in the approval store.
     Pending,
+    /// About to run: the intent row a write needs before its tool is called. The
+    /// outcome row follows with the same `action_id`.
+    Intent,
     /// Ran and returned `result`.
     Ran(&'a Value, Verification),
     /// Ran and failed with this message.
@@ -20,6 +23,9 @@ pub(crate) enum Outcome<'a> {
     /// Reported after the fact.
     Recorded(Option<&'a Value>, Verification),
 }
+
+/// The execution status of an intent row: cleared to run, outcome not yet recorded.
+pub const INTENT: &str = "intent";
 
 pub(crate) fn to_record(
     action: &Action,
@@ -32,6 +38,7 @@ pub(crate) fn to_record(
     let (execution, verification) = match outcome {
         Outcome::NotRun => (execution("not_run", None, None), None),
         Outcome::Pending => (execution("pending", None, None), None),
+        Outcome::Intent => (execution(INTENT, None, None), None),
         Outcome::Ran(result, verification) => (
             execution("ok", Some(hash_value(result)?), None),
             Some(verification),
@@ -70,6 +77,7 @@ pub(crate) fn to_record(
         confirm,
         execution,
         verification,
+        imported: None,
     })
 }
 

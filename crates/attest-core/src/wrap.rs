@@ -151,7 +151,7 @@ impl Attest {
     /// });
     /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     /// let receipt = runtime.block_on(send.call(json!({"to": "bob@example.com"})))?;
-    /// assert_eq!(receipt.seq, 1);
+    /// assert_eq!(receipt.seq, 2); // seq 1 is its intent, written before the tool ran
     /// # Ok(())
     /// # }
     /// ```
@@ -235,7 +235,8 @@ mod tests {
         let action = governed[1].tool().action(json!({}));
         assert_eq!((action.system.as_str(), action.verb), ("crm", Verb::Update));
         assert_eq!(action.extra.tool_name.as_deref(), Some("frobnicate"));
-        assert_eq!(attest.ledger().list(10).unwrap().len(), 2);
+        // The read: one row; the update: its intent, then its outcome.
+        assert_eq!(attest.ledger().list(10).unwrap().len(), 3);
     }
 
     #[tokio::test]

@@ -287,6 +287,7 @@ mod tests {
                 matched: Some(true),
                 evidence: serde_json::Map::new(),
             }),
+            imported: None,
         }
     }
 

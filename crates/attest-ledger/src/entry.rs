@@ -57,6 +57,20 @@ pub struct Record {
     /// How the outcome was checked; absent when the action did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// Present when the row was imported (`attest import`): the action happened
+    /// elsewhere, and its decision, confirm, execution and verification are what the
+    /// source says, not what Attest decided or checked. The row's own `ts` is when it
+    /// was appended; the source's time is here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Imported>,
+}
+
+/// Where an imported row's action came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    /// When the action happened, as the source says (RFC 3339), if it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
 }
 
 /// A person's answer to an `ask`.

@@ -51,6 +51,15 @@ pub enum LedgerError {
         /// The version this build reads.
         expected: u32,
     },
+    /// The file is not an Attest ledger (empty, or a database without the ledger's
+    /// tables); read-only openings report this instead of creating a schema.
+    #[error("{path} is not an attest ledger: {detail}")]
+    NotALedger {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        detail: String,
+    },
     /// An entry could not be put in canonical form.
     #[error("entry cannot be canonicalized")]
     Canonical(#[source] serde_json::Error),

@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::entry::{Confirm, Entry, Execution, Verification};
+use crate::entry::{Confirm, Entry, Execution, Imported, Verification};
 use crate::LedgerError;
 
 /// The largest integer every step of the ES6 number path keeps exact (2^53).
@@ -40,6 +40,10 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.str(out, "decision", &record.decision);
     obj.key(out, "execution");
     write_execution(out, &record.execution);
+    if let Some(imported) = &record.imported {
+        obj.key(out, "imported");
+        write_imported(out, imported);
+    }
     obj.opt_str(out, "owner", record.owner.as_deref());
     obj.str(out, "params_hash", &record.params_hash);
     obj.key(out, "params_preview");
@@ -106,6 +110,12 @@ fn write_execution(out: &mut Vec<u8>, execution: &Execution) {
     obj.opt_str(out, "error_hash", execution.error_hash.as_deref());
     obj.opt_str(out, "result_hash", execution.result_hash.as_deref());
     obj.str(out, "status", &execution.status);
+    out.push(b'}');
+}
+
+fn write_imported(out: &mut Vec<u8>, imported: &Imported) {
+    let mut obj = Object::open(out);
+    obj.opt_str(out, "ts", imported.ts.as_deref());
     out.push(b'}');
 }
 
@@ -382,13 +392,17 @@ mod tests {
                 },
             ),
         );
-        (ids, kinds, confirm, execution, verification).prop_map(
+        let imported = proptest::option::of(
+            proptest::option::of(text()).prop_map(|ts| Imported { ts }),
+        );
+        (ids, kinds, confirm, execution, verification, imported).prop_map(
             |(
                 (action_id, run_id, agent, actor, owner, system, verb, target),
                 (target_class, source, decision, tier, reasons, rules_fired, params_hash, preview),
                 confirm,
                 execution,
                 verification,
+                imported,
             )| Record {
                 action_id,
                 run_id,
@@ -409,6 +423,7 @@ mod tests {
                 confirm,
                 execution,
                 verification,
+                imported,
             },
         )
     }

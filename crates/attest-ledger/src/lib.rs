@@ -44,7 +44,7 @@
 //!     tier: "high".into(), reasons: vec![], rules_fired: vec![],
 //!     params_hash: "00".repeat(32), params_preview: Default::default(), confirm: None,
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
-//!     verification: None,
+//!     verification: None, imported: None,
 //! };
 //! let appended = ledger.append(&record)?;
 //! assert_eq!(appended.seq, 1);
@@ -67,6 +67,7 @@ mod keys;
 mod merkle;
 mod proofs;
 mod prune;
+mod readonly;
 mod sqlite;
 mod verify;
 mod wal;
@@ -82,7 +83,7 @@ pub use checkpoint::{
 pub use checkpoints::StoredCheckpoint;
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
-pub use entry::{Confirm, Execution, Record, Verification, FORMAT_VERSION};
+pub use entry::{Confirm, Execution, Imported, Record, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
 pub use keys::{SigningKey, VerifierKey};

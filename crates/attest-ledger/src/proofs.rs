@@ -9,7 +9,10 @@ use crate::merkle::{leaf_hash, StoredHashes, TreeHash};
 use crate::{open_checkpoint, Ledger, LedgerError, VerifierKey};
 
 /// Proof that entry `seq` is in the tree of `tree_size` entries.
+///
+/// Unknown fields are refused, so a file that mixes proof kinds parses as neither.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InclusionProof {
     /// The entry's seq.
     pub seq: u64,
@@ -29,7 +32,10 @@ pub struct InclusionProof {
 }
 
 /// Proof that the tree of `old_size` entries is a prefix of the one of `new_size`.
+///
+/// Unknown fields are refused, so a file that mixes proof kinds parses as neither.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ConsistencyProof {
     /// The older tree's size.
     pub old_size: u64,
@@ -41,6 +47,12 @@ pub struct ConsistencyProof {
     pub new_root: String,
     /// The proof, base64 hashes.
     pub proof: Vec<String>,
+    /// The signed checkpoint for `old_size`, when the ledger has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_checkpoint: Option<String>,
+    /// The signed checkpoint for `new_size`, when the ledger has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_checkpoint: Option<String>,
 }
 
 /// Why a proof did not check.
@@ -51,8 +63,11 @@ pub enum ProofError {
     #[error("malformed proof: {0}")]
     Malformed(String),
     /// The proof has no checkpoint to check against.
-    #[error("the proof carries no signed checkpoint")]
-    NoCheckpoint,
+    #[error("the proof carries no signed checkpoint for the tree of {size} entries: the ledger had none at that size when it was proved; sign one with `attest checkpoint` and prove against its size")]
+    NoCheckpoint {
+        /// The tree size that has no checkpoint in the proof.
+        size: u64,
+    },
     /// The checkpoint's signature did not verify.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
@@ -149,12 +164,20 @@ impl Ledger {
         let stored = StoredHashes::new(&conn);
         let proof = prove_tree(new, old, &stored)
             .map_err(|source| LedgerError::Tree { seq: new, source })?;
+        let note_at = |size: u64| {
+            checkpoints
+                .iter()
+                .find(|c| c.size == size)
+                .map(|c| c.note.clone())
+        };
         Ok(ConsistencyProof {
             old_size: old,
             new_size: new,
             old_root: b64(&self.root_in(&conn, old)?),
             new_root: b64(&self.root_in(&conn, new)?),
             proof: proof.iter().map(|h| b64(&h.0)).collect(),
+            old_checkpoint: note_at(old),
+            new_checkpoint: note_at(new),
         })
     }
 
@@ -191,18 +214,12 @@ impl InclusionProof {
     /// checkpoint is for this tree, and that the audit path leads from the entry to
     /// its root. No ledger is needed.
     pub fn check(&self, trusted: &[VerifierKey]) -> Result<(), ProofError> {
-        let note = self.checkpoint.as_deref().ok_or(ProofError::NoCheckpoint)?;
-        let body = open_checkpoint(note.as_bytes(), trusted)
-            .map_err(|e| ProofError::Checkpoint(e.to_string()))?;
-        let root = unb64(&self.root)?;
-        if body.size != self.tree_size || body.root != root {
-            return Err(ProofError::CheckpointDisagrees {
-                checkpoint_size: body.size,
-                checkpoint_root: b64(&body.root),
-                size: self.tree_size,
-                root: self.root.clone(),
-            });
-        }
+        let root = signed_root(
+            self.checkpoint.as_deref(),
+            trusted,
+            self.tree_size,
+            &self.root,
+        )?;
         if self.seq == 0 || self.index != self.seq - 1 {
             return Err(ProofError::Malformed(format!(
                 "index {} is not seq {} - 1",
@@ -229,8 +246,28 @@ impl InclusionProof {
 }
 
 impl ConsistencyProof {
-    /// Checks the proof: both roots as stated, the path from one to the other.
-    pub fn check(&self) -> Result<(), ProofError> {
+    /// Checks the proof offline: both checkpoints' signatures under `trusted`, that
+    /// each is for its tree, and the path from one root to the other.
+    pub fn check(&self, trusted: &[VerifierKey]) -> Result<(), ProofError> {
+        signed_root(
+            self.old_checkpoint.as_deref(),
+            trusted,
+            self.old_size,
+            &self.old_root,
+        )?;
+        signed_root(
+            self.new_checkpoint.as_deref(),
+            trusted,
+            self.new_size,
+            &self.new_root,
+        )?;
+        self.check_path()
+    }
+
+    /// Checks the hashes only: that the stated old root is a prefix of the stated new
+    /// one. Says nothing about who vouches for either root; [`ConsistencyProof::check`]
+    /// does.
+    pub fn check_path(&self) -> Result<(), ProofError> {
         let proof = self
             .proof
             .iter()
@@ -245,6 +282,29 @@ impl ConsistencyProof {
         )
         .map_err(|_| ProofError::Invalid)
     }
+}
+
+/// The root a signed checkpoint vouches for, after checking that it is the proof's
+/// `size` and `root`.
+fn signed_root(
+    note: Option<&str>,
+    trusted: &[VerifierKey],
+    size: u64,
+    root: &str,
+) -> Result<Hash, ProofError> {
+    let note = note.ok_or(ProofError::NoCheckpoint { size })?;
+    let body = open_checkpoint(note.as_bytes(), trusted)
+        .map_err(|e| ProofError::Checkpoint(e.to_string()))?;
+    let stated = unb64(root)?;
+    if body.size != size || body.root != stated {
+        return Err(ProofError::CheckpointDisagrees {
+            checkpoint_size: body.size,
+            checkpoint_root: b64(&body.root),
+            size,
+            root: root.to_owned(),
+        });
+    }
+    Ok(stated)
 }
 
 fn b64(hash: &Hash) -> String {

@@ -35,15 +35,7 @@ impl Ledger {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.sqlite("starting a prune"))?;
         let already = self.pruned_in(&tx)?.map(|(seq, _)| seq).unwrap_or(0);
-        let tip = self.tip_in(&tx)?.map(|(seq, _)| seq).unwrap_or(0);
-        let last: Option<u64> = tx
-            .query_row(
-                "SELECT MAX(seq) FROM entries WHERE ts < ?1 AND seq <= ?2 AND seq < ?3",
-                params![format_ts(cutoff), checkpoint.size, tip],
-                |row| row.get(0),
-            )
-            .map_err(self.sqlite("choosing entries to prune"))?;
-        let Some(through) = last.filter(|&seq| seq > already) else {
+        let Some(through) = self.prune_through_in(&tx, cutoff, checkpoint.size)? else {
             return Ok(PruneReport {
                 removed: 0,
                 pruned_through: already,
@@ -80,6 +72,37 @@ impl Ledger {
             pruned_through: through,
             checkpoint,
         })
+    }
+
+    /// How many entries [`Ledger::prune`] with `cutoff` would remove now (it signs the
+    /// ledger as it is, so the checkpoint would cover every entry). Reads only.
+    pub fn prune_count(&self, cutoff: SystemTime) -> Result<u64, LedgerError> {
+        let conn = self.lock();
+        let size = self.tip_in(&conn)?.map_or(0, |(seq, _)| seq);
+        let already = self.pruned_in(&conn)?.map_or(0, |(seq, _)| seq);
+        Ok(self
+            .prune_through_in(&conn, cutoff, size)?
+            .map_or(0, |through| through - already))
+    }
+
+    /// The newest entry a prune behind a checkpoint of `size` removes: older than
+    /// `cutoff`, covered by the checkpoint, never the newest entry, and not pruned yet.
+    fn prune_through_in(
+        &self,
+        conn: &Connection,
+        cutoff: SystemTime,
+        size: u64,
+    ) -> Result<Option<u64>, LedgerError> {
+        let already = self.pruned_in(conn)?.map(|(seq, _)| seq).unwrap_or(0);
+        let tip = self.tip_in(conn)?.map(|(seq, _)| seq).unwrap_or(0);
+        let last: Option<u64> = conn
+            .query_row(
+                "SELECT MAX(seq) FROM entries WHERE ts < ?1 AND seq <= ?2 AND seq < ?3",
+                params![format_ts(cutoff), size, tip],
+                |row| row.get(0),
+            )
+            .map_err(self.sqlite("choosing entries to prune"))?;
+        Ok(last.filter(|&seq| seq > already))
     }
 
     /// The last pruned seq and its entry hash, if anything was pruned.

@@ -273,6 +273,18 @@ impl Ledger {
         Ok(ledger)
     }
 
+    /// A ledger over an open connection (the read-only opener's way in).
+    pub(crate) fn from_connection(path: PathBuf, conn: Connection) -> Ledger {
+        Ledger {
+            path,
+            conn: Mutex::new(conn),
+            edge: Mutex::new(None),
+            clock: Arc::new(SystemClock),
+            group: GroupCommit::default(),
+            wal: WalCheckpointer::inline(),
+        }
+    }
+
     /// The current time, from the injected clock.
     pub(crate) fn now(&self) -> std::time::SystemTime {
         self.clock.now()

@@ -44,8 +44,12 @@ pub enum ProblemKind {
     BadSignature,
     /// A checkpoint kept elsewhere (an anchor) is missing from the ledger.
     CheckpointMissing,
-    /// The stored tree hashes disagree with the entries (proofs would not check).
+    /// The stored tree hashes disagree with the entries (proofs would not check), or
+    /// reach beyond the newest entry (entries were removed from the end).
     TreeMismatch,
+    /// A trusted key was given, but no checkpoint signed by it covers the ledger: its
+    /// entries are bound to no signature, so a truncated or rewritten ledger would pass.
+    Unsigned,
 }
 
 impl fmt::Display for ProblemKind {
@@ -61,6 +65,7 @@ impl fmt::Display for ProblemKind {
             ProblemKind::BadSignature => "bad checkpoint signature",
             ProblemKind::CheckpointMissing => "checkpoint missing",
             ProblemKind::TreeMismatch => "tree hashes disagree",
+            ProblemKind::Unsigned => "no signed checkpoint",
         })
     }
 }
@@ -94,8 +99,10 @@ pub struct VerifyReport {
     pub tip: Option<(u64, Hash)>,
     /// The newest checkpoint the run relied on or compared against.
     pub checkpoint: Option<CheckpointSummary>,
-    /// Whether checkpoint signatures were checked against a trusted key.
+    /// Whether at least one checkpoint signature was checked against a trusted key.
     pub signatures_checked: bool,
+    /// The trusted keys (their text encoding) that verified at least one checkpoint.
+    pub verified_by: Vec<String>,
     /// Things a reader should know that are not problems (e.g. "no trusted key").
     pub notes: Vec<String>,
 }
@@ -140,6 +147,7 @@ impl Default for ChainChecker {
                 tip: None,
                 checkpoint: None,
                 signatures_checked: false,
+                verified_by: Vec::new(),
                 notes: Vec::new(),
             },
         }
@@ -304,6 +312,10 @@ pub struct VerifyOptions<'a> {
     pub since_checkpoint: bool,
     /// Called now and then with (rows checked, rows expected).
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+    /// With trusted keys: a ledger that no checkpoint signed by one of them covers is a
+    /// problem ([`ProblemKind::Unsigned`]), not a pass. `attest verify --vkey` sets it;
+    /// the check before signing the first checkpoint does not.
+    pub require_signature: bool,
 }
 
 /// A root some checkpoint claims for the first `size` entries.
@@ -338,7 +350,17 @@ impl Ledger {
             self.checkpoints_in(&tx)?
         };
         let mut checker = ChainChecker::default();
-        checker.report.signatures_checked = !options.trusted.is_empty();
+        let trusted = options.trusted;
+        // The key that verified a note is the one named by its origin (`open_checkpoint`).
+        let verified_by = |checker: &mut ChainChecker, origin: &str| {
+            checker.report.signatures_checked = true;
+            if let Some(key) = trusted.iter().find(|k| k.name() == origin) {
+                let text = key.to_string();
+                if !checker.report.verified_by.contains(&text) {
+                    checker.report.verified_by.push(text);
+                }
+            }
+        };
 
         // Every root some checkpoint claims, by size: stored notes, then anchors.
         let mut claims: BTreeMap<u64, Claim> = BTreeMap::new();
@@ -362,6 +384,7 @@ impl Ledger {
                 ),
                 Ok(body) => {
                     if !options.trusted.is_empty() {
+                        verified_by(&mut checker, &body.origin);
                         signed.insert(body.size, body.root);
                     }
                     claims.insert(
@@ -372,11 +395,17 @@ impl Ledger {
                         },
                     );
                 }
-                Err(err @ CheckpointError::Signature(_)) => checker.report_problem(
-                    cp.size,
-                    ProblemKind::BadSignature,
-                    format!("{label}: {err}"),
-                ),
+                Err(err @ CheckpointError::Signature(_)) => {
+                    checker.report.signatures_checked = true;
+                    checker.report_problem(
+                        cp.size,
+                        ProblemKind::BadSignature,
+                        format!(
+                            "{label}: does not verify under the trusted key(s) {} (wrong --vkey?): {err}",
+                            key_names(trusted)
+                        ),
+                    )
+                }
                 Err(err) => checker.report_problem(
                     cp.size,
                     ProblemKind::CheckpointMismatch,
@@ -392,8 +421,18 @@ impl Ledger {
             );
         }
         for (label, note) in options.anchors {
-            match open_checkpoint(note, options.trusted) {
+            // Without a key an anchor's roots are still compared; its signature is not checked.
+            let opened = if options.trusted.is_empty() {
+                read_checkpoint_unverified(note)
+            } else {
+                open_checkpoint(note, options.trusted)
+            };
+            match opened {
                 Ok(body) => {
+                    if !options.trusted.is_empty() {
+                        verified_by(&mut checker, &body.origin);
+                        signed.insert(body.size, body.root);
+                    }
                     match stored.iter().find(|cp| cp.size == body.size) {
                         None => checker.report_problem(
                             body.size,
@@ -407,7 +446,6 @@ impl Ledger {
                         ),
                         Some(_) => {}
                     }
-                    signed.insert(body.size, body.root);
                     claims.insert(
                         body.size,
                         Claim {
@@ -416,12 +454,36 @@ impl Ledger {
                         },
                     );
                 }
-                Err(err) => checker.report_problem(
-                    0,
-                    ProblemKind::BadSignature,
-                    format!("anchor {label}: {err}"),
-                ),
+                Err(err) => {
+                    let kind = match err {
+                        CheckpointError::Signature(_) => {
+                            checker.report.signatures_checked = true;
+                            ProblemKind::BadSignature
+                        }
+                        _ => ProblemKind::CheckpointMismatch,
+                    };
+                    checker.report_problem(0, kind, format!("anchor {label}: {err}"))
+                }
             }
+        }
+        if options.trusted.is_empty() && !options.anchors.is_empty() && stored.is_empty() {
+            checker.report.notes.push(
+                "the anchors' signatures were not checked: no trusted verifier key given \
+                 (--vkey, --vkey-file or ATTEST_VKEY); their roots were compared with the entries only"
+                    .to_owned(),
+            );
+        }
+        if options.require_signature && !options.trusted.is_empty() && signed.is_empty() {
+            checker.report_problem(
+                1,
+                ProblemKind::Unsigned,
+                format!(
+                    "no checkpoint signed by the trusted key(s) {} covers this ledger, so nothing \
+                     binds its entries (rows removed from the end would go unnoticed); sign one \
+                     with `attest checkpoint`",
+                    key_names(trusted)
+                ),
+            );
         }
         if let Some((&size, claim)) = claims.last_key_value() {
             checker.report.checkpoint = Some(CheckpointSummary {
@@ -498,6 +560,17 @@ impl Ledger {
                         );
                     }
                 }
+                None if stored.iter().any(|cp| cp.size >= start) => {
+                    checker.report_problem(
+                        start,
+                        ProblemKind::BadSignature,
+                        format!(
+                            "entries up to seq {start} were pruned; the checkpoints covering them \
+                             do not verify under the trusted key(s) {}: wrong --vkey?",
+                            key_names(trusted)
+                        ),
+                    )
+                }
                 None => checker.report.notes.push(format!(
                     "entries up to seq {start} were pruned and no checkpoint covers them"
                 )),
@@ -560,6 +633,24 @@ impl Ledger {
                 }
             }
         })?;
+        // Tree hashes past the tip: rows were cut from the end, or hashes were planted.
+        match self.tree_hashes_end_in(&tx) {
+            Ok(end) if end > tlog_tiles::stored_hash_count(tip) => checker.report_problem(
+                tip + 1,
+                ProblemKind::TreeMismatch,
+                format!(
+                    "the tree holds {end} stored hashes but {tip} entries need only {}: \
+                     entries beyond seq {tip} were removed (or hashes added)",
+                    tlog_tiles::stored_hash_count(tip)
+                ),
+            ),
+            Ok(_) => {}
+            Err(err) => checker.report_problem(
+                tip + 1,
+                ProblemKind::TreeMismatch,
+                format!("cannot read the stored tree hashes: {err}"),
+            ),
+        }
         // The stored tree must agree with the entries, or proofs served from it fail.
         if tree_ok && range.size() == tip && tip > 0 {
             match self.root_in(&tx, tip) {
@@ -569,6 +660,15 @@ impl Ledger {
             }
         }
         Ok(checker.finish())
+    }
+
+    /// One past the highest stored tree-hash index (0 when there is none).
+    fn tree_hashes_end_in(&self, conn: &Connection) -> Result<u64, LedgerError> {
+        conn.query_row("SELECT MAX(idx) FROM tree_hashes", [], |row| {
+            row.get::<_, Option<u64>>(0)
+        })
+        .map(|max| max.map_or(0, |idx| idx.saturating_add(1)))
+        .map_err(self.sqlite("reading the tree's size"))
     }
 
     /// Whether the entry hashing to `entry` is leaf `index` of the tree with `root` at `size`.
@@ -610,6 +710,18 @@ impl Ledger {
             })
             .is_ok()
     }
+}
+
+/// The trusted keys' names, for messages (`none` when there is none).
+fn key_names(trusted: &[VerifierKey]) -> String {
+    if trusted.is_empty() {
+        return "none".to_owned();
+    }
+    trusted
+        .iter()
+        .map(|k| k.name().to_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Base64 (standard, padded), the form roots take in notes.

@@ -73,6 +73,15 @@ impl WalCheckpointer {
         Ok(WalCheckpointer { shared, thread })
     }
 
+    /// No thread: for a connection that never commits (the read-only opener's), or
+    /// that checkpoints in its own commits.
+    pub(crate) fn inline() -> WalCheckpointer {
+        WalCheckpointer {
+            shared: Arc::new(Shared::default()),
+            thread: None,
+        }
+    }
+
     /// Tells the thread a commit of `rows` rows happened; wakes it past the threshold.
     /// Without a thread (it could not be started), the commit itself checkpoints, as
     /// SQLite would have.

@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::cli::{ConfirmArgs, PendingArgs, ServeArgs, Verdict};
 use crate::config::Config;
 use crate::servers::inbox::{self, InboxState};
+use crate::terminal::escape;
 
 /// How long one-click links stay valid.
 const LINK_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -65,15 +66,15 @@ pub(crate) fn pending(config: &Config, args: &PendingArgs) -> anyhow::Result<Exi
         writeln!(
             out,
             "{:<36}  {:<24}  {:<9}  {:<24}  {}{}",
-            request.id,
-            format!("{}.{}", request.action.system, request.action.verb.as_str()),
+            escape(&request.id),
+            format!("{}.{}", escape(&request.action.system), request.action.verb.as_str()),
             request.verdict.tier.as_str(),
             if who.is_empty() {
                 "anyone".to_owned()
             } else {
-                who
+                escape(&who).into_owned()
             },
-            request.verdict.reasons.join("; "),
+            escape(&request.verdict.reasons.join("; ")),
             if request.verdict.hold {
                 " [held: approve with --edits]"
             } else {

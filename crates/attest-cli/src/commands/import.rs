@@ -1,14 +1,16 @@
 //! `attest import`: record actions that already happened, from JSON lines, in one
 //! transaction.
 
-use std::io::{BufRead, Write};
+use std::collections::HashMap;
+use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attest_core::Attest;
-use attest_policy::Action;
+use attest_core::{Attest, ImportItem};
+use attest_ledger::{Confirm, Execution, Verification};
+use attest_policy::{Action, Decision};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::cli::ImportArgs;
 use crate::config::Config;
@@ -16,18 +18,38 @@ use crate::config::Config;
 /// Longest line accepted: one action, params included.
 const MAX_LINE: usize = 1 << 20;
 
-/// One line: the action's fields, and optionally the result it had.
+/// One line: the action's fields, optionally the result it had, and what the source
+/// records of how it went (an `attest export` line carries all of these).
 #[derive(Debug, Deserialize)]
 struct Line {
     #[serde(flatten)]
     action: Action,
     #[serde(default)]
     result: Option<Value>,
+    /// The id as an export spells it (`id` works too).
+    #[serde(default)]
+    action_id: Option<String>,
+    #[serde(default)]
+    ts: Option<String>,
+    #[serde(default)]
+    decision: Option<Decision>,
+    #[serde(default)]
+    confirm: Option<Confirm>,
+    #[serde(default)]
+    execution: Option<Execution>,
+    #[serde(default)]
+    verification: Option<Verification>,
+    #[serde(default)]
+    reasons: Option<Vec<String>>,
+    #[serde(default)]
+    params_hash: Option<String>,
+    #[serde(default)]
+    params_preview: Option<Map<String, Value>>,
 }
 
 pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
-    let input: Box<dyn BufRead> = if name == "-" {
+    let mut input: Box<dyn BufRead> = if name == "-" {
         Box::new(std::io::stdin().lock())
     } else {
         let file =
@@ -36,42 +58,143 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
     };
     // Parse everything first: a bad line imports nothing.
     let mut items = Vec::new();
-    for (index, line) in input.lines().enumerate() {
-        let number = index + 1;
-        let line = line.with_context(|| format!("{name}:{number}: cannot read"))?;
-        if line.trim().is_empty() {
+    // Each id's last line, and whether that line was a stage (an intent or an ask still
+    // pending) that a later line of the same action may follow, as in an export.
+    let mut ids: HashMap<String, (usize, bool)> = HashMap::new();
+    let mut number = 0;
+    while let Some(line) = next_line(&mut input, &name, number + 1)? {
+        number += 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        if line.len() > MAX_LINE {
-            anyhow::bail!(
-                "{name}:{number}: line is {} bytes; the limit is {MAX_LINE}",
-                line.len()
-            );
-        }
-        let parsed: Line = serde_json::from_str(&line).with_context(|| {
+        let parsed: Line = serde_json::from_slice(&line).with_context(|| {
             format!("{name}:{number}: not an action (needs at least \"system\" and \"verb\")")
         })?;
-        items.push((parsed.action, parsed.result));
+        let item = to_item(parsed).with_context(|| format!("{name}:{number}"))?;
+        let id = &item.action.id;
+        if !id.is_empty() {
+            let stage = item
+                .execution
+                .as_ref()
+                .is_some_and(|e| e.status == attest_core::INTENT || e.status == "pending");
+            if let Some((first, false)) = ids.insert(id.clone(), (number, stage)) {
+                anyhow::bail!(
+                    "{name}:{number}: action id {id:?} is also on line {first}; an action is imported once"
+                );
+            }
+        }
+        items.push(item);
     }
     if items.is_empty() {
         anyhow::bail!("{name} holds no actions");
     }
     let ledger = config.open_ledger(true)?;
+    already_recorded(&ledger, &ids, &name)?;
     let attest = Attest::builder().ledger(ledger).build()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let receipts = runtime.block_on(attest.record_batch(items))?;
+    let receipts = runtime.block_on(attest.import_batch(items))?;
     let (first, last) = (
         receipts.first().map(|r| r.seq),
         receipts.last().map(|r| r.seq),
     );
     writeln!(
         std::io::stdout().lock(),
-        "imported {} actions as seq {}..={} (decision recorded)",
+        "imported {} actions as seq {}..={} (marked imported; decisions and outcomes as the source records them)",
         receipts.len(),
         first.unwrap_or_default(),
         last.unwrap_or_default()
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The next line without its newline, read through a bound: a line over [`MAX_LINE`]
+/// is refused before it is read whole.
+fn next_line(input: &mut impl BufRead, name: &str, number: usize) -> anyhow::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX).saturating_add(1);
+    input
+        .take(limit)
+        .read_until(b'\n', &mut line)
+        .with_context(|| format!("{name}:{number}: cannot read"))?;
+    if line.is_empty() {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+    } else if line.len() > MAX_LINE {
+        anyhow::bail!("{name}:{number}: line is longer than the limit of {MAX_LINE} bytes");
+    }
+    Ok(Some(line))
+}
+
+/// A line's action and what its source records.
+fn to_item(line: Line) -> anyhow::Result<ImportItem> {
+    let mut action = line.action;
+    match (line.action_id, action.id.is_empty()) {
+        (Some(id), true) => action.id = id,
+        (Some(id), false) if id != action.id => {
+            anyhow::bail!("\"id\" {:?} and \"action_id\" {id:?} differ", action.id)
+        }
+        _ => {}
+    }
+    if let Some(ts) = &line.ts {
+        humantime::parse_rfc3339(ts)
+            .with_context(|| format!("\"ts\" {ts:?} is not an RFC 3339 UTC time"))?;
+    }
+    let params_given = !matches!(&action.params, Value::Null)
+        && !matches!(&action.params, Value::Object(map) if map.is_empty());
+    let mut item = ImportItem::new(action, line.result);
+    item.ts = line.ts;
+    item.decision = line.decision;
+    item.confirm = line.confirm;
+    item.execution = line.execution;
+    item.verification = line.verification;
+    item.reasons = line.reasons;
+    if !params_given {
+        if let Some(hash) = line.params_hash {
+            if attest_ledger::from_hex(&hash).is_none() {
+                anyhow::bail!("\"params_hash\" is not 64 lower-case hex digits");
+            }
+            item.params_hash = Some(hash);
+            item.params_preview = line.params_preview;
+        }
+    }
+    Ok(item)
+}
+
+/// Refuses ids the ledger already holds, naming the line and the row.
+fn already_recorded(
+    ledger: &attest_ledger::Ledger,
+    ids: &HashMap<String, (usize, bool)>,
+    name: &str,
+) -> anyhow::Result<()> {
+    #[derive(Deserialize)]
+    struct Id<'a> {
+        #[serde(borrow)]
+        action_id: std::borrow::Cow<'a, str>,
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut found = None;
+    ledger.for_each_row(1, |row| {
+        if let Ok(id) = serde_json::from_slice::<Id<'_>>(row.body) {
+            if let Some(&(line, _)) = ids.get(id.action_id.as_ref()) {
+                found = Some((line, id.action_id.into_owned(), row.seq));
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })?;
+    match found {
+        Some((line, id, seq)) => anyhow::bail!(
+            "{name}:{line}: action id {id:?} is already in the ledger (seq {seq}); an action is imported once"
+        ),
+        None => Ok(()),
+    }
 }

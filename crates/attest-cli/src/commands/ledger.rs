@@ -5,10 +5,12 @@ use attest_ledger::to_hex;
 
 use crate::cli::LedgerArgs;
 use crate::commands::short;
+use crate::commands::verify::print_open_intents;
 use crate::config::Config;
+use crate::terminal::escape;
 
 pub(crate) fn run(config: &Config, args: &LedgerArgs) -> anyhow::Result<ExitCode> {
-    let ledger = config.open_ledger(false)?;
+    let ledger = config.open_ledger_read_only()?;
     let rows = ledger.list(args.limit)?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -17,6 +19,7 @@ pub(crate) fn run(config: &Config, args: &LedgerArgs) -> anyhow::Result<ExitCode
         return Ok(ExitCode::SUCCESS);
     }
     print_table(&mut out, &rows)?;
+    print_open_intents(&mut out, &attest_core::open_intents(&ledger, 1)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -37,11 +40,11 @@ pub(crate) fn print_table(
             out,
             "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  {}",
             row.seq,
-            row.ts,
-            row.agent.as_deref().unwrap_or("-"),
-            format!("{}.{}", row.system, row.verb),
-            row.decision,
-            row.level.as_deref().unwrap_or("-"),
+            escape(&row.ts),
+            escape(row.agent.as_deref().unwrap_or("-")),
+            format!("{}.{}", escape(&row.system), escape(&row.verb)),
+            escape(&row.decision),
+            escape(row.level.as_deref().unwrap_or("-")),
             short(&to_hex(&row.hash)),
         )?;
     }

@@ -2,17 +2,21 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attest_ledger::{ConsistencyProof, InclusionProof};
+use attest_ledger::{ConsistencyProof, InclusionProof, Ledger, LedgerError};
 
 use crate::cli::{ProveArgs, VerifyProofArgs};
 use crate::config::{read_capped, trusted_keys, Config};
 
 pub(crate) fn prove(config: &Config, args: &ProveArgs) -> anyhow::Result<ExitCode> {
-    let ledger = config.open_ledger(false)?;
+    let ledger = config.open_ledger_read_only()?;
     let mut out = std::io::stdout().lock();
     match (args.consistency, args.seq) {
         (Some(old), _) => {
-            let proof = ledger.prove_consistency(old, args.size)?;
+            let proof = ledger
+                .prove_consistency(old, args.size)
+                .map_err(|err| with_hint(&ledger, old, args.size, err))?;
+            unsigned_note(old, proof.old_checkpoint.is_none());
+            unsigned_note(proof.new_size, proof.new_checkpoint.is_none());
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &proof)?;
                 writeln!(out)?;
@@ -25,7 +29,10 @@ pub(crate) fn prove(config: &Config, args: &ProveArgs) -> anyhow::Result<ExitCod
             }
         }
         (None, Some(seq)) => {
-            let proof = ledger.prove_inclusion(seq, args.size)?;
+            let proof = ledger
+                .prove_inclusion(seq, args.size)
+                .map_err(|err| with_hint(&ledger, seq, args.size, err))?;
+            unsigned_note(proof.tree_size, proof.checkpoint.is_none());
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &proof)?;
                 writeln!(out)?;
@@ -51,20 +58,56 @@ pub(crate) fn prove(config: &Config, args: &ProveArgs) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
+/// What to run when a seq or size lies beyond the newest checkpoint.
+fn with_hint(ledger: &Ledger, asked: u64, size: Option<u64>, err: LedgerError) -> anyhow::Error {
+    let LedgerError::OutOfRange { size: tree, .. } = &err else {
+        return err.into();
+    };
+    let tip = ledger.tip().ok().flatten().map_or(0, |(seq, _)| seq);
+    let hint = match size {
+        None if asked <= tip => format!(
+            "the newest checkpoint covers {tree} entries and seq {asked} came later: run \
+             `attest checkpoint` to sign the ledger as it is now ({tip} entries), then prove again"
+        ),
+        _ => format!("the ledger holds {tip} entries"),
+    };
+    anyhow::Error::new(err).context(hint)
+}
+
+/// A proof against a size no checkpoint signs cannot be checked by `verify-proof`: say so.
+fn unsigned_note(size: u64, unsigned: bool) {
+    if unsigned {
+        eprintln!(
+            "attest: note: no signed checkpoint covers exactly {size} entries, so `attest verify-proof` \
+             will refuse this proof; run `attest checkpoint` and prove against the size it signs"
+        );
+    }
+}
+
 pub(crate) fn verify_proof(args: &VerifyProofArgs) -> anyhow::Result<ExitCode> {
     let bytes = read_capped(&args.file, 1 << 20)?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not JSON", args.file.display()))?;
+    let trusted = trusted_keys(&args.trust)?;
+    if trusted.is_empty() {
+        anyhow::bail!("no trusted verifier key: pass --vkey, --vkey-file or set ATTEST_VKEY");
+    }
     let mut out = std::io::stdout().lock();
     if value.get("old_size").is_some() {
-        let proof: ConsistencyProof = serde_json::from_value(value)
-            .with_context(|| format!("{} is not a consistency proof", args.file.display()))?;
-        return Ok(match proof.check() {
+        let proof: ConsistencyProof = serde_json::from_value(value).with_context(|| {
+            format!(
+                "{} is not a consistency proof (a file holds one kind of proof, with no other fields)",
+                args.file.display()
+            )
+        })?;
+        return Ok(match proof.check(&trusted) {
             Ok(()) => {
                 writeln!(
                     out,
-                    "ok: the tree of {} entries is a prefix of the tree of {}",
-                    proof.old_size, proof.new_size
+                    "ok: the signed tree of {} entries is a prefix of the signed tree of {} (signed by {})",
+                    proof.old_size,
+                    proof.new_size,
+                    signer(&trusted, proof.new_checkpoint.as_deref())
                 )?;
                 ExitCode::SUCCESS
             }
@@ -74,18 +117,21 @@ pub(crate) fn verify_proof(args: &VerifyProofArgs) -> anyhow::Result<ExitCode> {
             }
         });
     }
-    let proof: InclusionProof = serde_json::from_value(value)
-        .with_context(|| format!("{} is not an inclusion proof", args.file.display()))?;
-    let trusted = trusted_keys(&args.trust)?;
-    if trusted.is_empty() {
-        anyhow::bail!("no trusted verifier key: pass --vkey, --vkey-file or set ATTEST_VKEY");
-    }
+    let proof: InclusionProof = serde_json::from_value(value).with_context(|| {
+        format!(
+            "{} is not an inclusion proof (a file holds one kind of proof, with no other fields)",
+            args.file.display()
+        )
+    })?;
     Ok(match proof.check(&trusted) {
         Ok(()) => {
             writeln!(
                 out,
-                "ok: seq {} (hash {}) is in the signed tree of {} entries",
-                proof.seq, proof.entry_hash, proof.tree_size
+                "ok: seq {} (hash {}) is in the signed tree of {} entries (signed by {})",
+                proof.seq,
+                proof.entry_hash,
+                proof.tree_size,
+                signer(&trusted, proof.checkpoint.as_deref())
             )?;
             ExitCode::SUCCESS
         }
@@ -94,4 +140,16 @@ pub(crate) fn verify_proof(args: &VerifyProofArgs) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
     })
+}
+
+/// The trusted key that verified `note`: the one its origin names (a checkpoint verifies
+/// only under a key of its origin's name).
+fn signer(trusted: &[attest_ledger::VerifierKey], note: Option<&str>) -> String {
+    let origin = note
+        .and_then(|note| attest_ledger::read_checkpoint_unverified(note.as_bytes()).ok())
+        .map(|body| body.origin);
+    trusted
+        .iter()
+        .find(|key| Some(key.name()) == origin.as_deref())
+        .map_or_else(|| "a trusted key".to_owned(), ToString::to_string)
 }

@@ -1,4 +1,4 @@
-use std::io::Write;
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
@@ -27,6 +27,11 @@ pub(crate) fn run(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode>
     let cutoff = SystemTime::now()
         .checked_sub(age)
         .unwrap_or(SystemTime::UNIX_EPOCH);
+    let count = ledger.prune_count(cutoff)?;
+    if count > 0 && !args.yes && !confirmed(count, args.older_than_days, config)? {
+        writeln!(std::io::stderr().lock(), "attest: not pruned")?;
+        return Ok(ExitCode::from(1));
+    }
     let pruned = ledger.prune(cutoff, &key)?;
     let mut out = std::io::stdout().lock();
     if pruned.removed == 0 {
@@ -41,6 +46,35 @@ pub(crate) fn run(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode>
             "removed {} entries (now everything up to seq {} is pruned), behind the checkpoint at size {}",
             pruned.removed, pruned.pruned_through, pruned.checkpoint.size
         )?;
+        writeln!(
+            out,
+            "check it with `attest verify --vkey {}`: verification starts from the pruned \
+             boundary and binds it to that signed checkpoint",
+            key.verifier()
+        )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks on the terminal; without one, refuses (the caller passes --yes to mean it).
+fn confirmed(count: u64, days: u64, config: &Config) -> anyhow::Result<bool> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        anyhow::bail!(
+            "prune would remove {count} entries older than {days} days from {}; \
+             there is no terminal to confirm on: pass --yes to prune",
+            config.ledger_path.display()
+        );
+    }
+    let mut err = std::io::stderr().lock();
+    write!(
+        err,
+        "remove {count} entries older than {days} days from {}? They stay provable through \
+         the signed checkpoint, but their bodies are gone unless exported first. [y/N] ",
+        config.ledger_path.display()
+    )?;
+    err.flush()?;
+    let mut answer = String::new();
+    stdin.lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
 }

@@ -1,11 +1,13 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use attest_ledger::{split_notes, to_hex, VerifyOptions, VerifyReport, MAX_NOTE_BYTES};
+use attest_core::{open_intents, OpenIntent};
+use attest_ledger::{split_notes, to_hex, LedgerError, VerifyOptions, VerifyReport, MAX_NOTE_BYTES};
 use serde_json::json;
 
 use crate::cli::VerifyArgs;
 use crate::config::{read_capped, trusted_keys, Config};
+use crate::terminal::escape;
 
 pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let trusted = trusted_keys(&args.trust)?;
@@ -20,7 +22,16 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
             anchors.push((path.display().to_string(), note));
         }
     }
-    let ledger = config.open_ledger(false)?;
+    // Read-only: verify works on a read-only disk and never writes to what it checks
+    // (an empty or foreign file stays as it is, and is reported as no ledger).
+    let ledger = match attest_ledger::Ledger::open_read_only(&config.ledger_path) {
+        Ok(ledger) => ledger,
+        Err(err @ LedgerError::NotALedger { .. }) => return not_a_ledger(&err, args.json),
+        Err(err) => {
+            return Err(anyhow::Error::new(err)
+                .context(format!("cannot open ledger {}", config.ledger_path.display())))
+        }
+    };
     let bar = (!args.json && std::io::stderr().is_terminal()).then(progress_bar);
     let mut progress = |done: u64, total: u64| {
         if let Some(bar) = &bar {
@@ -33,22 +44,69 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
         anchors: &anchors,
         since_checkpoint: args.since_checkpoint,
         progress: Some(&mut progress),
+        require_signature: true,
     })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    // With --since-checkpoint only the rows it walked are searched.
+    let from = match (&report.checkpoint, args.since_checkpoint) {
+        (Some(checkpoint), true) => checkpoint.size,
+        _ => 1,
+    };
+    let intents = open_intents(&ledger, from)?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer(&mut out, &report_json(&report))?;
+        let mut json = report_json(&report);
+        json["open_intents"] = json!(intents);
+        serde_json::to_writer(&mut out, &json)?;
         writeln!(out)?;
     } else {
         print_report(&mut out, &report)?;
+        print_open_intents(&mut out, &intents)?;
     }
     Ok(if report.is_intact() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// An empty or foreign file where the ledger should be: not intact (exit 1), untouched.
+fn not_a_ledger(err: &LedgerError, json: bool) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, &json!({"ok": false, "error": err.to_string()}))?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "NOT A LEDGER: {}", escape(&err.to_string()))?;
+    }
+    Ok(ExitCode::from(1))
+}
+
+/// Writes that were cleared to run and never got an outcome row: the ledger is intact,
+/// but nothing in it says how these ended.
+pub(crate) fn print_open_intents(out: &mut impl Write, intents: &[OpenIntent]) -> std::io::Result<()> {
+    if intents.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "warning: {} action(s) were recorded as about to run but have no outcome row \
+         (a crash, or a full or read-only disk, while they ran); check them at their system:",
+        intents.len()
+    )?;
+    for intent in intents {
+        writeln!(
+            out,
+            "  seq {}: {}.{} (action {})",
+            intent.seq,
+            escape(&intent.system),
+            escape(&intent.verb),
+            escape(&intent.action_id)
+        )?;
+    }
+    Ok(())
 }
 
 fn progress_bar() -> indicatif::ProgressBar {
@@ -68,6 +126,7 @@ fn report_json(report: &VerifyReport) -> serde_json::Value {
         "problems": report.problems,
         "checkpoint": report.checkpoint.as_ref().map(|c| json!({"size": c.size, "root": c.root})),
         "signatures_checked": report.signatures_checked,
+        "verified_by": report.verified_by,
         "notes": report.notes,
         "tip": report.tip.map(|(seq, hash)| json!({"seq": seq, "hash": to_hex(&hash)})),
     })
@@ -96,7 +155,7 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
             report.checked
         )?;
         for problem in &report.problems {
-            writeln!(out, "  {problem}")?;
+            writeln!(out, "  {}", escape(&problem.to_string()))?;
         }
     }
     if let Some(checkpoint) = &report.checkpoint {
@@ -105,15 +164,15 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
             "checkpoint: size {} root {} (signature {})",
             checkpoint.size,
             checkpoint.root,
-            if report.signatures_checked {
-                "checked against the trusted key"
-            } else {
-                "NOT checked"
+            match report.verified_by.as_slice() {
+                [] if report.signatures_checked => "did NOT verify under the trusted key".to_owned(),
+                [] => "NOT checked: no trusted key given".to_owned(),
+                keys => format!("verified by {}", keys.join(", ")),
             }
         )?;
     }
     for note in &report.notes {
-        writeln!(out, "note: {note}")?;
+        writeln!(out, "note: {}", escape(note))?;
     }
     Ok(())
 }

@@ -43,7 +43,7 @@ use axum::Router;
 use reqwest::Url;
 use serde_json::{json, Value};
 
-use super::{chain, held_json, receipt_json};
+use super::{chain, held_json, not_recorded_text, receipt_json};
 
 /// The header that names the upstream base URL.
 pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
@@ -194,7 +194,17 @@ fn add_receipt_headers(headers: &mut HeaderMap, receipt: &Receipt) {
         ("x-attest-decision", receipt.decision.as_str().to_owned()),
         ("x-attest-level", level.to_owned()),
         ("x-attest-seq", receipt.seq.to_string()),
-    ] {
+    ]
+    .into_iter()
+    .chain(receipt.warning.as_ref().map(|_| {
+        (
+            "x-attest-warning",
+            format!(
+                "outcome not recorded: the request ran (intent seq {}); do not retry",
+                receipt.seq
+            ),
+        )
+    })) {
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.insert(HeaderName::from_static(name), value);
         }
@@ -656,7 +666,23 @@ fn respond(
         )
     };
     match (outcome, answer) {
-        (Ok(receipt), Some(Ok(up))) => up.into_response(Some(&receipt)),
+        (Ok(receipt), Some(Ok(up))) => {
+            if let Some(warning) = &receipt.warning {
+                eprintln!("attest gateway: {method} {}: {warning}", url.origin().ascii_serialization());
+            }
+            up.into_response(Some(&receipt))
+        }
+        // The intent row was not accepted: the upstream was never called. 507 (the
+        // server cannot store what the request needs) is not a status clients retry.
+        (Err(err @ AttestError::NotRecorded(_)), _) => {
+            let text = not_recorded_text("the request", &err);
+            eprintln!("attest gateway: {method} {}: {text}", url.origin().ascii_serialization());
+            reject(
+                StatusCode::INSUFFICIENT_STORAGE,
+                json!({"error": text, "upstream_called": false}),
+                None,
+            )
+        }
         (Err(AttestError::Refused { receipt }), _) => {
             not_run("refused by policy".to_owned(), &receipt)
         }
@@ -676,6 +702,9 @@ fn respond(
             reject(StatusCode::CONFLICT, json!({"error": chain(&err)}), None)
         }
         (Err(AttestError::ToolFailed { receipt, .. }), Some(Ok(up))) => {
+            if let Some(warning) = &receipt.warning {
+                eprintln!("attest gateway: {method} {}: {warning}", url.origin().ascii_serialization());
+            }
             up.into_response(Some(&receipt))
         }
         (Err(AttestError::ToolFailed { receipt, .. }), Some(Err(why))) => reject(

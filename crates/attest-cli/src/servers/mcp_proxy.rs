@@ -51,7 +51,7 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
-use super::{chain, held_json, receipt_json, Mode};
+use super::{chain, held_json, not_recorded_text, receipt_json, Mode};
 
 /// The tool added in pending mode to resume a held call.
 pub(crate) const RESUME_TOOL: &str = "attest_resume";
@@ -471,6 +471,10 @@ impl Proxy {
                 format!("`{name}` was not run: {}", chain(&err)),
                 None,
             ))),
+            // The intent row was not accepted: the upstream tool was never called.
+            Err(err @ AttestError::NotRecorded(_)) => Ok(ServerResult::CallToolResult(
+                error_result(not_recorded_text(&format!("`{name}`"), &err), None),
+            )),
             // Not recorded (the ledger failed).
             Err(err) => Err(ErrorData::internal_error(
                 format!("attest could not decide or record `{name}`: {}", chain(&err)),

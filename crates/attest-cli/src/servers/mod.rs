@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use attest_core::approvals::{ApprovalStore, ResumeToken, StoreGate};
-use attest_core::{AutoGate, Gate, GateDecision, Receipt};
+use attest_core::{AttestError, AutoGate, Gate, GateDecision, Receipt};
 use attest_policy::{Action, Verdict};
 use clap::ValueEnum;
 use serde_json::{json, Value};
@@ -97,7 +97,7 @@ impl Gate for TimeoutGate {
 
 /// The receipt as the servers show it: `{"seq","action_id","decision","level",…}`.
 pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
-    json!({
+    let mut json = json!({
         "seq": receipt.seq,
         "action_id": receipt.action_id,
         "entry_hash": receipt.entry_hash,
@@ -105,7 +105,21 @@ pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
         "level": receipt.level.map(|l| l.as_str()),
         "approver": receipt.approver,
         "reasons": receipt.reasons,
-    })
+    });
+    if let Some(warning) = &receipt.warning {
+        json["warning"] = json!(warning);
+    }
+    json
+}
+
+/// What a caller is told when the ledger did not accept a write's intent row: nothing
+/// ran, and a retry fails the same way until the ledger accepts rows again.
+pub(crate) fn not_recorded_text(what: &str, err: &AttestError) -> String {
+    format!(
+        "{what} was not run: Attest could not record it first ({}). Nothing reached the \
+         upstream; retrying fails the same way until the ledger accepts rows again",
+        chain(err)
+    )
 }
 
 /// An error and its causes, one line: `a: b: c`.

@@ -113,7 +113,7 @@ fn start_vendor(vendor: Shared) -> String {
 
 /// Serves the router `app` builds on 127.0.0.1, on its own thread and runtime; returns
 /// its base URL.
-fn serve_app(app: impl FnOnce() -> Router + Send + 'static) -> String {
+pub(crate) fn serve_app(app: impl FnOnce() -> Router + Send + 'static) -> String {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -131,7 +131,7 @@ fn serve_app(app: impl FnOnce() -> Router + Send + 'static) -> String {
 }
 
 /// Kills the gateway when the test ends, pass or fail.
-struct Gateway(Child);
+pub(crate) struct Gateway(Child);
 
 impl Drop for Gateway {
     fn drop(&mut self) {
@@ -140,7 +140,7 @@ impl Drop for Gateway {
     }
 }
 
-fn start_gateway(dir: &Path, upstream: &str, extra: &[&str]) -> (Gateway, String) {
+pub(crate) fn start_gateway(dir: &Path, upstream: &str, extra: &[&str]) -> (Gateway, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
         .args([
             "--ledger",
@@ -171,7 +171,7 @@ fn start_gateway(dir: &Path, upstream: &str, extra: &[&str]) -> (Gateway, String
 }
 
 /// One request with curl: (status, lower-case headers, body).
-fn curl(
+pub(crate) fn curl(
     method: &str,
     url: &str,
     body: Option<&Value>,
@@ -216,7 +216,7 @@ fn curl(
     (status, headers, body.to_owned())
 }
 
-fn curl_missing() -> bool {
+pub(crate) fn curl_missing() -> bool {
     let missing = Command::new("curl").arg("--version").output().is_err();
     if missing {
         crate::peer_missing("curl is missing");

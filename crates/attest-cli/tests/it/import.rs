@@ -55,3 +55,107 @@ fn a_bad_line_imports_nothing_and_is_named() {
     );
     assert!(!ledger_file(dir.path()).exists());
 }
+
+#[test]
+fn an_export_imported_elsewhere_keeps_each_actions_time_and_outcome() {
+    let source = crate::demo_ledger();
+    let export = stdout(&attest(source.path(), &["export"]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("past.jsonl"), &export).unwrap();
+    let output = attest(dir.path(), &["import", "past.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let imported = stdout(&attest(dir.path(), &["export"]));
+    let (before, after): (Vec<Value>, Vec<Value>) = (
+        export.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+        imported.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+    );
+    assert_eq!(before.len(), after.len());
+    for (was, now) in before.iter().zip(&after) {
+        for field in [
+            "action_id", "decision", "confirm", "execution", "verification", "reasons",
+            "params_hash", "params_preview", "system", "verb", "agent",
+        ] {
+            assert_eq!(was[field], now[field], "{field} of seq {}", was["seq"]);
+        }
+        assert_eq!(now["imported"]["ts"], was["ts"], "seq {}", was["seq"]);
+    }
+    // The rejected, never-run payment stays rejected and never run.
+    let pay = after.iter().find(|e| e["verb"] == "pay").unwrap();
+    assert_eq!(
+        (&pay["decision"], &pay["execution"]["status"], &pay["confirm"]["outcome"]),
+        (&Value::from("ask"), &Value::from("not_run"), &Value::from("rejected"))
+    );
+    // Each intent came with its outcome: nothing is reported open.
+    let ledger = stdout(&attest(dir.path(), &["ledger"]));
+    assert!(!ledger.contains("warning"), "{ledger}");
+}
+
+#[test]
+fn a_duplicate_action_id_is_refused_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |id: &str| format!("{{\"id\":\"{id}\",\"system\":\"gmail\",\"verb\":\"send\"}}\n");
+    std::fs::write(dir.path().join("twice.jsonl"), line("a1") + &line("a2") + &line("a1")).unwrap();
+    let output = attest(dir.path(), &["import", "twice.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("twice.jsonl:3: action id \"a1\" is also on line 1"), "{}", stderr(&output));
+    assert!(!ledger_file(dir.path()).exists());
+
+    std::fs::write(dir.path().join("one.jsonl"), line("a1")).unwrap();
+    assert_eq!(attest(dir.path(), &["import", "one.jsonl"]).status.code(), Some(0));
+    std::fs::write(dir.path().join("again.jsonl"), line("b1") + &line("a1")).unwrap();
+    let output = attest(dir.path(), &["import", "again.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("again.jsonl:2: action id \"a1\" is already in the ledger (seq 1)"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn an_endless_line_is_refused_without_reading_it_whole() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["import", "-"])
+        .current_dir(dir.path())
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A line with no end: import must stop at its limit, not read until memory runs out.
+    let writer = std::thread::spawn(move || {
+        let chunk = [b'x'; 65536];
+        let mut written = 0usize;
+        while written < (1 << 30) && stdin.write_all(&chunk).is_ok() {
+            written += chunk.len();
+        }
+        written
+    });
+    let output = child.wait_with_output().unwrap();
+    let written = writer.join().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("-:1: line is longer than the limit"), "{}", stderr(&output));
+    assert!(written < 64 << 20, "import read {written} bytes of one line");
+}
+
+#[test]
+fn terminal_output_escapes_control_characters_from_ledger_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    // An agent name that would retitle the terminal and clear it, a system with a
+    // right-to-left override.
+    std::fs::write(
+        dir.path().join("past.jsonl"),
+        "{\"system\":\"x\u{202e}yap\",\"verb\":\"send\",\"agent\":\"bot\\u001b]0;owned\\u0007\\u001b[2J\\r\"}\n",
+    )
+    .unwrap();
+    assert_eq!(attest(dir.path(), &["import", "past.jsonl"]).status.code(), Some(0));
+    let text = stdout(&attest(dir.path(), &["ledger"]));
+    for bad in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+        assert!(!text.contains(bad), "{bad:?} reached the terminal: {text:?}");
+    }
+    assert!(text.contains("bot\\u{1b}]0;owned\\u{7}"), "{text}");
+    assert!(text.contains("x\\u{202e}yap.send"), "{text}");
+}

@@ -9,6 +9,7 @@ mod bad_input;
 mod demo;
 mod evidence;
 mod export;
+mod fail_closed;
 mod gateway;
 mod import;
 mod inbox_browser;
@@ -16,6 +17,7 @@ mod mcp;
 mod policy;
 mod recipes;
 mod tamper;
+mod verify_claims;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -183,9 +183,12 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
     assert!(decided.receipt.is_none());
     let receipt = attest.resume(&token, tool.run()).await.unwrap();
     assert_eq!(tool.calls(), 1);
-    assert_eq!(receipt.seq, 2);
+    assert_eq!(receipt.seq, 3);
     assert_eq!(receipt.approver.as_deref(), Some("maria"));
-    let outcome = row(&ledger, 2);
+    let intent = row(&ledger, 2);
+    assert_eq!(intent["execution"]["status"], "intent");
+    assert_eq!(intent["action_id"], ask["action_id"]);
+    let outcome = row(&ledger, 3);
     assert_eq!(
         outcome["confirm"],
         json!({"outcome": "approved", "approver": "maria", "channel": "cli", "note": "ok"})
@@ -203,7 +206,7 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
         "{err:?}"
     );
     assert_eq!(tool.calls(), 1);
-    assert_eq!(rows(&ledger), 2);
+    assert_eq!(rows(&ledger), 3);
     assert!(ledger.verify().unwrap().is_intact());
 }
 
@@ -244,7 +247,8 @@ async fn a_request_survives_a_restart_and_resumes_from_a_new_attest() {
     let (attest, _) = f.attest(anyone(), Duration::ZERO);
     attest.resume(&token, tool.run()).await.unwrap();
     assert_eq!(tool.calls(), 1);
-    assert_eq!(rows(&ledger), 2);
+    // The ask, the intent before the run, the outcome.
+    assert_eq!(rows(&ledger), 3);
     assert_eq!(*tool.params.lock().unwrap(), Some(send().params));
 }
 
@@ -663,14 +667,16 @@ async fn two_processes_racing_to_decide_have_exactly_one_winner() {
             Status::Approved => {
                 attest.resume(&token, tool.run()).await.unwrap();
                 assert_eq!(tool.calls(), 1);
+                // The ask, the intent, the outcome.
+                assert_eq!(rows(&ledger), 3);
             }
             Status::Rejected => {
                 assert!(attest.resume(&token, tool.run()).await.is_err());
                 assert_eq!(tool.calls(), 0);
+                assert_eq!(rows(&ledger), 2);
             }
             other => panic!("unexpected {other}"),
         }
-        assert_eq!(rows(&ledger), 2);
         assert!(ledger.verify().unwrap().is_intact());
     }
 }
@@ -736,9 +742,11 @@ async fn a_waiting_gate_runs_the_action_when_someone_decides_in_time() {
     let receipt = attest.run(send(), tool.run()).await.unwrap();
     approve.await.unwrap();
     assert_eq!(tool.calls(), 1);
-    assert_eq!(receipt.seq, 1);
-    assert_eq!(row(&ledger, 1)["confirm"]["channel"], "inbox");
-    assert_eq!(rows(&ledger), 1);
+    // The intent (approved, about to run), then the outcome.
+    assert_eq!(receipt.seq, 2);
+    assert_eq!(row(&ledger, 1)["execution"]["status"], "intent");
+    assert_eq!(row(&ledger, 2)["confirm"]["channel"], "inbox");
+    assert_eq!(rows(&ledger), 2);
 }
 
 #[tokio::test]

@@ -71,8 +71,14 @@ async fn a_low_risk_action_acts_and_is_acknowledged() {
     assert_eq!(receipt.decision, Decision::Act);
     assert_eq!(receipt.level, Some(Level::Acknowledged));
     assert_eq!(receipt.result, Some(json!({"id": "42"})));
-    assert_eq!(receipt.seq, 1);
-    let body = row(&f.ledger, 1);
+    // A write: its intent row first, durable before the tool ran, then the outcome.
+    assert_eq!(receipt.seq, 2);
+    let intent = row(&f.ledger, 1);
+    assert_eq!(intent["execution"]["status"], "intent");
+    assert_eq!(intent["decision"], "act");
+    assert_eq!(intent["verification"], Value::Null);
+    let body = row(&f.ledger, 2);
+    assert_eq!(body["action_id"], intent["action_id"]);
     assert_eq!(body["decision"], "act");
     assert_eq!(body["agent"], "bot");
     assert_eq!(body["execution"]["status"], "ok");
@@ -263,7 +269,7 @@ async fn a_custom_check_that_passes_is_verified_custom() {
         .await
         .unwrap();
     assert_eq!(receipt.level, Some(Level::VerifiedCustom));
-    let body = row(&f.ledger, 1);
+    let body = row(&f.ledger, 2);
     assert_eq!(
         body["verification"],
         json!({"level": "verified-custom", "method": "custom", "matched": true})
@@ -287,7 +293,7 @@ async fn a_custom_check_that_fails_is_unverified() {
         .await
         .unwrap();
     assert_eq!(receipt.level, Some(Level::Unverified));
-    assert_eq!(row(&f.ledger, 1)["verification"]["matched"], false);
+    assert_eq!(row(&f.ledger, 2)["verification"]["matched"], false);
 }
 
 #[tokio::test]
@@ -309,7 +315,7 @@ async fn a_custom_check_that_errors_degrades_and_is_never_unverified() {
         .await
         .unwrap();
     assert_eq!(receipt.level, Some(Level::Acknowledged));
-    let body = row(&f.ledger, 1);
+    let body = row(&f.ledger, 2);
     assert_eq!(body["verification"]["method"], "custom");
     assert_eq!(
         body["verification"]["evidence"]["degraded"],
@@ -368,7 +374,8 @@ async fn a_wrapped_tool_is_governed_on_every_call() {
     });
     for i in 0..3 {
         let receipt = crm.call(json!({"id": i.to_string()})).await.unwrap();
-        assert_eq!(receipt.seq, i + 1);
+        // Each call: an intent row, then the outcome row the receipt names.
+        assert_eq!(receipt.seq, 2 * (i + 1));
     }
     assert_eq!(crm.tool().calls.load(Ordering::SeqCst), 3);
     assert!(f.ledger.verify().unwrap().is_intact());
@@ -399,6 +406,56 @@ async fn concurrent_runs_keep_one_chain() {
         seqs.push(task.await.unwrap());
     }
     seqs.sort_unstable();
-    assert_eq!(seqs, (1..=32).collect::<Vec<_>>());
+    seqs.dedup();
+    // 32 outcome rows, each after its intent: 64 rows in one chain.
+    assert_eq!(seqs.len(), 32);
+    assert_eq!(f.ledger.tip().unwrap().unwrap().0, 64);
     assert!(f.ledger.verify().unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn a_write_runs_only_after_its_intent_row_is_durable() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    // The tool looks at the ledger from another connection while it runs.
+    let path = f.ledger.path().to_path_buf();
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let seen_in_tool = Arc::clone(&seen);
+    let receipt = attest
+        .run(Action::new("crm", Verb::Update), move |_| async move {
+            let other = Ledger::open_read_only(&path).unwrap();
+            *seen_in_tool.lock().unwrap() = Some(row(&other, 1));
+            Ok(json!({"id": "1"}))
+        })
+        .await
+        .unwrap();
+    let intent = seen.lock().unwrap().take().expect("the tool ran");
+    assert_eq!(intent["execution"]["status"], "intent");
+    assert_eq!(intent["action_id"], receipt.action_id.as_str());
+    assert_eq!(receipt.seq, 2);
+    assert!(receipt.warning.is_none());
+    assert!(attest_core::open_intents(&f.ledger, 1).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_write_whose_intent_cannot_be_recorded_does_not_run() {
+    let f = fixture();
+    // A ledger that refuses every append (opened read-only, as on a read-only disk).
+    let read_only = Ledger::open_read_only(f.ledger.path()).unwrap();
+    let attest = Attest::builder().ledger(read_only).build().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let err = attest
+        .run(
+            Action::new("crm", Verb::Update),
+            counting(&calls, json!({"id": "1"})),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AttestError::NotRecorded(_)), "{err:?}");
+    assert!(err.to_string().contains("did not run"), "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    assert!(f.ledger.tip().unwrap().is_none());
 }

@@ -452,7 +452,7 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
         .await
         .unwrap();
     assert_eq!(receipt.level, Some(Level::Verified));
-    let body = row(&ledger, 1);
+    let body = row(&ledger, 2);
     let v = &body["verification"];
     assert_eq!(v["level"], "verified");
     assert_eq!(v["method"], "read-back:recipe");
@@ -473,7 +473,7 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
         .await
         .unwrap();
     assert_eq!(receipt.level, Some(Level::Unverified));
-    let v = &row(&ledger, 2)["verification"];
+    let v = &row(&ledger, 4)["verification"];
     assert_eq!(v["level"], "unverified");
     assert_eq!(v["matched"], false);
     assert!(v["evidence"]["fields"]
@@ -542,7 +542,7 @@ async fn the_callers_own_read_back_comes_before_the_drivers_and_is_recorded_as_r
         .await
         .unwrap();
     assert_eq!(receipt.level, Some(Level::Unverified));
-    let v = &row(&ledger, 1)["verification"];
+    let v = &row(&ledger, 2)["verification"];
     assert_eq!(v["method"], "read-back:session");
     assert_eq!(v["evidence"]["source"], "session get");
     assert!(v["evidence"]["fields"]

@@ -42,6 +42,7 @@ pub(crate) fn sample_record(n: u64) -> Record {
             matched: None,
             evidence: serde_json::Map::new(),
         }),
+        imported: None,
     }
 }
 
