@@ -3,8 +3,12 @@
 //! The upstream URL comes from the path (`/https://api.example.com/v1/notes`), else the
 //! `X-Attest-Upstream` header (a base URL the path is appended to), else `--upstream`.
 //!
-//! - Reads (detected as `read`/`search`/`get`/`list`) are forwarded as they are; with
-//!   `--record-reads` they go through the pipeline and are recorded.
+//! - Reads (a `GET` or `HEAD` detected as `read`/`search`/`get`/`list`) are forwarded as
+//!   they are; with `--record-reads` they go through the pipeline and are recorded. Any
+//!   other method goes through the pipeline whatever its path says, and a request is
+//!   judged by its riskiest reading: method-override headers (`X-HTTP-Method-Override`…),
+//!   `_method`, every GraphQL operation and root field, `;` parameters and encoded
+//!   separators all count.
 //! - Writes are detected from method + URL + body (and `--openapi` operation ids), decided,
 //!   and forwarded with the caller's headers (hop-by-hop and `X-Attest-*` dropped). The
 //!   ledger gets hashes only: no header, and never `Authorization`, is recorded.
@@ -31,7 +35,7 @@ use attest_core::approvals::ResumeToken;
 use attest_core::verification::without_query;
 use attest_core::{
     detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, HttpOptions,
-    HttpReader, ReadMethod, ReadRequest, Receipt, ToolError,
+    HttpReader, ReadMethod, ReadRequest, Receipt, Registry, ToolError,
 };
 use attest_policy::Action;
 use axum::body::{Body, Bytes};
@@ -402,19 +406,36 @@ async fn send(
     })
 }
 
-/// The action a request describes.
-fn action_for(state: &Inner, method: &Method, url: &Url, body: &Bytes) -> Action {
+/// The action a request describes, judged by its riskiest reading (method-override
+/// headers included).
+fn action_for(
+    state: &Inner,
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Action {
     let input = DetectInput::Http {
         method: method.as_str(),
         url: url.as_str(),
         body: Some(body),
     };
-    let mut detection = detect(&input);
+    let mut detection = Registry::shared().detect_http_request(
+        method.as_str(),
+        url.as_str(),
+        headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_bytes())),
+        Some(body),
+    );
     if let Some(op) = find_operation(&state.options.operations, method.as_str(), url.path()) {
         let named = detect(&DetectInput::Function {
             name: &op.operation_id,
         });
-        detection.verb = named.verb;
+        // An operation id names the verb, but never makes a write's method a read.
+        if !named.verb.is_read() || is_read_method(method) {
+            detection.verb = named.verb;
+        }
         if named.target.is_some() {
             detection.target = named.target;
         }
@@ -429,10 +450,19 @@ fn action_for(state: &Inner, method: &Method, url: &Url, body: &Bytes) -> Action
     action
 }
 
-/// Where a write can be read back, given the upstream's answer.
+/// `GET` and `HEAD`: the only methods that may be passed through unrecorded.
+fn is_read_method(method: &Method) -> bool {
+    method == Method::GET || method == Method::HEAD
+}
+
+/// Where a write can be read back, given the upstream's answer. A `Location` on another
+/// origin is ignored: the read carries the caller's credentials.
 fn readback_url(method: &Method, url: &Url, answer: &Upstreamed) -> Option<Url> {
-    if let Some(location) = answer.headers.get("location").and_then(|v| v.to_str().ok()) {
-        return url.join(location).ok();
+    let location = answer.headers.get("location").and_then(|v| v.to_str().ok());
+    if let Some(found) = location.and_then(|l| url.join(l).ok()) {
+        if found.origin() == url.origin() {
+            return Some(found);
+        }
     }
     if method == Method::PUT || method == Method::PATCH {
         return Some(url.clone());
@@ -550,8 +580,10 @@ async fn forward(
         Ok(url) => url,
         Err(why) => return reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
     };
-    let action = action_for(&state, &method, &url, &body);
-    if action.verb.is_read() && !state.options.record_reads {
+    let action = action_for(&state, &method, &url, &headers, &body);
+    // Only a GET or HEAD detected as a read goes by unrecorded: any other method may change
+    // state whatever its path says, so it goes through the pipeline.
+    if action.verb.is_read() && is_read_method(&method) && !state.options.record_reads {
         return pass_through(&state, &method, &url, &headers, body).await;
     }
     let answer = Mutex::new(None);
@@ -802,6 +834,21 @@ mod tests {
             "http://v.test/v1/notes/8"
         );
         assert_eq!(readback_url(&Method::PATCH, &url, &answer).unwrap(), url);
+        // A Location on another origin is never read with the caller's credentials.
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "location",
+            HeaderValue::from_static("http://evil.test/v1/notes/7"),
+        );
+        let answer = Upstreamed {
+            status: StatusCode::CREATED,
+            headers,
+            body: Bytes::from_static(br#"{"id": 9}"#),
+        };
+        assert_eq!(
+            readback_url(&Method::POST, &url, &answer).unwrap().as_str(),
+            "http://v.test/v1/notes/9"
+        );
         assert!(readback_url(&Method::DELETE, &url, &answer).is_none());
     }
 }

@@ -316,6 +316,181 @@ fn odd_inputs_do_not_panic() {
     assert!(found.target.is_none_or(|t| t.len() < 200));
 }
 
+fn http(method: &str, url: &str, body: Option<&str>) -> Detection {
+    detect(&DetectInput::Http {
+        method,
+        url,
+        body: body.map(str::as_bytes),
+    })
+}
+
+/// Issue 14 item 4: a non-GET/HEAD request is never a read, whatever its path says.
+#[test]
+fn a_write_method_is_never_read_on_a_path_the_caller_shapes() {
+    for (method, path) in [
+        ("POST", "/v1/notes;list"),
+        ("POST", "/v1/notes:get"),
+        ("POST", "/v1/delete_all/search"),
+        ("POST", "/v1/search"),
+        ("PUT", "/v1/notes/list"),
+        ("PATCH", "/v1/items;get"),
+        ("DELETE", "/v1/notes/search"),
+        ("OPTIONS", "/v1/notes"),
+        ("FROB", "/v1/notes/list"),
+    ] {
+        for host in ["http://127.0.0.1:8080", "https://api.someweirdcrm.io", ""] {
+            let url = format!("{host}{path}");
+            let found = http(method, &url, None);
+            assert!(!found.verb.is_read(), "{method} {url}: {found:?}");
+        }
+    }
+    // Known vendors' POST reads stay reads: the registry knows their routes.
+    let found = http("POST", "https://api.notion.com/v1/search", None);
+    assert_eq!(found.verb, Verb::Search);
+}
+
+/// Issue 14 item 4: `;` parameters and encoded separators cannot change the verb.
+#[test]
+fn path_parameters_and_encoded_separators_are_read_the_riskiest_way() {
+    for url in [
+        "https://api.someweirdcrm.io/v1/notes%2Fdelete",
+        "https://api.someweirdcrm.io/v1/notes%252Fdelete",
+        "https://api.someweirdcrm.io/v1/notes;delete",
+        "https://api.someweirdcrm.io/v1/notes%3Bdelete",
+        "https://api.someweirdcrm.io/v1/x/..%2Fdelete",
+        "https://api.someweirdcrm.io/v1/notes\\delete",
+        "https://api.github.com/repos/o/r/issues%2F1%2Fdelete",
+    ] {
+        let found = http("POST", url, None);
+        assert_eq!(found.verb, Verb::Delete, "{url}: {found:?}");
+    }
+    // Ordinary URLs read as before.
+    let found = http("POST", "https://api.github.com/repos/o/r/issues", None);
+    assert_eq!(found.verb, Verb::Create);
+}
+
+/// Issue 14 item 4: method overrides are judged as the riskier method.
+#[test]
+fn method_overrides_are_judged_as_the_riskier_method() {
+    let registry = Registry::shared();
+    let url = "https://api.github.com/repos/o/r";
+    for name in [
+        "X-HTTP-Method-Override",
+        "x-http-method",
+        "X-Method-Override",
+    ] {
+        let found = registry.detect_http_request("GET", url, [(name, b"DELETE".as_slice())], None);
+        assert_eq!(found.verb, Verb::Delete, "{name}");
+        // Overriding a write down to a read does not make it a read.
+        let found = registry.detect_http_request("DELETE", url, [(name, b"GET".as_slice())], None);
+        assert_eq!(found.verb, Verb::Delete, "{name}");
+        // A value that is not a method (or not text) is an unknown write.
+        let found =
+            registry.detect_http_request("GET", url, [(name, b"\xff\xfe".as_slice())], None);
+        assert!(!found.verb.is_read() && !found.recognised, "{name}");
+    }
+    let found = http(
+        "GET",
+        "https://api.github.com/repos/o/r?_method=DELETE",
+        None,
+    );
+    assert_eq!(found.verb, Verb::Delete);
+    let found = http(
+        "POST",
+        "https://api.github.com/repos/o/r",
+        Some("name=x&_method=delete"),
+    );
+    assert_eq!(found.verb, Verb::Delete);
+    let found = registry.detect_http_request("GET", url, [("x-other", b"DELETE".as_slice())], None);
+    assert_eq!(found.verb, Verb::Get);
+}
+
+/// Issue 14 item 4: every root field of every operation in a GraphQL batch counts.
+#[test]
+fn graphql_takes_the_riskiest_field_of_every_operation() {
+    let gh = "https://api.github.com/graphql";
+    let found = http(
+        "POST",
+        gh,
+        Some(
+            r#"{"query": "mutation { addStar(input: {starrableId: \"x\"}) { clientMutationId } deleteRepository(input: {repositoryId: \"R\"}) { clientMutationId } }"}"#,
+        ),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    let found = http(
+        "POST",
+        gh,
+        Some(
+            r#"[{"query": "{ viewer { login } }"}, {"query": "mutation { deleteRepository(input: {}) { x } }"}]"#,
+        ),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    // The operation name does not pick a harmless operation.
+    let found = http(
+        "POST",
+        gh,
+        Some(
+            r#"{"query": "query A { viewer { id } } mutation B { deleteRepository(input: {}) { x } }", "operationName": "A"}"#,
+        ),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    // A mutation hidden in a fragment at the root is found.
+    let found = http(
+        "POST",
+        gh,
+        Some(
+            r#"{"query": "mutation { ...F } fragment F on Mutation { deleteRepository(input: {}) { x } }"}"#,
+        ),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    // A batch with a part that cannot be read is an unrecognised write.
+    let found = http(
+        "POST",
+        gh,
+        Some(r#"[{"query": "{ viewer { id } }"}, {"query": "mutation {"}]"#),
+    );
+    assert!(!found.recognised && !found.verb.is_read(), "{found:?}");
+    // A write verb in the path beats a GraphQL-looking body.
+    let found = http(
+        "POST",
+        "https://api.someweirdcrm.io/v1/notes/delete",
+        Some(r#"{"query": "{ viewer { id } }"}"#),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    // Plain queries stay reads.
+    let found = http(
+        "POST",
+        gh,
+        Some(r#"{"query": "{ viewer { login } repository(owner: \"o\", name: \"r\") { id } }"}"#),
+    );
+    assert!(found.verb.is_read(), "{found:?}");
+}
+
+/// Issue 14 item 5: look-alike hosts are not the system they imitate.
+#[test]
+fn look_alike_hosts_are_not_known_systems() {
+    for (url, system) in [
+        ("https://api.github.xyz/repos/o/r", "github.xyz"),
+        ("https://stripe.xyz/v1/refunds", "stripe.xyz"),
+        ("https://api.stripe.com.evil.io/v1/refunds", "evil"),
+        ("https://github.com.evil.io/repos/o/r", "evil"),
+        ("https://githubusercontent.example/x", "githubusercontent"),
+    ] {
+        let found = http("POST", url, None);
+        assert_eq!(found.system, system, "{url}");
+        assert!(!found.recognised, "{url}");
+    }
+    for (url, system) in [
+        ("https://api.github.com/repos/o/r/issues", "github"),
+        ("https://API.GitHub.com./repos/o/r/issues", "github"),
+        ("https://api.stripe.com/v1/refunds", "stripe"),
+    ] {
+        let found = http("POST", url, None);
+        assert_eq!(found.system, system, "{url}");
+        assert!(found.recognised, "{url}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
