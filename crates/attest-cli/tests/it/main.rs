@@ -13,6 +13,7 @@ mod gateway;
 mod import;
 mod inbox_browser;
 mod mcp;
+mod mcp_frames;
 mod policy;
 mod recipes;
 mod tamper;
