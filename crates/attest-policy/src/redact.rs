@@ -70,10 +70,10 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
-/// `text` with every `http://` and `https://` URL in it redacted by [`redact_url`] (a URL
-/// ends at whitespace or a quote).
+/// `text` with every URL in it (`scheme://…`, or `//…` at the start of a word) redacted
+/// by [`redact_url`]; a URL ends at whitespace or a quote.
 pub fn redact_urls_in(text: &str) -> String {
-    if !text.contains("://") {
+    if !text.contains("//") {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len());
@@ -92,13 +92,28 @@ pub fn redact_urls_in(text: &str) -> String {
     out
 }
 
-/// Where the next `http://` or `https://` starts (case-insensitively).
+/// Where the next URL starts: the scheme before a `://`, or a `//` that starts a word.
 fn find_url(text: &str) -> Option<usize> {
-    let lower = text.to_ascii_lowercase();
-    [lower.find("http://"), lower.find("https://")]
-        .into_iter()
-        .flatten()
-        .min()
+    let bytes = text.as_bytes();
+    text.match_indices("//").map(|(at, _)| at).find_map(|at| {
+        if at > 0 && bytes.get(at - 1) == Some(&b':') {
+            let scheme_start = bytes
+                .get(..at - 1)
+                .unwrap_or(&[])
+                .iter()
+                .rposition(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')))
+                .map_or(0, |p| p + 1);
+            return (scheme_start < at - 1).then_some(scheme_start);
+        }
+        let starts_word = at == 0
+            || bytes.get(at - 1).is_some_and(|b| {
+                b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'(' | b'<')
+            });
+        let followed = bytes
+            .get(at + 2)
+            .is_some_and(|b| !b.is_ascii_whitespace() && *b != b'/');
+        (starts_word && followed).then_some(at)
+    })
 }
 
 /// `("https://", "host/path…")`, or `("//", …)` for a scheme-relative URL.
@@ -216,6 +231,11 @@ mod tests {
             "GET https://x.io/a then HTTP://y.io/b"
         );
         assert_eq!(redact_urls_in("no urls here"), "no urls here");
+        assert_eq!(redact_urls_in("see //u:p@x.io/a?b"), "see //x.io/a");
+        assert_eq!(
+            redact_urls_in("ftp://u:p@x.io/ and a//b and x://"),
+            "ftp://x.io/ and a//b and x://"
+        );
         assert_eq!(redact_urls_in("https://"), "https://");
     }
 }

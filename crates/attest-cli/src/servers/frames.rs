@@ -225,6 +225,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -240,5 +242,71 @@ mod tests {
         assert!(
             classify(br#"{"jsonrpc":"2.0","method":"notifications/odd","params":3}"#).is_none()
         );
+    }
+
+    /// Feeds `input` to a server transport with a `max`-byte cap; returns how many messages
+    /// it delivered and the lines it wrote back.
+    fn run(input: &[u8], max: usize) -> (usize, Vec<Value>) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut frames =
+                Frames::<rmcp::RoleServer, &[u8], Vec<u8>>::new(input, Vec::new(), max);
+            let mut delivered = 0;
+            while Transport::<rmcp::RoleServer>::receive(&mut frames)
+                .await
+                .is_some()
+            {
+                delivered += 1;
+            }
+            // Let the spawned error writers finish.
+            for _ in 0..64 {
+                tokio::task::yield_now().await;
+            }
+            let written = frames.write.lock().await.clone();
+            let lines = written
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_slice(l).unwrap())
+                .collect();
+            (delivered, lines)
+        })
+    }
+
+    #[test]
+    fn oversized_frames_are_answered_and_skipped() {
+        let mut input = vec![b'x'; 100];
+        input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+        let (delivered, lines) = run(&input, 64);
+        assert_eq!(delivered, 1);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0]["error"]["code"], INVALID_REQUEST);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The fuzz campaign's MCP part: any bytes end in a finished session, and every
+        /// line written back is a JSON-RPC error.
+        #[test]
+        fn any_bytes_get_errors_never_a_panic_or_a_hang(
+            lines in proptest::collection::vec(
+                prop_oneof![
+                    proptest::collection::vec(any::<u8>(), 0..80),
+                    "[\\[\\]{}\":,0-9a-z ]{0,60}".prop_map(String::into_bytes),
+                    Just(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec()),
+                ],
+                0..12,
+            ),
+        ) {
+            let input = lines.join(&b'\n');
+            let (_, written) = run(&input, 64);
+            for line in written {
+                prop_assert!(line["error"]["code"].is_i64(), "{}", line);
+                prop_assert_eq!(&line["jsonrpc"], "2.0");
+            }
+        }
     }
 }

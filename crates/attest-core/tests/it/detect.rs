@@ -545,6 +545,147 @@ proptest! {
     }
 }
 
+/// Path pieces an attacker might use to hide a verb: verb words, `;` parameters, custom
+/// methods, encoded separators, dot segments.
+fn shaped_segment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        proptest::sample::select(vec![
+            "list",
+            "get",
+            "search",
+            "read",
+            "query",
+            "notes",
+            "delete",
+            "delete_all",
+            "items",
+            "v1",
+            "graphql",
+            "..",
+            ".",
+            "_method",
+            "12345",
+        ])
+        .prop_map(str::to_owned),
+        "[a-z]{1,8}(;|:|%2F|%2f|%3B|%252F|%2E%2E|\\\\)(list|get|search|delete)",
+        "[a-zA-Z0-9_.:;%~-]{0,12}",
+    ]
+}
+
+/// GraphQL documents from the pieces parsers get deep into.
+fn graphql_soup() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        proptest::sample::select(vec![
+            "{",
+            "}",
+            "(",
+            ")",
+            "...",
+            "on",
+            "mutation",
+            "query",
+            "subscription",
+            "fragment",
+            "F",
+            "Mutation",
+            "deleteRepository",
+            "viewer",
+            "addStar",
+            "x",
+            ":",
+            "@include",
+            "\"s\"",
+            "#c\n",
+            "$v",
+            "[",
+            "]",
+            ",",
+            " ",
+        ]),
+        0..40,
+    )
+    .prop_map(|pieces| pieces.join(" "))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Issue 14 item 4 as a property: on a host the registry does not know, no method but
+    /// GET and HEAD is ever a read, whatever the path.
+    #[test]
+    fn a_write_method_is_never_a_read(
+        method in prop_oneof![
+            proptest::sample::select(vec!["POST", "PUT", "PATCH", "DELETE", "OPTIONS", "post"])
+                .prop_map(str::to_owned),
+            "[A-Z]{1,8}".prop_filter("not a read method", |m| m != "GET" && m != "HEAD"),
+        ],
+        host in prop_oneof![Just("http://127.0.0.1:9"), Just("https://api.someweirdcrm.io"), Just("")],
+        path in proptest::collection::vec(shaped_segment(), 0..6),
+        query in prop_oneof![Just(String::new()), "[a-z_]{1,8}=[a-z]{0,6}".prop_map(|q| format!("?{q}"))],
+    ) {
+        let url = format!("{host}/{}{query}", path.join("/"));
+        let found = detect(&DetectInput::Http { method: &method, url: &url, body: None });
+        prop_assert!(!found.verb.is_read(), "{} {} -> {:?}", method, url, found);
+    }
+
+    /// A method override is never less risky than the method it overrides.
+    #[test]
+    fn an_override_is_judged_as_the_riskier_method(
+        method in proptest::sample::select(vec!["GET", "HEAD", "POST", "PUT", "DELETE"]),
+        over in proptest::sample::select(vec!["DELETE", "POST", "PATCH", "FROB", "", "GET"]),
+        name in proptest::sample::select(attest_core::detect::METHOD_OVERRIDE_HEADERS.to_vec()),
+        path in proptest::collection::vec(shaped_segment(), 0..5),
+    ) {
+        for host in ["https://api.github.com", "https://api.someweirdcrm.io"] {
+            let url = format!("{host}/{}", path.join("/"));
+            let plain = detect(&DetectInput::Http { method, url: &url, body: None });
+            let overridden = Registry::shared().detect_http_request(
+                method, &url, [(name, over.as_bytes())], None);
+            prop_assert_eq!(overridden.clone().riskier(plain.clone()), overridden.clone());
+            // On a host the registry does not know, a write override is never a read.
+            if !plain.recognised && over != "GET" && over != "HEAD" {
+                prop_assert!(!overridden.verb.is_read(), "{} {} {}: {:?}", method, over, url, overridden);
+            }
+        }
+    }
+
+    #[test]
+    fn graphql_documents_never_panic_and_a_delete_anywhere_wins(
+        doc in graphql_soup(),
+        batch in 0usize..3,
+    ) {
+        let one = serde_json::json!({"query": doc});
+        let body = match batch {
+            0 => one.to_string(),
+            1 => serde_json::json!([one, {"query": "mutation { deleteRepository(input: {}) { x } }"}]).to_string(),
+            _ => doc.clone(),
+        };
+        let found = detect(&DetectInput::Http {
+            method: "POST",
+            url: "https://api.github.com/graphql",
+            body: Some(body.as_bytes()),
+        });
+        if batch == 1 {
+            // The second request deletes: whatever the first says, it is not a read.
+            prop_assert!(!found.verb.is_read(), "{}: {:?}", body, found);
+        }
+    }
+
+    #[test]
+    fn http_bodies_and_headers_never_panic(
+        body in proptest::collection::vec(any::<u8>(), 0..300),
+        header in proptest::collection::vec(any::<u8>(), 0..20),
+        method in ".{0,8}",
+    ) {
+        let _ = Registry::shared().detect_http_request(
+            &method,
+            "https://api.example.com/v1/items?_method=x",
+            [("x-http-method-override", header.as_slice())],
+            Some(&body),
+        );
+    }
+}
+
 /// A rough timing, run by hand: `cargo test -p attest-core --release -- --ignored timing`.
 #[test]
 #[ignore]

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::fake::{Answer, Fake};
 use crate::recipes::{fast_http, test_env};
 
-use crate::support::{all_bytes, contains, row};
+use crate::support::{all_bytes, attest_reading_back, contains, row};
 
 const REFUND_PATH: &str = "/v1/refunds/re_1";
 
@@ -428,8 +428,6 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
         )],
     );
     let dir = tempfile::tempdir().unwrap();
-    let ledger =
-        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
     let token = "sk_test_TOKEN_MUST_NOT_LEAK";
     let env: HashMap<String, String> = [("STRIPE_API_KEY".to_owned(), token.to_owned())].into();
     let readback = ReadBack::builtin()
@@ -438,12 +436,7 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
         .base_url("stripe", fake.base.clone())
         .http(fast_http())
         .unwrap();
-    let attest = Attest::builder()
-        .ledger(Arc::clone(&ledger))
-        .gate(AutoGate::approve("ops"))
-        .readback(readback)
-        .build()
-        .unwrap();
+    let (ledger, attest) = attest_reading_back(dir.path(), readback);
     // A custom check that would contradict: read-back comes first and wins.
     let never = CustomCheck::sync(|_, _| Ok(false));
     let (action, result) = refund_action();

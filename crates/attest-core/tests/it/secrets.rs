@@ -86,20 +86,13 @@ async fn a_read_back_of_secret_params_keeps_fingerprints_not_values() {
         "signing_secret": signing, "private_key": private_key, "url": hook});
     fake.route("GET", "/v1/widgets/w1", vec![Answer::json(&record)]);
     let dir = tempfile::tempdir().unwrap();
-    let ledger =
-        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
     let readback = ReadBack::new()
         .unwrap()
         .driver(ConventionDriver::new().allow(format!("{}/v1/", fake.base)))
         .env(test_env)
         .http(fast_http())
         .unwrap();
-    let attest = Attest::builder()
-        .ledger(Arc::clone(&ledger))
-        .gate(AutoGate::approve("ops"))
-        .readback(readback)
-        .build()
-        .unwrap();
+    let (ledger, attest) = crate::support::attest_reading_back(dir.path(), readback);
     let mut action = Action::new("widgets", Verb::Create).with_params(json!({
         "name": "gear", "password": password, "signing_secret": signing,
         "private_key": private_key, "url": hook,
