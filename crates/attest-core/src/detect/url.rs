@@ -203,6 +203,13 @@ fn is_form(body: &[u8]) -> bool {
 /// of those with `;` parameters dropped and with `;` read as `/`.
 fn path_readings(path: &str) -> Vec<Cow<'_, str>> {
     let mut readings: Vec<Cow<'_, str>> = vec![Cow::Borrowed(path)];
+    let plain = !path.contains(['%', '\\', ';'])
+        && !path
+            .split('/')
+            .any(|segment| segment == "." || segment == "..");
+    if plain {
+        return readings;
+    }
     let normalised = normalise(path);
     if normalised != path {
         readings.push(Cow::Owned(normalised));
