@@ -206,13 +206,17 @@ impl Detection {
 static DEFAULT_REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default_or_empty);
 
 impl Registry {
-    /// The compiled-in registry, or an empty one (everything `unknown`, so everything asks)
-    /// if it could not be built. The tests make sure it can.
+    /// The compiled-in registry with the process's `ATTEST_BASE_URL_<SYSTEM>` hosts, or an
+    /// empty one (everything `unknown`, so everything asks) if it could not be built. The
+    /// tests make sure it can.
     fn default_or_empty() -> Registry {
-        Registry::builtin().unwrap_or_default()
+        let mut registry = Registry::builtin().unwrap_or_default();
+        registry.base_urls_from(&crate::verification::ProcessEnv);
+        registry
     }
 
-    /// The shared compiled-in registry that [`detect`] uses, built on first use.
+    /// The shared compiled-in registry that [`detect`] uses, built on first use; a host named
+    /// by an `ATTEST_BASE_URL_<SYSTEM>` variable set then is that system's.
     pub fn shared() -> &'static Registry {
         &DEFAULT_REGISTRY
     }

@@ -480,6 +480,30 @@ fn look_alike_hosts_are_not_known_systems() {
         assert_eq!(found.system, system, "{url}");
         assert!(!found.recognised, "{url}");
     }
+    // A configured base URL (ATTEST_BASE_URL_<SYSTEM>) makes its host that system's.
+    let mut registry = Registry::builtin().unwrap();
+    let env: std::collections::HashMap<String, String> = [(
+        "ATTEST_BASE_URL_GITHUB".to_owned(),
+        "https://git.acme.internal:8443/api/v3".to_owned(),
+    )]
+    .into();
+    registry.base_urls_from(&env);
+    let found = registry.detect(&DetectInput::Http {
+        method: "POST",
+        url: "https://git.acme.internal:8443/api/v3/repos/o/r/issues",
+        body: None,
+    });
+    assert_eq!(
+        (found.system.as_str(), found.verb),
+        ("github", Verb::Create)
+    );
+    assert!(found.recognised);
+    let found = registry.detect(&DetectInput::Http {
+        method: "POST",
+        url: "https://git.acme.internal.evil.io/api/v3/repos/o/r/issues",
+        body: None,
+    });
+    assert_ne!(found.system, "github");
     for (url, system) in [
         ("https://api.github.com/repos/o/r/issues", "github"),
         ("https://API.GitHub.com./repos/o/r/issues", "github"),
