@@ -522,6 +522,15 @@ pub(crate) struct GatewayArgs {
     /// Seconds one upstream request may take.
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub(crate) upstream_timeout: u64,
+    /// A host (`HOST` or `HOST:PORT`) that a URL in the path or X-Attest-Upstream may name
+    /// besides --upstream's own origin; repeatable. With --upstream or any
+    /// --allow-upstream set, every other host is refused (403).
+    #[arg(long = "allow-upstream", value_name = "HOST")]
+    pub(crate) allow_upstream: Vec<String>,
+    /// A file holding the token every request must carry in X-Attest-Token (else 401);
+    /// or set ATTEST_GATEWAY_TOKEN. Required with a --host beyond loopback.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) serve: ModeArgs,
 }

@@ -29,7 +29,8 @@ const ALLOWED_KEYS: &[&str] = &[
 
 /// The part of `params` that may be written to the ledger.
 ///
-/// Only top-level keys on the allow-list (and `*_id` keys) survive; strings are cut to
+/// Only top-level keys on the allow-list (and `*_id` keys) survive; URLs in strings are
+/// redacted ([`crate::redact_urls_in`]: no user info, query or token), strings are cut to
 /// [`PREVIEW_MAX_CHARS`] characters, lists to 20 items, and nested objects are dropped,
 /// because an allow-listed key can still hold a body nobody vetted.
 pub fn params_preview(params: &Value) -> Map<String, Value> {
@@ -37,12 +38,14 @@ pub fn params_preview(params: &Value) -> Map<String, Value> {
         return Map::new();
     };
     map.iter()
-        .filter(|(key, _)| is_allowed(key))
+        .filter(|(key, _)| preview_allows(key))
         .filter_map(|(key, value)| preview_value(value).map(|v| (key.clone(), v)))
         .collect()
 }
 
-fn is_allowed(key: &str) -> bool {
+/// Whether a param's value may appear in the ledger: the allow-list (`to`, `title`,
+/// `amount`, …) and any key ending in `_id`. Anything else is kept as a fingerprint at most.
+pub fn preview_allows(key: &str) -> bool {
     let lower = key.to_ascii_lowercase();
     ALLOWED_KEYS.contains(&lower.as_str()) || lower.ends_with("_id")
 }
@@ -50,7 +53,7 @@ fn is_allowed(key: &str) -> bool {
 fn preview_value(value: &Value) -> Option<Value> {
     match value {
         Value::Null | Value::Bool(_) | Value::Number(_) => Some(value.clone()),
-        Value::String(text) => Some(Value::String(truncate(text))),
+        Value::String(text) => Some(Value::String(truncate(&crate::redact_urls_in(text)))),
         Value::Array(items) => Some(Value::Array(
             items
                 .iter()
@@ -95,6 +98,20 @@ mod tests {
         let preview = params_preview(&json!({ "title": long }));
         let kept = preview["title"].as_str().unwrap();
         assert_eq!(kept.chars().count(), PREVIEW_MAX_CHARS);
+    }
+
+    #[test]
+    fn urls_lose_user_info_query_and_tokens() {
+        let preview = params_preview(&json!({
+            "url": "https://hooks.slack.com/services/T0/B0/XXXXXXXXXXXXXXXXXXXXXXXX",
+            "path": "https://u:pw@x.io/a?sig=1",
+            "labels": ["https://x.io/?token=t"],
+        }));
+        assert_eq!(
+            Value::Object(preview),
+            json!({"url": "https://hooks.slack.com/services/T0/B0/[redacted]",
+                   "path": "https://x.io/a", "labels": ["https://x.io/"]})
+        );
     }
 
     #[test]

@@ -105,7 +105,12 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         .host
         .parse()
         .with_context(|| format!("--host {}: not an IP address", args.host))?;
+    let token = gateway_token(args)?;
     if !host.is_loopback() {
+        anyhow::ensure!(
+            token.is_some(),
+            "--host {host} is beyond this machine: give the gateway a token (--token-file FILE or ATTEST_GATEWAY_TOKEN) that callers send in X-Attest-Token"
+        );
         eprintln!("attest: warning: the gateway listens on {host}, beyond this machine");
     }
     let attest = serve_pipeline(config, &args.serve)?;
@@ -115,6 +120,8 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         record_reads: args.record_reads,
         max_body: args.max_body,
         upstream_timeout: Duration::from_secs(args.upstream_timeout),
+        allow_upstream: args.allow_upstream.clone(),
+        token,
     };
     let state = gateway::GatewayState::new(attest, options)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -131,6 +138,31 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         gateway::serve(listener, state).await
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The variable that holds the gateway's token (never a command-line flag: `ps` shows those).
+const GATEWAY_TOKEN_VAR: &str = "ATTEST_GATEWAY_TOKEN";
+
+/// Largest token file read, in bytes.
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// The gateway's token from `--token-file`, else `ATTEST_GATEWAY_TOKEN`; an empty one is
+/// an error, not "no token".
+fn gateway_token(args: &GatewayArgs) -> anyhow::Result<Option<gateway::GatewayToken>> {
+    let text = match &args.token_file {
+        Some(path) => crate::config::read_text(path, MAX_TOKEN_FILE_BYTES)?,
+        None => match std::env::var(GATEWAY_TOKEN_VAR) {
+            Ok(text) => text,
+            Err(_) => return Ok(None),
+        },
+    };
+    let from = args
+        .token_file
+        .as_ref()
+        .map_or_else(|| GATEWAY_TOKEN_VAR.to_owned(), |p| p.display().to_string());
+    gateway::GatewayToken::new(&text)
+        .map(Some)
+        .with_context(|| format!("{from}: the gateway token is empty"))
 }
 
 /// A server's name from its command: `@scope/server-NAME`, `mcp-server-NAME`,

@@ -3,8 +3,12 @@
 //! The upstream URL comes from the path (`/https://api.example.com/v1/notes`), else the
 //! `X-Attest-Upstream` header (a base URL the path is appended to), else `--upstream`.
 //!
-//! - Reads (detected as `read`/`search`/`get`/`list`) are forwarded as they are; with
-//!   `--record-reads` they go through the pipeline and are recorded.
+//! - Reads (a `GET` or `HEAD` detected as `read`/`search`/`get`/`list`) are forwarded as
+//!   they are; with `--record-reads` they go through the pipeline and are recorded. Any
+//!   other method goes through the pipeline whatever its path says, and a request is
+//!   judged by its riskiest reading: method-override headers (`X-HTTP-Method-Override`…),
+//!   `_method`, every GraphQL operation and root field, `;` parameters and encoded
+//!   separators all count.
 //! - Writes are detected from method + URL + body (and `--openapi` operation ids), decided,
 //!   and forwarded with the caller's headers (hop-by-hop and `X-Attest-*` dropped). The
 //!   ledger gets hashes only: no header, and never `Authorization`, is recorded.
@@ -17,6 +21,11 @@
 //!   because a write is detected and hashed from it; so is the answer to a recorded call,
 //!   which is verified from it. The answer to an unrecorded read streams through.
 //!
+//! - It is not an open forwarder: with `--upstream` set (or any `--allow-upstream`), a path
+//!   URL or `X-Attest-Upstream` may name only that upstream's origin or an allow-listed
+//!   host (403 otherwise). With a token (`--token-file`, `ATTEST_GATEWAY_TOKEN`; required to
+//!   listen beyond loopback) every request must carry it in `X-Attest-Token` (401 otherwise).
+//!   Paths under `/_attest/` are the gateway's own and never forwarded (404).
 //! - A request held for a person is a 202 with its id, resume token and resume URL;
 //!   once approved, `POST /_attest/resume/{token}` with the caller's own headers sends the
 //!   approved request upstream (the gateway never keeps credentials). The path
@@ -31,7 +40,7 @@ use attest_core::approvals::ResumeToken;
 use attest_core::verification::without_query;
 use attest_core::{
     detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, HttpOptions,
-    HttpReader, ReadMethod, ReadRequest, Receipt, ToolError,
+    HttpReader, ReadMethod, ReadRequest, Receipt, Registry, ToolError,
 };
 use attest_policy::Action;
 use axum::body::{Body, Bytes};
@@ -42,11 +51,18 @@ use axum::routing::post;
 use axum::Router;
 use reqwest::Url;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use super::{chain, held_json, not_recorded_text, receipt_json};
 
 /// The header that names the upstream base URL.
 pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
+
+/// The header that carries the gateway's token, when it has one.
+pub(crate) const TOKEN_HEADER: &str = "x-attest-token";
+
+/// The gateway's own path prefix: never forwarded.
+const OWN_PREFIX: &str = "/_attest";
 
 /// Largest OpenAPI spec read, in bytes.
 const MAX_SPEC_BYTES: u64 = 8 * 1024 * 1024;
@@ -64,6 +80,36 @@ pub(crate) struct GatewayOptions {
     pub(crate) max_body: usize,
     /// How long one upstream request may take.
     pub(crate) upstream_timeout: Duration,
+    /// Hosts (`host` or `host:port`) a path URL or `X-Attest-Upstream` may name besides
+    /// the upstream's own origin.
+    pub(crate) allow_upstream: Vec<String>,
+    /// The token callers must send in `X-Attest-Token`, when set.
+    pub(crate) token: Option<GatewayToken>,
+}
+
+/// The gateway's token, kept as its SHA-256 so that comparing it takes the same time
+/// whatever the guess; never printed.
+#[derive(Clone)]
+pub(crate) struct GatewayToken([u8; 32]);
+
+impl GatewayToken {
+    /// The token `text` (surrounding whitespace trimmed); `None` when empty.
+    pub(crate) fn new(text: &str) -> Option<Self> {
+        let text = text.trim();
+        (!text.is_empty()).then(|| GatewayToken(Sha256::digest(text.as_bytes()).into()))
+    }
+
+    fn accepts(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(TOKEN_HEADER)
+            .is_some_and(|given| Sha256::digest(given.as_bytes()).as_slice() == self.0)
+    }
+}
+
+impl std::fmt::Debug for GatewayToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GatewayToken(…)")
+    }
 }
 
 /// The gateway's shared state: the pipeline, an HTTP client, the options.
@@ -211,26 +257,97 @@ fn add_receipt_headers(headers: &mut HeaderMap, receipt: &Receipt) {
     }
 }
 
-/// The upstream URL of a request, and where it came from (for error messages).
-fn target_url(uri: &Uri, headers: &HeaderMap, default: Option<&Url>) -> Result<Url, String> {
+/// Why a request has no upstream the gateway will call.
+#[derive(Debug, PartialEq, Eq)]
+enum TargetError {
+    /// The request is malformed (400).
+    Bad(String),
+    /// It names an upstream that is not allowed (403).
+    NotAllowed(String),
+}
+
+impl TargetError {
+    fn into_response(self) -> Response {
+        match self {
+            TargetError::Bad(why) => reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
+            TargetError::NotAllowed(why) => {
+                reject(StatusCode::FORBIDDEN, json!({"error": why}), None)
+            }
+        }
+    }
+}
+
+/// The upstream URL of a request: from the path, the header or `--upstream`. A path or
+/// header override must name the default upstream's origin or an allow-listed host
+/// whenever either is configured.
+fn target_url(
+    uri: &Uri,
+    headers: &HeaderMap,
+    options: &GatewayOptions,
+) -> Result<Url, TargetError> {
     let path_and_query = uri.path_and_query().map_or("/", |pq| pq.as_str());
     let embedded = path_and_query.strip_prefix('/').unwrap_or(path_and_query);
-    if embedded.starts_with("http://") || embedded.starts_with("https://") {
-        return checked(Url::parse(embedded), "the URL in the path");
-    }
-    if let Some(base) = headers.get(UPSTREAM_HEADER) {
+    let overridden = if embedded.starts_with("http://") || embedded.starts_with("https://") {
+        Some(checked(Url::parse(embedded), "the URL in the path"))
+    } else if let Some(base) = headers.get(UPSTREAM_HEADER) {
         let base = base
             .to_str()
-            .map_err(|_| format!("{UPSTREAM_HEADER} is not text"))?;
+            .map_err(|_| TargetError::Bad(format!("{UPSTREAM_HEADER} is not text")))?;
         let base = checked(Url::parse(base), UPSTREAM_HEADER)?;
-        return checked(join(&base, path_and_query), UPSTREAM_HEADER);
+        Some(checked(join(&base, path_and_query), UPSTREAM_HEADER))
+    } else {
+        None
+    };
+    if let Some(url) = overridden {
+        let url = url?;
+        if !upstream_allowed(&url, options) {
+            return Err(TargetError::NotAllowed(format!(
+                "the upstream {} is not allowed: this gateway forwards to its --upstream and the hosts given with --allow-upstream",
+                url.origin().ascii_serialization()
+            )));
+        }
+        return Ok(url);
     }
+    let default = options.upstream.as_ref();
     match default {
         Some(base) => checked(join(base, path_and_query), "--upstream"),
-        None => Err(format!(
+        None => Err(TargetError::Bad(format!(
             "no upstream: put the full URL in the path (/https://host/...), send {UPSTREAM_HEADER}, or start the gateway with --upstream"
-        )),
+        ))),
     }
+}
+
+/// Whether a path or header override may name `url`: always when neither `--upstream`
+/// nor `--allow-upstream` is set (a loopback-only forwarder), else only the upstream's
+/// origin or an allow-listed `host` / `host:port`.
+fn upstream_allowed(url: &Url, options: &GatewayOptions) -> bool {
+    if options.upstream.is_none() && options.allow_upstream.is_empty() {
+        return true;
+    }
+    if options
+        .upstream
+        .as_ref()
+        .is_some_and(|up| up.origin() == url.origin())
+    {
+        return true;
+    }
+    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    let with_port = format!("{host}:{}", url.port_or_known_default().unwrap_or(0));
+    options.allow_upstream.iter().any(|allowed| {
+        let allowed = allowed.trim().to_ascii_lowercase();
+        allowed == host || allowed == with_port
+    })
+}
+
+/// True for the gateway's own paths (`/_attest`, `/_attest/…`), in any case, with `_`
+/// and `/` percent-encoded or not.
+fn is_own_path(path: &str) -> bool {
+    let lower = path
+        .to_ascii_lowercase()
+        .replace("%5f", "_")
+        .replace("%2f", "/");
+    let trimmed = lower.trim_start_matches('/');
+    trimmed == &OWN_PREFIX[1..] || trimmed.starts_with(&format!("{}/", &OWN_PREFIX[1..]))
 }
 
 fn join(base: &Url, path_and_query: &str) -> Result<Url, url_error::ParseError> {
@@ -244,11 +361,13 @@ mod url_error {
     pub(crate) type ParseError = <reqwest::Url as std::str::FromStr>::Err;
 }
 
-fn checked(url: Result<Url, url_error::ParseError>, from: &str) -> Result<Url, String> {
-    let url = url.map_err(|err| format!("{from}: not a URL: {err}"))?;
+fn checked(url: Result<Url, url_error::ParseError>, from: &str) -> Result<Url, TargetError> {
+    let url = url.map_err(|err| TargetError::Bad(format!("{from}: not a URL: {err}")))?;
     match url.scheme() {
         "http" | "https" => Ok(url),
-        other => Err(format!("{from}: scheme `{other}` is not http or https")),
+        other => Err(TargetError::Bad(format!(
+            "{from}: scheme `{other}` is not http or https"
+        ))),
     }
 }
 
@@ -412,19 +531,36 @@ async fn send(
     })
 }
 
-/// The action a request describes.
-fn action_for(state: &Inner, method: &Method, url: &Url, body: &Bytes) -> Action {
+/// The action a request describes, judged by its riskiest reading (method-override
+/// headers included).
+fn action_for(
+    state: &Inner,
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Action {
     let input = DetectInput::Http {
         method: method.as_str(),
         url: url.as_str(),
         body: Some(body),
     };
-    let mut detection = detect(&input);
+    let mut detection = Registry::shared().detect_http_request(
+        method.as_str(),
+        url.as_str(),
+        headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_bytes())),
+        Some(body),
+    );
     if let Some(op) = find_operation(&state.options.operations, method.as_str(), url.path()) {
         let named = detect(&DetectInput::Function {
             name: &op.operation_id,
         });
-        detection.verb = named.verb;
+        // An operation id names the verb, but never makes a write's method a read.
+        if !named.verb.is_read() || is_read_method(method) {
+            detection.verb = named.verb;
+        }
         if named.target.is_some() {
             detection.target = named.target;
         }
@@ -439,10 +575,19 @@ fn action_for(state: &Inner, method: &Method, url: &Url, body: &Bytes) -> Action
     action
 }
 
-/// Where a write can be read back, given the upstream's answer.
+/// `GET` and `HEAD`: the only methods that may be passed through unrecorded.
+fn is_read_method(method: &Method) -> bool {
+    method == Method::GET || method == Method::HEAD
+}
+
+/// Where a write can be read back, given the upstream's answer. A `Location` on another
+/// origin is ignored: the read carries the caller's credentials.
 fn readback_url(method: &Method, url: &Url, answer: &Upstreamed) -> Option<Url> {
-    if let Some(location) = answer.headers.get("location").and_then(|v| v.to_str().ok()) {
-        return url.join(location).ok();
+    let location = answer.headers.get("location").and_then(|v| v.to_str().ok());
+    if let Some(found) = location.and_then(|l| url.join(l).ok()) {
+        if found.origin() == url.origin() {
+            return Some(found);
+        }
     }
     if method == Method::PUT || method == Method::PATCH {
         return Some(url.clone());
@@ -556,12 +701,24 @@ async fn forward(
     body: Bytes,
 ) -> Response {
     let state = state.0;
-    let url = match target_url(&uri, &headers, state.options.upstream.as_ref()) {
+    if let Some(refused) = unauthorised(&state, &headers) {
+        return refused;
+    }
+    if is_own_path(uri.path()) {
+        return reject(
+            StatusCode::NOT_FOUND,
+            json!({"error": "no such gateway endpoint; /_attest/ is never forwarded"}),
+            None,
+        );
+    }
+    let url = match target_url(&uri, &headers, &state.options) {
         Ok(url) => url,
-        Err(why) => return reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
+        Err(why) => return why.into_response(),
     };
-    let action = action_for(&state, &method, &url, &body);
-    if action.verb.is_read() && !state.options.record_reads {
+    let action = action_for(&state, &method, &url, &headers, &body);
+    // Only a GET or HEAD detected as a read goes by unrecorded: any other method may change
+    // state whatever its path says, so it goes through the pipeline.
+    if action.verb.is_read() && is_read_method(&method) && !state.options.record_reads {
         return pass_through(&state, &method, &url, &headers, body).await;
     }
     let answer = Mutex::new(None);
@@ -576,6 +733,18 @@ async fn forward(
     respond(&method, &url, outcome, take(&answer))
 }
 
+/// A 401 when the gateway has a token and the request does not carry it.
+fn unauthorised(state: &Inner, headers: &HeaderMap) -> Option<Response> {
+    let token = state.options.token.as_ref()?;
+    (!token.accepts(headers)).then(|| {
+        reject(
+            StatusCode::UNAUTHORIZED,
+            json!({"error": format!("this gateway needs its token in {TOKEN_HEADER}")}),
+            None,
+        )
+    })
+}
+
 /// `POST /_attest/resume/{token}`: runs a held request once a person approved it, with
 /// the caller's headers (the gateway keeps no credentials) and the approved body.
 async fn resume(
@@ -584,6 +753,9 @@ async fn resume(
     headers: HeaderMap,
 ) -> Response {
     let state = state.0;
+    if let Some(refused) = unauthorised(&state, &headers) {
+        return refused;
+    }
     let token = ResumeToken::new(token);
     let request = match state.attest.approvals() {
         Ok(store) => {
@@ -743,12 +915,25 @@ fn respond(
 mod tests {
     use super::*;
 
+    fn options(upstream: Option<&str>, allow: &[&str]) -> GatewayOptions {
+        GatewayOptions {
+            upstream: upstream.map(|u| Url::parse(u).unwrap()),
+            operations: Vec::new(),
+            record_reads: false,
+            max_body: 1024,
+            upstream_timeout: Duration::from_secs(1),
+            allow_upstream: allow.iter().map(|a| (*a).to_owned()).collect(),
+            token: None,
+        }
+    }
+
     #[test]
     fn upstreams_from_path_header_or_flag() {
         let none = HeaderMap::new();
+        let open = options(None, &[]);
         let uri: Uri = "/https://api.example.com/v1/notes?x=1".parse().unwrap();
         assert_eq!(
-            target_url(&uri, &none, None).unwrap().as_str(),
+            target_url(&uri, &none, &open).unwrap().as_str(),
             "https://api.example.com/v1/notes?x=1"
         );
         let uri: Uri = "/v1/notes".parse().unwrap();
@@ -758,21 +943,86 @@ mod tests {
             HeaderValue::from_static("http://127.0.0.1:9/base/"),
         );
         assert_eq!(
-            target_url(&uri, &headers, None).unwrap().as_str(),
+            target_url(&uri, &headers, &open).unwrap().as_str(),
             "http://127.0.0.1:9/base/v1/notes"
         );
-        let base = Url::parse("http://vendor.test").unwrap();
+        let vendor = options(Some("http://vendor.test"), &[]);
         assert_eq!(
-            target_url(&uri, &none, Some(&base)).unwrap().as_str(),
+            target_url(&uri, &none, &vendor).unwrap().as_str(),
             "http://vendor.test/v1/notes"
         );
-        assert!(target_url(&uri, &none, None)
-            .unwrap_err()
-            .contains("no upstream"));
+        assert!(matches!(
+            target_url(&uri, &none, &open),
+            Err(TargetError::Bad(why)) if why.contains("no upstream")
+        ));
         headers.insert(UPSTREAM_HEADER, HeaderValue::from_static("ftp://x"));
-        assert!(target_url(&uri, &headers, None)
-            .unwrap_err()
-            .contains("scheme `ftp`"));
+        assert!(matches!(
+            target_url(&uri, &headers, &open),
+            Err(TargetError::Bad(why)) if why.contains("scheme `ftp`")
+        ));
+    }
+
+    #[test]
+    fn with_an_upstream_overrides_must_be_allow_listed() {
+        let none = HeaderMap::new();
+        let vendor = options(
+            Some("http://vendor.test"),
+            &["api.example.com", "127.0.0.1:9"],
+        );
+        let to =
+            |path: &str, headers: &HeaderMap| target_url(&path.parse().unwrap(), headers, &vendor);
+        assert!(to("/http://vendor.test/v1/x", &none).is_ok());
+        assert!(to("/https://api.example.com/v1/x", &none).is_ok());
+        assert!(to("/http://127.0.0.1:9/x", &none).is_ok());
+        for path in [
+            "/https://evil.example/x",
+            "/http://127.0.0.1:10/x",
+            "/https://vendor.test/x",
+        ] {
+            assert!(
+                matches!(to(path, &none), Err(TargetError::NotAllowed(_))),
+                "{path}"
+            );
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            UPSTREAM_HEADER,
+            HeaderValue::from_static("https://evil.example"),
+        );
+        assert!(matches!(
+            to("/v1/x", &headers),
+            Err(TargetError::NotAllowed(_))
+        ));
+    }
+
+    #[test]
+    fn own_paths_in_any_spelling() {
+        for path in [
+            "/_attest",
+            "/_attest/",
+            "/_attest/resume/x",
+            "/_ATTEST/x",
+            "/%5Fattest/x",
+            "//_attest/x",
+        ] {
+            assert!(is_own_path(path), "{path}");
+        }
+        for path in ["/", "/_attestx", "/v1/_attest"] {
+            assert!(!is_own_path(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn tokens_are_compared_whole() {
+        let token = GatewayToken::new(" s3cret\n").unwrap();
+        let mut headers = HeaderMap::new();
+        assert!(!token.accepts(&headers));
+        headers.insert(TOKEN_HEADER, HeaderValue::from_static("s3cre"));
+        assert!(!token.accepts(&headers));
+        headers.insert(TOKEN_HEADER, HeaderValue::from_static("s3cret"));
+        assert!(token.accepts(&headers));
+        assert!(GatewayToken::new("  ").is_none());
+        assert_eq!(format!("{token:?}"), "GatewayToken(…)");
     }
 
     #[test]
@@ -831,6 +1081,21 @@ mod tests {
             "http://v.test/v1/notes/8"
         );
         assert_eq!(readback_url(&Method::PATCH, &url, &answer).unwrap(), url);
+        // A Location on another origin is never read with the caller's credentials.
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "location",
+            HeaderValue::from_static("http://evil.test/v1/notes/7"),
+        );
+        let answer = Upstreamed {
+            status: StatusCode::CREATED,
+            headers,
+            body: Bytes::from_static(br#"{"id": 9}"#),
+        };
+        assert_eq!(
+            readback_url(&Method::POST, &url, &answer).unwrap().as_str(),
+            "http://v.test/v1/notes/9"
+        );
         assert!(readback_url(&Method::DELETE, &url, &answer).is_none());
     }
 }

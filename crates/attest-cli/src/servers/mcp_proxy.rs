@@ -21,8 +21,9 @@
 //! - `create_X`/`update_X` are read back through the upstream's `get_X`/`fetch_X`/`read_X`
 //!   when one takes a single id ([`PairReader`]).
 //!
-//! Frames are capped by the SDK's stdio transport (16 MiB a line); an over-long frame
-//! ends the link with an error instead of growing memory.
+//! The client's frames are read by [`super::frames`]: one JSON-RPC message a line, capped
+//! at 16 MiB; a frame that is not UTF-8, not JSON, not a message or too long gets a
+//! JSON-RPC error (`id` null, or the request's id) and the session goes on.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -86,7 +87,7 @@ pub(crate) async fn serve(attest: Attest, options: ProxyOptions) -> anyhow::Resu
     }));
     let running = proxy
         .clone()
-        .serve(rmcp::transport::io::stdio_pipes())
+        .serve(super::frames::stdio())
         .await
         .context("MCP handshake with the client on stdin/stdout")?;
     let _ = running.waiting().await;

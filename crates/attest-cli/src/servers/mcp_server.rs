@@ -38,11 +38,12 @@ use crate::commands::policy::decision_report;
 /// Largest `limit` `attest_ledger` accepts.
 const MAX_LEDGER_ROWS: u64 = 1000;
 
-/// Serves the six tools on this process's stdio until the client goes away.
+/// Serves the six tools on this process's stdio until the client goes away; bad frames get
+/// JSON-RPC errors ([`super::frames`]).
 pub(crate) async fn serve(attest: Attest, policy: Arc<dyn Policy>) -> anyhow::Result<()> {
     let server = AttestServer { attest, policy };
     let running = server
-        .serve(rmcp::transport::io::stdio_pipes())
+        .serve(super::frames::stdio())
         .await
         .context("MCP handshake with the client on stdin/stdout")?;
     let _ = running.waiting().await;

@@ -13,6 +13,7 @@
 //! held, with its resume token: the MCP proxy offers an `attest_resume` tool, the gateway
 //! a resume URL. `auto` approves every `ask` (demos only).
 
+mod frames;
 pub(crate) mod gateway;
 pub(crate) mod inbox;
 pub(crate) mod mcp_proxy;

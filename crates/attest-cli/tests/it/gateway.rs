@@ -559,3 +559,194 @@ fn with_record_reads_a_read_is_decided_and_recorded() {
         (&json!("get"), &json!("act"), &json!("ok"))
     );
 }
+
+/// A vendor that answers every request with `{"ok": true}` and records `METHOD path` and
+/// the headers it got.
+type Recorded = Arc<Mutex<Vec<(String, HeaderMap)>>>;
+
+fn start_recording_vendor(seen: Recorded) -> String {
+    serve_app(move || {
+        Router::new().fallback(
+            move |method: axum::http::Method, uri: axum::http::Uri, headers: HeaderMap| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    seen.lock()
+                        .unwrap()
+                        .push((format!("{method} {}", uri.path()), headers));
+                    Json(json!({"ok": true}))
+                }
+            },
+        )
+    })
+}
+
+/// Issue 14 item 4: a write method is never passed through as a read, and a method
+/// override is judged as the riskier method, through the real gateway.
+#[test]
+fn gateway_judges_a_request_by_its_riskiest_reading() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
+    let seen = Recorded::default();
+    let upstream = start_recording_vendor(Arc::clone(&seen));
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &[]);
+    for path in ["/v1/notes;list", "/v1/notes:get", "/v1/delete_all/search"] {
+        let (status, headers, body) = curl(
+            "POST",
+            &format!("{address}{path}"),
+            Some(&json!({"title": "x"})),
+            &[],
+        );
+        assert!(
+            headers.contains_key("x-attest-seq"),
+            "POST {path} went by unrecorded: {status} {body}"
+        );
+    }
+    let verbs: Vec<Value> = crate::exported_entries(dir.path())
+        .iter()
+        .map(|e| e["verb"].clone())
+        .collect();
+    assert!(
+        verbs
+            .iter()
+            .all(|v| !["list", "get", "search", "read"].contains(&v.as_str().unwrap())),
+        "{verbs:?}"
+    );
+    // A GET that asks to be a DELETE is refused as a delete; the vendor never sees it.
+    let before = seen.lock().unwrap().len();
+    for header in [
+        "X-HTTP-Method-Override: DELETE",
+        "X-HTTP-Method: DELETE",
+        "X-Method-Override: DELETE",
+    ] {
+        let (status, headers, body) = curl(
+            "GET",
+            &format!("{address}/v1/notes/n1"),
+            None,
+            &["-H", header],
+        );
+        assert_eq!(status, 403, "{header}: {body}");
+        assert_eq!(headers["x-attest-decision"], "refuse");
+    }
+    let (status, _, body) = curl(
+        "GET",
+        &format!("{address}/v1/notes/n1?_method=DELETE"),
+        None,
+        &[],
+    );
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        before,
+        "a refused request reached the vendor"
+    );
+}
+
+/// Issue 14 item 6: with --upstream set the gateway forwards only to it and to
+/// allow-listed hosts; `/_attest/*` is never forwarded.
+#[test]
+fn gateway_is_not_an_open_forwarder() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
+    let upstream_seen = Recorded::default();
+    let upstream = start_recording_vendor(Arc::clone(&upstream_seen));
+    let other_seen = Recorded::default();
+    let other = start_recording_vendor(Arc::clone(&other_seen));
+    let (gateway, address) = start_gateway(dir.path(), &upstream, &[]);
+    let (status, _, body) = curl("GET", &format!("{address}/{other}/v1/notes"), None, &[]);
+    assert_eq!(status, 403, "{body}");
+    let header = format!("X-Attest-Upstream: {other}");
+    let (status, _, body) = curl(
+        "GET",
+        &format!("{address}/v1/notes"),
+        None,
+        &["-H", &header],
+    );
+    assert_eq!(status, 403, "{body}");
+    for path in [
+        "/_attest/x",
+        "/_attest/resume",
+        "/%5Fattest/x",
+        "/_ATTEST/pending",
+    ] {
+        let (status, _, body) = curl("GET", &format!("{address}{path}"), None, &[]);
+        assert_eq!(status, 404, "{path}: {body}");
+    }
+    assert!(other_seen.lock().unwrap().is_empty());
+    assert!(
+        upstream_seen.lock().unwrap().is_empty(),
+        "{:?}",
+        upstream_seen.lock().unwrap()
+    );
+    drop(gateway);
+
+    // Allow-listed: forwarded.
+    let other_host = other.trim_start_matches("http://").to_owned();
+    let (_gateway, address) =
+        start_gateway(dir.path(), &upstream, &["--allow-upstream", &other_host]);
+    let (status, _, body) = curl("GET", &format!("{address}/{other}/v1/notes"), None, &[]);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(other_seen.lock().unwrap().len(), 1);
+}
+
+/// Issue 14 item 6: beyond loopback the gateway needs a token; with one, every request
+/// carries it, and it never goes upstream.
+#[test]
+fn gateway_beyond_loopback_needs_a_token_and_checks_it() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), POLICY).unwrap();
+    let refused = attest(
+        dir.path(),
+        &[
+            "--ledger",
+            "ledger.sqlite",
+            "--policy",
+            "policy.yaml",
+            "gateway",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("token"), "{}", stderr(&refused));
+
+    let seen = Recorded::default();
+    let upstream = start_recording_vendor(Arc::clone(&seen));
+    std::fs::write(dir.path().join("gateway.token"), "tok-GATEWAY-42\n").unwrap();
+    let (_gateway, address) =
+        start_gateway(dir.path(), &upstream, &["--token-file", "gateway.token"]);
+    let (status, _, body) = curl("GET", &format!("{address}/v1/notes"), None, &[]);
+    assert_eq!(status, 401, "{body}");
+    let (status, _, body) = curl(
+        "GET",
+        &format!("{address}/v1/notes"),
+        None,
+        &["-H", "X-Attest-Token: wrong"],
+    );
+    assert_eq!(status, 401, "{body}");
+    let (status, _, body) = curl(
+        "GET",
+        &format!("{address}/v1/notes"),
+        None,
+        &["-H", "X-Attest-Token: tok-GATEWAY-42"],
+    );
+    assert_eq!(status, 200, "{body}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert!(
+        !seen[0].1.contains_key("x-attest-token"),
+        "the token went upstream"
+    );
+}

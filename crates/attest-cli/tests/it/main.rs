@@ -14,6 +14,7 @@ mod gateway;
 mod import;
 mod inbox_browser;
 mod mcp;
+mod mcp_frames;
 mod policy;
 mod recipes;
 mod tamper;

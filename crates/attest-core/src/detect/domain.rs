@@ -5,6 +5,12 @@
 //! A host the registry does not know is named after its registered domain, using the
 //! compiled-in Public Suffix List: `api.someweirdcrm.io` → `someweirdcrm`,
 //! `mail.acme.co.uk` → `acme`. IP addresses and single labels are `unknown`.
+//!
+//! A host is a known system only through its registered domain (or an exact host): the
+//! registry's `github.com` covers `api.github.com`, never `api.github.xyz` or
+//! `github.com.evil.io`. An unknown host whose label would read as a known system's name
+//! (`stripe.xyz` → `stripe`) is named after its whole registered domain (`stripe.xyz`)
+//! instead, so that rules written for the real system never match a look-alike.
 
 use std::net::IpAddr;
 
@@ -52,7 +58,13 @@ pub(crate) fn host_system<'h>(
             _ => break,
         }
     }
-    registered_name(host).map_or(HostSystem::Unknown, HostSystem::Named)
+    match registered_name(host) {
+        Some((label, domain)) if registry.system_named(label).is_some() => {
+            HostSystem::Named(domain)
+        }
+        Some((label, _)) => HostSystem::Named(label),
+        None => HostSystem::Unknown,
+    }
 }
 
 /// The first path rule that matches, else the rule's own system.
@@ -72,14 +84,15 @@ fn contains_run(segments: &[&str], run: &[Box<str>]) -> bool {
             .any(|window| window.iter().zip(run).all(|(a, b)| *a == &**b))
 }
 
-/// The first label of the registered domain, or `None` for IPs and names without one.
-fn registered_name(host: &str) -> Option<&str> {
+/// The first label of the registered domain and the domain itself, or `None` for IPs and
+/// names without one.
+fn registered_name(host: &str) -> Option<(&str, &str)> {
     if host.parse::<IpAddr>().is_ok() || host.contains(':') {
         return None;
     }
     let domain = psl::domain_str(host)?;
     let label = domain.split('.').next()?;
-    (!label.is_empty()).then_some(label)
+    (!label.is_empty()).then_some((label, domain))
 }
 
 #[cfg(test)]
@@ -88,8 +101,14 @@ mod tests {
 
     #[test]
     fn unknown_hosts_are_named_after_their_registered_domain() {
-        assert_eq!(registered_name("api.someweirdcrm.io"), Some("someweirdcrm"));
-        assert_eq!(registered_name("mail.acme.co.uk"), Some("acme"));
+        assert_eq!(
+            registered_name("api.someweirdcrm.io"),
+            Some(("someweirdcrm", "someweirdcrm.io"))
+        );
+        assert_eq!(
+            registered_name("mail.acme.co.uk"),
+            Some(("acme", "acme.co.uk"))
+        );
         assert_eq!(registered_name("127.0.0.1"), None);
         assert_eq!(registered_name("::1"), None);
         assert_eq!(registered_name("localhost"), None);
@@ -121,6 +140,11 @@ mod tests {
         );
         assert_eq!(name("api.github.com", &["user"]), "github");
         assert_eq!(name("api.someweirdcrm.io", &[]), "named:someweirdcrm");
+        // Look-alikes of known systems are named after their whole registered domain.
+        assert_eq!(name("api.github.xyz", &[]), "named:github.xyz");
+        assert_eq!(name("stripe.xyz", &["v1", "refunds"]), "named:stripe.xyz");
+        assert_eq!(name("github.com.evil.io", &[]), "named:evil");
+        assert_eq!(name("api.gh.io", &[]), "named:gh.io");
         assert_eq!(name("", &[]), "unknown");
         assert_eq!(name(".", &[]), "unknown");
     }

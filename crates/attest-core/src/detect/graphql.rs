@@ -1,16 +1,23 @@
-//! GraphQL: the verb and target of `POST …/graphql` come from the operation in the body.
+//! GraphQL: the verb and target of `POST …/graphql` come from the operations in the body.
 //!
-//! Only as much of the document is read as it takes to find the operation's kind and its
-//! first field: `mutation { issueCreate(…) { … } }` is create/issue, `query { issues { … } }`
-//! is list/issues. The reader is a small hand-written scanner with a size cap; it skips
-//! strings, comments, arguments and fragments, and gives up (`None`) on anything odd.
+//! Every root field of every operation counts, in every request of a batch, and the riskiest
+//! wins: `mutation { addStar deleteRepository }` is a delete, and so is a batch whose second
+//! request deletes. The operation name is not trusted to pick one: whatever a server might
+//! run is judged. Fields reached through fragment spreads at the root (`mutation { ...F }`)
+//! count too. `mutation { issueCreate(…) { … } }` is create/issue, `query { issues { … } }`
+//! is list/issues. The reader is a small hand-written scanner with size caps; it skips
+//! strings, comments, arguments and sub-selections, and gives up (`None`) on anything odd,
+//! which makes the call an unrecognised write.
+
+use std::collections::HashMap;
 
 use serde::Deserialize;
 
 use super::registry::Registry;
 use super::tokenize::{Segments, Words, MAX_WORDS};
 use super::tool_name::{apply_noun_rules, join_words, MAX_TARGET_WORDS};
-use attest_policy::Verb;
+use super::url::percent_decode;
+use attest_policy::{Risk, Verb};
 
 /// Largest body read for an operation, in bytes.
 pub(crate) const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -26,13 +33,19 @@ pub(crate) enum Kind {
     Subscription,
 }
 
-/// The part of an operation detection uses.
+/// One root field of an operation: what detection reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Operation {
     pub(crate) kind: Kind,
-    /// The first field selected (`issueCreate`).
+    /// The field selected at the root (`issueCreate`).
     pub(crate) field: String,
 }
+
+/// Most root fields read from one body; a body with more is not read (an unrecognised write).
+const MAX_ROOT_FIELDS: usize = 256;
+
+/// How deep fragment spreads at the root are followed.
+const MAX_SPREAD_DEPTH: usize = 8;
 
 /// A field read as system-free detection: verb, target, and whether a verb word was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,8 +58,6 @@ pub(crate) struct FieldDetection {
 #[derive(Deserialize)]
 struct Request {
     query: Option<String>,
-    #[serde(rename = "operationName")]
-    operation_name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -67,36 +78,60 @@ pub(crate) fn looks_like_graphql(body: &[u8]) -> bool {
     starts_json && head.windows(7).any(|w| w == b"\"query\"")
 }
 
-/// The operation in a request body: JSON (`{"query": …, "operationName": …}`, or a batch,
-/// whose first request counts) or a bare GraphQL document.
-pub(crate) fn operation_from_body(body: &[u8]) -> Option<Operation> {
+/// The root fields of every operation in a request body: JSON (`{"query": …}`, or a batch
+/// of them) or a bare GraphQL document. `None` when any part of it cannot be read.
+pub(crate) fn operations_from_body(body: &[u8]) -> Option<Vec<Operation>> {
     if body.len() > MAX_BODY_BYTES {
         return None;
     }
-    match serde_json::from_slice::<Body>(body) {
-        Ok(Body::One(request)) => from_request(&request),
-        Ok(Body::Batch(requests)) => requests.first().and_then(from_request),
-        Err(_) => std::str::from_utf8(body)
-            .ok()
-            .and_then(|doc| first_operation(doc, None)),
-    }
-}
-
-/// The operation in a GET request's `query=` parameter.
-pub(crate) fn operation_from_query(query: &str) -> Option<Operation> {
-    let (mut document, mut name) = (None, None);
-    for pair in query.split('&') {
-        match pair.split_once('=') {
-            Some(("query", value)) => document = Some(percent_decode(value)),
-            Some(("operationName", value)) => name = Some(percent_decode(value)),
-            _ => {}
+    let documents = match serde_json::from_slice::<Body>(body) {
+        Ok(Body::One(request)) => vec![request.query?],
+        Ok(Body::Batch(requests)) => requests
+            .into_iter()
+            .map(|request| request.query)
+            .collect::<Option<Vec<String>>>()?,
+        Err(_) => vec![std::str::from_utf8(body).ok()?.to_owned()],
+    };
+    let mut operations = Vec::new();
+    for document in &documents {
+        operations.extend(root_fields(document)?);
+        if operations.len() > MAX_ROOT_FIELDS {
+            return None;
         }
     }
-    first_operation(&document?, name.as_deref())
+    (!operations.is_empty()).then_some(operations)
 }
 
-fn from_request(request: &Request) -> Option<Operation> {
-    first_operation(request.query.as_deref()?, request.operation_name.as_deref())
+/// The root fields of the document in a GET request's `query=` parameter.
+pub(crate) fn operations_from_query(query: &str) -> Option<Vec<Operation>> {
+    let document = query
+        .split('&')
+        .find_map(|pair| match pair.split_once('=') {
+            Some(("query", value)) => Some(percent_decode(value)),
+            _ => None,
+        })?;
+    root_fields(&document).filter(|found| !found.is_empty())
+}
+
+impl FieldDetection {
+    /// The riskier of two fields' readings: the higher tier (a field without a verb word
+    /// counts as high), then the one without a verb word; `self` on a tie.
+    pub(crate) fn riskier(self, other: FieldDetection) -> FieldDetection {
+        let danger = |found: &FieldDetection| {
+            let risk = found.verb.default_risk();
+            let risk = if found.recognised {
+                risk
+            } else {
+                risk.max(Risk::High)
+            };
+            (risk, !found.recognised)
+        };
+        if danger(&other) > danger(&self) {
+            other
+        } else {
+            self
+        }
+    }
 }
 
 /// Verb and target from an operation's first field.
@@ -163,8 +198,15 @@ pub(crate) fn detect_field(registry: &Registry, operation: &Operation) -> FieldD
     }
 }
 
-/// Finds the operation named `wanted` (or the first operation) and its first field.
-pub(crate) fn first_operation(document: &str, wanted: Option<&str>) -> Option<Operation> {
+/// An entry of a selection set at the root: a field, or a spread of a named fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Item<'a> {
+    Field(&'a str),
+    Spread(&'a str),
+}
+
+/// Every root field of every operation in `document`, with root fragment spreads followed.
+pub(crate) fn root_fields(document: &str) -> Option<Vec<Operation>> {
     if document.len() > MAX_BODY_BYTES {
         return None;
     }
@@ -172,38 +214,79 @@ pub(crate) fn first_operation(document: &str, wanted: Option<&str>) -> Option<Op
         bytes: document.as_bytes(),
         at: 0,
     };
-    let mut first: Option<Operation> = None;
+    let mut operations: Vec<(Kind, Vec<Item<'_>>)> = Vec::new();
+    let mut fragments: HashMap<&str, Vec<Item<'_>>> = HashMap::new();
     loop {
-        let token = scan.next_token()?;
-        let (kind, name) = match token {
-            Token::Punct(b'{') => (Kind::Query, None),
-            Token::Name("query") => (Kind::Query, scan.operation_header()?),
-            Token::Name("mutation") => (Kind::Mutation, scan.operation_header()?),
-            Token::Name("subscription") => (Kind::Subscription, scan.operation_header()?),
+        let kind = match scan.next_token()? {
+            Token::Punct(b'{') => Kind::Query,
+            Token::Name("query") => {
+                scan.operation_header()?;
+                Kind::Query
+            }
+            Token::Name("mutation") => {
+                scan.operation_header()?;
+                Kind::Mutation
+            }
+            Token::Name("subscription") => {
+                scan.operation_header()?;
+                Kind::Subscription
+            }
             Token::Name("fragment") => {
+                let Token::Name(name) = scan.next_token()? else {
+                    return None;
+                };
                 scan.skip_to_open_brace()?;
-                scan.skip_block()?;
+                let mut items = Vec::new();
+                scan.selection_set(&mut items)?;
+                fragments.insert(name, items);
                 continue;
             }
-            Token::End => return first,
-            _ => return first,
+            Token::End => break,
+            _ => return None,
         };
-        let field = scan.first_field()?;
-        let operation = Operation {
-            kind,
-            field: field.to_owned(),
-        };
-        match wanted {
-            None => return Some(operation),
-            Some(wanted) if name == Some(wanted) => return Some(operation),
-            Some(_) => {
-                if first.is_none() {
-                    first = Some(operation);
+        let mut items = Vec::new();
+        scan.selection_set(&mut items)?;
+        operations.push((kind, items));
+    }
+    let mut found = Vec::new();
+    for (kind, items) in &operations {
+        expand(*kind, items, &fragments, 0, &mut found)?;
+    }
+    Some(found)
+}
+
+/// Adds the fields of `items` (following spreads) to `out`; `None` past the caps.
+fn expand(
+    kind: Kind,
+    items: &[Item<'_>],
+    fragments: &HashMap<&str, Vec<Item<'_>>>,
+    depth: usize,
+    out: &mut Vec<Operation>,
+) -> Option<()> {
+    if depth > MAX_SPREAD_DEPTH {
+        return None;
+    }
+    for item in items {
+        match *item {
+            Item::Field(field) => {
+                if out.len() >= MAX_ROOT_FIELDS {
+                    return None;
                 }
-                scan.skip_rest_of_block()?;
+                out.push(Operation {
+                    kind,
+                    field: field.to_owned(),
+                });
+            }
+            Item::Spread(name) => {
+                // A spread of a fragment the document does not define is an error the
+                // server reports; nothing runs.
+                if let Some(inner) = fragments.get(name) {
+                    expand(kind, inner, fragments, depth + 1, out)?;
+                }
             }
         }
     }
+    Some(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,12 +378,10 @@ impl<'a> Scanner<'a> {
 
     /// After `query`/`mutation`/`subscription`: the optional name, variables and
     /// directives, up to and including the `{`.
-    fn operation_header(&mut self) -> Option<Option<&'a str>> {
-        let mut name = None;
+    fn operation_header(&mut self) -> Option<()> {
         loop {
             match self.next_token()? {
-                Token::Punct(b'{') => return Some(name),
-                Token::Name(n) if name.is_none() => name = Some(n),
+                Token::Punct(b'{') => return Some(()),
                 Token::Punct(b'(') => self.skip_balanced(b'(', b')')?,
                 Token::Punct(b'@') | Token::Name(_) => {}
                 _ => return None,
@@ -308,30 +389,87 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Inside a selection set: the first field's name (after an alias, skipping spreads and `__typename`).
-    fn first_field(&mut self) -> Option<&'a str> {
+    /// Inside a selection set whose `{` was just read: its fields (after an alias) and
+    /// fragment spreads, up to the closing `}`. Inline fragments (`... on T { … }`) are
+    /// read as part of this set; arguments, directives and sub-selections are skipped.
+    fn selection_set(&mut self, out: &mut Vec<Item<'a>>) -> Option<()> {
         loop {
             match self.next_token()? {
-                Token::Name("__typename") => {}
+                Token::Punct(b'}') => return Some(()),
                 Token::Name(name) => {
                     let save = self.at;
-                    if self.next_token()? == Token::Punct(b':') {
-                        if let Token::Name(field) = self.next_token()? {
-                            return Some(field);
-                        }
-                        return None;
+                    let field = if self.next_token()? == Token::Punct(b':') {
+                        let Token::Name(field) = self.next_token()? else {
+                            return None;
+                        };
+                        field
+                    } else {
+                        self.at = save;
+                        name
+                    };
+                    if field != "__typename" {
+                        out.push(Item::Field(field));
                     }
-                    self.at = save;
-                    return Some(name);
+                    self.skip_field_rest()?;
                 }
                 Token::Spread => {
-                    // `...Fragment` or `... on Type { … }`: skip it.
-                    if let Token::Name("on") = self.next_token()? {
-                        self.skip_to_open_brace()?;
-                        self.skip_block()?;
+                    let save = self.at;
+                    match self.next_token()? {
+                        Token::Name("on") => {
+                            self.skip_to_open_brace()?;
+                            self.selection_set(out)?;
+                        }
+                        Token::Name(fragment) => {
+                            out.push(Item::Spread(fragment));
+                            self.skip_directives()?;
+                        }
+                        Token::Punct(b'{' | b'@') => {
+                            self.at = save;
+                            self.skip_to_open_brace()?;
+                            self.selection_set(out)?;
+                        }
+                        _ => return None,
                     }
                 }
                 _ => return None,
+            }
+        }
+    }
+
+    /// After a field's name: its arguments, directives and sub-selection, if any.
+    fn skip_field_rest(&mut self) -> Option<()> {
+        let save = self.at;
+        if self.next_token()? == Token::Punct(b'(') {
+            self.skip_balanced(b'(', b')')?;
+        } else {
+            self.at = save;
+        }
+        self.skip_directives()?;
+        let save = self.at;
+        if self.next_token()? == Token::Punct(b'{') {
+            self.skip_block()?;
+        } else {
+            self.at = save;
+        }
+        Some(())
+    }
+
+    /// `@name` and `@name(…)`, as many as there are.
+    fn skip_directives(&mut self) -> Option<()> {
+        loop {
+            let save = self.at;
+            if self.next_token()? != Token::Punct(b'@') {
+                self.at = save;
+                return Some(());
+            }
+            let Token::Name(_) = self.next_token()? else {
+                return None;
+            };
+            let save = self.at;
+            if self.next_token()? == Token::Punct(b'(') {
+                self.skip_balanced(b'(', b')')?;
+            } else {
+                self.at = save;
             }
         }
     }
@@ -349,11 +487,6 @@ impl<'a> Scanner<'a> {
     /// Skips to the `}` that closes a block whose `{` was just read.
     fn skip_block(&mut self) -> Option<()> {
         self.skip_balanced(b'{', b'}')
-    }
-
-    /// Skips the rest of the operation whose first field was just read.
-    fn skip_rest_of_block(&mut self) -> Option<()> {
-        self.skip_block()
     }
 
     fn skip_balanced(&mut self, open: u8, close: u8) -> Option<()> {
@@ -374,96 +507,86 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// Decodes `%XX` and `+` in a query value; bad escapes are kept as they are.
-fn percent_decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        let hex = |j: usize| bytes.get(j).and_then(|&c| (c as char).to_digit(16));
-        match b {
-            b'%' => match (hex(i + 1), hex(i + 2)) {
-                (Some(hi), Some(lo)) => {
-                    out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b),
-            },
-            b'+' => out.push(b' '),
-            _ => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn op(doc: &str) -> Option<(Kind, String)> {
-        first_operation(doc, None).map(|o| (o.kind, o.field))
+    fn fields(doc: &str) -> Option<Vec<(Kind, String)>> {
+        root_fields(doc).map(|found| found.into_iter().map(|o| (o.kind, o.field)).collect())
+    }
+
+    fn one(kind: Kind, field: &str) -> Option<Vec<(Kind, String)>> {
+        Some(vec![(kind, field.to_owned())])
     }
 
     #[test]
-    fn finds_the_first_field_of_each_kind() {
+    fn finds_the_root_fields_of_each_kind() {
         assert_eq!(
-            op("mutation IssueCreate($input: IssueCreateInput!) { issueCreate(input: $input) { success } }"),
-            Some((Kind::Mutation, "issueCreate".to_owned()))
+            fields("mutation IssueCreate($input: IssueCreateInput!) { issueCreate(input: $input) { success } }"),
+            one(Kind::Mutation, "issueCreate")
+        );
+        assert_eq!(fields("{ viewer { login } }"), one(Kind::Query, "viewer"));
+        assert_eq!(
+            fields("# comment\nquery { me: viewer { id } }"),
+            one(Kind::Query, "viewer")
         );
         assert_eq!(
-            op("{ viewer { login } }"),
-            Some((Kind::Query, "viewer".to_owned()))
+            fields("fragment F on Issue { id }\nquery Q { issues(filter: {title: \"a}\"}) { nodes { id } } }"),
+            one(Kind::Query, "issues")
         );
         assert_eq!(
-            op("# comment\nquery { me: viewer { id } }"),
-            Some((Kind::Query, "viewer".to_owned()))
+            fields("subscription { onEvent { id } }"),
+            one(Kind::Subscription, "onEvent")
         );
-        assert_eq!(
-            op("fragment F on Issue { id }\nquery Q { ...F issues(filter: {title: \"a}\"}) { nodes { id } } }"),
-            Some((Kind::Query, "issues".to_owned()))
-        );
-        assert_eq!(
-            op("subscription { onEvent { id } }").map(|o| o.0),
-            Some(Kind::Subscription)
-        );
-        assert_eq!(op(""), None);
-        assert_eq!(op("mutation {"), None);
-        assert_eq!(op("\"unterminated"), None);
+        assert_eq!(fields(""), Some(vec![]));
+        assert_eq!(fields("mutation {"), None);
+        assert_eq!(fields("\"unterminated"), None);
     }
 
     #[test]
-    fn the_named_operation_is_chosen() {
-        let doc = "query A { issues { id } } mutation B { issueDelete(id: \"1\") { success } }";
-        let found = first_operation(doc, Some("B")).unwrap();
+    fn every_root_field_of_every_operation_counts() {
         assert_eq!(
-            (found.kind, found.field.as_str()),
-            (Kind::Mutation, "issueDelete")
+            fields("mutation { addStar(input: {}) { clientMutationId } deleteRepository(input: {}) { x } }"),
+            Some(vec![
+                (Kind::Mutation, "addStar".to_owned()),
+                (Kind::Mutation, "deleteRepository".to_owned())
+            ])
         );
-        let found = first_operation(doc, Some("Missing")).unwrap();
-        assert_eq!(found.field, "issues");
+        let doc = "query A { issues { id } } mutation B { issueDelete(id: \"1\") @skip(if: false) { success } }";
+        assert_eq!(fields(doc).unwrap().len(), 2);
+        // Fields hidden in fragments and inline fragments at the root are found.
+        let doc = "mutation { ...F ... on Mutation { b } ... @include(if: true) { c } } fragment F on Mutation { a ...G } fragment G on Mutation { d }";
+        let names: Vec<String> = fields(doc).unwrap().into_iter().map(|f| f.1).collect();
+        assert_eq!(names, ["a", "d", "b", "c"]);
+        // Fragments that spread each other forever are not followed forever.
+        assert_eq!(
+            fields("mutation { ...F } fragment F on Mutation { ...F }"),
+            None
+        );
     }
 
     #[test]
     fn bodies_in_json_batches_and_raw() {
         let body = br#"{"query":"mutation { createIssue(input: {}) { issue { id } } }","variables":{"a":[1,2]}}"#;
-        assert_eq!(operation_from_body(body).unwrap().field, "createIssue");
-        let batch = br#"[{"query":"{ viewer { id } }"}]"#;
-        assert_eq!(operation_from_body(batch).unwrap().field, "viewer");
+        assert_eq!(operations_from_body(body).unwrap()[0].field, "createIssue");
+        let batch =
+            br#"[{"query":"{ viewer { id } }"}, {"query":"mutation { deleteRepository { x } }"}]"#;
+        let found = operations_from_body(batch).unwrap();
+        assert_eq!(found[1].field, "deleteRepository");
+        assert!(operations_from_body(br#"[{"query":"{ a }"}, {"x": 1}]"#).is_none());
         assert_eq!(
-            operation_from_body(b"{ items { id } }").unwrap().field,
+            operations_from_body(b"{ items { id } }").unwrap()[0].field,
             "items"
         );
-        assert!(operation_from_body(b"\xff\xfe").is_none());
+        assert!(operations_from_body(b"\xff\xfe").is_none());
         assert!(looks_like_graphql(br#"  {"query": "{ boards { id } }"}"#));
         assert!(!looks_like_graphql(br#"{"name": "x"}"#));
     }
 
     #[test]
     fn query_strings_are_decoded() {
-        let found = operation_from_query("query=%7B%20viewer%20%7B%20id%20%7D%20%7D&x=1").unwrap();
-        assert_eq!(found.field, "viewer");
+        let found = operations_from_query("query=%7B%20viewer%20%7B%20id%20%7D%20%7D&x=1").unwrap();
+        assert_eq!(found[0].field, "viewer");
         assert_eq!(percent_decode("a%2"), "a%2");
         assert_eq!(percent_decode("%ff"), "\u{fffd}");
     }

@@ -154,6 +154,29 @@ impl Detection {
         }
     }
 
+    /// The riskier of two readings of one call: the higher risk tier (an unrecognised write
+    /// counts as high), then the unrecognised one; `self` on a tie. A request whose shape
+    /// could hide its verb (a method override, a GraphQL batch, a path parameter) is judged
+    /// by its riskiest reading.
+    #[must_use]
+    pub fn riskier(self, other: Detection) -> Detection {
+        if other.danger() > self.danger() {
+            other
+        } else {
+            self
+        }
+    }
+
+    fn danger(&self) -> (Risk, bool) {
+        let risk = self.risk.unwrap_or(self.verb.default_risk());
+        let risk = if self.recognised || self.verb.is_read() {
+            risk
+        } else {
+            risk.max(Risk::High)
+        };
+        (risk, !self.recognised)
+    }
+
     /// Writes system, verb, source and recognised into `action`. The target and risk are
     /// written only where the action has none, since a caller's own values beat detection's.
     pub fn apply_to(&self, action: &mut Action) {
@@ -183,15 +206,52 @@ impl Detection {
 static DEFAULT_REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default_or_empty);
 
 impl Registry {
-    /// The compiled-in registry, or an empty one (everything `unknown`, so everything asks)
-    /// if it could not be built. The tests make sure it can.
+    /// The compiled-in registry with the process's `ATTEST_BASE_URL_<SYSTEM>` hosts, or an
+    /// empty one (everything `unknown`, so everything asks) if it could not be built. The
+    /// tests make sure it can.
     fn default_or_empty() -> Registry {
-        Registry::builtin().unwrap_or_default()
+        let mut registry = Registry::builtin().unwrap_or_default();
+        registry.base_urls_from(&crate::verification::ProcessEnv);
+        registry
     }
 
-    /// The shared compiled-in registry that [`detect`] uses, built on first use.
+    /// The shared compiled-in registry that [`detect`] uses, built on first use; a host named
+    /// by an `ATTEST_BASE_URL_<SYSTEM>` variable set then is that system's.
     pub fn shared() -> &'static Registry {
         &DEFAULT_REGISTRY
+    }
+}
+
+/// Headers that ask a server to treat a request as another method (Google, Microsoft,
+/// Rails, Laravel and many proxies honour one or another). Lower-case.
+pub const METHOD_OVERRIDE_HEADERS: [&str; 3] = [
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+];
+
+impl Registry {
+    /// Detects an HTTP request with its headers, judged by its riskiest reading: the method,
+    /// each [`METHOD_OVERRIDE_HEADERS`] value (one that is not text reads as an unknown
+    /// method, so an unrecognised write), and `_method` in the query or a form body.
+    pub fn detect_http_request<'h>(
+        &self,
+        method: &str,
+        url: &str,
+        headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
+        body: Option<&[u8]>,
+    ) -> Detection {
+        let mut found = url::detect_http(self, method, url, body);
+        for (name, value) in headers {
+            if METHOD_OVERRIDE_HEADERS
+                .iter()
+                .any(|known| name.eq_ignore_ascii_case(known))
+            {
+                let method = std::str::from_utf8(value).unwrap_or("?");
+                found = found.riskier(url::detect_http(self, method, url, body));
+            }
+        }
+        found
     }
 }
 

@@ -165,6 +165,44 @@ impl Registry {
         );
     }
 
+    /// Makes the host of `base_url` (a configured base URL such as `ATTEST_BASE_URL_GITHUB`'s,
+    /// for a self-hosted or proxied vendor) that system's, exactly: detection then knows it as
+    /// it knows the vendor's own domain. An empty system or a URL without a host is ignored.
+    pub fn base_url(&mut self, system: &str, base_url: &str) {
+        let host = super::url::split_url(base_url)
+            .host
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
+        let system = system.trim();
+        if host.is_empty() || system.is_empty() {
+            return;
+        }
+        if let Ok(id) = self.intern(system) {
+            self.hosts.insert(
+                host.into(),
+                HostRule {
+                    system: Some(id),
+                    paths: Vec::new(),
+                },
+            );
+        }
+    }
+
+    /// [`Registry::base_url`] for every system whose `ATTEST_BASE_URL_<SYSTEM>` is set in
+    /// `env` (the variable read-back uses for the same vendor).
+    pub fn base_urls_from(&mut self, env: &dyn crate::verification::Env) {
+        let found: Vec<(String, String)> = self
+            .systems()
+            .filter_map(|name| {
+                let url = env.var(&crate::verification::base_url_var(name))?;
+                Some((name.to_owned(), url))
+            })
+            .collect();
+        for (system, url) in found {
+            self.base_url(&system, &url);
+        }
+    }
+
     /// Detects the system, verb and target of one call. Never fails and never panics:
     /// what it cannot make sense of is `unknown`/`write` with `recognised: false`.
     pub fn detect(&self, input: &DetectInput<'_>) -> Detection {

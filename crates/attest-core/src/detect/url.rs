@@ -111,7 +111,8 @@ fn host_of(authority: &str) -> &str {
     }
 }
 
-/// The HTTP methods detection tells apart.
+/// The HTTP methods detection tells apart. Only `GET` and `HEAD` are reads: anything else
+/// (`OPTIONS` and unknown methods included) may change state on some server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Method {
     Read,
@@ -124,7 +125,7 @@ enum Method {
 fn method_of(method: &str) -> Method {
     let method = method.trim();
     let is = |name: &str| method.eq_ignore_ascii_case(name);
-    if is("GET") || is("HEAD") || is("OPTIONS") {
+    if is("GET") || is("HEAD") {
         Method::Read
     } else if is("POST") {
         Method::Post
@@ -137,7 +138,18 @@ fn method_of(method: &str) -> Method {
     }
 }
 
-/// Detects an HTTP call.
+/// The query and form field that frameworks (Rails, Laravel, Symfony) read as the method.
+const METHOD_FIELD: &str = "_method";
+
+/// Detects an HTTP call by its riskiest reading.
+///
+/// A request's shape can hide its verb from a reader that takes it at face value, so every
+/// reading a server might make is judged and the riskiest wins ([`Detection::riskier`]):
+/// - the method, and every `_method` override in the query or a form body;
+/// - the path as sent, percent-decoded (repeatedly, so `%252F` counts), with `\` as `/` and
+///   dot segments resolved, and each of those with `;` parameters dropped or read as `/`.
+///
+/// Method-override headers are the caller's to add ([`Registry::detect_http_request`]).
 pub(crate) fn detect_http(
     registry: &Registry,
     method: &str,
@@ -145,7 +157,152 @@ pub(crate) fn detect_http(
     body: Option<&[u8]>,
 ) -> Detection {
     let parts = split_url(url);
-    let method = method_of(method);
+    let mut methods = vec![method_of(method)];
+    for value in form_values(parts.query, METHOD_FIELD).chain(
+        body.filter(|b| is_form(b))
+            .into_iter()
+            .flat_map(|b| form_values(std::str::from_utf8(b).unwrap_or(""), METHOD_FIELD)),
+    ) {
+        let overridden = method_of(&value);
+        if !methods.contains(&overridden) {
+            methods.push(overridden);
+        }
+    }
+    // At most five methods and six paths: thirty readings at worst.
+    let paths = path_readings(parts.path);
+    let mut riskiest: Option<Detection> = None;
+    for &method in &methods {
+        for path in &paths {
+            let reading = UrlParts { path, ..parts };
+            let found = detect_one(registry, method, reading, body);
+            riskiest = Some(match riskiest {
+                Some(so_far) => so_far.riskier(found),
+                None => found,
+            });
+        }
+    }
+    riskiest.unwrap_or_else(|| Detection::unrecognised(Source::Url))
+}
+
+/// The values of `name` in an `a=1&b=2` string, percent-decoded.
+fn form_values<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = String> + 'a {
+    text.split('&')
+        .filter_map(move |pair| pair.split_once('=').filter(|(key, _)| *key == name))
+        .map(|(_, value)| percent_decode(value))
+}
+
+/// True for a body that reads as a form (`a=1&b=2`), not JSON or a GraphQL document.
+fn is_form(body: &[u8]) -> bool {
+    body.first()
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && body.contains(&b'=')
+        && !body.contains(&b'{')
+}
+
+/// The readings of a path a server might make: as sent, and decoded and normalised; each
+/// of those with `;` parameters dropped and with `;` read as `/`.
+fn path_readings(path: &str) -> Vec<Cow<'_, str>> {
+    let mut readings: Vec<Cow<'_, str>> = vec![Cow::Borrowed(path)];
+    let plain = !path.contains(['%', '\\', ';'])
+        && !path
+            .split('/')
+            .any(|segment| segment == "." || segment == "..");
+    if plain {
+        return readings;
+    }
+    let normalised = normalise(path);
+    if normalised != path {
+        readings.push(Cow::Owned(normalised));
+    }
+    for at in 0..readings.len() {
+        let Some(reading) = readings.get(at).filter(|r| r.contains(';')) else {
+            continue;
+        };
+        let dropped: String = reading
+            .split('/')
+            .map(|segment| segment.split(';').next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("/");
+        let slashed = reading.replace(';', "/");
+        readings.push(Cow::Owned(dropped));
+        readings.push(Cow::Owned(slashed));
+    }
+    readings
+}
+
+/// A path percent-decoded until it stops changing (at most four times), `\` read as `/`,
+/// and `.`/`..` segments resolved.
+fn normalise(path: &str) -> String {
+    let mut text = path.to_owned();
+    for _ in 0..4 {
+        if !text.contains('%') {
+            break;
+        }
+        let decoded = percent_decode_path(&text);
+        if decoded == text {
+            break;
+        }
+        text = decoded;
+    }
+    let text = text.replace('\\', "/");
+    if !text.split('/').any(|s| s == "." || s == "..") {
+        return text;
+    }
+    let mut kept: Vec<&str> = Vec::new();
+    for segment in text.split('/') {
+        match segment {
+            "." => {}
+            ".." => {
+                if kept.len() > 1 {
+                    kept.pop();
+                }
+            }
+            other => kept.push(other),
+        }
+    }
+    kept.join("/")
+}
+
+/// Decodes `%XX` and `+` in a query value; bad escapes are kept as they are.
+pub(crate) fn percent_decode(value: &str) -> String {
+    decode(value, true)
+}
+
+/// Decodes `%XX` in a path (`+` is a plus there); bad escapes are kept as they are.
+fn percent_decode_path(path: &str) -> String {
+    decode(path, false)
+}
+
+fn decode(value: &str, plus_is_space: bool) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = |j: usize| bytes.get(j).and_then(|&c| (c as char).to_digit(16));
+        match b {
+            b'%' => match (hex(i + 1), hex(i + 2)) {
+                (Some(hi), Some(lo)) => {
+                    out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b),
+            },
+            b'+' if plus_is_space => out.push(b' '),
+            _ => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Detects one reading of an HTTP call.
+fn detect_one(
+    registry: &Registry,
+    method: Method,
+    parts: UrlParts<'_>,
+    body: Option<&[u8]>,
+) -> Detection {
     let path = super::tokenize::prefix(parts.path, MAX_PATH_BYTES);
     let lower_path = path.to_ascii_lowercase();
 
@@ -204,9 +361,9 @@ pub(crate) fn detect_http(
         Cow::Borrowed(parts.host)
     };
     let (system, known_host) = match host_system(registry, &host, segments) {
-        HostSystem::Known(id) => (registry.system_name(id), true),
-        HostSystem::Named(name) => (name, false),
-        HostSystem::Unknown => (UNKNOWN_SYSTEM, false),
+        HostSystem::Known(id) => (Cow::Borrowed(registry.system_name(id)), true),
+        HostSystem::Named(name) => (Cow::Borrowed(name), false),
+        HostSystem::Unknown => (Cow::Borrowed(UNKNOWN_SYSTEM), false),
     };
 
     // The resource words, with their camelCase humps (`sendMail`), from the original path.
@@ -216,35 +373,53 @@ pub(crate) fn detect_http(
         clean.push_str(path.get(s..e).unwrap_or(""));
     }
     let words = Words::new(&clean, Segments::Slashes);
+    let verb_in_path = |accept: fn(Verb) -> bool| path_verb(registry, &words, accept);
 
     let is_graphql = (0..words.len()).any(|i| words.word(i) == "graphql");
     if method == Method::Post || (method == Method::Read && is_graphql) {
-        let operation = match (method, body) {
+        let operations = match (method, body) {
             (Method::Post, Some(body)) if is_graphql || graphql::looks_like_graphql(body) => {
-                graphql::operation_from_body(body)
+                graphql::operations_from_body(body)
             }
-            (Method::Read, _) => graphql::operation_from_query(parts.query),
+            (Method::Read, _) => graphql::operations_from_query(parts.query),
             _ => None,
         };
-        if let Some(found) = operation {
-            let field = graphql::detect_field(registry, &found);
-            return Detection {
-                system: system.to_owned(),
-                verb: field.verb,
-                target: field.target,
-                source: Source::Url,
-                recognised: known_host && field.recognised,
-                risk: None,
-            };
+        // A write verb the path names is a reading too (`POST /notes/delete` with a
+        // GraphQL-looking body).
+        let named_write = match method {
+            Method::Post => verb_in_path(|v| !v.is_read()),
+            _ => None,
+        };
+        if let Some(operations) = operations.filter(|_| named_write.is_none()) {
+            let field = operations
+                .iter()
+                .map(|operation| graphql::detect_field(registry, operation))
+                .reduce(graphql::FieldDetection::riskier);
+            if let Some(field) = field {
+                return Detection {
+                    system: system.into_owned(),
+                    verb: field.verb,
+                    target: field.target,
+                    source: Source::Url,
+                    recognised: known_host && field.recognised,
+                    risk: None,
+                };
+            }
         }
-        if is_graphql {
+        if is_graphql && named_write.is_none() {
             let mut found = Detection::unrecognised(Source::Url);
-            found.system = system.to_owned();
+            found.system = system.into_owned();
             return found;
         }
     }
 
-    let verb_in_path = |accept: fn(Verb) -> bool| path_verb(registry, &words, accept);
+    // A read verb in a write's path (`POST /search`) is believed only for a host the
+    // registry knows; on any other host the path is the caller's to shape.
+    let post_accepts: fn(Verb) -> bool = if known_host {
+        |_| true
+    } else {
+        |verb| !verb.is_read()
+    };
     let (verb, verb_at) = match method {
         Method::Read => match verb_in_path(Verb::is_read) {
             Some((at, verb)) => (Some(verb), Some(at)),
@@ -255,7 +430,7 @@ pub(crate) fn detect_http(
             None => (Some(Verb::List), None),
         },
         Method::Delete => (Some(Verb::Delete), None),
-        Method::Post => match verb_in_path(|_| true) {
+        Method::Post => match verb_in_path(post_accepts) {
             Some((at, verb)) => (Some(verb), Some(at)),
             None if is_item => (Some(Verb::Update), None),
             None => (Some(Verb::Create), None),
@@ -272,9 +447,15 @@ pub(crate) fn detect_http(
     let target = target.get(..len).unwrap_or(&[]);
     let verb_word = verb_at.map_or("", |i| words.word(i));
     let verb = verb.map(|v| apply_noun_rules(registry, v, verb_word, &words, target));
+    // Noun rules may turn a write's verb into a read (`POST …/query`); on an unknown host
+    // that is the caller's shaping again.
+    let verb = verb.filter(|v| method == Method::Read || known_host || !v.is_read());
     Detection {
-        system: system.to_owned(),
-        verb: verb.unwrap_or(Verb::Write),
+        system: system.into_owned(),
+        verb: verb.unwrap_or(match method {
+            Method::Post => Verb::Create,
+            _ => Verb::Write,
+        }),
         target: join_words(&words, target),
         source: Source::Url,
         recognised: known_host && verb.is_some(),

@@ -31,7 +31,8 @@ pub(crate) enum Rule {
 pub struct FieldResult {
     /// The field's name.
     pub field: String,
-    /// What was intended, cut to [`EVIDENCE_MAX_CHARS`] (or its hash, for private fields).
+    /// What was intended, cut to [`EVIDENCE_MAX_CHARS`]; only a fingerprint for a field
+    /// off the preview allow-list or marked private.
     pub want: Value,
     /// What the system of record holds, cut the same way; `null` when absent.
     pub got: Value,
@@ -40,8 +41,10 @@ pub struct FieldResult {
 }
 
 impl FieldResult {
-    /// Compares `want` with `got` under `rule` and keeps short evidence of both;
-    /// `private` keeps only a hash of each value.
+    /// Compares `want` with `got` under `rule` and keeps short evidence of both. A field
+    /// that is not on the preview allow-list ([`attest_policy::preview_allows`]: a
+    /// `password`, a `signing_secret`, a message body), or is marked `private`, keeps only a
+    /// fingerprint of each value: the ledger can never be redacted.
     pub(crate) fn compare(
         field: &str,
         want: &Value,
@@ -53,6 +56,7 @@ impl FieldResult {
             Rule::Auto => matches(want, got),
             Rule::Contains => contains(want, got),
         };
+        let private = private || !attest_policy::preview_allows(field);
         let show = |value: Option<&Value>| match value {
             None | Some(Value::Null) => Value::Null,
             Some(value) if private => Value::String(fingerprint(value)),
@@ -77,9 +81,10 @@ impl FieldResult {
     }
 }
 
-/// A value short enough for evidence: strings cut to [`EVIDENCE_MAX_CHARS`]
-/// characters (the last one `…` when cut), lists and objects written as compact JSON
-/// and cut the same way; numbers, booleans and null as they are.
+/// A value short enough and safe for evidence: URLs redacted
+/// ([`attest_policy::redact_urls_in`]: no user info, query or token), strings cut to
+/// [`EVIDENCE_MAX_CHARS`] characters (the last one `…` when cut), lists and objects written
+/// as compact JSON and cut the same way; numbers, booleans and null as they are.
 pub fn cut(value: &Value) -> Value {
     match value {
         Value::String(text) => Value::String(cut_text(text)),
@@ -88,9 +93,11 @@ pub fn cut(value: &Value) -> Value {
     }
 }
 
+/// Text for evidence: URLs redacted, then cut to [`EVIDENCE_MAX_CHARS`] characters.
 pub(crate) fn cut_text(text: &str) -> String {
+    let text = attest_policy::redact_urls_in(text);
     if text.chars().count() <= EVIDENCE_MAX_CHARS {
-        return text.to_owned();
+        return text;
     }
     let mut out: String = text.chars().take(EVIDENCE_MAX_CHARS - 1).collect();
     out.push('…');
@@ -416,12 +423,34 @@ mod tests {
         ));
         assert!(!contains(&json!("bye"), Some(&json!("hello"))));
         let long = "x".repeat(500);
-        let r = FieldResult::compare("body", &json!(long), Some(&json!(long)), Rule::Auto, false);
+        let r = FieldResult::compare("title", &json!(long), Some(&json!(long)), Rule::Auto, false);
         assert!(r.ok);
         assert_eq!(r.want.as_str().unwrap().chars().count(), EVIDENCE_MAX_CHARS);
         let p = FieldResult::compare("body", &json!("secret"), None, Rule::Auto, true);
         assert!(!p.ok);
         assert!(p.want.as_str().unwrap().starts_with("sha256:"));
         assert_eq!(p.got, Value::Null);
+    }
+
+    #[test]
+    fn fields_off_the_allow_list_are_fingerprints_and_urls_are_redacted() {
+        for field in ["password", "signing_secret", "private_key", "body"] {
+            let r = FieldResult::compare(
+                field,
+                &json!("hunter2"),
+                Some(&json!("hunter2")),
+                Rule::Auto,
+                false,
+            );
+            assert!(r.ok);
+            assert_eq!(r.want, r.got);
+            assert!(r.want.as_str().unwrap().starts_with("sha256:"), "{field}");
+        }
+        let hook = "https://hooks.slack.com/services/T0/B0/XXXXXXXXXXXXXXXXXXXXXXXX?x=1";
+        let r = FieldResult::compare("url", &json!(hook), Some(&json!(hook)), Rule::Auto, false);
+        assert_eq!(
+            r.want,
+            json!("https://hooks.slack.com/services/T0/B0/[redacted]")
+        );
     }
 }

@@ -132,10 +132,19 @@ pub enum FetchError {
     /// The body was not JSON.
     #[error("response is not json")]
     NotJson,
+    /// The server redirected to another origin (scheme, host, port), which is never
+    /// followed: the read carries the caller's credentials.
+    #[error("redirected to another origin: not followed with the caller's credentials")]
+    CrossOriginRedirect,
 }
 
+/// Most redirects followed within one origin.
+const MAX_REDIRECTS: usize = 3;
+
 /// The reader: a reqwest client (rustls, no cookies, no proxies from the environment
-/// beyond reqwest's defaults) and its options.
+/// beyond reqwest's defaults) and its options. It follows redirects only within the
+/// request's origin: a read carries the caller's `Authorization`, cookies and API-key
+/// headers, and a vendor (or whoever answers for it) must not send them to another host.
 #[derive(Debug, Clone)]
 pub struct HttpReader {
     client: reqwest::Client,
@@ -149,7 +158,7 @@ impl HttpReader {
             .connect_timeout(options.connect_timeout)
             .read_timeout(options.read_timeout)
             .timeout(options.request_timeout)
-            .redirect(reqwest::redirect::Policy::limited(3))
+            .redirect(same_origin_redirects())
             .user_agent(concat!("attest/", env!("CARGO_PKG_VERSION"), " read-back"))
             .build()
             .map_err(AttestError::Http)?;
@@ -200,6 +209,12 @@ impl HttpReader {
             }
             if status == 404 {
                 return Err(FetchError::NotFound);
+            }
+            // A redirect still here is one the policy stopped: it left the origin.
+            if (300..400).contains(&status)
+                && response.headers().contains_key(reqwest::header::LOCATION)
+            {
+                return Err(FetchError::CrossOriginRedirect);
             }
             if !(200..300).contains(&status) {
                 return Err(FetchError::Status {
@@ -257,6 +272,24 @@ impl HttpReader {
             FetchError::Network("the request failed")
         }
     }
+}
+
+/// Follows up to [`MAX_REDIRECTS`] redirects that stay on the first URL's origin; stops
+/// (the 3xx is the answer) at one that leaves it.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, FetchError> {

@@ -316,6 +316,205 @@ fn odd_inputs_do_not_panic() {
     assert!(found.target.is_none_or(|t| t.len() < 200));
 }
 
+fn http(method: &str, url: &str, body: Option<&str>) -> Detection {
+    detect(&DetectInput::Http {
+        method,
+        url,
+        body: body.map(str::as_bytes),
+    })
+}
+
+/// Issue 14 item 4: a non-GET/HEAD request is never a read, whatever its path says.
+#[test]
+fn a_write_method_is_never_read_on_a_path_the_caller_shapes() {
+    for (method, path) in [
+        ("POST", "/v1/notes;list"),
+        ("POST", "/v1/notes:get"),
+        ("POST", "/v1/delete_all/search"),
+        ("POST", "/v1/search"),
+        ("PUT", "/v1/notes/list"),
+        ("PATCH", "/v1/items;get"),
+        ("DELETE", "/v1/notes/search"),
+        ("OPTIONS", "/v1/notes"),
+        ("FROB", "/v1/notes/list"),
+    ] {
+        for host in ["http://127.0.0.1:8080", "https://api.someweirdcrm.io", ""] {
+            let url = format!("{host}{path}");
+            let found = http(method, &url, None);
+            assert!(!found.verb.is_read(), "{method} {url}: {found:?}");
+        }
+    }
+    // Known vendors' POST reads stay reads: the registry knows their routes.
+    let found = http("POST", "https://api.notion.com/v1/search", None);
+    assert_eq!(found.verb, Verb::Search);
+}
+
+/// Issue 14 item 4: `;` parameters and encoded separators cannot change the verb.
+#[test]
+fn path_parameters_and_encoded_separators_are_read_the_riskiest_way() {
+    for url in [
+        "https://api.someweirdcrm.io/v1/notes%2Fdelete",
+        "https://api.someweirdcrm.io/v1/notes%252Fdelete",
+        "https://api.someweirdcrm.io/v1/notes;delete",
+        "https://api.someweirdcrm.io/v1/notes%3Bdelete",
+        "https://api.someweirdcrm.io/v1/x/..%2Fdelete",
+        "https://api.someweirdcrm.io/v1/notes\\delete",
+        "https://api.github.com/repos/o/r/issues%2F1%2Fdelete",
+    ] {
+        let found = http("POST", url, None);
+        assert_eq!(found.verb, Verb::Delete, "{url}: {found:?}");
+    }
+    // Ordinary URLs read as before.
+    let found = http("POST", "https://api.github.com/repos/o/r/issues", None);
+    assert_eq!(found.verb, Verb::Create);
+}
+
+/// Issue 14 item 4: method overrides are judged as the riskier method.
+#[test]
+fn method_overrides_are_judged_as_the_riskier_method() {
+    let registry = Registry::shared();
+    let url = "https://api.github.com/repos/o/r";
+    for name in [
+        "X-HTTP-Method-Override",
+        "x-http-method",
+        "X-Method-Override",
+    ] {
+        let found = registry.detect_http_request("GET", url, [(name, b"DELETE".as_slice())], None);
+        assert_eq!(found.verb, Verb::Delete, "{name}");
+        // Overriding a write down to a read does not make it a read.
+        let found = registry.detect_http_request("DELETE", url, [(name, b"GET".as_slice())], None);
+        assert_eq!(found.verb, Verb::Delete, "{name}");
+        // A value that is not a method (or not text) is an unknown write.
+        let found =
+            registry.detect_http_request("GET", url, [(name, b"\xff\xfe".as_slice())], None);
+        assert!(!found.verb.is_read() && !found.recognised, "{name}");
+    }
+    let found = http(
+        "GET",
+        "https://api.github.com/repos/o/r?_method=DELETE",
+        None,
+    );
+    assert_eq!(found.verb, Verb::Delete);
+    let found = http(
+        "POST",
+        "https://api.github.com/repos/o/r",
+        Some("name=x&_method=delete"),
+    );
+    assert_eq!(found.verb, Verb::Delete);
+    let found = registry.detect_http_request("GET", url, [("x-other", b"DELETE".as_slice())], None);
+    assert_eq!(found.verb, Verb::Get);
+}
+
+/// Issue 14 item 4: every root field of every operation in a GraphQL batch counts.
+#[test]
+fn graphql_takes_the_riskiest_field_of_every_operation() {
+    let gh = "https://api.github.com/graphql";
+    let found = http(
+        "POST",
+        gh,
+        Some(
+            r#"{"query": "mutation { addStar(input: {starrableId: \"x\"}) { clientMutationId } deleteRepository(input: {repositoryId: \"R\"}) { clientMutationId } }"}"#,
+        ),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    let found = http(
+        "POST",
+        gh,
+        Some(
+            r#"[{"query": "{ viewer { login } }"}, {"query": "mutation { deleteRepository(input: {}) { x } }"}]"#,
+        ),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    // The operation name does not pick a harmless operation.
+    let found = http(
+        "POST",
+        gh,
+        Some(
+            r#"{"query": "query A { viewer { id } } mutation B { deleteRepository(input: {}) { x } }", "operationName": "A"}"#,
+        ),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    // A mutation hidden in a fragment at the root is found.
+    let found = http(
+        "POST",
+        gh,
+        Some(
+            r#"{"query": "mutation { ...F } fragment F on Mutation { deleteRepository(input: {}) { x } }"}"#,
+        ),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    // A batch with a part that cannot be read is an unrecognised write.
+    let found = http(
+        "POST",
+        gh,
+        Some(r#"[{"query": "{ viewer { id } }"}, {"query": "mutation {"}]"#),
+    );
+    assert!(!found.recognised && !found.verb.is_read(), "{found:?}");
+    // A write verb in the path beats a GraphQL-looking body.
+    let found = http(
+        "POST",
+        "https://api.someweirdcrm.io/v1/notes/delete",
+        Some(r#"{"query": "{ viewer { id } }"}"#),
+    );
+    assert_eq!(found.verb, Verb::Delete, "{found:?}");
+    // Plain queries stay reads.
+    let found = http(
+        "POST",
+        gh,
+        Some(r#"{"query": "{ viewer { login } repository(owner: \"o\", name: \"r\") { id } }"}"#),
+    );
+    assert!(found.verb.is_read(), "{found:?}");
+}
+
+/// Issue 14 item 5: look-alike hosts are not the system they imitate.
+#[test]
+fn look_alike_hosts_are_not_known_systems() {
+    for (url, system) in [
+        ("https://api.github.xyz/repos/o/r", "github.xyz"),
+        ("https://stripe.xyz/v1/refunds", "stripe.xyz"),
+        ("https://api.stripe.com.evil.io/v1/refunds", "evil"),
+        ("https://github.com.evil.io/repos/o/r", "evil"),
+        ("https://githubusercontent.example/x", "githubusercontent"),
+    ] {
+        let found = http("POST", url, None);
+        assert_eq!(found.system, system, "{url}");
+        assert!(!found.recognised, "{url}");
+    }
+    // A configured base URL (ATTEST_BASE_URL_<SYSTEM>) makes its host that system's.
+    let mut registry = Registry::builtin().unwrap();
+    let env: std::collections::HashMap<String, String> = [(
+        "ATTEST_BASE_URL_GITHUB".to_owned(),
+        "https://git.acme.internal:8443/api/v3".to_owned(),
+    )]
+    .into();
+    registry.base_urls_from(&env);
+    let found = registry.detect(&DetectInput::Http {
+        method: "POST",
+        url: "https://git.acme.internal:8443/api/v3/repos/o/r/issues",
+        body: None,
+    });
+    assert_eq!(
+        (found.system.as_str(), found.verb),
+        ("github", Verb::Create)
+    );
+    assert!(found.recognised);
+    let found = registry.detect(&DetectInput::Http {
+        method: "POST",
+        url: "https://git.acme.internal.evil.io/api/v3/repos/o/r/issues",
+        body: None,
+    });
+    assert_ne!(found.system, "github");
+    for (url, system) in [
+        ("https://api.github.com/repos/o/r/issues", "github"),
+        ("https://API.GitHub.com./repos/o/r/issues", "github"),
+        ("https://api.stripe.com/v1/refunds", "stripe"),
+    ] {
+        let found = http("POST", url, None);
+        assert_eq!(found.system, system, "{url}");
+        assert!(found.recognised, "{url}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -367,6 +566,147 @@ proptest! {
             url: "https://api.linear.app/graphql",
             body: Some(doc.as_bytes()),
         });
+    }
+}
+
+/// Path pieces an attacker might use to hide a verb: verb words, `;` parameters, custom
+/// methods, encoded separators, dot segments.
+fn shaped_segment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        proptest::sample::select(vec![
+            "list",
+            "get",
+            "search",
+            "read",
+            "query",
+            "notes",
+            "delete",
+            "delete_all",
+            "items",
+            "v1",
+            "graphql",
+            "..",
+            ".",
+            "_method",
+            "12345",
+        ])
+        .prop_map(str::to_owned),
+        "[a-z]{1,8}(;|:|%2F|%2f|%3B|%252F|%2E%2E|\\\\)(list|get|search|delete)",
+        "[a-zA-Z0-9_.:;%~-]{0,12}",
+    ]
+}
+
+/// GraphQL documents from the pieces parsers get deep into.
+fn graphql_soup() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        proptest::sample::select(vec![
+            "{",
+            "}",
+            "(",
+            ")",
+            "...",
+            "on",
+            "mutation",
+            "query",
+            "subscription",
+            "fragment",
+            "F",
+            "Mutation",
+            "deleteRepository",
+            "viewer",
+            "addStar",
+            "x",
+            ":",
+            "@include",
+            "\"s\"",
+            "#c\n",
+            "$v",
+            "[",
+            "]",
+            ",",
+            " ",
+        ]),
+        0..40,
+    )
+    .prop_map(|pieces| pieces.join(" "))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Issue 14 item 4 as a property: on a host the registry does not know, no method but
+    /// GET and HEAD is ever a read, whatever the path.
+    #[test]
+    fn a_write_method_is_never_a_read(
+        method in prop_oneof![
+            proptest::sample::select(vec!["POST", "PUT", "PATCH", "DELETE", "OPTIONS", "post"])
+                .prop_map(str::to_owned),
+            "[A-Z]{1,8}".prop_filter("not a read method", |m| m != "GET" && m != "HEAD"),
+        ],
+        host in prop_oneof![Just("http://127.0.0.1:9"), Just("https://api.someweirdcrm.io"), Just("")],
+        path in proptest::collection::vec(shaped_segment(), 0..6),
+        query in prop_oneof![Just(String::new()), "[a-z_]{1,8}=[a-z]{0,6}".prop_map(|q| format!("?{q}"))],
+    ) {
+        let url = format!("{host}/{}{query}", path.join("/"));
+        let found = detect(&DetectInput::Http { method: &method, url: &url, body: None });
+        prop_assert!(!found.verb.is_read(), "{} {} -> {:?}", method, url, found);
+    }
+
+    /// A method override is never less risky than the method it overrides.
+    #[test]
+    fn an_override_is_judged_as_the_riskier_method(
+        method in proptest::sample::select(vec!["GET", "HEAD", "POST", "PUT", "DELETE"]),
+        over in proptest::sample::select(vec!["DELETE", "POST", "PATCH", "FROB", "", "GET"]),
+        name in proptest::sample::select(attest_core::detect::METHOD_OVERRIDE_HEADERS.to_vec()),
+        path in proptest::collection::vec(shaped_segment(), 0..5),
+    ) {
+        for host in ["https://api.github.com", "https://api.someweirdcrm.io"] {
+            let url = format!("{host}/{}", path.join("/"));
+            let plain = detect(&DetectInput::Http { method, url: &url, body: None });
+            let overridden = Registry::shared().detect_http_request(
+                method, &url, [(name, over.as_bytes())], None);
+            prop_assert_eq!(overridden.clone().riskier(plain.clone()), overridden.clone());
+            // On a host the registry does not know, a write override is never a read.
+            if !plain.recognised && over != "GET" && over != "HEAD" {
+                prop_assert!(!overridden.verb.is_read(), "{} {} {}: {:?}", method, over, url, overridden);
+            }
+        }
+    }
+
+    #[test]
+    fn graphql_documents_never_panic_and_a_delete_anywhere_wins(
+        doc in graphql_soup(),
+        batch in 0usize..3,
+    ) {
+        let one = serde_json::json!({"query": doc});
+        let body = match batch {
+            0 => one.to_string(),
+            1 => serde_json::json!([one, {"query": "mutation { deleteRepository(input: {}) { x } }"}]).to_string(),
+            _ => doc.clone(),
+        };
+        let found = detect(&DetectInput::Http {
+            method: "POST",
+            url: "https://api.github.com/graphql",
+            body: Some(body.as_bytes()),
+        });
+        if batch == 1 {
+            // The second request deletes: whatever the first says, it is not a read.
+            prop_assert!(!found.verb.is_read(), "{}: {:?}", body, found);
+        }
+    }
+
+    #[test]
+    fn http_bodies_and_headers_never_panic(
+        body in proptest::collection::vec(any::<u8>(), 0..300),
+        header in proptest::collection::vec(any::<u8>(), 0..20),
+        method in ".{0,8}",
+    ) {
+        let _ = Registry::shared().detect_http_request(
+            &method,
+            "https://api.example.com/v1/items?_method=x",
+            [("x-http-method-override", header.as_slice())],
+            Some(&body),
+        );
     }
 }
 

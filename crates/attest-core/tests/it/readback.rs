@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::fake::{Answer, Fake};
 use crate::recipes::{fast_http, test_env};
 
-use crate::support::{all_bytes, contains, row};
+use crate::support::{all_bytes, attest_reading_back, contains, row};
 
 const REFUND_PATH: &str = "/v1/refunds/re_1";
 
@@ -428,8 +428,6 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
         )],
     );
     let dir = tempfile::tempdir().unwrap();
-    let ledger =
-        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
     let token = "sk_test_TOKEN_MUST_NOT_LEAK";
     let env: HashMap<String, String> = [("STRIPE_API_KEY".to_owned(), token.to_owned())].into();
     let readback = ReadBack::builtin()
@@ -438,12 +436,7 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
         .base_url("stripe", fake.base.clone())
         .http(fast_http())
         .unwrap();
-    let attest = Attest::builder()
-        .ledger(Arc::clone(&ledger))
-        .gate(AutoGate::approve("ops"))
-        .readback(readback)
-        .build()
-        .unwrap();
+    let (ledger, attest) = attest_reading_back(dir.path(), readback);
     // A custom check that would contradict: read-back comes first and wins.
     let never = CustomCheck::sync(|_, _| Ok(false));
     let (action, result) = refund_action();
@@ -551,4 +544,59 @@ async fn the_callers_own_read_back_comes_before_the_drivers_and_is_recorded_as_r
         .contains(&json!({"field": "amount", "want": 1500, "got": 1400, "ok": false})));
     // The recipe driver, which also knows Stripe refunds, was never asked.
     assert!(fake.hits().is_empty());
+}
+
+/// Issue 14 item 8: a read-back redirected to another origin (another port on 127.0.0.1)
+/// is not followed, so the caller's `Authorization`, cookies and API key never reach it;
+/// a redirect within the origin is still followed.
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed_with_the_credentials() {
+    use attest_core::verification::FetchError;
+    use attest_core::{HttpReader, ReadMethod, ReadRequest};
+
+    let first = Fake::start().await;
+    let second = Fake::start().await;
+    first.route(
+        "GET",
+        "/v1/notes/1",
+        vec![Answer::raw(302, "").header("location", &format!("{}/v1/notes/1", second.base))],
+    );
+    first.route(
+        "GET",
+        "/v1/notes/2",
+        vec![Answer::raw(307, "").header("location", "/v1/notes/3")],
+    );
+    first.route(
+        "GET",
+        "/v1/notes/3",
+        vec![Answer::json(&json!({"id": "3"}))],
+    );
+    second.route(
+        "GET",
+        "/v1/notes/1",
+        vec![Answer::json(&json!({"id": "1"}))],
+    );
+    let reader = HttpReader::new(fast_http()).unwrap();
+    let request = |path: &str| ReadRequest {
+        method: ReadMethod::Get,
+        url: format!("{}{path}", first.base),
+        headers: vec![
+            ("authorization".to_owned(), "Bearer tok-SECRET".to_owned()),
+            ("cookie".to_owned(), "session=tok-COOKIE".to_owned()),
+            ("x-api-key".to_owned(), "tok-APIKEY".to_owned()),
+        ],
+        body: None,
+    };
+    let err = reader.fetch(&request("/v1/notes/1")).await.unwrap_err();
+    assert_eq!(err, FetchError::CrossOriginRedirect);
+    assert!(
+        second.hits().is_empty(),
+        "the other origin was called with: {:?}",
+        second.hits()
+    );
+    // Within the origin: followed, credentials and all.
+    let fetched = reader.fetch(&request("/v1/notes/2")).await.unwrap();
+    assert_eq!(fetched.body["id"], "3");
+    let hits = first.hits();
+    assert_eq!(hits.last().unwrap().headers["x-api-key"], "tok-APIKEY");
 }

@@ -63,3 +63,86 @@ async fn a_secret_in_params_or_results_never_reaches_the_ledger_file() {
         "the secret reached the ledger file"
     );
 }
+
+/// Issue 14 item 7: a real read-back against a vendor on 127.0.0.1 compares secret params
+/// (a `password`, a `signing_secret`, a `private_key`, a Slack webhook URL); the ledger
+/// file keeps fingerprints and redacted URLs, never the values.
+#[tokio::test]
+async fn a_read_back_of_secret_params_keeps_fingerprints_not_values() {
+    use attest_core::verification::ConventionDriver;
+    use attest_core::ReadBack;
+
+    use crate::fake::{Answer, Fake};
+    use crate::recipes::{fast_http, test_env};
+    use crate::support::row;
+
+    let password = "pw-HUNTER2-do-not-leak";
+    let signing = "whsec_SIGNING_do_not_leak";
+    let private_key = "-----BEGIN PRIVATE KEY-----MIIEvQ_do_not_leak";
+    let hook_secret = "HOOKSECRETdoNotLeak00000";
+    let hook = format!("https://hooks.slack.com/services/T01/B02/{hook_secret}?token=qTOKENq");
+    let fake = Fake::start().await;
+    let record = json!({"id": "w1", "name": "gear", "password": password,
+        "signing_secret": signing, "private_key": private_key, "url": hook});
+    fake.route("GET", "/v1/widgets/w1", vec![Answer::json(&record)]);
+    let dir = tempfile::tempdir().unwrap();
+    let readback = ReadBack::new()
+        .unwrap()
+        .driver(ConventionDriver::new().allow(format!("{}/v1/", fake.base)))
+        .env(test_env)
+        .http(fast_http())
+        .unwrap();
+    let (ledger, attest) = crate::support::attest_reading_back(dir.path(), readback);
+    let mut action = Action::new("widgets", Verb::Create).with_params(json!({
+        "name": "gear", "password": password, "signing_secret": signing,
+        "private_key": private_key, "url": hook,
+    }));
+    action.extra.method = Some("POST".to_owned());
+    action.extra.url = Some(format!("{}/v1/widgets?api_key=qAPIKEYq", fake.base));
+    let receipt = attest
+        .run(action, |_| async { Ok(json!({"id": "w1"})) })
+        .await
+        .unwrap();
+    assert_eq!(receipt.level, Some(attest_core::Level::Verified));
+    assert_eq!(fake.hits().len(), 1, "the read-back ran");
+    let fields = row(&ledger, 1)["verification"]["evidence"]["fields"].clone();
+    let by_name = |name: &str| {
+        fields
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["field"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {fields}"))
+    };
+    for name in ["password", "signing_secret", "private_key"] {
+        let field = by_name(name);
+        assert!(
+            field["want"].as_str().unwrap().starts_with("sha256:"),
+            "{field}"
+        );
+        assert_eq!(field["ok"], true);
+    }
+    assert_eq!(by_name("name")["want"], "gear");
+    assert_eq!(
+        by_name("url")["want"],
+        "https://hooks.slack.com/services/T01/B02/[redacted]"
+    );
+    drop(attest);
+    drop(ledger);
+    let bytes = all_bytes(dir.path());
+    assert!(contains(&bytes, "gear"), "the scan reads the ledger");
+    for secret in [
+        password,
+        signing,
+        private_key,
+        hook_secret,
+        "qTOKENq",
+        "qAPIKEYq",
+    ] {
+        assert!(
+            !contains(&bytes, secret),
+            "{secret} reached the ledger file"
+        );
+    }
+}

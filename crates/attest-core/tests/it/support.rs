@@ -2,8 +2,24 @@
 
 use std::path::Path;
 
-use attest_ledger::Ledger;
+use std::sync::Arc;
+
+use attest_core::{Attest, AutoGate, ReadBack};
+use attest_ledger::{Ledger, LedgerOptions};
 use serde_json::Value;
+
+/// A pipeline on a fresh `l.sqlite` in `dir` that approves everything and reads back with
+/// `readback`; the ledger too, for reading its rows.
+pub(crate) fn attest_reading_back(dir: &Path, readback: ReadBack) -> (Arc<Ledger>, Attest) {
+    let ledger = Arc::new(Ledger::open(dir.join("l.sqlite"), LedgerOptions::default()).unwrap());
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .gate(AutoGate::approve("ops"))
+        .readback(readback)
+        .build()
+        .unwrap();
+    (ledger, attest)
+}
 
 /// Row `seq`'s stored body, parsed.
 pub(crate) fn row(ledger: &Ledger, seq: u64) -> Value {

@@ -6,6 +6,7 @@
 mod chain;
 mod concurrency;
 mod crash;
+mod fuzz;
 mod tamper;
 mod tree;
 

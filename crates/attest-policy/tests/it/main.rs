@@ -3,6 +3,7 @@
 mod builtin_rules;
 mod default_policy;
 mod examples;
+mod fuzz;
 mod malformed;
 mod param_conditions;
 mod robustness;
