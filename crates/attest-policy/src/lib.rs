@@ -59,7 +59,7 @@ mod verdict;
 mod vocabulary;
 
 pub use action::{Action, Extra, Source};
-pub use cases::{run_cases, CaseReport, CaseResult};
+pub use cases::{run_cases, run_cases_with, CallResolver, CaseCall, CaseReport, CaseResult};
 pub use engine::{PolicyEngine, DEFAULT_POLICY_YAML};
 pub use error::PolicyError;
 pub use lint::{lint, Problem, MAX_POLICY_BYTES};

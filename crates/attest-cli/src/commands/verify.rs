@@ -5,6 +5,7 @@ use attest_ledger::{split_notes, to_hex, VerifyOptions, VerifyReport, MAX_NOTE_B
 use serde_json::json;
 
 use crate::cli::VerifyArgs;
+use crate::commands::entries;
 use crate::config::{read_capped, trusted_keys, Config};
 
 pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -78,8 +79,8 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
         match report.tip {
             Some((seq, hash)) => writeln!(
                 out,
-                "intact: {} entries checked, chain to seq {seq} (hash {})",
-                report.checked,
+                "intact: {} checked, chain to seq {seq} (hash {})",
+                entries(report.checked),
                 to_hex(&hash)
             )?,
             None if report.checked == 0 && report.checkpoint.is_some() => {
@@ -90,10 +91,10 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
     } else {
         writeln!(
             out,
-            "BROKEN at seq {}: {} problem(s) in {} entries checked",
+            "BROKEN at seq {}: {} problem(s) in {} checked",
             report.broken_at().unwrap_or_default(),
             report.problems.len(),
-            report.checked
+            entries(report.checked)
         )?;
         for problem in &report.problems {
             writeln!(out, "  {problem}")?;

@@ -419,12 +419,7 @@ fn action_for(state: &Inner, method: &Method, url: &Url, body: &Bytes) -> Action
             detection.target = named.target;
         }
     }
-    let params = match serde_json::from_slice::<Value>(body) {
-        Ok(value @ Value::Object(_)) => value,
-        _ if body.is_empty() => json!({}),
-        _ => json!({"body_bytes": body.len()}),
-    };
-    let mut action = detection.into_action(params);
+    let mut action = detection.into_action(attest_core::detect::body_params(body));
     input.fill_extra(&mut action.extra);
     action
 }
