@@ -14,6 +14,7 @@ mod import;
 mod inbox_browser;
 mod mcp;
 mod policy;
+mod readme;
 mod recipes;
 mod tamper;
 
