@@ -27,6 +27,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -308,11 +309,32 @@ impl Proxy {
         );
         let check = self.pair_check(&name, peer);
         let raw = Mutex::new(None);
-        let execute = |_params: Value| self.execute(peer, call, &context, &raw);
+        let started = AtomicBool::new(false);
+        let execute = |_params: Value| {
+            started.store(true, Ordering::SeqCst);
+            self.execute(peer, call, &context, &raw)
+        };
         let attest = &self.0.attest;
-        let outcome = match &check {
-            Some(check) => attest.run_checked(action, execute, check).await,
-            None => attest.run(action, execute).await,
+        let mut run = std::pin::pin!(async {
+            match &check {
+                Some(check) => attest.run_checked(action, execute, check).await,
+                None => attest.run(action, execute).await,
+            }
+        });
+        let outcome = tokio::select! {
+            outcome = &mut run => outcome,
+            () = context.ct.cancelled() => {
+                // Still deciding (a person may be asked): stop; a waiting request is marked
+                // cancelled as the gate is dropped. Once the tool runs, its own cancellation
+                // path records the outcome, so the call is seen through.
+                if !started.load(Ordering::SeqCst) {
+                    return Err(ErrorData::internal_error(
+                        "cancelled by the client before the call ran",
+                        None,
+                    ));
+                }
+                run.await
+            }
         };
         let raw = lock(&raw).take();
         self.answer(&name, outcome, raw)
