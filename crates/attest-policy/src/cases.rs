@@ -97,35 +97,26 @@ impl fmt::Display for CaseReport {
 /// A tool call or HTTP request a case gives instead of an action (`call:`), for a
 /// resolver to run through detection.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CaseCall {
     /// An MCP tool name (`gmail_send_message`).
-    #[serde(default)]
     pub tool: Option<String>,
     /// The MCP server the user named for the tool (`--server hr`): the system.
-    #[serde(default)]
     pub server: Option<String>,
     /// The tool's arguments.
-    #[serde(default)]
     pub params: Option<Value>,
     /// An HTTP method (`POST`), with `url`.
-    #[serde(default)]
     pub method: Option<String>,
     /// The request's URL.
-    #[serde(default)]
     pub url: Option<String>,
     /// The request's body: a JSON value, or a string sent as it is (a form body).
-    #[serde(default)]
     pub body: Option<Value>,
     /// Who acts.
-    #[serde(default)]
     pub actor: Option<String>,
     /// Whose connection the call runs on.
-    #[serde(default)]
     pub owner: Option<String>,
     /// The agent making the call.
-    #[serde(default)]
     pub agent: Option<String>,
 }
 

@@ -159,8 +159,12 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Slot<T> {
 
 /// A value inside a rule or section, read through a numbered slot of its own so that the
 /// lint finds the mistakes next to it too. Outside a lint it is never skipped.
-#[derive(Default)]
-pub(crate) enum Leaf<T> {
+///
+/// Other YAML formats use it the same way to report every mistake
+/// ([`lint_slots`](crate::lint_slots)): a file reads its parts (recipes, say) as
+/// `Leaf<Part>`, and a load outside the lint treats anything but [`Leaf::Value`] as absent.
+#[derive(Debug, Default)]
+pub enum Leaf<T> {
     /// The value as read.
     Value(T),
     /// The key was not there.
@@ -172,7 +176,7 @@ pub(crate) enum Leaf<T> {
 
 impl<T> Leaf<T> {
     /// The value; `T::default()` when absent or skipped.
-    pub(crate) fn or_default(self) -> T
+    pub fn or_default(self) -> T
     where
         T: Default,
     {
@@ -184,7 +188,7 @@ impl<T> Leaf<T> {
 
     /// The value of a required key: `Ok(None)` when the lint skipped it, an error
     /// naming the key when it is missing.
-    pub(crate) fn required(self, key: &str) -> Result<Option<T>, String> {
+    pub fn required(self, key: &str) -> Result<Option<T>, String> {
         match self {
             Leaf::Value(value) => Ok(Some(value)),
             Leaf::Skipped => Ok(None),
@@ -279,13 +283,18 @@ impl Drop for StateGuard {
 pub(crate) type SlotPath = Vec<usize>;
 
 /// The outcome of one parse: the file, or the first error and the slot it was in.
-pub(crate) struct Parsed {
-    pub(crate) result: Result<PolicyFile, serde_yaml::Error>,
+pub(crate) struct Parsed<T = PolicyFile> {
+    pub(crate) result: Result<T, serde_yaml::Error>,
     pub(crate) failed_slot: Option<SlotPath>,
 }
 
-/// Parses `text`, reading the slots at the paths in `skip` as "anything".
+/// Parses `text` as a policy file, reading the slots at the paths in `skip` as "anything".
 pub(crate) fn parse(text: &str, skip: &[SlotPath]) -> Parsed {
+    parse_as(text, skip)
+}
+
+/// Parses `text` as any YAML document whose parts are read through [`Leaf`]s or [`Slot`]s.
+pub(crate) fn parse_as<T: serde::de::DeserializeOwned>(text: &str, skip: &[SlotPath]) -> Parsed<T> {
     STATE.with(|cell| {
         *cell.borrow_mut() = Some(State {
             path: Vec::new(),
@@ -296,7 +305,7 @@ pub(crate) fn parse(text: &str, skip: &[SlotPath]) -> Parsed {
         });
     });
     let _guard = StateGuard;
-    let result = serde_yaml::from_str::<PolicyFile>(text);
+    let result = serde_yaml::from_str::<T>(text);
     let failed_slot = with_state(|state| state.failed.take()).flatten();
     Parsed {
         result,

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::file::parse;
+use crate::file::parse_as;
 use crate::PolicyError;
 
 /// The largest policy or policy-test file read, in bytes.
@@ -81,10 +81,20 @@ pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
             message,
         }];
     }
+    lint_slots::<crate::file::PolicyFile>(text, origin)
+}
+
+/// Every mistake in a YAML document of type `T` whose parts are read through [`Leaf`]s
+/// (see `attest policy check`): parses, notes the first error and the innermost leaf it
+/// was in, parses again with that leaf skipped, and so on; in file order. Empty when `T`
+/// loads. A YAML syntax error, or an error outside every leaf, ends the search.
+///
+/// [`Leaf`]: crate::Leaf
+pub fn lint_slots<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut skip = Vec::new();
     loop {
-        let parsed = parse(text, &skip);
+        let parsed = parse_as::<T>(text, &skip);
         let Err(error) = parsed.result else {
             break;
         };
@@ -96,7 +106,7 @@ pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
             _ => break,
         }
     }
-    // A rule's own checks run after the values inside it: list in the file's order.
+    // A part's own checks run after the values inside it: list in the file's order.
     problems.sort_by_key(|p| (p.line, p.column));
     problems
 }

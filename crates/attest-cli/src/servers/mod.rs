@@ -204,8 +204,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_waiting_call_says_how_to_decide() {
+    /// An approval store in a fresh ledger file (the directory lives as long as it).
+    fn store() -> (tempfile::TempDir, ApprovalStore) {
         let dir = tempfile::tempdir().unwrap();
         let ledger = attest_ledger::Ledger::open(
             dir.path().join("l.sqlite"),
@@ -213,6 +213,12 @@ mod tests {
         )
         .unwrap();
         let store = ApprovalStore::open(&ledger).unwrap();
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn a_waiting_call_says_how_to_decide() {
+        let (_dir, store) = store();
         let mut action = Action::new("gm\u{1b}[2Jail", Verb::Send);
         action.id = "act-1".to_owned();
         let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
@@ -233,13 +239,8 @@ mod tests {
 
     #[tokio::test]
     async fn auto_mode_approves() {
-        let dir = tempfile::tempdir().unwrap();
-        let ledger = attest_ledger::Ledger::open(
-            dir.path().join("l.sqlite"),
-            attest_ledger::LedgerOptions::default(),
-        )
-        .unwrap();
-        let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
+        let (_dir, store) = store();
+        let store = Arc::new(store);
         let action = Action::new("x", Verb::Send);
         let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
         let auto = gate_for(Mode::Auto, Duration::from_secs(1), store);
