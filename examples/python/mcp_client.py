@@ -12,6 +12,11 @@ policy refuses comes back as an error result saying why, and never reaches the s
 
 Environment: ATTEST_BIN (default `attest`), ATTEST_LEDGER (default .attest/ledger.sqlite),
 ATTEST_POLICY (a policy file), ATTEST_MODE (default `auto`), MCP_SERVER (the upstream command).
+
+With ATTEST_MODE=block, `write_file` waits for a person: the proxy says on stderr (which
+this client shows) which approval id waits and how to decide (`attest confirm ID approve`
+in another terminal, or the inbox); unanswered after the proxy's `--timeout` (300 s), the
+call comes back held, with `attest_resume` to call once approved.
 """
 
 import asyncio

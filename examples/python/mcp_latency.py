@@ -6,6 +6,10 @@ proxy, and the per-call percentiles of each.
         --server "node .ci/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio" \
         --tool echo --args '{"message": "hi"}' [--attest target/release/attest] [--durability full]
 
+The `everything` server is not part of a checkout: `.ci/run` installs it under `.ci/node`
+(`npm install --prefix .ci/node @modelcontextprotocol/server-everything@2026.8.31`), or
+pass `--server "npx -y @modelcontextprotocol/server-everything stdio"`.
+
 The proxy's number includes everything Attest does per call: detection, policy, the
 ledger append (at the durability given; `full` syncs each row), verification, and the
 extra stdio hop. The tool should be one policy lets act (a read), or the calls measure

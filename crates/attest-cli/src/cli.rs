@@ -274,7 +274,8 @@ pub(crate) struct CallArgs {
     /// An MCP tool name or agent tool name (`mcp__github__create_issue`, `send_email`).
     #[arg(long, group = "call")]
     pub(crate) tool: Option<String>,
-    /// The MCP server the tool belongs to (a hint for the system).
+    /// The MCP server the tool belongs to, as you named it: the system, even when
+    /// Attest's registry does not know it (`--server hr` makes `hr.*` rules apply).
     #[arg(long, requires = "tool")]
     pub(crate) server: Option<String>,
     /// An HTTP method, with --url.
@@ -306,7 +307,7 @@ pub(crate) struct DetectArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum PolicyCommand {
     /// Show how a call is detected and decided, and why (each rule fired, in order).
-    Explain(PolicyExplainArgs),
+    Explain(Box<PolicyExplainArgs>),
     /// Lint a policy file: print every problem with its line; exit 1 if there is any.
     Check(PolicyCheckArgs),
     /// Run expected-decision cases against a policy, as you would in your own CI.
@@ -336,9 +337,12 @@ pub(crate) struct PolicyTestArgs {
 pub(crate) struct PolicyExplainArgs {
     #[command(flatten)]
     pub(crate) call: CallArgs,
-    /// The call's params (JSON object).
+    /// The call's params (JSON object; default: the --body when it is a JSON object).
     #[arg(long)]
     pub(crate) params: Option<String>,
+    /// The target, instead of the one detection names (`re_123`, `chair@board.acme.com`).
+    #[arg(long)]
+    pub(crate) target: Option<String>,
     /// The person the agent acts for.
     #[arg(long)]
     pub(crate) actor: Option<String>,
@@ -478,8 +482,9 @@ pub(crate) struct ModeArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct McpProxyArgs {
-    /// The server's name, the system hint for detection (default: from the command,
-    /// e.g. filesystem for @modelcontextprotocol/server-filesystem).
+    /// The server's name: the system of every call, even one Attest's registry does not
+    /// know (`--server hr` makes `hr.*` rules apply). Without it, a name guessed from the
+    /// command (filesystem for @modelcontextprotocol/server-filesystem) is only a hint.
     #[arg(long)]
     pub(crate) server: Option<String>,
     #[command(flatten)]

@@ -392,9 +392,8 @@ mod tests {
                 },
             ),
         );
-        let imported = proptest::option::of(
-            proptest::option::of(text()).prop_map(|ts| Imported { ts }),
-        );
+        let imported =
+            proptest::option::of(proptest::option::of(text()).prop_map(|ts| Imported { ts }));
         (ids, kinds, confirm, execution, verification, imported).prop_map(
             |(
                 (action_id, run_id, agent, actor, owner, system, verb, target),

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::de::{Key, Word};
 use crate::glob::Glob;
+use crate::recipients::for_each_recipient;
 use crate::sets::VerbSet;
 use crate::Action;
 
@@ -13,7 +14,10 @@ use crate::Action;
 /// The system part is a [`Glob`] (it may contain dots: the verb is after the last dot
 /// before any `:`); the verb part is a glob over the fifteen verbs and must match at
 /// least one; the optional target part is a glob over the action's target (an action
-/// without a target has the empty target). `*` alone matches every action.
+/// without a target has the empty target). A target part holding `@` is an address
+/// pattern: it matches the action's recipients (its target and the recipient params R2
+/// reads), because detection names what a send acts on (`message`), not who receives it.
+/// `*` alone matches every action.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct ActionPattern {
     text: Box<str>,
@@ -67,15 +71,55 @@ impl ActionPattern {
         &self.text
     }
 
-    /// Whether `action` matches.
+    /// Whether `action` matches. An address pattern needs every recipient to match (and at
+    /// least one), so that a rule or risk override that relaxes for one domain never lets a
+    /// copy to another through.
     pub(crate) fn matches(&self, action: &Action) -> bool {
+        self.matches_with(action, Recipients::Every)
+    }
+
+    /// Whether `action` matches, an address pattern matching when any recipient does: for
+    /// the organisation lists, which only make a decision stricter.
+    pub(crate) fn matches_any_recipient(&self, action: &Action) -> bool {
+        self.matches_with(action, Recipients::Any)
+    }
+
+    fn matches_with(&self, action: &Action, recipients: Recipients) -> bool {
         self.verbs.contains(action.verb)
             && self.system.matches(&action.system)
             && match &self.target {
-                Some(glob) => glob.matches(action.target.as_deref().unwrap_or("")),
                 None => true,
+                Some(glob) if !has_address_target(&self.text) => {
+                    glob.matches(action.target.as_deref().unwrap_or(""))
+                }
+                Some(glob) => {
+                    let (mut seen, mut any, mut all) = (false, false, true);
+                    for_each_recipient(action, &mut |address| {
+                        let hit = glob.matches(address);
+                        seen = true;
+                        any |= hit;
+                        all &= hit;
+                    });
+                    match recipients {
+                        Recipients::Any => any,
+                        Recipients::Every => seen && all,
+                    }
+                }
             }
     }
+}
+
+/// How an address pattern treats several recipients.
+#[derive(Clone, Copy)]
+enum Recipients {
+    Any,
+    Every,
+}
+
+/// Whether the target part (after the first `:`) of a pattern holds `@`.
+fn has_address_target(text: &str) -> bool {
+    text.split_once(':')
+        .is_some_and(|(_, target)| target.contains('@'))
 }
 
 impl Word for ActionPattern {
@@ -119,6 +163,19 @@ mod tests {
         assert!(!m("gmail.send:*@acme.com", &send));
         assert!(!m("gmail.reply", &send));
         assert!(!m("slack.*", &send));
+        // An address pattern matches the recipients, whatever the detected target.
+        let to_board = Action::new("gmail", Verb::Send)
+            .with_target("message")
+            .with_params(serde_json::json!({"to": "Chair <chair@board.acme.com>"}));
+        assert!(m("gmail.send:*@board.acme.com", &to_board));
+        assert!(m("gmail.send:message", &to_board));
+        let mixed = to_board
+            .clone()
+            .with_params(serde_json::json!({"to": ["bob@acme.com", "chair@board.acme.com"]}));
+        let pattern = ActionPattern::new("gmail.send:*@board.acme.com").unwrap();
+        assert!(!pattern.matches(&mixed), "relaxing needs every recipient");
+        assert!(pattern.matches_any_recipient(&mixed), "org lists need one");
+        assert!(!pattern.matches_any_recipient(&Action::new("gmail", Verb::Send)));
         // No target: the target part sees the empty string.
         let list = Action::new("gmail", Verb::List);
         assert!(m("gmail.list:*", &list));

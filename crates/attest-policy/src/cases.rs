@@ -13,7 +13,16 @@
 //!       decision: ask          # required
 //!       rules: [refund-limit]  # optional: these rules fired, in this order
 //!       hold: false            # optional; also tier, target_class
+//!   - name: the same refund, as the gateway sees it
+//!     call:                    # instead of action: a tool call or an HTTP request,
+//!       method: POST           #   which the caller's resolver runs through detection
+//!       url: https://api.stripe.com/v1/refunds
+//!       body: {charge: ch_1, amount: 60000}
+//!     expect: {decision: ask}
 //! ```
+//!
+//! attest-policy knows nothing of detection: a case with a `call` needs a resolver
+//! ([`run_cases_with`]); `attest policy test` passes attest-core's detection.
 
 use std::fmt;
 
@@ -85,18 +94,82 @@ impl fmt::Display for CaseReport {
     }
 }
 
+/// A tool call or HTTP request a case gives instead of an action (`call:`), for a
+/// resolver to run through detection.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CaseCall {
+    /// An MCP tool name (`gmail_send_message`).
+    pub tool: Option<String>,
+    /// The MCP server the user named for the tool (`--server hr`): the system.
+    pub server: Option<String>,
+    /// The tool's arguments.
+    pub params: Option<Value>,
+    /// An HTTP method (`POST`), with `url`.
+    pub method: Option<String>,
+    /// The request's URL.
+    pub url: Option<String>,
+    /// The request's body: a JSON value, or a string sent as it is (a form body).
+    pub body: Option<Value>,
+    /// Who acts.
+    pub actor: Option<String>,
+    /// Whose connection the call runs on.
+    pub owner: Option<String>,
+    /// The agent making the call.
+    pub agent: Option<String>,
+}
+
+impl CaseCall {
+    /// The request body's bytes: a string as it is, any other value as JSON.
+    pub fn body_bytes(&self) -> Option<Vec<u8>> {
+        match &self.body {
+            None => None,
+            Some(Value::String(text)) => Some(text.as_bytes().to_vec()),
+            Some(value) => Some(value.to_string().into_bytes()),
+        }
+    }
+
+    /// Sets the actor, owner and agent the case gives on the resolved action.
+    pub fn fill_people(&self, action: &mut Action) {
+        action.actor.clone_from(&self.actor);
+        action.owner.clone_from(&self.owner);
+        action.agent.clone_from(&self.agent);
+    }
+}
+
+/// Turns a case's call into the action detection makes of it, or says why it cannot.
+pub type CallResolver<'a> = &'a dyn Fn(&CaseCall) -> Result<Action, String>;
+
 /// Runs the cases in `text` (a cases YAML file named `origin`) against `policy`.
 ///
 /// An invalid cases file is a [`PolicyError::Yaml`] with its line; a case whose
-/// action the policy cannot decide fails with the error as its reason.
+/// action the policy cannot decide fails with the error as its reason. A case that
+/// gives a `call` fails here, since resolving it needs detection: use [`run_cases_with`].
 pub fn run_cases(policy: &dyn Policy, text: &str, origin: &str) -> Result<CaseReport, PolicyError> {
+    run_cases_with(policy, text, origin, &|_| {
+        Err(
+            "this case gives a call, which needs detection: run it with `attest policy test`"
+                .to_owned(),
+        )
+    })
+}
+
+/// Runs the cases in `text` against `policy`, turning each `call:` into an action with
+/// `resolve` (detection, in attest-core).
+pub fn run_cases_with(
+    policy: &dyn Policy,
+    text: &str,
+    origin: &str,
+    resolve: CallResolver<'_>,
+) -> Result<CaseReport, PolicyError> {
     check_size(text, origin)?;
     let file: CasesFile =
         serde_yaml::from_str(text).map_err(|e| PolicyError::from(problem(&e, origin)))?;
     let results = file
         .cases
         .into_iter()
-        .map(|case| run_case(policy, case))
+        .map(|case| run_case(policy, case, resolve))
         .collect();
     Ok(CaseReport {
         origin: origin.to_owned(),
@@ -104,17 +177,28 @@ pub fn run_cases(policy: &dyn Policy, text: &str, origin: &str) -> Result<CaseRe
     })
 }
 
-fn run_case(policy: &dyn Policy, case: Case) -> CaseResult {
-    let verdict = match policy.evaluate(&case.action.into_action()) {
-        Ok(verdict) => verdict,
-        Err(e) => {
-            return CaseResult {
-                name: case.name.0,
-                passed: false,
-                failures: vec![format!("the policy could not decide: {e}")],
-                verdict: None,
+fn run_case(policy: &dyn Policy, case: Case, resolve: CallResolver<'_>) -> CaseResult {
+    let failed = |name: String, why: String| CaseResult {
+        name,
+        passed: false,
+        failures: vec![why],
+        verdict: None,
+    };
+    let action = match case.given {
+        Given::Action(action) => action.into_action(),
+        Given::Call(call) => match resolve(&call) {
+            Ok(action) => action,
+            Err(why) => {
+                return failed(
+                    case.name.0,
+                    format!("the call could not be resolved: {why}"),
+                )
             }
-        }
+        },
+    };
+    let verdict = match policy.evaluate(&action) {
+        Ok(verdict) => verdict,
+        Err(e) => return failed(case.name.0, format!("the policy could not decide: {e}")),
     };
     let failures = case.expect.failures(&verdict);
     CaseResult {
@@ -151,12 +235,60 @@ impl<'de> Deserialize<'de> for CasesFile {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Case {
     name: Text,
-    action: CaseAction,
+    given: Given,
     expect: Expect,
+}
+
+/// What a case decides: an action as written, or a call for detection.
+enum Given {
+    Action(Box<CaseAction>),
+    Call(Box<CaseCall>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    name: Text,
+    #[serde(default)]
+    action: Option<Box<CaseAction>>,
+    #[serde(default)]
+    call: Option<Box<CaseCall>>,
+    expect: Expect,
+}
+
+impl<'de> Deserialize<'de> for Case {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        checked_map(
+            deserializer,
+            "a case: name, action or call, expect",
+            |raw: RawCase| {
+                let given = match (raw.action, raw.call) {
+                    (Some(action), None) => Given::Action(action),
+                    (None, Some(call)) => {
+                        let tool = call.tool.is_some();
+                        let http = call.method.is_some() || call.url.is_some();
+                        if tool == http {
+                            return Err("a call gives either tool (with server and params) \
+                                        or method and url (with body)"
+                                .to_owned());
+                        }
+                        if http && (call.method.is_none() || call.url.is_none()) {
+                            return Err("an HTTP call needs both method and url".to_owned());
+                        }
+                        Given::Call(call)
+                    }
+                    _ => return Err("a case gives an action or a call: one of the two".to_owned()),
+                };
+                Ok(Case {
+                    name: raw.name,
+                    given,
+                    expect: raw.expect,
+                })
+            },
+        )
+    }
 }
 
 /// The action of a case: the fields a policy looks at.

@@ -143,8 +143,8 @@ impl PolicyEngine {
         let org = file.org.0.unwrap_or_default();
         PolicyEngine {
             domains: file.domains.0.map(|d| d.into_domains()).unwrap_or_default(),
-            blocked: org.blocked.0,
-            approval_required: org.approval_required.0,
+            blocked: org.blocked.or_default().0,
+            approval_required: org.approval_required.or_default().0,
             risk_overrides: file
                 .risk
                 .0
@@ -254,7 +254,11 @@ impl Policy for PolicyEngine {
         let mut floor: Option<(Decision, &'static str)> = None;
 
         // R0: organisation lists.
-        if let Some(pattern) = self.blocked.iter().find(|p| p.matches(action)) {
+        if let Some(pattern) = self
+            .blocked
+            .iter()
+            .find(|p| p.matches_any_recipient(action))
+        {
             floor = Some((Decision::Refuse, "R0"));
             verdict.note(
                 "R0",
@@ -265,7 +269,11 @@ impl Policy for PolicyEngine {
                     pattern.as_str()
                 ),
             );
-        } else if let Some(pattern) = self.approval_required.iter().find(|p| p.matches(action)) {
+        } else if let Some(pattern) = self
+            .approval_required
+            .iter()
+            .find(|p| p.matches_any_recipient(action))
+        {
             floor = Some((Decision::Ask, "R0"));
             verdict.note(
                 "R0",

@@ -26,7 +26,7 @@ pub enum PolicyError {
     Canonical(#[source] serde_json::Error),
     /// A policy or policy-test file is not valid: bad YAML, an unknown key, a wrong
     /// type, a bad decision, verb, pattern or regex.
-    #[error("{origin}:{line}:{column}: {message}")]
+    #[error("{}", place(origin, *line, *column, message))]
     Yaml {
         /// Where the text came from (a file name), as the caller named it.
         origin: String,
@@ -50,4 +50,14 @@ pub enum PolicyError {
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),
+}
+
+/// `origin:line:column: message`, or `origin: message` for a problem with the whole text
+/// (line 0), which has no position to name.
+pub(crate) fn place(origin: &str, line: usize, column: usize, message: &str) -> String {
+    if line == 0 {
+        format!("{origin}: {message}")
+    } else {
+        format!("{origin}:{line}:{column}: {message}")
+    }
 }

@@ -18,13 +18,17 @@
 //!
 //! ## Finding every problem, not just the first
 //!
-//! serde stops at the first error. To report them all, each rule and each top-level
-//! section is read through a [`Slot`]. A parse numbers the slots in document order and
-//! records the innermost slot an error happened in; the lint then parses again with
-//! that slot skipped (read as "anything"), until the file parses or an error happens
-//! outside every slot. The numbering is stable across passes because slots do not
-//! nest. The state lives in a thread-local installed only for the duration of one
-//! parse, because serde's derived code cannot carry it.
+//! serde stops at the first error. To report them all, each top-level section, each
+//! rule, and each value inside a rule (its name, decision, approvers, every `match` key,
+//! every `params` condition) and each organisation list is read through a [`Slot`] or a
+//! [`Leaf`]. A parse numbers them by their path (the n-th slot inside the m-th slot …)
+//! and records the innermost one an error happened in; the lint then parses again with
+//! that one skipped (read as "anything"), until the file parses or an error happens
+//! outside every slot. A path stays the same across passes, because skipping a slot only
+//! drops the slots inside it. A skipped leaf reads as absent, and the checks of the rule
+//! around it do not complain about what is missing because of it. The state lives in a
+//! thread-local installed only for the duration of one parse, because serde's derived
+//! code cannot carry it.
 
 use std::cell::RefCell;
 
@@ -102,9 +106,9 @@ impl DomainsSection {
 #[serde(deny_unknown_fields)]
 pub(crate) struct OrgSection {
     #[serde(default)]
-    pub(crate) blocked: List<ActionPattern>,
+    pub(crate) blocked: Leaf<List<ActionPattern>>,
     #[serde(default)]
-    pub(crate) approval_required: List<ActionPattern>,
+    pub(crate) approval_required: Leaf<List<ActionPattern>>,
 }
 
 /// A group's name: a non-empty word without `@` (so it cannot be mistaken for an
@@ -146,33 +150,96 @@ impl<T> Default for Slot<T> {
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Slot<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let index = with_state(|state| {
-            let index = state.next_slot;
-            state.next_slot += 1;
-            (index, state.skip.contains(&index))
-        });
-        if let Some((_, true)) = index {
-            IgnoredAny::deserialize(deserializer)?;
-            return Ok(Slot(None));
+        Ok(match Leaf::deserialize(deserializer)? {
+            Leaf::Value(value) => Slot(Some(value)),
+            Leaf::Absent | Leaf::Skipped => Slot(None),
+        })
+    }
+}
+
+/// A value inside a rule or section, read through a numbered slot of its own so that the
+/// lint finds the mistakes next to it too. Outside a lint it is never skipped.
+///
+/// Other YAML formats use it the same way to report every mistake
+/// ([`lint_slots`](crate::lint_slots)): a file reads its parts (recipes, say) as
+/// `Leaf<Part>`, and a load outside the lint treats anything but [`Leaf::Value`] as absent.
+#[derive(Debug, Default)]
+pub enum Leaf<T> {
+    /// The value as read.
+    Value(T),
+    /// The key was not there.
+    #[default]
+    Absent,
+    /// The lint skipped it after reporting its mistake.
+    Skipped,
+}
+
+impl<T> Leaf<T> {
+    /// The value; `T::default()` when absent or skipped.
+    pub fn or_default(self) -> T
+    where
+        T: Default,
+    {
+        match self {
+            Leaf::Value(value) => value,
+            Leaf::Absent | Leaf::Skipped => T::default(),
         }
-        T::deserialize(deserializer)
-            .map(|v| Slot(Some(v)))
-            .inspect_err(|_| {
-                if let Some((index, _)) = index {
-                    with_state(|state| {
-                        // The innermost slot sees the error first; keep its number.
-                        state.failed.get_or_insert(index);
-                    });
+    }
+
+    /// The value of a required key: `Ok(None)` when the lint skipped it, an error
+    /// naming the key when it is missing.
+    pub fn required(self, key: &str) -> Result<Option<T>, String> {
+        match self {
+            Leaf::Value(value) => Ok(Some(value)),
+            Leaf::Skipped => Ok(None),
+            Leaf::Absent => Err(format!("missing field `{key}`")),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Leaf<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let entered = with_state(|state| {
+            let index = state.counters.last().copied().unwrap_or(0);
+            if let Some(last) = state.counters.last_mut() {
+                *last += 1;
+            }
+            state.path.push(index);
+            let skipped = state.skip.contains(&state.path);
+            if skipped {
+                state.path.pop();
+            } else {
+                state.counters.push(0);
+            }
+            skipped
+        });
+        if entered == Some(true) {
+            IgnoredAny::deserialize(deserializer)?;
+            return Ok(Leaf::Skipped);
+        }
+        let result = T::deserialize(deserializer);
+        with_state(|state| {
+            if result.is_err() {
+                // The innermost slot sees the error first; keep its path.
+                if state.failed.is_none() {
+                    state.failed = Some(state.path.clone());
                 }
-            })
+            }
+            state.counters.pop();
+            state.path.pop();
+        });
+        result.map(Leaf::Value)
     }
 }
 
 /// One parse's state.
 struct State {
-    next_slot: usize,
-    skip: Vec<usize>,
-    failed: Option<usize>,
+    /// The path of the slot being read: its index among its siblings, at each depth.
+    path: Vec<usize>,
+    /// How many slots each open slot (and the top level) has seen so far.
+    counters: Vec<usize>,
+    skip: Vec<Vec<usize>>,
+    failed: Option<Vec<usize>>,
     rule_names: Vec<String>,
 }
 
@@ -212,25 +279,34 @@ impl Drop for StateGuard {
     }
 }
 
+/// A slot's path: its index among its siblings at each depth.
+pub(crate) type SlotPath = Vec<usize>;
+
 /// The outcome of one parse: the file, or the first error and the slot it was in.
-pub(crate) struct Parsed {
-    pub(crate) result: Result<PolicyFile, serde_yaml::Error>,
-    pub(crate) failed_slot: Option<usize>,
+pub(crate) struct Parsed<T = PolicyFile> {
+    pub(crate) result: Result<T, serde_yaml::Error>,
+    pub(crate) failed_slot: Option<SlotPath>,
 }
 
-/// Parses `text`, reading the slots numbered in `skip` as "anything".
-pub(crate) fn parse(text: &str, skip: &[usize]) -> Parsed {
+/// Parses `text` as a policy file, reading the slots at the paths in `skip` as "anything".
+pub(crate) fn parse(text: &str, skip: &[SlotPath]) -> Parsed {
+    parse_as(text, skip)
+}
+
+/// Parses `text` as any YAML document whose parts are read through [`Leaf`]s or [`Slot`]s.
+pub(crate) fn parse_as<T: serde::de::DeserializeOwned>(text: &str, skip: &[SlotPath]) -> Parsed<T> {
     STATE.with(|cell| {
         *cell.borrow_mut() = Some(State {
-            next_slot: 0,
+            path: Vec::new(),
+            counters: vec![0],
             skip: skip.to_vec(),
             failed: None,
             rule_names: Vec::new(),
         });
     });
     let _guard = StateGuard;
-    let result = serde_yaml::from_str::<PolicyFile>(text);
-    let failed_slot = with_state(|state| state.failed).flatten();
+    let result = serde_yaml::from_str::<T>(text);
+    let failed_slot = with_state(|state| state.failed.take()).flatten();
     Parsed {
         result,
         failed_slot,

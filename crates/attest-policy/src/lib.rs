@@ -60,10 +60,11 @@ mod verdict;
 mod vocabulary;
 
 pub use action::{Action, Extra, Source};
-pub use cases::{run_cases, CaseReport, CaseResult};
+pub use cases::{run_cases, run_cases_with, CallResolver, CaseCall, CaseReport, CaseResult};
 pub use engine::{PolicyEngine, DEFAULT_POLICY_YAML};
 pub use error::PolicyError;
-pub use lint::{lint, Problem, MAX_POLICY_BYTES};
+pub use file::Leaf;
+pub use lint::{lint, lint_slots, Problem, MAX_POLICY_BYTES};
 pub use policy::{Policy, RiskTierPolicy};
 pub use preview::{params_preview, preview_allows, PREVIEW_MAX_CHARS};
 pub use redact::{redact_url, redact_urls_in, REDACTED};

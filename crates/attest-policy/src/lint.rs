@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::file::parse;
+use crate::file::parse_as;
 use crate::PolicyError;
 
 /// The largest policy or policy-test file read, in bytes.
@@ -29,11 +29,12 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.origin, self.line, self.column, self.message
-        )
+        f.write_str(&crate::error::place(
+            &self.origin,
+            self.line,
+            self.column,
+            &self.message,
+        ))
     }
 }
 
@@ -51,9 +52,12 @@ impl From<Problem> for PolicyError {
 /// Checks a policy file and returns every problem found, in the order found (an
 /// empty list means the file loads). What `attest policy check FILE` prints.
 ///
-/// Each rule and each top-level section can contribute one problem; a YAML syntax
-/// error, or an error outside every rule and section (an unknown top-level key,
-/// `policies:` that is not a list), ends the search.
+/// Every value in a rule (name, decision, approvers, each `match` key, each `params`
+/// condition), each rule's own checks, each organisation list and each other top-level
+/// section can contribute a problem; a YAML syntax error, or an error outside every rule
+/// and section (an unknown top-level key, `policies:` that is not a list), ends the search.
+/// A problem with the whole text (an empty file, its size) has line and column 0 and is
+/// shown as `file: message`.
 pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
     if let Err(error) = check_policy_text(text, origin) {
         let (line, column, message) = match error {
@@ -77,10 +81,20 @@ pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
             message,
         }];
     }
+    lint_slots::<crate::file::PolicyFile>(text, origin)
+}
+
+/// Every mistake in a YAML document of type `T` whose parts are read through [`Leaf`]s
+/// (see `attest policy check`): parses, notes the first error and the innermost leaf it
+/// was in, parses again with that leaf skipped, and so on; in file order. Empty when `T`
+/// loads. A YAML syntax error, or an error outside every leaf, ends the search.
+///
+/// [`Leaf`]: crate::Leaf
+pub fn lint_slots<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut skip = Vec::new();
     loop {
-        let parsed = parse(text, &skip);
+        let parsed = parse_as::<T>(text, &skip);
         let Err(error) = parsed.result else {
             break;
         };
@@ -92,6 +106,8 @@ pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
             _ => break,
         }
     }
+    // A part's own checks run after the values inside it: list in the file's order.
+    problems.sort_by_key(|p| (p.line, p.column));
     problems
 }
 
@@ -191,6 +207,85 @@ mod tests {
             problems[1].to_string(),
             format!("p.yaml:4:{}: {}", problems[1].column, problems[1].message)
         );
+    }
+
+    #[test]
+    fn reports_every_mistake_inside_one_rule_and_each_org_list() {
+        let text = concat!(
+            "domains: {internal: [bob@acme.com]}\n",      // 1
+            "org:\n",                                     // 2
+            "  blocked: [\"gmail\"]\n",                   // 3
+            "  approval_required: [\"github.frob\"]\n",   // 4
+            "policies:\n",                                // 5
+            "  - name: a\n",                              // 6
+            "    match: {verb: sned, target: outside}\n", // 7
+            "    decision: maybe\n",                      // 8
+            "  - name: b\n",                              // 9
+            "    match:\n",                               // 10
+            "      params:\n",                            // 11
+            "        /to: {regex: '('}\n",                // 12
+            "    decision: act\n",                        // 13
+            "    approvers: [ann@acme.com]\n",            // 14
+            "  - name: a\n",                              // 15
+            "    match: {risk: extreme}\n",               // 16
+            "    decision: ask\n",                        // 17
+        );
+        let problems = lint(text, "p.yaml");
+        let places: Vec<(usize, usize)> = problems.iter().map(|p| (p.line, p.column)).collect();
+        assert_eq!(
+            places,
+            [
+                (1, 22),
+                (3, 13),
+                (4, 23),
+                (7, 19),
+                (7, 33),
+                (8, 15),
+                (9, 5),
+                (12, 22),
+                (15, 5),
+                (16, 19)
+            ],
+            "{problems:#?}"
+        );
+        for (problem, says) in problems.iter().zip([
+            "address, not a domain",
+            "names no verb",
+            "unknown verb \"frob\"",
+            "unknown verb \"sned\"",
+            "unknown target class",
+            "unknown decision",
+            "approvers only apply to decision ask",
+            "bad regex",
+            "duplicate rule name",
+            "unknown risk tier",
+        ]) {
+            assert!(problem.message.contains(says), "{problem}");
+        }
+    }
+
+    #[test]
+    fn a_missing_name_or_decision_is_reported() {
+        let problems = lint(
+            "policies:\n  - match: {}\n    decision: act\n  - name: x\n    match: {}\n",
+            "p.yaml",
+        );
+        let said: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(problems.len(), 2, "{said:?}");
+        assert!(said[0].contains("missing field `name`"), "{said:?}");
+        assert!(said[1].contains("missing field `decision`"), "{said:?}");
+    }
+
+    #[test]
+    fn an_empty_file_is_one_problem_about_the_whole_file() {
+        for text in ["", "# nothing\n", "---\n"] {
+            let problems = lint(text, "empty.yaml");
+            assert_eq!(problems.len(), 1);
+            assert_eq!(
+                problems[0].to_string(),
+                "empty.yaml: empty policy (write `policies: []` for the built-in rules alone)"
+            );
+        }
     }
 
     #[test]

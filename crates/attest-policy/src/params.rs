@@ -30,6 +30,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::de::{checked_map, Key, OrderedMap, Word, W};
+use crate::file::Leaf;
 
 /// Most bytes a compiled regex may take: a pathological pattern is an error at load
 /// time, not a slow evaluation.
@@ -364,8 +365,17 @@ impl ParamConditions {
 
 impl<'de> Deserialize<'de> for ParamConditions {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let OrderedMap(entries) = OrderedMap::<Pointer, Condition>::deserialize(deserializer)?;
-        Ok(ParamConditions(entries.into()))
+        let OrderedMap(entries) =
+            OrderedMap::<Pointer, Leaf<Condition>>::deserialize(deserializer)?;
+        Ok(ParamConditions(
+            entries
+                .into_iter()
+                .filter_map(|(pointer, condition)| match condition {
+                    Leaf::Value(condition) => Some((pointer, condition)),
+                    Leaf::Absent | Leaf::Skipped => None,
+                })
+                .collect(),
+        ))
     }
 }
 

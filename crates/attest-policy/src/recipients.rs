@@ -32,6 +32,16 @@ const MAX_HOST: usize = 253;
 /// action's target and in its recipient params, in document order. A host may be
 /// empty or odd when the address is malformed; callers treat those as external.
 pub(crate) fn for_each_recipient_host<'a>(action: &'a Action, visit: &mut dyn FnMut(&'a str)) {
+    for_each_recipient(action, &mut |address| {
+        if let Some((_, host)) = address.rsplit_once('@') {
+            visit(host.trim_end_matches('.'));
+        }
+    });
+}
+
+/// Calls `visit` with every address (`bob@acme.com`, without a display name) in the
+/// action's target and in its recipient params, in document order.
+pub(crate) fn for_each_recipient<'a>(action: &'a Action, visit: &mut dyn FnMut(&'a str)) {
     if let Some(target) = &action.target {
         addresses_in(target, visit);
     }
@@ -61,7 +71,7 @@ fn walk<'a>(value: &'a Value, in_recipients: bool, depth: usize, visit: &mut dyn
     }
 }
 
-/// Finds the addresses in a string such as `a@x.io, Bob <b@y.io>; c@z.io`.
+/// Calls `visit` with each address in a string such as `a@x.io, Bob <b@y.io>; c@z.io`.
 fn addresses_in<'a>(text: &'a str, visit: &mut dyn FnMut(&'a str)) {
     if memchr::memchr(b'@', text.as_bytes()).is_none() {
         return;
@@ -71,8 +81,9 @@ fn addresses_in<'a>(text: &'a str, visit: &mut dyn FnMut(&'a str)) {
             (Some(open), Some(close)) if open < close => &part[open + 1..close],
             _ => part,
         };
-        if let Some((_, host)) = address.rsplit_once('@') {
-            visit(host.trim().trim_end_matches('.'));
+        let address = address.trim();
+        if address.contains('@') {
+            visit(address);
         }
     }
 }

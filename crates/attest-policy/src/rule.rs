@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use crate::action_pattern::ActionPattern;
 use crate::de::{checked_map, OneOrMany, Text, Word, W};
+use crate::file::Leaf;
 use crate::glob::Glob;
 use crate::params::ParamConditions;
 use crate::recipients::for_each_recipient_host;
@@ -112,55 +113,55 @@ fn any_glob(globs: &[Glob], text: &str) -> bool {
 #[serde(deny_unknown_fields)]
 struct RawMatch {
     #[serde(default)]
-    system: OneOrMany<Glob>,
+    system: Leaf<OneOrMany<Glob>>,
     #[serde(default)]
-    verb: OneOrMany<VerbSet>,
+    verb: Leaf<OneOrMany<VerbSet>>,
     #[serde(default)]
-    target: OneOrMany<TargetClass>,
+    target: Leaf<OneOrMany<TargetClass>>,
     #[serde(default)]
-    target_domain: OneOrMany<Glob>,
+    target_domain: Leaf<OneOrMany<Glob>>,
     #[serde(default)]
-    actor: OneOrMany<Glob>,
+    actor: Leaf<OneOrMany<Glob>>,
     #[serde(default)]
-    agent: OneOrMany<Glob>,
+    agent: Leaf<OneOrMany<Glob>>,
     #[serde(default)]
-    risk: OneOrMany<Risk>,
+    risk: Leaf<OneOrMany<Risk>>,
     #[serde(default)]
-    action: OneOrMany<ActionPattern>,
-    #[serde(default, deserialize_with = "present_bool")]
-    recognised: Option<bool>,
+    action: Leaf<OneOrMany<ActionPattern>>,
     #[serde(default)]
-    params: ParamConditions,
-}
-
-/// A boolean that, when the key is present, must be `true` or `false` (not empty).
-fn present_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
-    bool::deserialize(deserializer).map(Some)
+    recognised: Leaf<bool>,
+    #[serde(default)]
+    params: Leaf<ParamConditions>,
 }
 
 impl Match {
     fn check(raw: RawMatch) -> Result<Match, String> {
         Ok(Match {
-            systems: raw.system.0.into(),
-            verbs: raw.verb.0.into_iter().reduce(VerbSet::union),
+            systems: raw.system.or_default().0.into(),
+            verbs: raw.verb.or_default().0.into_iter().reduce(VerbSet::union),
             classes: raw
                 .target
+                .or_default()
                 .0
                 .into_iter()
                 .map(ClassSet::one)
                 .reduce(ClassSet::union),
-            target_domains: raw.target_domain.0.into(),
-            actors: raw.actor.0.into(),
-            agents: raw.agent.0.into(),
+            target_domains: raw.target_domain.or_default().0.into(),
+            actors: raw.actor.or_default().0.into(),
+            agents: raw.agent.or_default().0.into(),
             risks: raw
                 .risk
+                .or_default()
                 .0
                 .into_iter()
                 .map(RiskSet::one)
                 .reduce(RiskSet::union),
-            actions: raw.action.0.into(),
-            recognised: raw.recognised,
-            params: raw.params,
+            actions: raw.action.or_default().0.into(),
+            recognised: match raw.recognised {
+                Leaf::Value(want) => Some(want),
+                Leaf::Absent | Leaf::Skipped => None,
+            },
+            params: raw.params.or_default(),
         })
     }
 }
@@ -222,14 +223,16 @@ impl Word for RuleName {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
-    name: W<RuleName>,
+    #[serde(default)]
+    name: Leaf<W<RuleName>>,
     #[serde(rename = "match")]
     matcher: Match,
-    decision: W<RuleDecision>,
     #[serde(default)]
-    approvers: OneOrMany<Text>,
+    decision: Leaf<W<RuleDecision>>,
     #[serde(default)]
-    reason: Option<W<Text>>,
+    approvers: Leaf<OneOrMany<Text>>,
+    #[serde(default)]
+    reason: Leaf<W<Text>>,
 }
 
 /// A compiled rule.
@@ -249,18 +252,35 @@ pub(crate) struct Rule {
 
 impl Rule {
     fn check(raw: RawRule) -> Result<Rule, String> {
-        let W(RuleName(name)) = raw.name;
-        let W(RuleDecision(decision)) = raw.decision;
-        let approvers: Vec<String> = raw.approvers.0.into_iter().map(|Text(t)| t).collect();
-        if !approvers.is_empty() && decision != Decision::Ask {
-            return Err(format!(
-                "rule {name:?}: approvers only apply to decision ask (this rule decides {decision})"
-            ));
+        // A name or decision the lint skipped (its mistake is reported) leaves nothing to
+        // check against: the rest of the rule is still read for its own mistakes.
+        let name = raw.name.required("name")?.map(|W(RuleName(name))| name);
+        let decision = raw
+            .decision
+            .required("decision")?
+            .map(|W(RuleDecision(decision))| decision);
+        let approvers: Vec<String> = raw
+            .approvers
+            .or_default()
+            .0
+            .into_iter()
+            .map(|Text(t)| t)
+            .collect();
+        let label = name.as_deref().unwrap_or("");
+        if let Some(decision) = decision {
+            if !approvers.is_empty() && decision != Decision::Ask {
+                return Err(format!(
+                    "rule {label:?}: approvers only apply to decision ask (this rule decides {decision})"
+                ));
+            }
         }
-        crate::file::claim_rule_name(&name)?;
+        if let Some(name) = &name {
+            crate::file::claim_rule_name(name)?;
+        }
+        let (name, decision) = (name.unwrap_or_default(), decision.unwrap_or(Decision::Ask));
         let reason = match raw.reason {
-            Some(W(Text(reason))) => reason,
-            None => format!("rule {name}: {decision}"),
+            Leaf::Value(W(Text(reason))) => reason,
+            Leaf::Absent | Leaf::Skipped => format!("rule {name}: {decision}"),
         };
         Ok(Rule {
             name,

@@ -55,31 +55,51 @@ pub(crate) fn pending(config: &Config, args: &PendingArgs) -> anyhow::Result<Exi
         writeln!(out, "(nothing is waiting for a decision)")?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(
-        out,
-        "{:<36}  {:<24}  {:<9}  {:<24}  why",
-        "id", "action", "risk", "may approve"
-    )?;
+    let mut table = vec![[
+        "id".to_owned(),
+        "action".to_owned(),
+        "risk".to_owned(),
+        "may approve".to_owned(),
+        "why".to_owned(),
+    ]];
     for request in &requests {
-        let summary = request.summary();
-        let who = people(&summary["approver_members"]);
-        writeln!(
-            out,
-            "{:<36}  {:<24}  {:<9}  {:<24}  {}{}",
-            escape(&request.id),
-            format!("{}.{}", escape(&request.action.system), request.action.verb.as_str()),
-            request.verdict.tier.as_str(),
+        let who = people(&request.summary()["approver_members"]);
+        table.push([
+            escape(&request.id).into_owned(),
+            format!(
+                "{}.{}",
+                escape(&request.action.system),
+                request.action.verb.as_str()
+            ),
+            request.verdict.tier.as_str().to_owned(),
             if who.is_empty() {
                 "anyone".to_owned()
             } else {
                 escape(&who).into_owned()
             },
-            escape(&request.verdict.reasons.join("; ")),
-            if request.verdict.hold {
-                " [held: approve with --edits]"
-            } else {
-                ""
-            },
+            format!(
+                "{}{}",
+                escape(&request.verdict.reasons.join("; ")),
+                if request.verdict.hold {
+                    " [held: approve with --edits]"
+                } else {
+                    ""
+                }
+            ),
+        ]);
+    }
+    // Each column as wide as its widest cell, so long approver lists keep the table aligned.
+    let mut widths = [0usize; 4];
+    for row in &table {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for [id, action, risk, who, why] in &table {
+        let [w0, w1, w2, w3] = widths;
+        writeln!(
+            out,
+            "{id:<w0$}  {action:<w1$}  {risk:<w2$}  {who:<w3$}  {why}"
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -9,7 +9,7 @@ use attest_core::{Attest, AttestError, Gate, GateDecision, Receipt};
 use attest_policy::{Action, Verb, Verdict};
 use serde_json::{json, Value};
 
-use crate::commands::ledger::print_table;
+use crate::commands::ledger::{print_listed, with_outcomes};
 use crate::commands::short;
 use crate::commands::verify::print_report;
 use crate::config::Config;
@@ -127,7 +127,8 @@ pub(crate) fn run(config: &Config) -> anyhow::Result<ExitCode> {
         }
     }
     writeln!(out, "\nThe ledger (newest first):")?;
-    print_table(&mut out, &ledger.list(count)?)?;
+    let rows = ledger.list(count)?;
+    print_listed(&mut out, &with_outcomes(&ledger, &rows)?)?;
     writeln!(out, "\nVerify:")?;
     let report = ledger.verify()?;
     print_report(&mut out, &report)?;

@@ -8,9 +8,9 @@ use crate::cli::{CallArgs, DetectArgs};
 /// The detection input the call arguments describe.
 pub(crate) fn input(call: &CallArgs) -> anyhow::Result<DetectInput<'_>> {
     if let Some(name) = &call.tool {
-        return Ok(DetectInput::Tool {
-            name,
-            server: call.server.as_deref(),
+        return Ok(match &call.server {
+            Some(server) => DetectInput::NamedServerTool { name, server },
+            None => DetectInput::Tool { name, server: None },
         });
     }
     if let (Some(method), Some(url)) = (&call.method, &call.url) {

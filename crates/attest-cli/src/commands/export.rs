@@ -6,6 +6,7 @@ use attest_ledger::{entry_hash, to_hex, LedgerError};
 use serde_json::{json, Value};
 
 use crate::cli::{ExportArgs, ExportFormat};
+use crate::commands::entries;
 use crate::config::Config;
 
 pub(crate) fn run(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
@@ -31,7 +32,7 @@ pub(crate) fn run(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode
         ExportFormat::Ietf => export_ietf(&ledger, &mut out)?,
     };
     out.flush()?;
-    eprintln!("attest: exported {count} entries");
+    eprintln!("attest: exported {}", entries(count));
     Ok(ExitCode::SUCCESS)
 }
 

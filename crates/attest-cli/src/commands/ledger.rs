@@ -1,7 +1,10 @@
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 
-use attest_ledger::to_hex;
+use attest_ledger::{to_hex, Ledger, LedgerError, RowSummary};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cli::LedgerArgs;
 use crate::commands::short;
@@ -12,33 +15,108 @@ use crate::terminal::escape;
 pub(crate) fn run(config: &Config, args: &LedgerArgs) -> anyhow::Result<ExitCode> {
     let ledger = config.open_ledger_read_only()?;
     let rows = ledger.list(args.limit)?;
+    let listed = with_outcomes(&ledger, &rows)?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
+        serde_json::to_writer_pretty(&mut out, &listed)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    print_table(&mut out, &rows)?;
+    print_listed(&mut out, &listed)?;
     print_open_intents(&mut out, &attest_core::open_intents(&ledger, 1)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn print_table(
-    out: &mut impl Write,
-    rows: &[attest_ledger::RowSummary],
-) -> std::io::Result<()> {
+/// A listed row and what became of its action, as `attest ledger` shows it.
+#[derive(Debug, Serialize)]
+pub(crate) struct Listed<'a> {
+    #[serde(flatten)]
+    row: &'a RowSummary,
+    /// `ran`, `failed`, `refused`, `pending`, `approved by X, ran`, `rejected by X`, …
+    outcome: String,
+}
+
+/// The rows with their outcomes, read from the stored bodies (`execution`, `confirm`).
+pub(crate) fn with_outcomes<'a>(
+    ledger: &Ledger,
+    rows: &'a [RowSummary],
+) -> Result<Vec<Listed<'a>>, LedgerError> {
+    let (Some(first), Some(last)) = (
+        rows.iter().map(|r| r.seq).min(),
+        rows.iter().map(|r| r.seq).max(),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let mut outcomes = HashMap::with_capacity(rows.len());
+    ledger.for_each_row(first, |stored| {
+        if stored.seq > last {
+            return Ok(false);
+        }
+        outcomes.insert(stored.seq, outcome(stored.body, stored.decision));
+        Ok(true)
+    })?;
+    Ok(rows
+        .iter()
+        .map(|row| Listed {
+            row,
+            outcome: outcomes.remove(&row.seq).unwrap_or_else(|| "-".to_owned()),
+        })
+        .collect())
+}
+
+/// What became of an action, from its row's body: who decided, and whether it ran.
+fn outcome(body: &[u8], decision: &str) -> String {
+    let Ok(entry) = serde_json::from_slice::<Value>(body) else {
+        return "unreadable".to_owned();
+    };
+    let text = |value: &Value, key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    let status = entry
+        .get("execution")
+        .map(|e| text(e, "status"))
+        .unwrap_or_default();
+    let ran = match status.as_str() {
+        "ok" => "ran",
+        "failed" => "failed",
+        "pending" => return "pending".to_owned(),
+        "recorded" => "recorded",
+        "not_run" if decision == "refuse" => return "refused".to_owned(),
+        "not_run" => "not run",
+        _ => "-",
+    };
+    let Some(confirm) = entry.get("confirm").filter(|c| c.is_object()) else {
+        return ran.to_owned();
+    };
+    let by = match text(confirm, "approver") {
+        approver if approver.is_empty() => String::new(),
+        approver => format!(" by {approver}"),
+    };
+    match text(confirm, "outcome").as_str() {
+        "rejected" => format!("rejected{by}"),
+        "expired" => "expired".to_owned(),
+        "cancelled" => "cancelled".to_owned(),
+        decided => format!("{decided}{by}, {ran}"),
+    }
+}
+
+pub(crate) fn print_listed(out: &mut impl Write, rows: &[Listed<'_>]) -> std::io::Result<()> {
     if rows.is_empty() {
         return writeln!(out, "(the ledger is empty)");
     }
     writeln!(
         out,
-        "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  hash",
-        "seq", "ts", "agent", "action", "decision", "level"
+        "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  {:<12}  outcome",
+        "seq", "ts", "agent", "action", "decision", "level", "hash"
     )?;
-    for row in rows {
+    for Listed { row, outcome } in rows {
         writeln!(
             out,
-            "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  {}",
+            "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  {:<12}  {}",
             row.seq,
             escape(&row.ts),
             escape(row.agent.as_deref().unwrap_or("-")),
@@ -46,6 +124,7 @@ pub(crate) fn print_table(
             escape(&row.decision),
             escape(row.level.as_deref().unwrap_or("-")),
             short(&to_hex(&row.hash)),
+            escape(outcome),
         )?;
     }
     Ok(())

@@ -54,6 +54,15 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// Cuts a hex hash to its first 12 digits for tables.
+/// `1 entry`, `2 entries`.
+pub(crate) fn entries(count: u64) -> String {
+    if count == 1 {
+        "1 entry".to_owned()
+    } else {
+        format!("{count} entries")
+    }
+}
+
 pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }

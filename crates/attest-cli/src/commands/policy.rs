@@ -2,8 +2,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attest_core::detect;
-use attest_policy::{lint, run_cases, Action, Policy, Verdict, MAX_POLICY_BYTES};
+use attest_core::detect::{body_params, detect_action};
+use attest_core::{detect, DetectInput};
+use attest_policy::{lint, run_cases_with, Action, CaseCall, Policy, Verdict, MAX_POLICY_BYTES};
 use serde_json::{json, Value};
 
 use crate::cli::{PolicyCheckArgs, PolicyCommand, PolicyExplainArgs, PolicyTestArgs};
@@ -39,11 +40,15 @@ pub(crate) fn decision_report(action: &Action, verdict: &Verdict) -> Value {
 fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode> {
     let policy = config.policy()?;
     let call = input(&args.call)?;
-    let detection = detect(&call);
-    let params = match &args.params {
-        Some(text) => serde_json::from_str(text).context("--params is not JSON")?,
-        None => json!({}),
+    let mut detection = detect(&call);
+    let params = match (&args.params, &args.call.body) {
+        (Some(text), _) => serde_json::from_str(text).context("--params is not JSON")?,
+        (None, Some(body)) => body_params(body.as_bytes()),
+        (None, None) => json!({}),
     };
+    if let Some(target) = &args.target {
+        detection.target = Some(target.clone());
+    }
     let mut action = detection.clone().into_action(params);
     call.fill_extra(&mut action.extra);
     action.actor.clone_from(&args.actor);
@@ -105,11 +110,48 @@ fn check(args: &PolicyCheckArgs) -> anyhow::Result<ExitCode> {
 fn test(args: &PolicyTestArgs) -> anyhow::Result<ExitCode> {
     let policy = load_policy(&args.file)?;
     let cases = read_text(&args.cases, MAX_POLICY_BYTES as u64)?;
-    let report = run_cases(&policy, &cases, &args.cases.display().to_string())?;
-    write!(std::io::stdout().lock(), "{report}")?;
+    let report = run_cases_with(
+        &policy,
+        &cases,
+        &args.cases.display().to_string(),
+        &resolve_call,
+    )?;
+    writeln!(std::io::stdout().lock(), "{report}")?;
     Ok(if report.all_passed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A policy case's `call:` as the servers would see it: a tool on the server it names
+/// (that server is the system), or an HTTP request whose JSON body gives the params.
+fn resolve_call(call: &CaseCall) -> Result<Action, String> {
+    let body = call.body_bytes();
+    let (input, params) = match (&call.tool, &call.method, &call.url) {
+        (Some(name), _, _) => {
+            let input = match &call.server {
+                Some(server) => DetectInput::NamedServerTool { name, server },
+                None => DetectInput::Tool { name, server: None },
+            };
+            (input, call.params.clone().unwrap_or_else(|| json!({})))
+        }
+        (None, Some(method), Some(url)) => {
+            let params = match (&call.params, &body) {
+                (Some(params), _) => params.clone(),
+                (None, Some(body)) => body_params(body),
+                (None, None) => json!({}),
+            };
+            let input = DetectInput::Http {
+                method,
+                url,
+                body: body.as_deref(),
+            };
+            (input, params)
+        }
+        _ => return Err("a call needs a tool, or a method and a url".to_owned()),
+    };
+    let mut action = detect_action(&input, params);
+    call.fill_people(&mut action);
+    Ok(action)
 }

@@ -61,9 +61,11 @@ fn stdio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<ExitCode> {
     let attest = serve_pipeline(config, &args.serve)?;
+    let server_named = args.server.is_some();
     let server = args.server.unwrap_or_else(|| server_name(&args.command));
     let options = mcp_proxy::ProxyOptions {
         server,
+        server_named,
         mode: args.serve.mode,
         command: args.command,
     };

@@ -2,10 +2,13 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use attest_core::{open_intents, OpenIntent};
-use attest_ledger::{split_notes, to_hex, LedgerError, VerifyOptions, VerifyReport, MAX_NOTE_BYTES};
+use attest_ledger::{
+    split_notes, to_hex, LedgerError, VerifyOptions, VerifyReport, MAX_NOTE_BYTES,
+};
 use serde_json::json;
 
 use crate::cli::VerifyArgs;
+use crate::commands::entries;
 use crate::config::{read_capped, trusted_keys, Config};
 use crate::terminal::escape;
 
@@ -28,8 +31,10 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
         Ok(ledger) => ledger,
         Err(err @ LedgerError::NotALedger { .. }) => return not_a_ledger(&err, args.json),
         Err(err) => {
-            return Err(anyhow::Error::new(err)
-                .context(format!("cannot open ledger {}", config.ledger_path.display())))
+            return Err(anyhow::Error::new(err).context(format!(
+                "cannot open ledger {}",
+                config.ledger_path.display()
+            )))
         }
     };
     let bar = (!args.json && std::io::stderr().is_terminal()).then(progress_bar);
@@ -86,7 +91,10 @@ fn not_a_ledger(err: &LedgerError, json: bool) -> anyhow::Result<ExitCode> {
 
 /// Writes that were cleared to run and never got an outcome row: the ledger is intact,
 /// but nothing in it says how these ended.
-pub(crate) fn print_open_intents(out: &mut impl Write, intents: &[OpenIntent]) -> std::io::Result<()> {
+pub(crate) fn print_open_intents(
+    out: &mut impl Write,
+    intents: &[OpenIntent],
+) -> std::io::Result<()> {
     if intents.is_empty() {
         return Ok(());
     }
@@ -137,8 +145,8 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
         match report.tip {
             Some((seq, hash)) => writeln!(
                 out,
-                "intact: {} entries checked, chain to seq {seq} (hash {})",
-                report.checked,
+                "intact: {} checked, chain to seq {seq} (hash {})",
+                entries(report.checked),
                 to_hex(&hash)
             )?,
             None if report.checked == 0 && report.checkpoint.is_some() => {
@@ -149,10 +157,10 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
     } else {
         writeln!(
             out,
-            "BROKEN at seq {}: {} problem(s) in {} entries checked",
+            "BROKEN at seq {}: {} problem(s) in {} checked",
             report.broken_at().unwrap_or_default(),
             report.problems.len(),
-            report.checked
+            entries(report.checked)
         )?;
         for problem in &report.problems {
             writeln!(out, "  {}", escape(&problem.to_string()))?;
@@ -165,7 +173,8 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
             checkpoint.size,
             checkpoint.root,
             match report.verified_by.as_slice() {
-                [] if report.signatures_checked => "did NOT verify under the trusted key".to_owned(),
+                [] if report.signatures_checked =>
+                    "did NOT verify under the trusted key".to_owned(),
                 [] => "NOT checked: no trusted key given".to_owned(),
                 keys => format!("verified by {}", keys.join(", ")),
             }

@@ -565,12 +565,7 @@ fn action_for(
             detection.target = named.target;
         }
     }
-    let params = match serde_json::from_slice::<Value>(body) {
-        Ok(value @ Value::Object(_)) => value,
-        _ if body.is_empty() => json!({}),
-        _ => json!({"body_bytes": body.len()}),
-    };
-    let mut action = detection.into_action(params);
+    let mut action = detection.into_action(attest_core::detect::body_params(body));
     input.fill_extra(&mut action.extra);
     action
 }
@@ -840,7 +835,10 @@ fn respond(
     match (outcome, answer) {
         (Ok(receipt), Some(Ok(up))) => {
             if let Some(warning) = &receipt.warning {
-                eprintln!("attest gateway: {method} {}: {warning}", url.origin().ascii_serialization());
+                eprintln!(
+                    "attest gateway: {method} {}: {warning}",
+                    url.origin().ascii_serialization()
+                );
             }
             up.into_response(Some(&receipt))
         }
@@ -848,7 +846,10 @@ fn respond(
         // server cannot store what the request needs) is not a status clients retry.
         (Err(err @ AttestError::NotRecorded(_)), _) => {
             let text = not_recorded_text("the request", &err);
-            eprintln!("attest gateway: {method} {}: {text}", url.origin().ascii_serialization());
+            eprintln!(
+                "attest gateway: {method} {}: {text}",
+                url.origin().ascii_serialization()
+            );
             reject(
                 StatusCode::INSUFFICIENT_STORAGE,
                 json!({"error": text, "upstream_called": false}),
@@ -875,7 +876,10 @@ fn respond(
         }
         (Err(AttestError::ToolFailed { receipt, .. }), Some(Ok(up))) => {
             if let Some(warning) = &receipt.warning {
-                eprintln!("attest gateway: {method} {}: {warning}", url.origin().ascii_serialization());
+                eprintln!(
+                    "attest gateway: {method} {}: {warning}",
+                    url.origin().ascii_serialization()
+                );
             }
             up.into_response(Some(&receipt))
         }

@@ -28,13 +28,14 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
 use attest_core::{
-    detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, Receipt, ToolError,
+    Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, Receipt, ToolError,
 };
 use attest_policy::{Action, Risk, Verb};
 use rmcp::model::{
@@ -63,8 +64,11 @@ const UPSTREAM_INIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// What `attest mcp-proxy` was asked to do.
 #[derive(Debug, Clone)]
 pub(crate) struct ProxyOptions {
-    /// The server's name: the system hint for detection.
+    /// The server's name: the system when the user named it (`--server`), else (guessed
+    /// from the command) a hint for detection.
     pub(crate) server: String,
+    /// Whether the user named the server, which makes it the system.
+    pub(crate) server_named: bool,
     /// How `ask` is answered.
     pub(crate) mode: Mode,
     /// The upstream command and its arguments.
@@ -296,14 +300,42 @@ impl Proxy {
         let peer = &upstream.peer;
         let tool = self.tool(peer, &name).await;
         let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
-        let action = action_for(&self.0.options.server, &name, args, tool.as_ref());
+        let options = &self.0.options;
+        let action = action_for(
+            &options.server,
+            options.server_named,
+            &name,
+            args,
+            tool.as_ref(),
+        );
         let check = self.pair_check(&name, peer);
         let raw = Mutex::new(None);
-        let execute = |_params: Value| self.execute(peer, call, &context, &raw);
+        let started = AtomicBool::new(false);
+        let execute = |_params: Value| {
+            started.store(true, Ordering::SeqCst);
+            self.execute(peer, call, &context, &raw)
+        };
         let attest = &self.0.attest;
-        let outcome = match &check {
-            Some(check) => attest.run_checked(action, execute, check).await,
-            None => attest.run(action, execute).await,
+        let mut run = std::pin::pin!(async {
+            match &check {
+                Some(check) => attest.run_checked(action, execute, check).await,
+                None => attest.run(action, execute).await,
+            }
+        });
+        let outcome = tokio::select! {
+            outcome = &mut run => outcome,
+            () = context.ct.cancelled() => {
+                // Still deciding (a person may be asked): stop; a waiting request is marked
+                // cancelled as the gate is dropped. Once the tool runs, its own cancellation
+                // path records the outcome, so the call is seen through.
+                if !started.load(Ordering::SeqCst) {
+                    return Err(ErrorData::internal_error(
+                        "cancelled by the client before the call ran",
+                        None,
+                    ));
+                }
+                run.await
+            }
         };
         let raw = lock(&raw).take();
         self.answer(&name, outcome, raw)
@@ -646,15 +678,24 @@ fn initialize_result(info: &impl serde::Serialize) -> Option<InitializeResult> {
     serde_json::from_value(value).ok()
 }
 
-/// The action a `tools/call` describes: detection from the name and the server hint,
-/// then the tool's annotations.
-pub(crate) fn action_for(server: &str, name: &str, args: Value, tool: Option<&Tool>) -> Action {
-    let input = DetectInput::Tool {
-        name,
-        server: Some(server),
+/// The action a `tools/call` describes: detection from the name and the server (the
+/// system when `named`, else a hint), then the tool's annotations.
+pub(crate) fn action_for(
+    server: &str,
+    named: bool,
+    name: &str,
+    args: Value,
+    tool: Option<&Tool>,
+) -> Action {
+    let input = if named {
+        DetectInput::NamedServerTool { name, server }
+    } else {
+        DetectInput::Tool {
+            name,
+            server: Some(server),
+        }
     };
-    let mut action = detect(&input).into_action(args);
-    input.fill_extra(&mut action.extra);
+    let mut action = attest_core::detect::detect_action(&input, args);
     if let Some(hints) = tool.and_then(|tool| tool.annotations.as_ref()) {
         apply_hints(&mut action, hints);
     }
@@ -901,13 +942,13 @@ mod tests {
     fn hints_make_calls_stricter_or_place_unknown_reads() {
         let mut hints = ToolAnnotations::new();
         hints.read_only_hint = Some(true);
-        let echo = action_for("everything", "echo", json!({}), None);
+        let echo = action_for("everything", false, "echo", json!({}), None);
         let mut read = echo.clone();
         apply_hints(&mut read, &hints);
         assert!(read.verb.is_read(), "{:?}", read.verb);
 
         // A name Attest recognises as a write stays a write, whatever the hint says.
-        let mut write = action_for("github", "create_issue", json!({}), None);
+        let mut write = action_for("github", false, "create_issue", json!({}), None);
         assert!(write.recognised);
         apply_hints(&mut write, &hints);
         assert_eq!(write.verb, Verb::Create);
@@ -920,7 +961,10 @@ mod tests {
 
         let mut hints = ToolAnnotations::new();
         hints.idempotent_hint = Some(true);
-        let mut set = action_for("x", "frobnicate", json!({}), None);
+        let mut set = action_for("x", false, "frobnicate", json!({}), None);
+        // A server the user named is the system, whether or not Attest knows it.
+        let named = action_for("hr", true, "get_employee", json!({}), None);
+        assert_eq!((named.system.as_str(), named.verb), ("hr", Verb::Get));
         set.verb = Verb::Write;
         apply_hints(&mut set, &hints);
         assert_eq!(set.verb, Verb::Update);

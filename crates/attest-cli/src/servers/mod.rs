@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use attest_core::approvals::{ApprovalStore, ResumeToken, StoreGate};
+use attest_core::approvals::{
+    ApprovalRequest, ApprovalStore, Notifier, NotifyError, ResumeToken, StoreGate,
+};
 use attest_core::{AttestError, AutoGate, Gate, GateDecision, Receipt};
 use attest_policy::{Action, Verdict};
 use clap::ValueEnum;
@@ -52,14 +54,61 @@ const GATE_GRACE: Duration = Duration::from_secs(5);
 /// A guard rejects if the gate itself has not answered shortly after `timeout`.
 pub(crate) fn gate_for(mode: Mode, timeout: Duration, store: Arc<ApprovalStore>) -> TimeoutGate {
     let inner: Arc<dyn Gate> = match mode {
-        Mode::Block => Arc::new(StoreGate::new(store).wait(timeout)),
-        Mode::Pending => Arc::new(StoreGate::new(store)),
+        Mode::Block => Arc::new(
+            StoreGate::new(store)
+                .wait(timeout)
+                .notifier(WaitNotice { wait: timeout }),
+        ),
+        Mode::Pending => Arc::new(StoreGate::new(store).notifier(WaitNotice {
+            wait: Duration::ZERO,
+        })),
         Mode::Auto => Arc::new(AutoGate::approve("auto")),
     };
     TimeoutGate {
         inner,
         timeout: timeout.saturating_add(GATE_GRACE),
     }
+}
+
+/// Says on stderr that a call waits for a person, and how to decide it: an agent's call
+/// that blocks must not look like a hang to whoever runs the server.
+struct WaitNotice {
+    /// How long the call waits before it comes back held (zero: at once).
+    wait: Duration,
+}
+
+#[async_trait]
+impl Notifier for WaitNotice {
+    fn name(&self) -> &str {
+        "stderr"
+    }
+
+    async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
+        eprintln!("{}", wait_notice(request, self.wait));
+        Ok(())
+    }
+}
+
+/// `attest: gmail.send waits up to 300 s for a person (approval ID): …`.
+fn wait_notice(request: &ApprovalRequest, wait: Duration) -> String {
+    // The system may come from a host name an agent chose: no control characters.
+    let system: String = request
+        .action
+        .system
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    let action = format!("{system}.{}", request.action.verb.as_str());
+    let waits = if wait.is_zero() {
+        "is held for a person".to_owned()
+    } else {
+        format!("waits up to {} s for a person", wait.as_secs())
+    };
+    format!(
+        "attest: {action} {waits} (approval {id}): decide in the inbox (`attest serve`) \
+         or with `attest confirm {id} approve|reject`",
+        id = request.id
+    )
 }
 
 /// What a held call's answer says: where to approve it and how to resume it.
@@ -170,15 +219,43 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn auto_mode_approves() {
+    /// An approval store in a fresh ledger file (the directory lives as long as it).
+    fn store() -> (tempfile::TempDir, ApprovalStore) {
         let dir = tempfile::tempdir().unwrap();
         let ledger = attest_ledger::Ledger::open(
             dir.path().join("l.sqlite"),
             attest_ledger::LedgerOptions::default(),
         )
         .unwrap();
-        let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
+        let store = ApprovalStore::open(&ledger).unwrap();
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn a_waiting_call_says_how_to_decide() {
+        let (_dir, store) = store();
+        let mut action = Action::new("gm\u{1b}[2Jail", Verb::Send);
+        action.id = "act-1".to_owned();
+        let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
+        let (request, _) = store
+            .create(&action, &verdict, Duration::from_secs(60))
+            .unwrap();
+        let notice = wait_notice(&request, Duration::from_secs(300));
+        assert_eq!(
+            notice,
+            format!(
+                "attest: gm[2Jail.send waits up to 300 s for a person (approval {id}): decide in \
+                 the inbox (`attest serve`) or with `attest confirm {id} approve|reject`",
+                id = request.id
+            )
+        );
+        assert!(wait_notice(&request, Duration::ZERO).contains("is held for a person"));
+    }
+
+    #[tokio::test]
+    async fn auto_mode_approves() {
+        let (_dir, store) = store();
+        let store = Arc::new(store);
         let action = Action::new("x", Verb::Send);
         let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
         let auto = gate_for(Mode::Auto, Duration::from_secs(1), store);

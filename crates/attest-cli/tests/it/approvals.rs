@@ -553,3 +553,40 @@ async fn one_click_links_are_signed_expire_and_only_post_decides() {
     let again = client.post(&approve).send().await.unwrap();
     assert_eq!(again.status().as_u16(), 409);
 }
+
+#[tokio::test]
+async fn the_pending_table_stays_aligned_with_long_approver_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let many: Vec<String> = (0..6)
+        .map(|i| format!("approver-{i}@finance.acme.com"))
+        .collect();
+    let policy = format!(
+        "policies:\n  - name: payments\n    match: {{verb: pay}}\n    decision: ask\n    approvers: [{}]\n  - name: sends\n    match: {{verb: send}}\n    decision: ask\n",
+        many.join(", ")
+    );
+    std::fs::write(dir.path().join("attest.yaml"), &policy).unwrap();
+    let ledger = Arc::new(Ledger::open(ledger_file(dir.path()), LedgerOptions::default()).unwrap());
+    let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
+    let attest_api = Attest::builder()
+        .ledger(ledger)
+        .policy(PolicyEngine::from_yaml(&policy, "attest.yaml").unwrap())
+        .gate(StoreGate::new(Arc::clone(&store)))
+        .approvals(store)
+        .build()
+        .unwrap();
+    for action in [payment(), Action::new("gmail", Verb::Send)] {
+        let held = attest_api.run(action, |_| async { Ok(json!({})) }).await;
+        assert!(matches!(held, Err(AttestError::Pending { .. })), "{held:?}");
+    }
+    let out = attest(dir.path(), &["pending"]);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    // The last column ("why") starts at the same place on every line.
+    let why = lines[0].find("why").unwrap();
+    for line in &lines[1..] {
+        assert!(line[..why].ends_with("  "), "{text}");
+        assert!(!line[why..].starts_with(' '), "{text}");
+    }
+    assert!(text.contains(&many.join(", ")), "{text}");
+}

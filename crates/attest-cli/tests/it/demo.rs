@@ -102,3 +102,65 @@ fn ledger_limit_and_table() {
     );
     assert!(!text.contains("gmail.list"), "{text}");
 }
+
+#[test]
+fn ledger_shows_each_outcome_and_level() {
+    let dir = demo_ledger();
+    let text = stdout(&attest(dir.path(), &["ledger"]));
+    let line = |action: &str| {
+        text.lines()
+            .find(|line| line.contains(action))
+            .unwrap_or_else(|| panic!("no {action} row:\n{text}"))
+            .to_owned()
+    };
+    assert!(
+        line("stripe.pay").ends_with("  rejected by demo-approver"),
+        "{text}"
+    );
+    assert!(
+        line("gmail.send").ends_with("  approved by demo-approver, ran"),
+        "{text}"
+    );
+    assert!(line("gmail.send").contains(" acknowledged "), "{text}");
+    assert!(line("hubspot.update").ends_with("  ran"), "{text}");
+    let rows: Vec<Value> =
+        serde_json::from_str(&stdout(&attest(dir.path(), &["ledger", "--json"]))).unwrap();
+    let outcomes: Vec<&str> = rows
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "rejected by demo-approver",
+            "approved by demo-approver, ran",
+            "ran",
+            "ran"
+        ]
+    );
+}
+
+#[test]
+fn counts_say_entry_for_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("one.jsonl"),
+        "{\"system\":\"slack\",\"verb\":\"send\",\"result\":{\"ok\":true}}\n",
+    )
+    .unwrap();
+    let imported = attest(dir.path(), &["import", "one.jsonl"]);
+    assert_eq!(
+        imported.status.code(),
+        Some(0),
+        "{}",
+        crate::stderr(&imported)
+    );
+    let exported = attest(dir.path(), &["export"]);
+    assert!(
+        crate::stderr(&exported).contains("exported 1 entry\n"),
+        "{}",
+        crate::stderr(&exported)
+    );
+    let verified = stdout(&attest(dir.path(), &["verify"]));
+    assert!(verified.contains("intact: 1 entry checked"), "{verified}");
+}

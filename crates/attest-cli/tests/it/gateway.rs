@@ -750,3 +750,57 @@ fn gateway_beyond_loopback_needs_a_token_and_checks_it() {
         "the token went upstream"
     );
 }
+
+#[test]
+fn a_client_that_goes_away_cancels_its_waiting_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "version: 1\npolicies:\n  - name: notes-ask\n    match: {verb: create}\n    decision: ask\n";
+    std::fs::write(dir.path().join("policy.yaml"), policy).unwrap();
+    let vendor = Shared::default();
+    let upstream = start_vendor(Arc::clone(&vendor));
+    // Block mode: the call waits up to a minute for a person.
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &["--timeout", "60"]);
+    let host = address.trim_start_matches("http://");
+    let body = r#"{"title": "never mind", "body": "x"}"#;
+    let mut client = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        client,
+        "POST /v1/notes HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let status = |dir: &Path| -> Option<String> {
+        let conn = rusqlite::Connection::open(dir.join("ledger.sqlite")).ok()?;
+        conn.query_row("SELECT status FROM approvals", [], |row| row.get(0))
+            .ok()
+    };
+    let waited = std::time::Instant::now();
+    while status(dir.path()).as_deref() != Some("pending") {
+        assert!(
+            waited.elapsed().as_secs() < 30,
+            "the request was never stored"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The client goes away while the call waits.
+    drop(client);
+    let gone = std::time::Instant::now();
+    while status(dir.path()).as_deref() != Some("cancelled") {
+        assert!(
+            gone.elapsed().as_secs() < 30,
+            "still {:?}",
+            status(dir.path())
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pending = attest(
+        dir.path(),
+        &["--ledger", "ledger.sqlite", "pending", "--json"],
+    );
+    assert_eq!(stdout(&pending).trim(), "[]");
+    assert!(
+        vendor.lock().unwrap().notes.is_empty(),
+        "the API was called"
+    );
+}

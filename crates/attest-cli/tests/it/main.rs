@@ -16,6 +16,7 @@ mod inbox_browser;
 mod mcp;
 mod mcp_frames;
 mod policy;
+mod readme;
 mod recipes;
 mod tamper;
 mod verify_claims;

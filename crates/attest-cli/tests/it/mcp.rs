@@ -550,3 +550,37 @@ fn a_call_the_client_cancels_is_recorded_as_failed_and_the_session_goes_on() {
     assert_eq!(executions, ["failed", "ok"]);
     verify(dir.path());
 }
+
+#[test]
+fn a_call_cancelled_while_it_waits_for_a_person_cancels_its_request() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Block mode waits a minute for a person; the client gives up after one second
+    // (notifications/cancelled). The request is marked cancelled, nothing reaches the
+    // server, and the session goes on.
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "x", "body": "y"}, "timeout": 1.0},
+        {"tool": "get_note", "args": {"id": "n1"}},
+    ]});
+    let server = py("notes_server.py");
+    let python = python();
+    let report = drive(
+        dir.path(),
+        &plan,
+        &["--mode", "block", "--timeout", "60", "--server", "notes"],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+    );
+    let calls = report["calls"].as_array().unwrap();
+    assert!(calls[0]["error"].is_string(), "{}", calls[0]);
+    assert!(calls[1].get("error").is_none(), "{}", calls[1]);
+    let status = |dir: &std::path::Path| -> String {
+        let conn = rusqlite::Connection::open(dir.join("ledger.sqlite")).unwrap();
+        conn.query_row("SELECT status FROM approvals", [], |row| row.get(0))
+            .unwrap()
+    };
+    assert_eq!(status(dir.path()), "cancelled");
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap_or_default();
+    assert!(!log.contains("create_note"), "{log}");
+}

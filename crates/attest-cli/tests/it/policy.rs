@@ -167,3 +167,184 @@ fn detect_names_system_verb_and_target() {
     let nothing = attest(dir.path(), &["detect"]);
     assert_eq!(nothing.status.code(), Some(2));
 }
+
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/examples");
+
+#[test]
+fn every_example_policy_passes_its_cases_through_detection() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["refunds", "acme-mail", "agents", "org"] {
+        let cases_file = format!("{EXAMPLES}/{name}.cases.yaml");
+        // Every case gives a real call, so detection is what the policy is tested against.
+        let cases = std::fs::read_to_string(&cases_file).unwrap();
+        assert!(
+            !cases.contains("action:") && cases.matches("call:").count() >= 4,
+            "{name}: every case gives a call"
+        );
+        let output = attest(
+            dir.path(),
+            &[
+                "policy",
+                "test",
+                &format!("{EXAMPLES}/{name}.yaml"),
+                &cases_file,
+            ],
+        );
+        let text = stdout(&output);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{name}:\n{text}{}",
+            stderr(&output)
+        );
+        assert!(!text.contains("FAIL"), "{text}");
+        assert!(
+            text.ends_with(&format!("cases passed ({cases_file})\n")),
+            "{text:?}"
+        );
+    }
+}
+
+#[test]
+fn a_case_call_goes_through_detection_and_a_wrong_one_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        concat!(
+            "cases:\n",
+            "  - name: the hr server is blocked\n",
+            "    call: {tool: list_employees, server: hr}\n",
+            "    expect: {decision: refuse, rules: [R0]}\n",
+            "  - name: without the server it is some unknown tool, so this fails\n",
+            "    call: {tool: list_employees}\n",
+            "    expect: {decision: refuse}\n",
+            "  - name: a call with both a tool and a url is a mistake\n",
+            "    call: {tool: x, method: GET, url: /x}\n",
+            "    expect: {decision: act}\n",
+        ),
+    )
+    .unwrap();
+    let output = attest(
+        dir.path(),
+        &["policy", "test", &format!("{EXAMPLES}/org.yaml"), "c.yaml"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("c.yaml:8:5: cases[2]: a call gives either tool"),
+        "{}",
+        stderr(&output)
+    );
+    let text = std::fs::read_to_string(dir.path().join("c.yaml")).unwrap();
+    let cut = text.find("  - name: a call with both").unwrap();
+    std::fs::write(dir.path().join("c.yaml"), &text[..cut]).unwrap();
+    let output = attest(
+        dir.path(),
+        &["policy", "test", &format!("{EXAMPLES}/org.yaml"), "c.yaml"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("ok   the hr server is blocked\nFAIL "),
+        "{text}"
+    );
+    assert!(text.ends_with("1 of 2 cases passed (c.yaml)\n"), "{text:?}");
+}
+
+#[test]
+fn explain_takes_a_named_server_and_a_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let org = format!("{EXAMPLES}/org.yaml");
+    let explain = |extra: &[&str]| {
+        let mut args = vec!["--policy", org.as_str(), "policy", "explain", "--json"];
+        args.extend_from_slice(extra);
+        let output = attest(dir.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let hr = explain(&["--tool", "get_employee", "--server", "hr"]);
+    assert_eq!(
+        (hr["system"].as_str(), hr["decision"].as_str()),
+        (Some("hr"), Some("refuse"))
+    );
+    let board = explain(&[
+        "--tool",
+        "gmail_send_message",
+        "--params",
+        r#"{"to": "chair@board.acme.com"}"#,
+    ]);
+    assert_eq!(board["target"], "message");
+    assert_eq!(board["decision"], "ask");
+    let refunds = format!("{EXAMPLES}/refunds.yaml");
+    let output = attest(
+        dir.path(),
+        &[
+            "--policy",
+            &refunds,
+            "policy",
+            "explain",
+            "--method",
+            "POST",
+            "--url",
+            "https://api.stripe.com/v1/refunds",
+            "--body",
+            r#"{"amount": 1200, "currency": "usd"}"#,
+            "--target",
+            "refund_9",
+            "--json",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["target"], "refund_9");
+    assert_eq!(report["rules_fired"], serde_json::json!(["small-refund"]));
+}
+
+#[test]
+fn check_lists_every_mistake_with_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("eight.yaml"),
+        concat!(
+            "domains: {internal: [bob@acme.com]}\n",
+            "org:\n",
+            "  blocked: [\"gmail\"]\n",
+            "  approval_required: [\"github.frob\"]\n",
+            "policies:\n",
+            "  - name: a\n",
+            "    match: {verb: sned, target: outside}\n",
+            "    decision: maybe\n",
+            "  - name: b\n",
+            "    match: {params: {/to: {regex: '('}}}\n",
+            "    decision: act\n",
+            "    approvers: [ann@acme.com]\n",
+        ),
+    )
+    .unwrap();
+    let output = attest(dir.path(), &["policy", "check", "eight.yaml"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    let places: Vec<String> = text
+        .lines()
+        .map(|line| line.splitn(4, ':').take(3).collect::<Vec<_>>().join(":"))
+        .collect();
+    assert_eq!(
+        places,
+        [
+            "eight.yaml:1:22",
+            "eight.yaml:3:13",
+            "eight.yaml:4:23",
+            "eight.yaml:7:19",
+            "eight.yaml:7:33",
+            "eight.yaml:8:15",
+            "eight.yaml:9:5",
+            "eight.yaml:10:35",
+        ],
+        "{text}"
+    );
+    std::fs::write(dir.path().join("empty.yaml"), "").unwrap();
+    let output = attest(dir.path(), &["policy", "check", "empty.yaml"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output),
+        "empty.yaml: empty policy (write `policies: []` for the built-in rules alone)\n"
+    );
+}

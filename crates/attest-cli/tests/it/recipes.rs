@@ -43,3 +43,51 @@ fn check_of_a_missing_directory_exits_2() {
     let output = attest(dir.path(), &["recipes", "check", "no-such-dir"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn check_lists_a_mistake_in_every_recipe_and_an_empty_file_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = concat!(
+        "recipes:\n",                                        // 1
+        "  - name: a\n",                                     // 2
+        "    system: y\n",                                   // 3
+        "    verbs: [sned]\n",                               // 4
+        "    read: {url: \"{base}/a\"}\n",                   // 5
+        "  - name: b\n",                                     // 6
+        "    system: y\n",                                   // 7
+        "    verbs: [create]\n",                             // 8
+        "    colour: red\n",                                 // 9
+        "    read: {url: \"{base}/b\"}\n",                   // 10
+        "  - name: ok\n",                                    // 11
+        "    system: y\n",                                   // 12
+        "    verbs: [update]\n",                             // 13
+        "    read: {url: \"{base}/c\"}\n",                   // 14
+        "  - name: c\n",                                     // 15
+        "    system: y\n",                                   // 16
+        "    verbs: [pay]\n",                                // 17
+        "    read: {url: \"{base}/d\", method: TELEPORT}\n", // 18
+    );
+    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
+    std::fs::write(dir.path().join("empty.yaml"), "").unwrap();
+    let output = attest(dir.path(), &["recipes", "check", "."]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("./bad.yaml:4:") && lines[0].contains("sned"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("./bad.yaml:9:") && lines[1].contains("colour"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("./bad.yaml:18:") && lines[2].contains("TELEPORT"),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("./empty.yaml") && !lines[3].contains(":0:0"),
+        "{text}"
+    );
+    assert_eq!(lines[4], "4 problem(s) in 2 file(s)", "{text}");
+}

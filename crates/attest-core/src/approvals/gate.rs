@@ -99,6 +99,12 @@ impl Gate for StoreGate {
                 let _ = self.store.set_notify_error(&request.id, &note);
             }
         }
+        // If the caller goes away while the call waits (the future is dropped), nobody
+        // needs the answer: the request is marked cancelled rather than left pending.
+        let mut waiting = CancelOnDrop {
+            store: Some(Arc::clone(&self.store)),
+            id: request.id.clone(),
+        };
         let deadline = tokio::time::Instant::now() + self.wait;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(self.poll.min(deadline - tokio::time::Instant::now())).await;
@@ -106,6 +112,7 @@ impl Gate for StoreGate {
             let id = request.id.clone();
             match tokio::task::spawn_blocking(move || store.get_by_id(&id)).await {
                 Ok(Ok(now)) if now.status != Status::Pending => {
+                    waiting.store = None;
                     return GateDecision::Stored { id: request.id };
                 }
                 Ok(Ok(_)) => {}
@@ -113,9 +120,25 @@ impl Gate for StoreGate {
                 Ok(Err(_)) | Err(_) => break,
             }
         }
+        waiting.store = None;
         GateDecision::Pending {
             id: request.id,
             token,
+        }
+    }
+}
+
+/// Cancels a waiting request when dropped while still armed (`store` set).
+struct CancelOnDrop {
+    store: Option<Arc<ApprovalStore>>,
+    id: String,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(store) = self.store.take() {
+            // Best effort: a request that cannot be marked stays pending and expires.
+            let _ = store.cancel(&self.id);
         }
     }
 }

@@ -26,6 +26,9 @@ pub enum Status {
     Rejected,
     /// Nobody decided in time; counted as a rejection, recorded as `expired`.
     Expired,
+    /// The caller went away while it waited (a closed connection, an MCP
+    /// `notifications/cancelled`): nobody needs the answer any more.
+    Cancelled,
 }
 
 impl Status {
@@ -37,6 +40,7 @@ impl Status {
             Status::Edited => "edited",
             Status::Rejected => "rejected",
             Status::Expired => "expired",
+            Status::Cancelled => "cancelled",
         }
     }
 
@@ -47,6 +51,7 @@ impl Status {
             "edited" => Status::Edited,
             "rejected" => Status::Rejected,
             "expired" => Status::Expired,
+            "cancelled" => Status::Cancelled,
             _ => return None,
         })
     }

@@ -389,6 +389,20 @@ impl ApprovalStore {
         ids.iter().map(|id| self.get_by_id(id)).collect()
     }
 
+    /// Marks a request whose caller went away as `cancelled`, if nobody has decided it yet;
+    /// returns whether this call changed it. Not a decision: no approver, nothing runs.
+    pub fn cancel(&self, id: &str) -> Result<bool, ApprovalError> {
+        let changed = self
+            .lock()
+            .execute(
+                "UPDATE approvals SET status = 'cancelled', decided_at = ?1
+                 WHERE id = ?2 AND status = 'pending'",
+                params![millis(self.now()), id],
+            )
+            .map_err(self.sqlite("cancelling a request"))?;
+        Ok(changed > 0)
+    }
+
     /// Marks an approved request as used; fails if it was used before. Called just before
     /// the action runs.
     pub(crate) fn consume(&self, id: &str) -> Result<(), ApprovalError> {

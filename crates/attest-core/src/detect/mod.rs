@@ -59,6 +59,18 @@ pub enum DetectInput<'a> {
         /// The MCP server's name, a hint for the system (`github`, `@acme/server-slack`).
         server: Option<&'a str>,
     },
+    /// An MCP tool on a server the user named in configuration (`attest mcp-proxy --server
+    /// hr`, `--server` on the command line, a policy case's `server:`). That name is the
+    /// system, whether or not the registry knows it, so an organisation's rule for its own
+    /// server (`hr.*`) applies; an umbrella name (`google`) is still narrowed by the tool name.
+    /// A server name taken from the tool name (`mcp__x__…`) or guessed from a command is only
+    /// a hint: use [`DetectInput::Tool`] for those.
+    NamedServerTool {
+        /// The tool's name as the agent called it.
+        name: &'a str,
+        /// The server's name as the user configured it.
+        server: &'a str,
+    },
     /// An HTTP request, as seen by the gateway.
     Http {
         /// The method (`GET`, `post`, …).
@@ -94,6 +106,10 @@ impl DetectInput<'_> {
             DetectInput::Tool { name, server } => {
                 extra.tool_name = Some(name.to_owned());
                 extra.server = server.map(str::to_owned);
+            }
+            DetectInput::NamedServerTool { name, server } => {
+                extra.tool_name = Some(name.to_owned());
+                extra.server = Some(server.to_owned());
             }
             DetectInput::Http { method, url, .. } => {
                 extra.method = Some(method.to_owned());
@@ -201,6 +217,25 @@ impl Detection {
         action.risk = self.risk;
         action
     }
+}
+
+/// The params an HTTP request's body gives an action, as the gateway records them: a JSON
+/// object as it is, an empty body as `{}`, anything else only by its length
+/// (`{"body_bytes": N}`), since a body that is not JSON may hold anything.
+pub fn body_params(body: &[u8]) -> Value {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(value @ Value::Object(_)) => value,
+        _ if body.is_empty() => Value::Object(serde_json::Map::new()),
+        _ => serde_json::json!({ "body_bytes": body.len() }),
+    }
+}
+
+/// The action a call describes: detected with the compiled-in registry, with `params`,
+/// and with the call itself (tool, server, method, URL) in its [`Extra`].
+pub fn detect_action(input: &DetectInput<'_>, params: Value) -> Action {
+    let mut action = detect(input).into_action(params);
+    input.fill_extra(&mut action.extra);
+    action
 }
 
 static DEFAULT_REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default_or_empty);

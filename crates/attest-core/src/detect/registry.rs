@@ -210,6 +210,9 @@ impl Registry {
             DetectInput::Tool { name, server } => {
                 super::tool_name::detect_name(self, name, server, super::tool_name::Style::Tool)
             }
+            DetectInput::NamedServerTool { name, server } => {
+                super::tool_name::detect_on_named_server(self, name, server)
+            }
             DetectInput::Sdk { path } => {
                 super::tool_name::detect_name(self, path, None, super::tool_name::Style::Sdk)
             }

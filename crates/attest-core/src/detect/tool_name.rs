@@ -189,6 +189,40 @@ pub(crate) fn detect_name(
     }
 }
 
+/// Detects a tool on a server the user named: the server is the system (its canonical name
+/// when the registry knows it, else the name itself in lower case), unless it is an umbrella
+/// (`google`), which the tool name narrows as usual. The call is recognised when the verb is.
+pub(crate) fn detect_on_named_server(registry: &Registry, name: &str, server: &str) -> Detection {
+    let named = server.trim();
+    let mut found = detect_name(registry, name, Some(named), Style::Tool);
+    if named.is_empty() {
+        return found;
+    }
+    let words = Words::new(named, Segments::Dotted);
+    let system = match registry.system_at(&words, 0) {
+        Some((id, width)) if width == words.len() => {
+            if registry.is_umbrella(id) {
+                return found;
+            }
+            registry.system_name(id).to_owned()
+        }
+        _ => named.to_ascii_lowercase(),
+    };
+    // Without a system, detection reports no call as recognised: whether it found a verb is
+    // whether the name holds a verb word (the override path recognises by itself).
+    let verb_found = found.recognised
+        || (found.system == UNKNOWN_SYSTEM && {
+            let (_, tool) = split_mcp_prefix(name);
+            let words = Words::new(tool, Segments::Dotted);
+            (0..words.len()).any(|i| {
+                !registry.is_filler(words.word(i)) && registry.verbs.contains_key(words.word(i))
+            })
+        });
+    found.system = system;
+    found.recognised = verb_found;
+    found
+}
+
 /// The system an umbrella's first routed noun names (`mail` under microsoft → outlook).
 /// A word that names the routed system itself (`gmail`) is used up, and its position
 /// returned; a noun (`messages`) stays in the target.

@@ -195,7 +195,7 @@ impl Attest {
                     receipt: Box::new(receipt),
                 })
             }
-            Status::Rejected | Status::Expired => self.ended(request),
+            Status::Rejected | Status::Expired | Status::Cancelled => self.ended(request),
             Status::Approved | Status::Edited => {
                 let action = request.effective_action()?;
                 if request.approved_digest.as_deref() != Some(action_digest(&action)?.as_str()) {

@@ -37,7 +37,7 @@
 
 use std::collections::BTreeMap;
 
-use attest_policy::{Problem, Verb};
+use attest_policy::{lint_slots, Leaf, Problem, Verb};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -460,7 +460,9 @@ impl std::ops::Deref for NonEmpty {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecipeFile {
-    recipes: Vec<Recipe>,
+    /// Each recipe is a [`Leaf`], so that `attest recipes check` reports a mistake in every
+    /// recipe, not only the first ([`lint_slots`]).
+    recipes: Vec<Leaf<Recipe>>,
 }
 
 /// Parses a recipe file; `origin` names it in errors and in each recipe.
@@ -473,13 +475,14 @@ pub fn parse_recipes(text: &str, origin: &str) -> Result<Vec<Recipe>, AttestErro
     })
 }
 
-/// Checks a recipe file and returns every problem found (empty: it loads). What
-/// `attest recipes check` prints. A YAML error ends the search at its line; names
-/// used twice are each reported.
+/// Checks a recipe file and returns every problem found (empty: it loads), in file
+/// order. What `attest recipes check` prints. Each recipe's mistake is reported (a YAML
+/// syntax error ends the search at its line); names used twice are each reported.
 pub fn lint_recipes(text: &str, origin: &str) -> Vec<Problem> {
     match parse(text, origin) {
         Ok(recipes) => duplicates(&recipes, text, origin),
-        Err(problem) => vec![problem],
+        Err(problem) if problem.line == 0 => vec![problem],
+        Err(_) => lint_slots::<RecipeFile>(text, origin),
     }
 }
 
@@ -507,6 +510,11 @@ fn parse(text: &str, origin: &str) -> Result<Vec<Recipe>, Problem> {
     Ok(file
         .recipes
         .into_iter()
+        // Outside a lint nothing is skipped: every recipe is a value.
+        .filter_map(|leaf| match leaf {
+            Leaf::Value(recipe) => Some(recipe),
+            Leaf::Absent | Leaf::Skipped => None,
+        })
         .map(|mut recipe| {
             recipe.origin = origin.to_owned();
             recipe

@@ -760,6 +760,40 @@ async fn a_waiting_gate_that_times_out_returns_pending() {
 }
 
 #[tokio::test]
+async fn a_caller_that_goes_away_cancels_its_waiting_request() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::from_secs(30));
+    let tool = Tool::default();
+    // The caller gives up while the call waits for a person: its future is dropped.
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), attest.run(send(), tool.run()));
+    assert!(gave_up.await.is_err(), "the call should still be waiting");
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    let (id, status): (String, String) = conn
+        .query_row("SELECT id, status FROM approvals", [], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(status, "cancelled");
+    let store = attest.approvals().unwrap();
+    assert!(store.pending().unwrap().is_empty());
+    assert_eq!(store.get_by_id(&id).unwrap().status, Status::Cancelled);
+    // Nobody can approve it any more, and cancelling twice changes nothing.
+    let late = store.decide(&id, &Answer::approve("ann@acme.com", "inbox"));
+    assert!(
+        matches!(
+            late,
+            Err(ApprovalError::AlreadyDecided {
+                status: Status::Cancelled,
+                ..
+            })
+        ),
+        "{late:?}"
+    );
+    assert!(!store.cancel(&id).unwrap());
+    assert_eq!(tool.calls(), 0);
+}
+
+#[tokio::test]
 async fn the_console_gate_edits_and_policy_checks_the_edit() {
     let dir = tempfile::tempdir().unwrap();
     let ledger =

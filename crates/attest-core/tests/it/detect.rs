@@ -744,3 +744,51 @@ fn timing() {
         println!("{input:?}: {:?} per call", start.elapsed() / n);
     }
 }
+
+#[test]
+fn a_server_the_user_names_is_the_system() {
+    // Unknown to the registry: the name itself, and a verb word makes it recognised.
+    let found = detect(&DetectInput::NamedServerTool {
+        name: "get_employee",
+        server: "HR",
+    });
+    assert_eq!((found.system.as_str(), found.verb), ("hr", Verb::Get));
+    assert_eq!(found.target.as_deref(), Some("employee"));
+    assert!(found.recognised);
+    // The same call with the server as a mere hint stays unknown.
+    let hinted = detect(&DetectInput::Tool {
+        name: "get_employee",
+        server: Some("hr"),
+    });
+    assert_eq!(hinted.system, "unknown");
+    // A tool name that names another system does not move the call off the named server.
+    let found = detect(&DetectInput::NamedServerTool {
+        name: "slack_post_message",
+        server: "hr",
+    });
+    assert_eq!((found.system.as_str(), found.verb), ("hr", Verb::Send));
+    // A known alias is the canonical system; an umbrella is still narrowed by the name.
+    let found = detect(&DetectInput::NamedServerTool {
+        name: "create_issue",
+        server: "gh",
+    });
+    assert_eq!(found.system, "github");
+    let found = detect(&DetectInput::NamedServerTool {
+        name: "list_mail_messages",
+        server: "microsoft",
+    });
+    assert_eq!(found.system, "outlook");
+    // No verb word: the named system, still an unrecognised write that asks.
+    let found = detect(&DetectInput::NamedServerTool {
+        name: "frobnicate",
+        server: "hr",
+    });
+    assert_eq!((found.system.as_str(), found.verb), ("hr", Verb::Write));
+    assert!(!found.recognised);
+    // An empty name is no name: detection as for a hint.
+    let found = detect(&DetectInput::NamedServerTool {
+        name: "get_employee",
+        server: "  ",
+    });
+    assert_eq!(found.system, "unknown");
+}

@@ -83,13 +83,15 @@ proptest! {
         let (key, _) = signed();
         let inclusion = InclusionProof {
             seq, index, tree_size, entry_hash: entry_hash.clone(), proof: proof.clone(),
-            root: root.clone(), checkpoint,
+            root: root.clone(), checkpoint: checkpoint.clone(),
         };
         let _ = inclusion.check(&[key.verifier().clone()]);
         let consistency = ConsistencyProof {
             old_size, new_size, old_root: entry_hash, new_root: root, proof,
+            old_checkpoint: checkpoint.clone(), new_checkpoint: checkpoint,
         };
-        let _ = consistency.check();
+        let _ = consistency.check(&[key.verifier().clone()]);
+        let _ = consistency.check_path();
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The example policies load, lint clean and pass their own cases.
+//! The example policies load and lint clean. Their cases give real tool calls, which need
+//! detection: `attest policy test` runs them (`attest-cli/tests/it/policy.rs`).
 
 use attest_policy::{lint, run_cases, PolicyEngine};
 
@@ -26,13 +27,19 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
 ];
 
 #[test]
-fn examples_lint_clean_and_pass_their_cases() {
+fn examples_lint_clean_and_their_call_cases_need_a_resolver() {
     for (name, policy, cases) in EXAMPLES {
         assert_eq!(lint(policy, name), [], "{name}");
         let engine = PolicyEngine::from_yaml(policy, name).unwrap();
+        // Without detection a call cannot be decided: such a case fails and says so.
         let report = run_cases(&engine, cases, name).unwrap();
-        assert!(report.all_passed(), "{name}:\n{report}");
         assert!(report.results.len() >= 4, "{name}");
+        for result in report.results.iter().filter(|r| !r.passed) {
+            assert!(
+                result.failures[0].contains("needs detection"),
+                "{name}: {result:?}"
+            );
+        }
     }
 }
 
@@ -40,7 +47,7 @@ fn examples_lint_clean_and_pass_their_cases() {
 fn the_refunds_example_names_finance() {
     let engine = PolicyEngine::from_yaml(EXAMPLES[0].1, "refunds").unwrap();
     let action = attest_policy::Action::new("stripe", attest_policy::Verb::Pay)
-        .with_target("re_9")
+        .with_target("refund")
         .with_params(serde_json::json!({"amount": 90000, "currency": "usd"}));
     let v = attest_policy::Policy::evaluate(&engine, &action).unwrap();
     assert_eq!(v.approvers, ["finance"]);
