@@ -434,8 +434,8 @@ impl Proxy {
             Err(AttestError::Pending { id, token, receipt }) => {
                 let text = format!(
                     "Attest is holding `{name}` for a person's approval, so it has not run yet ({}). \
-                     Once approved (`attest confirm {id}` or the inbox), call {RESUME_TOOL} with \
-                     {{\"token\": \"{}\"}}.",
+                     A registered approver decides (request {id}); you cannot. Once they have, \
+                     call {RESUME_TOOL} with {{\"token\": \"{}\"}}.",
                     receipt.reasons.join("; "),
                     token.expose()
                 );

@@ -61,13 +61,14 @@ pub(crate) fn gate_for(mode: Mode, timeout: Duration, store: Arc<ApprovalStore>)
     }
 }
 
-/// What a held call's answer says: where to approve it and how to resume it.
+/// What a held call's answer says: that a person must decide, and how to resume once
+/// they have. It tells the agent nothing it could approve with.
 pub(crate) fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Value {
     json!({
         "status": "pending",
         "id": id,
         "token": token.expose(),
-        "approve_with": format!("attest confirm {id}"),
+        "waiting_for": "a registered approver (attest pending lists the request)",
         "receipt": receipt_json(receipt),
     })
 }

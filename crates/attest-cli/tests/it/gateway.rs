@@ -397,6 +397,8 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
     assert_eq!(status, 202, "{body}");
     assert_eq!(headers["x-attest-decision"], "ask");
     let held: Value = serde_json::from_str(&body).unwrap();
+    // The agent is told to wait, never how to approve.
+    assert!(!body.contains("attest confirm"), "{body}");
     let (id, resume) = (
         held["id"].as_str().unwrap(),
         held["resume"].as_str().unwrap(),
@@ -406,6 +408,19 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
         "a held write reached the vendor"
     );
 
+    let added = attest(
+        dir.path(),
+        &[
+            "--ledger",
+            "ledger.sqlite",
+            "approvers",
+            "add",
+            "ann",
+            "--token-file",
+            "ann.token",
+        ],
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
     let confirm = attest(
         dir.path(),
         &[
@@ -414,8 +429,8 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
             "confirm",
             id,
             "approve",
-            "--approver",
-            "ann",
+            "--token-file",
+            "ann.token",
         ],
     );
     assert_eq!(confirm.status.code(), Some(0), "{}", stderr(&confirm));

@@ -11,12 +11,15 @@
 //! - an approval is bound to the [`action_digest`] of what was shown, and runs once;
 //! - the first decision wins; a second gets [`ApprovalError::AlreadyDecided`];
 //! - expiry counts as a rejection and is recorded as `expired`;
-//! - when the rule names approvers, only they (or members of a named group) may decide;
+//! - only a registered approver ([`Approver`], authenticated by a personal token, a
+//!   Slack user id, a signed link or a trusted proxy header) decides; when the rule
+//!   names approvers, only they (or members of a named group) may;
 //! - edits are a JSON merge patch on the params, and the edited action goes through
 //!   policy again before it runs;
 //! - the action's params stay here, never in the ledger. The ledger gets the ask row
 //!   (execution `pending`) and the outcome row (`confirm` says who decided, how).
 
+mod approvers;
 mod error;
 mod gate;
 mod links;
@@ -28,6 +31,7 @@ mod store;
 mod token;
 mod webhook;
 
+pub use approvers::{Approver, ApproverToken, APPROVER_TOKEN_PREFIX};
 pub use error::ApprovalError;
 pub use gate::{StoreGate, DEFAULT_TTL};
 pub use links::{Choice, LinkSigner, SignedLink};

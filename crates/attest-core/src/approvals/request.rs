@@ -162,6 +162,52 @@ impl ApprovalRequest {
     }
 }
 
+impl ApprovalRequest {
+    /// What the person deciding sees: [`ApprovalRequest::summary`] and the params, with
+    /// the value under any key that names a credential (`password`, `token`, `secret`,
+    /// `key`, `authorization`, `cookie`, `credential`, `signature`) replaced by its
+    /// SHA-256 fingerprint: they decide on what the action does, not on its secrets.
+    pub fn approver_view(&self) -> Value {
+        let mut view = self.summary();
+        view["params"] = mask_secrets(&self.action.params);
+        view
+    }
+}
+
+/// Words that mark a param as a credential.
+const SECRET_WORDS: [&str; 9] = [
+    "password",
+    "passwd",
+    "token",
+    "secret",
+    "key",
+    "authorization",
+    "cookie",
+    "credential",
+    "signature",
+];
+
+fn mask_secrets(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, inner)| {
+                    let lower = key.to_ascii_lowercase();
+                    let masked = if SECRET_WORDS.iter().any(|word| lower.contains(word)) {
+                        let bytes = serde_json::to_vec(inner).unwrap_or_default();
+                        json!(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+                    } else {
+                        mask_secrets(inner)
+                    };
+                    (key.clone(), masked)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(mask_secrets).collect()),
+        other => other.clone(),
+    }
+}
+
 /// A person's answer to a stored request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
@@ -282,11 +328,14 @@ fn merge_patch(target: &mut Value, patch: &Map<String, Value>) {
     }
 }
 
-fn rfc3339<S: Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn rfc3339<S: Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format_ts(*time))
 }
 
-fn rfc3339_opt<S: Serializer>(time: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn rfc3339_opt<S: Serializer>(
+    time: &Option<SystemTime>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match time {
         Some(time) => s.serialize_str(&format_ts(*time)),
         None => s.serialize_none(),
@@ -315,6 +364,20 @@ mod tests {
         ] {
             assert_ne!(action_digest(&a).unwrap(), action_digest(&changed).unwrap());
         }
+    }
+
+    #[test]
+    fn the_approver_view_fingerprints_credentials() {
+        let action = Action::new("crm", Verb::Update).with_params(json!({
+            "name": "Ann", "api_key": "sk_live_1", "nested": {"Password": "hunter2"}, "list": [{"token": "t"}]
+        }));
+        let masked = mask_secrets(&action.params);
+        assert_eq!(masked["name"], "Ann");
+        let text = masked.to_string();
+        for secret in ["sk_live_1", "hunter2", "\"t\""] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        assert!(masked["api_key"].as_str().unwrap().starts_with("sha256:"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use attest_policy::{Action, Verdict};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior};
 use serde_json::Value;
 
+use super::approvers;
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
@@ -116,6 +117,10 @@ impl ApprovalStore {
             clock,
         };
         store.init_schema()?;
+        store
+            .lock()
+            .execute_batch(approvers::SCHEMA)
+            .map_err(store.sqlite("creating the approvers table"))?;
         Ok(store)
     }
 
@@ -129,7 +134,10 @@ impl ApprovalStore {
         self.clock.now()
     }
 
-    fn sqlite(&self, during: &'static str) -> impl FnOnce(rusqlite::Error) -> ApprovalError + '_ {
+    pub(super) fn sqlite(
+        &self,
+        during: &'static str,
+    ) -> impl FnOnce(rusqlite::Error) -> ApprovalError + '_ {
         move |source| ApprovalError::Sqlite {
             path: self.path.clone(),
             during,
@@ -137,7 +145,7 @@ impl ApprovalStore {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Connection> {
         // rusqlite rolls back an open transaction on drop, so a poisoned lock is sound.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -311,11 +319,10 @@ impl ApprovalStore {
         if answer.approver.trim().is_empty() {
             return Err(ApprovalError::NoApprover { id });
         }
-        if !request.may_decide(&answer.approver) {
-            return Err(ApprovalError::NotAnApprover {
-                id,
-                approver: answer.approver.clone(),
-            });
+        // Only a registered, not revoked approver decides; the name recorded is theirs.
+        let approver = self.active_approver(&answer.approver)?.name;
+        if !request.may_decide(&approver) {
+            return Err(ApprovalError::NotAnApprover { id, approver });
         }
         let (status, approved_digest) = match (&answer.edits, answer.approve) {
             (Some(_), false) => {
@@ -348,7 +355,7 @@ impl ApprovalStore {
                  WHERE id = ?8 AND status = 'pending' AND expires_at > ?6",
                 params![
                     status.as_str(),
-                    answer.approver.trim(),
+                    approver,
                     answer.channel,
                     edits,
                     answer.note,
@@ -469,13 +476,13 @@ fn to_json(
 }
 
 /// Milliseconds since the Unix epoch; times before it count as 0.
-fn millis(time: SystemTime) -> i64 {
+pub(super) fn millis(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
 
-fn from_millis(ms: i64) -> SystemTime {
+pub(super) fn from_millis(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 

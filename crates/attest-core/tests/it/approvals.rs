@@ -97,6 +97,7 @@ impl Fixture {
         let ledger = Arc::new(Ledger::open(self.path(), LedgerOptions::default()).unwrap());
         let clock: Arc<dyn Clock> = self.clock.clone();
         let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
+        register(&store);
         let gate = StoreGate::new(Arc::clone(&store))
             .ttl(Duration::from_secs(600))
             .wait(wait)
@@ -110,6 +111,33 @@ impl Fixture {
             .build()
             .unwrap();
         (attest, ledger)
+    }
+}
+
+/// The people the tests decide as: only registered approvers decide.
+const PEOPLE: [&str; 14] = [
+    "maria",
+    "ann",
+    "ann@acme.com",
+    "raj@acme.com",
+    "bob@acme.com",
+    "finance",
+    "approver-a",
+    "approver-b",
+    "p0",
+    "p1",
+    "p2",
+    "p3",
+    "p4",
+    "p5",
+];
+
+/// Registers [`PEOPLE`] (and `p6`, `p7`) in `store`, once per file.
+fn register(store: &ApprovalStore) {
+    for name in PEOPLE.iter().copied().chain(["p6", "p7"]) {
+        if store.approver(name).is_err() {
+            store.add_approver(name, None).unwrap();
+        }
     }
 }
 
@@ -373,6 +401,85 @@ async fn only_a_listed_approver_or_group_member_may_decide() {
     );
     attest
         .decide(&id, Answer::approve("RAJ@acme.com", "cli"))
+        .await
+        .unwrap();
+    attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    // The name recorded is the registered one, not as typed.
+    let request = attest.approvals().unwrap().get(&id).unwrap();
+    assert_eq!(request.approver.as_deref(), Some("raj@acme.com"));
+}
+
+#[tokio::test]
+async fn only_a_registered_active_approver_decides_and_tokens_name_them() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let store = attest.approvals().unwrap();
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    // A name nobody registered is not an approver, even when the rule names nobody.
+    let err = attest
+        .decide(&id, Answer::approve("mallory", "cli"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::UnknownApprover { .. })
+        ),
+        "{err:?}"
+    );
+    let (added, secret) = store.add_approver("Zoe", Some("U0ZOE")).unwrap();
+    assert_eq!(added.slack_user.as_deref(), Some("U0ZOE"));
+    assert!(secret.expose().starts_with("ata_"));
+    assert!(!format!("{secret:?}").contains(&secret.expose()[4..]));
+    assert_eq!(store.authenticate(secret.expose()).unwrap().name, "Zoe");
+    assert_eq!(store.approver_for_slack_user("U0ZOE").unwrap().name, "Zoe");
+    for bad in ["", "ata_0", &secret.expose()[..20]] {
+        assert!(matches!(
+            store.authenticate(bad),
+            Err(ApprovalError::BadCredential)
+        ));
+    }
+    // The store keeps only the token's hash.
+    let mut raw = std::fs::read(f.path()).unwrap();
+    raw.extend(std::fs::read(f.path().with_extension("sqlite-wal")).unwrap_or_default());
+    assert!(!raw
+        .windows(secret.expose().len())
+        .any(|w| w == secret.expose().as_bytes()));
+    // A second add of an active name, or a Slack id already taken, is refused.
+    assert!(matches!(
+        store.add_approver("zoe", None),
+        Err(ApprovalError::BadApprover { .. })
+    ));
+    assert!(matches!(
+        store.add_approver("yann", Some("U0ZOE")),
+        Err(ApprovalError::BadApprover { .. })
+    ));
+    // Revoked: the token, the Slack id and the name decide nothing.
+    store.revoke_approver("zoe").unwrap();
+    assert!(matches!(
+        store.authenticate(secret.expose()),
+        Err(ApprovalError::BadCredential)
+    ));
+    assert!(store.approver_for_slack_user("U0ZOE").is_err());
+    let err = attest
+        .decide(&id, Answer::approve("Zoe", "cli"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AttestError::Approval(ApprovalError::UnknownApprover { .. })
+        ),
+        "{err:?}"
+    );
+    // Added again: a new token; the old one stays dead.
+    let (_, renewed) = store.add_approver("zoe", None).unwrap();
+    assert!(store.authenticate(secret.expose()).is_err());
+    assert_eq!(store.authenticate(renewed.expose()).unwrap().name, "zoe");
+    attest
+        .decide(&id, Answer::approve("ZOE", "cli"))
         .await
         .unwrap();
     attest.resume(&token, tool.run()).await.unwrap();
