@@ -575,3 +575,79 @@ fn a_call_the_client_cancels_is_recorded_as_failed_and_the_session_goes_on() {
     assert_eq!(executions, ["failed", "ok"]);
     verify(dir.path());
 }
+
+#[test]
+fn an_approval_given_for_one_mcp_server_does_not_run_through_another() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.sqlite");
+    let ledger = ledger.to_str().unwrap();
+    let token_file = dir.path().join("ann.token");
+    let token_file = token_file.to_str().unwrap();
+    let added = crate::attest(
+        dir.path(),
+        &[
+            "--ledger",
+            ledger,
+            "approvers",
+            "add",
+            "ann",
+            "--token-file",
+            token_file,
+        ],
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let server = py("notes_server.py");
+    let python = python();
+    let upstream = [python.to_str().unwrap(), server.to_str().unwrap()];
+    let attest_bin = env!("CARGO_BIN_EXE_attest");
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "held", "body": "until approved"}},
+        {"run": [attest_bin, "--ledger", ledger, "confirm", "{id}", "approve", "--token-file", token_file]},
+    ]});
+    let report = drive(
+        dir.path(),
+        &plan,
+        &["--mode", "pending", "--server", "notes"],
+        &upstream,
+    );
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls[1]["run"], 0, "{}", calls[1]);
+    let text = calls[0]["text"].as_str().unwrap();
+    let start = text.find("atr_").unwrap();
+    let token = &text[start..start + 68];
+    // The same tool name on another server (another account, another deployment).
+    let resume = json!({"calls": [{"tool": "attest_resume", "args": {"token": token}}]});
+    let report = drive(
+        dir.path(),
+        &resume,
+        &["--mode", "pending", "--server", "notes-prod"],
+        &upstream,
+    );
+    let call = &report["calls"][0];
+    assert_eq!(call["is_error"], true, "{call}");
+    assert!(
+        call["text"]
+            .as_str()
+            .unwrap()
+            .contains("approved for server `notes`"),
+        "{call}"
+    );
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap_or_default();
+    assert!(!log.contains("create_note"), "{log}");
+    // On the server it was asked for, it runs.
+    let report = drive(
+        dir.path(),
+        &resume,
+        &["--mode", "pending", "--server", "notes"],
+        &upstream,
+    );
+    assert_eq!(
+        report["calls"][0]["is_error"], false,
+        "{}",
+        report["calls"][0]
+    );
+    verify(dir.path());
+}

@@ -98,6 +98,12 @@ pub struct ApprovalRequest {
     pub note: Option<String>,
     /// True once the approved action has run (an approval is used once).
     pub consumed: bool,
+    /// When an approval stops being usable (set once approved): a resume after it is
+    /// refused and recorded as `expired`.
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub use_by: Option<SystemTime>,
+    /// True once the params were deleted from the store (used, rejected or expired).
+    pub purged: bool,
     /// The last notifier failure, if any (the request itself is never lost to one).
     pub notify_error: Option<String>,
     /// Digest of the action as approved (edits applied), set with the decision.
@@ -158,6 +164,7 @@ impl ApprovalRequest {
             "edits": self.edits,
             "note": self.note,
             "consumed": self.consumed,
+            "use_by": self.use_by.map(format_ts),
         })
     }
 }
@@ -257,7 +264,9 @@ impl Answer {
 }
 
 /// The action digest: lower-case hex SHA-256 of the RFC 8785 canonical form of
-/// `{"system","verb","target","params","agent","actor"}` (absent fields as `null`).
+/// `{"system","verb","target","params","agent","actor","server","tool","method","url"}`
+/// (absent fields as `null`): the whole call, where it goes (the MCP server and tool, or
+/// the HTTP method and URL) as well as what it carries.
 ///
 /// An approval is bound to this digest: an action that differs in any of these fields
 /// cannot use it.
@@ -269,6 +278,10 @@ pub fn action_digest(action: &Action) -> Result<String, ApprovalError> {
         "params": action.params,
         "agent": action.agent,
         "actor": action.actor,
+        "server": action.extra.server,
+        "tool": action.extra.tool_name,
+        "method": action.extra.method,
+        "url": action.extra.url,
     }))
     .map_err(ApprovalError::Canonical)?;
     Ok(hex::encode(Sha256::digest(canonical)))
@@ -361,6 +374,12 @@ mod tests {
             a.clone().with_params(json!({"to": "b@x.com", "n": 1})),
             Action::new("gmail", Verb::Reply).with_params(a.params.clone()),
             Action::new("outlook", Verb::Send).with_params(a.params.clone()),
+            at(&a, |extra| extra.server = Some("github-fork".into())),
+            at(&a, |extra| extra.tool_name = Some("delete_repo".into())),
+            at(&a, |extra| extra.method = Some("DELETE".into())),
+            at(&a, |extra| {
+                extra.url = Some("https://api.github.com/repos/a/b".into())
+            }),
         ] {
             assert_ne!(action_digest(&a).unwrap(), action_digest(&changed).unwrap());
         }
@@ -378,6 +397,12 @@ mod tests {
             assert!(!text.contains(secret), "{text}");
         }
         assert!(masked["api_key"].as_str().unwrap().starts_with("sha256:"));
+    }
+
+    fn at(action: &Action, change: impl FnOnce(&mut attest_policy::Extra)) -> Action {
+        let mut moved = action.clone();
+        change(&mut moved.extra);
+        moved
     }
 
     #[test]

@@ -410,6 +410,14 @@ async fn only_a_listed_approver_or_group_member_may_decide() {
     assert_eq!(request.approver.as_deref(), Some("raj@acme.com"));
 }
 
+/// Why `who`'s approval of request `id` was refused.
+async fn refusal(attest: &Attest, id: &str, who: &str) -> ApprovalError {
+    match attest.decide(id, Answer::approve(who, "cli")).await {
+        Err(AttestError::Approval(err)) => err,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn only_a_registered_active_approver_decides_and_tokens_name_them() {
     let f = Fixture::new();
@@ -418,15 +426,9 @@ async fn only_a_registered_active_approver_decides_and_tokens_name_them() {
     let tool = Tool::default();
     let (id, token) = pend(&attest, send(), &tool).await;
     // A name nobody registered is not an approver, even when the rule names nobody.
-    let err = attest
-        .decide(&id, Answer::approve("mallory", "cli"))
-        .await
-        .unwrap_err();
+    let err = refusal(&attest, &id, "mallory").await;
     assert!(
-        matches!(
-            err,
-            AttestError::Approval(ApprovalError::UnknownApprover { .. })
-        ),
+        matches!(err, ApprovalError::UnknownApprover { .. }),
         "{err:?}"
     );
     let (added, secret) = store.add_approver("Zoe", Some("U0ZOE")).unwrap();
@@ -463,15 +465,9 @@ async fn only_a_registered_active_approver_decides_and_tokens_name_them() {
         Err(ApprovalError::BadCredential)
     ));
     assert!(store.approver_for_slack_user("U0ZOE").is_err());
-    let err = attest
-        .decide(&id, Answer::approve("Zoe", "cli"))
-        .await
-        .unwrap_err();
+    let err = refusal(&attest, &id, "Zoe").await;
     assert!(
-        matches!(
-            err,
-            AttestError::Approval(ApprovalError::UnknownApprover { .. })
-        ),
+        matches!(err, ApprovalError::UnknownApprover { .. }),
         "{err:?}"
     );
     // Added again: a new token; the old one stays dead.
@@ -1121,4 +1117,202 @@ async fn a_custom_notifier_failure_is_noted_on_the_request() {
         request.notify_error.as_deref(),
         Some("broken: broken: the receiver answered HTTP 503")
     );
+}
+
+/// Refuses everything: a policy changed to `refuse` after an approval was given.
+struct RefuseAll;
+
+impl Policy for RefuseAll {
+    fn evaluate(&self, _action: &Action) -> Result<Verdict, PolicyError> {
+        Ok(Verdict::new(
+            Decision::Refuse,
+            Risk::VeryHigh,
+            "frozen",
+            "all sends are frozen",
+        ))
+    }
+}
+
+/// The params of request `id` as the store holds them now.
+fn stored_params(f: &Fixture, id: &str) -> Value {
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    let action: String = conn
+        .query_row("SELECT action FROM approvals WHERE id = ?1", [id], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    serde_json::from_str::<Value>(&action).unwrap()["params"].clone()
+}
+
+#[tokio::test]
+async fn an_approval_is_bound_to_the_server_tool_method_and_url_of_the_call() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let mut delete = Action::new("github", Verb::Delete).with_target("acme/site");
+    delete.extra.server = Some("github".into());
+    delete.extra.tool_name = Some("delete_repository".into());
+    delete.extra.method = Some("DELETE".into());
+    delete.extra.url = Some("https://api.github.com/repos/acme/site".into());
+    let (id, token) = pend(&attest, delete.clone(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    let moved: [fn(&mut Action); 4] = [
+        |a| a.extra.server = Some("github-other-account".into()),
+        |a| a.extra.tool_name = Some("delete_repository_v2".into()),
+        |a| a.extra.method = Some("POST".into()),
+        |a| a.extra.url = Some("https://api.github.com/repos/acme/prod".into()),
+    ];
+    for change in moved {
+        let mut elsewhere = delete.clone();
+        elsewhere.id.clone_from(&id);
+        change(&mut elsewhere);
+        let err = attest
+            .resume_action(&token, elsewhere, tool.run())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AttestError::Approval(ApprovalError::DigestMismatch { .. })
+            ),
+            "{err:?}"
+        );
+    }
+    assert_eq!(tool.calls(), 0);
+    let mut same = delete;
+    same.id = id;
+    attest
+        .resume_action(&token, same, tool.run())
+        .await
+        .unwrap();
+    assert_eq!(tool.calls(), 1);
+}
+
+#[tokio::test]
+async fn an_approval_unused_by_its_use_by_time_is_refused_recorded_and_purged() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    let decided = attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    let use_by = decided.request.use_by.unwrap();
+    assert_eq!(
+        use_by
+            .duration_since(decided.request.decided_at.unwrap())
+            .unwrap(),
+        attest_core::approvals::DEFAULT_USE_BY
+    );
+    f.clock.advance(attest_core::approvals::DEFAULT_USE_BY);
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let AttestError::Expired { receipt, .. } = err else {
+        panic!("expected expired, got {err:?}")
+    };
+    assert_eq!(tool.calls(), 0);
+    let outcome = row(&ledger, receipt.seq);
+    assert_eq!(outcome["confirm"]["outcome"], "expired");
+    assert_eq!(outcome["confirm"]["approver"], "maria");
+    assert_eq!(rows(&ledger), 2);
+    // Ended, so its params are gone from the store; a second resume says so.
+    assert_eq!(stored_params(&f, &id), json!({}));
+    assert!(attest.resume(&token, tool.run()).await.is_err());
+    assert_eq!(rows(&ledger), 2);
+}
+
+#[tokio::test]
+async fn policy_is_asked_again_at_resume_and_a_refusal_wins() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    // The rule changed to refuse after the approval; the agent resumes under it.
+    let ledger = Arc::new(Ledger::open(f.path(), LedgerOptions::default()).unwrap());
+    let clock: Arc<dyn Clock> = f.clock.clone();
+    let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
+    let frozen = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .policy(RefuseAll)
+        .approvals(store)
+        .agent("bot")
+        .build()
+        .unwrap();
+    let err = frozen.resume(&token, tool.run()).await.unwrap_err();
+    let AttestError::Refused { receipt } = err else {
+        panic!("expected refused, got {err:?}")
+    };
+    assert_eq!(tool.calls(), 0);
+    let outcome = row(&ledger, receipt.seq);
+    assert_eq!(outcome["decision"], "refuse");
+    assert!(
+        outcome["reasons"].to_string().contains("frozen"),
+        "{outcome}"
+    );
+    // The approval was used up by that attempt: it cannot run later either.
+    assert!(attest.resume(&token, tool.run()).await.is_err());
+    assert_eq!(tool.calls(), 0);
+}
+
+#[tokio::test]
+async fn held_params_are_purged_once_used_or_rejected() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (used, token) = pend(&attest, send(), &tool).await;
+    let (rejected, _) = pend(&attest, send(), &tool).await;
+    let (waiting, _) = pend(&attest, send(), &tool).await;
+    assert_eq!(stored_params(&f, &used)["body"], "hi");
+    attest
+        .decide(&used, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    attest.resume(&token, tool.run()).await.unwrap();
+    attest
+        .decide(&rejected, Answer::reject("maria", "cli"))
+        .await
+        .unwrap();
+    assert_eq!(stored_params(&f, &used), json!({}));
+    assert_eq!(stored_params(&f, &rejected), json!({}));
+    // A request still waiting keeps what it needs to run.
+    assert_eq!(stored_params(&f, &waiting)["body"], "hi");
+    // The store still answers for the used one, without its params.
+    let request = attest.approvals().unwrap().get(&used).unwrap();
+    assert!(request.purged && request.consumed);
+    assert!(attest.resume(&token, tool.run()).await.is_err());
+    assert_eq!(tool.calls(), 1);
+}
+
+#[tokio::test]
+async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    drop(attest);
+    // What the previous release left: no use-by or purge columns, the old digest.
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE approvals DROP COLUMN use_by_ms;
+         ALTER TABLE approvals DROP COLUMN purged_at;
+         UPDATE approvals SET digest = 'v1-digest', approved_digest = 'v1-digest';
+         UPDATE attest_meta SET value = '1' WHERE key = 'approvals_schema_version';",
+    )
+    .unwrap();
+    drop(conn);
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    assert!(ledger.verify().unwrap().is_intact());
 }
