@@ -501,6 +501,10 @@ pub(crate) struct ModeArgs {
     /// Seconds `block` waits for a person's answer before returning the call as held.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub(crate) timeout: u64,
+    /// Seconds an approval may be used once a person gives it; a resume after that is
+    /// refused and recorded as `expired` (ask again).
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub(crate) use_by: u64,
     /// The agent recorded for each call.
     #[arg(long, env = "ATTEST_AGENT")]
     pub(crate) agent: Option<String>,

@@ -49,10 +49,16 @@ const GATE_GRACE: Duration = Duration::from_secs(5);
 /// - `auto`: approves as `auto`.
 ///
 /// A guard rejects if the gate itself has not answered shortly after `timeout`.
-pub(crate) fn gate_for(mode: Mode, timeout: Duration, store: Arc<ApprovalStore>) -> TimeoutGate {
+/// An approval given through the store may be used for `use_by` after it is given.
+pub(crate) fn gate_for(
+    mode: Mode,
+    timeout: Duration,
+    use_by: Duration,
+    store: Arc<ApprovalStore>,
+) -> TimeoutGate {
     let inner: Arc<dyn Gate> = match mode {
-        Mode::Block => Arc::new(StoreGate::new(store).wait(timeout)),
-        Mode::Pending => Arc::new(StoreGate::new(store)),
+        Mode::Block => Arc::new(StoreGate::new(store).use_by(use_by).wait(timeout)),
+        Mode::Pending => Arc::new(StoreGate::new(store).use_by(use_by)),
         Mode::Auto => Arc::new(AutoGate::approve("auto")),
     };
     TimeoutGate {
@@ -167,7 +173,12 @@ mod tests {
         let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
         let action = Action::new("x", Verb::Send);
         let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
-        let auto = gate_for(Mode::Auto, Duration::from_secs(1), store);
+        let auto = gate_for(
+            Mode::Auto,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+            store,
+        );
         assert!(matches!(
             auto.decide(&action, &verdict).await,
             GateDecision::Approve { .. }

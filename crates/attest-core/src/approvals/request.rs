@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::ApprovalError;
+use crate::http_body::{is_form, RAW_BODY_KEY};
 
 /// Where a request stands. `approved` and `edited` may run (once); the others never run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -174,9 +175,24 @@ impl ApprovalRequest {
     /// the value under any key that names a credential (`password`, `token`, `secret`,
     /// `key`, `authorization`, `cookie`, `credential`, `signature`) replaced by its
     /// SHA-256 fingerprint: they decide on what the action does, not on its secrets.
+    ///
+    /// A held form body is shown as its fields; its raw text too, unless a field is a
+    /// credential (the raw text would show it).
     pub fn approver_view(&self) -> Value {
         let mut view = self.summary();
-        view["params"] = mask_secrets(&self.action.params);
+        let mut params = mask_secrets(&self.action.params);
+        let masked_field = self.action.params.as_object().is_some_and(|fields| {
+            fields.keys().any(|key| {
+                let lower = key.to_ascii_lowercase();
+                SECRET_WORDS.iter().any(|word| lower.contains(word))
+            })
+        });
+        if let Some(raw) = params.get_mut(RAW_BODY_KEY) {
+            if masked_field && is_form(raw["content_type"].as_str()) {
+                raw["text"] = json!("(withheld: a field above is a credential)");
+            }
+        }
+        view["params"] = params;
         view
     }
 }
@@ -397,6 +413,37 @@ mod tests {
             assert!(!text.contains(secret), "{text}");
         }
         assert!(masked["api_key"].as_str().unwrap().starts_with("sha256:"));
+    }
+
+    #[test]
+    fn a_held_form_with_a_credential_field_is_shown_without_its_raw_text() {
+        let params = crate::http_body::body_params(
+            Some("application/x-www-form-urlencoded"),
+            b"user=ann&password=hunter2",
+        );
+        let request = ApprovalRequest {
+            id: "r".into(),
+            action: Action::new("app", Verb::Create).with_params(params),
+            digest: String::new(),
+            verdict: Verdict::new(Decision::Ask, Risk::High, "r", "why"),
+            requested_at: SystemTime::UNIX_EPOCH,
+            expires_at: SystemTime::UNIX_EPOCH,
+            decided_at: None,
+            status: Status::Pending,
+            approver: None,
+            channel: None,
+            edits: None,
+            note: None,
+            consumed: false,
+            use_by: None,
+            purged: false,
+            notify_error: None,
+            approved_digest: None,
+            ask_row: None,
+            outcome_row: None,
+        };
+        let view = request.approver_view().to_string();
+        assert!(view.contains("ann") && !view.contains("hunter2"), "{view}");
     }
 
     fn at(action: &Action, change: impl FnOnce(&mut attest_policy::Extra)) -> Action {
