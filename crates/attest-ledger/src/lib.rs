@@ -63,6 +63,7 @@ mod error;
 mod group;
 mod keys;
 mod merkle;
+mod private;
 mod proofs;
 mod prune;
 mod sqlite;

@@ -831,3 +831,39 @@ async fn one_click_links_are_signed_expire_and_only_post_decides() {
     let again = client.post(&approve).send().await.unwrap();
     assert_eq!(again.status().as_u16(), 409);
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_ledger_its_directory_and_keys_are_private_to_their_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    // A fresh ledger (which also holds held params) in a fresh .attest directory.
+    let out = attest(dir.path(), &["demo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    add_approver(dir.path(), "ann@acme.com", &[]);
+    let ledger = dir.path().join(".attest/ledger.sqlite");
+    assert_eq!(mode(&dir.path().join(".attest")), 0o700);
+    assert_eq!(mode(&ledger), 0o600);
+    for companion in ["ledger.sqlite-wal", "ledger.sqlite-shm"] {
+        let path = dir.path().join(".attest").join(companion);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{companion}");
+        }
+    }
+    // A signing key others may read is refused, naming the file and the fix.
+    let out = attest(dir.path(), &["keygen", "--name", "attest.test/files"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let key = dir.path().join(".attest/signing.key");
+    assert_eq!(mode(&key), 0o600);
+    let out = attest(dir.path(), &["checkpoint"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = attest(dir.path(), &["checkpoint"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("chmod 600") && stderr(&out).contains("signing.key"),
+        "{}",
+        stderr(&out)
+    );
+}
