@@ -867,3 +867,34 @@ async fn the_ledger_its_directory_and_keys_are_private_to_their_owner() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[]);
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // Half a request, then silence (slowloris).
+    slow.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    // The inbox allows 10 s for headers; the bound here only keeps a broken build from hanging.
+    let read = tokio::time::timeout(Duration::from_secs(60), slow.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the connection was still open after 60 s");
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("\"ok\""),
+        "{}",
+        String::from_utf8_lossy(&rest)
+    );
+    // Others are served meanwhile and after.
+    let (status, _) = call(
+        reqwest::Method::GET,
+        format!("{}/healthz", server.url),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+}
