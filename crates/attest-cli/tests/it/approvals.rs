@@ -898,3 +898,45 @@ async fn a_client_that_never_finishes_its_headers_is_disconnected() {
     .await;
     assert_eq!(status, 200);
 }
+
+#[tokio::test]
+async fn behind_an_authenticating_proxy_its_identity_header_names_the_approver() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _token) = pend(dir.path()).await;
+    add_approver(dir.path(), "raj@acme.com", &[]);
+    let server = serve(
+        dir.path(),
+        &["--trusted-identity-header", "X-Forwarded-User"],
+    );
+    let client = reqwest::Client::new();
+    let decide = |who: &'static str| {
+        client
+            .post(format!("{}/api/requests/{id}/decision", server.url))
+            .header("origin", &server.url)
+            .header("x-forwarded-user", who)
+            .json(&json!({"decision": "approve"}))
+            .send()
+    };
+    // A name the proxy vouches for must still be a registered approver.
+    assert_eq!(
+        decide("mallory@acme.com").await.unwrap().status().as_u16(),
+        401
+    );
+    let answer = decide("raj@acme.com").await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["request"]["approver"], "raj@acme.com");
+    // Without the option, the header means nothing.
+    drop(server);
+    let (other, _) = pend(dir.path()).await;
+    let plain = serve(dir.path(), &[]);
+    let answer = client
+        .post(format!("{}/api/requests/{other}/decision", plain.url))
+        .header("origin", &plain.url)
+        .header("x-forwarded-user", "raj@acme.com")
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 401);
+}
