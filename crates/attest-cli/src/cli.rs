@@ -108,8 +108,10 @@ pub(crate) enum Command {
     Approvers(ApproversCommand),
     /// Serve the approval inbox: a web page and JSON API for pending requests.
     ///
-    /// Binds 127.0.0.1 unless told otherwise. Every API call needs an approver's token
-    /// (`Authorization: Bearer …`); the page asks for it once per browser tab.
+    /// Binds 127.0.0.1 unless told otherwise (an unspecified address such as 0.0.0.0
+    /// needs --public-url: requests must name the inbox's own host). Every API call needs
+    /// an approver's token (`Authorization: Bearer …`); the page asks for it once per
+    /// browser tab.
     Serve(ServeArgs),
     // --- end approvals ---
     // The servers (MCP proxy, MCP server, HTTP gateway).
