@@ -1262,7 +1262,7 @@ async fn policy_is_asked_again_at_resume_and_a_refusal_wins() {
 }
 
 #[tokio::test]
-async fn held_params_are_purged_once_used_or_rejected() {
+async fn held_params_are_purged_once_used_rejected_or_expired() {
     let f = Fixture::new();
     let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
@@ -1288,6 +1288,10 @@ async fn held_params_are_purged_once_used_or_rejected() {
     assert!(request.purged && request.consumed);
     assert!(attest.resume(&token, tool.run()).await.is_err());
     assert_eq!(tool.calls(), 1);
+    // Nobody decided in time: expired, recorded, and purged too.
+    f.clock.advance(Duration::from_secs(601));
+    assert_eq!(attest.expire_due().await.unwrap().len(), 1);
+    assert_eq!(stored_params(&f, &waiting), json!({}));
 }
 
 #[tokio::test]
