@@ -96,15 +96,22 @@ pub(crate) enum Command {
     // --- approvals (issue 7) ---
     /// List approval requests nobody has decided yet (expiring overdue ones first).
     Pending(PendingArgs),
-    /// Approve or reject a pending request, by id or resume token.
+    /// Approve or reject a pending request, by id or resume token, as the approver whose
+    /// personal token is in $ATTEST_APPROVER_TOKEN or --token-file.
     ///
-    /// Exit 0: recorded. Exit 1: not pending (unknown, decided, expired) or not allowed
-    /// (not a listed approver, held for edits).
+    /// Exit 0: recorded. Exit 1: no valid approver token, not pending (unknown, decided,
+    /// expired) or not allowed (not a listed approver, held for edits).
     Confirm(ConfirmArgs),
+    /// Register, list and revoke approvers: the people who may decide, each with a
+    /// personal token (`attest approvers add NAME` shows it once).
+    #[command(subcommand)]
+    Approvers(ApproversCommand),
     /// Serve the approval inbox: a web page and JSON API for pending requests.
     ///
-    /// Binds 127.0.0.1 unless told otherwise; a bearer token is required to listen
-    /// beyond loopback.
+    /// Binds 127.0.0.1 unless told otherwise (an unspecified address such as 0.0.0.0
+    /// needs --public-url: requests must name the inbox's own host). Every API call needs
+    /// an approver's token (`Authorization: Bearer …`); the page asks for it once per
+    /// browser tab.
     Serve(ServeArgs),
     // --- end approvals ---
     // The servers (MCP proxy, MCP server, HTTP gateway).
@@ -116,7 +123,8 @@ pub(crate) enum Command {
     /// reaches the server.
     McpProxy(McpProxyArgs),
     /// Serve Attest itself as MCP tools on stdin/stdout (attest_decide, attest_record,
-    /// attest_verify, attest_ledger, attest_confirm, attest_confirm_status).
+    /// attest_verify, attest_ledger, attest_confirm_status). None of them approves: an
+    /// agent may ask and wait, only a registered approver decides.
     McpServer(McpServerArgs),
     /// A forwarding HTTP proxy for REST calls: writes are decided, recorded and read back.
     Gateway(GatewayArgs),
@@ -409,9 +417,10 @@ pub(crate) struct ConfirmArgs {
     /// Changes to the params: a JSON object merged into them (RFC 7396 merge patch).
     #[arg(long, value_name = "JSON")]
     pub(crate) edits: Option<String>,
-    /// Who decides [default: $ATTEST_APPROVER, else $USER].
-    #[arg(long, env = "ATTEST_APPROVER", value_name = "NAME")]
-    pub(crate) approver: Option<String>,
+    /// A file holding your approver token (mode 0600) [default: the token in
+    /// $ATTEST_APPROVER_TOKEN]. Tokens are never taken as arguments, where `ps` shows them.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
     /// A note recorded with the decision.
     #[arg(long, value_name = "TEXT")]
     pub(crate) note: Option<String>,
@@ -425,33 +434,64 @@ pub(crate) struct ServeArgs {
     /// The port (0: any free port; the address is printed).
     #[arg(long, default_value_t = 8321)]
     pub(crate) port: u16,
-    /// A bearer token the API requires (required beyond loopback).
-    #[arg(
-        long,
-        env = "ATTEST_INBOX_TOKEN",
-        hide_env_values = true,
-        value_name = "T"
-    )]
-    pub(crate) token: Option<String>,
-    /// Slack's signing secret: enables POST /slack/interactions (approve/reject buttons).
-    #[arg(
-        long,
-        env = "ATTEST_SLACK_SIGNING_SECRET",
-        hide_env_values = true,
-        value_name = "S"
-    )]
-    pub(crate) slack_signing_secret: Option<String>,
-    /// A key for one-click approve/reject links: enables /links/….
-    #[arg(
-        long,
-        env = "ATTEST_LINK_KEY",
-        hide_env_values = true,
-        value_name = "K"
-    )]
-    pub(crate) link_key: Option<String>,
-    /// The inbox's public base URL, for links [default: http://HOST:PORT].
+    /// A file holding Slack's signing secret: enables POST /slack/interactions
+    /// (approve/reject buttons; the presser's Slack user id must belong to an approver)
+    /// [default: the secret in $ATTEST_SLACK_SIGNING_SECRET].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) slack_signing_secret_file: Option<PathBuf>,
+    /// A file holding the key for one-click approve/reject links: enables /links/…
+    /// [default: the key in $ATTEST_LINK_KEY].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) link_key_file: Option<PathBuf>,
+    /// The inbox's public base URL, for links and for the Host and Origin checks
+    /// [default: http://HOST:PORT].
     #[arg(long, value_name = "URL")]
     pub(crate) public_url: Option<String>,
+    /// A request header naming the approver, set by an authenticating reverse proxy in
+    /// front of the inbox (for example `X-Forwarded-User`). Only for a proxy that always
+    /// sets or strips it: whoever can reach the inbox directly can send any value.
+    #[arg(long, value_name = "HEADER")]
+    pub(crate) trusted_identity_header: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ApproversCommand {
+    /// Register an approver and print their personal token (shown only now; only its
+    /// SHA-256 is kept).
+    Add(ApproverAddArgs),
+    /// List the approvers (never their tokens).
+    List(ApproverListArgs),
+    /// Revoke an approver: their token, Slack id and links decide nothing from now on.
+    Revoke(ApproverRevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApproverAddArgs {
+    /// The name decisions are recorded under, as a rule's `approvers` list names it
+    /// (for example an e-mail address).
+    pub(crate) name: String,
+    /// The Slack user id (U…) whose button presses count as this approver's.
+    #[arg(long, value_name = "ID")]
+    pub(crate) slack_user: Option<String>,
+    /// Write the token to FILE (created 0600) instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// Print `{"name","slack_user","token"}` (token null with --token-file).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApproverListArgs {
+    /// Print a JSON array of `{"name","slack_user","created_at","revoked_at"}`.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApproverRevokeArgs {
+    /// The approver to revoke.
+    pub(crate) name: String,
 }
 // --- end approvals ---
 
@@ -472,6 +512,10 @@ pub(crate) struct ModeArgs {
     /// Seconds `block` waits for a person's answer before returning the call as held.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub(crate) timeout: u64,
+    /// Seconds an approval may be used once a person gives it; a resume after that is
+    /// refused and recorded as `expired` (ask again).
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub(crate) use_by: u64,
     /// The agent recorded for each call.
     #[arg(long, env = "ATTEST_AGENT")]
     pub(crate) agent: Option<String>,

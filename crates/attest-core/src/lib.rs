@@ -42,6 +42,7 @@ mod console_gate;
 pub mod detect;
 mod error;
 mod gate;
+pub mod http_body;
 mod intents;
 mod pipeline;
 mod receipt;

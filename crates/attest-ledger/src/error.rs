@@ -98,6 +98,17 @@ pub enum LedgerError {
         #[source]
         source: std::io::Error,
     },
+    /// A signing key file that group or others may read: the key may be copied already.
+    #[error(
+        "signing key {path} is readable by group or others (mode bits {mode:03o}): run `chmod 600 {path}` (and consider the key exposed)",
+        path = path.display()
+    )]
+    KeyShared {
+        /// The file.
+        path: PathBuf,
+        /// The group and other permission bits found.
+        mode: u32,
+    },
     /// The ledger holds no entries, so there is nothing to sign or prove.
     #[error("ledger {path} is empty")]
     Empty {

@@ -79,8 +79,19 @@ impl SigningKey {
         Ok(SigningKey { signer, verifier })
     }
 
-    /// Reads a private key file.
+    /// Reads a private key file; refuses one that group or others may read.
     pub fn load(path: &Path) -> Result<SigningKey, LedgerError> {
+        let metadata = std::fs::metadata(path).map_err(|source| LedgerError::KeyFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let shared = crate::private::shared_bits(&metadata);
+        if shared != 0 {
+            return Err(LedgerError::KeyShared {
+                path: path.to_path_buf(),
+                mode: shared,
+            });
+        }
         let text = read_small(path)?;
         SigningKey::from_text(&text, &path.display().to_string())
     }
@@ -93,7 +104,7 @@ impl SigningKey {
             source,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io)?;
+            crate::private::create_dir_all(dir).map_err(io)?;
         }
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);

@@ -65,6 +65,7 @@ mod group;
 mod jcs;
 mod keys;
 mod merkle;
+mod private;
 mod proofs;
 mod prune;
 mod readonly;

@@ -230,12 +230,17 @@ impl Ledger {
             return Err(LedgerError::NotFound { path });
         }
         if !exists {
+            // Private from the start: the file also holds held params (approval store).
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|source| LedgerError::CreateDir {
+                crate::private::create_dir_all(dir).map_err(|source| LedgerError::CreateDir {
                     path: dir.to_path_buf(),
                     source,
                 })?;
             }
+            crate::private::create_file(&path).map_err(|source| LedgerError::CreateDir {
+                path: path.clone(),
+                source,
+            })?;
         }
         let flags = if options.create {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE

@@ -1,5 +1,5 @@
-//! `attest pending`, `attest confirm` and `attest serve`: people deciding on actions
-//! policy asked about.
+//! `attest pending`, `attest confirm`, `attest approvers` and `attest serve`: people
+//! deciding on actions policy asked about.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -12,8 +12,9 @@ use attest_core::approvals::{ApprovalError, LinkSigner, Secret};
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError};
 use serde_json::Value;
 
-use crate::cli::{ConfirmArgs, PendingArgs, ServeArgs, Verdict};
+use crate::cli::{ApproversCommand, ConfirmArgs, PendingArgs, ServeArgs, Verdict};
 use crate::config::Config;
+use crate::secrets::{read_secret, write_private};
 use crate::servers::inbox::{self, InboxState};
 use crate::terminal::escape;
 
@@ -118,9 +119,21 @@ fn people(list: &Value) -> String {
 }
 
 pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<ExitCode> {
-    let approver = match args.approver.clone().or_else(|| std::env::var("USER").ok()) {
-        Some(name) if !name.trim().is_empty() => name,
-        _ => anyhow::bail!("name who decides: --approver NAME (or ATTEST_APPROVER)"),
+    let Some(token) = read_secret(args.token_file.as_deref(), "ATTEST_APPROVER_TOKEN")? else {
+        eprintln!(
+            "attest: not recorded: a decision needs your approver token, in $ATTEST_APPROVER_TOKEN \
+             or --token-file FILE (an administrator issues one with `attest approvers add NAME`)"
+        );
+        return Ok(ExitCode::from(1));
+    };
+    let attest = pipeline(config, false)?;
+    let approver = match attest.approvals()?.authenticate(&token) {
+        Ok(approver) => approver.name,
+        Err(err) if is_no(&err) => {
+            eprintln!("attest: not recorded: {err}");
+            return Ok(ExitCode::from(1));
+        }
+        Err(err) => return Err(err.into()),
     };
     let mut answer = match args.verdict {
         Verdict::Approve => Answer::approve(approver, "cli"),
@@ -136,7 +149,6 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
     if let Some(note) = &args.note {
         answer = answer.with_note(note.clone());
     }
-    let attest = pipeline(config, false)?;
     match runtime()?.block_on(attest.decide(&args.id, answer)) {
         Ok(decided) => {
             let mut out = std::io::stdout().lock();
@@ -171,7 +183,96 @@ fn is_no(err: &ApprovalError) -> bool {
             | ApprovalError::NotAnApprover { .. }
             | ApprovalError::NoApprover { .. }
             | ApprovalError::HoldNeedsEdits { .. }
+            | ApprovalError::BadCredential
+            | ApprovalError::UnknownApprover { .. }
     )
+}
+
+pub(crate) fn approvers(config: &Config, command: &ApproversCommand) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        ApproversCommand::Add(args) => {
+            let attest = pipeline(config, true)?;
+            let store = attest.approvals()?;
+            if let Some(path) = &args.token_file {
+                if path.exists() {
+                    anyhow::bail!("{} exists; the token file must be new", path.display());
+                }
+            }
+            let (approver, token) = match store.add_approver(&args.name, args.slack_user.as_deref())
+            {
+                Ok(added) => added,
+                Err(err @ ApprovalError::BadApprover { .. }) => anyhow::bail!(err),
+                Err(err) => return Err(err.into()),
+            };
+            let shown = match &args.token_file {
+                Some(path) => {
+                    write_private(path, &format!("{}\n", token.expose()))?;
+                    None
+                }
+                None => Some(token.expose()),
+            };
+            if args.json {
+                serde_json::to_writer(
+                    &mut out,
+                    &serde_json::json!({
+                        "name": approver.name,
+                        "slack_user": approver.slack_user,
+                        "token": shown,
+                    }),
+                )?;
+                writeln!(out)?;
+            } else if let Some(token) = shown {
+                writeln!(out, "{token}")?;
+                eprintln!(
+                    "attest: approver {} added; the token above is shown only once: give it to \
+                     them to keep in a file only they can read (mode 0600)",
+                    approver.name
+                );
+            } else {
+                eprintln!("attest: approver {} added; token written", approver.name);
+            }
+        }
+        ApproversCommand::List(args) => {
+            let attest = pipeline(config, false)?;
+            let list = attest.approvals()?.approvers()?;
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &list)?;
+                writeln!(out)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if list.is_empty() {
+                writeln!(
+                    out,
+                    "(no approvers: add one with `attest approvers add NAME`)"
+                )?;
+            }
+            for approver in &list {
+                writeln!(
+                    out,
+                    "{:<32}  {:<12}  {}",
+                    approver.name,
+                    approver.slack_user.as_deref().unwrap_or("-"),
+                    match approver.revoked_at {
+                        Some(at) => format!("revoked {}", attest_ledger::format_ts(at)),
+                        None => "active".to_owned(),
+                    }
+                )?;
+            }
+        }
+        ApproversCommand::Revoke(args) => {
+            let attest = pipeline(config, false)?;
+            match attest.approvals()?.revoke_approver(&args.name) {
+                Ok(approver) => writeln!(out, "{} revoked", approver.name)?,
+                Err(err @ ApprovalError::UnknownApprover { .. }) => {
+                    eprintln!("attest: {err}");
+                    return Ok(ExitCode::from(1));
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCode> {
@@ -179,12 +280,11 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         .host
         .parse()
         .with_context(|| format!("--host {:?} is not an IP address", args.host))?;
-    let token = args.token.as_deref().filter(|t| !t.is_empty());
-    if !ip.is_loopback() && token.is_none() {
-        anyhow::bail!(
-            "--host {ip} listens beyond loopback: a bearer token is required (--token or ATTEST_INBOX_TOKEN)"
-        );
-    }
+    let slack_signing_secret = read_secret(
+        args.slack_signing_secret_file.as_deref(),
+        "ATTEST_SLACK_SIGNING_SECRET",
+    )?;
+    let link_key = read_secret(args.link_key_file.as_deref(), "ATTEST_LINK_KEY")?;
     let attest = pipeline(config, true)?;
     let runtime = runtime()?;
     runtime.block_on(async move {
@@ -198,12 +298,10 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             .unwrap_or_else(|| format!("http://{addr}"));
         let state = InboxState {
             attest,
-            token: token.map(Secret::new),
-            slack_signing_secret: args.slack_signing_secret.as_deref().map(Secret::new),
-            links: args
-                .link_key
-                .as_deref()
-                .map(|key| LinkSigner::new(Secret::new(key), public.clone(), LINK_TTL)),
+            origins: inbox::allowed_origins(addr, args.public_url.as_deref())?,
+            trusted_identity_header: args.trusted_identity_header.clone(),
+            slack_signing_secret: slack_signing_secret.map(Secret::new),
+            links: link_key.map(|key| LinkSigner::new(Secret::new(key), public.clone(), LINK_TTL)),
             clock: Arc::new(attest_ledger::SystemClock),
         };
         println!("attest: approval inbox on http://{addr}/");

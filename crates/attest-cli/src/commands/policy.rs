@@ -2,7 +2,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attest_core::detect::{body_params, detect_action};
+use attest_core::detect::detect_action;
+use attest_core::http_body::body_params;
 use attest_core::{detect, DetectInput};
 use attest_policy::{lint, run_cases_with, Action, CaseCall, Policy, Verdict, MAX_POLICY_BYTES};
 use serde_json::{json, Value};
@@ -43,7 +44,7 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
     let mut detection = detect(&call);
     let params = match (&args.params, &args.call.body) {
         (Some(text), _) => serde_json::from_str(text).context("--params is not JSON")?,
-        (None, Some(body)) => body_params(body.as_bytes()),
+        (None, Some(body)) => body_params(None, body.as_bytes()),
         (None, None) => json!({}),
     };
     if let Some(target) = &args.target {
@@ -139,7 +140,7 @@ fn resolve_call(call: &CaseCall) -> Result<Action, String> {
         (None, Some(method), Some(url)) => {
             let params = match (&call.params, &body) {
                 (Some(params), _) => params.clone(),
-                (None, Some(body)) => body_params(body),
+                (None, Some(body)) => body_params(None, body),
                 (None, None) => json!({}),
             };
             let input = DetectInput::Http {

@@ -19,6 +19,7 @@ fn pipeline(
     config: &Config,
     mode: Mode,
     timeout: Duration,
+    use_by: Duration,
     agent: Option<&str>,
     actor: Option<&str>,
 ) -> anyhow::Result<(Attest, Arc<dyn Policy>)> {
@@ -30,7 +31,7 @@ fn pipeline(
         .ledger(ledger)
         .shared_policy(Arc::clone(&policy))
         .approvals(Arc::clone(&store))
-        .gate(gate_for(mode, timeout, store));
+        .gate(gate_for(mode, timeout, use_by, store));
     if let Some(agent) = agent {
         builder = builder.agent(agent);
     }
@@ -46,6 +47,7 @@ fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
         config,
         serve.mode,
         timeout,
+        Duration::from_secs(serve.use_by),
         serve.agent.as_deref(),
         serve.actor.as_deref(),
     )?;
@@ -82,6 +84,7 @@ pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Resul
         config,
         Mode::Block,
         Duration::from_secs(0),
+        attest_core::approvals::DEFAULT_USE_BY,
         args.agent.as_deref(),
         args.actor.as_deref(),
     )?;

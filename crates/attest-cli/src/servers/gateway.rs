@@ -565,7 +565,12 @@ fn action_for(
             detection.target = named.target;
         }
     }
-    let mut action = detection.into_action(attest_core::detect::body_params(body));
+    // A non-JSON body is kept byte for byte, and a form's fields are params policy sees.
+    let content_type = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let params = attest_core::http_body::body_params(content_type, body);
+    let mut action = detection.into_action(params);
     input.fill_extra(&mut action.extra);
     action
 }
@@ -792,21 +797,24 @@ async fn resume(
             None,
         );
     };
-    // The body sent is the approved params as JSON, whatever the resume request carried.
+    // The body sent is the approved params (a person may have edited them): a held raw
+    // body byte for byte, else JSON; whatever the resume request carried.
     let mut headers = headers;
-    headers.insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    headers.remove(axum::http::header::CONTENT_TYPE);
     let answer = Mutex::new(None);
     let location = Arc::new(Mutex::new(None));
-    let run = |params: Value| {
-        // The approved params (a person may have edited them) are the body sent.
-        let body = match &params {
-            Value::Object(map) if map.is_empty() => Bytes::new(),
-            _ => Bytes::from(serde_json::to_vec(&params).unwrap_or_default()),
-        };
-        execute(&state, &method, &url, &headers, body, &answer, &location)
+    let (inner, target, sent, slot, found) =
+        (&state, (&method, &url), &headers, &answer, &location);
+    let run = move |params: Value| {
+        let (body, content_type) = attest_core::http_body::params_body(&params);
+        let mut headers = sent.clone();
+        if let Some(value) = content_type.and_then(|ct| HeaderValue::from_str(&ct).ok()) {
+            headers.insert(axum::http::header::CONTENT_TYPE, value);
+        }
+        async move {
+            let (method, url) = target;
+            execute(inner, method, url, &headers, Bytes::from(body), slot, found).await
+        }
     };
     let outcome = if method == Method::DELETE {
         state.attest.resume(&token, run).await

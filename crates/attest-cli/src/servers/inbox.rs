@@ -1,21 +1,34 @@
 //! The approval inbox: one web page and a JSON API over the approval store.
 //!
-//! - `GET /` the page (plain HTML and JS; it polls the API, and holds a bearer token only
-//!   when the person using it types one in);
+//! - `GET /` the page (plain HTML and JS; it asks for the approver's token once per tab
+//!   and keeps it in `sessionStorage`);
 //! - `GET /healthz`;
-//! - `GET /api/pending`, `GET /api/requests/{id}`, `POST /api/requests/{id}/decision`
-//!   (`{"decision": "approve"|"reject", "approver", "edits"?, "note"?}`), `GET /api/ledger`:
-//!   bearer token when one is configured; 400 bad body, 401 bad token, 403 not an
-//!   approver, 404 unknown, 409 already decided or expired;
-//! - `POST /slack/interactions` (with a Slack signing secret): approve/reject buttons;
-//! - `GET|POST /links/{id}/{approve|reject}` (with a link key): one-click links. `GET`
-//!   only shows what the link would do; the page's button posts.
+//! - `GET /api/me` (`{"approver"}`), `GET /api/pending`, `GET /api/requests/{id}`, `POST /api/requests/{id}/decision`
+//!   (`{"decision": "approve"|"reject", "edits"?, "note"?}`), `GET /api/ledger`: each
+//!   needs `Authorization: Bearer <approver token>` (or the configured trusted identity
+//!   header); the decision is recorded under that token's approver. 400 bad body, 401 no
+//!   valid credential, 403 not an approver of this request or a cross-site request, 404
+//!   unknown, 409 already decided or expired, 415 not JSON;
+//! - `POST /slack/interactions` (with a Slack signing secret): approve/reject buttons,
+//!   decided as the approver registered with the presser's Slack user id;
+//! - `GET|POST /links/{id}/{approve|reject}` (with a link key): one-click links, signed
+//!   for one request, one choice and one approver. `GET` only shows what the link would
+//!   do; the page's button posts.
+//!
+//! Because it is a browser app, every request's `Host` must be the address the inbox
+//! listens on (or `--public-url`'s), else 421 (DNS rebinding); a state-changing request
+//! from a browser must come from the inbox's own origin (`Origin`, else 403) and an API
+//! one must be `application/json` (CSRF); every answer forbids framing. Connections are
+//! limited in number and must send their headers in time.
 //!
 //! No decision logic lives here: every answer goes through [`Attest::decide`].
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
+use anyhow::Context;
 use attest_core::approvals::{
     verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackPress,
     SLACK_TOLERANCE,
@@ -23,14 +36,16 @@ use attest_core::approvals::{
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError, ResumeToken};
 use attest_ledger::Clock;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 /// The page, served as is.
 const PAGE: &str = include_str!("inbox.html");
@@ -38,14 +53,22 @@ const PAGE: &str = include_str!("inbox.html");
 const MAX_BODY: usize = 64 * 1024;
 /// The most ledger rows one `GET /api/ledger` returns.
 const MAX_LEDGER_ROWS: usize = 1000;
+/// The most connections served at once; more wait in the listen queue.
+const MAX_CONNECTIONS: usize = 256;
+/// How long a client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one connection may stay open, idle keep-alive included.
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
 
 /// What the inbox serves from.
 #[derive(Clone)]
 pub(crate) struct InboxState {
     /// The pipeline decisions go through.
     pub(crate) attest: Attest,
-    /// The bearer token the API requires, if any.
-    pub(crate) token: Option<Secret>,
+    /// The `Host` values and origins the inbox answers to.
+    pub(crate) origins: Origins,
+    /// A header an authenticating reverse proxy sets to the approver's name.
+    pub(crate) trusted_identity_header: Option<String>,
     /// Slack's signing secret, enabling `/slack/interactions`.
     pub(crate) slack_signing_secret: Option<Secret>,
     /// The link key, enabling `/links/…`.
@@ -54,13 +77,67 @@ pub(crate) struct InboxState {
     pub(crate) clock: Arc<dyn Clock>,
 }
 
+/// The `Host` header values (`host:port`) and the origins (`http://host:port`) of the
+/// inbox: its bound address (and `localhost` when that is loopback) and its public URL.
+#[derive(Debug, Clone)]
+pub(crate) struct Origins {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+}
+
+/// The hosts and origins an inbox listening on `addr` (and reached at `public_url`, when
+/// given) answers to. Listening on an unspecified address (`0.0.0.0`) needs
+/// `public_url`: the inbox must know the name browsers use for it.
+pub(crate) fn allowed_origins(
+    addr: SocketAddr,
+    public_url: Option<&str>,
+) -> anyhow::Result<Origins> {
+    let mut origins = Origins {
+        hosts: Vec::new(),
+        origins: Vec::new(),
+    };
+    let mut allow = |scheme: &str, host: String| {
+        origins.origins.push(format!("{scheme}://{host}"));
+        origins.hosts.push(host);
+    };
+    if addr.ip().is_unspecified() {
+        if public_url.is_none() {
+            anyhow::bail!(
+                "--host {} listens on every address: give --public-url (the URL browsers use), \
+                 which the inbox checks every request's Host and Origin against",
+                addr.ip()
+            );
+        }
+    } else {
+        allow("http", addr.to_string());
+        if addr.ip().is_loopback() {
+            allow("http", format!("localhost:{}", addr.port()));
+        }
+    }
+    if let Some(public) = public_url {
+        let url =
+            reqwest::Url::parse(public).with_context(|| format!("--public-url {public:?}"))?;
+        let host = url
+            .host_str()
+            .with_context(|| format!("--public-url {public:?} has no host"))?;
+        let host = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        allow(url.scheme(), host);
+    }
+    Ok(origins)
+}
+
 type Shared = Arc<InboxState>;
 
 /// The inbox's routes.
 pub(crate) fn router(state: InboxState) -> Router {
+    let state = Arc::new(state);
     Router::new()
         .route("/", get(page))
         .route("/healthz", get(healthz))
+        .route("/api/me", get(me))
         .route("/api/pending", get(pending))
         .route("/api/requests/{id}", get(request))
         .route("/api/requests/{id}/decision", post(decision))
@@ -68,22 +145,122 @@ pub(crate) fn router(state: InboxState) -> Router {
         .route("/slack/interactions", post(slack))
         .route("/links/{id}/{choice}", get(link_page).post(link_decide))
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(Arc::new(state))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            browser_guard,
+        ))
+        .with_state(state)
 }
 
-/// Serves `router(state)` on `listener` until Ctrl-C.
+/// Serves `router(state)` on `listener` until Ctrl-C: at most [`MAX_CONNECTIONS`] at a
+/// time, each sending its headers within [`HEADER_READ_TIMEOUT`] and closed after
+/// [`CONNECTION_LIFETIME`].
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     state: InboxState,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async {
-            // If the signal cannot be watched, serve until killed.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        })
-        .await
+    let app = router(state);
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let shutdown = async {
+        // If the signal cannot be watched, serve until killed.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::pin!(shutdown);
+    loop {
+        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+            return Ok(());
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of file descriptors or a connection reset before accept: go on.
+                    eprintln!("attest serve: accept: {err}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => return Ok(()),
+        };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
+            // A connection that errors or outlives its time is simply closed.
+            let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
+        });
+    }
+}
+
+/// The checks a browser app needs, before any route: `Host` is the inbox's own (421),
+/// a state-changing request from a browser comes from the inbox's origin (403) and an
+/// API one is JSON (415); every answer forbids framing, sniffing and referrers.
+async fn browser_guard(State(state): State<Shared>, request: Request, next: Next) -> Response {
+    let refusal = check_browser_request(&state.origins, &request);
+    let mut response = match refusal {
+        Some(err) => err.into_response(),
+        None => next.run(request).await,
+    };
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(
+            "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+        ));
+    response
+}
+
+fn check_browser_request(origins: &Origins, request: &Request) -> Option<ApiError> {
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if !host.is_some_and(|host| origins.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))) {
+        return Some(ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this inbox does not answer to that Host",
+        ));
+    }
+    let path = request.uri().path();
+    if request.method() != Method::POST || path == "/slack/interactions" {
+        // Slack's requests are server to server, checked by their signature.
+        return None;
+    }
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    if !origin.is_some_and(|origin| {
+        origins
+            .origins
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(origin))
+    }) {
+        return Some(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "a state-changing request must come from the inbox's own origin (Origin header)",
+        ));
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if path.starts_with("/api/") && !json {
+        return Some(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the API takes Content-Type: application/json",
+        ));
+    }
+    None
 }
 
 /// An error answer: a fixed status and a JSON body `{"error": …}`.
@@ -129,9 +306,10 @@ impl From<AttestError> for ApiError {
                 ApprovalError::AlreadyDecided { .. } | ApprovalError::Expired { .. } => {
                     StatusCode::CONFLICT
                 }
-                ApprovalError::NotAnApprover { .. } | ApprovalError::NoApprover { .. } => {
-                    StatusCode::FORBIDDEN
-                }
+                ApprovalError::NotAnApprover { .. }
+                | ApprovalError::NoApprover { .. }
+                | ApprovalError::UnknownApprover { .. } => StatusCode::FORBIDDEN,
+                ApprovalError::BadCredential => StatusCode::UNAUTHORIZED,
                 ApprovalError::HoldNeedsEdits { .. } | ApprovalError::BadEdits { .. } => {
                     StatusCode::BAD_REQUEST
                 }
@@ -143,32 +321,50 @@ impl From<AttestError> for ApiError {
     }
 }
 
-/// Checks the bearer token, when one is configured.
-fn authorize(state: &InboxState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = &state.token else {
-        return Ok(());
+/// The approver making this API call: the owner of the bearer token, or the name in the
+/// configured trusted identity header. Neither: 401.
+async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<String, ApiError> {
+    let header_text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let bearer =
+        header_text(header::AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "));
+    let trusted = state
+        .trusted_identity_header
+        .as_deref()
+        .and_then(header_text)
+        .filter(|name| !name.trim().is_empty());
+    let store = state.attest.approvals()?;
+    let found = match (bearer, trusted) {
+        (Some(token), _) => {
+            let token = token.to_owned();
+            tokio::task::spawn_blocking(move || store.authenticate(&token)).await
+        }
+        (None, Some(name)) => {
+            let name = name.to_owned();
+            tokio::task::spawn_blocking(move || store.active_approver(&name)).await
+        }
+        (None, None) => {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "an approver token is required (Authorization: Bearer …)",
+            ))
+        }
     };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "a bearer token is required"))?;
-    // Compare digests, so the time taken says nothing about the token.
-    if Sha256::digest(given.as_bytes()) != Sha256::digest(expected.expose()) {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "bad bearer token"));
+    match found.map_err(|err| ApiError::internal(&err))? {
+        Ok(approver) => Ok(approver.name),
+        Err(ApprovalError::BadCredential | ApprovalError::UnknownApprover { .. }) => Err(
+            ApiError::new(StatusCode::UNAUTHORIZED, "not a valid approver credential"),
+        ),
+        Err(err) => Err(AttestError::from(err).into()),
     }
-    Ok(())
 }
 
 async fn page() -> impl IntoResponse {
     (
-        [
-            (header::CACHE_CONTROL, "no-store"),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
-            ),
-        ],
+        [(
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; connect-src 'self'; script-src 'unsafe-inline'; \
+             style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        )],
         Html(PAGE),
     )
 }
@@ -177,8 +373,12 @@ async fn healthz() -> Json<Value> {
     Json(json!({"ok": true}))
 }
 
+async fn me(State(state): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"approver": approver(&state, &headers).await?})))
+}
+
 async fn pending(State(state): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
-    authorize(&state, &headers)?;
+    approver(&state, &headers).await?;
     state.attest.expire_due().await?;
     let store = state.attest.approvals()?;
     let requests = tokio::task::spawn_blocking(move || store.pending())
@@ -206,19 +406,15 @@ async fn request(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&state, &headers)?;
+    approver(&state, &headers).await?;
     let request = load(&state, id).await?;
-    let mut summary = request.summary();
-    // The person deciding sees the whole action: this is what they approve.
-    summary["params"] = request.action.params.clone();
-    Ok(Json(summary))
+    Ok(Json(request.approver_view()))
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DecisionBody {
     decision: String,
-    approver: String,
     #[serde(default)]
     edits: Option<Value>,
     #[serde(default)]
@@ -231,7 +427,7 @@ async fn decision(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&state, &headers)?;
+    let approver = approver(&state, &headers).await?;
     let body: DecisionBody = serde_json::from_slice(&body)
         .map_err(|err| ApiError::new(StatusCode::BAD_REQUEST, format!("bad body: {err}")))?;
     let choice = Choice::parse(&body.decision).ok_or_else(|| {
@@ -241,8 +437,8 @@ async fn decision(
         )
     })?;
     let mut answer = match choice {
-        Choice::Approve => Answer::approve(body.approver, "inbox"),
-        Choice::Reject => Answer::reject(body.approver, "inbox"),
+        Choice::Approve => Answer::approve(approver, "inbox"),
+        Choice::Reject => Answer::reject(approver, "inbox"),
     };
     if let Some(edits) = body.edits.filter(|e| !e.is_null()) {
         answer = answer.with_edits(edits);
@@ -265,7 +461,7 @@ async fn ledger(
     headers: HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&state, &headers)?;
+    approver(&state, &headers).await?;
     let limit = match query.get("limit") {
         Some(text) => text.parse::<usize>().map_err(|_| {
             ApiError::new(StatusCode::BAD_REQUEST, "`limit` must be a whole number")
@@ -308,12 +504,23 @@ async fn slack(
         .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "bad body: no payload"))?;
     let press = SlackPress::from_payload(&payload)
         .map_err(|err| ApiError::new(StatusCode::BAD_REQUEST, format!("bad body: {err}")))?;
-    let answer = match press.choice {
-        Choice::Approve => Answer::approve(press.user, "slack"),
-        Choice::Reject => Answer::reject(press.user, "slack"),
-    };
+    let store = state.attest.approvals()?;
+    let user = press.user.clone();
+    let found = tokio::task::spawn_blocking(move || store.approver_for_slack_user(&user))
+        .await
+        .map_err(|err| ApiError::internal(&err))?;
     // Slack shows a non-200 answer as a failure of the app; a "no" is told in the text.
-    let text = match state.attest.decide(&press.id, answer).await {
+    let decided = match found {
+        Ok(approver) => {
+            let answer = match press.choice {
+                Choice::Approve => Answer::approve(approver.name, "slack"),
+                Choice::Reject => Answer::reject(approver.name, "slack"),
+            };
+            state.attest.decide(&press.id, answer).await
+        }
+        Err(err) => Err(AttestError::from(err)),
+    };
+    let text = match decided {
         Ok(decided) => format!(
             "{} {} by {}",
             decided.request.id,

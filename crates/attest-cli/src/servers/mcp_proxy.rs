@@ -379,6 +379,16 @@ impl Proxy {
             let text = format!("{RESUME_TOOL}: the held request is not an MCP tool call");
             return Ok(ServerResult::CallToolResult(error_result(text, None)));
         };
+        // An approval is for the call as asked, on the server it was asked for.
+        let server = &self.0.options.server;
+        if request.action.extra.server.as_deref() != Some(server.as_str()) {
+            let text = format!(
+                "{RESUME_TOOL}: the held call was approved for server `{}`, not `{server}`; \
+                 it does not run here",
+                request.action.extra.server.as_deref().unwrap_or("-")
+            );
+            return Ok(ServerResult::CallToolResult(error_result(text, None)));
+        }
         let upstream = self.upstream(None, &context.peer).await?;
         let peer = &upstream.peer;
         let check = self.pair_check(&name, peer);
@@ -467,8 +477,8 @@ impl Proxy {
             Err(AttestError::Pending { id, token, receipt }) => {
                 let text = format!(
                     "Attest is holding `{name}` for a person's approval, so it has not run yet ({}). \
-                     Once approved (`attest confirm {id}` or the inbox), call {RESUME_TOOL} with \
-                     {{\"token\": \"{}\"}}.",
+                     A registered approver decides (request {id}); you cannot. Once they have, \
+                     call {RESUME_TOOL} with {{\"token\": \"{}\"}}.",
                     receipt.reasons.join("; "),
                     token.expose()
                 );

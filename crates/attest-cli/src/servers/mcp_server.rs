@@ -1,25 +1,24 @@
 //! `attest mcp-server`: Attest itself as MCP tools, so an agent can consult it.
 //!
-//! Six tools, each annotated for what it does:
+//! Five tools, each annotated for what it does:
 //!
 //! | tool | does | annotations |
 //! |---|---|---|
 //! | `attest_decide` | detects and decides a call; records nothing | read-only, idempotent |
-//! | `attest_confirm` | approves or rejects a held call (first answer wins) | not read-only, not destructive, idempotent |
 //! | `attest_confirm_status` | says whether a held call was answered | read-only, idempotent |
 //! | `attest_record` | records an action that already happened | not read-only, not destructive, not idempotent (each call appends) |
 //! | `attest_verify` | checks the whole ledger | read-only, idempotent |
 //! | `attest_ledger` | lists the newest rows | read-only, idempotent |
 //!
-//! `attest_confirm` answers through the approval store like `attest confirm` does: the
-//! `approver` it names is recorded, and a rule that lists approvers admits only them.
-//! Give this server to a reviewer's client, not to the agent whose calls it approves.
+//! None of them decides a held call: an agent may ask and wait
+//! (`attest_confirm_status`), never approve. People decide with their own approver
+//! credential (`attest confirm`, the inbox, Slack, a signed link).
 //! None of the tools reaches outside this machine, so none is open-world.
 
 use std::sync::Arc;
 
 use anyhow::Context;
-use attest_core::approvals::{Answer, ResumeToken};
+use attest_core::approvals::ResumeToken;
 use attest_core::{detect, Attest, DetectInput};
 use attest_ledger::to_hex;
 use attest_policy::{Action, Policy, Verb};
@@ -38,7 +37,7 @@ use crate::commands::policy::decision_report;
 /// Largest `limit` `attest_ledger` accepts.
 const MAX_LEDGER_ROWS: u64 = 1000;
 
-/// Serves the six tools on this process's stdio until the client goes away; bad frames get
+/// Serves the five tools on this process's stdio until the client goes away; bad frames get
 /// JSON-RPC errors ([`super::frames`]).
 pub(crate) async fn serve(attest: Attest, policy: Arc<dyn Policy>) -> anyhow::Result<()> {
     let server = AttestServer { attest, policy };
@@ -86,7 +85,6 @@ impl ServerHandler for AttestServer {
             "attest_record" => self.record(&args).await,
             "attest_verify" => self.verify().await,
             "attest_ledger" => self.ledger(&args).await,
-            "attest_confirm" => self.confirm(&args).await,
             "attest_confirm_status" => self.confirm_status(&args).await,
             other => {
                 return Err(ErrorData::invalid_params(
@@ -126,32 +124,6 @@ impl AttestServer {
             .await
             .map_err(|err| format!("could not record: {}", chain(&err)))?;
         Ok(receipt_json(&receipt))
-    }
-
-    async fn confirm(&self, args: &Value) -> Result<Value, String> {
-        let key = text_arg(args, "token")?.ok_or("`token` (a token or request id) is required")?;
-        let approver = text_arg(args, "approver")?.ok_or("`approver` (who decides) is required")?;
-        let approve = args
-            .get("approve")
-            .and_then(Value::as_bool)
-            .ok_or("`approve` (true or false) is required")?;
-        let mut answer = if approve {
-            Answer::approve(approver, "mcp")
-        } else {
-            Answer::reject(approver, "mcp")
-        };
-        answer.note = text_arg(args, "note")?.map(str::to_owned);
-        let decided = self
-            .attest
-            .decide(key, answer)
-            .await
-            .map_err(|err| format!("could not confirm: {}", chain(&err)))?;
-        Ok(json!({
-            "id": decided.request.id,
-            "status": decided.request.status.as_str(),
-            "approver": decided.request.approver,
-            "receipt": decided.receipt.as_ref().map(receipt_json),
-        }))
     }
 
     async fn confirm_status(&self, args: &Value) -> Result<Value, String> {
@@ -327,23 +299,12 @@ pub(crate) fn tools() -> Vec<Tool> {
             json!({"description": "what the action returned (hashed, never stored)"}),
         );
     }
-    let token = json!({"type": "object",
-        "properties": {"token": {"type": "string", "description": "the resume token or request id"},
-                       "approve": {"type": "boolean"}, "approver": {"type": "string", "description": "who decides (recorded)"},
-                       "note": {"type": "string"}},
-        "required": ["token", "approve", "approver"]});
     vec![
         tool(
             "attest_decide",
             "Detect and decide a tool call before making it: act, ask or refuse, with the reasons. Records nothing.",
             json!({"type": "object", "properties": call}),
             Hints { read_only: true, destructive: false, idempotent: true },
-        ),
-        tool(
-            "attest_confirm",
-            "Approve or reject a call that Attest is holding for a person.",
-            token,
-            Hints { read_only: false, destructive: false, idempotent: true },
         ),
         tool(
             "attest_confirm_status",
@@ -377,14 +338,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn six_tools_with_honest_annotations() {
+    fn five_tools_with_honest_annotations_and_none_decides() {
         let tools = tools();
         let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
         assert_eq!(
             names,
             [
                 "attest_decide",
-                "attest_confirm",
                 "attest_confirm_status",
                 "attest_record",
                 "attest_verify",
@@ -393,7 +353,7 @@ mod tests {
         );
         for tool in &tools {
             let hints = tool.annotations.as_ref().unwrap();
-            let writes = ["attest_confirm", "attest_record"].contains(&tool.name.as_ref());
+            let writes = tool.name == "attest_record";
             assert_eq!(hints.read_only_hint, Some(!writes), "{}", tool.name);
             assert_eq!(hints.destructive_hint, Some(false));
             assert_eq!(hints.open_world_hint, Some(false));

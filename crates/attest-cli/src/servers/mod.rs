@@ -52,14 +52,21 @@ const GATE_GRACE: Duration = Duration::from_secs(5);
 /// - `auto`: approves as `auto`.
 ///
 /// A guard rejects if the gate itself has not answered shortly after `timeout`.
-pub(crate) fn gate_for(mode: Mode, timeout: Duration, store: Arc<ApprovalStore>) -> TimeoutGate {
+/// An approval given through the store may be used for `use_by` after it is given.
+pub(crate) fn gate_for(
+    mode: Mode,
+    timeout: Duration,
+    use_by: Duration,
+    store: Arc<ApprovalStore>,
+) -> TimeoutGate {
     let inner: Arc<dyn Gate> = match mode {
         Mode::Block => Arc::new(
             StoreGate::new(store)
+                .use_by(use_by)
                 .wait(timeout)
                 .notifier(WaitNotice { wait: timeout }),
         ),
-        Mode::Pending => Arc::new(StoreGate::new(store).notifier(WaitNotice {
+        Mode::Pending => Arc::new(StoreGate::new(store).use_by(use_by).notifier(WaitNotice {
             wait: Duration::ZERO,
         })),
         Mode::Auto => Arc::new(AutoGate::approve("auto")),
@@ -111,13 +118,14 @@ fn wait_notice(request: &ApprovalRequest, wait: Duration) -> String {
     )
 }
 
-/// What a held call's answer says: where to approve it and how to resume it.
+/// What a held call's answer says: that a person must decide, and how to resume once
+/// they have. It tells the agent nothing it could approve with.
 pub(crate) fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Value {
     json!({
         "status": "pending",
         "id": id,
         "token": token.expose(),
-        "approve_with": format!("attest confirm {id}"),
+        "waiting_for": "a registered approver (attest pending lists the request)",
         "receipt": receipt_json(receipt),
     })
 }
@@ -238,7 +246,12 @@ mod tests {
         action.id = "act-1".to_owned();
         let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
         let (request, _) = store
-            .create(&action, &verdict, Duration::from_secs(60))
+            .create(
+                &action,
+                &verdict,
+                Duration::from_secs(60),
+                Duration::from_secs(3600),
+            )
             .unwrap();
         let notice = wait_notice(&request, Duration::from_secs(300));
         assert_eq!(
@@ -258,7 +271,12 @@ mod tests {
         let store = Arc::new(store);
         let action = Action::new("x", Verb::Send);
         let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
-        let auto = gate_for(Mode::Auto, Duration::from_secs(1), store);
+        let auto = gate_for(
+            Mode::Auto,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+            store,
+        );
         assert!(matches!(
             auto.decide(&action, &verdict).await,
             GateDecision::Approve { .. }

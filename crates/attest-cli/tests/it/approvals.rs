@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -71,6 +71,35 @@ fn rows(dir: &Path) -> u64 {
     ledger.tip().unwrap().map_or(0, |(seq, _)| seq)
 }
 
+/// `attest` with `args` in `dir` and only the environment `env`.
+pub(crate) fn attest_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// Registers `name` with `attest approvers add` (and `extra` flags); returns the token.
+pub(crate) fn add_approver(dir: &Path, name: &str, extra: &[&str]) -> String {
+    let mut args = vec!["approvers", "add", name, "--json"];
+    args.extend_from_slice(extra);
+    let out = attest(dir, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let added: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(added["name"], name);
+    added["token"].as_str().unwrap().to_owned()
+}
+
+/// `attest confirm ARGS` as the approver holding `token` (in `ATTEST_APPROVER_TOKEN`).
+fn confirm_as(dir: &Path, token: &str, args: &[&str]) -> Output {
+    let mut all = vec!["confirm"];
+    all.extend_from_slice(args);
+    attest_env(dir, &all, &[("ATTEST_APPROVER_TOKEN", token)])
+}
+
 #[tokio::test]
 async fn pending_lists_a_request_and_confirm_approves_it_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -89,38 +118,24 @@ async fn pending_lists_a_request_and_confirm_approves_it_once() {
     assert_eq!(list[0]["params_preview"]["amount"], 25000);
     assert!(list[0].get("params").is_none());
 
-    let out = attest(
-        dir.path(),
-        &["confirm", &id, "approve", "--approver", "bob@acme.com"],
-    );
+    let ann = add_approver(dir.path(), "ann@acme.com", &[]);
+    let raj = add_approver(dir.path(), "raj@acme.com", &[]);
+    let bob = add_approver(dir.path(), "bob@acme.com", &[]);
+    let out = confirm_as(dir.path(), &bob, &[&id, "approve"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("not a listed approver"),
         "{}",
         stderr(&out)
     );
-    let out = attest(
-        dir.path(),
-        &[
-            "confirm",
-            &id,
-            "approve",
-            "--approver",
-            "ann@acme.com",
-            "--note",
-            "ok for Q3",
-        ],
-    );
+    let out = confirm_as(dir.path(), &ann, &[&id, "approve", "--note", "ok for Q3"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("approved by ann@acme.com"),
         "{}",
         stdout(&out)
     );
-    let out = attest(
-        dir.path(),
-        &["confirm", &id, "reject", "--approver", "raj@acme.com"],
-    );
+    let out = confirm_as(dir.path(), &raj, &[&id, "reject"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("already decided"), "{}", stderr(&out));
 
@@ -146,17 +161,11 @@ async fn pending_lists_a_request_and_confirm_approves_it_once() {
 async fn confirm_by_token_rejects_and_records_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let (_id, token) = pend(dir.path()).await;
-    let out = attest(
+    let raj = add_approver(dir.path(), "raj@acme.com", &[]);
+    let out = confirm_as(
         dir.path(),
-        &[
-            "confirm",
-            token.expose(),
-            "reject",
-            "--approver",
-            "raj@acme.com",
-            "--note",
-            "no",
-        ],
+        &raj,
+        &[token.expose(), "reject", "--note", "no"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("ledger seq 2"), "{}", stdout(&out));
@@ -176,43 +185,20 @@ async fn confirm_by_token_rejects_and_records_at_once() {
 async fn confirm_says_no_for_unknown_ids_and_usage_errors_for_bad_edits() {
     let dir = tempfile::tempdir().unwrap();
     let (id, _token) = pend(dir.path()).await;
-    let out = attest(
-        dir.path(),
-        &["confirm", "nope", "approve", "--approver", "ann@acme.com"],
-    );
+    let ann = add_approver(dir.path(), "ann@acme.com", &[]);
+    let out = confirm_as(dir.path(), &ann, &["nope", "approve"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("no approval request"),
         "{}",
         stderr(&out)
     );
-    let out = attest(
-        dir.path(),
-        &[
-            "confirm",
-            &id,
-            "approve",
-            "--approver",
-            "ann@acme.com",
-            "--edits",
-            "{not json",
-        ],
-    );
+    let out = confirm_as(dir.path(), &ann, &[&id, "approve", "--edits", "{not json"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let out = attest(dir.path(), &["confirm", &id, "approve"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--approver"), "{}", stderr(&out));
-    let out = attest(
+    let out = confirm_as(
         dir.path(),
-        &[
-            "confirm",
-            &id,
-            "approve",
-            "--approver",
-            "ann@acme.com",
-            "--edits",
-            r#"{"amount": 100}"#,
-        ],
+        &ann,
+        &[&id, "approve", "--edits", r#"{"amount": 100}"#],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
@@ -220,6 +206,115 @@ async fn confirm_says_no_for_unknown_ids_and_usage_errors_for_bad_edits() {
         "{}",
         stdout(&out)
     );
+}
+
+#[tokio::test]
+async fn a_decision_needs_an_approver_token_never_a_typed_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _token) = pend(dir.path()).await;
+    // A name on the command line is no credential: the flag is gone.
+    let out = attest(
+        dir.path(),
+        &["confirm", &id, "approve", "--approver", "ann@acme.com"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // No token, whatever $USER or $ATTEST_APPROVER say: not recorded, exit 1.
+    let out = attest_env(
+        dir.path(),
+        &["confirm", &id, "approve"],
+        &[
+            ("USER", "ann@acme.com"),
+            ("ATTEST_APPROVER", "ann@acme.com"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("approver token"), "{}", stderr(&out));
+    // A token nobody was issued: exit 1.
+    let forged = format!("ata_{}", "0".repeat(64));
+    let out = confirm_as(dir.path(), &forged, &[&id, "approve"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&attest(dir.path(), &["pending"])).contains(&id));
+
+    // A token file: written 0600 by `approvers add`, refused when others may read it.
+    let out = attest(
+        dir.path(),
+        &[
+            "approvers",
+            "add",
+            "ann@acme.com",
+            "--token-file",
+            "ann.token",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("ata_"), "{}", stdout(&out));
+    let token_file = dir.path().join("ann.token");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = attest(
+            dir.path(),
+            &["confirm", &id, "approve", "--token-file", "ann.token"],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("chmod 600"), "{}", stderr(&out));
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let out = attest(
+        dir.path(),
+        &["confirm", &id, "approve", "--token-file", "ann.token"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("approved by ann@acme.com"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[tokio::test]
+async fn approvers_are_added_listed_and_revoked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _token) = pend(dir.path()).await;
+    let out = attest(dir.path(), &["approvers", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("no approvers"), "{}", stdout(&out));
+    let out = attest(dir.path(), &["approvers", "add", "raj@acme.com"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let raj = stdout(&out).trim().to_owned();
+    assert!(raj.starts_with("ata_") && raj.len() == 68, "{raj}");
+    assert!(stderr(&out).contains("shown only once"), "{}", stderr(&out));
+    add_approver(dir.path(), "ann@acme.com", &["--slack-user", "U0ANN"]);
+    // The same name twice is refused (usage error); the token is never listed.
+    let out = attest(dir.path(), &["approvers", "add", "RAJ@acme.com"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("already registered"),
+        "{}",
+        stderr(&out)
+    );
+    let out = attest(dir.path(), &["approvers", "list", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list}");
+    assert_eq!(list[0]["name"], "ann@acme.com");
+    assert_eq!(list[0]["slack_user"], "U0ANN");
+    assert_eq!(list[1]["revoked_at"], Value::Null);
+    assert!(!stdout(&out).contains(&raj[4..]));
+
+    let out = attest(dir.path(), &["approvers", "revoke", "raj@acme.com"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = attest(dir.path(), &["approvers", "revoke", "raj@acme.com"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let out = attest(dir.path(), &["approvers", "list"]);
+    assert!(stdout(&out).contains("revoked"), "{}", stdout(&out));
+    // A revoked token decides nothing.
+    let out = confirm_as(dir.path(), &raj, &[&id, "approve"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&attest(dir.path(), &["pending"])).contains(&id));
 }
 
 /// `attest serve` running in `dir`, killed when dropped.
@@ -237,11 +332,17 @@ impl Drop for Server {
 
 /// Starts `attest serve --port 0 …` and waits for the address it prints.
 pub(crate) fn serve(dir: &Path, extra: &[&str]) -> Server {
+    serve_env(dir, extra, &[])
+}
+
+/// Like [`serve`], with only the environment `env`.
+pub(crate) fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
         .args(["serve", "--port", "0"])
         .args(extra)
         .current_dir(dir)
         .env_clear()
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -259,14 +360,17 @@ pub(crate) fn serve(dir: &Path, extra: &[&str]) -> Server {
     Server { child, url }
 }
 
+/// An API call as the inbox's own page makes it: same origin, JSON, with a bearer token.
 async fn call(
     method: reqwest::Method,
     url: impl reqwest::IntoUrl,
     token: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
+    let url = url.into_url().unwrap();
+    let origin = url.origin().ascii_serialization();
     let client = reqwest::Client::new();
-    let mut request = client.request(method, url);
+    let mut request = client.request(method, url).header("origin", origin);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
@@ -280,122 +384,236 @@ async fn call(
 }
 
 #[tokio::test]
-async fn the_inbox_api_lists_shows_and_decides_with_fixed_status_codes() {
+async fn the_inbox_api_lists_shows_and_decides_as_the_token_owner() {
     let dir = tempfile::tempdir().unwrap();
     let (id, _token) = pend(dir.path()).await;
+    let raj = add_approver(dir.path(), "raj@acme.com", &[]);
+    let ann = add_approver(dir.path(), "ann@acme.com", &[]);
+    let eve = add_approver(dir.path(), "eve@evil.io", &[]);
     let server = serve(dir.path(), &[]);
     let base = &server.url;
-    let get = |path: String| call(reqwest::Method::GET, format!("{base}{path}"), None, None);
-    assert_eq!(get("/healthz".into()).await, (200, json!({"ok": true})));
-    let (status, body) = get("/api/pending".into()).await;
+    let get = |path: String, token: Option<&str>| {
+        let (url, token) = (format!("{base}{path}"), token.map(str::to_owned));
+        async move { call(reqwest::Method::GET, url, token.as_deref(), None).await }
+    };
+    assert_eq!(
+        get("/healthz".into(), None).await,
+        (200, json!({"ok": true}))
+    );
+    // Every API call needs an approver credential.
+    for path in [
+        "/api/pending",
+        "/api/me",
+        "/api/ledger",
+        &format!("/api/requests/{id}"),
+    ] {
+        assert_eq!(get(path.into(), None).await.0, 401, "{path}");
+        assert_eq!(get(path.into(), Some("ata_forged")).await.0, 401, "{path}");
+    }
+    assert_eq!(
+        get("/api/me".into(), Some(&raj)).await,
+        (200, json!({"approver": "raj@acme.com"}))
+    );
+    let (status, body) = get("/api/pending".into(), Some(&raj)).await;
     assert_eq!(status, 200);
     assert_eq!(body["requests"][0]["id"], id.as_str());
     assert_eq!(
         body["requests"][0]["approver_members"],
         json!(["ann@acme.com", "raj@acme.com"])
     );
-    let (status, body) = get(format!("/api/requests/{id}")).await;
+    let (status, body) = get(format!("/api/requests/{id}"), Some(&raj)).await;
     assert_eq!(status, 200);
     assert_eq!(body["params"]["customer"], "cus_9");
-    assert_eq!(get("/api/requests/unknown".into()).await.0, 404);
+    assert_eq!(get("/api/requests/unknown".into(), Some(&raj)).await.0, 404);
 
-    let decide = |body: Value| {
+    let decide = |token: &str, body: Value| {
+        let (url, token) = (
+            format!("{base}/api/requests/{id}/decision"),
+            token.to_owned(),
+        );
+        async move { call(reqwest::Method::POST, url, Some(&token), Some(body)).await }
+    };
+    assert_eq!(decide(&raj, json!({"decision": "maybe"})).await.0, 400);
+    assert_eq!(decide(&raj, json!({})).await.0, 400);
+    // The approver is the token's owner: a name in the body is refused, never used.
+    assert_eq!(
+        decide(
+            &eve,
+            json!({"decision": "approve", "approver": "ann@acme.com"})
+        )
+        .await
+        .0,
+        400
+    );
+    assert_eq!(
+        decide(&raj, json!({"decision": "approve", "edits": [1]}))
+            .await
+            .0,
+        400
+    );
+    assert_eq!(
         call(
             reqwest::Method::POST,
             format!("{base}/api/requests/{id}/decision"),
             None,
-            Some(body),
+            Some(json!({"decision": "approve"}))
         )
-    };
-    assert_eq!(
-        decide(json!({"decision": "maybe", "approver": "ann@acme.com"}))
-            .await
-            .0,
-        400
+        .await
+        .0,
+        401
     );
-    assert_eq!(decide(json!({"approver": "ann@acme.com"})).await.0, 400);
-    assert_eq!(
-        decide(json!({"decision": "approve", "approver": "ann@acme.com", "extra": 1}))
-            .await
-            .0,
-        400
-    );
-    assert_eq!(
-        decide(json!({"decision": "approve", "approver": "ann@acme.com", "edits": [1]}))
-            .await
-            .0,
-        400
-    );
-    let (status, body) = decide(json!({"decision": "approve", "approver": "eve@evil.io"})).await;
+    let (status, body) = decide(&eve, json!({"decision": "approve"})).await;
     assert_eq!(status, 403, "{body}");
-    let (status, body) =
-        decide(json!({"decision": "reject", "approver": "raj@acme.com", "note": "not now"})).await;
+    let (status, body) = decide(&raj, json!({"decision": "reject", "note": "not now"})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["request"]["status"], "rejected");
+    assert_eq!(body["request"]["approver"], "raj@acme.com");
     assert_eq!(body["seq"], 2);
-    let (status, _) = decide(json!({"decision": "approve", "approver": "ann@acme.com"})).await;
+    let (status, _) = decide(&ann, json!({"decision": "approve"})).await;
     assert_eq!(status, 409);
     let (status, _) = call(
         reqwest::Method::POST,
         format!("{base}/api/requests/nope/decision"),
-        None,
-        Some(json!({"decision": "approve", "approver": "ann@acme.com"})),
+        Some(&ann),
+        Some(json!({"decision": "approve"})),
     )
     .await;
     assert_eq!(status, 404);
-    let (status, body) = get("/api/ledger?limit=5".into()).await;
+    let (status, body) = get("/api/ledger?limit=5".into(), Some(&raj)).await;
     assert_eq!(status, 200);
     assert_eq!(body["rows"][0]["seq"], 2);
-    assert_eq!(get("/api/ledger?limit=x".into()).await.0, 400);
+    assert_eq!(get("/api/ledger?limit=x".into(), Some(&raj)).await.0, 400);
 }
 
 #[tokio::test]
-async fn a_token_guards_the_api_and_the_page_never_holds_it() {
+async fn the_inbox_is_a_browser_app_that_refuses_rebinding_csrf_and_framing() {
     let dir = tempfile::tempdir().unwrap();
-    let (_id, _token) = pend(dir.path()).await;
-    let server = serve(dir.path(), &["--token", "inbox-secret-7"]);
-    let url = format!("{}/api/pending", server.url);
-    assert_eq!(call(reqwest::Method::GET, &url, None, None).await.0, 401);
-    assert_eq!(
-        call(reqwest::Method::GET, &url, Some("wrong"), None)
+    let (id, _token) = pend(dir.path()).await;
+    let raj = add_approver(dir.path(), "raj@acme.com", &[]);
+    let server = serve(dir.path(), &[]);
+    let base = &server.url;
+    let port = base.rsplit(':').next().unwrap().to_owned();
+    let client = reqwest::Client::new();
+    let decision = format!("{base}/api/requests/{id}/decision");
+    // DNS rebinding: a page on evil.example whose name now points at 127.0.0.1.
+    for host in [format!("evil.example:{port}"), "127.0.0.1".to_owned()] {
+        let answer = client
+            .get(format!("{base}/api/pending"))
+            .header("host", host.as_str())
+            .bearer_auth(&raj)
+            .send()
             .await
-            .0,
-        401
-    );
-    assert_eq!(
-        call(reqwest::Method::GET, &url, Some("inbox-secret-7"), None)
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 421, "{host}");
+    }
+    let local = client
+        .get(format!("{base}/healthz"))
+        .header("host", format!("localhost:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(local.status().as_u16(), 200);
+    // CSRF: a state-changing request from another origin, or none, or not JSON.
+    let post = |origin: Option<String>, content_type: &'static str| {
+        let mut request = client
+            .post(&decision)
+            .bearer_auth(&raj)
+            .header("content-type", content_type)
+            .body(r#"{"decision":"approve"}"#);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    let same = format!("http://127.0.0.1:{port}");
+    for (origin, content_type, status) in [
+        (
+            Some("http://evil.example".to_owned()),
+            "application/json",
+            403,
+        ),
+        (Some("null".to_owned()), "application/json", 403),
+        (None, "application/json", 403),
+        (Some(same.clone()), "text/plain", 415),
+        (Some(same.clone()), "application/x-www-form-urlencoded", 415),
+    ] {
+        let answer = post(origin.clone(), content_type).await.unwrap();
+        assert_eq!(
+            answer.status().as_u16(),
+            status,
+            "{origin:?} {content_type}"
+        );
+    }
+    assert!(stdout(&attest(dir.path(), &["pending"])).contains(&id));
+    // Framing: the page and the API forbid it, the page loads nothing from elsewhere.
+    for path in ["/", "/api/pending", "/healthz"] {
+        let answer = client
+            .get(format!("{base}{path}"))
+            .bearer_auth(&raj)
+            .send()
             .await
-            .0,
-        200
-    );
-    let page = reqwest::get(format!("{}/", server.url))
+            .unwrap();
+        let headers = answer.headers();
+        assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+        let csp = headers["content-security-policy"].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert!(csp.contains("default-src 'none'"), "{path}: {csp}");
+    }
+    let page = client
+        .get(format!("{base}/"))
+        .send()
         .await
         .unwrap()
         .text()
         .await
         .unwrap();
     assert!(page.contains("approval inbox"));
-    assert!(!page.contains("inbox-secret-7"));
-    let health = call(
+    assert!(page.contains("Approver token"));
+    assert!(!page.contains(&raj));
+    // The page's own decision, as a browser sends it, is accepted.
+    let answer = post(Some(same), "application/json; charset=utf-8")
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+}
+
+#[tokio::test]
+async fn the_api_shows_an_approver_the_call_but_not_its_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let attest_ = pipeline(dir.path(), Duration::ZERO);
+    let action = payment().with_params(json!({
+        "amount": 25000, "customer": "cus_9", "api_key": "sk_live_SECRET", "card": {"cvc_token": "tok_SECRET"}
+    }));
+    let Err(AttestError::Pending { id, .. }) = attest_
+        .run(action, |_| async { Ok(json!({"id": "py_1"})) })
+        .await
+    else {
+        panic!("expected pending")
+    };
+    let raj = add_approver(dir.path(), "raj@acme.com", &[]);
+    let server = serve(dir.path(), &[]);
+    let (status, body) = call(
         reqwest::Method::GET,
-        format!("{}/healthz", server.url),
-        None,
+        format!("{}/api/requests/{id}", server.url),
+        Some(&raj),
         None,
     )
     .await;
-    assert_eq!(health.0, 200);
+    assert_eq!(status, 200);
+    assert_eq!(body["params"]["customer"], "cus_9");
+    assert!(!body.to_string().contains("SECRET"), "{body}");
+    assert!(body["params"]["api_key"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
 }
 
 #[test]
-fn listening_beyond_loopback_needs_a_token() {
+fn listening_on_every_address_needs_the_public_url() {
     let dir = tempfile::tempdir().unwrap();
     let out = attest(dir.path(), &["serve", "--host", "0.0.0.0", "--port", "0"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("token is required"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("--public-url"), "{}", stderr(&out));
 }
 
 fn slack_signature(secret: &str, ts: &str, body: &str) -> String {
@@ -416,14 +634,20 @@ async fn slack_button_presses_are_checked_then_decided() {
     let dir = tempfile::tempdir().unwrap();
     let (id, _token) = pend(dir.path()).await;
     let secret = "slack-signing-secret";
-    let server = serve(dir.path(), &["--slack-signing-secret", secret]);
+    add_approver(dir.path(), "ann@acme.com", &["--slack-user", "U1ANN"]);
+    let server = serve_env(dir.path(), &[], &[("ATTEST_SLACK_SIGNING_SECRET", secret)]);
     let url = format!("{}/slack/interactions", server.url);
-    let payload = json!({
-        "type": "block_actions",
-        "user": {"id": "U1", "username": "ann@acme.com"},
-        "actions": [{"action_id": "attest_approve", "value": id}],
-    });
-    let body: String = form_urlencoded_body(&payload.to_string());
+    let press = |user: Value| {
+        form_urlencoded_body(
+            &json!({
+                "type": "block_actions",
+                "user": user,
+                "actions": [{"action_id": "attest_approve", "value": id}],
+            })
+            .to_string(),
+        )
+    };
+    let body = press(json!({"id": "U1ANN", "username": "someone-else"}));
     let post = |ts: String, sig: String, body: String| {
         let url = url.clone();
         async move {
@@ -457,6 +681,22 @@ async fn slack_button_presses_are_checked_then_decided() {
     assert!(stale.text().await.unwrap().contains("stale"));
     let store_pending = attest(dir.path(), &["pending", "--json"]);
     assert!(stdout(&store_pending).contains(&id));
+    // A Slack user who renamed themselves "ann@acme.com" is not ann: only the user id counts.
+    let impostor =
+        press(json!({"id": "U9EVE", "username": "ann@acme.com", "name": "ann@acme.com"}));
+    let answer = post(
+        now.clone(),
+        slack_signature(secret, &now, &impostor),
+        impostor,
+    )
+    .await;
+    assert_eq!(answer.status().as_u16(), 200);
+    let text: Value = answer.json().await.unwrap();
+    assert!(
+        text["text"].as_str().unwrap().contains("not recorded"),
+        "{text}"
+    );
+    assert!(stdout(&attest(dir.path(), &["pending"])).contains(&id));
     let ok = post(
         now.clone(),
         slack_signature(secret, &now, &body),
@@ -497,7 +737,16 @@ fn form_urlencoded_body(payload: &str) -> String {
 async fn one_click_links_are_signed_expire_and_only_post_decides() {
     let dir = tempfile::tempdir().unwrap();
     let (id, _token) = pend(dir.path()).await;
-    let server = serve(dir.path(), &["--link-key", "link-key-1"]);
+    add_approver(dir.path(), "raj@acme.com", &[]);
+    std::fs::write(dir.path().join("link.key"), "link-key-1\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let key = dir.path().join("link.key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let server = serve(dir.path(), &["--link-key-file", "link.key"]);
+    let origin = server.url.clone();
     let signer = LinkSigner::new(
         Secret::new("link-key-1"),
         &server.url,
@@ -507,7 +756,14 @@ async fn one_click_links_are_signed_expire_and_only_post_decides() {
     let approve = signer
         .link(&id, Choice::Approve, "raj@acme.com", now)
         .unwrap();
-    let client = reqwest::Client::new();
+    let client = reqwest::Client::builder()
+        .default_headers(
+            [(reqwest::header::ORIGIN, origin.parse().unwrap())]
+                .into_iter()
+                .collect(),
+        )
+        .build()
+        .unwrap();
     // Opening the link only shows what it would do.
     let page = client.get(&approve).send().await.unwrap();
     assert_eq!(page.status().as_u16(), 200);
@@ -546,6 +802,28 @@ async fn one_click_links_are_signed_expire_and_only_post_decides() {
             .as_u16(),
         403
     );
+    // A link signed with the real key for someone who is not a registered approver.
+    let stranger = signer
+        .link(&id, Choice::Approve, "eve@evil.io", now)
+        .unwrap();
+    assert_eq!(
+        client
+            .post(&stranger)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    // A link posted from another site is refused.
+    let cross = reqwest::Client::new()
+        .post(&approve)
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status().as_u16(), 403);
     // The real link decides.
     let done = client.post(&approve).send().await.unwrap();
     assert_eq!(done.status().as_u16(), 200);
@@ -589,4 +867,113 @@ async fn the_pending_table_stays_aligned_with_long_approver_lists() {
         assert!(!line[why..].starts_with(' '), "{text}");
     }
     assert!(text.contains(&many.join(", ")), "{text}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_ledger_its_directory_and_keys_are_private_to_their_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    // A fresh ledger (which also holds held params) in a fresh .attest directory.
+    let out = attest(dir.path(), &["demo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    add_approver(dir.path(), "ann@acme.com", &[]);
+    let ledger = dir.path().join(".attest/ledger.sqlite");
+    assert_eq!(mode(&dir.path().join(".attest")), 0o700);
+    assert_eq!(mode(&ledger), 0o600);
+    for companion in ["ledger.sqlite-wal", "ledger.sqlite-shm"] {
+        let path = dir.path().join(".attest").join(companion);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{companion}");
+        }
+    }
+    // A signing key others may read is refused, naming the file and the fix.
+    let out = attest(dir.path(), &["keygen", "--name", "attest.test/files"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let key = dir.path().join(".attest/signing.key");
+    assert_eq!(mode(&key), 0o600);
+    let out = attest(dir.path(), &["checkpoint"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = attest(dir.path(), &["checkpoint"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("chmod 600") && stderr(&out).contains("signing.key"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[]);
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // Half a request, then silence (slowloris).
+    slow.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    // The inbox allows 10 s for headers; the bound here only keeps a broken build from hanging.
+    let read = tokio::time::timeout(Duration::from_secs(60), slow.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the connection was still open after 60 s");
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("\"ok\""),
+        "{}",
+        String::from_utf8_lossy(&rest)
+    );
+    // Others are served meanwhile and after.
+    let (status, _) = call(
+        reqwest::Method::GET,
+        format!("{}/healthz", server.url),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn behind_an_authenticating_proxy_its_identity_header_names_the_approver() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _token) = pend(dir.path()).await;
+    add_approver(dir.path(), "raj@acme.com", &[]);
+    let server = serve(
+        dir.path(),
+        &["--trusted-identity-header", "X-Forwarded-User"],
+    );
+    let client = reqwest::Client::new();
+    let decide = |who: &'static str| {
+        client
+            .post(format!("{}/api/requests/{id}/decision", server.url))
+            .header("origin", &server.url)
+            .header("x-forwarded-user", who)
+            .json(&json!({"decision": "approve"}))
+            .send()
+    };
+    // A name the proxy vouches for must still be a registered approver.
+    assert_eq!(
+        decide("mallory@acme.com").await.unwrap().status().as_u16(),
+        401
+    );
+    let answer = decide("raj@acme.com").await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["request"]["approver"], "raj@acme.com");
+    // Without the option, the header means nothing.
+    drop(server);
+    let (other, _) = pend(dir.path()).await;
+    let plain = serve(dir.path(), &[]);
+    let answer = client
+        .post(format!("{}/api/requests/{other}/decision", plain.url))
+        .header("origin", &plain.url)
+        .header("x-forwarded-user", "raj@acme.com")
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 401);
 }

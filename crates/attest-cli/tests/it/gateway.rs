@@ -216,6 +216,40 @@ pub(crate) fn curl(
     (status, headers, body.to_owned())
 }
 
+/// Registers the approver `ann`, her token in `dir/ann.token`.
+fn add_ann(dir: &Path) {
+    let added = attest(
+        dir,
+        &[
+            "--ledger",
+            "ledger.sqlite",
+            "approvers",
+            "add",
+            "ann",
+            "--token-file",
+            "ann.token",
+        ],
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+}
+
+/// `ann` approves request `id` with her token file.
+fn confirm_as_ann(dir: &Path, id: &str) {
+    let confirm = attest(
+        dir,
+        &[
+            "--ledger",
+            "ledger.sqlite",
+            "confirm",
+            id,
+            "approve",
+            "--token-file",
+            "ann.token",
+        ],
+    );
+    assert_eq!(confirm.status.code(), Some(0), "{}", stderr(&confirm));
+}
+
 pub(crate) fn curl_missing() -> bool {
     let missing = Command::new("curl").arg("--version").output().is_err();
     if missing {
@@ -397,6 +431,8 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
     assert_eq!(status, 202, "{body}");
     assert_eq!(headers["x-attest-decision"], "ask");
     let held: Value = serde_json::from_str(&body).unwrap();
+    // The agent is told to wait, never how to approve.
+    assert!(!body.contains("attest confirm"), "{body}");
     let (id, resume) = (
         held["id"].as_str().unwrap(),
         held["resume"].as_str().unwrap(),
@@ -406,19 +442,8 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
         "a held write reached the vendor"
     );
 
-    let confirm = attest(
-        dir.path(),
-        &[
-            "--ledger",
-            "ledger.sqlite",
-            "confirm",
-            id,
-            "approve",
-            "--approver",
-            "ann",
-        ],
-    );
-    assert_eq!(confirm.status.code(), Some(0), "{}", stderr(&confirm));
+    add_ann(dir.path());
+    confirm_as_ann(dir.path(), id);
 
     let (status, headers, body) = curl("POST", &format!("{address}{resume}"), None, &[]);
     assert_eq!(status, 201, "{body}");
@@ -803,4 +828,116 @@ fn a_client_that_goes_away_cancels_its_waiting_request() {
         vendor.lock().unwrap().notes.is_empty(),
         "the API was called"
     );
+}
+
+/// What reached the form vendor: `(content type, body bytes)` per request.
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A vendor taking form-encoded charges at `/v1/charges`.
+fn start_form_vendor(received: Received) -> String {
+    serve_app(move || {
+        Router::new()
+            .route(
+                "/v1/charges",
+                post(
+                    |State(received): State<Received>,
+                     headers: HeaderMap,
+                     body: axum::body::Bytes| async move {
+                        let content_type = headers
+                            .get("content-type")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default()
+                            .to_owned();
+                        received.lock().unwrap().push((content_type, body.to_vec()));
+                        Json(json!({"id": "ch_1"}))
+                    },
+                ),
+            )
+            .with_state(received)
+    })
+}
+
+#[test]
+fn a_held_form_body_is_shown_and_forwarded_byte_for_byte_and_policy_sees_its_fields() {
+    if curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let policy = "version: 1
+policies:
+  - name: big-charges
+    match: {params: {/amount: {gt: 1000}}}
+    decision: refuse
+    reason: charges over 1000 are refused
+  - name: charges-ask
+    match: {verb: create}
+    decision: ask
+    reason: a person reviews charges
+";
+    std::fs::write(dir.path().join("policy.yaml"), policy).unwrap();
+    let received = Received::default();
+    let upstream = start_form_vendor(Arc::clone(&received));
+    let (_gateway, address) = start_gateway(dir.path(), &upstream, &["--mode", "pending"]);
+    let form = |body: &str| {
+        curl(
+            "POST",
+            &format!("{address}/v1/charges"),
+            None,
+            &[
+                "-H",
+                "Content-Type: application/x-www-form-urlencoded",
+                "--data-binary",
+                body,
+            ],
+        )
+    };
+    // Policy sees the form's fields.
+    let (status, _, body) = form("amount=5000&currency=usd");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("over 1000"), "{body}");
+    assert!(received.lock().unwrap().is_empty());
+
+    let sent = "amount=250&currency=usd&memo=caf%C3%A9+%26+co&tag=a&tag=b";
+    let (status, _, body) = form(sent);
+    assert_eq!(status, 202, "{body}");
+    let held: Value = serde_json::from_str(&body).unwrap();
+    let (id, resume) = (
+        held["id"].as_str().unwrap(),
+        held["resume"].as_str().unwrap(),
+    );
+
+    // The approver sees the body as it was sent, and its fields.
+    add_ann(dir.path());
+    let token = std::fs::read_to_string(dir.path().join("ann.token")).unwrap();
+    let inbox = crate::approvals::serve(dir.path(), &["--ledger", "ledger.sqlite"]);
+    let shown = Command::new("curl")
+        .args([
+            "-s",
+            "-H",
+            &format!("Authorization: Bearer {}", token.trim()),
+        ])
+        .arg(format!("{}/api/requests/{id}", inbox.url))
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["params"]["memo"], "café & co", "{shown}");
+    assert_eq!(shown["params"]["$raw_body"]["text"], sent, "{shown}");
+
+    confirm_as_ann(dir.path(), id);
+    let (status, _, body) = curl("POST", &format!("{address}{resume}"), None, &[]);
+    assert_eq!(status, 200, "{body}");
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].0.starts_with("application/x-www-form-urlencoded"),
+        "{:?}",
+        got[0].0
+    );
+    assert_eq!(got[0].1, sent.as_bytes());
+    // The ledger has neither the body nor its fields beyond the preview.
+    let exported = stdout(&attest(
+        dir.path(),
+        &["--ledger", "ledger.sqlite", "export"],
+    ));
+    assert!(!exported.contains("caf"), "{exported}");
 }

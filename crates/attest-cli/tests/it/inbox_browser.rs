@@ -17,7 +17,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::approvals::{payment, pipeline, serve};
+use crate::approvals::{add_approver, payment, pipeline, serve};
 
 fn find_chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ATTEST_CHROMIUM") {
@@ -217,6 +217,7 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     };
     let dir = tempfile::tempdir().unwrap();
     let attest = pipeline(dir.path(), Duration::from_secs(60));
+    let token = add_approver(dir.path(), "ann@acme.com", &[]);
     let server = serve(dir.path(), &[]);
 
     // The agent's call waits in this process for a person to decide.
@@ -250,12 +251,39 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
         .as_str()
         .unwrap()
         .to_owned();
+    // Signed out, the page shows nothing but the login; sign in the way a person would.
+    cdp.wait_for(
+        &session,
+        "(document.getElementById('login') || {hidden: true}).hidden === false",
+        "the login form",
+    )
+    .await;
+    assert_eq!(
+        cdp.eval(&session, "document.querySelectorAll('section.card').length")
+            .await,
+        json!(0)
+    );
+    cdp.eval(&session, "document.getElementById('token').focus()")
+        .await;
+    cdp.call(Some(&session), "Input.insertText", json!({"text": token}))
+        .await;
+    cdp.click(&session, "#login button").await;
     cdp.wait_for(
         &session,
         "document.querySelectorAll('section.card button.approve').length === 1",
         "the pending request on the page",
     )
     .await;
+    let who = cdp
+        .eval(&session, "document.getElementById('approver').textContent")
+        .await;
+    assert_eq!(who, json!("ann@acme.com"));
+    // The token is in this tab's sessionStorage only, never in a cookie or localStorage.
+    assert_eq!(
+        cdp.eval(&session, "document.cookie + JSON.stringify(localStorage)")
+            .await,
+        json!("{}")
+    );
     let shown = cdp
         .eval(&session, "document.querySelector('section.card').innerText")
         .await;
@@ -265,15 +293,6 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     assert!(shown.contains("ann@acme.com, raj@acme.com"), "{shown}");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
-    // Type who approves, the way a person would, then click Approve.
-    cdp.eval(&session, "document.getElementById('approver').focus()")
-        .await;
-    cdp.call(
-        Some(&session),
-        "Input.insertText",
-        json!({"text": "ann@acme.com"}),
-    )
-    .await;
     cdp.screenshot(&session, &artifacts().join("inbox-pending.png"))
         .await;
     cdp.click(&session, "section.card button.approve").await;

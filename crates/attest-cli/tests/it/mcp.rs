@@ -388,7 +388,7 @@ fn proxy_block_mode_holds_unanswered_asks_without_calling_the_upstream() {
 }
 
 #[test]
-fn mcp_server_offers_six_tools_that_decide_record_and_verify() {
+fn mcp_server_offers_five_tools_that_decide_record_and_verify_and_none_approves() {
     if !python_with("mcp") {
         return;
     }
@@ -399,6 +399,7 @@ fn mcp_server_offers_six_tools_that_decide_record_and_verify() {
         {"tool": "attest_verify"},
         {"tool": "attest_ledger", "args": {"limit": 5}},
         {"tool": "attest_confirm", "args": {"token": "t", "approve": true, "approver": "ann"}},
+        {"tool": "attest_confirm_status", "args": {"token": "t"}},
     ]});
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
@@ -413,7 +414,9 @@ fn mcp_server_offers_six_tools_that_decide_record_and_verify() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["tools"].as_array().unwrap().len(), 6, "{report}");
+    let tools = report["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 5, "{report}");
+    assert!(!tools.iter().any(|t| t == "attest_confirm"), "{report}");
     let calls = report["calls"].as_array().unwrap();
     let decide: Value = serde_json::from_str(calls[0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(decide["verb"], "send");
@@ -426,15 +429,17 @@ fn mcp_server_offers_six_tools_that_decide_record_and_verify() {
     assert_eq!(verified["ok"], true);
     let listed: Value = serde_json::from_str(calls[3]["text"].as_str().unwrap()).unwrap();
     assert_eq!(listed["rows"].as_array().unwrap().len(), 1);
-    assert_eq!(calls[4]["is_error"], true);
+    // The agent cannot approve through this server: no such tool.
     assert!(
-        calls[4]["text"]
+        calls[4]["error"]
             .as_str()
-            .unwrap()
-            .contains("could not confirm"),
+            .unwrap_or_default()
+            .contains("no tool named"),
         "{}",
         calls[4]
     );
+    // It may ask how its held call stands.
+    assert_eq!(calls[5]["is_error"], true, "{}", calls[5]);
 }
 
 #[test]
@@ -474,10 +479,25 @@ fn proxy_pending_call_runs_after_attest_confirm_and_resume() {
     let ledger = dir.path().join("ledger.sqlite");
     let ledger = ledger.to_str().unwrap();
     let attest_bin = env!("CARGO_BIN_EXE_attest");
+    let token_file = dir.path().join("ann.token");
+    let token_file = token_file.to_str().unwrap();
+    let added = crate::attest(
+        dir.path(),
+        &[
+            "--ledger",
+            ledger,
+            "approvers",
+            "add",
+            "ann",
+            "--token-file",
+            token_file,
+        ],
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
     let plan = json!({"calls": [
         {"tool": "create_note", "args": {"title": "held", "body": "until approved"}},
         {"tool": "attest_resume", "args": {"token": "{token}"}},
-        {"run": [attest_bin, "--ledger", ledger, "confirm", "{id}", "approve", "--approver", "ann"]},
+        {"run": [attest_bin, "--ledger", ledger, "confirm", "{id}", "approve", "--token-file", token_file]},
         {"tool": "attest_resume", "args": {"token": "{token}"}},
         {"tool": "attest_resume", "args": {"token": "{token}"}},
     ]});
@@ -495,8 +515,13 @@ fn proxy_pending_call_runs_after_attest_confirm_and_resume() {
         .iter()
         .any(|t| t == "attest_resume"));
     let calls = report["calls"].as_array().unwrap();
-    // Held: not run, with a token to resume it by.
+    // Held: not run, with a token to resume it by, and nothing the agent could approve with.
     assert_eq!(calls[0]["is_error"], true, "{}", calls[0]);
+    assert!(
+        !calls[0].to_string().contains("attest confirm"),
+        "{}",
+        calls[0]
+    );
     assert!(
         calls[0]["text"].as_str().unwrap().contains("holding"),
         "{}",
@@ -583,4 +608,80 @@ fn a_call_cancelled_while_it_waits_for_a_person_cancels_its_request() {
     assert_eq!(status(dir.path()), "cancelled");
     let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap_or_default();
     assert!(!log.contains("create_note"), "{log}");
+}
+
+#[test]
+fn an_approval_given_for_one_mcp_server_does_not_run_through_another() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.sqlite");
+    let ledger = ledger.to_str().unwrap();
+    let token_file = dir.path().join("ann.token");
+    let token_file = token_file.to_str().unwrap();
+    let added = crate::attest(
+        dir.path(),
+        &[
+            "--ledger",
+            ledger,
+            "approvers",
+            "add",
+            "ann",
+            "--token-file",
+            token_file,
+        ],
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let server = py("notes_server.py");
+    let python = python();
+    let upstream = [python.to_str().unwrap(), server.to_str().unwrap()];
+    let attest_bin = env!("CARGO_BIN_EXE_attest");
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "held", "body": "until approved"}},
+        {"run": [attest_bin, "--ledger", ledger, "confirm", "{id}", "approve", "--token-file", token_file]},
+    ]});
+    let report = drive(
+        dir.path(),
+        &plan,
+        &["--mode", "pending", "--server", "notes"],
+        &upstream,
+    );
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls[1]["run"], 0, "{}", calls[1]);
+    let text = calls[0]["text"].as_str().unwrap();
+    let start = text.find("atr_").unwrap();
+    let token = &text[start..start + 68];
+    // The same tool name on another server (another account, another deployment).
+    let resume = json!({"calls": [{"tool": "attest_resume", "args": {"token": token}}]});
+    let report = drive(
+        dir.path(),
+        &resume,
+        &["--mode", "pending", "--server", "notes-prod"],
+        &upstream,
+    );
+    let call = &report["calls"][0];
+    assert_eq!(call["is_error"], true, "{call}");
+    assert!(
+        call["text"]
+            .as_str()
+            .unwrap()
+            .contains("approved for server `notes`"),
+        "{call}"
+    );
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap_or_default();
+    assert!(!log.contains("create_note"), "{log}");
+    // On the server it was asked for, it runs.
+    let report = drive(
+        dir.path(),
+        &resume,
+        &["--mode", "pending", "--server", "notes"],
+        &upstream,
+    );
+    assert_eq!(
+        report["calls"][0]["is_error"], false,
+        "{}",
+        report["calls"][0]
+    );
+    verify(dir.path());
 }

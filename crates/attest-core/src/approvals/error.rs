@@ -49,6 +49,23 @@ pub enum ApprovalError {
         /// What is wrong.
         detail: String,
     },
+    /// No credential, or one that belongs to no registered, active approver.
+    #[error("no valid approver credential (a personal token from `attest approvers add`)")]
+    BadCredential,
+    /// Nobody registered (and not revoked) has this name or Slack user id.
+    #[error("{name:?} is not a registered approver (see `attest approvers list`)")]
+    UnknownApprover {
+        /// The name or id looked up.
+        name: String,
+    },
+    /// An approver cannot be added as asked.
+    #[error("approver {name:?}: {detail}")]
+    BadApprover {
+        /// The name given.
+        name: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// A decision named no approver.
     #[error("a decision on approval request {id} must name its approver")]
     NoApprover {

@@ -12,6 +12,11 @@ use crate::{Gate, GateDecision};
 /// How long a request waits for a person by default before it expires.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// How long an approval may be used by default, from the moment it is given: long
+/// enough for an agent polling or waiting to resume, short enough that a stale "yes"
+/// does not run tomorrow.
+pub const DEFAULT_USE_BY: Duration = Duration::from_secs(60 * 60);
+
 /// Asks through the approval store: stores the request (durably, before anyone is told),
 /// runs the notifiers, then either waits up to [`StoreGate::wait`] for an answer or
 /// returns [`GateDecision::Pending`] at once with a resume token.
@@ -22,6 +27,7 @@ pub struct StoreGate {
     store: Arc<ApprovalStore>,
     notifiers: Vec<Arc<dyn Notifier>>,
     ttl: Duration,
+    use_by: Duration,
     wait: Duration,
     poll: Duration,
 }
@@ -44,6 +50,7 @@ impl StoreGate {
             store,
             notifiers: Vec::new(),
             ttl: DEFAULT_TTL,
+            use_by: DEFAULT_USE_BY,
             wait: Duration::ZERO,
             poll: Duration::from_millis(200),
         }
@@ -58,6 +65,13 @@ impl StoreGate {
     /// How long a request may wait before it expires (counted as a rejection).
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
+        self
+    }
+
+    /// How long an approval may be used once given (default [`DEFAULT_USE_BY`]); a resume
+    /// after that is refused and recorded as `expired`.
+    pub fn use_by(mut self, use_by: Duration) -> Self {
+        self.use_by = use_by;
         self
     }
 
@@ -83,9 +97,11 @@ impl StoreGate {
 impl Gate for StoreGate {
     async fn decide(&self, action: &Action, verdict: &Verdict) -> GateDecision {
         let store = Arc::clone(&self.store);
-        let (action_c, verdict_c, ttl) = (action.clone(), verdict.clone(), self.ttl);
+        let (action_c, verdict_c, ttl, use_by) =
+            (action.clone(), verdict.clone(), self.ttl, self.use_by);
         let created =
-            tokio::task::spawn_blocking(move || store.create(&action_c, &verdict_c, ttl)).await;
+            tokio::task::spawn_blocking(move || store.create(&action_c, &verdict_c, ttl, use_by))
+                .await;
         let (request, token) = match created {
             Ok(Ok(created)) => created,
             // Fail closed: a request that cannot be stored is a rejection.

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::ApprovalError;
+use crate::http_body::{is_form, RAW_BODY_KEY};
 
 /// Where a request stands. `approved` and `edited` may run (once); the others never run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -103,6 +104,12 @@ pub struct ApprovalRequest {
     pub note: Option<String>,
     /// True once the approved action has run (an approval is used once).
     pub consumed: bool,
+    /// When an approval stops being usable (set once approved): a resume after it is
+    /// refused and recorded as `expired`.
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub use_by: Option<SystemTime>,
+    /// True once the params were deleted from the store (used, rejected or expired).
+    pub purged: bool,
     /// The last notifier failure, if any (the request itself is never lost to one).
     pub notify_error: Option<String>,
     /// Digest of the action as approved (edits applied), set with the decision.
@@ -163,7 +170,69 @@ impl ApprovalRequest {
             "edits": self.edits,
             "note": self.note,
             "consumed": self.consumed,
+            "use_by": self.use_by.map(format_ts),
         })
+    }
+}
+
+impl ApprovalRequest {
+    /// What the person deciding sees: [`ApprovalRequest::summary`] and the params, with
+    /// the value under any key that names a credential (`password`, `token`, `secret`,
+    /// `key`, `authorization`, `cookie`, `credential`, `signature`) replaced by its
+    /// SHA-256 fingerprint: they decide on what the action does, not on its secrets.
+    ///
+    /// A held form body is shown as its fields; its raw text too, unless a field is a
+    /// credential (the raw text would show it).
+    pub fn approver_view(&self) -> Value {
+        let mut view = self.summary();
+        let mut params = mask_secrets(&self.action.params);
+        let masked_field = self.action.params.as_object().is_some_and(|fields| {
+            fields.keys().any(|key| {
+                let lower = key.to_ascii_lowercase();
+                SECRET_WORDS.iter().any(|word| lower.contains(word))
+            })
+        });
+        if let Some(raw) = params.get_mut(RAW_BODY_KEY) {
+            if masked_field && is_form(raw["content_type"].as_str()) {
+                raw["text"] = json!("(withheld: a field above is a credential)");
+            }
+        }
+        view["params"] = params;
+        view
+    }
+}
+
+/// Words that mark a param as a credential.
+const SECRET_WORDS: [&str; 9] = [
+    "password",
+    "passwd",
+    "token",
+    "secret",
+    "key",
+    "authorization",
+    "cookie",
+    "credential",
+    "signature",
+];
+
+fn mask_secrets(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, inner)| {
+                    let lower = key.to_ascii_lowercase();
+                    let masked = if SECRET_WORDS.iter().any(|word| lower.contains(word)) {
+                        let bytes = serde_json::to_vec(inner).unwrap_or_default();
+                        json!(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+                    } else {
+                        mask_secrets(inner)
+                    };
+                    (key.clone(), masked)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(mask_secrets).collect()),
+        other => other.clone(),
     }
 }
 
@@ -216,7 +285,9 @@ impl Answer {
 }
 
 /// The action digest: lower-case hex SHA-256 of the RFC 8785 canonical form of
-/// `{"system","verb","target","params","agent","actor"}` (absent fields as `null`).
+/// `{"system","verb","target","params","agent","actor","server","tool","method","url"}`
+/// (absent fields as `null`): the whole call, where it goes (the MCP server and tool, or
+/// the HTTP method and URL) as well as what it carries.
 ///
 /// An approval is bound to this digest: an action that differs in any of these fields
 /// cannot use it.
@@ -228,6 +299,10 @@ pub fn action_digest(action: &Action) -> Result<String, ApprovalError> {
         "params": action.params,
         "agent": action.agent,
         "actor": action.actor,
+        "server": action.extra.server,
+        "tool": action.extra.tool_name,
+        "method": action.extra.method,
+        "url": action.extra.url,
     }))
     .map_err(ApprovalError::Canonical)?;
     Ok(hex::encode(Sha256::digest(canonical)))
@@ -287,11 +362,14 @@ fn merge_patch(target: &mut Value, patch: &Map<String, Value>) {
     }
 }
 
-fn rfc3339<S: Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn rfc3339<S: Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format_ts(*time))
 }
 
-fn rfc3339_opt<S: Serializer>(time: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn rfc3339_opt<S: Serializer>(
+    time: &Option<SystemTime>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match time {
         Some(time) => s.serialize_str(&format_ts(*time)),
         None => s.serialize_none(),
@@ -317,9 +395,66 @@ mod tests {
             a.clone().with_params(json!({"to": "b@x.com", "n": 1})),
             Action::new("gmail", Verb::Reply).with_params(a.params.clone()),
             Action::new("outlook", Verb::Send).with_params(a.params.clone()),
+            at(&a, |extra| extra.server = Some("github-fork".into())),
+            at(&a, |extra| extra.tool_name = Some("delete_repo".into())),
+            at(&a, |extra| extra.method = Some("DELETE".into())),
+            at(&a, |extra| {
+                extra.url = Some("https://api.github.com/repos/a/b".into())
+            }),
         ] {
             assert_ne!(action_digest(&a).unwrap(), action_digest(&changed).unwrap());
         }
+    }
+
+    #[test]
+    fn the_approver_view_fingerprints_credentials() {
+        let action = Action::new("crm", Verb::Update).with_params(json!({
+            "name": "Ann", "api_key": "sk_live_1", "nested": {"Password": "hunter2"}, "list": [{"token": "t"}]
+        }));
+        let masked = mask_secrets(&action.params);
+        assert_eq!(masked["name"], "Ann");
+        let text = masked.to_string();
+        for secret in ["sk_live_1", "hunter2", "\"t\""] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        assert!(masked["api_key"].as_str().unwrap().starts_with("sha256:"));
+    }
+
+    #[test]
+    fn a_held_form_with_a_credential_field_is_shown_without_its_raw_text() {
+        let params = crate::http_body::body_params(
+            Some("application/x-www-form-urlencoded"),
+            b"user=ann&password=hunter2",
+        );
+        let request = ApprovalRequest {
+            id: "r".into(),
+            action: Action::new("app", Verb::Create).with_params(params),
+            digest: String::new(),
+            verdict: Verdict::new(Decision::Ask, Risk::High, "r", "why"),
+            requested_at: SystemTime::UNIX_EPOCH,
+            expires_at: SystemTime::UNIX_EPOCH,
+            decided_at: None,
+            status: Status::Pending,
+            approver: None,
+            channel: None,
+            edits: None,
+            note: None,
+            consumed: false,
+            use_by: None,
+            purged: false,
+            notify_error: None,
+            approved_digest: None,
+            ask_row: None,
+            outcome_row: None,
+        };
+        let view = request.approver_view().to_string();
+        assert!(view.contains("ann") && !view.contains("hunter2"), "{view}");
+    }
+
+    fn at(action: &Action, change: impl FnOnce(&mut attest_policy::Extra)) -> Action {
+        let mut moved = action.clone();
+        change(&mut moved.extra);
+        moved
     }
 
     #[test]

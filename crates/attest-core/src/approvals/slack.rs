@@ -198,7 +198,8 @@ pub struct SlackPress {
     pub id: String,
     /// Which button.
     pub choice: Choice,
-    /// Who pressed it: the Slack username (else name, else user id).
+    /// Who pressed it: the Slack user id (`U…`). Never the username or display name,
+    /// which a Slack user can change to anyone's.
     pub user: String,
 }
 
@@ -218,9 +219,9 @@ impl SlackPress {
             _ => return Err(bad),
         };
         let id = action["value"].as_str().ok_or(bad.clone())?.to_owned();
-        let user = ["username", "name", "id"]
-            .iter()
-            .find_map(|key| value["user"][key].as_str().filter(|s| !s.is_empty()))
+        let user = value["user"]["id"]
+            .as_str()
+            .filter(|s| !s.is_empty())
             .ok_or(bad)?
             .to_owned();
         Ok(SlackPress { id, choice, user })
@@ -278,9 +279,13 @@ mod tests {
             SlackPress {
                 id: "req-9".into(),
                 choice: Choice::Reject,
-                user: "ann".into()
+                user: "U1".into()
             }
         );
+        // A username alone is no identity: anyone can rename themselves.
+        let renamed = r#"{"type":"block_actions","user":{"username":"ann"},
+            "actions":[{"action_id":"attest_approve","value":"req-9"}]}"#;
+        assert!(SlackPress::from_payload(renamed).is_err());
         assert!(SlackPress::from_payload(r#"{"type":"view_submission"}"#).is_err());
         assert!(SlackPress::from_payload("nope").is_err());
     }

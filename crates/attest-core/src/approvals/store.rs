@@ -18,13 +18,14 @@ use attest_policy::{Action, Verdict};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior};
 use serde_json::Value;
 
+use super::approvers;
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
 
 /// The version of the `approvals` table, kept in `attest_meta` under
 /// `approvals_schema_version`; bump it with a migration.
-pub const APPROVALS_SCHEMA_VERSION: u32 = 1;
+pub const APPROVALS_SCHEMA_VERSION: u32 = 2;
 
 /// How long a writer waits for another's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -55,14 +56,24 @@ CREATE TABLE IF NOT EXISTS approvals (
     outcome_seq     INTEGER,
     outcome_hash    TEXT,
     outcome_ts      TEXT,
-    notify_error    TEXT
+    notify_error    TEXT,
+    use_by_ms       INTEGER NOT NULL DEFAULT 3600000,
+    purged_at       INTEGER
 );
 CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, expires_at);
 ";
 
+/// Version 1 to 2: approvals get a use-by time and their params are purged once used or
+/// ended; the digest now covers where the call goes (server, tool, method, URL), so every
+/// stored digest is computed again.
+const MIGRATE_1_TO_2: &str = "
+ALTER TABLE approvals ADD COLUMN use_by_ms INTEGER NOT NULL DEFAULT 3600000;
+ALTER TABLE approvals ADD COLUMN purged_at INTEGER;
+";
+
 const COLUMNS: &str = "id, action, digest, verdict, requested_at, expires_at, decided_at, status,
     approver, channel, edits, note, approved_digest, consumed_at, ask_seq, ask_hash, ask_ts,
-    outcome_seq, outcome_hash, outcome_ts, notify_error";
+    outcome_seq, outcome_hash, outcome_ts, notify_error, use_by_ms, purged_at";
 
 /// Durable approval requests, shared by every process that opens the same ledger file.
 pub struct ApprovalStore {
@@ -110,12 +121,19 @@ impl ApprovalStore {
             .map_err(sqlite("switching to WAL"))?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(sqlite("setting durability"))?;
+        // Purged params are overwritten with zeros in the file, not just unlinked.
+        conn.pragma_update(None, "secure_delete", "ON")
+            .map_err(sqlite("setting secure delete"))?;
         let store = ApprovalStore {
             path,
             conn: Mutex::new(conn),
             clock,
         };
         store.init_schema()?;
+        store
+            .lock()
+            .execute_batch(approvers::SCHEMA)
+            .map_err(store.sqlite("creating the approvers table"))?;
         Ok(store)
     }
 
@@ -129,7 +147,10 @@ impl ApprovalStore {
         self.clock.now()
     }
 
-    fn sqlite(&self, during: &'static str) -> impl FnOnce(rusqlite::Error) -> ApprovalError + '_ {
+    pub(super) fn sqlite(
+        &self,
+        during: &'static str,
+    ) -> impl FnOnce(rusqlite::Error) -> ApprovalError + '_ {
         move |source| ApprovalError::Sqlite {
             path: self.path.clone(),
             during,
@@ -137,7 +158,7 @@ impl ApprovalStore {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Connection> {
         // rusqlite rolls back an open transaction on drop, so a poisoned lock is sound.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -164,6 +185,26 @@ impl ApprovalStore {
             .map_err(self.sqlite("reading the schema"))?;
         match found {
             Some(version) if version == APPROVALS_SCHEMA_VERSION.to_string() => return Ok(()),
+            Some(version) if version == "1" => {
+                tx.execute_batch(MIGRATE_1_TO_2)
+                    .map_err(self.sqlite("upgrading the approvals table"))?;
+                redigest(&tx).map_err(|err| match err {
+                    ApprovalError::Sqlite { source, .. } => ApprovalError::Sqlite {
+                        path: self.path.clone(),
+                        during: "upgrading the approvals table",
+                        source,
+                    },
+                    other => other,
+                })?;
+                tx.execute(
+                    "UPDATE attest_meta SET value = ?1 WHERE key = 'approvals_schema_version'",
+                    [APPROVALS_SCHEMA_VERSION.to_string()],
+                )
+                .map_err(self.sqlite("upgrading the approvals table"))?;
+                return tx
+                    .commit()
+                    .map_err(self.sqlite("upgrading the approvals table"));
+            }
             Some(version) => {
                 return Err(ApprovalError::SchemaVersion {
                     path: self.path.clone(),
@@ -192,13 +233,14 @@ impl ApprovalStore {
     }
 
     /// Stores a pending request for `action` (which must carry its final id, agent and
-    /// actor), expiring after `ttl`. Returns it with its resume token, which is shown
-    /// only here.
+    /// actor), expiring after `ttl`; once approved, the approval may be used for `use_by`.
+    /// Returns it with its resume token, which is shown only here.
     pub fn create(
         &self,
         action: &Action,
         verdict: &Verdict,
         ttl: Duration,
+        use_by: Duration,
     ) -> Result<(ApprovalRequest, ResumeToken), ApprovalError> {
         if action.id.is_empty() {
             return Err(ApprovalError::Internal(
@@ -215,8 +257,8 @@ impl ApprovalStore {
         self.lock()
             .execute(
                 "INSERT INTO approvals (id, token_hash, action, digest, verdict, tier, approvers, hold,
-                     requested_at, expires_at, status)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending')",
+                     requested_at, expires_at, status, use_by_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11)",
                 params![
                     action.id,
                     token.hash(),
@@ -228,6 +270,7 @@ impl ApprovalStore {
                     verdict.hold,
                     millis(now),
                     millis(expires),
+                    i64::try_from(use_by.as_millis()).unwrap_or(i64::MAX),
                 ],
             )
             .map_err(self.sqlite("storing an approval request"))?;
@@ -311,11 +354,10 @@ impl ApprovalStore {
         if answer.approver.trim().is_empty() {
             return Err(ApprovalError::NoApprover { id });
         }
-        if !request.may_decide(&answer.approver) {
-            return Err(ApprovalError::NotAnApprover {
-                id,
-                approver: answer.approver.clone(),
-            });
+        // Only a registered, not revoked approver decides; the name recorded is theirs.
+        let approver = self.active_approver(&answer.approver)?.name;
+        if !request.may_decide(&approver) {
+            return Err(ApprovalError::NotAnApprover { id, approver });
         }
         let (status, approved_digest) = match (&answer.edits, answer.approve) {
             (Some(_), false) => {
@@ -348,7 +390,7 @@ impl ApprovalStore {
                  WHERE id = ?8 AND status = 'pending' AND expires_at > ?6",
                 params![
                     status.as_str(),
-                    answer.approver.trim(),
+                    approver,
                     answer.channel,
                     edits,
                     answer.note,
@@ -368,16 +410,22 @@ impl ApprovalStore {
         Ok(after)
     }
 
-    /// Marks every pending request whose time ran out as `expired` and returns those this
-    /// call marked (another process may mark some first; each is returned once).
+    /// Marks as `expired` every pending request whose time ran out, and every approval
+    /// not used before its use-by time, and returns those this call marked (another
+    /// process may mark some first; each is returned once). An unused approval keeps its
+    /// approver, so the record says who approved what was never run.
     pub fn expire_due(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
         let now = millis(self.now());
         let ids: Vec<String> = {
             let conn = self.lock();
             let mut stmt = conn
                 .prepare_cached(
-                    "UPDATE approvals SET status = 'expired', decided_at = ?1
-                     WHERE status = 'pending' AND expires_at <= ?1 RETURNING id",
+                    "UPDATE approvals SET status = 'expired',
+                         decided_at = CASE WHEN status = 'pending' THEN ?1 ELSE decided_at END
+                     WHERE (status = 'pending' AND expires_at <= ?1)
+                        OR (status IN ('approved', 'edited') AND consumed_at IS NULL
+                            AND decided_at + use_by_ms <= ?1)
+                     RETURNING id",
                 )
                 .map_err(self.sqlite("expiring requests"))?;
             let rows = stmt
@@ -400,23 +448,51 @@ impl ApprovalStore {
                 params![millis(self.now()), id],
             )
             .map_err(self.sqlite("cancelling a request"))?;
+        self.purge()?;
         Ok(changed > 0)
     }
 
-    /// Marks an approved request as used; fails if it was used before. Called just before
-    /// the action runs.
+    /// Marks an approved request as used, before its use-by time, and purges its params
+    /// (the caller holds the action it runs); fails if it was used before or its use-by
+    /// time passed. Called just before the action runs.
     pub(crate) fn consume(&self, id: &str) -> Result<(), ApprovalError> {
+        let now = millis(self.now());
         let changed = self
             .lock()
             .execute(
                 "UPDATE approvals SET consumed_at = ?1
-                 WHERE id = ?2 AND status IN ('approved', 'edited') AND consumed_at IS NULL",
-                params![millis(self.now()), id],
+                 WHERE id = ?2 AND status IN ('approved', 'edited') AND consumed_at IS NULL
+                   AND decided_at + use_by_ms > ?1",
+                params![now, id],
             )
             .map_err(self.sqlite("using an approval"))?;
         if changed == 0 {
-            return Err(ApprovalError::AlreadyUsed { id: id.to_owned() });
+            let request = self.get_by_id(id)?;
+            return Err(match request.use_by {
+                Some(use_by) if !request.consumed && millis(use_by) <= now => {
+                    ApprovalError::Expired { id: id.to_owned() }
+                }
+                _ => ApprovalError::AlreadyUsed { id: id.to_owned() },
+            });
         }
+        self.purge()
+    }
+
+    /// Deletes the params (and edits) of every request that can never run again: used,
+    /// cancelled, or rejected or expired with its ledger row written. What remains is what the
+    /// ledger already says (who, when, how), plus the digest.
+    pub fn purge(&self) -> Result<(), ApprovalError> {
+        self.lock()
+            .execute(
+                "UPDATE approvals SET action = json_set(action, '$.params', json('{}')),
+                     edits = NULL, purged_at = ?1
+                 WHERE purged_at IS NULL
+                   AND (consumed_at IS NOT NULL
+                        OR status = 'cancelled'
+                        OR (status IN ('rejected', 'expired') AND outcome_seq IS NOT NULL))",
+                [millis(self.now())],
+            )
+            .map_err(self.sqlite("purging used params"))?;
         Ok(())
     }
 
@@ -483,13 +559,13 @@ fn to_json(
 }
 
 /// Milliseconds since the Unix epoch; times before it count as 0.
-fn millis(time: SystemTime) -> i64 {
+pub(super) fn millis(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
 
-fn from_millis(ms: i64) -> SystemTime {
+pub(super) fn from_millis(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 
@@ -512,6 +588,8 @@ struct RawRow {
     ask: (Option<u64>, Option<String>, Option<String>),
     outcome: (Option<u64>, Option<String>, Option<String>),
     notify_error: Option<String>,
+    use_by_ms: i64,
+    purged_at: Option<i64>,
 }
 
 impl RawRow {
@@ -534,6 +612,8 @@ impl RawRow {
             ask: (row.get(14)?, row.get(15)?, row.get(16)?),
             outcome: (row.get(17)?, row.get(18)?, row.get(19)?),
             notify_error: row.get(20)?,
+            use_by_ms: row.get(21)?,
+            purged_at: row.get(22)?,
         })
     }
 
@@ -556,9 +636,17 @@ impl RawRow {
             id: id.clone(),
             field: "status",
         })?;
+        let use_by = match (status, self.decided_at) {
+            (Status::Approved | Status::Edited, Some(decided)) => {
+                Some(from_millis(decided.saturating_add(self.use_by_ms)))
+            }
+            _ => None,
+        };
         Ok(ApprovalRequest {
             action,
             digest: self.digest,
+            use_by,
+            purged: self.purged_at.is_some(),
             verdict,
             requested_at: from_millis(self.requested_at),
             expires_at: from_millis(self.expires_at),
@@ -576,6 +664,48 @@ impl RawRow {
             id,
         })
     }
+}
+
+/// Computes every stored digest again, the way this version does (the v1 → v2 upgrade).
+fn redigest(tx: &rusqlite::Transaction<'_>) -> Result<(), ApprovalError> {
+    let sqlite = |source| ApprovalError::Sqlite {
+        path: PathBuf::new(),
+        during: "upgrading the approvals table",
+        source,
+    };
+    let rows: Vec<(String, String, Option<String>, String)> = {
+        let mut stmt = tx
+            .prepare("SELECT id, action, edits, status FROM approvals")
+            .map_err(sqlite)?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })
+            .map_err(sqlite)?;
+        rows.collect::<Result<_, _>>().map_err(sqlite)?
+    };
+    for (id, action, edits, status) in rows {
+        let bad = |field| {
+            let id = id.clone();
+            move |source| ApprovalError::BadColumn { id, field, source }
+        };
+        let action: Action = serde_json::from_str(&action).map_err(bad("action"))?;
+        let digest = action_digest(&action)?;
+        let approved = match (status.as_str(), edits) {
+            ("approved", _) => Some(digest.clone()),
+            ("edited", Some(edits)) => {
+                let edits: Value = serde_json::from_str(&edits).map_err(bad("edits"))?;
+                Some(action_digest(&apply_edits(&id, &action, &edits)?)?)
+            }
+            _ => None,
+        };
+        tx.execute(
+            "UPDATE approvals SET digest = ?1, approved_digest = ?2 WHERE id = ?3",
+            params![digest, approved, id],
+        )
+        .map_err(sqlite)?;
+    }
+    Ok(())
 }
 
 fn triple(

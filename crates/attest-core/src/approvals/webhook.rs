@@ -136,8 +136,10 @@ impl Notifier for WebhookNotifier {
     }
 }
 
-/// One approve and one reject link per person who may decide (one unnamed pair when the
-/// rule names nobody).
+/// One approve and one reject link per person the rule names. A link decides as the
+/// person it was made for, so a rule that names nobody gets none: a link in nobody's
+/// name would be a credential for anyone who sees the message. (Its approvers decide in
+/// the inbox, in Slack or with `attest confirm`.)
 pub(crate) fn links(
     signer: Option<&LinkSigner>,
     request: &ApprovalRequest,
@@ -147,9 +149,7 @@ pub(crate) fn links(
         return Ok(Value::Array(Vec::new()));
     };
     let members = &request.verdict.approver_members;
-    let people: Vec<&str> = if members.is_empty() && request.verdict.approvers.is_empty() {
-        vec!["link"]
-    } else if members.is_empty() {
+    let people: Vec<&str> = if members.is_empty() {
         request
             .verdict
             .approvers

@@ -219,17 +219,6 @@ impl Detection {
     }
 }
 
-/// The params an HTTP request's body gives an action, as the gateway records them: a JSON
-/// object as it is, an empty body as `{}`, anything else only by its length
-/// (`{"body_bytes": N}`), since a body that is not JSON may hold anything.
-pub fn body_params(body: &[u8]) -> Value {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(value @ Value::Object(_)) => value,
-        _ if body.is_empty() => Value::Object(serde_json::Map::new()),
-        _ => serde_json::json!({ "body_bytes": body.len() }),
-    }
-}
-
 /// The action a call describes: detected with the compiled-in registry, with `params`,
 /// and with the call itself (tool, server, method, URL) in its [`Extra`].
 pub fn detect_action(input: &DetectInput<'_>, params: Value) -> Action {

@@ -7,7 +7,7 @@ use attest_ledger::{from_hex, Appended, Confirm};
 use attest_policy::{Action, Decision};
 use serde_json::Value;
 
-use super::{confirm, Attest, Cleared, Prepared};
+use super::{confirm, Attest, Prepared};
 use crate::approvals::{action_digest, Answer, ApprovalError, ApprovalRequest, ApprovalStore};
 use crate::approvals::{ResumeToken, Status};
 use crate::record::{to_record, Outcome};
@@ -105,7 +105,11 @@ impl Attest {
             .in_store(move |store| store.decide(&key, &answer))
             .await?;
         let receipt = match request.status {
-            Status::Rejected => Some(self.record_outcome(&request).await?),
+            Status::Rejected => {
+                let receipt = self.record_outcome(&request).await?;
+                self.in_store(ApprovalStore::purge).await?;
+                Some(receipt)
+            }
             _ => None,
         };
         Ok(Decided { request, receipt })
@@ -119,6 +123,7 @@ impl Attest {
         for request in &expired {
             receipts.push(self.record_outcome(request).await?);
         }
+        self.in_store(ApprovalStore::purge).await?;
         Ok(receipts)
     }
 
@@ -153,6 +158,13 @@ impl Attest {
         Fut: Future<Output = Result<Value, ToolError>>,
     {
         let id = request.id.clone();
+        if request.purged {
+            // Used, or ended and recorded: its params are gone and it never runs again.
+            return match request.status {
+                Status::Approved | Status::Edited => Err(ApprovalError::AlreadyUsed { id }.into()),
+                _ => self.ended(request),
+            };
+        }
         if let Some(presented) = presented {
             if action_digest(presented)? != request.digest {
                 return Err(ApprovalError::DigestMismatch { id }.into());
@@ -165,23 +177,34 @@ impl Attest {
             }
             .into());
         }
-        match request.status {
-            Status::Pending if self.approvals()?.now() >= request.expires_at => {
-                let key = id.clone();
-                // Whoever marks it records it; if another process got there first, its row stands.
-                let marked = self.in_store(move |store| store.expire_due()).await?;
-                for expired in &marked {
-                    let receipt = self.record_outcome(expired).await?;
-                    if expired.id == key {
-                        return Err(AttestError::Expired {
-                            id,
-                            receipt: Box::new(receipt),
-                        });
-                    }
+        let now = self.approvals()?.now();
+        let due = match request.status {
+            Status::Pending => now >= request.expires_at,
+            Status::Approved | Status::Edited => request.use_by.is_some_and(|by| now >= by),
+            _ => false,
+        };
+        if due {
+            let key = id.clone();
+            // Whoever marks it records it; if another process got there first, its row stands.
+            let marked = self.in_store(move |store| store.expire_due()).await?;
+            let mut mine = None;
+            for expired in &marked {
+                let receipt = self.record_outcome(expired).await?;
+                if expired.id == key {
+                    mine = Some(receipt);
                 }
-                let request = self.in_store(move |store| store.get_by_id(&key)).await?;
-                self.ended(request)
             }
+            self.in_store(ApprovalStore::purge).await?;
+            if let Some(receipt) = mine {
+                return Err(AttestError::Expired {
+                    id,
+                    receipt: Box::new(receipt),
+                });
+            }
+            let request = self.in_store(move |store| store.get_by_id(&key)).await?;
+            return self.ended(request);
+        }
+        match request.status {
             Status::Pending => {
                 let (Some(token), Some((seq, hash, ts))) = (token, &request.ask_row) else {
                     return Err(AttestError::Internal(
@@ -216,17 +239,9 @@ impl Attest {
                     request.channel.clone().unwrap_or_default(),
                     request.note.clone(),
                 );
+                // Policy is asked again: a rule changed to `refuse` since the ask wins.
                 let prepared = self.prepare(action)?;
-                let (prepared, cleared) = if request.status == Status::Edited {
-                    self.recheck(prepared, confirm, approver).await?
-                } else {
-                    let cleared = Cleared {
-                        verdict: request.verdict.clone(),
-                        confirm: Some(confirm),
-                        approver: Some(approver),
-                    };
-                    (prepared, cleared)
-                };
+                let (prepared, cleared) = self.recheck(prepared, confirm, approver).await?;
                 self.execute(prepared, cleared, execute, check).await
             }
         }
@@ -258,6 +273,12 @@ impl Attest {
     /// the row to it.
     async fn record_outcome(&self, request: &ApprovalRequest) -> Result<Receipt, AttestError> {
         let confirm = match request.status {
+            Status::Expired if request.approver.is_some() => Confirm {
+                outcome: "expired".to_owned(),
+                approver: request.approver.clone(),
+                channel: request.channel.clone(),
+                note: Some("approved, but not used before its use-by time".to_owned()),
+            },
             Status::Expired => Confirm {
                 outcome: "expired".to_owned(),
                 approver: None,

@@ -97,6 +97,7 @@ impl Fixture {
         let ledger = Arc::new(Ledger::open(self.path(), LedgerOptions::default()).unwrap());
         let clock: Arc<dyn Clock> = self.clock.clone();
         let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
+        register(&store);
         let gate = StoreGate::new(Arc::clone(&store))
             .ttl(Duration::from_secs(600))
             .wait(wait)
@@ -110,6 +111,33 @@ impl Fixture {
             .build()
             .unwrap();
         (attest, ledger)
+    }
+}
+
+/// The people the tests decide as: only registered approvers decide.
+const PEOPLE: [&str; 14] = [
+    "maria",
+    "ann",
+    "ann@acme.com",
+    "raj@acme.com",
+    "bob@acme.com",
+    "finance",
+    "approver-a",
+    "approver-b",
+    "p0",
+    "p1",
+    "p2",
+    "p3",
+    "p4",
+    "p5",
+];
+
+/// Registers [`PEOPLE`] (and `p6`, `p7`) in `store`, once per file.
+fn register(store: &ApprovalStore) {
+    for name in PEOPLE.iter().copied().chain(["p6", "p7"]) {
+        if store.approver(name).is_err() {
+            store.add_approver(name, None).unwrap();
+        }
     }
 }
 
@@ -377,6 +405,81 @@ async fn only_a_listed_approver_or_group_member_may_decide() {
     );
     attest
         .decide(&id, Answer::approve("RAJ@acme.com", "cli"))
+        .await
+        .unwrap();
+    attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    // The name recorded is the registered one, not as typed.
+    let request = attest.approvals().unwrap().get(&id).unwrap();
+    assert_eq!(request.approver.as_deref(), Some("raj@acme.com"));
+}
+
+/// Why `who`'s approval of request `id` was refused.
+async fn refusal(attest: &Attest, id: &str, who: &str) -> ApprovalError {
+    match attest.decide(id, Answer::approve(who, "cli")).await {
+        Err(AttestError::Approval(err)) => err,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn only_a_registered_active_approver_decides_and_tokens_name_them() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let store = attest.approvals().unwrap();
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    // A name nobody registered is not an approver, even when the rule names nobody.
+    let err = refusal(&attest, &id, "mallory").await;
+    assert!(
+        matches!(err, ApprovalError::UnknownApprover { .. }),
+        "{err:?}"
+    );
+    let (added, secret) = store.add_approver("Zoe", Some("U0ZOE")).unwrap();
+    assert_eq!(added.slack_user.as_deref(), Some("U0ZOE"));
+    assert!(secret.expose().starts_with("ata_"));
+    assert!(!format!("{secret:?}").contains(&secret.expose()[4..]));
+    assert_eq!(store.authenticate(secret.expose()).unwrap().name, "Zoe");
+    assert_eq!(store.approver_for_slack_user("U0ZOE").unwrap().name, "Zoe");
+    for bad in ["", "ata_0", &secret.expose()[..20]] {
+        assert!(matches!(
+            store.authenticate(bad),
+            Err(ApprovalError::BadCredential)
+        ));
+    }
+    // The store keeps only the token's hash.
+    let mut raw = std::fs::read(f.path()).unwrap();
+    raw.extend(std::fs::read(f.path().with_extension("sqlite-wal")).unwrap_or_default());
+    assert!(!raw
+        .windows(secret.expose().len())
+        .any(|w| w == secret.expose().as_bytes()));
+    // A second add of an active name, or a Slack id already taken, is refused.
+    assert!(matches!(
+        store.add_approver("zoe", None),
+        Err(ApprovalError::BadApprover { .. })
+    ));
+    assert!(matches!(
+        store.add_approver("yann", Some("U0ZOE")),
+        Err(ApprovalError::BadApprover { .. })
+    ));
+    // Revoked: the token, the Slack id and the name decide nothing.
+    store.revoke_approver("zoe").unwrap();
+    assert!(matches!(
+        store.authenticate(secret.expose()),
+        Err(ApprovalError::BadCredential)
+    ));
+    assert!(store.approver_for_slack_user("U0ZOE").is_err());
+    let err = refusal(&attest, &id, "Zoe").await;
+    assert!(
+        matches!(err, ApprovalError::UnknownApprover { .. }),
+        "{err:?}"
+    );
+    // Added again: a new token; the old one stays dead.
+    let (_, renewed) = store.add_approver("zoe", None).unwrap();
+    assert!(store.authenticate(secret.expose()).is_err());
+    assert_eq!(store.authenticate(renewed.expose()).unwrap().name, "zoe");
+    attest
+        .decide(&id, Answer::approve("ZOE", "cli"))
         .await
         .unwrap();
     attest.resume(&token, tool.run()).await.unwrap();
@@ -1056,4 +1159,206 @@ async fn a_custom_notifier_failure_is_noted_on_the_request() {
         request.notify_error.as_deref(),
         Some("broken: broken: the receiver answered HTTP 503")
     );
+}
+
+/// Refuses everything: a policy changed to `refuse` after an approval was given.
+struct RefuseAll;
+
+impl Policy for RefuseAll {
+    fn evaluate(&self, _action: &Action) -> Result<Verdict, PolicyError> {
+        Ok(Verdict::new(
+            Decision::Refuse,
+            Risk::VeryHigh,
+            "frozen",
+            "all sends are frozen",
+        ))
+    }
+}
+
+/// The params of request `id` as the store holds them now.
+fn stored_params(f: &Fixture, id: &str) -> Value {
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    let action: String = conn
+        .query_row("SELECT action FROM approvals WHERE id = ?1", [id], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    serde_json::from_str::<Value>(&action).unwrap()["params"].clone()
+}
+
+#[tokio::test]
+async fn an_approval_is_bound_to_the_server_tool_method_and_url_of_the_call() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let mut delete = Action::new("github", Verb::Delete).with_target("acme/site");
+    delete.extra.server = Some("github".into());
+    delete.extra.tool_name = Some("delete_repository".into());
+    delete.extra.method = Some("DELETE".into());
+    delete.extra.url = Some("https://api.github.com/repos/acme/site".into());
+    let (id, token) = pend(&attest, delete.clone(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    let moved: [fn(&mut Action); 4] = [
+        |a| a.extra.server = Some("github-other-account".into()),
+        |a| a.extra.tool_name = Some("delete_repository_v2".into()),
+        |a| a.extra.method = Some("POST".into()),
+        |a| a.extra.url = Some("https://api.github.com/repos/acme/prod".into()),
+    ];
+    for change in moved {
+        let mut elsewhere = delete.clone();
+        elsewhere.id.clone_from(&id);
+        change(&mut elsewhere);
+        let err = attest
+            .resume_action(&token, elsewhere, tool.run())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AttestError::Approval(ApprovalError::DigestMismatch { .. })
+            ),
+            "{err:?}"
+        );
+    }
+    assert_eq!(tool.calls(), 0);
+    let mut same = delete;
+    same.id = id;
+    attest
+        .resume_action(&token, same, tool.run())
+        .await
+        .unwrap();
+    assert_eq!(tool.calls(), 1);
+}
+
+#[tokio::test]
+async fn an_approval_unused_by_its_use_by_time_is_refused_recorded_and_purged() {
+    let f = Fixture::new();
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    let decided = attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    let use_by = decided.request.use_by.unwrap();
+    assert_eq!(
+        use_by
+            .duration_since(decided.request.decided_at.unwrap())
+            .unwrap(),
+        attest_core::approvals::DEFAULT_USE_BY
+    );
+    f.clock.advance(attest_core::approvals::DEFAULT_USE_BY);
+    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let AttestError::Expired { receipt, .. } = err else {
+        panic!("expected expired, got {err:?}")
+    };
+    assert_eq!(tool.calls(), 0);
+    let outcome = row(&ledger, receipt.seq);
+    assert_eq!(outcome["confirm"]["outcome"], "expired");
+    assert_eq!(outcome["confirm"]["approver"], "maria");
+    assert_eq!(rows(&ledger), 2);
+    // Ended, so its params are gone from the store; a second resume says so.
+    assert_eq!(stored_params(&f, &id), json!({}));
+    assert!(attest.resume(&token, tool.run()).await.is_err());
+    assert_eq!(rows(&ledger), 2);
+}
+
+#[tokio::test]
+async fn policy_is_asked_again_at_resume_and_a_refusal_wins() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    // The rule changed to refuse after the approval; the agent resumes under it.
+    let ledger = Arc::new(Ledger::open(f.path(), LedgerOptions::default()).unwrap());
+    let clock: Arc<dyn Clock> = f.clock.clone();
+    let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
+    let frozen = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .policy(RefuseAll)
+        .approvals(store)
+        .agent("bot")
+        .build()
+        .unwrap();
+    let err = frozen.resume(&token, tool.run()).await.unwrap_err();
+    let AttestError::Refused { receipt } = err else {
+        panic!("expected refused, got {err:?}")
+    };
+    assert_eq!(tool.calls(), 0);
+    let outcome = row(&ledger, receipt.seq);
+    assert_eq!(outcome["decision"], "refuse");
+    assert!(
+        outcome["reasons"].to_string().contains("frozen"),
+        "{outcome}"
+    );
+    // The approval was used up by that attempt: it cannot run later either.
+    assert!(attest.resume(&token, tool.run()).await.is_err());
+    assert_eq!(tool.calls(), 0);
+}
+
+#[tokio::test]
+async fn held_params_are_purged_once_used_rejected_or_expired() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (used, token) = pend(&attest, send(), &tool).await;
+    let (rejected, _) = pend(&attest, send(), &tool).await;
+    let (waiting, _) = pend(&attest, send(), &tool).await;
+    assert_eq!(stored_params(&f, &used)["body"], "hi");
+    attest
+        .decide(&used, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    attest.resume(&token, tool.run()).await.unwrap();
+    attest
+        .decide(&rejected, Answer::reject("maria", "cli"))
+        .await
+        .unwrap();
+    assert_eq!(stored_params(&f, &used), json!({}));
+    assert_eq!(stored_params(&f, &rejected), json!({}));
+    // A request still waiting keeps what it needs to run.
+    assert_eq!(stored_params(&f, &waiting)["body"], "hi");
+    // The store still answers for the used one, without its params.
+    let request = attest.approvals().unwrap().get(&used).unwrap();
+    assert!(request.purged && request.consumed);
+    assert!(attest.resume(&token, tool.run()).await.is_err());
+    assert_eq!(tool.calls(), 1);
+    // Nobody decided in time: expired, recorded, and purged too.
+    f.clock.advance(Duration::from_secs(601));
+    assert_eq!(attest.expire_due().await.unwrap().len(), 1);
+    assert_eq!(stored_params(&f, &waiting), json!({}));
+}
+
+#[tokio::test]
+async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    drop(attest);
+    // What the previous release left: no use-by or purge columns, the old digest.
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE approvals DROP COLUMN use_by_ms;
+         ALTER TABLE approvals DROP COLUMN purged_at;
+         UPDATE approvals SET digest = 'v1-digest', approved_digest = 'v1-digest';
+         UPDATE attest_meta SET value = '1' WHERE key = 'approvals_schema_version';",
+    )
+    .unwrap();
+    drop(conn);
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    assert!(ledger.verify().unwrap().is_intact());
 }

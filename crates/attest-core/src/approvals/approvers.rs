@@ -1,0 +1,260 @@
+//! Registered approvers: the people who may decide, each with a personal token.
+//!
+//! `attest approvers add NAME` makes a token (`ata_` and 256 random bits, hex), shows it
+//! once, and keeps only its SHA-256 in table `approvers` of the ledger's SQLite file. A
+//! decision names its approver only after one of these checks: the token (CLI, inbox
+//! API), the Slack user id mapped to an approver (Slack buttons), a signed link made for
+//! that approver, or a configured trusted identity header. A name typed by whoever asks
+//! is never enough: [`ApprovalStore::decide`] refuses an approver that is not registered
+//! or was revoked.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use rand_core::{OsRng, RngCore};
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+use subtle::ConstantTimeEq;
+
+use super::store::{from_millis, millis};
+use super::token::hash_token;
+use super::{ApprovalError, ApprovalStore};
+
+/// The prefix of every approver token, so one is recognisable to a secret scanner.
+pub const APPROVER_TOKEN_PREFIX: &str = "ata_";
+
+/// The longest approver name accepted.
+const MAX_NAME: usize = 128;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS approvers (
+    name        TEXT PRIMARY KEY COLLATE NOCASE,
+    token_hash  TEXT NOT NULL UNIQUE,
+    slack_user  TEXT UNIQUE,
+    created_at  INTEGER NOT NULL,
+    revoked_at  INTEGER
+);
+";
+
+/// A registered approver, as listed (the token is never kept).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Approver {
+    /// The name decisions are recorded under (matched against a rule's `approvers`,
+    /// case-insensitively).
+    pub name: String,
+    /// The Slack user id (`U…`) whose button presses count as this approver's.
+    pub slack_user: Option<String>,
+    /// When the approver was added.
+    #[serde(serialize_with = "super::request::rfc3339")]
+    pub created_at: SystemTime,
+    /// When the approver was revoked; a revoked approver decides nothing.
+    #[serde(serialize_with = "super::request::rfc3339_opt")]
+    pub revoked_at: Option<SystemTime>,
+}
+
+/// A personal approver token: shown once, when the approver is added.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApproverToken(String);
+
+impl ApproverToken {
+    fn generate() -> Result<ApproverToken, ApprovalError> {
+        let mut bytes = [0u8; 32];
+        OsRng
+            .try_fill_bytes(&mut bytes)
+            .map_err(ApprovalError::Random)?;
+        Ok(ApproverToken(format!(
+            "{APPROVER_TOKEN_PREFIX}{}",
+            hex::encode(bytes)
+        )))
+    }
+
+    /// The token's text, to give to the approver.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApproverToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApproverToken({APPROVER_TOKEN_PREFIX}…)")
+    }
+}
+
+impl ApprovalStore {
+    /// Registers `name` (optionally with the Slack user id that acts as them) and returns
+    /// their token, which is shown only here. A revoked name may be added again (with a
+    /// new token); an active one may not.
+    pub fn add_approver(
+        &self,
+        name: &str,
+        slack_user: Option<&str>,
+    ) -> Result<(Approver, ApproverToken), ApprovalError> {
+        let name = checked_name(name)?;
+        let slack_user = slack_user.map(str::trim).filter(|s| !s.is_empty());
+        if let Some(user) = slack_user {
+            if !user.chars().all(|c| c.is_ascii_alphanumeric()) {
+                return Err(ApprovalError::BadApprover {
+                    name: name.to_owned(),
+                    detail: "a Slack user id is letters and digits (U…)".to_owned(),
+                });
+            }
+        }
+        let token = ApproverToken::generate()?;
+        let now = millis(self.now());
+        let changed = self
+            .lock()
+            .execute(
+                "INSERT INTO approvers (name, token_hash, slack_user, created_at)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (name) DO UPDATE SET name = ?1, token_hash = ?2, slack_user = ?3,
+                     created_at = ?4, revoked_at = NULL
+                 WHERE revoked_at IS NOT NULL",
+                params![name, hash_token(token.expose()), slack_user, now],
+            )
+            .map_err(|err| match err {
+                rusqlite::Error::SqliteFailure(code, _)
+                    if code.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    ApprovalError::BadApprover {
+                        name: name.to_owned(),
+                        detail: "that Slack user id belongs to another approver".to_owned(),
+                    }
+                }
+                other => ApprovalError::Sqlite {
+                    path: self.path().to_path_buf(),
+                    during: "adding an approver",
+                    source: other,
+                },
+            })?;
+        if changed == 0 {
+            return Err(ApprovalError::BadApprover {
+                name: name.to_owned(),
+                detail: "already registered (revoke it first to issue a new token)".to_owned(),
+            });
+        }
+        Ok((self.approver(name)?, token))
+    }
+
+    /// Every registered approver, revoked ones included, by name.
+    pub fn approvers(&self) -> Result<Vec<Approver>, ApprovalError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT name, slack_user, created_at, revoked_at FROM approvers ORDER BY name",
+            )
+            .map_err(self.sqlite("listing approvers"))?;
+        let rows = stmt
+            .query_map([], read_approver)
+            .map_err(self.sqlite("listing approvers"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(self.sqlite("listing approvers"))
+    }
+
+    /// Revokes `name`: their token, Slack id and links decide nothing from now on.
+    pub fn revoke_approver(&self, name: &str) -> Result<Approver, ApprovalError> {
+        let changed = self
+            .lock()
+            .execute(
+                "UPDATE approvers SET revoked_at = ?1 WHERE name = ?2 AND revoked_at IS NULL",
+                params![millis(self.now()), name.trim()],
+            )
+            .map_err(self.sqlite("revoking an approver"))?;
+        if changed == 0 {
+            return Err(ApprovalError::UnknownApprover {
+                name: name.trim().to_owned(),
+            });
+        }
+        self.approver(name.trim())
+    }
+
+    /// The registered, not revoked approver this token belongs to.
+    pub fn authenticate(&self, token: &str) -> Result<Approver, ApprovalError> {
+        let hash = hash_token(token.trim());
+        let found: Option<(String, Option<i64>)> = self
+            .lock()
+            .query_row(
+                "SELECT token_hash, revoked_at FROM approvers WHERE token_hash = ?1",
+                [&hash],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(self.sqlite("checking an approver token"))?;
+        match found {
+            Some((stored, None)) if bool::from(stored.as_bytes().ct_eq(hash.as_bytes())) => {
+                self.approver_where("token_hash = ?1", &hash)
+            }
+            _ => Err(ApprovalError::BadCredential),
+        }
+    }
+
+    /// The registered, not revoked approver the Slack user id `user` acts as.
+    pub fn approver_for_slack_user(&self, user: &str) -> Result<Approver, ApprovalError> {
+        self.approver_where("slack_user = ?1 AND revoked_at IS NULL", user)
+            .map_err(|err| match err {
+                ApprovalError::UnknownApprover { .. } => ApprovalError::UnknownApprover {
+                    name: format!("slack user {user}"),
+                },
+                other => other,
+            })
+    }
+
+    /// The approver named `name` (revoked or not).
+    pub fn approver(&self, name: &str) -> Result<Approver, ApprovalError> {
+        self.approver_where("name = ?1", name)
+    }
+
+    /// The registered, not revoked approver named `name`: what every decision needs.
+    pub fn active_approver(&self, name: &str) -> Result<Approver, ApprovalError> {
+        self.approver_where("name = ?1 AND revoked_at IS NULL", name.trim())
+            .map_err(|err| match err {
+                ApprovalError::UnknownApprover { .. } => ApprovalError::UnknownApprover {
+                    name: name.trim().to_owned(),
+                },
+                other => other,
+            })
+    }
+
+    fn approver_where(&self, filter: &str, key: &str) -> Result<Approver, ApprovalError> {
+        self.lock()
+            .query_row(
+                &format!(
+                    "SELECT name, slack_user, created_at, revoked_at FROM approvers WHERE {filter}"
+                ),
+                [key],
+                read_approver,
+            )
+            .optional()
+            .map_err(self.sqlite("reading an approver"))?
+            .ok_or_else(|| ApprovalError::UnknownApprover {
+                name: key.to_owned(),
+            })
+    }
+}
+
+fn read_approver(row: &rusqlite::Row<'_>) -> rusqlite::Result<Approver> {
+    Ok(Approver {
+        name: row.get(0)?,
+        slack_user: row.get(1)?,
+        created_at: from_millis(row.get(2)?),
+        revoked_at: row.get::<_, Option<i64>>(3)?.map(from_millis),
+    })
+}
+
+/// A name is printable, without surrounding spaces, at most [`MAX_NAME`] bytes.
+fn checked_name(name: &str) -> Result<&str, ApprovalError> {
+    let trimmed = name.trim();
+    let bad = |detail: &str| ApprovalError::BadApprover {
+        name: name.to_owned(),
+        detail: detail.to_owned(),
+    };
+    if trimmed.is_empty() {
+        return Err(bad("a name is required"));
+    }
+    if trimmed.len() > MAX_NAME {
+        return Err(bad("longer than 128 bytes"));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(bad("control characters are not allowed"));
+    }
+    Ok(trimmed)
+}
