@@ -105,7 +105,7 @@ async fn a_read_back_of_secret_params_keeps_fingerprints_not_values() {
         .unwrap();
     assert_eq!(receipt.level, Some(attest_core::Level::Verified));
     assert_eq!(fake.hits().len(), 1, "the read-back ran");
-    let fields = row(&ledger, 1)["verification"]["evidence"]["fields"].clone();
+    let fields = row(&ledger, receipt.seq)["verification"]["evidence"]["fields"].clone();
     let by_name = |name: &str| {
         fields
             .as_array()
