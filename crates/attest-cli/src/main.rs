@@ -10,8 +10,8 @@
 mod cli;
 mod commands;
 mod config;
-mod terminal;
 mod servers;
+mod terminal;
 
 use std::process::ExitCode;
 

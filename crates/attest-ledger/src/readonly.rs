@@ -118,7 +118,9 @@ fn check_schema(
                     |row| row.get(0),
                 )
                 .unwrap_or(0);
-            let empty = std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(false);
+            let empty = std::fs::metadata(path)
+                .map(|m| m.len() == 0)
+                .unwrap_or(false);
             Err(LedgerError::NotALedger {
                 path: path.to_path_buf(),
                 detail: if empty {

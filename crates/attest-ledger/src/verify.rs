@@ -544,17 +544,15 @@ impl Ledger {
                         );
                     }
                 }
-                None if stored.iter().any(|cp| cp.size >= start) => {
-                    checker.report_problem(
-                        start,
-                        ProblemKind::BadSignature,
-                        format!(
-                            "entries up to seq {start} were pruned; the checkpoints covering them \
+                None if stored.iter().any(|cp| cp.size >= start) => checker.report_problem(
+                    start,
+                    ProblemKind::BadSignature,
+                    format!(
+                        "entries up to seq {start} were pruned; the checkpoints covering them \
                              do not verify under the trusted key(s) {}: wrong --vkey?",
-                            key_names(trusted)
-                        ),
-                    )
-                }
+                        key_names(trusted)
+                    ),
+                ),
                 None => checker.report.notes.push(format!(
                     "entries up to seq {start} were pruned and no checkpoint covers them"
                 )),

@@ -67,7 +67,11 @@ pub(crate) fn pending(config: &Config, args: &PendingArgs) -> anyhow::Result<Exi
             out,
             "{:<36}  {:<24}  {:<9}  {:<24}  {}{}",
             escape(&request.id),
-            format!("{}.{}", escape(&request.action.system), request.action.verb.as_str()),
+            format!(
+                "{}.{}",
+                escape(&request.action.system),
+                request.action.verb.as_str()
+            ),
             request.verdict.tier.as_str(),
             if who.is_empty() {
                 "anyone".to_owned()

@@ -111,9 +111,15 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
 
 /// The next line without its newline, read through a bound: a line over [`MAX_LINE`]
 /// is refused before it is read whole.
-fn next_line(input: &mut impl BufRead, name: &str, number: usize) -> anyhow::Result<Option<Vec<u8>>> {
+fn next_line(
+    input: &mut impl BufRead,
+    name: &str,
+    number: usize,
+) -> anyhow::Result<Option<Vec<u8>>> {
     let mut line = Vec::new();
-    let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX).saturating_add(1);
+    let limit = u64::try_from(MAX_LINE)
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
     input
         .take(limit)
         .read_until(b'\n', &mut line)

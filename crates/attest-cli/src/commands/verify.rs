@@ -2,7 +2,9 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use attest_core::{open_intents, OpenIntent};
-use attest_ledger::{split_notes, to_hex, LedgerError, VerifyOptions, VerifyReport, MAX_NOTE_BYTES};
+use attest_ledger::{
+    split_notes, to_hex, LedgerError, VerifyOptions, VerifyReport, MAX_NOTE_BYTES,
+};
 use serde_json::json;
 
 use crate::cli::VerifyArgs;
@@ -28,8 +30,10 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
         Ok(ledger) => ledger,
         Err(err @ LedgerError::NotALedger { .. }) => return not_a_ledger(&err, args.json),
         Err(err) => {
-            return Err(anyhow::Error::new(err)
-                .context(format!("cannot open ledger {}", config.ledger_path.display())))
+            return Err(anyhow::Error::new(err).context(format!(
+                "cannot open ledger {}",
+                config.ledger_path.display()
+            )))
         }
     };
     let bar = (!args.json && std::io::stderr().is_terminal()).then(progress_bar);
@@ -86,7 +90,10 @@ fn not_a_ledger(err: &LedgerError, json: bool) -> anyhow::Result<ExitCode> {
 
 /// Writes that were cleared to run and never got an outcome row: the ledger is intact,
 /// but nothing in it says how these ended.
-pub(crate) fn print_open_intents(out: &mut impl Write, intents: &[OpenIntent]) -> std::io::Result<()> {
+pub(crate) fn print_open_intents(
+    out: &mut impl Write,
+    intents: &[OpenIntent],
+) -> std::io::Result<()> {
     if intents.is_empty() {
         return Ok(());
     }
@@ -165,7 +172,8 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
             checkpoint.size,
             checkpoint.root,
             match report.verified_by.as_slice() {
-                [] if report.signatures_checked => "did NOT verify under the trusted key".to_owned(),
+                [] if report.signatures_checked =>
+                    "did NOT verify under the trusted key".to_owned(),
                 [] => "NOT checked: no trusted key given".to_owned(),
                 keys => format!("verified by {}", keys.join(", ")),
             }

@@ -668,7 +668,10 @@ fn respond(
     match (outcome, answer) {
         (Ok(receipt), Some(Ok(up))) => {
             if let Some(warning) = &receipt.warning {
-                eprintln!("attest gateway: {method} {}: {warning}", url.origin().ascii_serialization());
+                eprintln!(
+                    "attest gateway: {method} {}: {warning}",
+                    url.origin().ascii_serialization()
+                );
             }
             up.into_response(Some(&receipt))
         }
@@ -676,7 +679,10 @@ fn respond(
         // server cannot store what the request needs) is not a status clients retry.
         (Err(err @ AttestError::NotRecorded(_)), _) => {
             let text = not_recorded_text("the request", &err);
-            eprintln!("attest gateway: {method} {}: {text}", url.origin().ascii_serialization());
+            eprintln!(
+                "attest gateway: {method} {}: {text}",
+                url.origin().ascii_serialization()
+            );
             reject(
                 StatusCode::INSUFFICIENT_STORAGE,
                 json!({"error": text, "upstream_called": false}),
@@ -703,7 +709,10 @@ fn respond(
         }
         (Err(AttestError::ToolFailed { receipt, .. }), Some(Ok(up))) => {
             if let Some(warning) = &receipt.warning {
-                eprintln!("attest gateway: {method} {}: {warning}", url.origin().ascii_serialization());
+                eprintln!(
+                    "attest gateway: {method} {}: {warning}",
+                    url.origin().ascii_serialization()
+                );
             }
             up.into_response(Some(&receipt))
         }

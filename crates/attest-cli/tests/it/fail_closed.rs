@@ -57,7 +57,11 @@ fn fill(dir: &Path) {
     use std::io::Write;
     let mut file = std::fs::File::create(dir.join("filler")).unwrap();
     let block = [0u8; 4096];
-    while file.write_all(&block).and_then(|()| file.sync_all()).is_ok() {}
+    while file
+        .write_all(&block)
+        .and_then(|()| file.sync_all())
+        .is_ok()
+    {}
 }
 
 /// `attest` on the ledger in `dir` (a read-only or full mount), scrubbed environment.
@@ -109,7 +113,9 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
     let (status, headers, body) = curl("POST", &url, Some(&json!({"title": "one"})), &[]);
     assert_eq!(status, 201, "{body}");
     assert!(
-        headers.get("x-attest-warning").is_some_and(|w| w.contains("do not retry")),
+        headers
+            .get("x-attest-warning")
+            .is_some_and(|w| w.contains("do not retry")),
         "{headers:?}"
     );
     assert_eq!(headers["x-attest-seq"], "1", "the intent row stands for it");
@@ -120,20 +126,41 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
         assert_eq!(status, 507, "{body}");
         let body: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(body["upstream_called"], false);
-        assert!(body["error"].as_str().unwrap().contains("was not run"), "{body}");
+        assert!(
+            body["error"].as_str().unwrap().contains("was not run"),
+            "{body}"
+        );
     }
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "a write reached the vendor unrecorded");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "a write reached the vendor unrecorded"
+    );
 
     // The ledger says what it knows: one intent, no outcome. Read on the full disk,
     // while the gateway still holds it open.
     let ledger = attest_in(&mnt, &["ledger"]);
     assert_eq!(ledger.status.code(), Some(0), "{}", stderr(&ledger));
-    assert!(stdout(&ledger).contains("1 action(s) were recorded as about to run"), "{}", stdout(&ledger));
+    assert!(
+        stdout(&ledger).contains("1 action(s) were recorded as about to run"),
+        "{}",
+        stdout(&ledger)
+    );
     let verify = attest_in(&mnt, &["verify", "--json"]);
-    assert_eq!(verify.status.code(), Some(0), "{}{}", stdout(&verify), stderr(&verify));
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&verify),
+        stderr(&verify)
+    );
     let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
     assert_eq!(report["open_intents"][0]["seq"], 1, "{report}");
-    assert_eq!(report["open_intents"].as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(
+        report["open_intents"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
     let intents_recorded = report["open_intents"].as_array().unwrap().len();
     assert!(calls.load(Ordering::SeqCst) <= intents_recorded);
     drop(gateway);
@@ -142,20 +169,34 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
     tmpfs.remount("ro");
     for args in [&["verify"][..], &["ledger"], &["export"]] {
         let output = attest_in(&mnt, args);
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {}{}", stdout(&output), stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}{}",
+            stdout(&output),
+            stderr(&output)
+        );
     }
     // Read-only mount after a clean close (no -wal, no -shm to open).
     tmpfs.remount("rw");
     std::fs::remove_file(mnt.join("filler")).unwrap();
     let conn = rusqlite::Connection::open(mnt.join("ledger.sqlite")).unwrap();
     // The last connection to close merges the WAL into the file and removes it.
-    conn.query_row("SELECT COUNT(*) FROM entries", [], |row| row.get::<_, i64>(0))
-        .unwrap();
+    conn.query_row("SELECT COUNT(*) FROM entries", [], |row| {
+        row.get::<_, i64>(0)
+    })
+    .unwrap();
     drop(conn);
     assert!(!mnt.join("ledger.sqlite-wal").exists());
     tmpfs.remount("ro");
     let verify = attest_in(&mnt, &["verify"]);
-    assert_eq!(verify.status.code(), Some(0), "{}{}", stdout(&verify), stderr(&verify));
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&verify),
+        stderr(&verify)
+    );
     assert!(stdout(&verify).contains("intact"), "{}", stdout(&verify));
     assert!(!mnt.join("ledger.sqlite-shm").exists());
 }

@@ -66,14 +66,29 @@ fn an_export_imported_elsewhere_keeps_each_actions_time_and_outcome() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let imported = stdout(&attest(dir.path(), &["export"]));
     let (before, after): (Vec<Value>, Vec<Value>) = (
-        export.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
-        imported.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+        export
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+        imported
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
     );
     assert_eq!(before.len(), after.len());
     for (was, now) in before.iter().zip(&after) {
         for field in [
-            "action_id", "decision", "confirm", "execution", "verification", "reasons",
-            "params_hash", "params_preview", "system", "verb", "agent",
+            "action_id",
+            "decision",
+            "confirm",
+            "execution",
+            "verification",
+            "reasons",
+            "params_hash",
+            "params_preview",
+            "system",
+            "verb",
+            "agent",
         ] {
             assert_eq!(was[field], now[field], "{field} of seq {}", was["seq"]);
         }
@@ -82,8 +97,16 @@ fn an_export_imported_elsewhere_keeps_each_actions_time_and_outcome() {
     // The rejected, never-run payment stays rejected and never run.
     let pay = after.iter().find(|e| e["verb"] == "pay").unwrap();
     assert_eq!(
-        (&pay["decision"], &pay["execution"]["status"], &pay["confirm"]["outcome"]),
-        (&Value::from("ask"), &Value::from("not_run"), &Value::from("rejected"))
+        (
+            &pay["decision"],
+            &pay["execution"]["status"],
+            &pay["confirm"]["outcome"]
+        ),
+        (
+            &Value::from("ask"),
+            &Value::from("not_run"),
+            &Value::from("rejected")
+        )
     );
     // Each intent came with its outcome: nothing is reported open.
     let ledger = stdout(&attest(dir.path(), &["ledger"]));
@@ -94,19 +117,31 @@ fn an_export_imported_elsewhere_keeps_each_actions_time_and_outcome() {
 fn a_duplicate_action_id_is_refused_naming_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let line = |id: &str| format!("{{\"id\":\"{id}\",\"system\":\"gmail\",\"verb\":\"send\"}}\n");
-    std::fs::write(dir.path().join("twice.jsonl"), line("a1") + &line("a2") + &line("a1")).unwrap();
+    std::fs::write(
+        dir.path().join("twice.jsonl"),
+        line("a1") + &line("a2") + &line("a1"),
+    )
+    .unwrap();
     let output = attest(dir.path(), &["import", "twice.jsonl"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("twice.jsonl:3: action id \"a1\" is also on line 1"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("twice.jsonl:3: action id \"a1\" is also on line 1"),
+        "{}",
+        stderr(&output)
+    );
     assert!(!ledger_file(dir.path()).exists());
 
     std::fs::write(dir.path().join("one.jsonl"), line("a1")).unwrap();
-    assert_eq!(attest(dir.path(), &["import", "one.jsonl"]).status.code(), Some(0));
+    assert_eq!(
+        attest(dir.path(), &["import", "one.jsonl"]).status.code(),
+        Some(0)
+    );
     std::fs::write(dir.path().join("again.jsonl"), line("b1") + &line("a1")).unwrap();
     let output = attest(dir.path(), &["import", "again.jsonl"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("again.jsonl:2: action id \"a1\" is already in the ledger (seq 1)"),
+        stderr(&output)
+            .contains("again.jsonl:2: action id \"a1\" is already in the ledger (seq 1)"),
         "{}",
         stderr(&output)
     );
@@ -137,8 +172,15 @@ fn an_endless_line_is_refused_without_reading_it_whole() {
     let output = child.wait_with_output().unwrap();
     let written = writer.join().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("-:1: line is longer than the limit"), "{}", stderr(&output));
-    assert!(written < 64 << 20, "import read {written} bytes of one line");
+    assert!(
+        stderr(&output).contains("-:1: line is longer than the limit"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        written < 64 << 20,
+        "import read {written} bytes of one line"
+    );
 }
 
 #[test]
@@ -151,10 +193,16 @@ fn terminal_output_escapes_control_characters_from_ledger_fields() {
         "{\"system\":\"x\u{202e}yap\",\"verb\":\"send\",\"agent\":\"bot\\u001b]0;owned\\u0007\\u001b[2J\\r\"}\n",
     )
     .unwrap();
-    assert_eq!(attest(dir.path(), &["import", "past.jsonl"]).status.code(), Some(0));
+    assert_eq!(
+        attest(dir.path(), &["import", "past.jsonl"]).status.code(),
+        Some(0)
+    );
     let text = stdout(&attest(dir.path(), &["ledger"]));
     for bad in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
-        assert!(!text.contains(bad), "{bad:?} reached the terminal: {text:?}");
+        assert!(
+            !text.contains(bad),
+            "{bad:?} reached the terminal: {text:?}"
+        );
     }
     assert!(text.contains("bot\\u{1b}]0;owned\\u{7}"), "{text}");
     assert!(text.contains("x\\u{202e}yap.send"), "{text}");

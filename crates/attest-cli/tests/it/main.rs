@@ -64,6 +64,15 @@ pub(crate) fn exported_entries(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The entries of `dir`'s `ledger.sqlite` that record how an action ended: every row
+/// but the intents written before each write ran.
+pub(crate) fn outcome_entries(dir: &Path) -> Vec<serde_json::Value> {
+    exported_entries(dir)
+        .into_iter()
+        .filter(|entry| entry["execution"]["status"] != "intent")
+        .collect()
+}
+
 /// Standard output as text.
 pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

@@ -24,14 +24,23 @@ fn keyed(demos: usize) -> (tempfile::TempDir, String) {
 
 /// The verifier key of a fresh key pair that did not sign anything here.
 fn stranger(dir: &Path) -> String {
-    let keygen = attest(dir, &["keygen", "--name", "attest.test/cli", "--out", "other.key"]);
+    let keygen = attest(
+        dir,
+        &["keygen", "--name", "attest.test/cli", "--out", "other.key"],
+    );
     assert_eq!(keygen.status.code(), Some(0), "{}", stderr(&keygen));
     stdout(&keygen).trim().to_owned()
 }
 
 fn run_ok(dir: &Path, args: &[&str]) -> String {
     let output = attest(dir, args);
-    assert_eq!(output.status.code(), Some(0), "{args:?}: {}{}", stdout(&output), stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{args:?}: {}{}",
+        stdout(&output),
+        stderr(&output)
+    );
     stdout(&output)
 }
 
@@ -73,7 +82,10 @@ fn a_key_with_no_checkpoint_it_signed_is_not_intact() {
     assert_eq!(report["signatures_checked"], false, "{report}");
     // Without a key nothing claims more than the chain: intact, signatures not checked.
     let (code, report) = verify_json(dir.path(), &[]);
-    assert_eq!((code, report["signatures_checked"].clone()), (Some(0), Value::Bool(false)));
+    assert_eq!(
+        (code, report["signatures_checked"].clone()),
+        (Some(0), Value::Bool(false))
+    );
 }
 
 #[test]
@@ -109,7 +121,10 @@ fn signatures_checked_names_the_key_that_verified_and_the_env_key_does_not_add()
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(kinds(&report)[0], "bad_signature", "{report}");
-    assert!(report["problems"][0]["detail"].as_str().unwrap().contains("wrong --vkey"));
+    assert!(report["problems"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("wrong --vkey"));
 }
 
 #[test]
@@ -127,14 +142,31 @@ fn an_empty_or_foreign_file_is_not_a_ledger_and_is_left_as_it_was() {
         let before = std::fs::read(&path).unwrap();
         for args in [&["verify"][..], &["verify", "--json"]] {
             let output = attest(dir.path(), &[&["--ledger", name][..], args].concat());
-            assert_eq!(output.status.code(), Some(1), "{name}: {}{}", stdout(&output), stderr(&output));
-            assert!(!stdout(&output).contains("intact"), "{name}: {}", stdout(&output));
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{name}: {}{}",
+                stdout(&output),
+                stderr(&output)
+            );
+            assert!(
+                !stdout(&output).contains("intact"),
+                "{name}: {}",
+                stdout(&output)
+            );
         }
         let text = stdout(&attest(dir.path(), &["--ledger", name, "verify"]));
         assert!(text.starts_with("NOT A LEDGER"), "{name}: {text}");
-        assert_eq!(std::fs::read(&path).unwrap(), before, "{name} was written to");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{name} was written to"
+        );
         for suffix in ["-wal", "-shm", "-journal"] {
-            assert!(!dir.path().join(format!("{name}{suffix}")).exists(), "{name}{suffix}");
+            assert!(
+                !dir.path().join(format!("{name}{suffix}")).exists(),
+                "{name}{suffix}"
+            );
         }
     }
 }
@@ -153,7 +185,11 @@ fn a_checkpoint_file_without_a_key_checks_the_roots_and_says_signatures_were_not
     let (other, _) = keyed(1);
     run_ok(other.path(), &["checkpoint"]);
     run_ok(other.path(), &["anchor", "--file", "anchors.txt"]);
-    std::fs::copy(other.path().join("anchors.txt"), dir.path().join("anchors.txt")).unwrap();
+    std::fs::copy(
+        other.path().join("anchors.txt"),
+        dir.path().join("anchors.txt"),
+    )
+    .unwrap();
     let (code, report) = verify_json(dir.path(), &["--checkpoint", "anchors.txt"]);
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(kinds(&report)[0], "checkpoint_mismatch", "{report}");
@@ -179,7 +215,11 @@ fn consistency_proofs_check_both_signatures_and_a_file_holds_one_kind() {
     std::fs::write(dir.path().join("f.json"), &foreign).unwrap();
     let output = attest(dir.path(), &["verify-proof", "f.json", "--vkey", &vkey]);
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
-    assert!(stdout(&output).contains("no signed checkpoint for the tree of 6"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("no signed checkpoint for the tree of 6"),
+        "{}",
+        stdout(&output)
+    );
     let _ = other_vkey;
     // Stripped of its checkpoints (the unrelated-ledger attack): refused, not "ok".
     let mut stripped: Value = serde_json::from_str(&proof).unwrap();
@@ -188,7 +228,8 @@ fn consistency_proofs_check_both_signatures_and_a_file_holds_one_kind() {
     let output = attest(dir.path(), &["verify-proof", "s.json", "--vkey", &vkey]);
     assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
     // A file mixing an inclusion proof into a consistency proof is neither.
-    let inclusion: Value = serde_json::from_str(&run_ok(dir.path(), &["prove", "3", "--json"])).unwrap();
+    let inclusion: Value =
+        serde_json::from_str(&run_ok(dir.path(), &["prove", "3", "--json"])).unwrap();
     let mut mixed: Value = serde_json::from_str(&proof).unwrap();
     for (key, value) in inclusion.as_object().unwrap() {
         mixed[key] = value.clone();
@@ -196,7 +237,11 @@ fn consistency_proofs_check_both_signatures_and_a_file_holds_one_kind() {
     std::fs::write(dir.path().join("m.json"), mixed.to_string()).unwrap();
     let output = attest(dir.path(), &["verify-proof", "m.json", "--vkey", &vkey]);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
-    assert!(stderr(&output).contains("one kind of proof"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("one kind of proof"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -206,18 +251,34 @@ fn prove_beyond_the_newest_checkpoint_says_what_to_run() {
     run_ok(dir.path(), &["demo"]);
     let output = attest(dir.path(), &["prove", "9"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("run `attest checkpoint`"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("run `attest checkpoint`"),
+        "{}",
+        stderr(&output)
+    );
     // Against a size no checkpoint signs: prove says so, and verify-proof says why.
     let output = attest(dir.path(), &["prove", "9", "--size", "11", "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stderr(&output).contains("no signed checkpoint covers exactly 11"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no signed checkpoint covers exactly 11"),
+        "{}",
+        stderr(&output)
+    );
     std::fs::write(dir.path().join("p.json"), &output.stdout).unwrap();
     let check = attest(dir.path(), &["verify-proof", "p.json", "--vkey", &vkey]);
     assert_eq!(check.status.code(), Some(1));
-    assert!(stdout(&check).contains("attest checkpoint"), "{}", stdout(&check));
+    assert!(
+        stdout(&check).contains("attest checkpoint"),
+        "{}",
+        stdout(&check)
+    );
     // As told: sign, prove again, check.
     run_ok(dir.path(), &["checkpoint"]);
-    std::fs::write(dir.path().join("p.json"), run_ok(dir.path(), &["prove", "9", "--json"])).unwrap();
+    std::fs::write(
+        dir.path().join("p.json"),
+        run_ok(dir.path(), &["prove", "9", "--json"]),
+    )
+    .unwrap();
     run_ok(dir.path(), &["verify-proof", "p.json", "--vkey", &vkey]);
 }
 
@@ -227,14 +288,22 @@ fn prune_confirms_and_a_pruned_ledger_checks_from_its_prune_checkpoint() {
     // No terminal and no --yes: refused, with the count, nothing removed.
     let output = attest(dir.path(), &["prune", "--older-than-days", "0"]);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
-    assert!(stderr(&output).contains("would remove 5 entries"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("would remove 5 entries"),
+        "{}",
+        stderr(&output)
+    );
     assert!(stderr(&output).contains("--yes"), "{}", stderr(&output));
     assert_eq!(verify_json(dir.path(), &[]).1["checked"], 6);
     let pruned = run_ok(dir.path(), &["prune", "--older-than-days", "0", "--yes"]);
     assert!(pruned.contains("removed 5 entries"), "{pruned}");
 
     let (code, report) = verify_json(dir.path(), &["--vkey", &vkey]);
-    assert_eq!((code, report["checked"].clone()), (Some(0), Value::from(1)), "{report}");
+    assert_eq!(
+        (code, report["checked"].clone()),
+        (Some(0), Value::from(1)),
+        "{report}"
+    );
     // A wrong key: the key does not match; not "no checkpoint covers them".
     let wrong = stranger(dir.path());
     let output = attest(dir.path(), &["verify", "--vkey", &wrong]);
