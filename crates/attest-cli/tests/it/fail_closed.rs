@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::gateway::{curl, curl_missing, serve_app, start_gateway};
-use crate::{stderr, stdout};
+use crate::{expect_ok, stderr};
 
 /// A tmpfs mounted for one test, unmounted when it ends.
 struct Tmpfs(PathBuf);
@@ -139,22 +139,13 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
 
     // The ledger says what it knows: one intent, no outcome. Read on the full disk,
     // while the gateway still holds it open.
-    let ledger = attest_in(&mnt, &["ledger"]);
-    assert_eq!(ledger.status.code(), Some(0), "{}", stderr(&ledger));
+    let ledger = expect_ok(&attest_in(&mnt, &["ledger"]));
     assert!(
-        stdout(&ledger).contains("1 action(s) were recorded as about to run"),
-        "{}",
-        stdout(&ledger)
+        ledger.contains("1 action(s) were recorded as about to run"),
+        "{ledger}"
     );
-    let verify = attest_in(&mnt, &["verify", "--json"]);
-    assert_eq!(
-        verify.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&verify),
-        stderr(&verify)
-    );
-    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let verify = expect_ok(&attest_in(&mnt, &["verify", "--json"]));
+    let report: Value = serde_json::from_str(&verify).unwrap();
     assert_eq!(report["open_intents"][0]["seq"], 1, "{report}");
     assert_eq!(
         report["open_intents"].as_array().unwrap().len(),
@@ -168,14 +159,7 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
     // Read-only mount, WAL files left by a killed writer: verify and read still work.
     tmpfs.remount("ro");
     for args in [&["verify"][..], &["ledger"], &["export"]] {
-        let output = attest_in(&mnt, args);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{args:?}: {}{}",
-            stdout(&output),
-            stderr(&output)
-        );
+        expect_ok(&attest_in(&mnt, args));
     }
     // Read-only mount after a clean close (no -wal, no -shm to open).
     tmpfs.remount("rw");
@@ -189,14 +173,7 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
     drop(conn);
     assert!(!mnt.join("ledger.sqlite-wal").exists());
     tmpfs.remount("ro");
-    let verify = attest_in(&mnt, &["verify"]);
-    assert_eq!(
-        verify.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&verify),
-        stderr(&verify)
-    );
-    assert!(stdout(&verify).contains("intact"), "{}", stdout(&verify));
+    let verify = expect_ok(&attest_in(&mnt, &["verify"]));
+    assert!(verify.contains("intact"), "{verify}");
     assert!(!mnt.join("ledger.sqlite-shm").exists());
 }

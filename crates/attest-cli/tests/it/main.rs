@@ -73,6 +73,19 @@ pub(crate) fn outcome_entries(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Standard output as text, after checking the command exited 0 (else both streams are
+/// shown).
+pub(crate) fn expect_ok(output: &Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(output),
+        stderr(output)
+    );
+    stdout(output)
+}
+
 /// Standard output as text.
 pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

@@ -33,15 +33,7 @@ fn stranger(dir: &Path) -> String {
 }
 
 fn run_ok(dir: &Path, args: &[&str]) -> String {
-    let output = attest(dir, args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{args:?}: {}{}",
-        stdout(&output),
-        stderr(&output)
-    );
-    stdout(&output)
+    crate::expect_ok(&attest(dir, args))
 }
 
 fn verify_json(dir: &Path, args: &[&str]) -> (Option<i32>, Value) {
