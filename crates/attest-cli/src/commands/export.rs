@@ -9,7 +9,7 @@ use crate::cli::{ExportArgs, ExportFormat};
 use crate::config::Config;
 
 pub(crate) fn run(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let ledger = config.open_ledger(false)?;
+    let ledger = config.open_ledger_read_only()?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let count = match args.format {
         ExportFormat::Jsonl => ledger.export_jsonl(&mut out)?,
