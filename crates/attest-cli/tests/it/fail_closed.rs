@@ -177,3 +177,54 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
     assert!(verify.contains("intact"), "{verify}");
     assert!(!mnt.join("ledger.sqlite-shm").exists());
 }
+
+#[test]
+fn the_mcp_proxy_passes_on_a_ran_tools_answer_and_runs_nothing_it_cannot_record() {
+    if !crate::mcp::python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(tmpfs) = Tmpfs::mount(dir.path(), "300k") else {
+        return;
+    };
+    // The driver keeps its ledger at dir/ledger.sqlite: there, a link into the tmpfs.
+    let ledger = tmpfs.0.join("ledger.sqlite");
+    std::os::unix::fs::symlink(&ledger, dir.path().join("ledger.sqlite")).unwrap();
+    let filler = tmpfs.0.join("filler");
+    let plan = json!({"calls": [
+        {"tool": "fill_disk", "args": {"path": filler}},
+        {"tool": "create_note", "args": {"title": "plan", "body": "ship it"}},
+    ]});
+    let server = crate::mcp::py("notes_server.py");
+    let python = crate::python();
+    let report = crate::mcp::drive(
+        dir.path(),
+        &plan,
+        &["--mode", "auto", "--server", "notes"],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+    );
+    let calls = report["calls"].as_array().unwrap();
+    // It ran: its own answer, with the warning in _meta, not an error that invites a retry.
+    assert_eq!(calls[0]["is_error"], false, "{}", calls[0]);
+    let warning = calls[0]["meta"]["_attest"]["warning"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(warning.contains("Do not retry"), "{}", calls[0]);
+    // The next write cannot be recorded first, so it never reaches the server.
+    assert_eq!(calls[1]["is_error"], true, "{}", calls[1]);
+    assert!(
+        calls[1]["text"].as_str().unwrap().contains("was not run"),
+        "{}",
+        calls[1]
+    );
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(!log.contains("create_note"), "{log}");
+    std::fs::remove_file(&filler).unwrap();
+    let verify = expect_ok(&attest_in(dir.path(), &["verify", "--json"]));
+    let report: Value = serde_json::from_str(&verify).unwrap();
+    assert_eq!(
+        report["open_intents"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
+}

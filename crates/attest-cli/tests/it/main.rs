@@ -13,7 +13,7 @@ mod fail_closed;
 mod gateway;
 mod import;
 mod inbox_browser;
-mod mcp;
+pub(crate) mod mcp;
 mod policy;
 mod recipes;
 mod tamper;

@@ -18,7 +18,7 @@ fn root() -> PathBuf {
 }
 
 /// The test scripts' folder.
-fn py(name: &str) -> PathBuf {
+pub(crate) fn py(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/it/py")
         .join(name)
@@ -64,7 +64,7 @@ fn npm_server_and_python_client(package: &str) -> Option<PathBuf> {
 }
 
 /// Runs the Python client against `attest mcp-proxy` with `proxy_args`, returns its report.
-fn drive(dir: &Path, plan: &Value, proxy_args: &[&str], upstream: &[&str]) -> Value {
+pub(crate) fn drive(dir: &Path, plan: &Value, proxy_args: &[&str], upstream: &[&str]) -> Value {
     let plan_file = dir.join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
     let ledger = dir.join("ledger.sqlite");
