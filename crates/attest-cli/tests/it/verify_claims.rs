@@ -312,3 +312,49 @@ fn prune_confirms_and_a_pruned_ledger_checks_from_its_prune_checkpoint() {
     assert!(text.contains("wrong --vkey"), "{text}");
     assert!(!text.contains("no checkpoint covers"), "{text}");
 }
+
+#[test]
+fn prune_on_a_terminal_asks_and_removes_only_on_yes() {
+    use std::io::Write;
+    if Command::new("script").arg("--version").output().is_err() {
+        crate::peer_missing("`script` (util-linux) is missing: it gives prune a terminal");
+        return;
+    }
+    let (dir, _) = keyed(1);
+    // `script` runs prune on a pseudo-terminal and types the answer.
+    let on_a_terminal = |answer: &str| {
+        let command = format!("{} prune --older-than-days 0", env!("CARGO_BIN_EXE_attest"));
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(dir.path())
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let no = on_a_terminal("n\n");
+    assert_eq!(no.status.code(), Some(1), "{}", stdout(&no));
+    assert!(
+        stdout(&no).contains("remove 5 entries older than 0 days"),
+        "{}",
+        stdout(&no)
+    );
+    assert!(stdout(&no).contains("not pruned"), "{}", stdout(&no));
+    assert_eq!(verify_json(dir.path(), &[]).1["checked"], 6);
+    let yes = on_a_terminal("y\n");
+    assert_eq!(yes.status.code(), Some(0), "{}", stdout(&yes));
+    assert!(
+        stdout(&yes).contains("removed 5 entries"),
+        "{}",
+        stdout(&yes)
+    );
+    assert_eq!(verify_json(dir.path(), &[]).1["checked"], 1);
+}
