@@ -469,6 +469,12 @@ impl Ledger {
                 ),
             );
         }
+        if let Some((&newest, _)) = signed.last_key_value().filter(|(&size, _)| size < tip) {
+            checker.report.notes.push(format!(
+                "entries after seq {newest} are chained but no signed checkpoint covers them yet \
+                 (`attest checkpoint` signs them)"
+            ));
+        }
         if let Some((&size, claim)) = claims.last_key_value() {
             checker.report.checkpoint = Some(CheckpointSummary {
                 size,
