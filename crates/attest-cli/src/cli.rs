@@ -44,12 +44,17 @@ pub(crate) enum Command {
     /// The tools are simulated; the ledger rows are real. The demo appends to the ledger
     /// it is pointed at and never deletes one.
     Demo,
-    /// List the newest ledger rows.
+    /// List the newest ledger rows, and any action recorded as about to run whose
+    /// outcome never followed. Reads only: works on a read-only ledger.
     Ledger(LedgerArgs),
     /// Check the ledger: seq order, the hash chain, every body and column, the Merkle
-    /// tree, and every checkpoint's root (and signature, given a trusted key).
+    /// tree, and every checkpoint's root (and signature, given a trusted key). With a
+    /// key, the ledger must be covered by a checkpoint that key signed; the output names
+    /// the key that verified. Without one, roots are still compared and the output says
+    /// signatures were not checked. Reads only: never writes to the file it checks.
     ///
-    /// Exit 0: intact. Exit 1: broken (what and where is named). Exit 2: could not run.
+    /// Exit 0: intact. Exit 1: broken, or not a ledger (what and where is named). Exit 2:
+    /// could not run.
     Verify(VerifyArgs),
     /// Write every entry out.
     Export(ExportArgs),
@@ -72,13 +77,18 @@ pub(crate) enum Command {
     Anchor(AnchorArgs),
     /// Print an inclusion proof for an entry, or a consistency proof between two sizes.
     Prove(ProveArgs),
-    /// Check a proof file from `attest prove --json` offline: no ledger needed.
+    /// Check a proof file from `attest prove --json` offline: no ledger needed. An
+    /// inclusion proof needs its signed checkpoint, a consistency proof both of its own;
+    /// a file holds one kind of proof and nothing else.
     VerifyProof(VerifyProofArgs),
     /// Record actions that already happened, from JSON lines, in one transaction.
     ///
     /// Each line is an action (`{"system","verb","target","params","actor","agent",…}`)
-    /// with an optional `"result"`; params and results are hashed, never stored. A bad
-    /// line imports nothing and is named by its line number.
+    /// with an optional `"result"`; params and results are hashed, never stored. What a
+    /// line says of the outcome (`decision`, `confirm`, `execution`, `verification`,
+    /// `reasons`, `ts`; an `attest export` line has them all) is kept, and the row is
+    /// marked `imported`. A bad line, an action id already in the ledger or twice in the
+    /// file, or a line over 1 MiB imports nothing and is named by its line number.
     Import(ImportArgs),
     /// Name the system, verb and target of a tool call, as the pipeline sees it.
     Detect(DetectArgs),
@@ -89,6 +99,8 @@ pub(crate) enum Command {
     ///
     /// Verifies first, signs a checkpoint, then removes; the remaining ledger still
     /// verifies end to end and its inclusion proofs still check. The newest entry stays.
+    /// Says how many entries it will remove and asks on a terminal; without one, needs
+    /// --yes.
     Prune(PruneArgs),
     /// Read-back recipes: list the ones Attest knows, or lint recipe files.
     #[command(subcommand)]

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
 use attest_ledger::{to_hex, value_hash, Appended, Confirm, Ledger, Record};
-use attest_policy::{Action, Decision, Policy, PolicyError, RiskTierPolicy, Verdict};
+use attest_policy::{Action, Decision, Policy, RiskTierPolicy, Verdict};
 use serde_json::Value;
 
 use crate::approvals::{apply_edits, may_decide, ApprovalStore};
@@ -456,7 +456,7 @@ impl Attest {
                 action,
                 "policy answered `recorded`, which is not a decision",
             ),
-            Err(err) => undecided(action, &policy_failure(&err)),
+            Err(err) => undecided(action, &error_chain(&err)),
         }
     }
 
@@ -674,10 +674,6 @@ fn undecided(action: &Action, why: &str) -> Verdict {
         "policy-error",
         format!("policy could not decide, so the action does not run: {why}"),
     )
-}
-
-fn policy_failure(err: &PolicyError) -> String {
-    error_chain(err)
 }
 
 /// An error and its causes on one line: `a: b: c`.

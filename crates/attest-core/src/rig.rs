@@ -212,8 +212,10 @@ mod tests {
             Some(&json!({"id": "re_1", "amount": 4200}))
         );
         assert_eq!(runs, 1);
-        assert_eq!(rows.len(), 1);
+        // Newest first: the outcome, then the intent written before the refund ran.
+        assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].level.as_deref(), Some("acknowledged"));
+        assert_eq!(rows[1].level.as_deref(), None);
     }
 
     #[tokio::test]

@@ -92,8 +92,10 @@ pub struct Confirm {
 /// Whether the action ran, and a hash of what it returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Execution {
-    /// `ok`, `failed`, `not_run`, `recorded`, or `pending` (a person has been asked and
-    /// has not answered yet; a later row with the same `action_id` records the outcome).
+    /// `ok`, `failed`, `not_run`, `recorded`, `pending` (a person has been asked and
+    /// has not answered yet; a later row with the same `action_id` records the outcome),
+    /// or `intent` (cleared to run and recorded before the tool was called; a later row
+    /// with the same `action_id` records the outcome).
     pub status: String,
     /// Lower-case hex SHA-256 of the canonical result, when it ran and returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]

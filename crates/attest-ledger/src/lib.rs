@@ -19,6 +19,14 @@
 //! `rejected`, or `expired` with no approver) and on which channel. No field was added
 //! for this: `pending` is a new value of `execution.status`.
 //!
+//! A write leaves an intent row before it runs (`"execution": {"status": "intent"}`, the
+//! decision and any `confirm`, no `verification`), then its outcome row with the same
+//! `action_id`; an intent that no later row of its action follows is an action that may
+//! have run with no recorded outcome (a crash, a full disk). `intent` is a new value of
+//! `execution.status`. A row written by `attest import` carries the optional
+//! `"imported"` object (the source's `ts` inside); its decision and outcome fields are
+//! the source's. Ledgers without either still verify and append.
+//!
 //! The entry hash is SHA-256 over exactly those bytes. To check a ledger without this
 //! crate: `attest export --format jsonl`, then for each line, SHA-256 the line's bytes
 //! (without the newline) and compare with the next line's `prev`.

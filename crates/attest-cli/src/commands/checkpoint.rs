@@ -9,9 +9,10 @@ use crate::commands::verify::print_report;
 use crate::config::Config;
 
 pub(crate) fn run(config: &Config, args: &CheckpointArgs) -> anyhow::Result<ExitCode> {
-    let ledger = config.open_ledger(false)?;
     let mut out = std::io::stdout().lock();
     if args.latest {
+        // Only reads: works on a read-only ledger.
+        let ledger = config.open_ledger_read_only()?;
         let Some(latest) = ledger.latest_checkpoint()? else {
             anyhow::bail!("the ledger has no checkpoint yet; run `attest checkpoint`");
         };
@@ -19,6 +20,7 @@ pub(crate) fn run(config: &Config, args: &CheckpointArgs) -> anyhow::Result<Exit
         return Ok(ExitCode::SUCCESS);
     }
     let key = config.signing_key(&args.key)?;
+    let ledger = config.open_ledger(false)?;
     // Never sign a broken ledger: check what the new checkpoint would vouch for.
     let trusted = [key.verifier().clone()];
     let since = ledger.latest_checkpoint()?.is_some();
@@ -50,7 +52,7 @@ fn refuse(report: &VerifyReport) -> anyhow::Result<()> {
 }
 
 pub(crate) fn anchor(config: &Config, args: &AnchorArgs) -> anyhow::Result<ExitCode> {
-    let ledger = config.open_ledger(false)?;
+    let ledger = config.open_ledger_read_only()?;
     let Some(latest) = ledger.latest_checkpoint()? else {
         anyhow::bail!("the ledger has no checkpoint yet; run `attest checkpoint`");
     };

@@ -10,7 +10,7 @@ use crate::commands::entries;
 use crate::config::Config;
 
 pub(crate) fn run(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let ledger = config.open_ledger(false)?;
+    let ledger = config.open_ledger_read_only()?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let count = match args.format {
         ExportFormat::Jsonl => ledger.export_jsonl(&mut out)?,

@@ -145,7 +145,8 @@ async fn pending_lists_a_request_and_confirm_approves_it_once() {
         .resume(&token, |_| async { Ok(json!({"id": "py_1"})) })
         .await
         .unwrap();
-    assert_eq!(receipt.seq, 2);
+    // The ask, the intent, then the outcome.
+    assert_eq!(receipt.seq, 3);
     assert_eq!(receipt.approver.as_deref(), Some("ann@acme.com"));
     let out = attest(dir.path(), &["pending"]);
     assert!(

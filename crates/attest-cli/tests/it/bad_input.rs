@@ -13,14 +13,25 @@ fn a_directory_as_ledger_is_exit_2_with_a_message() {
 }
 
 #[test]
-fn a_corrupt_sqlite_file_is_exit_2_with_a_message() {
+fn a_corrupt_sqlite_file_is_not_a_ledger_and_named() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.sqlite"), vec![0x42u8; 4096]).unwrap();
+    // verify: not intact (exit 1), never "intact".
     let output = attest(dir.path(), &["--ledger", "bad.sqlite", "verify"]);
+    assert_eq!(output.status.code(), Some(1));
+    let out = crate::stdout(&output);
+    assert!(
+        out.contains("NOT A LEDGER")
+            && out.contains("bad.sqlite")
+            && out.contains("not a SQLite database"),
+        "{out}"
+    );
+    // Other commands: cannot open it (exit 2), naming the file.
+    let output = attest(dir.path(), &["--ledger", "bad.sqlite", "ledger"]);
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
     assert!(
-        err.contains("bad.sqlite") && err.contains("not a database"),
+        err.contains("bad.sqlite") && err.contains("not a SQLite database"),
         "{err}"
     );
 }

@@ -31,11 +31,14 @@ fn demo_runs_the_four_actions_and_verifies() {
                 "act".into(),
                 Some("attested-only".into())
             ),
+            // Each write: its intent row, then its outcome.
+            ("hubspot.update".into(), "act".into(), None),
             (
                 "hubspot.update".into(),
                 "act".into(),
                 Some("acknowledged".into())
             ),
+            ("gmail.send".into(), "ask".into(), None),
             (
                 "gmail.send".into(),
                 "ask".into(),
@@ -47,7 +50,7 @@ fn demo_runs_the_four_actions_and_verifies() {
     let verify = attest(dir.path(), &["verify"]);
     assert_eq!(verify.status.code(), Some(0));
     assert!(
-        stdout(&verify).contains("intact: 4 entries"),
+        stdout(&verify).contains("intact: 6 entries"),
         "{}",
         stdout(&verify)
     );
@@ -64,7 +67,7 @@ fn demo_prints_receipts_ledger_and_verdict() {
     );
     assert!(text.contains("ran (by demo-approver)"), "{text}");
     assert!(text.contains("stripe.pay"), "{text}");
-    assert!(text.contains("intact: 4 entries"), "{text}");
+    assert!(text.contains("intact: 6 entries"), "{text}");
 }
 
 #[test]
@@ -88,7 +91,7 @@ fn demo_run_again_and_in_parallel_grows_one_chain() {
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
     let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
     assert_eq!(report["ok"], true);
-    assert_eq!(report["checked"], 16);
+    assert_eq!(report["checked"], 24);
 }
 
 #[test]

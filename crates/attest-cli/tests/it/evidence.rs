@@ -59,7 +59,7 @@ fn checkpoint_prints_exactly_the_signed_note() {
     let note = checkpoint(dir.path());
     let lines: Vec<&str> = note.lines().collect();
     assert_eq!(lines[0], "attest.test/cli");
-    assert_eq!(lines[1], "4");
+    assert_eq!(lines[1], "6");
     assert_eq!(lines[3], "");
     assert!(lines[4].starts_with("\u{2014} attest.test/cli "));
     let latest = attest(dir.path(), &["checkpoint", "--latest"]);
@@ -69,7 +69,7 @@ fn checkpoint_prints_exactly_the_signed_note() {
         &[attest_ledger::VerifierKey::parse(&vkey, "test").unwrap()],
     )
     .unwrap();
-    assert_eq!(body.size, 4);
+    assert_eq!(body.size, 6);
 }
 
 #[test]
@@ -106,8 +106,8 @@ fn verify_since_checkpoint_needs_a_key_and_checks_the_new_rows() {
     assert_eq!(attest(dir.path(), &["demo"]).status.code(), Some(0));
     let (code, report) = verify_json(dir.path(), &["--since-checkpoint", "--vkey", &vkey]);
     assert_eq!(code, Some(0), "{report}");
-    assert_eq!(report["checked"], 4);
-    assert_eq!(report["checkpoint"]["size"], 4);
+    assert_eq!(report["checked"], 6);
+    assert_eq!(report["checkpoint"]["size"], 6);
     assert_eq!(report["signatures_checked"], true);
     let no_key = attest(dir.path(), &["verify", "--since-checkpoint"]);
     assert_eq!(no_key.status.code(), Some(2));
@@ -171,11 +171,11 @@ fn a_proof_checks_offline_and_a_tampered_one_does_not() {
     let parsed: Value = serde_json::from_slice(&proof.stdout).unwrap();
     assert_eq!(parsed["seq"], 3);
     assert_eq!(parsed["index"], 2);
-    assert_eq!(parsed["tree_size"], 4);
+    assert_eq!(parsed["tree_size"], 6);
     assert!(parsed["checkpoint"]
         .as_str()
         .unwrap()
-        .starts_with("attest.test/cli\n4\n"));
+        .starts_with("attest.test/cli\n6\n"));
     // Offline: no ledger in the directory the proof is checked from.
     let offline = tempfile::tempdir().unwrap();
     std::fs::write(offline.path().join("p.json"), &proof.stdout).unwrap();
@@ -195,17 +195,17 @@ fn a_proof_checks_offline_and_a_tampered_one_does_not() {
 fn prune_then_verify_then_prove() {
     let (dir, vkey) = keyed_ledger();
     assert_eq!(attest(dir.path(), &["demo"]).status.code(), Some(0));
-    let pruned = attest(dir.path(), &["prune", "--older-than-days", "0"]);
+    let pruned = attest(dir.path(), &["prune", "--older-than-days", "0", "--yes"]);
     assert_eq!(pruned.status.code(), Some(0), "{}", stderr(&pruned));
     assert!(
-        stdout(&pruned).contains("removed 7 entries"),
+        stdout(&pruned).contains("removed 11 entries"),
         "{}",
         stdout(&pruned)
     );
     let (code, report) = verify_json(dir.path(), &["--vkey", &vkey]);
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["checked"], 1);
-    let proof = attest(dir.path(), &["prove", "8", "--json"]);
+    let proof = attest(dir.path(), &["prove", "12", "--json"]);
     assert_eq!(proof.status.code(), Some(0));
     std::fs::write(dir.path().join("p.json"), &proof.stdout).unwrap();
     assert_eq!(
@@ -240,16 +240,17 @@ fn exports_in_every_format_agree_on_the_entries() {
             .unwrap();
     let csv = stdout(&attest(dir.path(), &["export", "--format", "csv"]));
     let ietf = stdout(&attest(dir.path(), &["export", "--format", "ietf"]));
-    assert_eq!(jsonl.lines().count(), 4);
-    assert_eq!(json.len(), 4);
-    assert_eq!(csv.lines().count(), 5);
+    assert_eq!(jsonl.lines().count(), 6);
+    assert_eq!(json.len(), 6);
+    assert_eq!(csv.lines().count(), 7);
     assert!(csv.starts_with("seq,ts,action_id"));
     let records: Vec<Value> = ietf
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(records[3]["outcome"], "denied");
-    assert_eq!(records[2]["outcome"], "escalated");
+    // Rows 1 and 3 are the intents of the two writes that ran.
+    assert_eq!(records[5]["outcome"], "denied");
+    assert_eq!(records[4]["outcome"], "escalated");
     for (i, line) in jsonl.lines().enumerate() {
         let entry: Value = serde_json::from_str(line).unwrap();
         assert_eq!(entry, json[i]);
@@ -307,7 +308,7 @@ fn go_sumdb_note_and_tlog_accept_our_checkpoint_and_proofs() {
     // A forged size makes Go's note.Open refuse it.
     std::fs::write(
         dir.path().join("forged.note"),
-        note.replacen("\n16\n", "\n15\n", 1),
+        note.replacen("\n24\n", "\n23\n", 1),
     )
     .unwrap();
     let forged = run("forged.note");

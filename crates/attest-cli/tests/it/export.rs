@@ -14,7 +14,7 @@ fn exported_lines_hash_to_the_next_prev() {
     assert_eq!(export.status.code(), Some(0));
     let text = String::from_utf8(export.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 8);
+    assert_eq!(lines.len(), 12);
     let mut prev = "0".repeat(64);
     for (i, line) in lines.iter().enumerate() {
         let entry: Value = serde_json::from_str(line).unwrap();

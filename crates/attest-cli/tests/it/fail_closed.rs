@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::gateway::{curl, curl_missing, serve_app, start_gateway};
-use crate::{stderr, stdout};
+use crate::{expect_ok, stderr};
 
 /// A tmpfs mounted for one test, unmounted when it ends.
 struct Tmpfs(PathBuf);
@@ -139,22 +139,13 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
 
     // The ledger says what it knows: one intent, no outcome. Read on the full disk,
     // while the gateway still holds it open.
-    let ledger = attest_in(&mnt, &["ledger"]);
-    assert_eq!(ledger.status.code(), Some(0), "{}", stderr(&ledger));
+    let ledger = expect_ok(&attest_in(&mnt, &["ledger"]));
     assert!(
-        stdout(&ledger).contains("1 action(s) were recorded as about to run"),
-        "{}",
-        stdout(&ledger)
+        ledger.contains("1 action(s) were recorded as about to run"),
+        "{ledger}"
     );
-    let verify = attest_in(&mnt, &["verify", "--json"]);
-    assert_eq!(
-        verify.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&verify),
-        stderr(&verify)
-    );
-    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let verify = expect_ok(&attest_in(&mnt, &["verify", "--json"]));
+    let report: Value = serde_json::from_str(&verify).unwrap();
     assert_eq!(report["open_intents"][0]["seq"], 1, "{report}");
     assert_eq!(
         report["open_intents"].as_array().unwrap().len(),
@@ -168,14 +159,7 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
     // Read-only mount, WAL files left by a killed writer: verify and read still work.
     tmpfs.remount("ro");
     for args in [&["verify"][..], &["ledger"], &["export"]] {
-        let output = attest_in(&mnt, args);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{args:?}: {}{}",
-            stdout(&output),
-            stderr(&output)
-        );
+        expect_ok(&attest_in(&mnt, args));
     }
     // Read-only mount after a clean close (no -wal, no -shm to open).
     tmpfs.remount("rw");
@@ -189,14 +173,58 @@ fn a_full_disk_runs_nothing_unrecorded_and_a_read_only_ledger_still_verifies() {
     drop(conn);
     assert!(!mnt.join("ledger.sqlite-wal").exists());
     tmpfs.remount("ro");
-    let verify = attest_in(&mnt, &["verify"]);
-    assert_eq!(
-        verify.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&verify),
-        stderr(&verify)
-    );
-    assert!(stdout(&verify).contains("intact"), "{}", stdout(&verify));
+    let verify = expect_ok(&attest_in(&mnt, &["verify"]));
+    assert!(verify.contains("intact"), "{verify}");
     assert!(!mnt.join("ledger.sqlite-shm").exists());
+}
+
+#[test]
+fn the_mcp_proxy_passes_on_a_ran_tools_answer_and_runs_nothing_it_cannot_record() {
+    if !crate::mcp::python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(tmpfs) = Tmpfs::mount(dir.path(), "300k") else {
+        return;
+    };
+    // The driver keeps its ledger at dir/ledger.sqlite: there, a link into the tmpfs.
+    let ledger = tmpfs.0.join("ledger.sqlite");
+    std::os::unix::fs::symlink(&ledger, dir.path().join("ledger.sqlite")).unwrap();
+    let filler = tmpfs.0.join("filler");
+    let plan = json!({"calls": [
+        {"tool": "fill_disk", "args": {"path": filler}},
+        {"tool": "create_note", "args": {"title": "plan", "body": "ship it"}},
+    ]});
+    let server = crate::mcp::py("notes_server.py");
+    let python = crate::python();
+    let report = crate::mcp::drive(
+        dir.path(),
+        &plan,
+        &["--mode", "auto", "--server", "notes"],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+    );
+    let calls = report["calls"].as_array().unwrap();
+    // It ran: its own answer, with the warning in _meta, not an error that invites a retry.
+    assert_eq!(calls[0]["is_error"], false, "{}", calls[0]);
+    let warning = calls[0]["meta"]["_attest"]["warning"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(warning.contains("Do not retry"), "{}", calls[0]);
+    // The next write cannot be recorded first, so it never reaches the server.
+    assert_eq!(calls[1]["is_error"], true, "{}", calls[1]);
+    assert!(
+        calls[1]["text"].as_str().unwrap().contains("was not run"),
+        "{}",
+        calls[1]
+    );
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(!log.contains("create_note"), "{log}");
+    std::fs::remove_file(&filler).unwrap();
+    let verify = expect_ok(&attest_in(dir.path(), &["verify", "--json"]));
+    let report: Value = serde_json::from_str(&verify).unwrap();
+    assert_eq!(
+        report["open_intents"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
 }

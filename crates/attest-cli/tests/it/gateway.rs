@@ -292,7 +292,8 @@ fn gateway_verifies_contradicts_and_refuses_writes() {
     assert_eq!(status, 201, "{body}");
     assert_eq!(headers["x-attest-decision"], "act");
     assert_eq!(headers["x-attest-level"], "verified");
-    assert_eq!(headers["x-attest-seq"], "1");
+    // Seq 1 is the intent, durable before the request went upstream.
+    assert_eq!(headers["x-attest-seq"], "2");
     assert_eq!(headers["location"], "/v1/notes/n1");
 
     // A write the vendor acknowledges but stores differently: unverified.
@@ -304,7 +305,7 @@ fn gateway_verifies_contradicts_and_refuses_writes() {
     );
     assert_eq!(status, 200);
     assert_eq!(headers["x-attest-level"], "unverified");
-    assert_eq!(headers["x-attest-seq"], "2");
+    assert_eq!(headers["x-attest-seq"], "4");
 
     // A refused delete: 403, and the vendor never sees it.
     let (status, headers, body) = curl("DELETE", &format!("{address}/v1/notes/n1"), None, &[]);
@@ -359,11 +360,12 @@ fn gateway_verifies_contradicts_and_refuses_writes() {
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
     let export = attest(dir.path(), &["--ledger", "ledger.sqlite", "export"]);
     let jsonl = stdout(&export);
-    assert_eq!(jsonl.lines().count(), 3, "{jsonl}");
+    // Two writes (an intent and an outcome each) and the refused delete.
+    assert_eq!(jsonl.lines().count(), 5, "{jsonl}");
     assert!(!jsonl.contains("sekret"), "a credential reached the ledger");
     assert!(jsonl.contains("\"decision\":\"refuse\""));
     // Both writes were read back through the gateway with the caller's credentials.
-    let checks: Vec<Value> = crate::exported_entries(dir.path())
+    let checks: Vec<Value> = crate::outcome_entries(dir.path())
         .into_iter()
         .map(|entry| entry["verification"].clone())
         .collect();

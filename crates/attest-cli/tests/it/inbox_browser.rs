@@ -304,7 +304,8 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(receipt.approver.as_deref(), Some("ann@acme.com"));
-    assert_eq!(receipt.seq, 1);
+    // The intent, then the outcome.
+    assert_eq!(receipt.seq, 2);
 
     cdp.wait_for(
         &session,

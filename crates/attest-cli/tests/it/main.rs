@@ -13,7 +13,7 @@ mod fail_closed;
 mod gateway;
 mod import;
 mod inbox_browser;
-mod mcp;
+pub(crate) mod mcp;
 mod mcp_frames;
 mod policy;
 mod readme;
@@ -64,6 +64,28 @@ pub(crate) fn exported_entries(dir: &Path) -> Vec<serde_json::Value> {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
+}
+
+/// The entries of `dir`'s `ledger.sqlite` that record how an action ended: every row
+/// but the intents written before each write ran.
+pub(crate) fn outcome_entries(dir: &Path) -> Vec<serde_json::Value> {
+    exported_entries(dir)
+        .into_iter()
+        .filter(|entry| entry["execution"]["status"] != "intent")
+        .collect()
+}
+
+/// Standard output as text, after checking the command exited 0 (else both streams are
+/// shown).
+pub(crate) fn expect_ok(output: &Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(output),
+        stderr(output)
+    );
+    stdout(output)
 }
 
 /// Standard output as text.

@@ -18,7 +18,7 @@ fn root() -> PathBuf {
 }
 
 /// The test scripts' folder.
-fn py(name: &str) -> PathBuf {
+pub(crate) fn py(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/it/py")
         .join(name)
@@ -64,7 +64,7 @@ fn npm_server_and_python_client(package: &str) -> Option<PathBuf> {
 }
 
 /// Runs the Python client against `attest mcp-proxy` with `proxy_args`, returns its report.
-fn drive(dir: &Path, plan: &Value, proxy_args: &[&str], upstream: &[&str]) -> Value {
+pub(crate) fn drive(dir: &Path, plan: &Value, proxy_args: &[&str], upstream: &[&str]) -> Value {
     let plan_file = dir.join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
     let ledger = dir.join("ledger.sqlite");
@@ -124,7 +124,7 @@ fn rows(dir: &Path) -> Vec<Value> {
 
 /// Each ledger entry's verification, in ledger order.
 fn verifications(dir: &Path) -> Vec<Value> {
-    exported_entries(dir)
+    crate::outcome_entries(dir)
         .into_iter()
         .map(|entry| entry["verification"].clone())
         .collect()
@@ -246,6 +246,8 @@ fn proxy_filesystem_read_write_and_refusal_are_recorded() {
         summary,
         [
             ("filesystem".into(), "read".into(), "act".into()),
+            // The write's intent row, then its outcome.
+            ("filesystem".into(), "write".into(), "act".into()),
             ("filesystem".into(), "write".into(), "act".into()),
             ("filesystem".into(), "write".into(), "refuse".into()),
         ]
@@ -338,7 +340,8 @@ fn proxy_reads_back_pairs_and_survives_a_crashing_upstream() {
         assert!(receipt(call)["seq"].as_u64().is_some());
     }
     verify(dir.path());
-    assert_eq!(rows(dir.path()).len(), 6);
+    // Five writes (an intent and an outcome each) and one read.
+    assert_eq!(rows(dir.path()).len(), 11);
     // Read back through the upstream's get_note, with per-field evidence in the ledger.
     let checks = verifications(dir.path());
     for check in &checks[..3] {
@@ -462,9 +465,10 @@ fn python_mcp_client_example_runs() {
         .unwrap();
     let text = stdout(&output);
     assert!(output.status.success(), "{text}{}", stderr(&output));
-    assert!(text.contains("write_file: ok seq=1"), "{text}");
+    // seq 1 is the write's intent.
+    assert!(text.contains("write_file: ok seq=2"), "{text}");
     assert!(
-        text.contains("read_text_file: ok seq=2 decision=act"),
+        text.contains("read_text_file: ok seq=3 decision=act"),
         "{text}"
     );
     verify(dir.path());

@@ -8,7 +8,7 @@ use crate::{attest, demo_ledger, ledger_file, stdout};
 /// Runs a demo, applies `edit` to the file, and returns verify's JSON report.
 fn verify_after(edit: &str) -> (Value, String) {
     let dir = demo_ledger();
-    // Twice: eight rows, so there are middle rows to break.
+    // Twice: twelve rows, so there are middle rows to break.
     assert_eq!(attest(dir.path(), &["demo"]).status.code(), Some(0));
     let conn = Connection::open(ledger_file(dir.path())).unwrap();
     conn.execute_batch(edit).unwrap();
@@ -23,12 +23,12 @@ fn verify_after(edit: &str) -> (Value, String) {
 #[test]
 fn an_edited_body_is_named() {
     let (report, text) = verify_after(
-        "UPDATE entries SET body = replace(body, 'buyer@customer.example', 'evil@x.example') WHERE seq = 3",
+        "UPDATE entries SET body = replace(body, 'buyer@customer.example', 'evil@x.example') WHERE seq = 4",
     );
     assert_eq!(report["ok"], false);
-    assert_eq!(report["broken_at"], 3);
+    assert_eq!(report["broken_at"], 4);
     assert_eq!(report["problems"][0]["kind"], "hash_mismatch");
-    assert!(text.contains("BROKEN at seq 3"), "{text}");
+    assert!(text.contains("BROKEN at seq 4"), "{text}");
 }
 
 #[test]

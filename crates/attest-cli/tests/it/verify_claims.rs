@@ -33,15 +33,7 @@ fn stranger(dir: &Path) -> String {
 }
 
 fn run_ok(dir: &Path, args: &[&str]) -> String {
-    let output = attest(dir, args);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{args:?}: {}{}",
-        stdout(&output),
-        stderr(&output)
-    );
-    stdout(&output)
+    crate::expect_ok(&attest(dir, args))
 }
 
 fn verify_json(dir: &Path, args: &[&str]) -> (Option<i32>, Value) {
@@ -91,10 +83,18 @@ fn a_key_with_no_checkpoint_it_signed_is_not_intact() {
 #[test]
 fn tree_hashes_beyond_the_tip_are_flagged() {
     let (dir, _) = keyed(2);
-    sql(dir.path(), "DELETE FROM entries WHERE seq > 10;");
+    // The last two entries cut off, their tree hashes left behind.
+    let tip: u64 = Connection::open(ledger_file(dir.path()))
+        .unwrap()
+        .query_row("SELECT MAX(seq) FROM entries", [], |row| row.get(0))
+        .unwrap();
+    sql(
+        dir.path(),
+        &format!("DELETE FROM entries WHERE seq > {};", tip - 2),
+    );
     let (code, report) = verify_json(dir.path(), &[]);
     assert_eq!(code, Some(1), "{report}");
-    assert_eq!(report["broken_at"], 11, "{report}");
+    assert_eq!(report["broken_at"], tip - 1, "{report}");
     assert_eq!(kinds(&report), ["tree_mismatch"], "{report}");
 }
 
@@ -311,4 +311,50 @@ fn prune_confirms_and_a_pruned_ledger_checks_from_its_prune_checkpoint() {
     let text = stdout(&output);
     assert!(text.contains("wrong --vkey"), "{text}");
     assert!(!text.contains("no checkpoint covers"), "{text}");
+}
+
+#[test]
+fn prune_on_a_terminal_asks_and_removes_only_on_yes() {
+    use std::io::Write;
+    if Command::new("script").arg("--version").output().is_err() {
+        crate::peer_missing("`script` (util-linux) is missing: it gives prune a terminal");
+        return;
+    }
+    let (dir, _) = keyed(1);
+    // `script` runs prune on a pseudo-terminal and types the answer.
+    let on_a_terminal = |answer: &str| {
+        let command = format!("{} prune --older-than-days 0", env!("CARGO_BIN_EXE_attest"));
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(dir.path())
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let no = on_a_terminal("n\n");
+    assert_eq!(no.status.code(), Some(1), "{}", stdout(&no));
+    assert!(
+        stdout(&no).contains("remove 5 entries older than 0 days"),
+        "{}",
+        stdout(&no)
+    );
+    assert!(stdout(&no).contains("not pruned"), "{}", stdout(&no));
+    assert_eq!(verify_json(dir.path(), &[]).1["checked"], 6);
+    let yes = on_a_terminal("y\n");
+    assert_eq!(yes.status.code(), Some(0), "{}", stdout(&yes));
+    assert!(
+        stdout(&yes).contains("removed 5 entries"),
+        "{}",
+        stdout(&yes)
+    );
+    assert_eq!(verify_json(dir.path(), &[]).1["checked"], 1);
 }

@@ -1,8 +1,8 @@
 """A small MCP server for the proxy's tests, built with the official `mcp` SDK.
 
 Tools: create_note/update_note with get_note (read-back pairs; an update to a title
-starting with `!` stores another title: a contradicted write), boom (an error result), and
-crash (the process exits mid-call). Every call is appended to $NOTES_LOG, so a test
+starting with `!` stores another title: a contradicted write), boom (an error result),
+crash (the process exits mid-call) and fill_disk (fills a file system while it runs). Every call is appended to $NOTES_LOG, so a test
 can tell which calls reached the server.
 """
 
@@ -60,6 +60,20 @@ def crash() -> str:
     """Exits the process mid-call."""
     log("crash", {})
     os._exit(3)
+
+
+@server.tool()
+def fill_disk(path: str) -> dict:
+    """Writes to `path` until its file system is full: a disk that fills while a write runs."""
+    log("fill_disk", {"path": path})
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+                os.fsync(f.fileno())
+        except OSError:
+            pass
+    return {"ok": True}
 
 
 if __name__ == "__main__":
