@@ -15,6 +15,7 @@ pub(crate) struct Row {
     pub(crate) mean_ns: f64,
     pub(crate) p50_ns: f64,
     pub(crate) p95_ns: f64,
+    pub(crate) p99_ns: f64,
     pub(crate) ops_per_sec: f64,
     /// For limit comparisons: the row this one is measured against, and the ratio.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,7 +98,22 @@ fn summarize(name: &str, mut times: Vec<f64>, ops_per_sample: usize) -> Row {
         mean_ns: mean,
         p50_ns: pick(0.5),
         p95_ns: pick(0.95),
+        p99_ns: pick(0.99),
         ops_per_sec: if mean > 0.0 { 1e9 / mean } else { 0.0 },
+        versus: None,
+    }
+}
+
+/// A row for a figure computed elsewhere: one operation of `ns`, `samples` times.
+pub(crate) fn flat(name: &str, samples: usize, ns: f64) -> Row {
+    Row {
+        name: name.to_owned(),
+        samples,
+        mean_ns: ns,
+        p50_ns: ns,
+        p95_ns: ns,
+        p99_ns: ns,
+        ops_per_sec: 1e9 / ns.max(1.0),
         versus: None,
     }
 }
@@ -157,8 +173,8 @@ pub(crate) fn print_table(rows: &[Row], peer: Option<&Peer>) {
         })
         .unwrap_or_default();
     println!(
-        "| {:<62} | {:>10} | {:>10} | {:>10} | {:>11} |{peer_head} {:<28}",
-        "what", "mean", "p50", "p95", "ops/s", "vs limit (p50 ratio)"
+        "| {:<62} | {:>10} | {:>10} | {:>10} | {:>10} | {:>11} |{peer_head} {:<28}",
+        "what", "mean", "p50", "p95", "p99", "ops/s", "vs limit (p50 ratio)"
     );
     let peer_rule = if peer.is_some() {
         "--------------|----------|"
@@ -166,8 +182,8 @@ pub(crate) fn print_table(rows: &[Row], peer: Option<&Peer>) {
         ""
     };
     println!(
-        "|{:-<64}|{:->12}|{:->12}|{:->12}|{:->13}|{peer_rule}{:-<29}",
-        "", "", "", "", "", ""
+        "|{:-<64}|{:->12}|{:->12}|{:->12}|{:->12}|{:->13}|{peer_rule}{:-<29}",
+        "", "", "", "", "", "", ""
     );
     for row in rows {
         let peer_cells = peer
@@ -188,11 +204,12 @@ pub(crate) fn print_table(rows: &[Row], peer: Option<&Peer>) {
             .map(|(limit, ratio)| format!("{ratio:.2}× {limit}"))
             .unwrap_or_default();
         println!(
-            "| {:<62} | {:>10} | {:>10} | {:>10} | {:>11} |{peer_cells} {versus}",
+            "| {:<62} | {:>10} | {:>10} | {:>10} | {:>10} | {:>11} |{peer_cells} {versus}",
             row.name,
             human(row.mean_ns),
             human(row.p50_ns),
             human(row.p95_ns),
+            human(row.p99_ns),
             format!("{:.0}", row.ops_per_sec),
         );
     }

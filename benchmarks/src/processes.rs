@@ -10,7 +10,7 @@ use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Verb};
 use serde_json::json;
 
-use crate::measure::Row;
+use crate::measure::{flat, Row};
 
 /// The child half of [`several_processes`]: `actions` whole actions at `full`.
 pub(crate) fn worker(args: &[String]) -> anyhow::Result<()> {
@@ -59,15 +59,11 @@ pub(crate) fn several_processes(dir: &Path, processes: usize, actions: u64) -> a
         report.is_intact() && report.checked as f64 == 2.0 * total,
         "processes broke the chain"
     );
-    Ok(Row {
-        name: format!("throughput: {processes} processes on one file (full), per action"),
-        samples: total as usize,
-        mean_ns: elapsed / total,
-        p50_ns: elapsed / total,
-        p95_ns: elapsed / total,
-        ops_per_sec: total / (elapsed / 1e9),
-        versus: None,
-    })
+    Ok(flat(
+        &format!("throughput: {processes} processes on one file (full), per action"),
+        total as usize,
+        elapsed / total,
+    ))
 }
 
 /// The child half of [`verify_peak_memory`]: verifies and prints its peak RSS in KiB.

@@ -11,10 +11,10 @@ use attest_ledger::{
     Verification, VerifyOptions,
 };
 use attest_policy::{Action, Policy, PolicyEngine, Verb};
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::measure::{against, bulk, once, per_call, per_call_batched, Row};
+use crate::measure::{against, bulk, flat, once, per_call, per_call_batched, Row};
 use crate::{mcp_proxy, processes};
 
 /// How much work each scenario does.
@@ -273,21 +273,40 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     )?);
     rows.extend(evidence(&dir, scale, &bulk_ledger, &mut facts)?);
     rows.extend(limits(&dir, scale)?);
-    against(
-        &mut rows,
-        "ledger append, one row (normal)",
-        "limit: bare INSERT of the same bytes, own transaction (normal)",
-    );
-    against(
-        &mut rows,
-        "ledger append, one row (full)",
-        "limit: bare INSERT of the same bytes, own transaction (full)",
-    );
-    against(
-        &mut rows,
-        "whole action: act + ack, file-backed (full)",
-        "limit: write 512 bytes + fsync",
-    );
+    let bare =
+        |mode: &str| format!("limit: bare INSERT of the same row + tree rows, prepared ({mode})");
+    let big_rows = scale.big_rows;
+    let pairs = [
+        ("ledger append, one row (normal)".to_owned(), bare("normal")),
+        ("ledger append, one row (full)".to_owned(), bare("full")),
+        (
+            "whole action: act + ack, file-backed (normal)".to_owned(),
+            bare("normal"),
+        ),
+        (
+            "whole action: act + ack, file-backed (full)".to_owned(),
+            "limit: write 512 bytes + fsync".to_owned(),
+        ),
+        (
+            format!("{n_rows} appends, one at a time (normal), per append"),
+            bare("normal"),
+        ),
+        (
+            format!("{big_rows} appends in batches of 10000 (off), per append"),
+            "limit: bare INSERTs of the same rows in batches of 10000 (off), per row".to_owned(),
+        ),
+        (
+            format!("full verify of {big_rows} rows (signatures checked)"),
+            format!("limit: raw SHA-256 of {big_rows} bodies on one core, whole run"),
+        ),
+        (
+            "MCP tools/call through attest mcp-proxy (normal)".to_owned(),
+            "MCP tools/call, direct to the server".to_owned(),
+        ),
+    ];
+    for (row, limit) in pairs {
+        against(&mut rows, &row, &limit);
+    }
     Ok(Report { rows, facts })
 }
 
@@ -463,21 +482,11 @@ fn evidence(
     )?);
     let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
     bulk_ledger.append_batch(&records)?;
-    rows.push(per_call(
+    rows.push(since_checkpoint(
         "verify since a checkpoint, 100 new rows (signature included)",
+        bulk_ledger,
+        &trusted,
         scale.samples,
-        || {
-            let report = bulk_ledger.verify_with(VerifyOptions {
-                trusted: &trusted,
-                since_checkpoint: true,
-                ..VerifyOptions::default()
-            })?;
-            anyhow::ensure!(
-                report.is_intact() && report.checked == 100,
-                "since-checkpoint verify failed"
-            );
-            Ok(())
-        },
     )?);
 
     let big = open(dir, "big.sqlite", Durability::Off)?;
@@ -526,7 +535,93 @@ fn evidence(
             Ok(())
         },
     )?);
+    rows.extend(growth(dir, scale, &key, &big)?);
     Ok(rows)
+}
+
+/// How an append and `verify --since-checkpoint` cost as the ledger grows: the same
+/// rows at three sizes (the largest is the batched ledger above), which should be flat.
+fn growth(
+    dir: &tempfile::TempDir,
+    scale: &Scale,
+    key: &SigningKey,
+    big: &Ledger,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let trusted = [key.verifier().clone()];
+    let sizes = [scale.big_rows / 100, scale.big_rows / 10, scale.big_rows];
+    for size in sizes {
+        let path = if size == scale.big_rows {
+            big.path().to_path_buf()
+        } else {
+            let ledger = open(dir, &format!("growth-{size}.sqlite"), Durability::Off)?;
+            for start in (0..size).step_by(10_000) {
+                let records: Vec<Record> = (start..(start + 10_000).min(size))
+                    .map(|n| record(n as u64))
+                    .collect();
+                ledger.append_batch(&records)?;
+            }
+            ledger.path().to_path_buf()
+        };
+        let ledger = Ledger::open(
+            &path,
+            LedgerOptions {
+                durability: Durability::Normal,
+                ..LedgerOptions::default()
+            },
+        )?;
+        let mut n = 0;
+        rows.push(per_call(
+            &format!("growth: append one row to {size} rows (normal)"),
+            scale.samples,
+            || {
+                n += 1;
+                ledger.append(&record(n))?;
+                Ok(())
+            },
+        )?);
+        ledger.checkpoint(key)?;
+        let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
+        ledger.append_batch(&records)?;
+        rows.push(since_checkpoint(
+            &format!("growth: verify --since-checkpoint, 100 rows after {size}"),
+            &ledger,
+            &trusted,
+            scale.samples,
+        )?);
+        if size != scale.big_rows {
+            rows.push(once(
+                &format!("growth: full verify of {size} rows"),
+                || {
+                    anyhow::ensure!(ledger.verify()?.is_intact(), "growth ledger is broken");
+                    Ok(())
+                },
+            )?);
+        }
+    }
+    Ok(rows)
+}
+
+/// `verify --since-checkpoint` over the 100 rows appended after the newest checkpoint.
+fn since_checkpoint(
+    name: &str,
+    ledger: &Ledger,
+    trusted: &[attest_ledger::VerifierKey],
+    samples: usize,
+) -> anyhow::Result<Row> {
+    per_call(name, samples, || {
+        let report = ledger.verify_with(VerifyOptions {
+            trusted,
+            since_checkpoint: true,
+            ..VerifyOptions::default()
+        })?;
+        anyhow::ensure!(
+            report.is_intact() && report.checked == 100,
+            "since-checkpoint verify of {} failed",
+            ledger.path().display()
+        );
+        Ok(())
+    })
 }
 
 /// What the machine allows: the floor under each Attest row.
@@ -543,28 +638,28 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
         },
     )?);
     for (mode, samples) in [("FULL", scale.sync_samples), ("NORMAL", scale.samples)] {
-        let conn = rusqlite::Connection::open(dir.path().join(format!("bare-{mode}.sqlite")))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", mode)?;
-        conn.execute_batch("CREATE TABLE t (seq INTEGER PRIMARY KEY, hash BLOB, body TEXT)")?;
-        let mut seq = 0u64;
-        let text = String::from_utf8(body.clone())?;
+        let mut bare = BareTable::create(dir, mode)?;
         rows.push(per_call(
             &format!(
-                "limit: bare INSERT of the same bytes, own transaction ({})",
+                "limit: bare INSERT of the same row + tree rows, prepared ({})",
                 mode.to_lowercase()
             ),
             samples,
-            || {
-                seq += 1;
-                conn.execute(
-                    "INSERT INTO t (seq, hash, body) VALUES (?1, ?2, ?3)",
-                    rusqlite::params![seq, &[0u8; 32][..], &text],
-                )?;
-                Ok(())
-            },
+            || bare.insert(1),
         )?);
     }
+    let mut bare = BareTable::create(dir, "OFF")?;
+    let batch = 10_000;
+    rows.push(bulk(
+        &format!("limit: bare INSERTs of the same rows in batches of {batch} (off), per row"),
+        scale.big_rows,
+        || {
+            for _ in 0..scale.big_rows / batch {
+                bare.insert(batch)?;
+            }
+            Ok(())
+        },
+    )?);
     let mut file = std::fs::File::create(dir.path().join("fsync.bin"))?;
     rows.push(per_call(
         "limit: write 512 bytes + fsync",
@@ -582,15 +677,86 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
         std::hint::black_box(Sha256::digest(b));
     }
     let per_row = start.elapsed().as_nanos() as f64 / bodies.len() as f64;
-    rows.push(Row {
-        name: format!("limit: raw SHA-256 over {} bodies, per body", bodies.len()),
-        samples: bodies.len(),
-        mean_ns: per_row,
-        p50_ns: per_row,
-        p95_ns: per_row,
-        ops_per_sec: 1e9 / per_row.max(1.0),
-        versus: None,
-    });
-    let _: Option<Value> = None;
+    rows.push(flat(
+        &format!("limit: raw SHA-256 over {} bodies, per body", bodies.len()),
+        bodies.len(),
+        per_row,
+    ));
+    rows.push(flat(
+        &format!(
+            "limit: raw SHA-256 of {} bodies on one core, whole run",
+            scale.big_rows
+        ),
+        1,
+        per_row * scale.big_rows as f64,
+    ));
     Ok(rows)
+}
+
+/// The floor under an append: the same row into a table shaped like `entries`, and
+/// the same number of `tree_hashes` rows, with statements prepared once, one
+/// transaction per call; no hashing, no JSON, no chain.
+struct BareTable {
+    conn: rusqlite::Connection,
+    seq: u64,
+    idx: u64,
+    row: Record,
+    body: String,
+}
+
+impl BareTable {
+    fn create(dir: &tempfile::TempDir, mode: &str) -> anyhow::Result<BareTable> {
+        let conn = rusqlite::Connection::open(dir.path().join(format!("bare-{mode}.sqlite")))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", mode)?;
+        conn.execute_batch(
+            "CREATE TABLE entries (seq INTEGER PRIMARY KEY, hash BLOB NOT NULL, ts TEXT NOT NULL,
+                system TEXT NOT NULL, verb TEXT NOT NULL, agent TEXT, decision TEXT NOT NULL,
+                level TEXT, body TEXT NOT NULL);
+             CREATE TABLE tree_hashes (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL);",
+        )?;
+        let body = String::from_utf8(canonical_bytes(&record(1))?)?;
+        Ok(BareTable {
+            conn,
+            seq: 0,
+            idx: 0,
+            row: record(1),
+            body,
+        })
+    }
+
+    /// Inserts `rows` rows and their tree rows in one transaction.
+    fn insert(&mut self, rows: usize) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut entry = tx.prepare_cached(
+                "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
+            let mut tree =
+                tx.prepare_cached("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")?;
+            let r = &self.row;
+            for _ in 0..rows {
+                self.seq += 1;
+                entry.execute(rusqlite::params![
+                    self.seq,
+                    &[7u8; 32][..],
+                    "2026-12-01T06:00:00.000000Z",
+                    &r.system,
+                    &r.verb,
+                    &r.agent,
+                    &r.decision,
+                    r.verification.as_ref().map(|v| v.level.as_str()),
+                    &self.body,
+                ])?;
+                // A leaf completes 1 + (trailing zeros of its 1-based number) stored hashes.
+                for _ in 0..=self.seq.trailing_zeros() {
+                    tree.execute(rusqlite::params![self.idx, &[9u8; 32][..]])?;
+                    self.idx += 1;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
 }

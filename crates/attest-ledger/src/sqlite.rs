@@ -16,7 +16,7 @@ use crate::entry::{Entry, FORMAT_VERSION};
 use crate::group::GroupCommit;
 use crate::jcs::write_entry;
 use crate::merkle::{leaf_hash, read_tail, CompactRange};
-use crate::wal::WalCheckpointer;
+use crate::wal::{WalCheckpointer, WAL_SIZE_LIMIT};
 use crate::{Clock, Durability, LedgerError, Record, SystemClock};
 use tlog_tiles::stored_hash_index;
 
@@ -265,6 +265,8 @@ impl Ledger {
         // Commits never checkpoint the WAL themselves: `wal` does it off the append path.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(sqlite("handing WAL checkpoints to a thread"))?;
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
+            .map_err(sqlite("bounding the WAL"))?;
         let wal = WalCheckpointer::start(&path).map_err(sqlite("opening the WAL checkpointer"))?;
         let ledger = Ledger {
             path,

@@ -4,9 +4,9 @@
 //! about every hundredth append stalled its caller for milliseconds while pages were
 //! copied and synced into the database file. The ledger's connection turns that off
 //! (`wal_autocheckpoint = 0`) and this thread, with a connection of its own, runs a
-//! `PASSIVE` checkpoint whenever about [`CHECKPOINT_PAGES`] pages have been committed
-//! since the last one. A passive checkpoint takes no lock an append needs, so appends
-//! carry on while it runs.
+//! checkpoint whenever about [`CHECKPOINT_PAGES`] pages have been committed since the
+//! last one: `PASSIVE` first, which takes no lock an append needs, so appends carry on
+//! while it copies; then a short `RESTART` for what was committed meanwhile.
 //!
 //! The WAL stays bounded: once a checkpoint has copied every frame, the next commit
 //! starts again at the front of the file, and `journal_size_limit` truncates a WAL that
@@ -21,11 +21,19 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+/// How long the second step of a checkpoint waits for readers and writers.
+const RESTART_WAIT: Duration = Duration::from_millis(10);
+
+/// WAL frames past which a checkpoint makes sure the WAL starts over (2 × the
+/// checkpoint threshold, about 8 MiB of 4 KiB pages).
+const RESTART_FRAMES: i64 = 2 * CHECKPOINT_PAGES as i64;
+
 /// Pages committed between checkpoints: SQLite's own default threshold.
 const CHECKPOINT_PAGES: usize = 1000;
 
-/// Bytes a WAL is truncated to after a checkpoint when it grew larger.
-const WAL_SIZE_LIMIT: i64 = 16 << 20;
+/// Bytes a WAL is truncated to when it is reset after a checkpoint, if it grew larger
+/// (set on every connection: the one that resets it applies its own limit).
+pub(crate) const WAL_SIZE_LIMIT: i64 = 16 << 20;
 
 /// The checkpoint thread and how to wake it.
 pub(crate) struct WalCheckpointer {
@@ -60,7 +68,7 @@ impl WalCheckpointer {
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(Duration::from_secs(1))?;
+        conn.busy_timeout(RESTART_WAIT)?;
         conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
         let shared = Arc::new(Shared::default());
         let thread = {
@@ -134,7 +142,21 @@ fn run(shared: &Shared, conn: &Connection) {
     }
 }
 
-/// One passive checkpoint; a failure is retried at the next threshold (see the module doc).
+/// One checkpoint, in two steps when the WAL is long; a failure is retried at the next
+/// threshold (see the module doc).
+///
+/// A passive checkpoint copies the frames without blocking anyone, but under a steady
+/// stream of appends it never catches up with the last frame, and only a checkpoint
+/// that does lets the next commit start the WAL again from its beginning. So when the
+/// WAL has grown past [`RESTART_FRAMES`], a `RESTART` follows: it copies the few frames
+/// committed meanwhile (and syncs) holding writers back only that long, and makes the
+/// next commit reset the WAL. If a reader holds an old snapshot it gives up after
+/// [`RESTART_WAIT`] rather than stall appends behind it.
 fn checkpoint(conn: &Connection) {
-    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    let frames = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+        row.get::<_, i64>(1)
+    });
+    if frames.is_ok_and(|frames| frames >= RESTART_FRAMES) {
+        let _ = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
+    }
 }
