@@ -32,7 +32,7 @@ pub(crate) fn run(config: &Config, args: &LedgerArgs) -> anyhow::Result<ExitCode
 pub(crate) struct Listed<'a> {
     #[serde(flatten)]
     row: &'a RowSummary,
-    /// `ran`, `failed`, `refused`, `pending`, `approved by X, ran`, `rejected by X`, …
+    /// `ran`, `failed`, `refused`, `pending`, `intent`, `approved by X, ran`, `rejected by X`, …
     outcome: String,
 }
 
@@ -84,6 +84,8 @@ fn outcome(body: &[u8], decision: &str) -> String {
         "ok" => "ran",
         "failed" => "failed",
         "pending" => return "pending".to_owned(),
+        // Written before the tool runs; the outcome row follows with the same action id.
+        "intent" => "intent",
         "recorded" => "recorded",
         "not_run" if decision == "refuse" => return "refused".to_owned(),
         "not_run" => "not run",

@@ -137,8 +137,10 @@ fn ledger_shows_each_outcome_and_level() {
         [
             "rejected by demo-approver",
             "approved by demo-approver, ran",
+            "approved by demo-approver, intent",
             "ran",
-            "ran"
+            "intent",
+            "ran",
         ]
     );
 }
