@@ -215,7 +215,7 @@ impl<K: Key, V> Visitor<'_> for KeySeed<'_, K, V> {
 /// Deserializes a mapping with `R`'s derived `Deserialize` and then checks it with
 /// `check`, inside the mapping's visitor so that a failed check is reported at the
 /// mapping's line.
-pub(crate) fn checked_map<'de, D, R, T>(
+pub fn checked_map<'de, D, R, T>(
     deserializer: D,
     expecting: &'static str,
     check: fn(R) -> Result<T, String>,

@@ -232,6 +232,40 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Leaf<T> {
     }
 }
 
+/// Runs one of a part's own checks (one that looks at several of its values, such as "a
+/// `graphql` read needs `method: post`") in a numbered slot of its own, so that the lint
+/// ([`lint_slots`](crate::lint_slots)) reports every failing check of a part, each once,
+/// rather than skipping the whole part after the first. Call it inside the part's
+/// deserialization, after its values are read, once per check and unconditionally (the
+/// check itself decides whether it applies), so that each check keeps its number across
+/// passes. Outside a lint it only runs `check`; in a lint, a check already reported is not
+/// run again.
+pub fn check_slot(check: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let skipped = with_state(|state| {
+        let index = state.counters.last().copied().unwrap_or(0);
+        if let Some(last) = state.counters.last_mut() {
+            *last += 1;
+        }
+        state.path.push(index);
+        let skipped = state.skip.contains(&state.path);
+        if skipped {
+            state.path.pop();
+        }
+        skipped
+    });
+    if skipped == Some(true) {
+        return Ok(());
+    }
+    let result = check();
+    with_state(|state| {
+        if result.is_err() && state.failed.is_none() {
+            state.failed = Some(state.path.clone());
+        }
+        state.path.pop();
+    });
+    result
+}
+
 /// One parse's state.
 struct State {
     /// The path of the slot being read: its index among its siblings, at each depth.

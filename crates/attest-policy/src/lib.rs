@@ -61,9 +61,10 @@ mod vocabulary;
 
 pub use action::{Action, Extra, Source};
 pub use cases::{run_cases, run_cases_with, CallResolver, CaseCall, CaseReport, CaseResult};
+pub use de::checked_map;
 pub use engine::{PolicyEngine, DEFAULT_POLICY_YAML};
 pub use error::PolicyError;
-pub use file::Leaf;
+pub use file::{check_slot, Leaf};
 pub use lint::{lint, lint_slots, Problem, MAX_POLICY_BYTES};
 pub use policy::{Policy, RiskTierPolicy};
 pub use preview::{params_preview, preview_allows, PREVIEW_MAX_CHARS};

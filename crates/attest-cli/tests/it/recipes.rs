@@ -91,3 +91,59 @@ fn check_lists_a_mistake_in_every_recipe_and_an_empty_file_by_name() {
     );
     assert_eq!(lines[4], "4 problem(s) in 2 file(s)", "{text}");
 }
+
+#[test]
+fn check_lists_every_mistake_inside_each_recipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = concat!(
+        "recipes:\n",                                           // 1
+        "  - name: a\n",                                        // 2
+        "    system: y\n",                                      // 3
+        "    verbs: [sned]\n",                                  // 4
+        "    base_url: ftp://example.com\n",                    // 5
+        "    read:\n",                                          // 6
+        "      method: TELEPORT\n",                             // 7
+        "      url: \"{base}/a/{id}\"\n",                       // 8
+        "      id: [reslt:/id]\n",                              // 9
+        "  - name: b\n",                                        // 10
+        "    system: y\n",                                      // 11
+        "    verbs: []\n",                                      // 12
+        "    read:\n",                                          // 13
+        "      url: \"{base}/b/{id}\"\n",                       // 14
+        "      graphql: {query: \"{ b }\"}\n",                  // 15
+        "    compare:\n",                                       // 16
+        "      fields: [{name: t, want: params:/t, got: t}]\n", // 17
+    );
+    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
+    let output = attest(dir.path(), &["recipes", "check", "bad.yaml"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    let expected = [
+        ("bad.yaml:4:", "sned"),
+        ("bad.yaml:5:", "`base_url` must start with"),
+        ("bad.yaml:7:", "TELEPORT"),
+        ("bad.yaml:9:", "reslt"),
+        (
+            "bad.yaml:10:",
+            "recipe b: the read uses {id} but `read.id` says nowhere",
+        ),
+        (
+            "bad.yaml:10:",
+            "recipe b: a `graphql` read needs `method: post`",
+        ),
+        ("bad.yaml:12:", "`verbs` is empty"),
+        ("bad.yaml:17:", "must start with"),
+    ];
+    assert_eq!(lines.len(), expected.len() + 1, "{text}");
+    for (line, (place, says)) in lines.iter().zip(expected) {
+        assert!(
+            line.starts_with(place) && line.contains(says),
+            "{place} {says}: {text}"
+        );
+        // file:line:column: message
+        let column = line[place.len()..].split(':').next().unwrap();
+        assert!(column.parse::<usize>().unwrap() > 0, "{line}");
+    }
+    assert_eq!(lines[expected.len()], "8 problem(s) in 1 file(s)", "{text}");
+}

@@ -37,7 +37,11 @@
 
 use std::collections::BTreeMap;
 
-use attest_policy::{lint_slots, Leaf, Problem, Verb};
+use std::fmt;
+use std::marker::PhantomData;
+
+use attest_policy::{check_slot, checked_map, lint_slots, Leaf, Problem, Verb};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -51,8 +55,7 @@ use crate::AttestError;
 pub const MAX_RECIPE_BYTES: usize = 1 << 20;
 
 /// One recipe: how to read one kind of write back and what to compare.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(try_from = "RecipeDe")]
+#[derive(Debug, Clone)]
 pub struct Recipe {
     pub(crate) name: String,
     pub(crate) system: String,
@@ -102,73 +105,206 @@ impl Recipe {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// A recipe as written. Each value is a [`Leaf`], so that `attest recipes check` reports
+/// a mistake in every value, not only the first of the recipe; the checks that look at
+/// several values run in a [`check_slot`] each, for the same reason.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecipeDe {
-    name: NonEmpty,
-    system: NonEmpty,
-    verbs: Vec<Verb>,
     #[serde(default)]
-    when: When,
+    name: Leaf<NonEmpty>,
     #[serde(default)]
-    base_url: Option<NonEmpty>,
+    system: Leaf<NonEmpty>,
     #[serde(default)]
-    auth: Option<Auth>,
-    read: Read,
+    verbs: Leaf<Verbs>,
     #[serde(default)]
-    compare: Compare,
+    when: Leaf<When>,
+    #[serde(default)]
+    base_url: Leaf<Option<HttpUrl>>,
+    #[serde(default)]
+    auth: Leaf<Option<Auth>>,
+    #[serde(default)]
+    read: Leaf<ReadDe>,
+    #[serde(default)]
+    compare: Leaf<Compare>,
 }
 
-impl TryFrom<RecipeDe> for Recipe {
-    type Error = String;
+/// One entry of `recipes:`: the recipe, or `None` when the lint skipped one of its values
+/// (its mistake is reported; outside a lint nothing is skipped).
+struct RecipeSlot(Option<Recipe>);
 
-    fn try_from(de: RecipeDe) -> Result<Self, String> {
-        let name = de.name.0;
-        if de.verbs.is_empty() {
-            return Err(format!("recipe {name}: `verbs` is empty"));
-        }
-        if let Some(base) = &de.base_url {
-            if !(base.0.starts_with("https://") || base.0.starts_with("http://")) {
-                return Err(format!(
-                    "recipe {name}: `base_url` must start with https:// or http://"
-                ));
+impl<'de> Deserialize<'de> for RecipeSlot {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        checked_map(
+            deserializer,
+            "a recipe with name, system, verbs and read",
+            RecipeSlot::check,
+        )
+    }
+}
+
+/// `Err` naming `key` when it is missing (a skipped value is not missing).
+fn present<T>(leaf: &Leaf<T>, key: &str) -> Result<(), String> {
+    match leaf {
+        Leaf::Absent => Err(format!("missing field `{key}`")),
+        Leaf::Value(_) | Leaf::Skipped => Ok(()),
+    }
+}
+
+/// The value read; `None` when absent or skipped.
+fn value<T>(leaf: Leaf<T>) -> Option<T> {
+    match leaf {
+        Leaf::Value(value) => Some(value),
+        Leaf::Absent | Leaf::Skipped => None,
+    }
+}
+
+/// The value read, or its default when absent; `None` when skipped.
+fn value_or_default<T: Default>(leaf: Leaf<T>) -> Option<T> {
+    match leaf {
+        Leaf::Value(value) => Some(value),
+        Leaf::Absent => Some(T::default()),
+        Leaf::Skipped => None,
+    }
+}
+
+impl RecipeSlot {
+    /// The checks that look at several values, each in its own slot, and then the recipe.
+    /// A check whose values the lint skipped says nothing.
+    fn check(de: RecipeDe) -> Result<RecipeSlot, String> {
+        let label = match &de.name {
+            Leaf::Value(name) => format!("recipe {}: ", name.0),
+            Leaf::Absent | Leaf::Skipped => String::new(),
+        };
+        check_slot(|| present(&de.name, "name"))?;
+        check_slot(|| present(&de.system, "system"))?;
+        check_slot(|| present(&de.verbs, "verbs"))?;
+        check_slot(|| present(&de.read, "read"))?;
+        check_slot(|| match &de.read {
+            Leaf::Value(read) => read.check_id(&label),
+            Leaf::Absent | Leaf::Skipped => Ok(()),
+        })?;
+        check_slot(|| match &de.read {
+            Leaf::Value(read) => read.check_graphql(&label),
+            Leaf::Absent | Leaf::Skipped => Ok(()),
+        })?;
+        let recipe = (|| {
+            Some(Recipe {
+                name: value(de.name)?.0,
+                system: value(de.system)?.0,
+                verbs: value(de.verbs)?.0,
+                when: value_or_default(de.when)?,
+                base_url: value_or_default(de.base_url)?.map(|b| b.0),
+                auth: value_or_default(de.auth)?,
+                read: value(de.read)?.into_read()?,
+                compare: value_or_default(de.compare)?,
+                origin: String::new(),
+            })
+        })();
+        Ok(RecipeSlot(recipe))
+    }
+}
+
+/// `verbs:`, a non-empty list of verbs.
+#[derive(Debug)]
+struct Verbs(Vec<Verb>);
+
+impl<'de> Deserialize<'de> for Verbs {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct VerbsVisitor;
+
+        impl<'de> Visitor<'de> for VerbsVisitor {
+            type Value = Verbs;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of verbs such as [send, create]")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Verbs, A::Error> {
+                let mut verbs = Vec::new();
+                while let Some(verb) = seq.next_element::<Verb>()? {
+                    verbs.push(verb);
+                }
+                // Raised inside the list's visitor, so that it is reported at the list.
+                if verbs.is_empty() {
+                    return Err(de::Error::custom("`verbs` is empty"));
+                }
+                Ok(Verbs(verbs))
             }
         }
-        let url = de.read.url.as_str();
-        if !(de.read.url.uses_base() || url.starts_with("https://") || url.starts_with("http://")) {
-            return Err(format!(
-                "recipe {name}: `read.url` must start with {{base}} or an http(s) URL"
-            ));
-        }
-        let needs_id = de.read.url.uses_id()
-            || de.read.headers.values().any(Template::uses_id)
-            || de
-                .read
-                .graphql
-                .as_ref()
-                .is_some_and(|g| g.variables.values().any(Template::uses_id));
-        if needs_id && de.read.id.is_empty() {
-            return Err(format!(
-                "recipe {name}: the read uses {{id}} but `read.id` says nowhere to take it from"
-            ));
-        }
-        if de.read.graphql.is_some() && de.read.method != ReadMethod::Post {
-            return Err(format!(
-                "recipe {name}: a `graphql` read needs `method: post`"
-            ));
-        }
-        Ok(Recipe {
-            name,
-            system: de.system.0,
-            verbs: de.verbs,
-            when: de.when,
-            base_url: de.base_url.map(|b| b.0),
-            auth: de.auth,
-            read: de.read,
-            compare: de.compare,
-            origin: String::new(),
+
+        deserializer.deserialize_seq(VerbsVisitor)
+    }
+}
+
+/// An `http://` or `https://` URL (`base_url`).
+#[derive(Debug)]
+struct HttpUrl(String);
+
+impl<'de> Deserialize<'de> for HttpUrl {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_str(deserializer, "an http(s) URL", |text| {
+            let NonEmpty(url) = NonEmpty::try_from(text.to_owned())?;
+            if url.starts_with("https://") || url.starts_with("http://") {
+                Ok(HttpUrl(url))
+            } else {
+                Err("`base_url` must start with https:// or http://".to_owned())
+            }
         })
     }
+}
+
+/// `read.url`: a template that starts with `{base}` or an http(s) URL.
+#[derive(Debug)]
+struct ReadUrl(Template);
+
+impl<'de> Deserialize<'de> for ReadUrl {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_str(deserializer, "a URL template", |text| {
+            let url = Template::parse(text)?;
+            let at = url.as_str();
+            if url.uses_base() || at.starts_with("https://") || at.starts_with("http://") {
+                Ok(ReadUrl(url))
+            } else {
+                Err("`read.url` must start with {base} or an http(s) URL".to_owned())
+            }
+        })
+    }
+}
+
+/// Reads a scalar as text and parses it inside the scalar's visitor, so that a mistake is
+/// reported at the scalar (not at the mapping around it).
+fn from_str<'de, D, T>(
+    deserializer: D,
+    expecting: &'static str,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    struct TextVisitor<F, T> {
+        expecting: &'static str,
+        parse: F,
+        marker: PhantomData<fn() -> T>,
+    }
+
+    impl<F: FnOnce(&str) -> Result<T, String>, T> Visitor<'_> for TextVisitor<F, T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.expecting)
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            (self.parse)(v).map_err(E::custom)
+        }
+    }
+
+    deserializer.deserialize_str(TextVisitor {
+        expecting,
+        parse,
+        marker: PhantomData,
+    })
 }
 
 /// Conditions on the action for a recipe to apply.
@@ -212,24 +348,104 @@ pub(crate) enum Scheme {
 }
 
 /// The read: one HTTP request.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub(crate) struct Read {
-    #[serde(default)]
     pub(crate) method: ReadMethod,
     pub(crate) url: Template,
-    #[serde(default)]
     pub(crate) id: Vec<Source>,
-    #[serde(default)]
     pub(crate) headers: BTreeMap<String, Template>,
-    #[serde(default)]
     pub(crate) graphql: Option<GraphQl>,
-    #[serde(default)]
     pub(crate) ok: Option<Pointer>,
-    #[serde(default)]
     pub(crate) record: Option<Pointer>,
-    #[serde(default)]
     pub(crate) missing: Missing,
+}
+
+/// `read:` as written, each value a [`Leaf`] of its own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadFields {
+    #[serde(default)]
+    method: Leaf<ReadMethod>,
+    #[serde(default)]
+    url: Leaf<ReadUrl>,
+    #[serde(default)]
+    id: Leaf<Vec<Source>>,
+    #[serde(default)]
+    headers: Leaf<BTreeMap<String, Template>>,
+    #[serde(default)]
+    graphql: Leaf<Option<GraphQl>>,
+    #[serde(default)]
+    ok: Leaf<Option<Pointer>>,
+    #[serde(default)]
+    record: Leaf<Option<Pointer>>,
+    #[serde(default)]
+    missing: Leaf<Missing>,
+}
+
+/// `read:` with its `url` (the recipe checks the rest, with the recipe's name).
+struct ReadDe(ReadFields);
+
+impl<'de> Deserialize<'de> for ReadDe {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        checked_map(
+            deserializer,
+            "a read such as {url: \"{base}/things/{id}\", id: [result:/id]}",
+            |fields: ReadFields| {
+                present(&fields.url, "url")?;
+                Ok(ReadDe(fields))
+            },
+        )
+    }
+}
+
+impl ReadDe {
+    /// A read that uses `{id}` says where to take it from (unless the lint skipped `id`).
+    fn check_id(&self, label: &str) -> Result<(), String> {
+        let read = &self.0;
+        let needs_id = matches!(&read.url, Leaf::Value(url) if url.0.uses_id())
+            || matches!(&read.headers, Leaf::Value(h) if h.values().any(Template::uses_id))
+            || matches!(&read.graphql, Leaf::Value(Some(g)) if g.variables.values().any(Template::uses_id));
+        let has_id = match &read.id {
+            Leaf::Value(id) => !id.is_empty(),
+            Leaf::Absent => false,
+            Leaf::Skipped => true,
+        };
+        if needs_id && !has_id {
+            return Err(format!(
+                "{label}the read uses {{id}} but `read.id` says nowhere to take it from"
+            ));
+        }
+        Ok(())
+    }
+
+    /// A `graphql` read posts (unless the lint skipped `graphql` or `method`).
+    fn check_graphql(&self, label: &str) -> Result<(), String> {
+        let read = &self.0;
+        let posts = match &read.method {
+            Leaf::Value(method) => *method == ReadMethod::Post,
+            Leaf::Absent => false,
+            Leaf::Skipped => true,
+        };
+        if matches!(&read.graphql, Leaf::Value(Some(_))) && !posts {
+            return Err(format!("{label}a `graphql` read needs `method: post`"));
+        }
+        Ok(())
+    }
+
+    /// The read, unless the lint skipped one of its values.
+    fn into_read(self) -> Option<Read> {
+        let read = self.0;
+        Some(Read {
+            method: value_or_default(read.method)?,
+            url: value(read.url)?.0,
+            id: value_or_default(read.id)?,
+            headers: value_or_default(read.headers)?,
+            graphql: value_or_default(read.graphql)?,
+            ok: value_or_default(read.ok)?,
+            record: value_or_default(read.record)?,
+            missing: value_or_default(read.missing)?,
+        })
+    }
 }
 
 /// A GraphQL query and its variables.
@@ -297,8 +513,7 @@ impl From<RuleDe> for Rule {
 }
 
 /// A fact the record must show.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(try_from = "CheckDe")]
+#[derive(Debug, Clone)]
 pub(crate) struct Check {
     pub(crate) path: Pointer,
     pub(crate) test: Test,
@@ -315,6 +530,17 @@ pub(crate) enum Test {
     OneOf(Vec<Value>),
     /// Present (or absent).
     Exists(bool),
+}
+
+impl<'de> Deserialize<'de> for Check {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Checked inside the mapping's visitor, so that a mistake is reported at the check.
+        checked_map(
+            deserializer,
+            "a check such as {path: /state, equals: open}",
+            <Check as TryFrom<CheckDe>>::try_from,
+        )
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -358,8 +584,7 @@ impl TryFrom<CheckDe> for Check {
 }
 
 /// Where a value comes from: `params:/ptr`, `result:/ptr` or `target`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(try_from = "String")]
+#[derive(Debug, Clone)]
 pub(crate) enum Source {
     /// A pointer into the action's params.
     Params(Pointer),
@@ -405,37 +630,53 @@ impl Source {
     }
 }
 
+impl<'de> Deserialize<'de> for Source {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_str(
+            deserializer,
+            "`params:/pointer`, `result:/pointer` or `target`",
+            |text| Source::try_from(text.to_owned()),
+        )
+    }
+}
+
 impl<'de> Deserialize<'de> for Pointer {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Pointer::parse(&text).map_err(serde::de::Error::custom)
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_str(deserializer, "a JSON pointer", Pointer::parse)
     }
 }
 
 impl<'de> Deserialize<'de> for Template {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Template::parse(&text).map_err(serde::de::Error::custom)
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_str(deserializer, "a template", Template::parse)
     }
 }
 
 impl<'de> Deserialize<'de> for ReadMethod {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        match text.to_ascii_lowercase().as_str() {
-            "get" => Ok(ReadMethod::Get),
-            "post" => Ok(ReadMethod::Post),
-            _ => Err(serde::de::Error::custom(format!(
-                "method {text:?}: expected get or post (reads never change anything)"
-            ))),
-        }
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_str(deserializer, "get or post", |text| {
+            match text.to_ascii_lowercase().as_str() {
+                "get" => Ok(ReadMethod::Get),
+                "post" => Ok(ReadMethod::Post),
+                _ => Err(format!(
+                    "method {text:?}: expected get or post (reads never change anything)"
+                )),
+            }
+        })
     }
 }
 
 /// A string that is not empty after trimming.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NonEmpty(pub(crate) String);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        from_str(deserializer, "a non-empty string", |text| {
+            NonEmpty::try_from(text.to_owned())
+        })
+    }
+}
 
 impl TryFrom<String> for NonEmpty {
     type Error = String;
@@ -457,12 +698,12 @@ impl std::ops::Deref for NonEmpty {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecipeFile {
-    /// Each recipe is a [`Leaf`], so that `attest recipes check` reports a mistake in every
-    /// recipe, not only the first ([`lint_slots`]).
-    recipes: Vec<Leaf<Recipe>>,
+    /// Each recipe is a [`Leaf`] (and each of its values), so that `attest recipes check`
+    /// reports every mistake, not only the first ([`lint_slots`]).
+    recipes: Vec<Leaf<RecipeSlot>>,
 }
 
 /// Parses a recipe file; `origin` names it in errors and in each recipe.
@@ -476,8 +717,11 @@ pub fn parse_recipes(text: &str, origin: &str) -> Result<Vec<Recipe>, AttestErro
 }
 
 /// Checks a recipe file and returns every problem found (empty: it loads), in file
-/// order. What `attest recipes check` prints. Each recipe's mistake is reported (a YAML
-/// syntax error ends the search at its line); names used twice are each reported.
+/// order. What `attest recipes check` prints. Every value of a recipe and of its `read`
+/// can contribute a problem at its own line and column, and each check that looks at
+/// several values (`read.id`, a `graphql` read's method, a missing field) one at the
+/// recipe's; an unknown key skips the rest of its recipe, and a YAML syntax error ends the
+/// search at its line. Names used twice are each reported.
 pub fn lint_recipes(text: &str, origin: &str) -> Vec<Problem> {
     match parse(text, origin) {
         Ok(recipes) => duplicates(&recipes, text, origin),
@@ -512,7 +756,7 @@ fn parse(text: &str, origin: &str) -> Result<Vec<Recipe>, Problem> {
         .into_iter()
         // Outside a lint nothing is skipped: every recipe is a value.
         .filter_map(|leaf| match leaf {
-            Leaf::Value(recipe) => Some(recipe),
+            Leaf::Value(RecipeSlot(recipe)) => recipe,
             Leaf::Absent | Leaf::Skipped => None,
         })
         .map(|mut recipe| {
@@ -620,6 +864,76 @@ recipes:
                 p.line
             );
         }
+    }
+
+    #[test]
+    fn every_mistake_in_a_recipe_is_reported_at_its_place() {
+        let text = concat!(
+            "recipes:\n",                          // 1
+            "  - name: a\n",                       // 2
+            "    system: y\n",                     // 3
+            "    verbs: []\n",                     // 4
+            "    base_url: ftp://x\n",             // 5
+            "    read:\n",                         // 6
+            "      method: put\n",                 // 7
+            "      url: \"/things/{id}\"\n",       // 8
+            "      record: nope\n",                // 9
+            "  - name: b\n",                       // 10
+            "    verbs: [send]\n",                 // 11
+            "    read:\n",                         // 12
+            "      url: \"{base}/q/{id}\"\n",      // 13
+            "      graphql: {query: \"{ x }\"}\n", // 14
+            "  - name: ok\n",                      // 15
+            "    system: y\n",                     // 16
+            "    verbs: [send]\n",                 // 17
+            "    read: {method: post, url: \"{base}/q/{id}\", id: [target], graphql: {query: q}}\n",
+        );
+        let problems = lint_recipes(text, "r.yaml");
+        let places: Vec<(usize, usize)> = problems.iter().map(|p| (p.line, p.column)).collect();
+        assert_eq!(
+            places,
+            [
+                (4, 12),
+                (5, 15),
+                (7, 15),
+                (8, 12),
+                (9, 15),
+                (10, 5),
+                (10, 5),
+                (10, 5)
+            ],
+            "{problems:#?}"
+        );
+        for (problem, says) in problems.iter().zip([
+            "`verbs` is empty",
+            "`base_url` must start with",
+            "expected get or post",
+            "`read.url` must start with",
+            "must start with",
+            "missing field `system`",
+            "recipe b: the read uses {id} but `read.id` says nowhere",
+            "recipe b: a `graphql` read needs `method: post`",
+        ]) {
+            assert!(problem.message.contains(says), "{problem}");
+        }
+        // A value the lint skipped does not make the checks that use it complain.
+        let skipped = concat!(
+            "recipes:\n",
+            "  - name: c\n",
+            "    system: y\n",
+            "    verbs: [send]\n",
+            "    read:\n",
+            "      method: put\n",
+            "      url: \"{base}/q/{id}\"\n",
+            "      id: [reslt:/id]\n",
+            "      graphql: {query: q}\n",
+        );
+        let problems = lint_recipes(skipped, "s.yaml");
+        let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, [6, 8], "{problems:#?}");
+        // A load reports the first, as before.
+        let error = parse_recipes(text, "r.yaml").unwrap_err().to_string();
+        assert!(error.contains("`verbs` is empty"), "{error}");
     }
 
     #[test]
