@@ -199,35 +199,12 @@ impl<T> Leaf<T> {
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Leaf<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let entered = with_state(|state| {
-            let index = state.counters.last().copied().unwrap_or(0);
-            if let Some(last) = state.counters.last_mut() {
-                *last += 1;
-            }
-            state.path.push(index);
-            let skipped = state.skip.contains(&state.path);
-            if skipped {
-                state.path.pop();
-            } else {
-                state.counters.push(0);
-            }
-            skipped
-        });
-        if entered == Some(true) {
+        if with_state(|state| state.enter(SlotKind::Value)) == Some(true) {
             IgnoredAny::deserialize(deserializer)?;
             return Ok(Leaf::Skipped);
         }
         let result = T::deserialize(deserializer);
-        with_state(|state| {
-            if result.is_err() {
-                // The innermost slot sees the error first; keep its path.
-                if state.failed.is_none() {
-                    state.failed = Some(state.path.clone());
-                }
-            }
-            state.counters.pop();
-            state.path.pop();
-        });
+        with_state(|state| state.leave(result.is_err(), SlotKind::Value));
         result.map(Leaf::Value)
     }
 }
@@ -241,29 +218,51 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Leaf<T> {
 /// passes. Outside a lint it only runs `check`; in a lint, a check already reported is not
 /// run again.
 pub fn check_slot(check: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
-    let skipped = with_state(|state| {
-        let index = state.counters.last().copied().unwrap_or(0);
-        if let Some(last) = state.counters.last_mut() {
-            *last += 1;
-        }
-        state.path.push(index);
-        let skipped = state.skip.contains(&state.path);
-        if skipped {
-            state.path.pop();
-        }
-        skipped
-    });
-    if skipped == Some(true) {
+    if with_state(|state| state.enter(SlotKind::Check)) == Some(true) {
         return Ok(());
     }
     let result = check();
-    with_state(|state| {
-        if result.is_err() && state.failed.is_none() {
-            state.failed = Some(state.path.clone());
-        }
-        state.path.pop();
-    });
+    with_state(|state| state.leave(result.is_err(), SlotKind::Check));
     result
+}
+
+/// A slot is a value read through [`Leaf`] (which may hold slots of its own) or a check.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SlotKind {
+    Value,
+    Check,
+}
+
+impl State {
+    /// Numbers the next slot among its siblings and enters it; true when this pass skips
+    /// it (a slot whose mistake an earlier pass reported), and then it is not entered.
+    fn enter(&mut self, slot: SlotKind) -> bool {
+        let index = self.counters.last().copied().unwrap_or(0);
+        if let Some(last) = self.counters.last_mut() {
+            *last += 1;
+        }
+        self.path.push(index);
+        if self.skip.contains(&self.path) {
+            self.path.pop();
+            return true;
+        }
+        if slot == SlotKind::Value {
+            self.counters.push(0);
+        }
+        false
+    }
+
+    /// Leaves the slot entered last, noting it when it failed: the innermost slot sees an
+    /// error first, so the first failure noted is where the mistake is.
+    fn leave(&mut self, failed: bool, slot: SlotKind) {
+        if failed && self.failed.is_none() {
+            self.failed = Some(self.path.clone());
+        }
+        if slot == SlotKind::Value {
+            self.counters.pop();
+        }
+        self.path.pop();
+    }
 }
 
 /// One parse's state.
