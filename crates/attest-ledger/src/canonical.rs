@@ -21,7 +21,7 @@ pub fn canonical_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, LedgerError> 
 
 /// The RFC 8785 bytes of a free-form JSON value, written by the ledger's own writer
 /// (byte-identical to [`canonical_bytes`], without serde's per-key buffers).
-pub fn canonical_value_bytes(value: &serde_json::Value) -> Result<Vec<u8>, LedgerError> {
+fn canonical_value_bytes(value: &serde_json::Value) -> Result<Vec<u8>, LedgerError> {
     let mut out = Vec::with_capacity(128);
     crate::jcs::write_value(&mut out, value)?;
     Ok(out)

@@ -30,6 +30,15 @@ pub enum LedgerError {
         #[source]
         source: std::io::Error,
     },
+    /// The ledger file could not be created (with its owner-only mode).
+    #[error("cannot create ledger file {path}")]
+    CreateFile {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// SQLite failed (the file is corrupt, locked too long, not a database, …).
     #[error("sqlite error on {path} while {during}")]
     Sqlite {

@@ -82,9 +82,7 @@ mod verify;
 mod wal;
 mod walk;
 
-pub use canonical::{
-    canonical_bytes, canonical_value_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS,
-};
+pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
 pub use checkpoint::{
     open_checkpoint, read_checkpoint_unverified, sign_checkpoint, split_notes, CheckpointBody,
     CheckpointError, MAX_NOTE_BYTES,

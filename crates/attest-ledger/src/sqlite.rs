@@ -30,14 +30,12 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// product runs uses them (listings read by seq, prune by seq range), and each one
 /// cost a page write per append, so opening a ledger drops them. Their absence is
 /// invisible to older releases, which open and append to the file as before.
-const DROPPED_INDEXES: [&str; 6] = [
-    "entries_system",
-    "entries_verb",
-    "entries_agent",
-    "entries_decision",
-    "entries_level",
-    "entries_ts",
-];
+const DROP_UNUSED_INDEXES: &str = "DROP INDEX IF EXISTS entries_system;
+DROP INDEX IF EXISTS entries_verb;
+DROP INDEX IF EXISTS entries_agent;
+DROP INDEX IF EXISTS entries_decision;
+DROP INDEX IF EXISTS entries_level;
+DROP INDEX IF EXISTS entries_ts;";
 
 /// Leaves whose tree hashes an append keeps in memory before writing them in one go.
 ///
@@ -237,7 +235,7 @@ impl Ledger {
                     source,
                 })?;
             }
-            crate::private::create_file(&path).map_err(|source| LedgerError::CreateDir {
+            crate::private::create_file(&path).map_err(|source| LedgerError::CreateFile {
                 path: path.clone(),
                 source,
             })?;
@@ -354,24 +352,12 @@ impl Ledger {
                     expected: SCHEMA_VERSION,
                 });
             }
-            let stale: bool = tx
-                .query_row(
-                    &format!(
-                        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name IN ('{}'))",
-                        DROPPED_INDEXES.join("', '")
-                    ),
-                    [],
-                    |row| row.get(0),
-                )
-                .map_err(self.sqlite("reading the schema"))?;
-            if stale {
-                for index in DROPPED_INDEXES {
-                    tx.execute_batch(&format!("DROP INDEX IF EXISTS {index}"))
-                        .map_err(self.sqlite("dropping unused indexes"))?;
-                }
-                tx.commit()
-                    .map_err(self.sqlite("dropping unused indexes"))?;
-            }
+            // A ledger written before these indexes were dropped still has them; dropping
+            // one that is not there changes nothing.
+            tx.execute_batch(DROP_UNUSED_INDEXES)
+                .map_err(self.sqlite("dropping unused indexes"))?;
+            tx.commit()
+                .map_err(self.sqlite("dropping unused indexes"))?;
             return Ok(());
         }
         // `approvals` belongs to attest-core's approval store, which shares the file.

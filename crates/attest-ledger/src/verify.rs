@@ -13,8 +13,8 @@ use crate::entry::{EntryView, FORMAT_VERSION};
 use crate::merkle::{leaf_hash, CompactRange, StoredHashes, TreeHash};
 use crate::walk::Walked;
 use crate::{
-    open_checkpoint, read_checkpoint_unverified, CheckpointError, Ledger, LedgerError, StoredRow,
-    VerifierKey,
+    open_checkpoint, read_checkpoint_unverified, CheckpointBody, CheckpointError, Ledger,
+    LedgerError, StoredRow, VerifierKey,
 };
 
 /// Most problems kept in a report; the first is the one that matters.
@@ -367,11 +367,7 @@ impl Ledger {
         let mut signed: BTreeMap<u64, Hash> = BTreeMap::new();
         for cp in &stored {
             let label = format!("stored checkpoint at size {}", cp.size);
-            let body = if options.trusted.is_empty() {
-                read_checkpoint_unverified(cp.note.as_bytes())
-            } else {
-                open_checkpoint(cp.note.as_bytes(), options.trusted)
-            };
+            let body = open_note(cp.note.as_bytes(), options.trusted);
             match body {
                 Ok(body) if body.size != cp.size || body.root != cp.root => checker.report_problem(
                     cp.size,
@@ -422,11 +418,7 @@ impl Ledger {
         }
         for (label, note) in options.anchors {
             // Without a key an anchor's roots are still compared; its signature is not checked.
-            let opened = if options.trusted.is_empty() {
-                read_checkpoint_unverified(note)
-            } else {
-                open_checkpoint(note, options.trusted)
-            };
+            let opened = open_note(note, options.trusted);
             match opened {
                 Ok(body) => {
                     if !options.trusted.is_empty() {
@@ -712,6 +704,16 @@ impl Ledger {
 }
 
 /// The trusted keys' names, for messages (`none` when there is none).
+/// A checkpoint note's body: its signature checked against `trusted`, or, without a key,
+/// read for its size and root only (verify then says signatures were not checked).
+fn open_note(note: &[u8], trusted: &[VerifierKey]) -> Result<CheckpointBody, CheckpointError> {
+    if trusted.is_empty() {
+        read_checkpoint_unverified(note)
+    } else {
+        open_checkpoint(note, trusted)
+    }
+}
+
 fn key_names(trusted: &[VerifierKey]) -> String {
     if trusted.is_empty() {
         return "none".to_owned();
