@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
-use attest_ledger::{to_hex, value_hash, Appended, Confirm, Ledger, Record};
+use attest_ledger::{Appended, Confirm, Ledger, Record};
 use attest_policy::{Action, Decision, Policy, RiskTierPolicy, Verdict};
 use serde_json::Value;
 
@@ -413,8 +413,7 @@ impl Attest {
         if action.actor.is_none() {
             action.actor.clone_from(&self.actor);
         }
-        // The same bytes and hash as `Action::params_hash`, by the ledger's fast writer.
-        let params_hash = to_hex(&value_hash(&action.params)?);
+        let params_hash = crate::record::hash_value(&action.params)?;
         Ok(Prepared {
             action,
             params_hash,

@@ -89,11 +89,28 @@ fn execution(status: &str, result_hash: Option<String>, error_hash: Option<Strin
     }
 }
 
-/// SHA-256 of a result's canonical (RFC 8785) form.
-fn hash_value(value: &Value) -> Result<String, AttestError> {
+/// SHA-256 of a value's canonical (RFC 8785) form, in hex: how params and results are
+/// fingerprinted (the same bytes and hash as `Action::params_hash`, by the ledger's writer).
+pub(crate) fn hash_value(value: &Value) -> Result<String, AttestError> {
     Ok(to_hex(&value_hash(value)?))
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use attest_policy::{Action, Verb};
+    use serde_json::json;
+
+    #[test]
+    fn params_are_hashed_as_the_policy_crate_hashes_them() {
+        let params = json!({"to": "é@x.io", "n": [1, 2.5, 1e21], "k": {"b": null, "a": "\u{7}"}});
+        let action = Action::new("gmail", Verb::Send).with_params(params.clone());
+        assert_eq!(
+            super::hash_value(&params).unwrap(),
+            action.params_hash().unwrap()
+        );
+    }
 }
