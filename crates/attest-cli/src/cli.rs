@@ -526,7 +526,7 @@ pub(crate) struct ModeArgs {
     pub(crate) timeout: u64,
     /// Seconds an approval may be used once a person gives it; a resume after that is
     /// refused and recorded as `expired` (ask again).
-    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    #[arg(long, value_name = "SECS", default_value_t = attest_core::approvals::DEFAULT_USE_BY.as_secs())]
     pub(crate) use_by: u64,
     /// The agent recorded for each call.
     #[arg(long, env = "ATTEST_AGENT")]

@@ -54,7 +54,6 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Cuts a hex hash to its first 12 digits for tables.
 /// `1 entry`, `2 entries`.
 pub(crate) fn entries(count: u64) -> String {
     if count == 1 {
@@ -64,6 +63,7 @@ pub(crate) fn entries(count: u64) -> String {
     }
 }
 
+/// Cuts a hex hash to its first 12 digits for tables.
 pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }

@@ -61,16 +61,18 @@ fn confirmed(count: u64, days: u64, config: &Config) -> anyhow::Result<bool> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
         anyhow::bail!(
-            "prune would remove {count} entries older than {days} days from {}; \
+            "prune would remove {} older than {days} days from {}; \
              there is no terminal to confirm on: pass --yes to prune",
+            super::entries(count),
             config.ledger_path.display()
         );
     }
     let mut err = std::io::stderr().lock();
     write!(
         err,
-        "remove {count} entries older than {days} days from {}? They stay provable through \
+        "remove {} older than {days} days from {}? They stay provable through \
          the signed checkpoint, but their bodies are gone unless exported first. [y/N] ",
+        super::entries(count),
         config.ledger_path.display()
     )?;
     err.flush()?;

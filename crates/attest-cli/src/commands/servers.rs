@@ -148,26 +148,22 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
 /// The variable that holds the gateway's token (never a command-line flag: `ps` shows those).
 const GATEWAY_TOKEN_VAR: &str = "ATTEST_GATEWAY_TOKEN";
 
-/// Largest token file read, in bytes.
-const MAX_TOKEN_FILE_BYTES: u64 = 4096;
-
 /// The gateway's token from `--token-file`, else `ATTEST_GATEWAY_TOKEN`; an empty one is
 /// an error, not "no token".
 fn gateway_token(args: &GatewayArgs) -> anyhow::Result<Option<gateway::GatewayToken>> {
-    let text = match &args.token_file {
-        Some(path) => crate::config::read_text(path, MAX_TOKEN_FILE_BYTES)?,
-        None => match std::env::var(GATEWAY_TOKEN_VAR) {
-            Ok(text) => text,
-            Err(_) => return Ok(None),
-        },
-    };
     let from = args
         .token_file
         .as_ref()
         .map_or_else(|| GATEWAY_TOKEN_VAR.to_owned(), |p| p.display().to_string());
-    gateway::GatewayToken::new(&text)
-        .map(Some)
-        .with_context(|| format!("{from}: the gateway token is empty"))
+    let given = args.token_file.is_some() || std::env::var_os(GATEWAY_TOKEN_VAR).is_some();
+    let text = crate::secrets::read_secret(args.token_file.as_deref(), GATEWAY_TOKEN_VAR)?;
+    match text {
+        Some(text) => gateway::GatewayToken::new(&text)
+            .map(Some)
+            .with_context(|| format!("{from}: the gateway token is empty")),
+        None if given => anyhow::bail!("{from}: the gateway token is empty"),
+        None => Ok(None),
+    }
 }
 
 /// A server's name from its command: `@scope/server-NAME`, `mcp-server-NAME`,

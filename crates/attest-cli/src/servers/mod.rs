@@ -98,14 +98,12 @@ impl Notifier for WaitNotice {
 
 /// `attest: gmail.send waits up to 300 s for a person (approval ID): …`.
 fn wait_notice(request: &ApprovalRequest, wait: Duration) -> String {
-    // The system may come from a host name an agent chose: no control characters.
-    let system: String = request
-        .action
-        .system
-        .chars()
-        .filter(|c| !c.is_control())
-        .collect();
-    let action = format!("{system}.{}", request.action.verb.as_str());
+    // The system may come from a host name an agent chose.
+    let action = format!(
+        "{}.{}",
+        crate::terminal::escape(&request.action.system),
+        request.action.verb.as_str()
+    );
     let waits = if wait.is_zero() {
         "is held for a person".to_owned()
     } else {
@@ -257,7 +255,7 @@ mod tests {
         assert_eq!(
             notice,
             format!(
-                "attest: gm[2Jail.send waits up to 300 s for a person (approval {id}): decide in \
+                "attest: gm\\u{{1b}}[2Jail.send waits up to 300 s for a person (approval {id}): decide in \
                  the inbox (`attest serve`) or with `attest confirm {id} approve|reject`",
                 id = request.id
             )

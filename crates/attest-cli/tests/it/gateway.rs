@@ -751,7 +751,29 @@ fn gateway_beyond_loopback_needs_a_token_and_checks_it() {
 
     let seen = Recorded::default();
     let upstream = start_recording_vendor(Arc::clone(&seen));
-    std::fs::write(dir.path().join("gateway.token"), "tok-GATEWAY-42\n").unwrap();
+    let token_file = dir.path().join("gateway.token");
+    std::fs::write(&token_file, "tok-GATEWAY-42\n").unwrap();
+    // A token file others may read is refused, like every secret file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let shared = attest(
+            dir.path(),
+            &[
+                "--ledger",
+                "ledger.sqlite",
+                "gateway",
+                "--token-file",
+                "gateway.token",
+                "--upstream",
+                "http://127.0.0.1:9",
+            ],
+        );
+        assert_eq!(shared.status.code(), Some(2), "{}", stderr(&shared));
+        assert!(stderr(&shared).contains("chmod 600"), "{}", stderr(&shared));
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let (_gateway, address) =
         start_gateway(dir.path(), &upstream, &["--token-file", "gateway.token"]);
     let (status, _, body) = curl("GET", &format!("{address}/v1/notes"), None, &[]);
