@@ -72,9 +72,22 @@ pub(crate) enum Command {
     /// broken ledger. `attest checkpoint > cp.note` gives a file any signed-note
     /// verifier opens.
     Checkpoint(CheckpointArgs),
-    /// Append the newest checkpoint note to a file kept elsewhere (an anchor), for
-    /// `attest verify --checkpoint FILE`.
+    /// Keep the newest checkpoint note somewhere the ledger's writers cannot rewrite (an
+    /// anchor): append it to a file, commit it to a Git repository, or POST it to a URL;
+    /// `attest verify --checkpoint FILE|REPO|URL` reads them back.
     Anchor(AnchorArgs),
+    /// Publish the ledger as a C2SP tlog-tiles log in a directory (checkpoint, hash
+    /// tiles, entry bundles, and the bodies beside them), incrementally; serve it as
+    /// static files so anyone can mirror and check it (`attest verify --tiles`).
+    Publish(crate::cli_tiles::PublishArgs),
+    /// Follow a published log: each new checkpoint must be signed by the log's key and
+    /// consistent with the last one this monitor accepted (kept in --state).
+    ///
+    /// Exit 1 with an alert on a split view, a rewritten history or a bad signature.
+    Monitor(crate::cli_tiles::MonitorArgs),
+    /// Run a witness (C2SP tlog-witness): cosigns a log's checkpoint only if it extends
+    /// the last one this witness cosigned for that log.
+    Witness(crate::cli_tiles::WitnessArgs),
     /// Print an inclusion proof for an entry, or a consistency proof between two sizes.
     Prove(ProveArgs),
     /// Check a proof file from `attest prove --json` offline: no ledger needed. An
@@ -180,10 +193,27 @@ pub(crate) struct VerifyArgs {
     pub(crate) since_checkpoint: bool,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
-    /// A file of checkpoint notes kept elsewhere (see `attest anchor`): the ledger must
-    /// contain and extend each of them.
-    #[arg(long = "checkpoint", value_name = "NOTE_FILE")]
-    pub(crate) anchors: Vec<PathBuf>,
+    /// Checkpoint notes kept elsewhere (see `attest anchor`): a file of notes, a Git
+    /// repository (every version of its `checkpoint`), or a URL; the ledger must contain
+    /// and extend each of them.
+    #[arg(long = "checkpoint", value_name = "FILE|REPO|URL")]
+    pub(crate) anchors: Vec<String>,
+    /// Check a published log (C2SP tlog-tiles, a directory or URL prefix) from its files
+    /// alone instead of the ledger: the checkpoint's signature, every tile, every bundle,
+    /// every body and the chain.
+    #[arg(long, value_name = "DIR|URL")]
+    pub(crate) tiles: Option<String>,
+    /// A witness's cosignature key (type 0x04); repeatable. With --tiles.
+    #[arg(long = "witness-key", value_name = "KEY", requires = "tiles")]
+    pub(crate) witness_keys: Vec<String>,
+    /// How many of the --witness-key witnesses must have cosigned the checkpoint.
+    #[arg(
+        long = "witnesses",
+        value_name = "N",
+        default_value_t = 0,
+        requires = "tiles"
+    )]
+    pub(crate) min_witnesses: usize,
     /// Print `{"ok","checked","broken_at","problems":[…],"checkpoint":{"size","root"}}`.
     #[arg(long)]
     pub(crate) json: bool,
@@ -241,13 +271,25 @@ pub(crate) struct CheckpointArgs {
     /// Print the newest stored checkpoint note instead of signing a new one.
     #[arg(long)]
     pub(crate) latest: bool,
+    #[command(flatten)]
+    pub(crate) witness: crate::cli_tiles::WitnessClientArgs,
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("anchor").required(true).args(["file", "git", "url"])))]
 pub(crate) struct AnchorArgs {
     /// The file to append the newest checkpoint note to.
     #[arg(long, value_name = "PATH")]
-    pub(crate) file: PathBuf,
+    pub(crate) file: Option<PathBuf>,
+    /// A Git repository (created if missing) to commit the note to, as `checkpoint`.
+    #[arg(long, value_name = "REPO")]
+    pub(crate) git: Option<PathBuf>,
+    /// Sign the Git commit (`git commit -S`, with the user's configured key).
+    #[arg(long, requires = "git")]
+    pub(crate) sign: bool,
+    /// An HTTP endpoint to POST the note to (`text/plain`).
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@
 //! A closed stdout (`attest ledger | head`) is not an error.
 
 mod cli;
+mod cli_tiles;
 mod commands;
 mod config;
 mod secrets;

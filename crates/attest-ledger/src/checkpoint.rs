@@ -86,7 +86,7 @@ pub fn read_checkpoint_unverified(note: &[u8]) -> Result<CheckpointBody, Checkpo
     parse_body(parsed.text())
 }
 
-fn parse_body(text: &[u8]) -> Result<CheckpointBody, CheckpointError> {
+pub(crate) fn parse_body(text: &[u8]) -> Result<CheckpointBody, CheckpointError> {
     let checkpoint = Checkpoint::from_bytes(text)
         .map_err(|_| CheckpointError::Malformed("not a tlog-checkpoint text".to_owned()))?;
     Ok(CheckpointBody {

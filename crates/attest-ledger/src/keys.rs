@@ -56,20 +56,7 @@ impl SigningKey {
         };
         let signer = StandardSigner::new(text)
             .map_err(|e| bad(&format!("not a signed-note private key: {e}")))?;
-        // `PRIVATE+KEY+<name>+<id>+<base64(0x01 ‖ seed)>`: derive the verifier key.
-        let encoded = text
-            .splitn(5, '+')
-            .nth(4)
-            .ok_or_else(|| bad("no key data"))?;
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .map_err(|_| bad("key data is not base64"))?;
-        let seed: [u8; 32] = match decoded.split_first() {
-            Some((&ALG_ED25519, seed)) => seed
-                .try_into()
-                .map_err(|_| bad("Ed25519 key data is not 32 bytes"))?,
-            _ => return Err(bad("not an Ed25519 key")),
-        };
+        let seed = ed25519_seed(text, origin)?;
         let public = ed25519_dalek::SigningKey::from_bytes(&seed).verifying_key();
         let verifier_text = signed_note::new_ed25519_verifier_key(signer.name(), &public);
         let verifier = VerifierKey::parse(&verifier_text, origin)?;
@@ -81,38 +68,14 @@ impl SigningKey {
 
     /// Reads a private key file; refuses one that group or others may read.
     pub fn load(path: &Path) -> Result<SigningKey, LedgerError> {
-        let metadata = std::fs::metadata(path).map_err(|source| LedgerError::KeyFile {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let shared = crate::private::shared_bits(&metadata);
-        if shared != 0 {
-            return Err(LedgerError::KeyShared {
-                path: path.to_path_buf(),
-                mode: shared,
-            });
-        }
-        let text = read_small(path)?;
+        let text = read_private(path)?;
         SigningKey::from_text(&text, &path.display().to_string())
     }
 
     /// Writes `private` (a key's text encoding) to a new file with mode 0600, creating
     /// its directory; refuses to overwrite an existing file.
     pub fn write_new(path: &Path, private: &str) -> Result<(), LedgerError> {
-        let io = |source| LedgerError::KeyFile {
-            path: path.to_path_buf(),
-            source,
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::private::create_dir_all(dir).map_err(io)?;
-        }
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(path).map_err(io)?;
-        writeln!(file, "{private}").map_err(io)?;
-        file.sync_all().map_err(io)
+        write_private(path, private)
     }
 
     /// The key's name: the checkpoint origin.
@@ -127,6 +90,63 @@ impl SigningKey {
 
     pub(crate) fn signer(&self) -> &StandardSigner {
         &self.signer
+    }
+}
+
+/// Reads a private key file's text; refuses one that group or others may read.
+pub(crate) fn read_private(path: &Path) -> Result<String, LedgerError> {
+    let metadata = std::fs::metadata(path).map_err(|source| LedgerError::KeyFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let shared = crate::private::shared_bits(&metadata);
+    if shared != 0 {
+        return Err(LedgerError::KeyShared {
+            path: path.to_path_buf(),
+            mode: shared,
+        });
+    }
+    read_small(path)
+}
+
+/// Writes a private key's text to a new 0600 file (see [`SigningKey::write_new`]).
+pub(crate) fn write_private(path: &Path, private: &str) -> Result<(), LedgerError> {
+    let io = |source| LedgerError::KeyFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        crate::private::create_dir_all(dir).map_err(io)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(io)?;
+    writeln!(file, "{private}").map_err(io)?;
+    file.sync_all().map_err(io)
+}
+
+/// The Ed25519 seed of a private key's text encoding,
+/// `PRIVATE+KEY+<name>+<id>+<base64(0x01 ‖ seed)>`; `origin` names it in errors.
+pub(crate) fn ed25519_seed(text: &str, origin: &str) -> Result<[u8; 32], LedgerError> {
+    let bad = |detail: &str| LedgerError::BadKey {
+        origin: origin.to_owned(),
+        detail: detail.to_owned(),
+    };
+    let encoded = text
+        .trim()
+        .splitn(5, '+')
+        .nth(4)
+        .ok_or_else(|| bad("no key data"))?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|_| bad("key data is not base64"))?;
+    match decoded.split_first() {
+        Some((&ALG_ED25519, seed)) => seed
+            .try_into()
+            .map_err(|_| bad("Ed25519 key data is not 32 bytes")),
+        _ => Err(bad("not an Ed25519 key")),
     }
 }
 

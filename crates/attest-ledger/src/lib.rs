@@ -78,6 +78,7 @@ mod proofs;
 mod prune;
 mod readonly;
 mod sqlite;
+pub mod tiles;
 mod verify;
 mod wal;
 mod walk;

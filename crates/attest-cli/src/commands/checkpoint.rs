@@ -1,10 +1,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use attest_ledger::{VerifyOptions, VerifyReport};
 
-use crate::cli::{AnchorArgs, CheckpointArgs};
+use crate::cli::CheckpointArgs;
 use crate::commands::verify::print_report;
 use crate::config::Config;
 
@@ -40,7 +39,22 @@ pub(crate) fn run(config: &Config, args: &CheckpointArgs) -> anyhow::Result<Exit
         checkpoint.size,
         key.name()
     );
-    out.write_all(checkpoint.note.as_bytes())?;
+    let (note, cosigned_by) = crate::commands::witness::collect_cosignatures(
+        &ledger,
+        key.verifier(),
+        &checkpoint.note,
+        checkpoint.size,
+        &args.witness,
+    )?;
+    if !args.witness.witnesses.is_empty() {
+        eprintln!(
+            "attest: cosigned by {} of {} witness(es): {}",
+            cosigned_by.len(),
+            args.witness.witnesses.len(),
+            cosigned_by.join(", ")
+        );
+    }
+    out.write_all(note.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -49,25 +63,4 @@ fn refuse(report: &VerifyReport) -> anyhow::Result<()> {
     writeln!(err, "attest: not signing: the ledger does not verify")?;
     print_report(&mut err, report)?;
     Ok(())
-}
-
-pub(crate) fn anchor(config: &Config, args: &AnchorArgs) -> anyhow::Result<ExitCode> {
-    let ledger = config.open_ledger_read_only()?;
-    let Some(latest) = ledger.latest_checkpoint()? else {
-        anyhow::bail!("the ledger has no checkpoint yet; run `attest checkpoint`");
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&args.file)
-        .with_context(|| format!("cannot open {}", args.file.display()))?;
-    file.write_all(latest.note.as_bytes())
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("cannot write {}", args.file.display()))?;
-    eprintln!(
-        "attest: appended the checkpoint at size {} to {}",
-        latest.size,
-        args.file.display()
-    );
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! One module per command; each returns the exit code its outcome means.
 
+mod anchor;
 mod approvals;
 mod checkpoint;
 mod demo;
@@ -8,12 +9,16 @@ mod export;
 mod import;
 mod keys;
 mod ledger;
+mod monitor;
 pub(crate) mod policy;
 mod prove;
 mod prune;
+mod publish;
 mod recipes;
 mod servers;
+mod tiles;
 mod verify;
+mod witness;
 
 use std::process::ExitCode;
 
@@ -34,7 +39,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Keygen(args) => keys::keygen(&config, &args),
         Command::Key(command) => keys::key(&config, &command),
         Command::Checkpoint(args) => checkpoint::run(&config, &args),
-        Command::Anchor(args) => checkpoint::anchor(&config, &args),
+        Command::Anchor(args) => anchor::run(&config, &args),
+        Command::Publish(args) => publish::run(&config, &args),
+        Command::Monitor(args) => monitor::run(&args),
+        Command::Witness(args) => witness::run(&args),
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
         Command::Detect(args) => detect::run(&args),

@@ -2,28 +2,28 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use attest_core::{open_intents, OpenIntent};
-use attest_ledger::{
-    split_notes, to_hex, LedgerError, VerifyOptions, VerifyReport, MAX_NOTE_BYTES,
-};
+use attest_ledger::{to_hex, LedgerError, VerifyOptions, VerifyReport};
 use serde_json::json;
 
 use crate::cli::VerifyArgs;
 use crate::commands::entries;
-use crate::config::{read_capped, trusted_keys, Config};
+use crate::config::{trusted_keys, Config};
 use crate::terminal::escape;
 
 pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let trusted = trusted_keys(&args.trust)?;
+    if let Some(source) = &args.tiles {
+        return crate::commands::tiles::verify(
+            source,
+            &trusted,
+            &args.witness_keys,
+            args.min_witnesses,
+            args.json,
+        );
+    }
     let mut anchors = Vec::new();
-    for path in &args.anchors {
-        let bytes = read_capped(path, 1 << 26)?;
-        let notes = split_notes(&bytes);
-        if notes.is_empty() {
-            anyhow::bail!("{} holds no checkpoint note", path.display());
-        }
-        for note in notes.into_iter().filter(|n| n.len() <= MAX_NOTE_BYTES) {
-            anchors.push((path.display().to_string(), note));
-        }
+    for source in &args.anchors {
+        anchors.extend(crate::commands::anchor::read_notes(source)?);
     }
     // Read-only: verify works on a read-only disk and never writes to what it checks
     // (an empty or foreign file stays as it is, and is reported as no ledger).
