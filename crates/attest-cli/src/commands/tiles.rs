@@ -216,7 +216,11 @@ fn print_report(out: &mut impl Write, report: &TilesReport) -> std::io::Result<(
         }
     }
     if !report.cosigned_by.is_empty() {
-        let names: Vec<String> = report.cosigned_by.iter().map(|n| escape(n).into_owned()).collect();
+        let names: Vec<String> = report
+            .cosigned_by
+            .iter()
+            .map(|n| escape(n).into_owned())
+            .collect();
         writeln!(out, "cosigned by: {}", names.join(", "))?;
     }
     Ok(())

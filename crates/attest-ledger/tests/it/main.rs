@@ -8,6 +8,7 @@ mod concurrency;
 mod crash;
 mod fuzz;
 mod tamper;
+mod tiles;
 mod tree;
 
 use attest_ledger::{Execution, Ledger, LedgerOptions, Record, Verification};
