@@ -48,7 +48,7 @@ func (c *cosigV1) Verify(msg, sig []byte) bool {
 }
 
 func newCosigV1(vkey string) *cosigV1 {
-	parts := strings.Split(vkey, "+")
+	parts := strings.SplitN(vkey, "+", 3)
 	if len(parts) != 3 {
 		fail("witness key %q", vkey)
 	}

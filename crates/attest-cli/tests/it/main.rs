@@ -19,6 +19,7 @@ mod policy;
 mod readme;
 mod recipes;
 mod tamper;
+mod tiles;
 mod verify_claims;
 
 use std::path::Path;

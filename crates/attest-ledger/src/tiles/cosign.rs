@@ -129,9 +129,9 @@ impl CosignerKey {
             origin: origin.to_owned(),
             detail: detail.to_owned(),
         };
-        let mut parts = text.split('+');
-        let (Some(name), Some(id), Some(encoded), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
+        // The base64 part may itself hold '+'.
+        let mut parts = text.splitn(3, '+');
+        let (Some(name), Some(id), Some(encoded)) = (parts.next(), parts.next(), parts.next())
         else {
             return Err(bad("not <name>+<key id>+<base64>"));
         };
