@@ -289,7 +289,7 @@ mod tests {
         let key = CosignerKey::parse(&witness.verifier().to_string(), "test").unwrap();
         assert_eq!(&key, witness.verifier());
         let trusted = std::slice::from_ref(log.verifier());
-        let opened = open_cosigned(cosigned.as_bytes(), trusted, &[key.clone()]).unwrap();
+        let opened = open_cosigned(cosigned.as_bytes(), trusted, std::slice::from_ref(&key)).unwrap();
         assert_eq!(opened.cosigned_by, vec!["witness.test/w1".to_owned()]);
         assert_eq!(opened.body.size, 5);
         // Another witness key of the same name: not counted (unknown key id).
@@ -297,7 +297,7 @@ mod tests {
         assert!(opened.unwrap().cosigned_by.is_empty());
         // A cosignature over another checkpoint fails the whole note.
         let forged = format!("{}{line}", sign_checkpoint(&log, 6, &[3; 32]).unwrap());
-        assert!(open_cosigned(forged.as_bytes(), trusted, &[key.clone()]).is_err());
+        assert!(open_cosigned(forged.as_bytes(), trusted, std::slice::from_ref(&key)).is_err());
         // A witness alone is not the log.
         assert!(open_cosigned(cosigned.as_bytes(), &[], &[key]).is_err());
         // An Ed25519 note key is not a cosignature key.

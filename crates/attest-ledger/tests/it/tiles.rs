@@ -107,7 +107,8 @@ fn rewritten_tiles_bundles_and_bodies_are_caught() {
     let out = dir.path().join("pub");
     publish(&ledger, &out, PublishOptions::default()).unwrap();
     intact(&out, &key);
-    let cases: [(&str, fn(&mut Vec<u8>)); 4] = [
+    type Tamper = fn(&mut Vec<u8>);
+    let cases: [(&str, Tamper); 4] = [
         ("tile/0/000", |b| b[40] ^= 1),
         ("tile/1/000.p/2", |b| b[0] ^= 1),
         ("tile/entries/001", |b| b[2] ^= 1),
