@@ -11,6 +11,7 @@ mod mcp_proxy;
 mod measure;
 mod processes;
 mod scenarios;
+mod tiles;
 
 use std::path::PathBuf;
 
@@ -31,6 +32,9 @@ struct Args {
     /// Internal: run as one of several processes appending to one ledger.
     #[arg(long, hide = true, num_args = 2, value_names = ["LEDGER", "ACTIONS"])]
     worker: Option<Vec<String>>,
+    /// Run only one group of rows (`tiles`: publishing and checking tlog-tiles).
+    #[arg(long, value_name = "GROUP")]
+    only: Option<String>,
     /// Internal: verify a ledger and print the peak resident memory.
     #[arg(long, hide = true, value_name = "LEDGER")]
     verify_rss: Option<PathBuf>,
@@ -53,7 +57,11 @@ fn main() -> anyhow::Result<()> {
     } else {
         scenarios::Scale::full()
     };
-    let report = scenarios::all(&scale)?;
+    let report = match args.only.as_deref() {
+        None => scenarios::all(&scale)?,
+        Some("tiles") => scenarios::tiles_only(&scale)?,
+        Some(other) => anyhow::bail!("--only {other:?}: the only group is `tiles`"),
+    };
     measure::print_table(&report.rows, peer.as_ref());
     for (what, value) in &report.facts {
         println!("{what}: {value}");

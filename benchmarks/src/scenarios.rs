@@ -537,7 +537,29 @@ fn evidence(
         },
     )?);
     rows.extend(growth(dir, scale, &key, &big)?);
+    rows.extend(crate::tiles::rows(dir, &big, &key, record, scale.sync_samples.min(20))?);
     Ok(rows)
+}
+
+/// Only the tlog-tiles rows (`--only tiles`): a batched ledger of `scale.big_rows`, then
+/// [`crate::tiles::rows`].
+pub(crate) fn tiles_only(scale: &Scale) -> anyhow::Result<Report> {
+    let dir = tempfile::tempdir_in(".")?;
+    let (key, _) = SigningKey::generate("bench.attest/ledger")?;
+    let big = open(&dir, "big.sqlite", Durability::Off)?;
+    let mut next = 0u64;
+    while next < scale.big_rows as u64 {
+        let records: Vec<Record> = (next..(next + 10_000).min(scale.big_rows as u64))
+            .map(record)
+            .collect();
+        big.append_batch(&records)?;
+        next += records.len() as u64;
+    }
+    let rows = crate::tiles::rows(&dir, &big, &key, record, scale.sync_samples.min(20))?;
+    Ok(Report {
+        rows,
+        facts: Vec::new(),
+    })
 }
 
 /// How an append and `verify --since-checkpoint` cost as the ledger grows: the same
