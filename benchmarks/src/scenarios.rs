@@ -537,7 +537,13 @@ fn evidence(
         },
     )?);
     rows.extend(growth(dir, scale, &key, &big)?);
-    rows.extend(crate::tiles::rows(dir, &big, &key, record, scale.sync_samples.min(20))?);
+    rows.extend(crate::tiles::rows(
+        dir,
+        &big,
+        &key,
+        record,
+        scale.sync_samples.min(20),
+    )?);
     Ok(rows)
 }
 

@@ -59,7 +59,10 @@ pub(crate) fn rows(
                     ..VerifyTilesOptions::default()
                 },
             )?;
-            anyhow::ensure!(report.is_intact(), "published tiles do not verify: {report:?}");
+            anyhow::ensure!(
+                report.is_intact(),
+                "published tiles do not verify: {report:?}"
+            );
             Ok(())
         },
     )?);

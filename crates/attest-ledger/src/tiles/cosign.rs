@@ -289,7 +289,8 @@ mod tests {
         let key = CosignerKey::parse(&witness.verifier().to_string(), "test").unwrap();
         assert_eq!(&key, witness.verifier());
         let trusted = std::slice::from_ref(log.verifier());
-        let opened = open_cosigned(cosigned.as_bytes(), trusted, std::slice::from_ref(&key)).unwrap();
+        let opened =
+            open_cosigned(cosigned.as_bytes(), trusted, std::slice::from_ref(&key)).unwrap();
         assert_eq!(opened.cosigned_by, vec!["witness.test/w1".to_owned()]);
         assert_eq!(opened.body.size, 5);
         // Another witness key of the same name: not counted (unknown key id).

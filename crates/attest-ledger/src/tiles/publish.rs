@@ -42,9 +42,10 @@ pub struct PublishReport {
 ///
 /// Incremental: it reads the size `dir/checkpoint` says, checks that the ledger's tree
 /// of that size has that root, and writes only tiles and bundles from there on (full
-/// ones once, partial ones anew). The checkpoint is written last, after every file it
-/// covers is synced, and only if the tiles lead to its root; a run that fails leaves the
-/// previous checkpoint, and the next run writes everything after it again.
+/// ones once, partial ones anew). Files are written to a temporary name and renamed;
+/// the checkpoint is written last, after every file it covers (and its directory) is
+/// synced, and only if the tiles lead to its root. A run that fails or crashes leaves
+/// the previous checkpoint, and the next run writes everything after it again.
 pub fn publish(
     ledger: &Ledger,
     dir: &Path,
@@ -111,48 +112,46 @@ pub fn publish(
     }
     let mut writer = Writer::open(&store, old_size, new.size)?;
     let mut failure = None;
-    {
-        ledger.for_each_row(old_size + 1, |row| {
-            if row.seq > new.size {
-                return Ok(false);
-            }
-            let expected = writer.range.size() + 1;
-            if row.seq != expected {
-                failure = Some(if expected == old_size + 1 {
-                    TileError::Pruned {
-                        from: expected,
-                        to: row.seq - 1,
-                        dir: dir.to_path_buf(),
-                    }
-                } else {
-                    diverged(format!(
-                        "the ledger skips from seq {} to {}; run `attest verify`",
-                        expected - 1,
-                        row.seq
-                    ))
-                });
-                return Ok(false);
-            }
-            let hash = entry_hash(row.body);
-            if row.hash != hash {
-                failure = Some(diverged(format!(
-                    "seq {}: the stored hash is not the body's; run `attest verify`",
-                    row.seq
-                )));
-                return Ok(false);
-            }
-            if let Err(err) = writer.push(hash, row.body) {
-                failure = Some(err);
-                return Ok(false);
-            }
-            if let Some(progress) = options.progress.as_mut() {
-                if row.seq % 4096 == 0 {
-                    progress(row.seq - old_size, total);
+    ledger.for_each_row(old_size + 1, |row| {
+        if row.seq > new.size {
+            return Ok(false);
+        }
+        let expected = writer.range.size() + 1;
+        if row.seq != expected {
+            failure = Some(if expected == old_size + 1 {
+                TileError::Pruned {
+                    from: expected,
+                    to: row.seq - 1,
+                    dir: dir.to_path_buf(),
                 }
+            } else {
+                diverged(format!(
+                    "the ledger skips from seq {} to {}; run `attest verify`",
+                    expected - 1,
+                    row.seq
+                ))
+            });
+            return Ok(false);
+        }
+        let hash = entry_hash(row.body);
+        if row.hash != hash {
+            failure = Some(diverged(format!(
+                "seq {}: the stored hash is not the body's; run `attest verify`",
+                row.seq
+            )));
+            return Ok(false);
+        }
+        if let Err(err) = writer.push(hash, row.body) {
+            failure = Some(err);
+            return Ok(false);
+        }
+        if let Some(progress) = options.progress.as_mut() {
+            if row.seq % 4096 == 0 {
+                progress(row.seq - old_size, total);
             }
-            Ok(true)
-        })?;
-    }
+        }
+        Ok(true)
+    })?;
     if let Some(err) = failure {
         return Err(err);
     }
@@ -172,6 +171,7 @@ pub fn publish(
             to_hex(&new.root)
         )));
     }
+    store.sync_all(&writer.written)?;
     // Commit point: the checkpoint names the new tree only once all of it is on disk.
     store.write("checkpoint", note.as_bytes())?;
     if let Some(progress) = options.progress.as_mut() {
@@ -197,6 +197,8 @@ struct Writer<'s> {
     bodies_count: u64,
     files: u64,
     bytes: u64,
+    /// Files written and not yet synced.
+    written: Vec<String>,
 }
 
 impl<'s> Writer<'s> {
@@ -258,11 +260,13 @@ impl<'s> Writer<'s> {
             bodies,
             files: 0,
             bytes: 0,
+            written: Vec::new(),
         })
     }
 
     fn write(&mut self, path: &str, bytes: &[u8]) -> Result<(), TileError> {
-        self.store.write(path, bytes)?;
+        self.store.write_unsynced(path, bytes)?;
+        self.written.push(path.to_owned());
         self.files += 1;
         self.bytes += bytes.len() as u64;
         Ok(())

@@ -45,6 +45,54 @@ impl DirStore {
     /// Writes `bytes` at `path` atomically: to a temporary file beside it, synced, then
     /// renamed over it, so a reader sees the old file or the new one, never a part.
     pub fn write(&self, path: &str, bytes: &[u8]) -> Result<(), TileError> {
+        self.write_file(path, bytes, true)
+    }
+
+    /// Like [`DirStore::write`], without syncing: the caller syncs the file (and its
+    /// directory) with [`DirStore::sync_all`] before anything refers to it.
+    pub(crate) fn write_unsynced(&self, path: &str, bytes: &[u8]) -> Result<(), TileError> {
+        self.write_file(path, bytes, false)
+    }
+
+    /// Syncs the files at `paths` and their directories to disk, several at a time (a
+    /// file system commits concurrent syncs together).
+    pub(crate) fn sync_all(&self, paths: &[String]) -> Result<(), TileError> {
+        let mut targets: Vec<PathBuf> = paths.iter().map(|p| self.dir.join(p)).collect();
+        let mut dirs: Vec<PathBuf> = targets
+            .iter()
+            .filter_map(|p| p.parent().map(Path::to_path_buf))
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        targets.extend(dirs);
+        let chunk = targets.len().div_ceil(8).max(1);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = targets
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        for target in part {
+                            std::fs::File::open(target)
+                                .and_then(|f| f.sync_all())
+                                .map_err(|source| TileError::Io {
+                                    path: target.clone(),
+                                    source,
+                                })?;
+                        }
+                        Ok::<(), TileError>(())
+                    })
+                })
+                .collect();
+            for worker in workers {
+                worker
+                    .join()
+                    .map_err(|_| TileError::Internal("a sync thread panicked"))??;
+            }
+            Ok(())
+        })
+    }
+
+    fn write_file(&self, path: &str, bytes: &[u8], sync: bool) -> Result<(), TileError> {
         let target = self.dir.join(path);
         let io = |source| TileError::Io {
             path: target.clone(),
@@ -59,7 +107,9 @@ impl DirStore {
         let result = (|| {
             let mut file = std::fs::File::create(&temp)?;
             file.write_all(bytes)?;
-            file.sync_all()?;
+            if sync {
+                file.sync_all()?;
+            }
             std::fs::rename(&temp, &target)
         })();
         if result.is_err() {
