@@ -38,6 +38,8 @@
 //! - [`Ledger`]: the SQLite store (append, list, export, verify).
 //! - [`Record`]: what the caller records about one action.
 //! - [`VerifyReport`]: what verification found, first bad seq first.
+//! - [`tiles`]: the ledger published as C2SP `tlog-tiles` (static files anyone can mirror),
+//!   checked from those files alone, and cosigned by witnesses (`tlog-witness`).
 //!
 //! ```
 //! use attest_ledger::{Execution, Ledger, LedgerOptions, Record};
