@@ -1,6 +1,6 @@
 //! `attest publish --dir DIR`: the ledger as a C2SP tlog-tiles directory.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -15,16 +15,7 @@ pub(crate) fn run(config: &Config, args: &PublishArgs) -> anyhow::Result<ExitCod
         Some(path) => Some(read_text(path, attest_ledger::MAX_NOTE_BYTES as u64)?),
         None => None,
     };
-    let bar = (!args.json && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "publishing {bar:40} {pos}/{len} entries ({eta})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
+    let bar = crate::commands::tiles::progress_bar("publishing", args.json);
     let mut progress = |done: u64, total: u64| {
         if let Some(bar) = &bar {
             bar.set_length(total);

@@ -120,6 +120,21 @@ pub(crate) fn open_store(source: &str) -> anyhow::Result<Box<dyn TileStore>> {
     }
 }
 
+/// A progress bar on stderr (`{what} ▇▇▇ done/total entries`) when it is a terminal and
+/// the output is not JSON.
+pub(crate) fn progress_bar(what: &str, json: bool) -> Option<indicatif::ProgressBar> {
+    (!json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(&format!(
+                "{what} {{bar:40}} {{pos}}/{{len}} entries ({{eta}})"
+            ))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    })
+}
+
 /// Parses `--witness-key` texts.
 pub(crate) fn witness_keys(texts: &[String]) -> anyhow::Result<Vec<CosignerKey>> {
     texts
@@ -150,16 +165,7 @@ pub(crate) fn verify(
         );
     }
     let store = open_store(source)?;
-    let bar = (!json && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "checking tiles {bar:40} {pos}/{len} entries ({eta})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
+    let bar = progress_bar("checking tiles", json);
     let mut progress = |done: u64, total: u64| {
         if let Some(bar) = &bar {
             bar.set_length(total);

@@ -40,15 +40,20 @@ fn append(ledger: &Ledger, from: u64, to: u64) {
     }
 }
 
-fn intact(dir: &Path, key: &SigningKey) -> attest_ledger::tiles::TilesReport {
-    let report = verify_tiles(
+/// What `verify_tiles` says of `dir` under `key`.
+fn check(dir: &Path, key: &SigningKey) -> attest_ledger::tiles::TilesReport {
+    verify_tiles(
         &DirStore::new(dir),
         VerifyTilesOptions {
             trusted: std::slice::from_ref(key.verifier()),
             ..VerifyTilesOptions::default()
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+fn intact(dir: &Path, key: &SigningKey) -> attest_ledger::tiles::TilesReport {
+    let report = check(dir, key);
     assert!(report.is_intact(), "{report:?}");
     report
 }
@@ -123,14 +128,7 @@ fn rewritten_tiles_bundles_and_bodies_are_caught() {
         let mut bytes = original.clone();
         tamper(&mut bytes);
         std::fs::write(&file, &bytes).unwrap();
-        let report = verify_tiles(
-            &DirStore::new(&out),
-            VerifyTilesOptions {
-                trusted: std::slice::from_ref(key.verifier()),
-                ..VerifyTilesOptions::default()
-            },
-        )
-        .unwrap();
+        let report = check(&out, &key);
         assert!(!report.is_intact(), "{path}");
         assert!(
             report
@@ -144,26 +142,12 @@ fn rewritten_tiles_bundles_and_bodies_are_caught() {
         std::fs::write(&file, &original).unwrap();
     }
     std::fs::remove_file(out.join("bodies/001")).unwrap();
-    let report = verify_tiles(
-        &DirStore::new(&out),
-        VerifyTilesOptions {
-            trusted: std::slice::from_ref(key.verifier()),
-            ..VerifyTilesOptions::default()
-        },
-    )
-    .unwrap();
+    let report = check(&out, &key);
     assert_eq!(report.problems[0].path, "bodies/001");
     assert_eq!(report.problems[0].seq, Some(257));
     // Another key's view of the log is not trusted.
     let (other, _) = SigningKey::generate("attest.test/tiles").unwrap();
-    let report = verify_tiles(
-        &DirStore::new(&out),
-        VerifyTilesOptions {
-            trusted: std::slice::from_ref(other.verifier()),
-            ..VerifyTilesOptions::default()
-        },
-    )
-    .unwrap();
+    let report = check(&out, &other);
     assert!(!report.is_intact());
 }
 
