@@ -178,11 +178,15 @@ impl Witness {
                 TileError::Internal("a stored root is not hex"),
             ))?;
             if checkpoint.size == latest.size {
-                if checkpoint.root != cosigned_root || !request.proof.is_empty() {
+                if checkpoint.root != cosigned_root {
                     return Err(WitnessError::SplitView {
                         size: latest.size,
                         cosigned: latest.root.clone(),
                     });
+                }
+                if !request.proof.is_empty() {
+                    // The proof between a tree and itself is empty.
+                    return Err(WitnessError::BadProof { old: request.old });
                 }
             } else {
                 let proof: Vec<TreeHashType> =

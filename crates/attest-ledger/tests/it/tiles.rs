@@ -307,3 +307,40 @@ fn the_witness_follows_c2sp_tlog_witness() {
         assert_eq!(err.status(), 400, "{garbage:?}: {err}");
     }
 }
+
+/// Rows pruned after they were published stay in the directory: the log keeps growing
+/// on top of them and still verifies end to end; a fresh directory cannot be published
+/// from a pruned ledger, and says why.
+#[test]
+fn bundles_of_pruned_rows_stay_published() {
+    let (dir, ledger) = ledger_with(700);
+    let (key, _) = SigningKey::generate("attest.test/tiles").unwrap();
+    ledger.checkpoint(&key).unwrap();
+    let out = dir.path().join("pub");
+    publish(&ledger, &out, PublishOptions::default()).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    let pruned = ledger.prune(later, &key).unwrap();
+    assert_eq!(pruned.pruned_through, 699);
+    append(&ledger, 701, 1000);
+    ledger.checkpoint(&key).unwrap();
+    let report = publish(&ledger, &out, PublishOptions::default()).unwrap();
+    assert_eq!((report.previous_size, report.size), (700, 1000));
+    assert_eq!(intact(&out, &key).checked, 1000);
+    let fresh = publish(
+        &ledger,
+        &dir.path().join("fresh"),
+        PublishOptions::default(),
+    );
+    let err = fresh.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            attest_ledger::tiles::TileError::Pruned {
+                from: 1,
+                to: 699,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
