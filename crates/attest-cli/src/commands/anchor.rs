@@ -55,9 +55,9 @@ pub(crate) fn run(config: &Config, args: &AnchorArgs) -> anyhow::Result<ExitCode
         }
     }
     if let Some(url) = &args.url {
-        post_note(url, &latest.note)?;
+        let shown = post_note(url, &latest.note)?;
         eprintln!(
-            "attest: posted the checkpoint at size {} to {url}",
+            "attest: posted the checkpoint at size {} to {shown}",
             latest.size
         );
     }
@@ -131,7 +131,8 @@ fn commit_note(repo: &Path, note: &str, size: u64, sign: bool) -> anyhow::Result
     Ok(true)
 }
 
-fn post_note(url: &str, note: &str) -> anyhow::Result<()> {
+/// POSTs `note` to `url`; returns the URL as it may be shown (no credentials).
+fn post_note(url: &str, note: &str) -> anyhow::Result<String> {
     let parsed = reqwest::Url::parse(url).context("bad --url")?;
     let shown = display_url(&parsed);
     let client = http_client()?;
@@ -147,7 +148,8 @@ fn post_note(url: &str, note: &str) -> anyhow::Result<()> {
             anyhow::bail!("{shown} answered HTTP {}", response.status());
         }
         Ok(())
-    })
+    })?;
+    Ok(shown)
 }
 
 /// The checkpoint notes a `--checkpoint` source keeps, each named by where it came from:

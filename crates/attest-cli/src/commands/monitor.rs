@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use attest_ledger::tiles::{check_consistency, open_cosigned, TileError, TileHashes, TileStore};
+use attest_ledger::tiles::{
+    check_consistency, check_new_entries, open_cosigned, TileError, TileHashes, TileStore,
+};
 use attest_ledger::{from_hex, to_hex, CheckpointBody, VerifierKey};
 
 use crate::cli_tiles::MonitorArgs;
@@ -91,12 +93,23 @@ fn check_once(
                     String::from_utf8_lossy(&note)
                 )));
             }
+            let problems = check_new_entries(store, &old_body, &new)?;
+            if !problems.is_empty() {
+                let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                return Ok(Err(format!(
+                    "the entries added after size {} do not check:\n  {}",
+                    old.size,
+                    listed.join("\n  ")
+                )));
+            }
             if old.size == new.size {
                 format!("no new entries (size {})", new.size)
             } else {
                 format!(
-                    "size {} → {}: consistent (proved from the tiles)",
-                    old.size, new.size
+                    "size {} → {}: consistent (proved from the tiles), {} new entries checked",
+                    old.size,
+                    new.size,
+                    new.size - old.size
                 )
             }
         }

@@ -44,7 +44,7 @@ pub use cosign::{open_cosigned, CosignedCheckpoint, CosignerKey, CosigningKey};
 pub use layout::{bodies_path, bundle_path, parse_bundle, tile_path, TILE_HEIGHT, TILE_WIDTH};
 pub use publish::{publish, PublishOptions, PublishReport};
 pub use store::{DirStore, TileHashes, TileStore};
-pub use verify::check_consistency;
+pub use verify::{check_consistency, check_new_entries};
 pub use verify::{verify_tiles, TileProblem, TilesReport, VerifyTilesOptions};
 pub use witness::{Witness, WitnessError, MAX_REQUEST_BYTES};
 

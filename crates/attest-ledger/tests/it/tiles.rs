@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use attest_ledger::tiles::{
-    check_consistency, publish, verify_tiles, CosigningKey, DirStore, PublishOptions, TileHashes,
-    VerifyTilesOptions, Witness, WitnessError,
+    check_consistency, check_new_entries, publish, verify_tiles, CosigningKey, DirStore,
+    PublishOptions, TileHashes, VerifyTilesOptions, Witness, WitnessError,
 };
 use attest_ledger::{read_checkpoint_unverified, Ledger, Record, SigningKey};
 
@@ -195,6 +195,31 @@ fn consistency_from_tiles_and_split_views() {
         .unwrap_err();
     assert!(split.contains("split view"), "{split}");
     assert!(check_consistency(&store, &new, &old).unwrap().is_err());
+    // The entries added since `old`, from their files: fine, until a new body changes.
+    assert_eq!(check_new_entries(&store, &old, &new).unwrap(), vec![]);
+    let bodies = out.join("bodies/003");
+    let original = std::fs::read(&bodies).unwrap();
+    let edited = String::from_utf8(original.clone())
+        .unwrap()
+        .replacen("gmail", "gmaiL", 1);
+    std::fs::write(&bodies, edited).unwrap();
+    let problems = check_new_entries(&store, &old, &new).unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(
+        (problems[0].path.as_str(), problems[0].seq.is_some()),
+        ("bodies/003", true)
+    );
+    std::fs::write(&bodies, original).unwrap();
+    // A record swapped in a new bundle: the new entries no longer lead to the root.
+    let bundle = out.join("tile/entries/004");
+    let mut bytes = std::fs::read(&bundle).unwrap();
+    bytes[2] ^= 1;
+    std::fs::write(&bundle, &bytes).unwrap();
+    let problems = check_new_entries(&store, &old, &new).unwrap();
+    assert!(
+        problems.iter().any(|p| p.path == "checkpoint"),
+        "{problems:?}"
+    );
 }
 
 fn request(old: u64, proof: &[String], note: &str) -> Vec<u8> {
