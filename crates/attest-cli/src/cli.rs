@@ -201,7 +201,7 @@ pub(crate) struct VerifyArgs {
     /// Check a published log (C2SP tlog-tiles, a directory or URL prefix) from its files
     /// alone instead of the ledger: the checkpoint's signature, every tile, every bundle,
     /// every body and the chain.
-    #[arg(long, value_name = "DIR|URL")]
+    #[arg(long, value_name = "DIR|URL", conflicts_with_all = ["since_checkpoint", "anchors"])]
     pub(crate) tiles: Option<String>,
     /// A witness's cosignature key (type 0x04); repeatable. With --tiles.
     #[arg(long = "witness-key", value_name = "KEY", requires = "tiles")]
