@@ -10,6 +10,7 @@ import tempfile
 
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 import attest
@@ -31,11 +32,15 @@ def delete_repository(name: str) -> str:
     return "deleted"
 
 
-node = attest.langchain.wrap_tool_node(ToolNode([get_weather, delete_repository]), a)
+graph = StateGraph(MessagesState)
+graph.add_node("tools", attest.langchain.wrap_tool_node(ToolNode([get_weather, delete_repository]), a))
+graph.add_edge(START, "tools")
+graph.add_edge("tools", END)
 calls = [
     {"name": "get_weather", "args": {"city": "Oslo"}, "id": "call_1"},
     {"name": "delete_repository", "args": {"name": "web"}, "id": "call_2"},
 ]
-for message in node.invoke({"messages": [AIMessage(content="", tool_calls=calls)]})["messages"]:
+# What a model's turn would hand the graph: one message asking for two tool calls.
+for message in graph.compile().invoke({"messages": [AIMessage(content="", tool_calls=calls)]})["messages"][1:]:
     print(f"{message.name}: [{message.status}] {message.content}")
 print("ledger:", ledger)

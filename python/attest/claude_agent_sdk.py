@@ -102,8 +102,8 @@ def hooks(attest: Attest) -> dict:
 def _reason(error: AttestError) -> str:
     if isinstance(error, Held):
         return (
-            f"{error} (Attest request {error.request_id}). Not run: a person must approve it "
-            "(attest confirm approve, or the inbox); then make the same call again."
+            f"Not run yet: Attest is {error} (attest confirm {error.request_id} approve, "
+            "or the inbox); once approved, make the same call again."
         )
     return f"{error}. Not run."
 

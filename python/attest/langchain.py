@@ -24,8 +24,8 @@ FRAMEWORK = "langchain"
 def _reason(error: AttestError) -> str:
     if isinstance(error, Held):
         return (
-            f"{error} (Attest request {error.request_id}): not run yet; "
-            "a person must approve it, then call the tool again with the same arguments"
+            f"Not run yet: Attest is {error}; once a person approves, "
+            "call the tool again with the same arguments"
         )
     return f"{error}: the tool did not run"
 

@@ -26,8 +26,8 @@ def refusal_text(error: AttestError) -> str:
     """What the model reads when a call did not run."""
     if isinstance(error, Held):
         return (
-            f"Not run: {error} (Attest request {error.request_id}). A person must approve it; "
-            "then call the tool again with the same arguments."
+            f"Not run yet: Attest is {error}; once a person approves, "
+            "call the tool again with the same arguments."
         )
     return f"Not run: {error}."
 

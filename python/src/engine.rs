@@ -16,9 +16,7 @@ use std::time::Duration;
 use attest_core::approvals::{ApprovalStore, DEFAULT_USE_BY};
 use attest_core::detect::{detect, DetectInput};
 use attest_core::{Attest, AttestError, Receipt, ResumeToken, StoreGate, ToolError};
-use attest_ledger::{
-    Durability, Ledger, LedgerError, LedgerOptions, SigningKey, VerifyOptions,
-};
+use attest_ledger::{Durability, Ledger, LedgerError, LedgerOptions, SigningKey, VerifyOptions};
 use attest_policy::{Action, PolicyEngine, PolicyError, Verb, MAX_POLICY_BYTES};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -144,9 +142,9 @@ impl Engine {
         };
         let durability = match settings.durability.as_deref() {
             None => Durability::Full,
-            Some(text) => text
-                .parse()
-                .map_err(|_| EngineError::Setting(format!("durability {text:?}: expected full, normal or off")))?,
+            Some(text) => text.parse().map_err(|_| {
+                EngineError::Setting(format!("durability {text:?}: expected full, normal or off"))
+            })?,
         };
         let options = LedgerOptions {
             durability,
@@ -231,13 +229,17 @@ impl Engine {
     pub(crate) fn resume_action(&self, token: String, action: Action) -> Started {
         let attest = self.attest.clone();
         let token = ResumeToken::new(token);
-        self.handshake(move |execute| async move {
-            attest.resume_action(&token, action, execute).await
-        })
+        self.handshake(
+            move |execute| async move { attest.resume_action(&token, action, execute).await },
+        )
     }
 
     /// Records an action that already happened. Blocks.
-    pub(crate) fn record(&self, action: Action, result: Option<Value>) -> Result<Receipt, AttestError> {
+    pub(crate) fn record(
+        &self,
+        action: Action,
+        result: Option<Value>,
+    ) -> Result<Receipt, AttestError> {
         self.runtime
             .block_on(self.attest.record(action, result.as_ref()))
     }

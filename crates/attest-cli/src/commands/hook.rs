@@ -79,8 +79,8 @@ fn answer(config: &Config, args: &HookArgs, input: &[u8]) -> anyhow::Result<Valu
     if input.len() as u64 > MAX_EVENT_BYTES {
         anyhow::bail!("the hook event is larger than {MAX_EVENT_BYTES} bytes");
     }
-    let event: Event =
-        serde_json::from_slice(input).context("the hook event is not the JSON Claude Code sends")?;
+    let event: Event = serde_json::from_slice(input)
+        .context("the hook event is not the JSON Claude Code sends")?;
     match event.hook_event_name.as_str() {
         "PreToolUse" => pre_tool_use(config, args, &event),
         "PostToolUse" => {
@@ -88,7 +88,10 @@ fn answer(config: &Config, args: &HookArgs, input: &[u8]) -> anyhow::Result<Valu
             post_tool_use(config, args, &event, Ok(response))
         }
         "PostToolUseFailure" => {
-            let error = event.error.clone().unwrap_or_else(|| "the tool failed".to_owned());
+            let error = event
+                .error
+                .clone()
+                .unwrap_or_else(|| "the tool failed".to_owned());
             post_tool_use(config, args, &event, Err(error))
         }
         // Events Attest has nothing to say about.
@@ -113,7 +116,9 @@ fn action(args: &HookArgs, event: &Event) -> Action {
 fn pre_tool_use(config: &Config, args: &HookArgs, event: &Event) -> anyhow::Result<Value> {
     let action = action(args, event);
     let policy = config.policy()?;
-    let verdict = policy.evaluate(&action).context("policy could not decide")?;
+    let verdict = policy
+        .evaluate(&action)
+        .context("policy could not decide")?;
     let reasons = verdict.reasons.join("; ");
     let label = format!("{}.{}", action.system, action.verb.as_str());
     Ok(match verdict.decision {
@@ -132,10 +137,14 @@ fn pre_tool_use(config: &Config, args: &HookArgs, event: &Event) -> anyhow::Resu
                 Err(err) => err.receipt().map(|receipt| receipt.seq),
                 Ok(receipt) => Some(receipt.seq),
             };
-            let seq = seq.map(|seq| format!(", ledger seq {seq}")).unwrap_or_default();
+            let seq = seq
+                .map(|seq| format!(", ledger seq {seq}"))
+                .unwrap_or_default();
             pre_answer(
                 "deny",
-                &format!("Attest refused {label}: {reasons}{seq}. It did not run; do not retry it."),
+                &format!(
+                    "Attest refused {label}: {reasons}{seq}. It did not run; do not retry it."
+                ),
             )
         }
     })
@@ -151,9 +160,8 @@ fn post_tool_use(
     let policy = config.policy()?;
     // The call ran: a person at Claude Code's prompt let through what policy asked about.
     let attest = pipeline(config, policy, AutoGate::approve(PROMPT_APPROVER))?;
-    let recorded = runtime()?.block_on(attest.run(action, |_| async move {
-        outcome.map_err(Into::into)
-    }));
+    let recorded =
+        runtime()?.block_on(attest.run(action, |_| async move { outcome.map_err(Into::into) }));
     let receipt: Receipt = match recorded {
         Ok(receipt) => receipt,
         Err(AttestError::ToolFailed { receipt, .. }) => *receipt,
@@ -178,7 +186,11 @@ fn pipeline(
     gate: impl Gate + 'static,
 ) -> anyhow::Result<Attest> {
     let ledger = config.open_ledger(true)?;
-    Ok(Attest::builder().ledger(ledger).policy(policy).gate(gate).build()?)
+    Ok(Attest::builder()
+        .ledger(ledger)
+        .policy(policy)
+        .gate(gate)
+        .build()?)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -70,7 +70,11 @@ fn decision(answer: &Value) -> (&str, &str) {
 #[test]
 fn reads_and_source_edits_are_allowed_and_recorded_after_they_run() {
     let dir = tempfile::tempdir().unwrap();
-    let status = pre("Bash", json!({"command": "git status", "description": "status"}), "toolu_01");
+    let status = pre(
+        "Bash",
+        json!({"command": "git status", "description": "status"}),
+        "toolu_01",
+    );
     assert_eq!(decision(&answer(dir.path(), &status)).0, "allow");
     // PreToolUse writes nothing for a call that acts: its row comes with the outcome.
     assert!(!dir.path().join("ledger.sqlite").exists() || exported_entries(dir.path()).is_empty());
@@ -86,7 +90,10 @@ fn reads_and_source_edits_are_allowed_and_recorded_after_they_run() {
         "toolu_02",
     );
     assert_eq!(decision(&answer(dir.path(), &edit)).0, "allow");
-    answer(dir.path(), &post(&edit, json!({"filePath": "/home/dev/app/src/main.rs"})));
+    answer(
+        dir.path(),
+        &post(&edit, json!({"filePath": "/home/dev/app/src/main.rs"})),
+    );
 
     let entries = exported_entries(dir.path());
     let rows: Vec<(&str, &str, &str, &str)> = entries
@@ -112,7 +119,10 @@ fn reads_and_source_edits_are_allowed_and_recorded_after_they_run() {
     assert!(entries.iter().all(|e| e["run_id"] == "0f2c9a4e-session"));
     // The command and the file's content are fingerprints, never text in the ledger.
     let text = serde_json::to_string(&entries).unwrap();
-    assert!(!text.contains("nothing to commit") && !text.contains("new_string"), "{text}");
+    assert!(
+        !text.contains("nothing to commit") && !text.contains("new_string"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -141,7 +151,11 @@ fn risky_commands_ask_with_a_reason() {
         "toolu_9",
     );
     assert_eq!(decision(&answer(dir.path(), &settings)).0, "ask");
-    let mcp = pre("mcp__github__create_issue", json!({"title": "x"}), "toolu_10");
+    let mcp = pre(
+        "mcp__github__create_issue",
+        json!({"title": "x"}),
+        "toolu_10",
+    );
     let answer = answer(dir.path(), &mcp);
     let (verdict, reason) = decision(&answer);
     assert_eq!(verdict, "ask");
@@ -151,14 +165,24 @@ fn risky_commands_ask_with_a_reason() {
 #[test]
 fn an_asked_call_that_ran_is_recorded_as_approved_at_the_prompt() {
     let dir = tempfile::tempdir().unwrap();
-    let push = pre("Bash", json!({"command": "git push origin main"}), "toolu_1");
+    let push = pre(
+        "Bash",
+        json!({"command": "git push origin main"}),
+        "toolu_1",
+    );
     assert_eq!(decision(&answer(dir.path(), &push)).0, "ask");
-    answer(dir.path(), &post(&push, json!({"stdout": "", "stderr": "To origin\n"})));
+    answer(
+        dir.path(),
+        &post(&push, json!({"stdout": "", "stderr": "To origin\n"})),
+    );
     let entries = exported_entries(dir.path());
     let outcome = entries.last().unwrap();
     assert_eq!(outcome["decision"], "ask");
     assert_eq!(outcome["execution"]["status"], "ok");
-    assert_eq!(outcome["confirm"]["approver"], "claude-code-prompt", "{outcome}");
+    assert_eq!(
+        outcome["confirm"]["approver"], "claude-code-prompt",
+        "{outcome}"
+    );
 }
 
 #[test]
@@ -169,7 +193,11 @@ fn a_refused_call_is_denied_and_recorded() {
         "version: 1\npolicies:\n  - name: no-force-push\n    match:\n      action: git.delete\n    decision: refuse\n    reason: history is never rewritten\n",
     )
     .unwrap();
-    let push = pre("Bash", json!({"command": "git push --force origin main"}), "toolu_1");
+    let push = pre(
+        "Bash",
+        json!({"command": "git push --force origin main"}),
+        "toolu_1",
+    );
     let answer = answer(dir.path(), &push);
     let (verdict, reason) = decision(&answer);
     assert_eq!(verdict, "deny");
@@ -177,7 +205,10 @@ fn a_refused_call_is_denied_and_recorded() {
     let entries = exported_entries(dir.path());
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["decision"], "refuse");
-    assert_eq!((entries[0]["system"].as_str(), entries[0]["verb"].as_str()), (Some("git"), Some("delete")));
+    assert_eq!(
+        (entries[0]["system"].as_str(), entries[0]["verb"].as_str()),
+        (Some("git"), Some("delete"))
+    );
 }
 
 #[test]
@@ -190,7 +221,11 @@ fn what_cannot_be_decided_is_denied() {
         assert_eq!(decision(&answer).0, "deny", "{bad}: {answer}");
     }
     // A policy that does not load denies too, naming the file.
-    std::fs::write(dir.path().join("attest.yaml"), "version: 1\npolicies: [{decision: maybe}]\n").unwrap();
+    std::fs::write(
+        dir.path().join("attest.yaml"),
+        "version: 1\npolicies: [{decision: maybe}]\n",
+    )
+    .unwrap();
     let event = pre("Bash", json!({"command": "ls"}), "toolu_1");
     let answer = answer(dir.path(), &event);
     let (verdict, reason) = decision(&answer);

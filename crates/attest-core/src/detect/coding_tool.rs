@@ -7,7 +7,7 @@
 use attest_policy::{Risk, Source, Verb};
 use serde_json::Value;
 
-use super::{shell, url, Detection, DetectInput, Registry};
+use super::{shell, url, DetectInput, Detection, Registry};
 
 /// The system of file reads and writes on the agent's machine.
 pub const FILES_SYSTEM: &str = "files";
@@ -22,18 +22,25 @@ pub(super) fn detect_coding_tool(registry: &Registry, name: &str, input: &Value)
             None => Detection::unrecognised(Source::Heuristic),
         },
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
-            let path = text("file_path").or_else(|| text("notebook_path")).unwrap_or("");
+            let path = text("file_path")
+                .or_else(|| text("notebook_path"))
+                .unwrap_or("");
             file_write(path)
         }
-        "Read" | "Glob" | "Grep" | "LS" | "NotebookRead" => local(FILES_SYSTEM, Verb::Read, Some("file")),
+        "Read" | "Glob" | "Grep" | "LS" | "NotebookRead" => {
+            local(FILES_SYSTEM, Verb::Read, Some("file"))
+        }
         "WebFetch" => match text("url") {
             Some(url) => url::detect_http(registry, "GET", url, None),
             None => local("web", Verb::Read, None),
         },
         "WebSearch" => local("web", Verb::Search, None),
-        "TodoWrite" | "Task" | "Agent" | "ExitPlanMode" | "ListMcpResourcesTool" | "ReadMcpResourceTool" => {
-            local("claude-code", Verb::Read, None)
-        }
+        "TodoWrite"
+        | "Task"
+        | "Agent"
+        | "ExitPlanMode"
+        | "ListMcpResourcesTool"
+        | "ReadMcpResourceTool" => local("claude-code", Verb::Read, None),
         _ => registry.detect(&DetectInput::Tool { name, server: None }),
     }
 }
@@ -57,13 +64,38 @@ fn file_write(path: &str) -> Detection {
     let name = lower.rsplit('/').next().unwrap_or(&lower);
     // Anywhere in the path: `/home/me/.claude/settings.json` and `.claude/settings.json`.
     let sensitive_dirs = [
-        ".claude/", ".git/", ".github/workflows/", ".ssh/", ".aws/", ".gnupg/", ".kube/", ".docker/",
-        ".attest/", "/etc/", "/usr/", "/bin/", "/boot/", "/var/",
+        ".claude/",
+        ".git/",
+        ".github/workflows/",
+        ".ssh/",
+        ".aws/",
+        ".gnupg/",
+        ".kube/",
+        ".docker/",
+        ".attest/",
+        "/etc/",
+        "/usr/",
+        "/bin/",
+        "/boot/",
+        "/var/",
     ];
     let sensitive_names = [
-        "attest.yaml", ".bashrc", ".zshrc", ".profile", ".bash_profile", ".npmrc", ".pypirc",
-        ".netrc", ".git-credentials", "id_rsa", "id_ed25519", "authorized_keys", "signing.key",
-        "settings.json", "settings.local.json", "claude.md",
+        "attest.yaml",
+        ".bashrc",
+        ".zshrc",
+        ".profile",
+        ".bash_profile",
+        ".npmrc",
+        ".pypirc",
+        ".netrc",
+        ".git-credentials",
+        "id_rsa",
+        "id_ed25519",
+        "authorized_keys",
+        "signing.key",
+        "settings.json",
+        "settings.local.json",
+        "claude.md",
     ];
     let sensitive = path.is_empty()
         || lower.split('/').any(|part| part == "..")
@@ -95,7 +127,10 @@ mod tests {
     #[test]
     fn file_writes_are_judged_by_path() {
         let code = found("Edit", json!({"file_path": "/work/src/main.rs"}));
-        assert_eq!((code.system.as_str(), code.verb, code.risk), ("files", Verb::Write, Some(Risk::Medium)));
+        assert_eq!(
+            (code.system.as_str(), code.verb, code.risk),
+            ("files", Verb::Write, Some(Risk::Medium))
+        );
         for path in [
             "/home/me/.claude/settings.json",
             ".github/workflows/ci.yml",
@@ -118,7 +153,10 @@ mod tests {
         let push = found("Bash", json!({"command": "git push origin main"}));
         assert_eq!((push.system.as_str(), push.verb), ("git", Verb::Share));
         let issue = found("mcp__github__create_issue", json!({"title": "x"}));
-        assert_eq!((issue.system.as_str(), issue.verb), ("github", Verb::Create));
+        assert_eq!(
+            (issue.system.as_str(), issue.verb),
+            ("github", Verb::Create)
+        );
         let read = found("Read", json!({"file_path": "/etc/passwd"}));
         assert_eq!(read.verb, Verb::Read);
         let bad = found("Bash", json!({"command": 7}));

@@ -44,8 +44,8 @@ use attest_policy::{Action, Extra, Risk, Source, Verb};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use error::DetectError;
 pub use coding_tool::FILES_SYSTEM;
+pub use error::DetectError;
 pub use registry::Registry;
 pub use shell::SHELL_SYSTEM;
 

@@ -73,28 +73,41 @@ fn detect_simple(registry: &Registry, program: &str, args: &[String]) -> Detecti
         "curl" | "wget" | "http" | "https" | "xh" => http_client(registry, name, args),
         "rm" | "rmdir" | "shred" | "unlink" => {
             let recursive = args.iter().any(|arg| {
-                arg == "--recursive" || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains(['r', 'R']))
+                arg == "--recursive"
+                    || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains(['r', 'R']))
             });
-            known("files", Verb::Delete, Some(if recursive { "directory" } else { "file" }), None)
+            known(
+                "files",
+                Verb::Delete,
+                Some(if recursive { "directory" } else { "file" }),
+                None,
+            )
         }
-        "mv" | "cp" | "mkdir" | "touch" | "ln" | "chmod" | "chown" | "tee" | "truncate" | "patch" => {
-            known("files", Verb::Write, Some("file"), Some(Risk::Medium))
-        }
+        "mv" | "cp" | "mkdir" | "touch" | "ln" | "chmod" | "chown" | "tee" | "truncate"
+        | "patch" => known("files", Verb::Write, Some("file"), Some(Risk::Medium)),
         "sed" | "perl" if has(&["-i"]) || args.iter().any(|a| a.starts_with("-i")) => {
             known("files", Verb::Write, Some("file"), Some(Risk::Medium))
         }
-        "find" if has(&["-delete", "-exec", "-execdir", "-ok"]) => known("files", Verb::Delete, Some("file"), None),
-        "dd" | "mkfs" | "fdisk" | "parted" | "wipefs" => known("disk", Verb::Delete, None, Some(Risk::VeryHigh)),
-        "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "rg" | "ag" | "find" | "fd" | "wc"
-        | "echo" | "printf" | "pwd" | "which" | "whoami" | "date" | "env" | "printenv" | "file"
-        | "stat" | "du" | "df" | "tree" | "diff" | "sort" | "uniq" | "cut" | "awk" | "sed" | "jq"
-        | "true" | "false" | "test" | "[" | "cd" | "basename" | "dirname" | "realpath" | "uname"
-        | "ps" | "id" | "hostname" | "sha256sum" | "md5sum" | "type" => shell(Verb::Read, None, None),
-        "cargo" | "npm" | "pnpm" | "yarn" | "npx" | "pip" | "pip3" | "uv" | "poetry" | "twine" | "go" | "gem"
-        | "bundle" | "mvn" | "gradle" | "dotnet" => package_tool(name, args),
-        "make" | "cmake" | "ninja" | "python" | "python3" | "node" | "deno" | "bun" | "pytest" | "rustc"
-        | "rustfmt" | "tsc" | "jest" | "vitest" | "ruff" | "black" | "mypy" | "eslint" | "prettier"
-        | "gcc" | "cc" | "clang" | "javac" | "java" => shell(Verb::Execute, None, Some(Risk::Medium)),
+        "find" if has(&["-delete", "-exec", "-execdir", "-ok"]) => {
+            known("files", Verb::Delete, Some("file"), None)
+        }
+        "dd" | "mkfs" | "fdisk" | "parted" | "wipefs" => {
+            known("disk", Verb::Delete, None, Some(Risk::VeryHigh))
+        }
+        "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "rg" | "ag" | "find" | "fd"
+        | "wc" | "echo" | "printf" | "pwd" | "which" | "whoami" | "date" | "env" | "printenv"
+        | "file" | "stat" | "du" | "df" | "tree" | "diff" | "sort" | "uniq" | "cut" | "awk"
+        | "sed" | "jq" | "true" | "false" | "test" | "[" | "cd" | "basename" | "dirname"
+        | "realpath" | "uname" | "ps" | "id" | "hostname" | "sha256sum" | "md5sum" | "type" => {
+            shell(Verb::Read, None, None)
+        }
+        "cargo" | "npm" | "pnpm" | "yarn" | "npx" | "pip" | "pip3" | "uv" | "poetry" | "twine"
+        | "go" | "gem" | "bundle" | "mvn" | "gradle" | "dotnet" => package_tool(name, args),
+        "make" | "cmake" | "ninja" | "python" | "python3" | "node" | "deno" | "bun" | "pytest"
+        | "rustc" | "rustfmt" | "tsc" | "jest" | "vitest" | "ruff" | "black" | "mypy"
+        | "eslint" | "prettier" | "gcc" | "cc" | "clang" | "javac" | "java" => {
+            shell(Verb::Execute, None, Some(Risk::Medium))
+        }
         "docker" | "podman" => container(args),
         "kubectl" | "helm" => kube(args),
         "terraform" | "tofu" | "pulumi" => infra(args),
@@ -109,7 +122,9 @@ fn detect_simple(registry: &Registry, program: &str, args: &[String]) -> Detecti
 
 /// The first argument that is not an option.
 fn subcommand(args: &[String]) -> Option<&str> {
-    args.iter().map(String::as_str).find(|arg| !arg.starts_with('-'))
+    args.iter()
+        .map(String::as_str)
+        .find(|arg| !arg.starts_with('-'))
 }
 
 /// The arguments after the subcommand `word`.
@@ -138,8 +153,17 @@ fn git(args: &[String]) -> Detection {
     let has = |flags: &[&str]| sub_args.iter().any(|arg| flags.contains(&arg.as_str()));
     match sub.as_str() {
         "push" => {
-            let destructive = has(&["-f", "--force", "--force-with-lease", "--delete", "-d", "--mirror", "--prune"])
-                || sub_args.iter().any(|arg| arg.starts_with("--force") || arg.starts_with(':') || arg.starts_with("+"));
+            let destructive = has(&[
+                "-f",
+                "--force",
+                "--force-with-lease",
+                "--delete",
+                "-d",
+                "--mirror",
+                "--prune",
+            ]) || sub_args.iter().any(|arg| {
+                arg.starts_with("--force") || arg.starts_with(':') || arg.starts_with("+")
+            });
             if destructive {
                 known("git", Verb::Delete, Some("branch"), None)
             } else {
@@ -147,17 +171,25 @@ fn git(args: &[String]) -> Detection {
             }
         }
         "reset" if has(&["--hard"]) => known("git", Verb::Delete, Some("changes"), None),
-        "clean" if sub_args.iter().any(|arg| arg.starts_with('-') && arg.contains('f')) => {
+        "clean"
+            if sub_args
+                .iter()
+                .any(|arg| arg.starts_with('-') && arg.contains('f')) =>
+        {
             known("git", Verb::Delete, Some("file"), None)
         }
-        "branch" if has(&["-D", "-d", "--delete"]) => known("git", Verb::Delete, Some("branch"), Some(Risk::High)),
+        "branch" if has(&["-D", "-d", "--delete"]) => {
+            known("git", Verb::Delete, Some("branch"), Some(Risk::High))
+        }
         "stash" if matches!(subcommand(sub_args), Some("drop" | "clear")) => {
             known("git", Verb::Delete, Some("stash"), Some(Risk::High))
         }
-        "status" | "log" | "diff" | "show" | "blame" | "grep" | "ls-files" | "ls-tree" | "rev-parse"
-        | "describe" | "shortlog" | "reflog" | "cat-file" | "fetch" | "remote" | "config" | "help"
-        | "version" => known("git", Verb::Read, None, None),
-        "branch" | "tag" if sub_args.is_empty() || has(&["-l", "--list", "-a", "-r", "-v", "-vv"]) => {
+        "status" | "log" | "diff" | "show" | "blame" | "grep" | "ls-files" | "ls-tree"
+        | "rev-parse" | "describe" | "shortlog" | "reflog" | "cat-file" | "fetch" | "remote"
+        | "config" | "help" | "version" => known("git", Verb::Read, None, None),
+        "branch" | "tag"
+            if sub_args.is_empty() || has(&["-l", "--list", "-a", "-r", "-v", "-vv"]) =>
+        {
             known("git", Verb::Read, None, None)
         }
         _ => known("git", Verb::Update, Some("repository"), Some(Risk::Medium)),
@@ -184,7 +216,10 @@ fn gh(registry: &Registry, args: &[String]) -> Detection {
         ("api", _) => {
             let method = option_value(rest, &["-X", "--method"]);
             let writes = rest.iter().any(|arg| {
-                matches!(arg.as_str(), "-f" | "-F" | "--field" | "--raw-field" | "--input")
+                matches!(
+                    arg.as_str(),
+                    "-f" | "-F" | "--field" | "--raw-field" | "--input"
+                )
             });
             let method = method.unwrap_or(if writes { "POST" } else { "GET" });
             let path = subcommand(rest).unwrap_or("/");
@@ -200,10 +235,14 @@ fn gh(registry: &Registry, args: &[String]) -> Detection {
         (_, "create" | "fork") => found(Verb::Create, None),
         (_, "delete" | "archive") => found(Verb::Delete, None),
         ("workflow" | "run", "run" | "rerun") => found(Verb::Execute, None),
-        (_, "edit" | "close" | "reopen" | "ready" | "lock" | "unlock" | "transfer" | "pin" | "enable" | "disable") => {
-            found(Verb::Update, Some(Risk::High))
+        (
+            _,
+            "edit" | "close" | "reopen" | "ready" | "lock" | "unlock" | "transfer" | "pin"
+            | "enable" | "disable",
+        ) => found(Verb::Update, Some(Risk::High)),
+        ("auth" | "config" | "help" | "version" | "browse" | "search", _) => {
+            found(Verb::Read, None)
         }
-        ("auth" | "config" | "help" | "version" | "browse" | "search", _) => found(Verb::Read, None),
         _ => Detection {
             recognised: false,
             ..found(Verb::Write, None)
@@ -220,7 +259,9 @@ fn option_value<'a>(args: &'a [String], flags: &[&str]) -> Option<&'a str> {
             }
             if let Some(value) = arg.strip_prefix(flag) {
                 let value = value.strip_prefix('=').unwrap_or(value);
-                if !value.is_empty() && (flag.len() == 2 || arg.as_bytes().get(flag.len()) == Some(&b'=')) {
+                if !value.is_empty()
+                    && (flag.len() == 2 || arg.as_bytes().get(flag.len()) == Some(&b'='))
+                {
                     return Some(value);
                 }
             }
@@ -242,10 +283,17 @@ fn http_client(registry: &Registry, program: &str, args: &[String]) -> Detection
         "http" | "https" | "xh" => args
             .iter()
             .map(String::as_str)
-            .find(|arg| matches!(arg.to_ascii_uppercase().as_str(), "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD"))
+            .find(|arg| {
+                matches!(
+                    arg.to_ascii_uppercase().as_str(),
+                    "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD"
+                )
+            })
             .map(str::to_owned)
             .unwrap_or_else(|| {
-                let body = args.iter().any(|arg| arg.contains('=') && !arg.starts_with('-'));
+                let body = args
+                    .iter()
+                    .any(|arg| arg.contains('=') && !arg.starts_with('-'));
                 (if body { "POST" } else { "GET" }).to_owned()
             }),
         _ => match option_value(args, &["-X", "--request", "--method"]) {
@@ -255,8 +303,17 @@ fn http_client(registry: &Registry, program: &str, args: &[String]) -> Detection
                     let flag = arg.split('=').next().unwrap_or(arg);
                     matches!(
                         flag,
-                        "-d" | "--data" | "--data-raw" | "--data-binary" | "--data-urlencode" | "--json"
-                            | "-F" | "--form" | "--post-data" | "--post-file" | "-T" | "--upload-file"
+                        "-d" | "--data"
+                            | "--data-raw"
+                            | "--data-binary"
+                            | "--data-urlencode"
+                            | "--json"
+                            | "-F"
+                            | "--form"
+                            | "--post-data"
+                            | "--post-file"
+                            | "-T"
+                            | "--upload-file"
                     ) || (arg.starts_with("-d") && arg.len() > 2)
                 });
                 (if body { "POST" } else { "GET" }).to_owned()
@@ -283,17 +340,22 @@ fn package_tool(program: &str, args: &[String]) -> Detection {
 fn container(args: &[String]) -> Detection {
     match subcommand(args) {
         Some("push") => known("containers", Verb::Share, Some("image"), None),
-        Some("rm" | "rmi" | "prune" | "kill") => known("containers", Verb::Delete, None, Some(Risk::High)),
-        Some("ps" | "images" | "logs" | "inspect" | "version" | "info") => known("containers", Verb::Read, None, None),
+        Some("rm" | "rmi" | "prune" | "kill") => {
+            known("containers", Verb::Delete, None, Some(Risk::High))
+        }
+        Some("ps" | "images" | "logs" | "inspect" | "version" | "info") => {
+            known("containers", Verb::Read, None, None)
+        }
         _ => known("containers", Verb::Execute, None, Some(Risk::Medium)),
     }
 }
 
 fn kube(args: &[String]) -> Detection {
     match subcommand(args) {
-        Some("get" | "describe" | "logs" | "top" | "version" | "explain" | "diff" | "status" | "list" | "template") => {
-            known("kubernetes", Verb::Read, None, None)
-        }
+        Some(
+            "get" | "describe" | "logs" | "top" | "version" | "explain" | "diff" | "status"
+            | "list" | "template",
+        ) => known("kubernetes", Verb::Read, None, None),
         Some("delete" | "uninstall" | "drain") => known("kubernetes", Verb::Delete, None, None),
         _ => known("kubernetes", Verb::Update, None, Some(Risk::High)),
     }
@@ -301,9 +363,10 @@ fn kube(args: &[String]) -> Detection {
 
 fn infra(args: &[String]) -> Detection {
     match subcommand(args) {
-        Some("plan" | "show" | "output" | "validate" | "fmt" | "init" | "version" | "preview" | "stack") => {
-            known("infrastructure", Verb::Read, None, None)
-        }
+        Some(
+            "plan" | "show" | "output" | "validate" | "fmt" | "init" | "version" | "preview"
+            | "stack",
+        ) => known("infrastructure", Verb::Read, None, None),
         Some("destroy") => known("infrastructure", Verb::Delete, None, None),
         _ => known("infrastructure", Verb::Update, None, Some(Risk::High)),
     }
@@ -317,16 +380,32 @@ fn program_words(words: &[String]) -> Vec<String> {
         let Some((first, tail)) = rest.split_first() else {
             return Vec::new();
         };
-        let assignment = first
-            .split_once('=')
-            .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-        let wrapper = matches!(first.as_str(), "sudo" | "doas" | "env" | "nohup" | "time" | "command" | "exec" | "nice" | "timeout" | "stdbuf");
+        let assignment = first.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        let wrapper = matches!(
+            first.as_str(),
+            "sudo"
+                | "doas"
+                | "env"
+                | "nohup"
+                | "time"
+                | "command"
+                | "exec"
+                | "nice"
+                | "timeout"
+                | "stdbuf"
+        );
         if assignment || (wrapper && !tail.is_empty()) {
             rest = tail;
             // A wrapper's own options (`sudo -u root`, `timeout 10`): skip flags and,
             // for `timeout`, its duration.
             while let Some((next, more)) = rest.split_first() {
-                if wrapper && (next.starts_with('-') || (first == "timeout" && next.chars().next().is_some_and(|c| c.is_ascii_digit()))) {
+                if wrapper
+                    && (next.starts_with('-')
+                        || (first == "timeout"
+                            && next.chars().next().is_some_and(|c| c.is_ascii_digit())))
+                {
                     rest = more;
                 } else {
                     break;
@@ -412,7 +491,10 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
             '>' | '<' => {
                 // A redirection: drop its target word (`> out.txt`, `2>&1`).
                 end_word(&mut words, &mut word, &mut in_word);
-                if words.last().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit())) {
+                if words
+                    .last()
+                    .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()))
+                {
                     words.pop();
                 }
                 while matches!(chars.peek(), Some('>' | '&' | '<')) {
@@ -475,8 +557,12 @@ mod tests {
             ("gh pr merge 7 --squash", "github", Verb::Update),
             ("gh pr view 7", "github", Verb::Read),
             ("gh issue create --title t", "github", Verb::Create),
-            ("curl -X POST https://api.stripe.com/v1/refunds -d amount=5", "stripe", Verb::Pay),
-            ("curl https://api.github.com/repos/a/b", "github", Verb::Read),
+            (
+                "curl -X POST https://api.stripe.com/v1/refunds -d amount=5",
+                "stripe",
+                Verb::Pay,
+            ),
+            ("curl https://api.github.com/repos/a/b", "github", Verb::Get),
             ("cargo test -p attest-core", "shell", Verb::Execute),
             ("cargo publish", "packages", Verb::Share),
             ("ls -la | grep foo > out.txt", "shell", Verb::Read),
@@ -499,7 +585,10 @@ mod tests {
     #[test]
     fn unknown_programs_are_unrecognised_and_ask() {
         let (system, verb, recognised) = found("./deploy.sh prod");
-        assert_eq!((system.as_str(), verb, recognised), ("shell", Verb::Execute, false));
+        assert_eq!(
+            (system.as_str(), verb, recognised),
+            ("shell", Verb::Execute, false)
+        );
         let (_, _, recognised) = found("curl -X POST \"$URL\"");
         assert!(!recognised);
         let (_, _, recognised) = found("bash -c 'anything'");
@@ -508,7 +597,9 @@ mod tests {
 
     #[test]
     fn odd_input_never_panics() {
-        for command in ["", "'", "\"", "\\", "$(", "`", ">", "a >", "-X", "curl -X", "git -C", "((((", "#"] {
+        for command in [
+            "", "'", "\"", "\\", "$(", "`", ">", "a >", "-X", "curl -X", "git -C", "((((", "#",
+        ] {
             let _ = detect_command(Registry::shared(), command);
         }
     }
