@@ -6,7 +6,7 @@
 //! Python threads run meanwhile. Params and results cross as JSON text; the tool's own
 //! Python result is never converted back: the caller keeps the object its function made.
 //!
-//! This module only translates: all calls into core go through [`engine`].
+//! This module only translates: all calls into core go through the `engine` module.
 
 mod engine;
 
@@ -178,6 +178,7 @@ struct Engine {
 impl Engine {
     #[new]
     #[pyo3(signature = (ledger, policy=None, agent=None, actor=None, key=None, durability=None, wait=0.0))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn new(
         py: Python<'_>,
         ledger: PathBuf,
