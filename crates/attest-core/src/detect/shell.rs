@@ -398,13 +398,17 @@ fn program_words(words: &[String]) -> Vec<String> {
         );
         if assignment || (wrapper && !tail.is_empty()) {
             rest = tail;
-            // A wrapper's own options (`sudo -u root`, `timeout 10`): skip flags and,
-            // for `timeout`, its duration.
+            // A wrapper's own options (`sudo -u root`, `nice -n 5`, `timeout 10`): skip
+            // flags, the value of those that take one, and `timeout`'s duration.
             while let Some((next, more)) = rest.split_first() {
-                if wrapper
-                    && (next.starts_with('-')
-                        || (first == "timeout"
-                            && next.chars().next().is_some_and(|c| c.is_ascii_digit())))
+                if !wrapper {
+                    break;
+                }
+                if takes_value(first, next) {
+                    rest = more.get(1..).unwrap_or(&[]);
+                } else if next.starts_with('-')
+                    || (first == "timeout"
+                        && next.chars().next().is_some_and(|c| c.is_ascii_digit()))
                 {
                     rest = more;
                 } else {
@@ -417,10 +421,36 @@ fn program_words(words: &[String]) -> Vec<String> {
     }
 }
 
+/// True when `flag` of the wrapper `program` takes the next word as its value.
+fn takes_value(program: &str, flag: &str) -> bool {
+    match program {
+        "sudo" | "doas" => matches!(
+            flag,
+            "-u" | "-g" | "-U" | "-C" | "-D" | "-h" | "-p" | "-r" | "-t"
+        ),
+        "env" => matches!(flag, "-u" | "-C" | "-S"),
+        "nice" => flag == "-n",
+        "timeout" => matches!(flag, "-s" | "-k"),
+        "stdbuf" => matches!(flag, "-i" | "-o" | "-e"),
+        _ => false,
+    }
+}
+
 /// Splits a command line into simple commands of words. Quotes and backslashes are
 /// honoured; `$(…)` and backticks start a command of their own (their text is read
 /// as commands too); redirections are dropped.
 fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    nested_commands(line, 0)
+}
+
+/// How deep command substitutions are read; deeper ones are a command nobody knows (so
+/// the line asks), and no input can exhaust the stack.
+const MAX_NESTING: usize = 8;
+
+fn nested_commands(line: &str, depth: usize) -> Vec<Vec<String>> {
+    if depth > MAX_NESTING {
+        return vec![vec!["$(".to_owned()]];
+    }
     let mut commands = Vec::new();
     let mut words: Vec<String> = Vec::new();
     let mut word = String::new();
@@ -458,7 +488,7 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
                             word.push_str("$(");
                             chars.next();
                             let inner: String = chars.by_ref().take_while(|&c| c != ')').collect();
-                            commands.extend(simple_commands(&inner));
+                            commands.extend(nested_commands(&inner, depth + 1));
                         }
                         _ => word.push(q),
                     }
@@ -474,12 +504,12 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
             }
             '`' => {
                 let inner: String = chars.by_ref().take_while(|&c| c != '`').collect();
-                commands.extend(simple_commands(&inner));
+                commands.extend(nested_commands(&inner, depth + 1));
             }
             '$' if chars.peek() == Some(&'(') => {
                 chars.next();
                 let inner: String = chars.by_ref().take_while(|&c| c != ')').collect();
-                commands.extend(simple_commands(&inner));
+                commands.extend(nested_commands(&inner, depth + 1));
                 in_word = true;
             }
             ';' | '&' | '|' | '\n' | '(' | ')' | '{' | '}' => {
@@ -593,6 +623,20 @@ mod tests {
         assert!(!recognised);
         let (_, _, recognised) = found("bash -c 'anything'");
         assert!(!recognised);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_command_line_is_judged(command in "\\PC{0,300}") {
+            let _ = detect_command(Registry::shared(), &command);
+        }
+    }
+
+    #[test]
+    fn deep_substitutions_ask_instead_of_overflowing() {
+        let command = "$(".repeat(30_000);
+        let found = detect_command(Registry::shared(), &command);
+        assert!(!found.recognised);
     }
 
     #[test]
