@@ -1,15 +1,19 @@
 //! The one place the Python package calls `attest-core`: open a pipeline from explicit
 //! settings, start a governed call, hand the tool's answer back, record, checkpoint.
 //!
-//! A Python tool must run on the Python thread that called it, while the pipeline is an
-//! async function that wants to call the tool itself. So a call is a handshake: the
-//! pipeline runs on this module's runtime, and its `execute` step sends the (possibly
-//! edited) params to the waiting Python thread and waits for the answer. The Python side
-//! sees two blocking steps, [`Engine::start`] and [`Running::finish`], and holds no lock
-//! of the engine's in between. Everything Python-specific stays in `lib.rs`.
+//! A Python tool must run on the Python thread that called it (or, for a coroutine, in
+//! its event loop), while the pipeline is an async function that wants to call the tool
+//! itself. So a call is a handshake, driven by the calling thread: [`Engine::start`] polls
+//! the pipeline until its `execute` step hands over the (possibly edited) params, and
+//! keeps the suspended pipeline in a [`Running`]; [`Running::finish`] hands the tool's
+//! answer back and polls the pipeline to its end. No other thread runs the call, so a
+//! call costs no hand-offs beyond the ledger writer's. A `Running` dropped unfinished
+//! drops its pipeline: a write's intent row then stands without an outcome, as after a
+//! crash, and `attest ledger` reports it. Everything Python-specific stays in `lib.rs`.
 
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,9 +58,6 @@ pub(crate) enum EngineError {
     /// The ledger would not verify, so no checkpoint was signed.
     #[error("the ledger does not verify ({0}); no checkpoint was signed")]
     Broken(String),
-    /// The pipeline stopped without answering the call.
-    #[error("the engine stopped before the call finished")]
-    Stopped,
 }
 
 /// What a Python `Attest(...)` is built from; the coordinator's configuration file will
@@ -106,13 +107,11 @@ pub(crate) struct CallSpec {
     pub(crate) coding_agent: bool,
 }
 
-/// One event of a call's handshake.
-enum Event {
-    /// The action is cleared: run the tool with these params and answer.
-    Go(Value, oneshot::Sender<Result<Value, ToolError>>),
-    /// The pipeline finished (ran and recorded, or refused, rejected, held, failed).
-    Done(Result<Receipt, AttestError>),
-}
+/// The pipeline of one call, suspended while its tool runs.
+type Pipeline = Pin<Box<dyn Future<Output = Result<Receipt, AttestError>> + Send>>;
+
+/// What the pipeline's `execute` step hands the caller: the params, and where to answer.
+type Handover = (Value, oneshot::Sender<Result<Value, ToolError>>);
 
 /// A call cleared to run: the caller runs its tool with [`Running::params`] and hands the
 /// answer to [`Running::finish`].
@@ -120,7 +119,8 @@ pub(crate) struct Running {
     /// The params to run with: the call's own, or a person's edits on approval.
     pub(crate) params: Value,
     answer: oneshot::Sender<Result<Value, ToolError>>,
-    events: mpsc::Receiver<Event>,
+    pipeline: Pipeline,
+    runtime: Arc<tokio::runtime::Runtime>,
 }
 
 /// Where a call stands after [`Engine::start`].
@@ -167,9 +167,9 @@ impl Engine {
         if let Some(actor) = settings.actor {
             builder = builder.actor(actor);
         }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("attest-engine")
+        // Driven by the calling threads (several may drive it at once); the ledger writer
+        // and blocking store calls run on threads of their own.
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(EngineError::Runtime)?;
@@ -265,53 +265,53 @@ impl Engine {
         Ok(checkpoint.note)
     }
 
-    /// Runs `call` on the runtime with an `execute` step that hands the params to this
-    /// thread, and waits for the first event.
+    /// Polls `call` (given an `execute` step that hands the params over) on this thread
+    /// until it asks for the tool to run or finishes.
     fn handshake<C, Fut>(&self, call: C) -> Started
     where
-        C: FnOnce(Executor) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Result<Receipt, AttestError>> + Send + 'static,
+        C: FnOnce(Executor) -> Fut,
+        Fut: Future<Output = Result<Receipt, AttestError>> + Send + 'static,
     {
-        let (events_tx, events) = mpsc::channel();
-        let go = events_tx.clone();
+        let (handover, mut handed) = oneshot::channel::<Handover>();
         let execute: Executor = Box::new(move |params| {
             Box::pin(async move {
                 let (answer, answered) = oneshot::channel();
-                if go.send(Event::Go(params, answer)).is_err() {
+                if handover.send((params, answer)).is_err() {
                     return Err("the caller stopped waiting before the tool ran".into());
                 }
-                // A caller that drops its `Running` (an interrupt) answers with a failure.
                 answered
                     .await
                     .unwrap_or_else(|_| Err("the tool did not answer".into()))
             })
         });
-        self.runtime.spawn(async move {
-            let outcome = call(execute).await;
-            let _ = events_tx.send(Event::Done(outcome));
+        let mut pipeline: Pipeline = Box::pin(call(execute));
+        let first = self.runtime.block_on(async {
+            tokio::select! {
+                biased;
+                outcome = &mut pipeline => Err(outcome),
+                handed = &mut handed => match handed {
+                    Ok(handover) => Ok(handover),
+                    // The pipeline dropped its `execute` step without calling it (a
+                    // refusal): it finishes without the tool.
+                    Err(_) => Err((&mut pipeline).await),
+                },
+            }
         });
-        match events.recv() {
-            Ok(Event::Go(params, answer)) => Started::Run(Running {
+        match first {
+            Ok((params, answer)) => Started::Run(Running {
                 params,
                 answer,
-                events,
+                pipeline,
+                runtime: Arc::clone(&self.runtime),
             }),
-            Ok(Event::Done(outcome)) => Started::Done(outcome),
-            Err(_) => Started::Done(Err(AttestError::Internal(
-                "the engine stopped before the call finished",
-            ))),
+            Err(outcome) => Started::Done(outcome),
         }
     }
 }
 
 /// The `execute` step handed to the pipeline.
-type Executor = Box<
-    dyn FnOnce(
-            Value,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = Result<Value, ToolError>> + Send>,
-        > + Send,
->;
+type Executor =
+    Box<dyn FnOnce(Value) -> Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>> + Send>;
 
 impl Running {
     /// Hands the tool's answer (its result as JSON, or its failure) to the pipeline,
@@ -321,11 +321,10 @@ impl Running {
     /// tool's own error.
     pub(crate) fn finish(self, answer: Result<Value, String>) -> Result<Receipt, EngineError> {
         let _ = self.answer.send(answer.map_err(ToolError::from));
-        match self.events.recv() {
-            Ok(Event::Done(Ok(receipt))) => Ok(receipt),
-            Ok(Event::Done(Err(AttestError::ToolFailed { receipt, .. }))) => Ok(*receipt),
-            Ok(Event::Done(Err(err))) => Err(EngineError::Attest(err)),
-            Ok(Event::Go(..)) | Err(_) => Err(EngineError::Stopped),
+        match self.runtime.block_on(self.pipeline) {
+            Ok(receipt) => Ok(receipt),
+            Err(AttestError::ToolFailed { receipt, .. }) => Ok(*receipt),
+            Err(err) => Err(EngineError::Attest(err)),
         }
     }
 }
