@@ -28,6 +28,12 @@ __all__ = ["AttestHooks", "hooks"]
 
 FRAMEWORK = "claude-agent-sdk"
 
+# Calls allowed whose outcome has not come back yet (Claude Code may still deny a call a
+# hook allowed, and then no PostToolUse follows). Past this many, the oldest is given
+# up: its pipeline is dropped, and a write's intent row stands without an outcome, which
+# `attest ledger` reports.
+MAX_OPEN_CALLS = 256
+
 
 class AttestHooks:
     """The hook callbacks over one :class:`attest.Attest`; calls cleared by ``pre`` wait
@@ -57,6 +63,8 @@ class AttestHooks:
         else:
             with self._lock:
                 self._running[str(use_id)] = running
+                while len(self._running) > MAX_OPEN_CALLS:
+                    self._running.pop(next(iter(self._running)))
         return _pre_answer("allow", "cleared by Attest policy")
 
     async def post(self, input_data: dict, tool_use_id: Optional[str], context: Any) -> dict:
