@@ -96,8 +96,9 @@ class Attest:
     adapter calls.
 
     ``ledger``: the SQLite ledger file (created when missing; the ``attest`` binary may
-    append to it at the same time). ``policy``: a policy YAML file (the built-in default
-    when omitted). ``agent``/``actor``: recorded for calls that name none. ``key``: the
+    append to it at the same time); default ``$ATTEST_LEDGER``, else
+    ``.attest/ledger.sqlite``. ``policy``: a policy YAML file; default ``$ATTEST_POLICY``,
+    else ``./attest.yaml`` when it exists, else the built-in default policy, as the binary. ``agent``/``actor``: recorded for calls that name none. ``key``: the
     signing key :meth:`checkpoint` signs with. ``wait``: seconds an ask waits for a person
     before the call comes back :class:`Held` (default 0: at once). ``durability``:
     ``full`` (default), ``normal`` or ``off``.
@@ -105,7 +106,7 @@ class Attest:
 
     def __init__(
         self,
-        ledger: Union[str, "os.PathLike[str]"] = ".attest/ledger.sqlite",
+        ledger: Optional[Union[str, "os.PathLike[str]"]] = None,
         policy: Optional[Union[str, "os.PathLike[str]"]] = None,
         agent: Optional[str] = None,
         *,
@@ -114,6 +115,10 @@ class Attest:
         wait: float = 0.0,
         durability: Optional[str] = None,
     ) -> None:
+        # The binary's defaults: $ATTEST_LEDGER / $ATTEST_POLICY, else .attest/ledger.sqlite
+        # and ./attest.yaml (if present; else the built-in default policy).
+        ledger = ledger if ledger is not None else os.environ.get("ATTEST_LEDGER") or ".attest/ledger.sqlite"
+        policy = policy if policy is not None else os.environ.get("ATTEST_POLICY") or None
         self._engine = _Engine(
             os.fspath(ledger),
             policy=None if policy is None else os.fspath(policy),

@@ -66,7 +66,7 @@ pub(crate) enum EngineError {
 pub(crate) struct Settings {
     /// The ledger file (created with its directory when missing).
     pub(crate) ledger: PathBuf,
-    /// A policy file; the built-in default policy when `None`.
+    /// A policy file; when `None`, `./attest.yaml` if it exists, else the built-in default.
     pub(crate) policy: Option<PathBuf>,
     /// The agent recorded for calls that name none.
     pub(crate) agent: Option<String>,
@@ -136,8 +136,11 @@ impl Engine {
     /// store on the ledger's file and come back held unless someone answers within `wait`.
     pub(crate) fn open(settings: Settings) -> Result<Engine, EngineError> {
         // The policy first: a policy that does not load must not leave a ledger behind.
+        // As the binary finds it: the given file, else `./attest.yaml`, else the default.
+        let local = std::path::Path::new("attest.yaml");
         let policy = match &settings.policy {
             Some(path) => load_policy(path)?,
+            None if local.exists() => load_policy(local)?,
             None => PolicyEngine::default_policy()?,
         };
         let durability = match settings.durability.as_deref() {

@@ -225,3 +225,21 @@ def test_bad_settings_raise_attest_error(tmp_path):
     with pytest.raises(ValueError):
         a = attest.Attest(ledger=tmp_path / "l.sqlite")
         a.record("x", {}, system="s", verb="frobnicate")
+
+
+def test_the_binarys_defaults_apply(tmp_path, monkeypatch, cli):
+    # ./attest.yaml is the policy when none is given, and $ATTEST_LEDGER the ledger.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "attest.yaml").write_text(
+        "version: 1\npolicies:\n  - name: no-reads\n    match: {verb: read}\n    decision: refuse\n    reason: not today\n"
+    )
+    monkeypatch.setenv("ATTEST_LEDGER", str(cli.ledger))
+    a = attest.Attest()
+
+    @a.tool(system="notes", verb="read")
+    def get_note(note_id: str) -> dict:
+        raise AssertionError("must not run")
+
+    with pytest.raises(attest.Refused, match="not today"):
+        get_note("n1")
+    assert [r["decision"] for r in cli.entries()] == ["refuse"]
