@@ -262,7 +262,8 @@ impl Engine {
             ..VerifyOptions::default()
         })?;
         if !report.is_intact() {
-            return Err(EngineError::Broken(format!("{report:?}")));
+            let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+            return Err(EngineError::Broken(problems.join("; ")));
         }
         let (checkpoint, _new) = ledger.checkpoint(&key)?;
         Ok(checkpoint.note)
