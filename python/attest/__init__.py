@@ -291,9 +291,9 @@ class Attest:
 def _approved(running: _Running, params: Optional[Mapping[str, Any]]) -> Optional[dict]:
     """The params a person approved when they differ from the call's (edits on
     approval, or a resume); ``None`` when the call runs as made."""
-    approved = json.loads(running.params)
-    if params is not None and approved == json.loads(to_json(dict(params))):
+    if params is not None and not running.edited:
         return None
+    approved = json.loads(running.params)
     return approved if isinstance(approved, dict) else {"input": approved}
 
 

@@ -130,6 +130,7 @@ impl Receipt {
 #[pyclass(module = "attest._attest", frozen)]
 struct Running {
     params: String,
+    edited: bool,
     inner: Mutex<Option<engine::Running>>,
 }
 
@@ -139,6 +140,13 @@ impl Running {
     #[getter]
     fn params(&self) -> &str {
         &self.params
+    }
+
+    /// True when `params` differ from the ones the call presented (a person's edits on
+    /// approval), or the call presented none (a resume by token).
+    #[getter]
+    fn edited(&self) -> bool {
+        self.edited
     }
 
     /// The tool returned: `result` is its result as JSON text (for verification only).
@@ -232,19 +240,20 @@ impl Engine {
             framework,
             run_id,
         };
-        let action = CoreEngine::action(&spec, parse_json(params, "params")?);
+        let presented = parse_json(params, "params")?;
+        let action = CoreEngine::action(&spec, presented.clone());
         let started = py.detach(|| match token {
             Some(token) => self.inner.resume_action(token, action),
             None => self.inner.start(action),
         });
-        cleared(py, started)
+        cleared(py, started, Some(&presented))
     }
 
     /// Resumes an approved call by its resume token; returns it cleared to run with the
     /// approved params.
     fn resume(&self, py: Python<'_>, token: String) -> PyResult<Running> {
         let started = py.detach(|| self.inner.resume(token));
-        cleared(py, started)
+        cleared(py, started, None)
     }
 
     /// Records an action that already happened (decision `recorded`).
@@ -300,10 +309,11 @@ fn parse_json(text: &str, what: &str) -> PyResult<Value> {
 }
 
 /// A started call that must be cleared to run; anything else raises.
-fn cleared(py: Python<'_>, started: Started) -> PyResult<Running> {
+fn cleared(py: Python<'_>, started: Started, presented: Option<&Value>) -> PyResult<Running> {
     match started {
         Started::Run(running) => Ok(Running {
             params: running.params.to_string(),
+            edited: presented != Some(&running.params),
             inner: Mutex::new(Some(running)),
         }),
         Started::Done(Err(err)) => Err(core_error(py, err)),

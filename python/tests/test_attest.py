@@ -243,3 +243,23 @@ def test_the_binarys_defaults_apply(tmp_path, monkeypatch, cli):
     with pytest.raises(attest.Refused, match="not today"):
         get_note("n1")
     assert [r["decision"] for r in cli.entries()] == ["refuse"]
+
+
+def test_a_persons_edits_reach_the_function(a, cli):
+    seen = []
+
+    @a.tool(system="notes", verb="create")
+    def create_note(title: str, body: str = "") -> dict:
+        seen.append((title, body))
+        return {"id": "n9"}
+
+    with pytest.raises(attest.Held) as held:
+        create_note("draft", body="hello [NAME]")
+    cli.run("approvers", "add", "ann@acme.com", "--json")
+    added = json.loads(cli.run("approvers", "add", "bob@acme.com", "--json").stdout)
+    cli.run(
+        "confirm", held.value.request_id, "approve", "--edits", '{"body": "hello Ada"}',
+        env={"ATTEST_APPROVER_TOKEN": added["token"]},
+    )
+    assert create_note("draft", body="hello [NAME]") == {"id": "n9"}
+    assert seen == [("draft", "hello Ada")]
