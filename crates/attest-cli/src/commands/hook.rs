@@ -10,7 +10,8 @@
 //!   at Claude Code's permission prompt, whom Attest does not authenticate.
 //!
 //! Anything that cannot be decided (bad JSON, a policy that does not load, a ledger that
-//! cannot record) is answered `deny`: a hook that fails open is no hook.
+//! cannot record) is answered `deny`: a hook that fails open is no hook. A call that ran
+//! but cannot be recorded is answered `"decision": "block"` with the reason.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -60,6 +61,15 @@ pub(crate) fn run(config: &Config, command: &HookCommand) -> anyhow::Result<Exit
         .context("cannot read the hook event from stdin")?;
     let answer = match answer(config, args, &input) {
         Ok(answer) => answer,
+        Err(err) if is_post(&input) => {
+            // The call already ran: tell Claude its record is missing (`attest ledger`
+            // shows the intent row of a write that has no outcome).
+            eprintln!("attest: hook: {err:#}");
+            json!({
+                "decision": "block",
+                "reason": format!("The call ran, but Attest could not record it: {err:#}"),
+            })
+        }
         Err(err) => {
             eprintln!("attest: hook: {err:#}");
             pre_answer(
@@ -72,6 +82,18 @@ pub(crate) fn run(config: &Config, command: &HookCommand) -> anyhow::Result<Exit
     serde_json::to_writer(&mut out, &answer)?;
     writeln!(out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// True when `input` is a `PostToolUse` or `PostToolUseFailure` event (read again only
+/// when answering it failed).
+fn is_post(input: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(input)
+        .ok()
+        .and_then(|event| {
+            let name = event.get("hook_event_name")?.as_str()?.to_owned();
+            Some(name.starts_with("PostToolUse"))
+        })
+        .unwrap_or(false)
 }
 
 /// The answer to one event.

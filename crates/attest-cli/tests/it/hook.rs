@@ -231,6 +231,17 @@ fn what_cannot_be_decided_is_denied() {
     let (verdict, reason) = decision(&answer);
     assert_eq!(verdict, "deny");
     assert!(reason.contains("attest.yaml"), "{reason}");
+    // After the call ran, a record that cannot be written is said to Claude (`block`).
+    let done = post(&event, json!({"stdout": ""}));
+    let answer = self::answer(dir.path(), &done);
+    assert_eq!(answer["decision"], "block", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not record"),
+        "{answer}"
+    );
     // Events the hook has nothing to say about get an empty answer.
     let other = json!({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi"});
     std::fs::remove_file(dir.path().join("attest.yaml")).unwrap();
