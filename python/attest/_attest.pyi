@@ -13,7 +13,7 @@ class Refused(AttestError):
 class Rejected(AttestError):
     """A person rejected the call; the tool did not run."""
 
-    approver: str
+    approver: Optional[str]  # None for Expired
 
 class Expired(Rejected):
     """Nobody approved the call in time; the tool did not run."""

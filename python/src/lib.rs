@@ -341,7 +341,7 @@ fn core_error(py: Python<'_>, err: CoreError) -> PyErr {
         ),
         CoreError::Expired { id, .. } => (
             Expired::new_err(message),
-            vec![("request_id", str_object(py, id))],
+            vec![("request_id", str_object(py, id)), ("approver", py.None())],
         ),
         CoreError::Pending { id, token, .. } => (
             Held::new_err(message),
