@@ -151,6 +151,9 @@ pub(crate) enum Command {
     /// attest_verify, attest_ledger, attest_confirm_status). None of them approves: an
     /// agent may ask and wait, only a registered approver decides.
     McpServer(McpServerArgs),
+    /// Answer a coding agent's hook: `attest hook claude-code` in Claude Code's settings.
+    #[command(subcommand)]
+    Hook(HookCommand),
     /// A forwarding HTTP proxy for REST calls: writes are decided, recorded and read back.
     Gateway(GatewayArgs),
 }
@@ -598,6 +601,28 @@ pub(crate) struct McpServerArgs {
     #[arg(long, env = "ATTEST_AGENT")]
     pub(crate) agent: Option<String>,
     /// The actor recorded by attest_record when the call names none.
+    #[arg(long, env = "ATTEST_ACTOR")]
+    pub(crate) actor: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HookCommand {
+    /// Read one Claude Code hook event (JSON on stdin) and answer in its JSON contract.
+    ///
+    /// PreToolUse: policy decides the call (a Bash command by what it does, a file write
+    /// by its path, an MCP tool `mcp__server__tool` by its name) and the answer is
+    /// `allow`, `deny` (recorded as refused) or `ask` (Claude Code asks its user), with
+    /// the reason. PostToolUse / PostToolUseFailure: the outcome is recorded (the tool
+    /// output is hashed, never stored). Anything that cannot be decided is denied.
+    ClaudeCode(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HookArgs {
+    /// The agent recorded for the calls.
+    #[arg(long, env = "ATTEST_AGENT", default_value = "claude-code")]
+    pub(crate) agent: String,
+    /// The actor recorded for the calls.
     #[arg(long, env = "ATTEST_ACTOR")]
     pub(crate) actor: Option<String>,
 }

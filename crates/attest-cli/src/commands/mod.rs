@@ -6,6 +6,7 @@ mod checkpoint;
 mod demo;
 mod detect;
 mod export;
+mod hook;
 mod import;
 mod keys;
 mod ledger;
@@ -59,6 +60,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::McpProxy(args) => servers::mcp_proxy(&config, args),
         Command::McpServer(args) => servers::mcp_server(&config, &args),
         Command::Gateway(args) => servers::gateway(&config, &args),
+        Command::Hook(command) => hook::run(&config, &command),
     }
 }
 

@@ -11,6 +11,7 @@ mod evidence;
 mod export;
 mod fail_closed;
 mod gateway;
+mod hook;
 mod import;
 mod inbox_browser;
 pub(crate) mod mcp;

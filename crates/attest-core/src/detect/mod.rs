@@ -27,10 +27,12 @@
 //! assert_eq!((found.system.as_str(), found.verb), ("stripe", Verb::Pay));
 //! ```
 
+mod coding_tool;
 mod domain;
 mod error;
 mod graphql;
 mod registry;
+mod shell;
 mod spec;
 mod tokenize;
 mod tool_name;
@@ -42,8 +44,10 @@ use attest_policy::{Action, Extra, Risk, Source, Verb};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use coding_tool::FILES_SYSTEM;
 pub use error::DetectError;
 pub use registry::Registry;
+pub use shell::SHELL_SYSTEM;
 
 /// The system name given to calls detection could not place.
 pub const UNKNOWN_SYSTEM: &str = "unknown";
@@ -90,6 +94,21 @@ pub enum DetectInput<'a> {
         /// The function's name.
         name: &'a str,
     },
+    /// A shell command line (`git push origin main`, `rm -rf build`), judged by its
+    /// riskiest simple command; a program nobody knows is an unrecognised `shell`/`execute`.
+    Shell {
+        /// The command line.
+        command: &'a str,
+    },
+    /// A coding agent's tool call (Claude Code's `Bash`, `Write`, `Edit`, `MultiEdit`,
+    /// `Read`, `WebFetch`, MCP tools `mcp__server__tool`), described from its input: a
+    /// command by what it does, a file write by its path.
+    CodingTool {
+        /// The tool's name.
+        name: &'a str,
+        /// The tool's input (`{"command": …}`, `{"file_path": …}`).
+        input: &'a Value,
+    },
     /// System and verb given by the caller; they always win.
     Manual {
         /// The system.
@@ -118,7 +137,13 @@ impl DetectInput<'_> {
             DetectInput::Sdk { path: name } | DetectInput::Function { name } => {
                 extra.tool_name = Some(name.to_owned());
             }
-            DetectInput::Manual { .. } => {}
+            DetectInput::CodingTool { name, input } => {
+                extra.tool_name = Some(name.to_owned());
+                if let Some(url) = input.get("url").and_then(Value::as_str) {
+                    extra.url = Some(url.to_owned());
+                }
+            }
+            DetectInput::Shell { .. } | DetectInput::Manual { .. } => {}
         }
     }
 }

@@ -222,6 +222,10 @@ impl Registry {
             DetectInput::Http { method, url, body } => {
                 super::url::detect_http(self, method, url, body)
             }
+            DetectInput::Shell { command } => super::shell::detect_command(self, command),
+            DetectInput::CodingTool { name, input } => {
+                super::coding_tool::detect_coding_tool(self, name, input)
+            }
             DetectInput::Manual { system, verb } => Detection::manual(system, verb),
         }
     }

@@ -1,0 +1,249 @@
+//! `attest hook claude-code`: recorded Claude Code hook events on stdin, the decision JSON
+//! on stdout, and the rows the events leave.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::{exported_entries, stderr, stdout};
+
+/// Runs the hook in `dir` (ledger `ledger.sqlite`) with `event` on stdin.
+fn hook(dir: &Path, event: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["--ledger", "ledger.sqlite", "hook", "claude-code"])
+        .current_dir(dir)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The answer JSON, after checking the hook exited 0 (Claude Code reads JSON only then).
+fn answer(dir: &Path, event: &Value) -> Value {
+    let output = hook(dir, &event.to_string());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    serde_json::from_str(stdout(&output).trim()).unwrap()
+}
+
+/// A `PreToolUse` event as Claude Code sends it.
+fn pre(tool: &str, input: Value, id: &str) -> Value {
+    json!({
+        "session_id": "0f2c9a4e-session",
+        "transcript_path": "/home/dev/.claude/projects/app/0f2c9a4e.jsonl",
+        "cwd": "/home/dev/app",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": id,
+    })
+}
+
+/// The `PostToolUse` event for `pre`, with the tool's response.
+fn post(pre: &Value, response: Value) -> Value {
+    let mut event = pre.clone();
+    event["hook_event_name"] = json!("PostToolUse");
+    event["tool_response"] = response;
+    event
+}
+
+fn decision(answer: &Value) -> (&str, &str) {
+    let out = &answer["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"], "PreToolUse", "{answer}");
+    (
+        out["permissionDecision"].as_str().unwrap(),
+        out["permissionDecisionReason"].as_str().unwrap(),
+    )
+}
+
+#[test]
+fn reads_and_source_edits_are_allowed_and_recorded_after_they_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = pre(
+        "Bash",
+        json!({"command": "git status", "description": "status"}),
+        "toolu_01",
+    );
+    assert_eq!(decision(&answer(dir.path(), &status)).0, "allow");
+    // PreToolUse writes nothing for a call that acts: its row comes with the outcome.
+    assert!(!dir.path().join("ledger.sqlite").exists() || exported_entries(dir.path()).is_empty());
+    let done = post(
+        &status,
+        json!({"stdout": "nothing to commit", "stderr": "", "interrupted": false, "isImage": false}),
+    );
+    assert_eq!(answer(dir.path(), &done), json!({}));
+
+    let edit = pre(
+        "Edit",
+        json!({"file_path": "/home/dev/app/src/main.rs", "old_string": "a", "new_string": "b"}),
+        "toolu_02",
+    );
+    assert_eq!(decision(&answer(dir.path(), &edit)).0, "allow");
+    answer(
+        dir.path(),
+        &post(&edit, json!({"filePath": "/home/dev/app/src/main.rs"})),
+    );
+
+    let entries = exported_entries(dir.path());
+    let rows: Vec<(&str, &str, &str, &str)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["system"].as_str().unwrap(),
+                e["verb"].as_str().unwrap(),
+                e["decision"].as_str().unwrap(),
+                e["execution"]["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("git", "read", "act", "ok"),
+            ("files", "write", "act", "intent"),
+            ("files", "write", "act", "ok"),
+        ]
+    );
+    assert!(entries.iter().all(|e| e["agent"] == "claude-code"));
+    assert!(entries.iter().all(|e| e["run_id"] == "0f2c9a4e-session"));
+    // The command and the file's content are fingerprints, never text in the ledger.
+    let text = serde_json::to_string(&entries).unwrap();
+    assert!(
+        !text.contains("nothing to commit") && !text.contains("new_string"),
+        "{text}"
+    );
+}
+
+#[test]
+fn risky_commands_ask_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, command) in [
+        "git push origin main",
+        "rm -rf build",
+        "gh pr merge 42 --squash",
+        "curl -X POST https://hooks.slack.com/services/T000/B000/XXXX -d '{\"text\":\"hi\"}'",
+        "./deploy.sh production",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let event = pre("Bash", json!({"command": command}), &format!("toolu_{i}"));
+        let answer = answer(dir.path(), &event);
+        let (verdict, reason) = decision(&answer);
+        assert_eq!(verdict, "ask", "{command}: {answer}");
+        assert!(reason.starts_with("Attest: "), "{reason}");
+    }
+    // An edit to the agent's own settings asks too; a write to source code does not.
+    let settings = pre(
+        "Write",
+        json!({"file_path": "/home/dev/app/.claude/settings.json", "content": "{}"}),
+        "toolu_9",
+    );
+    assert_eq!(decision(&answer(dir.path(), &settings)).0, "ask");
+    let mcp = pre(
+        "mcp__github__create_issue",
+        json!({"title": "x"}),
+        "toolu_10",
+    );
+    let answer = answer(dir.path(), &mcp);
+    let (verdict, reason) = decision(&answer);
+    assert_eq!(verdict, "ask");
+    assert!(reason.contains("github.create"), "{reason}");
+}
+
+#[test]
+fn an_asked_call_that_ran_is_recorded_as_approved_at_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let push = pre(
+        "Bash",
+        json!({"command": "git push origin main"}),
+        "toolu_1",
+    );
+    assert_eq!(decision(&answer(dir.path(), &push)).0, "ask");
+    answer(
+        dir.path(),
+        &post(&push, json!({"stdout": "", "stderr": "To origin\n"})),
+    );
+    let entries = exported_entries(dir.path());
+    let outcome = entries.last().unwrap();
+    assert_eq!(outcome["decision"], "ask");
+    assert_eq!(outcome["execution"]["status"], "ok");
+    assert_eq!(
+        outcome["confirm"]["approver"], "claude-code-prompt",
+        "{outcome}"
+    );
+}
+
+#[test]
+fn a_refused_call_is_denied_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("attest.yaml"),
+        "version: 1\npolicies:\n  - name: no-force-push\n    match:\n      action: git.delete\n    decision: refuse\n    reason: history is never rewritten\n",
+    )
+    .unwrap();
+    let push = pre(
+        "Bash",
+        json!({"command": "git push --force origin main"}),
+        "toolu_1",
+    );
+    let answer = answer(dir.path(), &push);
+    let (verdict, reason) = decision(&answer);
+    assert_eq!(verdict, "deny");
+    assert!(reason.contains("history is never rewritten"), "{reason}");
+    let entries = exported_entries(dir.path());
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["decision"], "refuse");
+    assert_eq!(
+        (entries[0]["system"].as_str(), entries[0]["verb"].as_str()),
+        (Some("git"), Some("delete"))
+    );
+}
+
+#[test]
+fn what_cannot_be_decided_is_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["", "not json", "{\"tool_name\": \"Bash\"}", "[1,2]"] {
+        let output = hook(dir.path(), bad);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let answer: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+        assert_eq!(decision(&answer).0, "deny", "{bad}: {answer}");
+    }
+    // A policy that does not load denies too, naming the file.
+    std::fs::write(
+        dir.path().join("attest.yaml"),
+        "version: 1\npolicies: [{decision: maybe}]\n",
+    )
+    .unwrap();
+    let event = pre("Bash", json!({"command": "ls"}), "toolu_1");
+    let answer = answer(dir.path(), &event);
+    let (verdict, reason) = decision(&answer);
+    assert_eq!(verdict, "deny");
+    assert!(reason.contains("attest.yaml"), "{reason}");
+    // After the call ran, a record that cannot be written is said to Claude (`block`).
+    let done = post(&event, json!({"stdout": ""}));
+    let answer = self::answer(dir.path(), &done);
+    assert_eq!(answer["decision"], "block", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not record"),
+        "{answer}"
+    );
+    // Events the hook has nothing to say about get an empty answer.
+    let other = json!({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi"});
+    std::fs::remove_file(dir.path().join("attest.yaml")).unwrap();
+    assert_eq!(self::answer(dir.path(), &other), json!({}));
+}

@@ -1,0 +1,396 @@
+//! `attest._attest`, the native half of the Python package `attest`: the Rust engine
+//! (`attest-core`) behind a few Python classes. The Python half (`python/attest/`) adds
+//! the decorator, the `run` context and the framework adapters.
+//!
+//! Every call that waits on the engine (a decision, an append) releases the GIL, so other
+//! Python threads run meanwhile. Params and results cross as JSON text; the tool's own
+//! Python result is never converted back: the caller keeps the object its function made.
+//!
+//! This module only translates: all calls into core go through the `engine` module.
+
+mod engine;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use attest_core::{AttestError as CoreError, Receipt as CoreReceipt};
+use attest_policy::Verb;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::Value;
+
+/// The framework name under which calls are a coding agent's own tools (`Bash`, `Write`,
+/// …), described from their input (`attest.claude_agent_sdk` passes it).
+const CODING_AGENT_FRAMEWORK: &str = "claude-agent-sdk";
+
+use engine::{CallSpec, Engine as CoreEngine, EngineError, Settings, Started};
+
+pyo3::create_exception!(
+    _attest,
+    AttestError,
+    PyException,
+    "Attest could not decide or record a call (the tool did not run, or ran unrecorded)."
+);
+pyo3::create_exception!(
+    _attest,
+    Refused,
+    AttestError,
+    "Policy refused the call; the tool did not run. `.receipt` is the refusal's row."
+);
+pyo3::create_exception!(
+    _attest,
+    Rejected,
+    AttestError,
+    "A person rejected the call; the tool did not run. `.approver`, `.receipt`."
+);
+pyo3::create_exception!(
+    _attest,
+    Expired,
+    Rejected,
+    "Nobody approved the call in time; the tool did not run. `.request_id`, `.receipt`."
+);
+pyo3::create_exception!(
+    _attest,
+    Held,
+    AttestError,
+    "The call waits for a person: `.token` resumes it once approved; `.request_id`, `.receipt`."
+);
+
+/// What one call left in the ledger.
+#[pyclass(module = "attest", frozen, get_all)]
+#[derive(Clone)]
+struct Receipt {
+    /// The action's id.
+    action_id: String,
+    /// The ledger row's seq.
+    seq: u64,
+    /// The ledger row's hash, lower-case hex.
+    entry_hash: String,
+    /// The row's timestamp (RFC 3339, UTC).
+    ts: String,
+    /// `act`, `ask`, `refuse` or `recorded`.
+    decision: String,
+    /// Why policy decided so.
+    reasons: Vec<String>,
+    /// Who approved or rejected, when a person was asked.
+    approver: Option<String>,
+    /// `verified`, `verified-custom`, `acknowledged`, `attested-only` or `unverified`.
+    level: Option<String>,
+    /// Set when the tool ran but its outcome row could not be written.
+    warning: Option<String>,
+}
+
+impl From<&CoreReceipt> for Receipt {
+    fn from(receipt: &CoreReceipt) -> Self {
+        Receipt {
+            action_id: receipt.action_id.clone(),
+            seq: receipt.seq,
+            entry_hash: receipt.entry_hash.clone(),
+            ts: receipt.ts.clone(),
+            decision: receipt.decision.as_str().to_owned(),
+            reasons: receipt.reasons.clone(),
+            approver: receipt.approver.clone(),
+            level: receipt.level.map(|level| level.as_str().to_owned()),
+            warning: receipt.warning.clone(),
+        }
+    }
+}
+
+#[pymethods]
+impl Receipt {
+    /// The receipt as a plain dict (JSON-ready).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("action_id", &self.action_id)?;
+        dict.set_item("seq", self.seq)?;
+        dict.set_item("entry_hash", &self.entry_hash)?;
+        dict.set_item("ts", &self.ts)?;
+        dict.set_item("decision", &self.decision)?;
+        dict.set_item("reasons", &self.reasons)?;
+        dict.set_item("approver", &self.approver)?;
+        dict.set_item("level", &self.level)?;
+        dict.set_item("warning", &self.warning)?;
+        Ok(dict)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Receipt(seq={}, decision={:?}, level={:?}, action_id={:?})",
+            self.seq,
+            self.decision,
+            self.level.as_deref().unwrap_or("none"),
+            self.action_id
+        )
+    }
+}
+
+/// A call cleared to run: run the tool with `params`, then `finish` or `fail`.
+#[pyclass(module = "attest._attest", frozen)]
+struct Running {
+    params: String,
+    edited: bool,
+    inner: Mutex<Option<engine::Running>>,
+}
+
+#[pymethods]
+impl Running {
+    /// The params to run the tool with, as JSON text (a person may have edited them).
+    #[getter]
+    fn params(&self) -> &str {
+        &self.params
+    }
+
+    /// True when `params` differ from the ones the call presented (a person's edits on
+    /// approval), or the call presented none (a resume by token).
+    #[getter]
+    fn edited(&self) -> bool {
+        self.edited
+    }
+
+    /// The tool returned: `result` is its result as JSON text (for verification only).
+    fn finish(&self, py: Python<'_>, result: &str) -> PyResult<Receipt> {
+        let value = parse_json(result, "result")?;
+        self.answer(py, Ok(value))
+    }
+
+    /// The tool raised: `error` names the failure (only its hash is recorded).
+    fn fail(&self, py: Python<'_>, error: &str) -> PyResult<Receipt> {
+        self.answer(py, Err(error.to_owned()))
+    }
+}
+
+impl Running {
+    fn answer(&self, py: Python<'_>, answer: Result<Value, String>) -> PyResult<Receipt> {
+        let running = self
+            .inner
+            .lock()
+            .map_err(|_| AttestError::new_err("the call's state was poisoned"))?
+            .take()
+            .ok_or_else(|| AttestError::new_err("this call was already finished"))?;
+        let receipt = py.detach(move || running.finish(answer));
+        receipt
+            .map(|receipt| Receipt::from(&receipt))
+            .map_err(|err| engine_error(py, err))
+    }
+}
+
+/// The engine: one ledger, one policy, one approval store.
+#[pyclass(module = "attest._attest", frozen, name = "Engine")]
+struct Engine {
+    inner: CoreEngine,
+}
+
+#[pymethods]
+impl Engine {
+    #[new]
+    #[pyo3(signature = (ledger, policy=None, agent=None, actor=None, key=None, durability=None, wait=0.0))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
+    fn new(
+        py: Python<'_>,
+        ledger: PathBuf,
+        policy: Option<PathBuf>,
+        agent: Option<String>,
+        actor: Option<String>,
+        key: Option<PathBuf>,
+        durability: Option<String>,
+        wait: f64,
+    ) -> PyResult<Engine> {
+        let wait = Duration::try_from_secs_f64(wait)
+            .map_err(|_| PyValueError::new_err("wait must be a number of seconds, 0 or more"))?;
+        let settings = Settings {
+            ledger,
+            policy,
+            agent,
+            actor,
+            key,
+            durability,
+            wait,
+        };
+        let inner = py
+            .detach(move || CoreEngine::open(settings))
+            .map_err(|err| engine_error(py, err))?;
+        Ok(Engine { inner })
+    }
+
+    /// Decides a call and returns it cleared to run; raises `Refused`, `Rejected`,
+    /// `Held` or `AttestError` when it may not run. With `token` (from an earlier
+    /// `Held`), the call is the held one presented again and runs once approved.
+    #[pyo3(signature = (name, params, system=None, verb=None, target=None, framework=None, run_id=None, token=None))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
+    fn start(
+        &self,
+        py: Python<'_>,
+        name: String,
+        params: &str,
+        system: Option<String>,
+        verb: Option<&str>,
+        target: Option<String>,
+        framework: Option<String>,
+        run_id: Option<String>,
+        token: Option<String>,
+    ) -> PyResult<Running> {
+        let spec = CallSpec {
+            name,
+            system,
+            verb: parse_verb(verb)?,
+            target,
+            coding_agent: framework.as_deref() == Some(CODING_AGENT_FRAMEWORK),
+            framework,
+            run_id,
+        };
+        let presented = parse_json(params, "params")?;
+        let action = CoreEngine::action(&spec, presented.clone());
+        let started = py.detach(|| match token {
+            Some(token) => self.inner.resume_action(token, action),
+            None => self.inner.start(action),
+        });
+        cleared(py, started, Some(&presented))
+    }
+
+    /// Resumes an approved call by its resume token; returns it cleared to run with the
+    /// approved params.
+    fn resume(&self, py: Python<'_>, token: String) -> PyResult<Running> {
+        let started = py.detach(|| self.inner.resume(token));
+        cleared(py, started, None)
+    }
+
+    /// Records an action that already happened (decision `recorded`).
+    #[pyo3(signature = (name, params, system=None, verb=None, target=None, result=None, framework=None, run_id=None))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
+    fn record(
+        &self,
+        py: Python<'_>,
+        name: String,
+        params: &str,
+        system: Option<String>,
+        verb: Option<&str>,
+        target: Option<String>,
+        result: Option<&str>,
+        framework: Option<String>,
+        run_id: Option<String>,
+    ) -> PyResult<Receipt> {
+        let spec = CallSpec {
+            name,
+            system,
+            verb: parse_verb(verb)?,
+            target,
+            coding_agent: framework.as_deref() == Some(CODING_AGENT_FRAMEWORK),
+            framework,
+            run_id,
+        };
+        let action = CoreEngine::action(&spec, parse_json(params, "params")?);
+        let result = result.map(|text| parse_json(text, "result")).transpose()?;
+        let receipt = py.detach(|| self.inner.record(action, result));
+        receipt
+            .map(|receipt| Receipt::from(&receipt))
+            .map_err(|err| core_error(py, err))
+    }
+
+    /// Signs a checkpoint of the ledger's head with the signing key; returns the note.
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| self.inner.checkpoint())
+            .map_err(|err| engine_error(py, err))
+    }
+}
+
+fn parse_verb(verb: Option<&str>) -> PyResult<Option<Verb>> {
+    verb.map(|word| {
+        word.parse::<Verb>()
+            .map_err(|err| PyValueError::new_err(err.to_string()))
+    })
+    .transpose()
+}
+
+fn parse_json(text: &str, what: &str) -> PyResult<Value> {
+    serde_json::from_str(text)
+        .map_err(|err| PyValueError::new_err(format!("{what} is not JSON: {err}")))
+}
+
+/// A started call that must be cleared to run; anything else raises.
+fn cleared(py: Python<'_>, started: Started, presented: Option<&Value>) -> PyResult<Running> {
+    match started {
+        Started::Run(running) => Ok(Running {
+            params: running.params.to_string(),
+            edited: presented != Some(&running.params),
+            inner: Mutex::new(Some(running)),
+        }),
+        Started::Done(Err(err)) => Err(core_error(py, err)),
+        Started::Done(Ok(_)) => Err(AttestError::new_err(
+            "the call finished without running its tool",
+        )),
+    }
+}
+
+fn engine_error(py: Python<'_>, err: EngineError) -> PyErr {
+    match err {
+        EngineError::Attest(err) => core_error(py, err),
+        other => AttestError::new_err(chain(&other)),
+    }
+}
+
+/// The exception an outcome raises, with its receipt (and token) as attributes.
+fn core_error(py: Python<'_>, err: CoreError) -> PyErr {
+    let message = chain(&err);
+    let (exception, attributes): (PyErr, Vec<(&str, Py<PyAny>)>) = match &err {
+        CoreError::Refused { .. } => (Refused::new_err(message), vec![]),
+        CoreError::Rejected { approver, .. } => (
+            Rejected::new_err(message),
+            vec![("approver", str_object(py, approver))],
+        ),
+        CoreError::Expired { id, .. } => (
+            Expired::new_err(message),
+            vec![("request_id", str_object(py, id)), ("approver", py.None())],
+        ),
+        CoreError::Pending { id, token, .. } => (
+            Held::new_err(message),
+            vec![
+                ("request_id", str_object(py, id)),
+                ("token", str_object(py, token.expose())),
+            ],
+        ),
+        _ => (AttestError::new_err(message), vec![]),
+    };
+    let value = exception.value(py);
+    let receipt = err
+        .receipt()
+        .and_then(|receipt| Py::new(py, Receipt::from(receipt)).ok())
+        .map(Py::into_any);
+    let _ = value.setattr("receipt", receipt.unwrap_or_else(|| py.None()));
+    for (name, attribute) in attributes {
+        let _ = value.setattr(name, attribute);
+    }
+    exception
+}
+
+fn str_object(py: Python<'_>, text: &str) -> Py<PyAny> {
+    pyo3::types::PyString::new(py, text).into_any().unbind()
+}
+
+/// An error and its sources, `: `-joined.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(next) = source {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        source = next.source();
+    }
+    text
+}
+
+/// The native module `attest._attest`.
+#[pymodule]
+fn _attest(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add_class::<Engine>()?;
+    module.add_class::<Running>()?;
+    module.add_class::<Receipt>()?;
+    module.add("AttestError", py.get_type::<AttestError>())?;
+    module.add("Refused", py.get_type::<Refused>())?;
+    module.add("Rejected", py.get_type::<Rejected>())?;
+    module.add("Expired", py.get_type::<Expired>())?;
+    module.add("Held", py.get_type::<Held>())?;
+    Ok(())
+}

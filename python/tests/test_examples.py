@@ -1,0 +1,30 @@
+"""The examples under examples/python/ run as written (offline) and say what README says."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+EXAMPLES = {
+    "attest_tools.py": ["refund_charge: refused: refused by policy: agents do not move money", "create_note: held"],
+    "attest_langchain.py": ["get_weather: [success] sunny in Oslo", "delete_repository: [error]"],
+    "attest_openai_agents.py": ["c1: order 42: shipped", "c2: Not run yet"],
+    "attest_claude_agent_sdk.py": ["git status: allow", "git push --force origin main: deny"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_runs(name, tmp_path):
+    env = {**os.environ, "ATTEST_LEDGER": str(tmp_path / "ledger.sqlite")}
+    out = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "python" / name)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    for expected in EXAMPLES[name]:
+        assert expected in out.stdout, out.stdout
