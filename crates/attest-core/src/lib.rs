@@ -38,6 +38,7 @@
 //! ```
 
 pub mod approvals;
+pub mod config;
 mod console_gate;
 pub mod detect;
 mod error;

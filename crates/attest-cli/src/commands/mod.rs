@@ -2,6 +2,7 @@
 
 mod approvals;
 mod checkpoint;
+mod config;
 mod demo;
 mod detect;
 mod export;
@@ -25,7 +26,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // Needs no ledger settings.
         return recipes::run(command);
     }
-    let config = Config::from_global(&cli.global)?;
+    if let Command::Config(command) = &cli.command {
+        // Reports a file that does not load instead of failing on it.
+        return config::run(&cli.global, command);
+    }
+    let config = Config::load(&cli.global)?;
     match cli.command {
         Command::Demo => demo::run(&config),
         Command::Ledger(args) => ledger::run(&config, &args),
@@ -42,6 +47,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
         Command::Recipes(command) => recipes::run(&command),
+        Command::Config(command) => config::run(&cli.global, &command),
         // approvals (issue 7)
         Command::Pending(args) => approvals::pending(&config, &args),
         Command::Confirm(args) => approvals::confirm(&config, &args),
