@@ -90,7 +90,9 @@ impl Config {
         )
         .or_else(|| {
             let local = Path::new(DEFAULT_CONFIG_PATH);
-            local.exists().then(|| (local.to_path_buf(), Source::Default))
+            local
+                .exists()
+                .then(|| (local.to_path_buf(), Source::Default))
         });
         let file = match &file_path {
             Some((path, _)) => ConfigFile::load(path)?,
@@ -108,9 +110,12 @@ impl Config {
             file.durability.clone(),
         )
         .unwrap_or_else(|| ("full".to_owned(), Source::Default));
-        let durability = durability
-            .parse()
-            .with_context(|| format!("bad durability {durability:?} (from {})", durability_source.as_str()))?;
+        let durability = durability.parse().with_context(|| {
+            format!(
+                "bad durability {durability:?} (from {})",
+                durability_source.as_str()
+            )
+        })?;
         let (policy_path, policy_source) = match pick(
             global.policy.clone(),
             env_var("ATTEST_POLICY").map(PathBuf::from),
@@ -190,7 +195,11 @@ impl Config {
     /// The one-click link signer, when the link key's variable is set.
     pub(crate) fn link_signer(&self) -> Option<LinkSigner> {
         let key = env_var(self.file.link_key_var())?;
-        Some(LinkSigner::new(Secret::new(key), self.inbox_url(), LINK_TTL))
+        Some(LinkSigner::new(
+            Secret::new(key),
+            self.inbox_url(),
+            LINK_TTL,
+        ))
     }
 
     /// The Slack notifier, when configured: the inbox updates cards with it.

@@ -360,12 +360,14 @@ impl ConfigFile {
             field,
             message: message.to_owned(),
         };
-        let check_var = |field: &str, value: &Option<String>| match value {
+        let check_var = |field: &str, value: &Option<String>| {
+            match value {
             Some(name) if !is_var_name(name) => Err(invalid(
                 field.to_owned(),
                 "not an environment variable name (letters, digits and _; the secret itself never goes in this file)",
             )),
             _ => Ok(()),
+        }
         };
         let check_url = |field: String, value: &Option<String>| match value {
             Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
@@ -503,7 +505,10 @@ pub mod vars {
 impl ConfigFile {
     /// The variable holding the link key.
     pub fn link_key_var(&self) -> &str {
-        self.notify.link_key_env.as_deref().unwrap_or(vars::LINK_KEY)
+        self.notify
+            .link_key_env
+            .as_deref()
+            .unwrap_or(vars::LINK_KEY)
     }
 
     /// The variable holding Slack's signing secret.
@@ -525,11 +530,13 @@ impl ConfigFile {
         origin: &str,
     ) -> Result<Vec<Arc<dyn Notifier>>, ConfigError> {
         let secret = |field: &str, var: &str| {
-            env.var(var).map(Secret::new).ok_or_else(|| ConfigError::Invalid {
-                origin: origin.to_owned(),
-                field: field.to_owned(),
-                message: format!("the variable {var} is not set"),
-            })
+            env.var(var)
+                .map(Secret::new)
+                .ok_or_else(|| ConfigError::Invalid {
+                    origin: origin.to_owned(),
+                    field: field.to_owned(),
+                    message: format!("the variable {var} is not set"),
+                })
         };
         let mut out: Vec<Arc<dyn Notifier>> = Vec::new();
         if let Some(slack) = self.slack_notifier(env, links, origin)? {
@@ -550,9 +557,11 @@ impl ConfigFile {
                     })
                 }
             };
-            let var = webhook.secret_env.as_deref().unwrap_or(vars::WEBHOOK_SECRET);
-            let mut notifier =
-                WebhookNotifier::new(url, secret("notify.webhook.secret_env", var)?);
+            let var = webhook
+                .secret_env
+                .as_deref()
+                .unwrap_or(vars::WEBHOOK_SECRET);
+            let mut notifier = WebhookNotifier::new(url, secret("notify.webhook.secret_env", var)?);
             if let Some(links) = links {
                 notifier = notifier.with_links(links.clone());
             }
@@ -695,7 +704,9 @@ mod duration {
             None => Ok(None),
             Some(Raw::Secs(secs)) => Ok(Some(Duration::from_secs(secs))),
             Some(Raw::Text(text)) => humantime::parse_duration(&text).map(Some).map_err(|err| {
-                serde::de::Error::custom(format!("bad duration {text:?} ({err}); write 90s, 5m or 1h"))
+                serde::de::Error::custom(format!(
+                    "bad duration {text:?} ({err}); write 90s, 5m or 1h"
+                ))
             }),
         }
     }
@@ -737,7 +748,10 @@ gateway: {upstream: 'https://api.acme.com', allow_upstream: [api.github.com]}
         assert_eq!(file.notify.email.as_ref().unwrap().tls, SmtpTls::Tls);
         file.resolve(Path::new("/etc/attest"));
         assert_eq!(file.ledger.as_deref(), Some("/etc/attest/audit.sqlite"));
-        assert_eq!(file.registry, vec![PathBuf::from("/etc/attest/in-house.yaml")]);
+        assert_eq!(
+            file.registry,
+            vec![PathBuf::from("/etc/attest/in-house.yaml")]
+        );
     }
 
     #[test]
@@ -745,11 +759,17 @@ gateway: {upstream: 'https://api.acme.com', allow_upstream: [api.github.com]}
         let err = ConfigFile::parse("agent: a\nnotify:\n  webhook:\n    ur: x\n", "c.yaml")
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("c.yaml:4:5: notify.webhook: unknown field `ur`"), "{err}");
+        assert!(
+            err.starts_with("c.yaml:4:5: notify.webhook: unknown field `ur`"),
+            "{err}"
+        );
         let err = ConfigFile::parse("approvals: {use_by: soon}\n", "c.yaml")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("c.yaml:1:") && err.contains("bad duration"), "{err}");
+        assert!(
+            err.contains("c.yaml:1:") && err.contains("bad duration"),
+            "{err}"
+        );
         let err = ConfigFile::parse(
             "notify: {slack: {channel: x, token_env: 'xoxb-123'}}\n",
             "c.yaml",

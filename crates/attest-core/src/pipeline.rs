@@ -173,7 +173,9 @@ impl Attest {
     /// The detection registry calls are detected with (the one given to the builder,
     /// else [`Registry::shared`]).
     pub fn registry(&self) -> &Registry {
-        self.registry.as_deref().unwrap_or_else(|| Registry::shared())
+        self.registry
+            .as_deref()
+            .unwrap_or_else(|| Registry::shared())
     }
 
     /// The ledger actions are recorded in.

@@ -328,9 +328,6 @@ fn listen_address(config: &Config, args: &ServeArgs) -> anyhow::Result<(IpAddr, 
             .with_context(|| format!("--host {host:?} is not an IP address"))?,
         None => configured.map_or(IpAddr::from([127, 0, 0, 1]), |a| a.ip()),
     };
-    let port = args
-        .port
-        .or(configured.map(|a| a.port()))
-        .unwrap_or(8321);
+    let port = args.port.or(configured.map(|a| a.port())).unwrap_or(8321);
     Ok((ip, port))
 }

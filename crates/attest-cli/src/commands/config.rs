@@ -77,7 +77,10 @@ fn check(global: &Global, args: &ConfigCheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         match &file {
             Some(file) => writeln!(out, "configuration file: {file}")?,
-            None => writeln!(out, "configuration file: none (flags, environment and defaults only)")?,
+            None => writeln!(
+                out,
+                "configuration file: none (flags, environment and defaults only)"
+            )?,
         }
         let width = settings.iter().map(|s| s.key.len()).max().unwrap_or(0);
         for setting in &settings {
@@ -146,12 +149,7 @@ fn effective(config: &Config) -> Vec<Setting> {
         env_var("ATTEST_SIGNING_KEY"),
         file.key.as_ref().map(|p| p.display().to_string()),
     )
-    .unwrap_or_else(|| {
-        (
-            config.key_path(None).display().to_string(),
-            Source::Default,
-        )
-    });
+    .unwrap_or_else(|| (config.key_path(None).display().to_string(), Source::Default));
     push("key", json!(key), source);
     let (origin, source) = pick(None, None, file.origin.clone())
         .unwrap_or_else(|| ("attest-ledger".to_owned(), Source::Default));

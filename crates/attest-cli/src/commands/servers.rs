@@ -73,9 +73,10 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         Some(url) => UpstreamSpec::Url {
             url: url.clone(),
             bearer: match &args.bearer_env {
-                Some(var) => Some(crate::config::env_var(var).with_context(|| {
-                    format!("--bearer-env {var}: the variable is not set")
-                })?),
+                Some(var) => Some(
+                    crate::config::env_var(var)
+                        .with_context(|| format!("--bearer-env {var}: the variable is not set"))?,
+                ),
                 None => None,
             },
         },
@@ -131,10 +132,12 @@ pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Resul
 }
 
 pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<ExitCode> {
-    let upstream = match args.upstream.as_ref().or(config.file.gateway.upstream.as_ref()) {
-        Some(text) => {
-            Some(reqwest::Url::parse(text).with_context(|| format!("upstream {text}"))?)
-        }
+    let upstream = match args
+        .upstream
+        .as_ref()
+        .or(config.file.gateway.upstream.as_ref())
+    {
+        Some(text) => Some(reqwest::Url::parse(text).with_context(|| format!("upstream {text}"))?),
         None => None,
     };
     let mut operations = Vec::new();

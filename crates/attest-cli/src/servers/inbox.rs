@@ -31,8 +31,7 @@ use std::time::Duration;
 use anyhow::Context;
 use attest_core::approvals::{
     verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackNotifier,
-    SlackPress,
-    SLACK_TOLERANCE,
+    SlackPress, SLACK_TOLERANCE,
 };
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError, ResumeToken};
 use attest_ledger::Clock;

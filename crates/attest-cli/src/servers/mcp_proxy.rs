@@ -34,8 +34,7 @@ use std::time::Duration;
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
 use attest_core::{
-    Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, Receipt, Registry,
-    ToolError,
+    Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, Receipt, Registry, ToolError,
 };
 use attest_policy::{Action, Risk, Verb};
 use rmcp::model::{
@@ -933,13 +932,27 @@ mod tests {
     fn hints_make_calls_stricter_or_place_unknown_reads() {
         let mut hints = ToolAnnotations::new();
         hints.read_only_hint = Some(true);
-        let echo = action_for(Registry::shared(), "everything", false, "echo", json!({}), None);
+        let echo = action_for(
+            Registry::shared(),
+            "everything",
+            false,
+            "echo",
+            json!({}),
+            None,
+        );
         let mut read = echo.clone();
         apply_hints(&mut read, &hints);
         assert!(read.verb.is_read(), "{:?}", read.verb);
 
         // A name Attest recognises as a write stays a write, whatever the hint says.
-        let mut write = action_for(Registry::shared(), "github", false, "create_issue", json!({}), None);
+        let mut write = action_for(
+            Registry::shared(),
+            "github",
+            false,
+            "create_issue",
+            json!({}),
+            None,
+        );
         assert!(write.recognised);
         apply_hints(&mut write, &hints);
         assert_eq!(write.verb, Verb::Create);
@@ -952,9 +965,23 @@ mod tests {
 
         let mut hints = ToolAnnotations::new();
         hints.idempotent_hint = Some(true);
-        let mut set = action_for(Registry::shared(), "x", false, "frobnicate", json!({}), None);
+        let mut set = action_for(
+            Registry::shared(),
+            "x",
+            false,
+            "frobnicate",
+            json!({}),
+            None,
+        );
         // A server the user named is the system, whether or not Attest knows it.
-        let named = action_for(Registry::shared(), "hr", true, "get_employee", json!({}), None);
+        let named = action_for(
+            Registry::shared(),
+            "hr",
+            true,
+            "get_employee",
+            json!({}),
+            None,
+        );
         assert_eq!((named.system.as_str(), named.verb), ("hr", Verb::Get));
         set.verb = Verb::Write;
         apply_hints(&mut set, &hints);

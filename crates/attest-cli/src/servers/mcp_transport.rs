@@ -112,7 +112,11 @@ impl UpstreamSpec {
 /// reached the proxy over streamable HTTP.
 pub(crate) fn request_bearer(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<http::request::Parts>()?;
-    let value = parts.headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let value = parts
+        .headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
@@ -254,7 +258,10 @@ impl Relay {
 }
 
 fn unexpected(what: &str) -> ErrorData {
-    ErrorData::internal_error(format!("the upstream answered {what} with another kind of result"), None)
+    ErrorData::internal_error(
+        format!("the upstream answered {what} with another kind of result"),
+        None,
+    )
 }
 
 impl ServerHandler for Relay {
@@ -275,7 +282,10 @@ impl ServerHandler for Relay {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         match self
-            .ask(ClientRequest::InitializeRequest(Request::new(request)), context)
+            .ask(
+                ClientRequest::InitializeRequest(Request::new(request)),
+                context,
+            )
             .await?
         {
             ServerResult::InitializeResult(result) => Ok(result),
@@ -303,7 +313,10 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         match self
-            .ask(ClientRequest::CallToolRequest(Request::new(request)), context)
+            .ask(
+                ClientRequest::CallToolRequest(Request::new(request)),
+                context,
+            )
             .await?
         {
             ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
@@ -331,7 +344,10 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         match self
-            .ask(ClientRequest::ReadResourceRequest(Request::new(request)), context)
+            .ask(
+                ClientRequest::ReadResourceRequest(Request::new(request)),
+                context,
+            )
             .await?
         {
             ServerResult::ReadResourceResult(result) => Ok(ReadResourceResponse::Complete(result)),
@@ -359,7 +375,10 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         match self
-            .ask(ClientRequest::GetPromptRequest(Request::new(request)), context)
+            .ask(
+                ClientRequest::GetPromptRequest(Request::new(request)),
+                context,
+            )
             .await?
         {
             ServerResult::GetPromptResult(result) => Ok(GetPromptResponse::Complete(result)),

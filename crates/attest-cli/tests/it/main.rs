@@ -6,6 +6,7 @@
 
 mod approvals;
 mod bad_input;
+mod config;
 mod demo;
 mod evidence;
 mod export;
@@ -15,6 +16,8 @@ mod import;
 mod inbox_browser;
 pub(crate) mod mcp;
 mod mcp_frames;
+mod mcp_remote;
+mod notify;
 mod policy;
 mod readme;
 mod recipes;

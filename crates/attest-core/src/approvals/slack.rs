@@ -267,8 +267,10 @@ impl SlackPress {
             .ok_or(bad)?
             .to_owned();
         let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
-        let channel = text(&value["container"]["channel_id"]).or_else(|| text(&value["channel"]["id"]));
-        let message_ts = text(&value["container"]["message_ts"]).or_else(|| text(&value["message"]["ts"]));
+        let channel =
+            text(&value["container"]["channel_id"]).or_else(|| text(&value["channel"]["id"]));
+        let message_ts =
+            text(&value["container"]["message_ts"]).or_else(|| text(&value["message"]["ts"]));
         Ok(SlackPress {
             id,
             choice,

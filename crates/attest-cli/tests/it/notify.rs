@@ -1,0 +1,266 @@
+//! Notifications from the binary: a call held for a person through `attest mcp-proxy` is
+//! posted to the configured signed webhook and mailed over SMTP, each with a one-click
+//! link that works against a running `attest serve`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::approvals::add_approver;
+use crate::mcp::{drive_env, py, python_with};
+use crate::{attest, stdout};
+
+const WEBHOOK_SECRET: &str = "whsec-test-1";
+const LINK_KEY: &str = "link-key-for-tests";
+
+/// A webhook receiver on 127.0.0.1: each POST /hook is sent down the channel as
+/// (timestamp header, signature header, body).
+async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, String, Bytes)>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
+            let tx = tx.clone();
+            async move {
+                let header = |name: &str| {
+                    headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                let _ = tx.send((
+                    header("x-attest-timestamp"),
+                    header("x-attest-signature"),
+                    body,
+                ));
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
+}
+
+/// A minimal SMTP sink on 127.0.0.1: answers each command as a relay would and sends
+/// the DATA of each message down the channel.
+async fn smtp_sink() -> (u16, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let (read, mut write) = socket.into_split();
+                let mut lines = tokio::io::BufReader::new(read).lines();
+                write.write_all(b"220 sink ESMTP\r\n").await.unwrap();
+                let mut data: Option<String> = None;
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Some(message) = data.as_mut() {
+                        if line == "." {
+                            let _ = tx.send(data.take().unwrap_or_default());
+                            write.write_all(b"250 queued\r\n").await.unwrap();
+                        } else {
+                            message.push_str(&line);
+                            message.push('\n');
+                        }
+                        continue;
+                    }
+                    let verb = line.split(' ').next().unwrap_or("").to_ascii_uppercase();
+                    let answer: &[u8] = match verb.as_str() {
+                        "EHLO" | "HELO" => b"250 sink\r\n",
+                        "DATA" => {
+                            data = Some(String::new());
+                            b"354 go on\r\n"
+                        }
+                        "QUIT" => {
+                            write.write_all(b"221 bye\r\n").await.unwrap();
+                            break;
+                        }
+                        _ => b"250 ok\r\n",
+                    };
+                    write.write_all(answer).await.unwrap();
+                }
+            });
+        }
+    });
+    (port, rx)
+}
+
+/// `attest serve` with the configuration in `dir` (its address from `inbox.listen`).
+struct Inbox(Child);
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn inbox(dir: &std::path::Path) -> Inbox {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .arg("serve")
+        .current_dir(dir)
+        .env_clear()
+        .env("ATTEST_LINK_KEY", LINK_KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("approval inbox on"), "{line}");
+    Inbox(child)
+}
+
+/// A quoted-printable text decoded (soft line breaks joined, `=XX` as the byte).
+fn quoted_printable(text: &str) -> String {
+    let joined = text.replace("=\n", "");
+    let bytes = joined.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'=', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A free port on 127.0.0.1 (bound, then released for the inbox to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_call_is_posted_to_a_signed_webhook_and_mailed_with_working_links() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (hook_url, mut hooks) = receiver().await;
+    let (smtp_port, mut mails) = smtp_sink().await;
+    let inbox_port = free_port();
+    std::fs::write(
+        dir.path().join("policy.yaml"),
+        "version: 1\npolicies:\n  - name: notes\n    match: {system: notes, verb: create}\n    decision: ask\n    approvers: [ann@acme.com]\n    reason: notes need ann\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join(".attest")).unwrap();
+    std::fs::write(
+        dir.path().join(".attest/config.yaml"),
+        format!(
+            "ledger: ../ledger.sqlite
+policy: ../policy.yaml
+inbox: {{listen: '127.0.0.1:{inbox_port}'}}
+notify:
+  webhook: {{url: '{hook_url}', secret_env: HOOK_SECRET}}
+  email: {{host: 127.0.0.1, port: {smtp_port}, tls: none, from: 'Attest <attest@acme.com>', to: [ann@acme.com]}}
+"
+        ),
+    )
+    .unwrap();
+    add_approver(dir.path(), "ann@acme.com", &[]);
+    let _inbox = inbox(dir.path());
+    let plan = json!({"calls": [{"tool": "create_note", "args": {"title": "q3", "body": "b"}}]});
+    let server = py("notes_server.py");
+    let python = crate::python();
+    let report = drive_env(
+        dir.path(),
+        &plan,
+        &["--server", "notes", "--mode", "pending"],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+        &[
+            ("HOOK_SECRET", WEBHOOK_SECRET),
+            ("ATTEST_LINK_KEY", LINK_KEY),
+        ],
+    );
+    assert!(
+        report["calls"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("holding"),
+        "{report}"
+    );
+
+    // The webhook: signed with the secret (HMAC-SHA256 over "timestamp.body").
+    let (ts, signature, body) = tokio::time::timeout(Duration::from_secs(10), hooks.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut mac = Hmac::<Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).unwrap();
+    mac.update(ts.as_bytes());
+    mac.update(b".");
+    mac.update(&body);
+    let expected = format!("v1={}", hex::encode(mac.finalize().into_bytes()));
+    assert_eq!(signature, expected);
+    let notice: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(notice["type"], "approval.requested");
+    assert_eq!(notice["request"]["system"], "notes");
+    let id = notice["request"]["id"].as_str().unwrap().to_owned();
+    let approve = notice["links"][0]["approve"].as_str().unwrap().to_owned();
+    assert!(
+        approve.starts_with(&format!(
+            "http://127.0.0.1:{inbox_port}/links/{id}/approve?"
+        )),
+        "{approve}"
+    );
+
+    // The e-mail: the action, and the same kind of link.
+    let mail = tokio::time::timeout(Duration::from_secs(10), mails.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        mail.contains("Subject: Approval needed: notes.create"),
+        "{mail}"
+    );
+    let body = quoted_printable(&mail);
+    assert!(body.contains(&format!("/links/{id}/reject?")), "{body}");
+    assert!(body.contains("approver=ann%40acme.com"), "{body}");
+    assert!(!mail.contains(WEBHOOK_SECRET) && !mail.contains(LINK_KEY));
+
+    // The webhook's link works against the running inbox: GET shows, POST decides.
+    let origin = format!("http://127.0.0.1:{inbox_port}");
+    let client = reqwest::Client::new();
+    let page = client.get(&approve).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let done = client
+        .post(&approve)
+        .header("origin", &origin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status().as_u16(), 200);
+    assert!(done.text().await.unwrap().contains("approved"));
+    let pending = stdout(&attest(dir.path(), &["pending", "--json"]));
+    assert_eq!(pending.trim(), "[]", "{pending}");
+}
