@@ -2,34 +2,15 @@
 //! Python SDK's, behind a bearer-token check), and `--listen` serves a remote client over
 //! streamable HTTP; the client's bearer token reaches the upstream and never the ledger.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::mcp::{drive_env, py, python_with};
-use crate::{exported_entries, stderr, stdout};
+use crate::{exported_entries, free_port, start_first_line, stderr, stdout, Running};
 
 const TOKEN: &str = "remote-bearer-token-42";
-
-/// A child process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The notes server over streamable HTTP on a free port, requiring [`TOKEN`]; returns it
 /// with its `/mcp` URL once it accepts connections.
@@ -132,33 +113,25 @@ fn a_remote_client_reaches_the_proxy_over_streamable_http_with_its_own_token() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (_server, url) = remote_notes(dir.path());
-    let mut proxy = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args([
-            "--ledger",
-            "ledger.sqlite",
-            "mcp-proxy",
-            "--server",
-            "notes",
-            "--mode",
-            "auto",
-            "--url",
-            &url,
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .current_dir(dir.path())
-        .env_clear()
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(proxy.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let proxy = Running(proxy);
+    let (proxy, line) = start_first_line(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args([
+                "--ledger",
+                "ledger.sqlite",
+                "mcp-proxy",
+                "--server",
+                "notes",
+                "--mode",
+                "auto",
+                "--url",
+                &url,
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .current_dir(dir.path())
+            .env_clear(),
+    );
     let endpoint = line
-        .trim()
         .strip_prefix("attest mcp-proxy listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_owned();

@@ -2,8 +2,7 @@
 //! posted to the configured signed webhook and mailed over SMTP, each with a one-click
 //! link that works against a running `attest serve`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -16,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::approvals::add_approver;
 use crate::mcp::{drive_env, py, python_with};
-use crate::{attest, stdout};
+use crate::{attest, free_port, start_first_line, stdout, Running};
 
 const WEBHOOK_SECRET: &str = "whsec-test-1";
 const LINK_KEY: &str = "link-key-for-tests";
@@ -99,31 +98,16 @@ async fn smtp_sink() -> (u16, mpsc::UnboundedReceiver<String>) {
 }
 
 /// `attest serve` with the configuration in `dir` (its address from `inbox.listen`).
-struct Inbox(Child);
-
-impl Drop for Inbox {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn inbox(dir: &std::path::Path) -> Inbox {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .arg("serve")
-        .current_dir(dir)
-        .env_clear()
-        .env("ATTEST_LINK_KEY", LINK_KEY)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+fn inbox(dir: &std::path::Path) -> Running {
+    let (running, line) = start_first_line(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .arg("serve")
+            .current_dir(dir)
+            .env_clear()
+            .env("ATTEST_LINK_KEY", LINK_KEY),
+    );
     assert!(line.contains("approval inbox on"), "{line}");
-    Inbox(child)
+    running
 }
 
 /// A quoted-printable text decoded (soft line breaks joined, `=XX` as the byte).
@@ -149,15 +133,6 @@ fn quoted_printable(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// A free port on 127.0.0.1 (bound, then released for the inbox to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test(flavor = "multi_thread")]
