@@ -184,6 +184,22 @@ pub struct NotifySettings {
     /// The variable holding the key for one-click approve/reject links
     /// [default: `ATTEST_LINK_KEY`].
     pub link_key_env: Option<String>,
+    /// Which process tells people [default: `surfaces`].
+    #[serde(default)]
+    pub by: NotifyBy,
+}
+
+/// Which process sends the notices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyBy {
+    /// The process that stores the request (`mcp-proxy`, `gateway`), as soon as it is stored.
+    #[default]
+    Surfaces,
+    /// `attest serve` only: it posts each pending request it has not posted yet (the
+    /// surfaces then need no notifier secrets). A restarted inbox posts again the requests
+    /// still waiting.
+    Inbox,
 }
 
 /// Slack settings.

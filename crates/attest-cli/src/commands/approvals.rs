@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use attest_core::approvals::{ApprovalError, LinkSigner, Secret};
+use attest_core::config::NotifyBy;
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError};
 use serde_json::Value;
 
@@ -287,6 +288,10 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         .clone()
         .or_else(|| config.file.inbox.trusted_identity_header.clone());
     let slack_updates = config.slack()?;
+    let notifiers = match config.file.notify.by {
+        NotifyBy::Inbox => config.notifiers()?,
+        NotifyBy::Surfaces => Vec::new(),
+    };
     let attest = pipeline(config, true)?;
     let runtime = runtime()?;
     runtime.block_on(async move {
@@ -306,6 +311,10 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             clock: Arc::new(attest_ledger::SystemClock),
             slack_updates,
         };
+        if !notifiers.is_empty() {
+            let store = state.attest.approvals()?;
+            tokio::spawn(crate::servers::notices::post_pending(store, notifiers));
+        }
         println!("attest: approval inbox on http://{addr}/");
         std::io::stdout().flush()?;
         inbox::serve(listener, state).await?;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ApprovalStore;
+use attest_core::config::NotifyBy;
 use attest_core::Attest;
 use attest_policy::Policy;
 
@@ -30,7 +31,11 @@ fn pipeline(
     let policy: Arc<dyn Policy> = Arc::new(config.policy()?);
     let registry = config.registry()?;
     let readback = config.readback()?;
-    let notifiers = config.notifiers()?;
+    // With `notify.by: inbox`, `attest serve` tells people, not this process.
+    let notifiers = match config.file.notify.by {
+        NotifyBy::Surfaces => config.notifiers()?,
+        NotifyBy::Inbox => Vec::new(),
+    };
     let ledger = Arc::new(config.open_ledger(true)?);
     let store = Arc::new(ApprovalStore::open(&ledger).context("cannot open the approval store")?);
     let mut builder = Attest::builder()

@@ -19,6 +19,7 @@ pub(crate) mod inbox;
 pub(crate) mod mcp_proxy;
 pub(crate) mod mcp_server;
 pub(crate) mod mcp_transport;
+pub(crate) mod notices;
 
 use std::sync::Arc;
 use std::time::Duration;

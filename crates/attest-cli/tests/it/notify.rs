@@ -98,13 +98,14 @@ async fn smtp_sink() -> (u16, mpsc::UnboundedReceiver<String>) {
 }
 
 /// `attest serve` with the configuration in `dir` (its address from `inbox.listen`).
-fn inbox(dir: &std::path::Path) -> Running {
+fn inbox(dir: &std::path::Path, env: &[(&str, &str)]) -> Running {
     let (running, line) = start_first_line(
         Command::new(env!("CARGO_BIN_EXE_attest"))
             .arg("serve")
             .current_dir(dir)
             .env_clear()
-            .env("ATTEST_LINK_KEY", LINK_KEY),
+            .env("ATTEST_LINK_KEY", LINK_KEY)
+            .envs(env.iter().copied()),
     );
     assert!(line.contains("approval inbox on"), "{line}");
     running
@@ -137,6 +138,17 @@ fn quoted_printable(text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_held_call_is_posted_to_a_signed_webhook_and_mailed_with_working_links() {
+    held_call_notified(false).await;
+}
+
+/// With `notify.by: inbox`, `attest serve` posts what the proxy stored; the proxy has no
+/// notifier secrets at all.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_notify_by_inbox_the_running_inbox_posts_the_request() {
+    held_call_notified(true).await;
+}
+
+async fn held_call_notified(by_inbox: bool) {
     if !python_with("mcp") {
         return;
     }
@@ -157,14 +169,25 @@ async fn a_held_call_is_posted_to_a_signed_webhook_and_mailed_with_working_links
 policy: ../policy.yaml
 inbox: {{listen: '127.0.0.1:{inbox_port}'}}
 notify:
+  by: {by}
   webhook: {{url: '{hook_url}', secret_env: HOOK_SECRET}}
   email: {{host: 127.0.0.1, port: {smtp_port}, tls: none, from: 'Attest <attest@acme.com>', to: [ann@acme.com]}}
-"
+",
+            by = if by_inbox { "inbox" } else { "surfaces" },
         ),
     )
     .unwrap();
     add_approver(dir.path(), "ann@acme.com", &[]);
-    let _inbox = inbox(dir.path());
+    let secrets = [
+        ("HOOK_SECRET", WEBHOOK_SECRET),
+        ("ATTEST_LINK_KEY", LINK_KEY),
+    ];
+    let (inbox_env, proxy_env): (&[_], &[_]) = if by_inbox {
+        (&secrets, &[])
+    } else {
+        (&[], &secrets)
+    };
+    let _inbox = inbox(dir.path(), inbox_env);
     let plan = json!({"calls": [{"tool": "create_note", "args": {"title": "q3", "body": "b"}}]});
     let server = py("notes_server.py");
     let python = crate::python();
