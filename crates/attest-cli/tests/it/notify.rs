@@ -196,10 +196,7 @@ notify:
         &plan,
         &["--server", "notes", "--mode", "pending"],
         &[python.to_str().unwrap(), server.to_str().unwrap()],
-        &[
-            ("HOOK_SECRET", WEBHOOK_SECRET),
-            ("ATTEST_LINK_KEY", LINK_KEY),
-        ],
+        proxy_env,
     );
     assert!(
         report["calls"][0]["text"]
