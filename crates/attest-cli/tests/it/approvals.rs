@@ -605,13 +605,13 @@ fn listening_on_every_address_needs_the_public_url() {
     assert!(stderr(&out).contains("--public-url"), "{}", stderr(&out));
 }
 
-fn slack_signature(secret: &str, ts: &str, body: &str) -> String {
+pub(crate) fn slack_signature(secret: &str, ts: &str, body: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(format!("v0:{ts}:{body}").as_bytes());
     format!("v0={}", hex::encode(mac.finalize().into_bytes()))
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
@@ -709,7 +709,7 @@ async fn slack_button_presses_are_checked_then_decided() {
     );
 }
 
-fn form_urlencoded_body(payload: &str) -> String {
+pub(crate) fn form_urlencoded_body(payload: &str) -> String {
     let mut out = String::from("payload=");
     for byte in payload.bytes() {
         match byte {

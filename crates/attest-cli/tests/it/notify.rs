@@ -259,3 +259,131 @@ notify:
     let pending = stdout(&attest(dir.path(), &["pending", "--json"]));
     assert_eq!(pending.trim(), "[]", "{pending}");
 }
+
+/// A fake of Slack's Web API on 127.0.0.1: each call is sent down the channel as (method,
+/// bearer token, body), and answered `ok` with a message timestamp.
+async fn fake_slack() -> (String, mpsc::UnboundedReceiver<(String, String, Value)>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/{method}",
+        axum::routing::post(
+            move |axum::extract::Path(method): axum::extract::Path<String>,
+                  headers: HeaderMap,
+                  body: Bytes| {
+                let tx = tx.clone();
+                async move {
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let _ = tx.send((method, auth, body));
+                    axum::Json(json!({"ok": true, "channel": "C0APPROVALS", "ts": "1700.0001"}))
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
+}
+
+/// The proxy posts a card with buttons; a press reaches the inbox, decides as the approver
+/// with that Slack user id, and the card is replaced with the outcome.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slack_card_is_posted_and_updated_after_the_press() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (api, mut calls) = fake_slack().await;
+    let inbox_port = free_port();
+    let bot_token = "xoxb-test-token";
+    let signing_secret = "slack-signing-secret";
+    std::fs::write(
+        dir.path().join("attest.yaml"),
+        "version: 1\npolicies:\n  - name: notes\n    match: {system: notes, verb: create}\n    decision: ask\n    approvers: [ann@acme.com]\n    reason: notes need ann\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join(".attest")).unwrap();
+    std::fs::write(
+        dir.path().join(".attest/config.yaml"),
+        format!(
+            "inbox: {{listen: '127.0.0.1:{inbox_port}'}}\nnotify:\n  slack: {{channel: '#approvals', api_url: '{api}'}}\n"
+        ),
+    )
+    .unwrap();
+    add_approver(dir.path(), "ann@acme.com", &["--slack-user", "U1ANN"]);
+    let env = [
+        ("ATTEST_SLACK_TOKEN", bot_token),
+        ("ATTEST_SLACK_SIGNING_SECRET", signing_secret),
+    ];
+    let _inbox = inbox(dir.path(), &env);
+    let plan = json!({"calls": [{"tool": "create_note", "args": {"title": "q3", "body": "b"}}]});
+    let server = py("notes_server.py");
+    let python = crate::python();
+    let ledger = dir.path().join(".attest/ledger.sqlite");
+    let mut args = vec!["--ledger", ledger.to_str().unwrap()];
+    args.extend(["--server", "notes", "--mode", "pending"]);
+    drive_env(
+        dir.path(),
+        &plan,
+        &args,
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+        &env,
+    );
+    let (method, auth, card) = tokio::time::timeout(Duration::from_secs(10), calls.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(method, "chat.postMessage");
+    assert_eq!(auth, format!("Bearer {bot_token}"));
+    assert_eq!(card["channel"], "#approvals");
+    let id = card["blocks"][2]["elements"][0]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Ann presses Approve on the card.
+    let body = crate::approvals::form_urlencoded_body(
+        &json!({
+            "type": "block_actions",
+            "user": {"id": "U1ANN"},
+            "container": {"channel_id": "C0APPROVALS", "message_ts": "1700.0001"},
+            "actions": [{"action_id": "attest_approve", "value": id}],
+        })
+        .to_string(),
+    );
+    let now = crate::approvals::unix_now().to_string();
+    let pressed = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{inbox_port}/slack/interactions"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-slack-request-timestamp", &now)
+        .header(
+            "x-slack-signature",
+            crate::approvals::slack_signature(signing_secret, &now, &body),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pressed.status().as_u16(), 200);
+    let (method, auth, update) = tokio::time::timeout(Duration::from_secs(10), calls.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(method, "chat.update");
+    assert_eq!(auth, format!("Bearer {bot_token}"));
+    assert_eq!(update["channel"], "C0APPROVALS");
+    assert_eq!(update["ts"], "1700.0001");
+    let text = update["text"].as_str().unwrap();
+    assert!(
+        text.contains("approved by ann@acme.com via slack"),
+        "{text}"
+    );
+    assert!(update["blocks"]
+        .to_string()
+        .find("attest_approve")
+        .is_none());
+}
