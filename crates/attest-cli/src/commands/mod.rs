@@ -42,7 +42,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Anchor(args) => checkpoint::anchor(&config, &args),
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
-        Command::Detect(args) => detect::run(&args),
+        Command::Detect(args) => detect::run(&config, &args),
         Command::Import(args) => import::run(&config, &args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),

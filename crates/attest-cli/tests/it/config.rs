@@ -189,3 +189,48 @@ fn a_registry_file_from_the_configuration_reaches_the_proxy() {
     assert_eq!(last["verb"], "create");
     assert_eq!(last["decision"], "act");
 }
+
+#[test]
+fn detect_and_explain_use_the_configured_registry_and_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("inhouse.yaml"),
+        "overrides:\n  - {tool: push_ledger, system: books, verb: update}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        "registry: [inhouse.yaml]\nsystems:\n  github: {base_url: 'http://127.0.0.1:4999/api/v3'}\n",
+    )
+    .unwrap();
+    let detect = |args: &[&str]| -> Value {
+        let mut all = vec!["--config", "c.yaml", "detect", "--json"];
+        all.extend_from_slice(args);
+        let output = attest(dir.path(), &all);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let tool = detect(&["--tool", "push_ledger"]);
+    assert_eq!(tool["system"], "books", "{tool}");
+    let http = detect(&[
+        "--method",
+        "POST",
+        "--url",
+        "http://127.0.0.1:4999/api/v3/repos/o/r/issues",
+    ]);
+    assert_eq!(http["system"], "github", "{http}");
+    let output = attest(
+        dir.path(),
+        &[
+            "--config",
+            "c.yaml",
+            "policy",
+            "explain",
+            "--tool",
+            "push_ledger",
+            "--json",
+        ],
+    );
+    let explained: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(explained["system"], "books", "{explained}");
+}
