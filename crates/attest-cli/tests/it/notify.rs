@@ -19,6 +19,15 @@ use crate::{attest, free_port, start_first_line, stdout, Running};
 
 const WEBHOOK_SECRET: &str = "whsec-test-1";
 const LINK_KEY: &str = "link-key-for-tests";
+/// Creating a note asks ann.
+const NOTES_POLICY: &str = "version: 1
+policies:
+  - name: notes
+    match: {system: notes, verb: create}
+    decision: ask
+    approvers: [ann@acme.com]
+    reason: notes need ann
+";
 
 /// A webhook receiver on 127.0.0.1: each POST /hook is sent down the channel as
 /// (timestamp header, signature header, body).
@@ -156,11 +165,7 @@ async fn held_call_notified(by_inbox: bool) {
     let (hook_url, mut hooks) = receiver().await;
     let (smtp_port, mut mails) = smtp_sink().await;
     let inbox_port = free_port();
-    std::fs::write(
-        dir.path().join("policy.yaml"),
-        "version: 1\npolicies:\n  - name: notes\n    match: {system: notes, verb: create}\n    decision: ask\n    approvers: [ann@acme.com]\n    reason: notes need ann\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), NOTES_POLICY).unwrap();
     std::fs::create_dir(dir.path().join(".attest")).unwrap();
     std::fs::write(
         dir.path().join(".attest/config.yaml"),
@@ -302,11 +307,7 @@ async fn a_slack_card_is_posted_and_updated_after_the_press() {
     let inbox_port = free_port();
     let bot_token = "xoxb-test-token";
     let signing_secret = "slack-signing-secret";
-    std::fs::write(
-        dir.path().join("attest.yaml"),
-        "version: 1\npolicies:\n  - name: notes\n    match: {system: notes, verb: create}\n    decision: ask\n    approvers: [ann@acme.com]\n    reason: notes need ann\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("attest.yaml"), NOTES_POLICY).unwrap();
     std::fs::create_dir(dir.path().join(".attest")).unwrap();
     std::fs::write(
         dir.path().join(".attest/config.yaml"),
