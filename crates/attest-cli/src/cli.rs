@@ -413,7 +413,8 @@ pub(crate) enum RecipesCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct RecipesListArgs {
-    /// A directory of user recipes, listed before the built-in ones.
+    /// A directory of user recipes, listed before the built-in ones [default: the
+    /// configuration's `recipes` directories].
     #[arg(long, value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
     /// Print JSON (one array) instead of a table.

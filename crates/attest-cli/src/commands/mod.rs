@@ -24,7 +24,7 @@ use crate::config::Config;
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Recipes(command) = &cli.command {
         // Needs no ledger settings.
-        return recipes::run(command);
+        return recipes::run(&cli.global, command);
     }
     if let Command::Config(command) = &cli.command {
         // Reports a file that does not load instead of failing on it.
@@ -46,7 +46,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import::run(&config, &args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
-        Command::Recipes(command) => recipes::run(&command),
+        Command::Recipes(command) => recipes::run(&cli.global, &command),
         Command::Config(command) => config::run(&cli.global, &command),
         // approvals (issue 7)
         Command::Pending(args) => approvals::pending(&config, &args),

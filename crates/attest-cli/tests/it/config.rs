@@ -234,3 +234,22 @@ fn detect_and_explain_use_the_configured_registry_and_hosts() {
     let explained: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(explained["system"], "books", "{explained}");
 }
+
+#[test]
+fn recipes_list_shows_the_configured_recipe_directories_first() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ours")).unwrap();
+    std::fs::write(
+        dir.path().join("ours/books.yaml"),
+        "recipes:\n  - name: books.entry\n    system: books\n    verbs: [update]\n    read: {url: \"{base}/entries/{params.id}\"}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("c.yaml"), "recipes: [ours]\n").unwrap();
+    let output = attest(
+        dir.path(),
+        &["--config", "c.yaml", "recipes", "list", "--json"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let rows: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(rows[0]["name"], "books.entry", "{rows}");
+}
