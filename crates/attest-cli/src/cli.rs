@@ -16,22 +16,24 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// Options every command takes.
+/// Options every command takes. Each setting is taken from its flag, else its
+/// environment variable, else the configuration file, else the default.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
-    /// The ledger file (SQLite).
-    #[arg(
-        long,
-        global = true,
-        env = "ATTEST_LEDGER",
-        default_value = ".attest/ledger.sqlite"
-    )]
-    pub(crate) ledger: PathBuf,
-    /// How hard appends work to survive a crash: full (survives power loss), normal, off.
-    #[arg(long, global = true, env = "ATTEST_DURABILITY", default_value = "full")]
-    pub(crate) durability: String,
-    /// The policy file [default: ./attest.yaml if present, else the built-in default].
-    #[arg(long, global = true, env = "ATTEST_POLICY", value_name = "FILE")]
+    /// The configuration file [env: ATTEST_CONFIG; default: .attest/config.yaml if present].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The ledger file (SQLite) [env: ATTEST_LEDGER; config: ledger; default:
+    /// .attest/ledger.sqlite].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) ledger: Option<String>,
+    /// How hard appends work to survive a crash: full (survives power loss), normal, off
+    /// [env: ATTEST_DURABILITY; config: durability; default: full].
+    #[arg(long, global = true)]
+    pub(crate) durability: Option<String>,
+    /// The policy file [env: ATTEST_POLICY; config: policy; default: ./attest.yaml if
+    /// present, else the built-in default].
+    #[arg(long, global = true, value_name = "FILE")]
     pub(crate) policy: Option<PathBuf>,
 }
 
@@ -115,6 +117,9 @@ pub(crate) enum Command {
     /// Says how many entries it will remove and asks on a terminal; without one, needs
     /// --yes.
     Prune(PruneArgs),
+    /// The configuration file: check it and show the effective settings.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Read-back recipes: list the ones Attest knows, or lint recipe files.
     #[command(subcommand)]
     Recipes(RecipesCommand),
@@ -140,10 +145,12 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     // --- end approvals ---
     // The servers (MCP proxy, MCP server, HTTP gateway).
-    /// Put an MCP server behind the pipeline: `attest mcp-proxy -- npx -y @scope/server`.
+    /// Put an MCP server behind the pipeline: `attest mcp-proxy -- npx -y @scope/server`,
+    /// or a remote one: `attest mcp-proxy --server NAME --url https://…/mcp`.
     ///
-    /// Speaks MCP on stdin/stdout to the agent's client and starts the server given after
-    /// `--` as a child. Everything passes through except `tools/call`, which is decided,
+    /// Speaks MCP on stdin/stdout to the agent's client (or streamable HTTP with
+    /// --listen) and starts the server given after `--` as a child (or reaches --url over
+    /// streamable HTTP). Everything passes through except `tools/call`, which is decided,
     /// run, verified and recorded; a refused call returns an error result and never
     /// reaches the server.
     McpProxy(McpProxyArgs),
@@ -253,9 +260,10 @@ pub(crate) struct KeyPathArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct KeygenArgs {
-    /// The key's name: the checkpoint origin (no spaces or '+').
-    #[arg(long, default_value = "attest-ledger")]
-    pub(crate) name: String,
+    /// The key's name: the checkpoint origin (no spaces or '+') [config: origin;
+    /// default: attest-ledger].
+    #[arg(long)]
+    pub(crate) name: Option<String>,
     /// Where to write the private key [default: signing.key beside the ledger].
     #[arg(long = "out", env = "ATTEST_SIGNING_KEY", value_name = "PATH")]
     pub(crate) out: Option<PathBuf>,
@@ -420,6 +428,24 @@ pub(crate) struct PolicyExplainArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Validate the configuration file (and the policy, registry files, recipe
+    /// directories and specs it names) and print every effective setting with its source
+    /// (flag, env, file or default). Secrets are never printed: only the names of the
+    /// variables that hold them and whether they are set.
+    ///
+    /// Exit 0: valid. Exit 1: a problem (named with file, line and field).
+    Check(ConfigCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConfigCheckArgs {
+    /// Print `{"ok","file","settings":[{"key","value","source"}],"problems":[…]}`.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum RecipesCommand {
     /// List the built-in recipes (and those in --dir): name, system, verbs, the
     /// credential variable and the base URL.
@@ -432,7 +458,8 @@ pub(crate) enum RecipesCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct RecipesListArgs {
-    /// A directory of user recipes, listed before the built-in ones.
+    /// A directory of user recipes, listed before the built-in ones [default: the
+    /// configuration's `recipes` directories].
     #[arg(long, value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
     /// Print JSON (one array) instead of a table.
@@ -485,28 +512,32 @@ pub(crate) struct ConfirmArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub(crate) host: String,
-    /// The port (0: any free port; the address is printed).
-    #[arg(long, default_value_t = 8321)]
-    pub(crate) port: u16,
+    /// The address to listen on [config: inbox.listen; default: 127.0.0.1].
+    #[arg(long)]
+    pub(crate) host: Option<String>,
+    /// The port (0: any free port; the address is printed) [config: inbox.listen;
+    /// default: 8321].
+    #[arg(long)]
+    pub(crate) port: Option<u16>,
     /// A file holding Slack's signing secret: enables POST /slack/interactions
     /// (approve/reject buttons; the presser's Slack user id must belong to an approver)
-    /// [default: the secret in $ATTEST_SLACK_SIGNING_SECRET].
+    /// [default: the secret in $ATTEST_SLACK_SIGNING_SECRET, or the variable the
+    /// configuration's notify.slack.signing_secret_env names].
     #[arg(long, value_name = "FILE")]
     pub(crate) slack_signing_secret_file: Option<PathBuf>,
     /// A file holding the key for one-click approve/reject links: enables /links/…
-    /// [default: the key in $ATTEST_LINK_KEY].
+    /// [default: the key in $ATTEST_LINK_KEY, or the variable the configuration's
+    /// notify.link_key_env names].
     #[arg(long, value_name = "FILE")]
     pub(crate) link_key_file: Option<PathBuf>,
     /// The inbox's public base URL, for links and for the Host and Origin checks
-    /// [default: http://HOST:PORT].
+    /// [config: inbox.public_url; default: http://HOST:PORT].
     #[arg(long, value_name = "URL")]
     pub(crate) public_url: Option<String>,
     /// A request header naming the approver, set by an authenticating reverse proxy in
     /// front of the inbox (for example `X-Forwarded-User`). Only for a proxy that always
-    /// sets or strips it: whoever can reach the inbox directly can send any value.
+    /// sets or strips it: whoever can reach the inbox directly can send any value
+    /// [config: inbox.trusted_identity_header].
     #[arg(long, value_name = "HEADER")]
     pub(crate) trusted_identity_header: Option<String>,
 }
@@ -566,17 +597,19 @@ pub(crate) struct ModeArgs {
     /// (approve everything; demos only).
     #[arg(long, value_enum, default_value_t = crate::servers::Mode::Block)]
     pub(crate) mode: crate::servers::Mode,
-    /// Seconds `block` waits for a person's answer before returning the call as held.
-    #[arg(long, value_name = "SECS", default_value_t = 300)]
-    pub(crate) timeout: u64,
+    /// Seconds `block` waits for a person's answer before returning the call as held
+    /// [config: approvals.wait; default: 300].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) timeout: Option<u64>,
     /// Seconds an approval may be used once a person gives it; a resume after that is
-    /// refused and recorded as `expired` (ask again).
-    #[arg(long, value_name = "SECS", default_value_t = attest_core::approvals::DEFAULT_USE_BY.as_secs())]
-    pub(crate) use_by: u64,
-    /// The agent recorded for each call.
+    /// refused and recorded as `expired` (ask again) [config: approvals.use_by;
+    /// default: 3600].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) use_by: Option<u64>,
+    /// The agent recorded for each call [config: agent].
     #[arg(long, env = "ATTEST_AGENT")]
     pub(crate) agent: Option<String>,
-    /// The person the agent acts for, recorded for each call.
+    /// The person the agent acts for, recorded for each call [config: actor].
     #[arg(long, env = "ATTEST_ACTOR")]
     pub(crate) actor: Option<String>,
 }
@@ -590,17 +623,30 @@ pub(crate) struct McpProxyArgs {
     pub(crate) server: Option<String>,
     #[command(flatten)]
     pub(crate) serve: ModeArgs,
+    /// A remote upstream MCP server's streamable-HTTP endpoint (`https://…/mcp`), instead
+    /// of a command.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub(crate) url: Option<String>,
+    /// The variable holding the bearer token sent to the --url upstream for a client on
+    /// stdio (a client on --listen sends its own, which is passed through). The token is
+    /// never recorded or logged.
+    #[arg(long, value_name = "VAR", requires = "url")]
+    pub(crate) bearer_env: Option<String>,
+    /// Serve clients over streamable HTTP on this loopback address (`127.0.0.1:PORT`; 0
+    /// picks a port, printed on stdout) instead of stdin/stdout.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<String>,
     /// The upstream MCP server's command and arguments.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     pub(crate) command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct McpServerArgs {
-    /// The agent recorded by attest_record when the call names none.
+    /// The agent recorded by attest_record when the call names none [config: agent].
     #[arg(long, env = "ATTEST_AGENT")]
     pub(crate) agent: Option<String>,
-    /// The actor recorded by attest_record when the call names none.
+    /// The actor recorded by attest_record when the call names none [config: actor].
     #[arg(long, env = "ATTEST_ACTOR")]
     pub(crate) actor: Option<String>,
 }
@@ -635,10 +681,12 @@ pub(crate) struct GatewayArgs {
     /// The port (0 picks a free one; the address is printed on stdout).
     #[arg(long, default_value_t = 8322)]
     pub(crate) port: u16,
-    /// The upstream base URL for requests that name none in the path or X-Attest-Upstream.
+    /// The upstream base URL for requests that name none in the path or X-Attest-Upstream
+    /// [config: gateway.upstream].
     #[arg(long, value_name = "URL")]
     pub(crate) upstream: Option<String>,
-    /// An OpenAPI spec (JSON or YAML) whose operation ids name the verbs of its paths.
+    /// An OpenAPI spec (JSON or YAML) whose operation ids name the verbs of its paths
+    /// [config: openapi, every spec listed].
     #[arg(long, value_name = "SPEC")]
     pub(crate) openapi: Option<PathBuf>,
     /// Record reads too (they are forwarded without a record otherwise).
@@ -652,7 +700,8 @@ pub(crate) struct GatewayArgs {
     pub(crate) upstream_timeout: u64,
     /// A host (`HOST` or `HOST:PORT`) that a URL in the path or X-Attest-Upstream may name
     /// besides --upstream's own origin; repeatable. With --upstream or any
-    /// --allow-upstream set, every other host is refused (403).
+    /// --allow-upstream set, every other host is refused (403) [config:
+    /// gateway.allow_upstream, used when no flag is given].
     #[arg(long = "allow-upstream", value_name = "HOST")]
     pub(crate) allow_upstream: Vec<String>,
     /// A file holding the token every request must carry in X-Attest-Token (else 401);

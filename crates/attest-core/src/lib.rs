@@ -17,6 +17,8 @@
 //! - [`ReadBack`]: how writes are read back from their systems of record (the
 //!   [`verification`] ladder and its drivers).
 //! - [`detect()`]: names the system, verb and target of a tool call ([`mod@detect`] module).
+//! - [`config::ConfigFile`]: the configuration file every surface reads, and the registry,
+//!   read-back drivers and notifiers it describes.
 //!
 //! ```
 //! use attest_core::{Attest, AutoGate, Level};
@@ -38,6 +40,7 @@
 //! ```
 
 pub mod approvals;
+pub mod config;
 mod console_gate;
 pub mod detect;
 mod error;

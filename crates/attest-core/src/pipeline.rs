@@ -8,6 +8,7 @@ use attest_policy::{Action, Decision, Policy, RiskTierPolicy, Verdict};
 use serde_json::Value;
 
 use crate::approvals::{apply_edits, may_decide, ApprovalStore};
+use crate::detect::Registry;
 use crate::gate::{Gate, GateDecision, RejectGate};
 use crate::record::{to_record, Outcome};
 use crate::verification::{acknowledges, verify, CustomCheck, Level, ReadBack};
@@ -29,6 +30,8 @@ pub struct Attest {
     readback: Option<Arc<ReadBack>>,
     /// The approval store, opened on first use unless the builder was given one.
     approvals: Arc<OnceLock<Arc<ApprovalStore>>>,
+    /// The detection registry the surfaces detect with (default: the shared built-in one).
+    registry: Option<Arc<Registry>>,
 }
 
 mod import;
@@ -59,6 +62,7 @@ pub struct AttestBuilder {
     actor: Option<String>,
     readback: Option<Arc<ReadBack>>,
     approvals: Option<Arc<ApprovalStore>>,
+    registry: Option<Arc<Registry>>,
 }
 
 impl AttestBuilder {
@@ -112,6 +116,14 @@ impl AttestBuilder {
         self
     }
 
+    /// The detection registry the surfaces detect calls with ([`Attest::registry`]): the
+    /// built-in one plus the user's files and configured hosts. Default:
+    /// [`Registry::shared`].
+    pub fn registry(mut self, registry: impl Into<Arc<Registry>>) -> Self {
+        self.registry = Some(registry.into());
+        self
+    }
+
     /// Builds the pipeline; fails only when no ledger was given.
     pub fn build(self) -> Result<Attest, AttestError> {
         let ledger = self
@@ -126,6 +138,7 @@ impl AttestBuilder {
             actor: self.actor,
             readback: self.readback,
             approvals: Arc::new(self.approvals.map(OnceLock::from).unwrap_or_default()),
+            registry: self.registry,
         })
     }
 }
@@ -155,6 +168,14 @@ impl Attest {
     /// Starts building an `Attest`.
     pub fn builder() -> AttestBuilder {
         AttestBuilder::default()
+    }
+
+    /// The detection registry calls are detected with (the one given to the builder,
+    /// else [`Registry::shared`]).
+    pub fn registry(&self) -> &Registry {
+        self.registry
+            .as_deref()
+            .unwrap_or_else(|| Registry::shared())
     }
 
     /// The ledger actions are recorded in.

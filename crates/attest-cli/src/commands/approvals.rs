@@ -5,21 +5,18 @@ use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::{ApprovalError, LinkSigner, Secret};
+use attest_core::config::NotifyBy;
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError};
 use serde_json::Value;
 
 use crate::cli::{ApproversCommand, ConfirmArgs, PendingArgs, ServeArgs, Verdict};
-use crate::config::Config;
+use crate::config::{Config, LINK_TTL};
 use crate::secrets::{read_secret, write_private};
 use crate::servers::inbox::{self, InboxState};
 use crate::terminal::escape;
-
-/// How long one-click links stay valid.
-const LINK_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The pipeline the approval commands decide through.
 fn pipeline(config: &Config, create: bool) -> anyhow::Result<Attest> {
@@ -276,37 +273,70 @@ pub(crate) fn approvers(config: &Config, command: &ApproversCommand) -> anyhow::
 }
 
 pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    let ip: IpAddr = args
-        .host
-        .parse()
-        .with_context(|| format!("--host {:?} is not an IP address", args.host))?;
+    let (ip, port) = listen_address(config, args)?;
     let slack_signing_secret = read_secret(
         args.slack_signing_secret_file.as_deref(),
-        "ATTEST_SLACK_SIGNING_SECRET",
+        config.file.slack_signing_secret_var(),
     )?;
-    let link_key = read_secret(args.link_key_file.as_deref(), "ATTEST_LINK_KEY")?;
+    let link_key = read_secret(args.link_key_file.as_deref(), config.file.link_key_var())?;
+    let public_url = args
+        .public_url
+        .clone()
+        .or_else(|| config.file.inbox.public_url.clone());
+    let trusted_identity_header = args
+        .trusted_identity_header
+        .clone()
+        .or_else(|| config.file.inbox.trusted_identity_header.clone());
+    let slack_updates = config.slack()?;
+    let notifiers = match config.file.notify.by {
+        NotifyBy::Inbox => config.notifiers()?,
+        NotifyBy::Surfaces => Vec::new(),
+    };
     let attest = pipeline(config, true)?;
     let runtime = runtime()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, args.port))
+        let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, port))
             .await
-            .with_context(|| format!("cannot listen on {ip}:{}", args.port))?;
+            .with_context(|| format!("cannot listen on {ip}:{port}"))?;
         let addr = listener.local_addr()?;
-        let public = args
-            .public_url
+        let public = public_url
             .clone()
             .unwrap_or_else(|| format!("http://{addr}"));
         let state = InboxState {
             attest,
-            origins: inbox::allowed_origins(addr, args.public_url.as_deref())?,
-            trusted_identity_header: args.trusted_identity_header.clone(),
+            origins: inbox::allowed_origins(addr, public_url.as_deref())?,
+            trusted_identity_header,
             slack_signing_secret: slack_signing_secret.map(Secret::new),
             links: link_key.map(|key| LinkSigner::new(Secret::new(key), public.clone(), LINK_TTL)),
             clock: Arc::new(attest_ledger::SystemClock),
+            slack_updates,
         };
+        if !notifiers.is_empty() {
+            let store = state.attest.approvals()?;
+            tokio::spawn(crate::servers::notices::post_pending(store, notifiers));
+        }
         println!("attest: approval inbox on http://{addr}/");
         std::io::stdout().flush()?;
         inbox::serve(listener, state).await?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The inbox's address: `--host`/`--port`, else the configuration's `inbox.listen`, else
+/// 127.0.0.1:8321.
+fn listen_address(config: &Config, args: &ServeArgs) -> anyhow::Result<(IpAddr, u16)> {
+    let configured: Option<SocketAddr> = match &config.file.inbox.listen {
+        Some(text) => Some(text.parse().with_context(|| {
+            format!("{}: inbox.listen {text:?} is not IP:PORT", config.origin())
+        })?),
+        None => None,
+    };
+    let ip = match &args.host {
+        Some(host) => host
+            .parse()
+            .with_context(|| format!("--host {host:?} is not an IP address"))?,
+        None => configured.map_or(IpAddr::from([127, 0, 0, 1]), |a| a.ip()),
+    };
+    let port = args.port.or(configured.map(|a| a.port())).unwrap_or(8321);
+    Ok((ip, port))
 }

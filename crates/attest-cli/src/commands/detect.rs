@@ -1,9 +1,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use attest_core::{detect, DetectInput, Detection};
+use attest_core::{DetectInput, Detection};
 
 use crate::cli::{CallArgs, DetectArgs};
+use crate::config::Config;
 
 /// The detection input the call arguments describe.
 pub(crate) fn input(call: &CallArgs) -> anyhow::Result<DetectInput<'_>> {
@@ -31,8 +32,9 @@ pub(crate) fn input(call: &CallArgs) -> anyhow::Result<DetectInput<'_>> {
     )
 }
 
-pub(crate) fn run(args: &DetectArgs) -> anyhow::Result<ExitCode> {
-    let detection = detect(&input(&args.call)?);
+/// Detects as the servers do: with the configured registry files and hosts.
+pub(crate) fn run(config: &Config, args: &DetectArgs) -> anyhow::Result<ExitCode> {
+    let detection = config.registry()?.detect(&input(&args.call)?);
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &detection)?;

@@ -12,7 +12,12 @@ pub(crate) fn keygen(config: &Config, args: &KeygenArgs) -> anyhow::Result<ExitC
     if path.exists() {
         anyhow::bail!("{} already exists; not overwriting a key", path.display());
     }
-    let (key, private) = SigningKey::generate(&args.name)?;
+    let name = args
+        .name
+        .as_deref()
+        .or(config.file.origin.as_deref())
+        .unwrap_or("attest-ledger");
+    let (key, private) = SigningKey::generate(name)?;
     SigningKey::write_new(&path, &private)?;
     let public = path.with_extension("pub");
     std::fs::write(&public, format!("{}\n", key.verifier()))

@@ -3,6 +3,7 @@
 mod anchor;
 mod approvals;
 mod checkpoint;
+mod config;
 mod demo;
 mod detect;
 mod export;
@@ -29,9 +30,13 @@ use crate::config::Config;
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Recipes(command) = &cli.command {
         // Needs no ledger settings.
-        return recipes::run(command);
+        return recipes::run(&cli.global, command);
     }
-    let config = Config::from_global(&cli.global)?;
+    if let Command::Config(command) = &cli.command {
+        // Reports a file that does not load instead of failing on it.
+        return config::run(&cli.global, command);
+    }
+    let config = Config::load(&cli.global)?;
     match cli.command {
         Command::Demo => demo::run(&config),
         Command::Ledger(args) => ledger::run(&config, &args),
@@ -46,11 +51,12 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Witness(args) => witness::run(&args),
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
-        Command::Detect(args) => detect::run(&args),
+        Command::Detect(args) => detect::run(&config, &args),
         Command::Import(args) => import::run(&config, &args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
-        Command::Recipes(command) => recipes::run(&command),
+        Command::Recipes(command) => recipes::run(&cli.global, &command),
+        Command::Config(command) => config::run(&cli.global, &command),
         // approvals (issue 7)
         Command::Pending(args) => approvals::pending(&config, &args),
         Command::Confirm(args) => approvals::confirm(&config, &args),

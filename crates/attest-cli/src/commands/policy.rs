@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use attest_core::detect::detect_action;
 use attest_core::http_body::body_params;
-use attest_core::{detect, DetectInput};
+use attest_core::DetectInput;
 use attest_policy::{lint, run_cases_with, Action, CaseCall, Policy, Verdict, MAX_POLICY_BYTES};
 use serde_json::{json, Value};
 
@@ -41,7 +41,8 @@ pub(crate) fn decision_report(action: &Action, verdict: &Verdict) -> Value {
 fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode> {
     let policy = config.policy()?;
     let call = input(&args.call)?;
-    let mut detection = detect(&call);
+    // Detected as the servers detect it: with the configured registry files and hosts.
+    let mut detection = config.registry()?.detect(&call);
     let params = match (&args.params, &args.call.body) {
         (Some(text), _) => serde_json::from_str(text).context("--params is not JSON")?,
         (None, Some(body)) => body_params(None, body.as_bytes()),

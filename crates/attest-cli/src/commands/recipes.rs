@@ -12,19 +12,35 @@ use attest_core::verification::{
 };
 use serde_json::json;
 
-use crate::cli::{RecipesCommand, RecipesListArgs};
+use crate::cli::{Global, RecipesCommand, RecipesListArgs};
+use crate::config::Config;
 
-pub(crate) fn run(command: &RecipesCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(global: &Global, command: &RecipesCommand) -> anyhow::Result<ExitCode> {
     match command {
-        RecipesCommand::List(args) => list(args),
+        RecipesCommand::List(args) => list(global, args),
         RecipesCommand::Check(args) => check(&args.path),
     }
 }
 
-fn list(args: &RecipesListArgs) -> anyhow::Result<ExitCode> {
+/// The built-in recipes, after those in `--dir` (else the configuration's `recipes`
+/// directories), in the order read-back tries them.
+fn list(global: &Global, args: &RecipesListArgs) -> anyhow::Result<ExitCode> {
+    let dirs = match &args.dir {
+        Some(dir) => vec![dir.clone()],
+        None => Config::load(global)?.file.recipes,
+    };
     let mut recipes = Vec::new();
-    if let Some(dir) = &args.dir {
-        recipes.extend(load_recipe_dir(dir).context("cannot load the recipe directory")?);
+    for dir in &dirs {
+        let loaded = load_recipe_dir(dir)
+            .with_context(|| format!("cannot load the recipe directory {}", dir.display()))?;
+        for recipe in loaded {
+            if !recipes
+                .iter()
+                .any(|old: &Recipe| old.name() == recipe.name())
+            {
+                recipes.push(recipe);
+            }
+        }
     }
     recipes.extend(builtin_recipes().context("the built-in recipes do not load")?);
     let mut out = std::io::stdout().lock();

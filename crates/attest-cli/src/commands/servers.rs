@@ -7,14 +7,17 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ApprovalStore;
+use attest_core::config::NotifyBy;
 use attest_core::Attest;
 use attest_policy::Policy;
 
 use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ModeArgs};
 use crate::config::Config;
+use crate::servers::mcp_transport::{self, UpstreamSpec};
 use crate::servers::{gate_for, gateway, mcp_proxy, mcp_server, Mode};
 
-/// The pipeline the servers share: the configured policy and ledger, the mode's gate.
+/// The pipeline the servers share: the configured policy, ledger, detection registry,
+/// read-back drivers and notifiers, and the mode's gate.
 fn pipeline(
     config: &Config,
     mode: Mode,
@@ -23,31 +26,40 @@ fn pipeline(
     agent: Option<&str>,
     actor: Option<&str>,
 ) -> anyhow::Result<(Attest, Arc<dyn Policy>)> {
-    // The policy first: a policy that does not load must not leave a ledger behind.
+    // The policy and every configured file first: a setting that does not load must not
+    // leave a ledger behind.
     let policy: Arc<dyn Policy> = Arc::new(config.policy()?);
+    let registry = config.registry()?;
+    let readback = config.readback()?;
+    // With `notify.by: inbox`, `attest serve` tells people, not this process.
+    let notifiers = match config.file.notify.by {
+        NotifyBy::Surfaces => config.notifiers()?,
+        NotifyBy::Inbox => Vec::new(),
+    };
     let ledger = Arc::new(config.open_ledger(true)?);
     let store = Arc::new(ApprovalStore::open(&ledger).context("cannot open the approval store")?);
     let mut builder = Attest::builder()
         .ledger(ledger)
         .shared_policy(Arc::clone(&policy))
         .approvals(Arc::clone(&store))
-        .gate(gate_for(mode, timeout, use_by, store));
-    if let Some(agent) = agent {
+        .registry(registry)
+        .readback(readback)
+        .gate(gate_for(mode, timeout, use_by, store, notifiers));
+    if let Some(agent) = config.agent(agent) {
         builder = builder.agent(agent);
     }
-    if let Some(actor) = actor {
+    if let Some(actor) = config.actor(actor) {
         builder = builder.actor(actor);
     }
     Ok((builder.build()?, policy))
 }
 
 fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
-    let timeout = Duration::from_secs(serve.timeout);
     let (attest, _) = pipeline(
         config,
         serve.mode,
-        timeout,
-        Duration::from_secs(serve.use_by),
+        config.wait(serve.timeout),
+        config.use_by(serve.use_by),
         serve.agent.as_deref(),
         serve.actor.as_deref(),
     )?;
@@ -62,15 +74,44 @@ fn stdio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<ExitCode> {
+    let upstream = match &args.url {
+        Some(url) => UpstreamSpec::Url {
+            url: url.clone(),
+            bearer: match &args.bearer_env {
+                Some(var) => Some(
+                    crate::config::env_var(var)
+                        .with_context(|| format!("--bearer-env {var}: the variable is not set"))?,
+                ),
+                None => None,
+            },
+        },
+        None => UpstreamSpec::Command(args.command.clone()),
+    };
+    upstream.validate()?;
+    let listen = match &args.listen {
+        Some(text) => Some(mcp_transport::listen_address(text)?),
+        None => None,
+    };
     let attest = serve_pipeline(config, &args.serve)?;
     let server_named = args.server.is_some();
-    let server = args.server.unwrap_or_else(|| server_name(&args.command));
+    let server = match (args.server, &upstream) {
+        (Some(server), _) => server,
+        (None, UpstreamSpec::Command(command)) => server_name(command),
+        (None, UpstreamSpec::Url { url, .. }) => mcp_transport::server_name_from_url(url),
+    };
     let options = mcp_proxy::ProxyOptions {
         server,
         server_named,
         mode: args.serve.mode,
-        command: args.command,
+        upstream,
     };
+    if let Some(address) = listen {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(mcp_transport::serve_http(attest, options, address))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let runtime = stdio_runtime()?;
     let outcome = runtime.block_on(mcp_proxy::serve(attest, options));
     // A read of stdin may still be parked on a blocking thread; do not wait for it.
@@ -84,7 +125,7 @@ pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Resul
         config,
         Mode::Block,
         Duration::from_secs(0),
-        attest_core::approvals::DEFAULT_USE_BY,
+        config.use_by(None),
         args.agent.as_deref(),
         args.actor.as_deref(),
     )?;
@@ -96,15 +137,26 @@ pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Resul
 }
 
 pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<ExitCode> {
-    let upstream = match &args.upstream {
-        Some(text) => {
-            Some(reqwest::Url::parse(text).with_context(|| format!("--upstream {text}"))?)
-        }
+    let upstream = match args
+        .upstream
+        .as_ref()
+        .or(config.file.gateway.upstream.as_ref())
+    {
+        Some(text) => Some(reqwest::Url::parse(text).with_context(|| format!("upstream {text}"))?),
         None => None,
     };
-    let operations = match &args.openapi {
-        Some(path) => gateway::load_openapi(path)?,
-        None => Vec::new(),
+    let mut operations = Vec::new();
+    let specs = match &args.openapi {
+        Some(path) => std::slice::from_ref(path),
+        None => config.file.openapi.as_slice(),
+    };
+    for path in specs {
+        operations.extend(gateway::load_openapi(path)?);
+    }
+    let allow_upstream = if args.allow_upstream.is_empty() {
+        config.file.gateway.allow_upstream.clone()
+    } else {
+        args.allow_upstream.clone()
     };
     let host: IpAddr = args
         .host
@@ -125,7 +177,7 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         record_reads: args.record_reads,
         max_body: args.max_body,
         upstream_timeout: Duration::from_secs(args.upstream_timeout),
-        allow_upstream: args.allow_upstream.clone(),
+        allow_upstream,
         token,
     };
     let state = gateway::GatewayState::new(attest, options)?;

@@ -39,8 +39,8 @@ use anyhow::Context;
 use attest_core::approvals::ResumeToken;
 use attest_core::verification::without_query;
 use attest_core::{
-    detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, HttpOptions,
-    HttpReader, ReadMethod, ReadRequest, Receipt, Registry, ToolError,
+    Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, HttpOptions, HttpReader,
+    ReadMethod, ReadRequest, Receipt, ToolError,
 };
 use attest_policy::Action;
 use axum::body::{Body, Bytes};
@@ -545,7 +545,8 @@ fn action_for(
         url: url.as_str(),
         body: Some(body),
     };
-    let mut detection = Registry::shared().detect_http_request(
+    let registry = state.attest.registry();
+    let mut detection = registry.detect_http_request(
         method.as_str(),
         url.as_str(),
         headers
@@ -554,7 +555,7 @@ fn action_for(
         Some(body),
     );
     if let Some(op) = find_operation(&state.options.operations, method.as_str(), url.path()) {
-        let named = detect(&DetectInput::Function {
+        let named = registry.detect(&DetectInput::Function {
             name: &op.operation_id,
         });
         // An operation id names the verb, but never makes a write's method a read.

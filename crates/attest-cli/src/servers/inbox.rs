@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::{
-    verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackPress,
-    SLACK_TOLERANCE,
+    verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackNotifier,
+    SlackPress, SLACK_TOLERANCE,
 };
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError, ResumeToken};
 use attest_ledger::Clock;
@@ -73,6 +73,9 @@ pub(crate) struct InboxState {
     pub(crate) slack_signing_secret: Option<Secret>,
     /// The link key, enabling `/links/…`.
     pub(crate) links: Option<LinkSigner>,
+    /// The configured Slack notifier: a card whose button decided is updated with the
+    /// outcome.
+    pub(crate) slack_updates: Option<Arc<SlackNotifier>>,
     /// The clock for signature freshness and link expiry.
     pub(crate) clock: Arc<dyn Clock>,
 }
@@ -520,6 +523,20 @@ async fn slack(
         }
         Err(err) => Err(AttestError::from(err)),
     };
+    if let (Ok(decided), Some(slack), Some(channel), Some(ts)) = (
+        &decided,
+        &state.slack_updates,
+        &press.channel,
+        &press.message_ts,
+    ) {
+        if let Err(err) = slack.update(channel, ts, &decided.request).await {
+            eprintln!(
+                "attest: could not update the Slack card of {}: {}",
+                decided.request.id,
+                crate::servers::chain(&err)
+            );
+        }
+    }
     let text = match decided {
         Ok(decided) => format!(
             "{} {} by {}",

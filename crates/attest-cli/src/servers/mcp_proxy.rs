@@ -27,7 +27,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -35,7 +34,7 @@ use std::time::Duration;
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
 use attest_core::{
-    Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, Receipt, ToolError,
+    Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, Receipt, Registry, ToolError,
 };
 use attest_policy::{Action, Risk, Verb};
 use rmcp::model::{
@@ -49,17 +48,14 @@ use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
     RunningService, Service, ServiceError, ServiceExt,
 };
-use rmcp::transport::TokioChildProcess;
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
+use super::mcp_transport::{connect, request_bearer, UpstreamSpec};
 use super::{chain, held_json, not_recorded_text, receipt_json, Mode};
 
 /// The tool added in pending mode to resume a held call.
 pub(crate) const RESUME_TOOL: &str = "attest_resume";
-
-/// How long the upstream may take to answer `initialize`.
-const UPSTREAM_INIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What `attest mcp-proxy` was asked to do.
 #[derive(Debug, Clone)]
@@ -71,24 +67,14 @@ pub(crate) struct ProxyOptions {
     pub(crate) server_named: bool,
     /// How `ask` is answered.
     pub(crate) mode: Mode,
-    /// The upstream command and its arguments.
-    pub(crate) command: Vec<String>,
+    /// The upstream: a command, or a remote server's URL.
+    pub(crate) upstream: UpstreamSpec,
 }
 
 /// Serves MCP on this process's stdio until the client goes away, then stops the upstream.
 pub(crate) async fn serve(attest: Attest, options: ProxyOptions) -> anyhow::Result<()> {
-    if options.command.is_empty() {
-        anyhow::bail!(
-            "no upstream command: give it after `--`, e.g. `attest mcp-proxy -- npx server`"
-        );
-    }
-    let proxy = Proxy(Arc::new(Inner {
-        attest,
-        options,
-        upstream: OnceCell::new(),
-        tools: Arc::new(Mutex::new(HashMap::new())),
-        progress: Arc::new(Mutex::new(HashMap::new())),
-    }));
+    options.upstream.validate()?;
+    let proxy = Proxy::new(attest, options);
     let running = proxy
         .clone()
         .serve(super::frames::stdio())
@@ -100,11 +86,27 @@ pub(crate) async fn serve(attest: Attest, options: ProxyOptions) -> anyhow::Resu
 }
 
 #[derive(Clone)]
-struct Proxy(Arc<Inner>);
+pub(crate) struct Proxy(Arc<Inner>);
+
+impl Proxy {
+    /// A proxy for one client session; its upstream starts on the client's `initialize`.
+    pub(crate) fn new(attest: Attest, options: ProxyOptions) -> Proxy {
+        Proxy(Arc::new(Inner {
+            attest,
+            options,
+            bearer: std::sync::OnceLock::new(),
+            upstream: OnceCell::new(),
+            tools: Arc::new(Mutex::new(HashMap::new())),
+            progress: Arc::new(Mutex::new(HashMap::new())),
+        }))
+    }
+}
 
 struct Inner {
     attest: Attest,
     options: ProxyOptions,
+    /// The bearer token of a client that came over streamable HTTP (never recorded).
+    bearer: std::sync::OnceLock<String>,
     upstream: OnceCell<Upstream>,
     /// The upstream's tools by name, from its latest listing.
     tools: Arc<Mutex<HashMap<String, Tool>>>,
@@ -144,41 +146,14 @@ impl Proxy {
         client: ClientConfig,
         downstream: Peer<RoleServer>,
     ) -> Result<Upstream, ErrorData> {
-        let command = &self.0.options.command;
-        let Some((program, args)) = command.split_first() else {
-            return Err(ErrorData::internal_error("no upstream command", None));
-        };
-        let mut child = tokio::process::Command::new(program);
-        child.args(args);
-        let (transport, _) = TokioChildProcess::builder(child)
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|err| {
-                ErrorData::internal_error(format!("cannot start upstream `{program}`: {err}"), None)
-            })?;
         let service = UpstreamClient {
             downstream,
             config: client,
             tools: Arc::clone(&self.0.tools),
             progress: Arc::clone(&self.0.progress),
         };
-        let running = tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, service.serve(transport))
-            .await
-            .map_err(|_| {
-                ErrorData::internal_error(
-                    format!(
-                        "upstream `{program}` did not answer initialize within {} s",
-                        UPSTREAM_INIT_TIMEOUT.as_secs()
-                    ),
-                    None,
-                )
-            })?
-            .map_err(|err| {
-                ErrorData::internal_error(
-                    format!("upstream `{program}` failed to initialize: {}", chain(&err)),
-                    None,
-                )
-            })?;
+        let bearer = self.0.bearer.get().cloned();
+        let running = connect(&self.0.options.upstream, service, bearer).await?;
         let peer = running.peer().clone();
         let info = peer
             .peer_info()
@@ -302,6 +277,7 @@ impl Proxy {
         let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
         let options = &self.0.options;
         let action = action_for(
+            self.0.attest.registry(),
             &options.server,
             options.server_named,
             &name,
@@ -535,6 +511,9 @@ impl Service<RoleServer> for Proxy {
     ) -> Result<ServerResult, ErrorData> {
         match request {
             ClientRequest::InitializeRequest(init) => {
+                if let Some(token) = request_bearer(&context) {
+                    let _ = self.0.bearer.set(token);
+                }
                 let upstream = self.upstream(Some(init.params), &context.peer).await?;
                 Ok(ServerResult::InitializeResult(upstream.info.clone()))
             }
@@ -691,6 +670,7 @@ fn initialize_result(info: &impl serde::Serialize) -> Option<InitializeResult> {
 /// The action a `tools/call` describes: detection from the name and the server (the
 /// system when `named`, else a hint), then the tool's annotations.
 pub(crate) fn action_for(
+    registry: &Registry,
     server: &str,
     named: bool,
     name: &str,
@@ -705,7 +685,7 @@ pub(crate) fn action_for(
             server: Some(server),
         }
     };
-    let mut action = attest_core::detect::detect_action(&input, args);
+    let mut action = registry.detect_action(&input, args);
     if let Some(hints) = tool.and_then(|tool| tool.annotations.as_ref()) {
         apply_hints(&mut action, hints);
     }
@@ -952,13 +932,27 @@ mod tests {
     fn hints_make_calls_stricter_or_place_unknown_reads() {
         let mut hints = ToolAnnotations::new();
         hints.read_only_hint = Some(true);
-        let echo = action_for("everything", false, "echo", json!({}), None);
+        let echo = action_for(
+            Registry::shared(),
+            "everything",
+            false,
+            "echo",
+            json!({}),
+            None,
+        );
         let mut read = echo.clone();
         apply_hints(&mut read, &hints);
         assert!(read.verb.is_read(), "{:?}", read.verb);
 
         // A name Attest recognises as a write stays a write, whatever the hint says.
-        let mut write = action_for("github", false, "create_issue", json!({}), None);
+        let mut write = action_for(
+            Registry::shared(),
+            "github",
+            false,
+            "create_issue",
+            json!({}),
+            None,
+        );
         assert!(write.recognised);
         apply_hints(&mut write, &hints);
         assert_eq!(write.verb, Verb::Create);
@@ -971,9 +965,23 @@ mod tests {
 
         let mut hints = ToolAnnotations::new();
         hints.idempotent_hint = Some(true);
-        let mut set = action_for("x", false, "frobnicate", json!({}), None);
+        let mut set = action_for(
+            Registry::shared(),
+            "x",
+            false,
+            "frobnicate",
+            json!({}),
+            None,
+        );
         // A server the user named is the system, whether or not Attest knows it.
-        let named = action_for("hr", true, "get_employee", json!({}), None);
+        let named = action_for(
+            Registry::shared(),
+            "hr",
+            true,
+            "get_employee",
+            json!({}),
+            None,
+        );
         assert_eq!((named.system.as_str(), named.verb), ("hr", Verb::Get));
         set.verb = Verb::Write;
         apply_hints(&mut set, &hints);

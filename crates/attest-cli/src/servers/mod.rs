@@ -18,6 +18,8 @@ pub(crate) mod gateway;
 pub(crate) mod inbox;
 pub(crate) mod mcp_proxy;
 pub(crate) mod mcp_server;
+pub(crate) mod mcp_transport;
+pub(crate) mod notices;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +53,9 @@ const GATE_GRACE: Duration = Duration::from_secs(5);
 /// - `pending`: the approval store, returning held at once.
 /// - `auto`: approves as `auto`.
 ///
+/// In `block` and `pending` modes each of `notifiers` (Slack, webhook, e-mail, from the
+/// configuration file) is told of each new request.
+///
 /// A guard rejects if the gate itself has not answered shortly after `timeout`.
 /// An approval given through the store may be used for `use_by` after it is given.
 pub(crate) fn gate_for(
@@ -58,17 +63,26 @@ pub(crate) fn gate_for(
     timeout: Duration,
     use_by: Duration,
     store: Arc<ApprovalStore>,
+    notifiers: Vec<Arc<dyn Notifier>>,
 ) -> TimeoutGate {
+    let with_notifiers = |mut gate: StoreGate| {
+        for notifier in notifiers {
+            gate = gate.notifier(notifier);
+        }
+        gate
+    };
     let inner: Arc<dyn Gate> = match mode {
-        Mode::Block => Arc::new(
+        Mode::Block => Arc::new(with_notifiers(
             StoreGate::new(store)
                 .use_by(use_by)
                 .wait(timeout)
                 .notifier(WaitNotice { wait: timeout }),
-        ),
-        Mode::Pending => Arc::new(StoreGate::new(store).use_by(use_by).notifier(WaitNotice {
-            wait: Duration::ZERO,
-        })),
+        )),
+        Mode::Pending => Arc::new(with_notifiers(
+            StoreGate::new(store).use_by(use_by).notifier(WaitNotice {
+                wait: Duration::ZERO,
+            }),
+        )),
         Mode::Auto => Arc::new(AutoGate::approve("auto")),
     };
     TimeoutGate {
@@ -274,6 +288,7 @@ mod tests {
             Duration::from_secs(1),
             Duration::from_secs(1),
             store,
+            Vec::new(),
         );
         assert!(matches!(
             auto.decide(&action, &verdict).await,

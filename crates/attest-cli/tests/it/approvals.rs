@@ -1,9 +1,8 @@
 //! `attest pending`, `attest confirm` and `attest serve`: the real binary against a
 //! ledger where a pipeline (this test process) left requests pending.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -320,15 +319,8 @@ async fn approvers_are_added_listed_and_revoked() {
 
 /// `attest serve` running in `dir`, killed when dropped.
 pub(crate) struct Server {
-    child: Child,
+    _running: crate::Running,
     pub(crate) url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Starts `attest serve --port 0 …` and waits for the address it prints.
@@ -338,27 +330,23 @@ pub(crate) fn serve(dir: &Path, extra: &[&str]) -> Server {
 
 /// Like [`serve`], with only the environment `env`.
 pub(crate) fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args(["serve", "--port", "0"])
-        .args(extra)
-        .current_dir(dir)
-        .env_clear()
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (running, line) = crate::start_first_line(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(["serve", "--port", "0"])
+            .args(extra)
+            .current_dir(dir)
+            .env_clear()
+            .envs(env.iter().copied()),
+    );
     let url = line
-        .trim()
         .strip_prefix("attest: approval inbox on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .trim_end_matches('/')
         .to_owned();
-    Server { child, url }
+    Server {
+        _running: running,
+        url,
+    }
 }
 
 /// An API call as the inbox's own page makes it: same origin, JSON, with a bearer token.
@@ -617,13 +605,13 @@ fn listening_on_every_address_needs_the_public_url() {
     assert!(stderr(&out).contains("--public-url"), "{}", stderr(&out));
 }
 
-fn slack_signature(secret: &str, ts: &str, body: &str) -> String {
+pub(crate) fn slack_signature(secret: &str, ts: &str, body: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(format!("v0:{ts}:{body}").as_bytes());
     format!("v0={}", hex::encode(mac.finalize().into_bytes()))
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
@@ -721,7 +709,7 @@ async fn slack_button_presses_are_checked_then_decided() {
     );
 }
 
-fn form_urlencoded_body(payload: &str) -> String {
+pub(crate) fn form_urlencoded_body(payload: &str) -> String {
     let mut out = String::from("payload=");
     for byte in payload.bytes() {
         match byte {

@@ -6,6 +6,7 @@
 
 mod approvals;
 mod bad_input;
+mod config;
 mod demo;
 mod evidence;
 mod export;
@@ -16,6 +17,8 @@ mod import;
 mod inbox_browser;
 pub(crate) mod mcp;
 mod mcp_frames;
+mod mcp_remote;
+mod notify;
 mod policy;
 mod readme;
 mod recipes;
@@ -23,8 +26,9 @@ mod tamper;
 mod tiles;
 mod verify_claims;
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// `attest` with `args`, run in `dir` with no inherited environment.
 pub(crate) fn attest(dir: &Path, args: &[&str]) -> Output {
@@ -111,4 +115,38 @@ pub(crate) fn demo_ledger() -> tempfile::TempDir {
 /// The default ledger file inside `dir`.
 pub(crate) fn ledger_file(dir: &Path) -> std::path::PathBuf {
     dir.join(".attest/ledger.sqlite")
+}
+
+/// A child process (a server the test started), killed when dropped.
+pub(crate) struct Running(pub(crate) Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` with its standard output piped; returns it running, with the first
+/// line it printed (a server's address).
+pub(crate) fn start_first_line(command: &mut Command) -> (Running, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (Running(child), line.trim().to_owned())
+}
+
+/// A free port on 127.0.0.1 (bound, then released for a server to take).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

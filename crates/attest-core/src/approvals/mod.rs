@@ -2,7 +2,7 @@
 //!
 //! When policy says `ask` and the gate is a [`StoreGate`], the request is stored in the
 //! `approvals` table of the ledger's SQLite file, people are told ([`Notifier`]s:
-//! [`WebhookNotifier`], [`SlackNotifier`], one-click links from a [`LinkSigner`]), and
+//! [`WebhookNotifier`], [`SlackNotifier`], `EmailNotifier` (feature `email`), one-click links from a [`LinkSigner`]), and
 //! the call either waits or returns [`crate::AttestError::Pending`] with a
 //! [`ResumeToken`]. Whoever holds the token resumes with [`crate::Attest::resume`], in
 //! this process or another.
@@ -23,6 +23,8 @@
 //!   (execution `pending`) and the outcome row (`confirm` says who decided, how).
 
 mod approvers;
+#[cfg(feature = "email")]
+mod email;
 mod error;
 mod gate;
 mod links;
@@ -35,6 +37,8 @@ mod token;
 mod webhook;
 
 pub use approvers::{Approver, ApproverToken, APPROVER_TOKEN_PREFIX};
+#[cfg(feature = "email")]
+pub use email::{EmailNotifier, SmtpSecurity};
 pub use error::ApprovalError;
 pub use gate::{StoreGate, DEFAULT_TTL, DEFAULT_USE_BY};
 pub use links::{Choice, LinkSigner, SignedLink};

@@ -18,6 +18,17 @@ pub trait Notifier: Send + Sync {
     async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError>;
 }
 
+#[async_trait]
+impl<N: Notifier + ?Sized> Notifier for std::sync::Arc<N> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
+        (**self).notify(request).await
+    }
+}
+
 /// Why a notice was not delivered.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -44,6 +55,12 @@ pub enum NotifyError {
     Slack {
         /// Slack's error code (`channel_not_found`, `invalid_auth`, …).
         error: String,
+    },
+    /// The SMTP server refused the message or could not be reached.
+    #[error("email: sending failed: {detail}")]
+    Smtp {
+        /// What failed (never the password).
+        detail: String,
     },
     /// The notice could not be put together.
     #[error("{notifier}: cannot build the notice: {detail}")]

@@ -121,21 +121,47 @@ impl SlackNotifier {
     }
 }
 
-#[async_trait]
-impl Notifier for SlackNotifier {
-    fn name(&self) -> &str {
-        "slack"
+impl SlackNotifier {
+    /// The `chat.update` body that replaces the card for `request` (message `ts` in
+    /// `channel`) once it is decided: the outcome and who decided, no more buttons.
+    pub fn decided_message(&self, channel: &str, ts: &str, request: &ApprovalRequest) -> Value {
+        let by = request.approver.as_deref().unwrap_or("nobody");
+        let via = request.channel.as_deref().unwrap_or("-");
+        let text = format!(
+            "{}: {} ({} risk), {} by {by} via {via}",
+            request.id,
+            request.action.label(),
+            request.verdict.tier.as_str(),
+            request.status,
+        );
+        json!({
+            "channel": channel,
+            "ts": ts,
+            "text": text,
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+        })
     }
 
-    async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
-        let body = self.message(request)?;
-        let url = format!("{}/chat.postMessage", self.base_url.trim_end_matches('/'));
+    /// Replaces the card (message `ts` in `channel`) with the request's outcome.
+    pub async fn update(
+        &self,
+        channel: &str,
+        ts: &str,
+        request: &ApprovalRequest,
+    ) -> Result<(), NotifyError> {
+        let body = self.decided_message(channel, ts, request);
+        self.call("chat.update", &body).await
+    }
+
+    /// One Web API call with the bot token; `ok: false` is an error.
+    async fn call(&self, method: &str, body: &Value) -> Result<(), NotifyError> {
+        let url = format!("{}/{method}", self.base_url.trim_end_matches('/'));
         let token = String::from_utf8_lossy(self.token.expose()).into_owned();
         let response = self
             .client
             .post(url)
             .bearer_auth(token)
-            .json(&body)
+            .json(body)
             .send()
             .await
             .map_err(|err| http_error("slack", err))?;
@@ -155,6 +181,18 @@ impl Notifier for SlackNotifier {
             });
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl Notifier for SlackNotifier {
+    fn name(&self) -> &str {
+        "slack"
+    }
+
+    async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
+        let body = self.message(request)?;
+        self.call("chat.postMessage", &body).await
     }
 }
 
@@ -201,6 +239,10 @@ pub struct SlackPress {
     /// Who pressed it: the Slack user id (`U…`). Never the username or display name,
     /// which a Slack user can change to anyone's.
     pub user: String,
+    /// The channel the card is in, when the payload says (for updating the card).
+    pub channel: Option<String>,
+    /// The card's message timestamp, when the payload says (for updating the card).
+    pub message_ts: Option<String>,
 }
 
 impl SlackPress {
@@ -224,7 +266,18 @@ impl SlackPress {
             .filter(|s| !s.is_empty())
             .ok_or(bad)?
             .to_owned();
-        Ok(SlackPress { id, choice, user })
+        let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+        let channel =
+            text(&value["container"]["channel_id"]).or_else(|| text(&value["channel"]["id"]));
+        let message_ts =
+            text(&value["container"]["message_ts"]).or_else(|| text(&value["message"]["ts"]));
+        Ok(SlackPress {
+            id,
+            choice,
+            user,
+            channel,
+            message_ts,
+        })
     }
 }
 
@@ -272,6 +325,7 @@ mod tests {
     #[test]
     fn a_press_names_request_choice_and_user() {
         let payload = r#"{"type":"block_actions","user":{"id":"U1","username":"ann"},
+            "container":{"channel_id":"C7","message_ts":"171.5"},
             "actions":[{"action_id":"attest_reject","value":"req-9"}]}"#;
         let press = SlackPress::from_payload(payload).unwrap();
         assert_eq!(
@@ -279,7 +333,9 @@ mod tests {
             SlackPress {
                 id: "req-9".into(),
                 choice: Choice::Reject,
-                user: "U1".into()
+                user: "U1".into(),
+                channel: Some("C7".into()),
+                message_ts: Some("171.5".into()),
             }
         );
         // A username alone is no identity: anyone can rename themselves.

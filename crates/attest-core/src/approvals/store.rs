@@ -535,7 +535,7 @@ impl ApprovalStore {
     }
 
     /// Remembers that a notifier failed (the request stays pending and listed).
-    pub(crate) fn set_notify_error(&self, id: &str, error: &str) -> Result<(), ApprovalError> {
+    pub fn set_notify_error(&self, id: &str, error: &str) -> Result<(), ApprovalError> {
         self.lock()
             .execute(
                 "UPDATE approvals SET notify_error = ?1 WHERE id = ?2",

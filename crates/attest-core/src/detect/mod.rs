@@ -247,9 +247,16 @@ impl Detection {
 /// The action a call describes: detected with the compiled-in registry, with `params`,
 /// and with the call itself (tool, server, method, URL) in its [`Extra`].
 pub fn detect_action(input: &DetectInput<'_>, params: Value) -> Action {
-    let mut action = detect(input).into_action(params);
-    input.fill_extra(&mut action.extra);
-    action
+    DEFAULT_REGISTRY.detect_action(input, params)
+}
+
+impl Registry {
+    /// [`detect_action`] with this registry.
+    pub fn detect_action(&self, input: &DetectInput<'_>, params: Value) -> Action {
+        let mut action = self.detect(input).into_action(params);
+        input.fill_extra(&mut action.extra);
+        action
+    }
 }
 
 static DEFAULT_REGISTRY: LazyLock<Registry> = LazyLock::new(Registry::default_or_empty);

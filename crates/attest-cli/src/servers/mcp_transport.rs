@@ -1,0 +1,416 @@
+//! The MCP proxy's transports: how it reaches the upstream server (a child process on
+//! stdio, or a remote server over streamable HTTP), and where the client's bearer token
+//! comes from.
+//!
+//! A remote upstream gets the client's bearer token (`Authorization: Bearer …`) on every
+//! request: taken from the HTTP request of a client that reached the proxy over
+//! streamable HTTP (`--listen`), else from the variable `--bearer-env` names. The token
+//! goes into that header and nowhere else: never into an action, a row or a log line.
+//!
+//! With `--listen`, clients reach the proxy over streamable HTTP at `/mcp` on a loopback
+//! address; each session is its own proxy (and its own upstream connection).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use attest_core::Attest;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientRequest, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, Request, RequestOptionalParam, ServerConfig, ServerResult,
+};
+use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService, Service, ServiceExt};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::ServerHandler;
+
+use super::chain;
+use super::mcp_proxy::{Proxy, ProxyOptions};
+
+/// How long the upstream may take to answer `initialize`.
+const UPSTREAM_INIT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where the upstream MCP server is.
+#[derive(Clone)]
+pub(crate) enum UpstreamSpec {
+    /// A command started as a child, spoken to on its stdio.
+    Command(Vec<String>),
+    /// A remote server's streamable-HTTP endpoint (`https://…/mcp`).
+    Url {
+        /// The endpoint.
+        url: String,
+        /// The bearer token for a client on stdio (from `--bearer-env`).
+        bearer: Option<String>,
+    },
+}
+
+impl std::fmt::Debug for UpstreamSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is never printed.
+        match self {
+            UpstreamSpec::Command(command) => f.debug_tuple("Command").field(command).finish(),
+            UpstreamSpec::Url { url, bearer } => f
+                .debug_struct("Url")
+                .field("url", url)
+                .field("bearer", &bearer.as_ref().map(|_| "…"))
+                .finish(),
+        }
+    }
+}
+
+impl UpstreamSpec {
+    /// What error messages call the upstream: the program, or the URL's origin.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            UpstreamSpec::Command(command) => command.first().cloned().unwrap_or_default(),
+            UpstreamSpec::Url { url, .. } => match reqwest::Url::parse(url) {
+                Ok(parsed) => format!(
+                    "{}://{}{}",
+                    parsed.scheme(),
+                    parsed.host_str().unwrap_or(""),
+                    parsed.port().map(|p| format!(":{p}")).unwrap_or_default()
+                ),
+                Err(_) => "the upstream URL".to_owned(),
+            },
+        }
+    }
+
+    /// Checks the spec before anything starts: a command, or an http(s) URL without
+    /// userinfo (credentials go in the bearer, not the URL).
+    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+        match self {
+            UpstreamSpec::Command(command) if command.is_empty() => anyhow::bail!(
+                "no upstream: give a command after `--` (`attest mcp-proxy -- npx server`) or --url"
+            ),
+            UpstreamSpec::Command(_) => Ok(()),
+            UpstreamSpec::Url { url, .. } => {
+                let parsed = reqwest::Url::parse(url)
+                    .map_err(|err| anyhow::anyhow!("--url: not a URL ({err})"))?;
+                anyhow::ensure!(
+                    matches!(parsed.scheme(), "http" | "https"),
+                    "--url: an http:// or https:// URL, not {}:",
+                    parsed.scheme()
+                );
+                anyhow::ensure!(
+                    parsed.username().is_empty() && parsed.password().is_none(),
+                    "--url: no credentials in the URL; pass the token with --bearer-env"
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The bearer token of the HTTP request that carried this MCP request, when the client
+/// reached the proxy over streamable HTTP.
+pub(crate) fn request_bearer(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let value = parts
+        .headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
+}
+
+/// Starts (or reaches) the upstream and runs `service` as its client. `bearer` (the
+/// client's own token) beats the spec's.
+pub(crate) async fn connect<S: Service<RoleClient>>(
+    spec: &UpstreamSpec,
+    service: S,
+    bearer: Option<String>,
+) -> Result<RunningService<RoleClient, S>, ErrorData> {
+    let label = spec.label();
+    let started = match spec {
+        UpstreamSpec::Command(command) => {
+            let Some((program, args)) = command.split_first() else {
+                return Err(ErrorData::internal_error("no upstream command", None));
+            };
+            let mut child = tokio::process::Command::new(program);
+            child.args(args);
+            let (transport, _) = TokioChildProcess::builder(child)
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|err| {
+                    ErrorData::internal_error(
+                        format!("cannot start upstream `{program}`: {err}"),
+                        None,
+                    )
+                })?;
+            tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, service.serve(transport)).await
+        }
+        UpstreamSpec::Url { url, bearer: own } => {
+            install_tls_provider();
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(token) = bearer.or_else(|| own.clone()) {
+                config = config.auth_header(token);
+            }
+            let transport = StreamableHttpClientTransport::from_config(config);
+            tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, service.serve(transport)).await
+        }
+    };
+    started
+        .map_err(|_| {
+            ErrorData::internal_error(
+                format!(
+                    "upstream `{label}` did not answer initialize within {} s",
+                    UPSTREAM_INIT_TIMEOUT.as_secs()
+                ),
+                None,
+            )
+        })?
+        .map_err(|err| {
+            ErrorData::internal_error(
+                format!("upstream `{label}` failed to initialize: {}", chain(&err)),
+                None,
+            )
+        })
+}
+
+/// The `--listen` address: an IP address and port on this machine's loopback. Remote
+/// clients reach it through a TLS-terminating reverse proxy on the same host.
+pub(crate) fn listen_address(text: &str) -> anyhow::Result<SocketAddr> {
+    let address: SocketAddr = text
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--listen {text:?}: not IP:PORT (127.0.0.1:8765)"))?;
+    anyhow::ensure!(
+        address.ip().is_loopback(),
+        "--listen {address}: only a loopback address (put a TLS-terminating reverse proxy in front for other hosts)"
+    );
+    Ok(address)
+}
+
+/// A name for a remote server from its URL: the host's main label without `mcp.`/`api.`
+/// (`https://mcp.notion.com/mcp` → `notion`); `mcp` for an IP address or `localhost`.
+/// Only a hint for detection, as a name guessed from a command is.
+pub(crate) fn server_name_from_url(url: &str) -> String {
+    let host = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.domain().map(str::to_owned))
+        .unwrap_or_default();
+    let labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
+    let name = match labels.as_slice() {
+        [] | [_] => None,
+        [.., main, _tld] => Some(*main),
+    };
+    name.filter(|n| !matches!(*n, "mcp" | "api" | "www"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| "mcp".to_owned())
+}
+
+/// Serves MCP over streamable HTTP at `/mcp` on `address`: each client session gets its
+/// own [`Proxy`] (and upstream connection, with that client's bearer token).
+pub(crate) async fn serve_http(
+    attest: Attest,
+    options: ProxyOptions,
+    address: SocketAddr,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address}"))?;
+    let bound = listener.local_addr()?;
+    let config = StreamableHttpServerConfig::default().with_allowed_hosts([
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+        format!("localhost:{}", bound.port()),
+        format!("127.0.0.1:{}", bound.port()),
+    ]);
+    let service = StreamableHttpService::new(
+        move || Ok(Relay(Proxy::new(attest.clone(), options.clone()))),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    println!("attest mcp-proxy listening on http://{bound}/mcp");
+    std::io::stdout().flush()?;
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+/// The proxy as a typed MCP handler, for the streamable-HTTP server: each method hands
+/// the request to the proxy unchanged and returns its answer. What is not listed here
+/// (tasks, skills, subscriptions) is not offered over `--listen`.
+#[derive(Clone)]
+struct Relay(Proxy);
+
+impl Relay {
+    async fn ask(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        Service::handle_request(&self.0, request, context).await
+    }
+}
+
+fn unexpected(what: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("the upstream answered {what} with another kind of result"),
+        None,
+    )
+}
+
+impl ServerHandler for Relay {
+    fn get_info(&self) -> ServerConfig {
+        Service::get_info(&self.0)
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.ask(ClientRequest::PingRequest(Default::default()), context)
+            .await
+            .map(drop)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        match self
+            .ask(
+                ClientRequest::InitializeRequest(Request::new(request)),
+                context,
+            )
+            .await?
+        {
+            ServerResult::InitializeResult(result) => Ok(result),
+            _ => Err(unexpected("initialize")),
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let request = ClientRequest::ListToolsRequest(RequestOptionalParam::with_param(
+            request.unwrap_or_default(),
+        ));
+        match self.ask(request, context).await? {
+            ServerResult::ListToolsResult(result) => Ok(result),
+            _ => Err(unexpected("tools/list")),
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match self
+            .ask(
+                ClientRequest::CallToolRequest(Request::new(request)),
+                context,
+            )
+            .await?
+        {
+            ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+            _ => Err(unexpected("tools/call")),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let request = ClientRequest::ListResourcesRequest(RequestOptionalParam::with_param(
+            request.unwrap_or_default(),
+        ));
+        match self.ask(request, context).await? {
+            ServerResult::ListResourcesResult(result) => Ok(result),
+            _ => Err(unexpected("resources/list")),
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match self
+            .ask(
+                ClientRequest::ReadResourceRequest(Request::new(request)),
+                context,
+            )
+            .await?
+        {
+            ServerResult::ReadResourceResult(result) => Ok(ReadResourceResponse::Complete(result)),
+            _ => Err(unexpected("resources/read")),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let request = ClientRequest::ListPromptsRequest(RequestOptionalParam::with_param(
+            request.unwrap_or_default(),
+        ));
+        match self.ask(request, context).await? {
+            ServerResult::ListPromptsResult(result) => Ok(result),
+            _ => Err(unexpected("prompts/list")),
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        match self
+            .ask(
+                ClientRequest::GetPromptRequest(Request::new(request)),
+                context,
+            )
+            .await?
+        {
+            ServerResult::GetPromptResult(result) => Ok(GetPromptResponse::Complete(result)),
+            _ => Err(unexpected("prompts/get")),
+        }
+    }
+}
+
+/// rmcp's HTTP client uses the process's rustls provider: ring, as reqwest's own.
+pub(crate) fn install_tls_provider() {
+    // Fails only when one is installed already, which is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_with_credentials_is_refused_and_tokens_are_not_printed() {
+        let spec = UpstreamSpec::Url {
+            url: "https://user:pw@mcp.example.com/mcp".to_owned(),
+            bearer: Some("s3cret".to_owned()),
+        };
+        assert!(spec.validate().is_err());
+        assert!(!format!("{spec:?}").contains("s3cret"));
+        let spec = UpstreamSpec::Url {
+            url: "https://mcp.example.com:8443/mcp?key=1".to_owned(),
+            bearer: None,
+        };
+        assert!(spec.validate().is_ok());
+        assert_eq!(spec.label(), "https://mcp.example.com:8443");
+        assert!(UpstreamSpec::Command(Vec::new()).validate().is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! Remote MCP: `attest mcp-proxy --url` governs a server that speaks streamable HTTP (the
+//! Python SDK's, behind a bearer-token check), and `--listen` serves a remote client over
+//! streamable HTTP; the client's bearer token reaches the upstream and never the ledger.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::mcp::{drive_env, py, python_with};
+use crate::{exported_entries, free_port, start_first_line, stderr, stdout, Running};
+
+const TOKEN: &str = "remote-bearer-token-42";
+
+/// The notes server over streamable HTTP on a free port, requiring [`TOKEN`]; returns it
+/// with its `/mcp` URL once it accepts connections.
+fn remote_notes(dir: &std::path::Path) -> (Running, String) {
+    let port = free_port();
+    let child = Command::new(crate::python())
+        .arg(py("remote_notes.py"))
+        .arg(port.to_string())
+        .arg(TOKEN)
+        .env("NOTES_LOG", dir.join("notes.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let running = Running(child);
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the remote server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (running, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+fn assert_no_token_in_ledger(dir: &std::path::Path) {
+    let all = exported_entries(dir);
+    assert!(!serde_json::to_string(&all).unwrap().contains(TOKEN));
+}
+
+#[test]
+fn a_remote_streamable_http_server_is_governed_with_the_bearer_passed_through() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = remote_notes(dir.path());
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "remote", "body": "b"}},
+        {"tool": "get_note", "args": {"id": "n1"}},
+    ]});
+    let report = drive_env(
+        dir.path(),
+        &plan,
+        &[
+            "--server",
+            "notes",
+            "--mode",
+            "auto",
+            "--url",
+            &url,
+            "--bearer-env",
+            "NOTES_TOKEN",
+        ],
+        &[],
+        &[("NOTES_TOKEN", TOKEN)],
+    );
+    assert!(report["tools"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("create_note")));
+    let created = &report["calls"][0];
+    assert_eq!(created["is_error"], false, "{report}");
+    // Asked, approved by `--mode auto`, run upstream and read back through get_note.
+    assert_eq!(created["meta"]["_attest"]["approver"], "auto", "{report}");
+    assert_eq!(created["meta"]["_attest"]["level"], "verified", "{report}");
+    assert!(report["calls"][1]["text"]
+        .as_str()
+        .unwrap()
+        .contains("remote"));
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(log.contains("create_note"), "{log}");
+    let rows = crate::outcome_entries(dir.path());
+    assert!(rows
+        .iter()
+        .any(|row| row["system"] == "notes" && row["verb"] == "create"));
+    assert_no_token_in_ledger(dir.path());
+
+    // Without the token the remote server refuses, and the proxy says so.
+    let plan = json!({"calls": []});
+    let plan_file = dir.path().join("plan0.json");
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let output = Command::new(crate::python())
+        .arg(py("mcp_driver.py"))
+        .arg(&plan_file)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_attest"))
+        .args(["--ledger", "ledger.sqlite", "mcp-proxy", "--url", &url])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "{}", stdout(&output));
+}
+
+#[test]
+fn a_remote_client_reaches_the_proxy_over_streamable_http_with_its_own_token() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = remote_notes(dir.path());
+    let (proxy, line) = start_first_line(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args([
+                "--ledger",
+                "ledger.sqlite",
+                "mcp-proxy",
+                "--server",
+                "notes",
+                "--mode",
+                "auto",
+                "--url",
+                &url,
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .current_dir(dir.path())
+            .env_clear(),
+    );
+    let endpoint = line
+        .strip_prefix("attest mcp-proxy listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    let call = |token: &str| {
+        Command::new(crate::python())
+            .arg(py("http_driver.py"))
+            .args([
+                endpoint.as_str(),
+                token,
+                "create_note",
+                r#"{"title": "over http", "body": "b"}"#,
+            ])
+            .output()
+            .unwrap()
+    };
+    let output = call(TOKEN);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["is_error"], false, "{report}");
+    assert_eq!(report["meta"]["_attest"]["approver"], "auto", "{report}");
+    assert_eq!(report["meta"]["_attest"]["level"], "verified", "{report}");
+    // A client with the wrong token gets nowhere: the upstream refuses it.
+    let output = call("wrong-token");
+    assert!(!output.status.success(), "{}", stdout(&output));
+    drop(proxy);
+    let rows = crate::outcome_entries(dir.path());
+    assert_eq!(
+        rows.iter()
+            .filter(|row| row["system"] == "notes" && row["verb"] == "create")
+            .count(),
+        1
+    );
+    assert_no_token_in_ledger(dir.path());
+}
