@@ -50,6 +50,7 @@ mod record;
 #[cfg(feature = "rig")]
 pub mod rig;
 mod tool;
+pub mod touched;
 pub mod verification;
 mod wrap;
 

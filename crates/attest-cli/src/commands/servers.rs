@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ApprovalStore;
-use attest_core::Attest;
+use attest_core::{Attest, ReadBack};
 use attest_policy::Policy;
 
 use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ModeArgs};
@@ -22,13 +22,21 @@ fn pipeline(
     use_by: Duration,
     agent: Option<&str>,
     actor: Option<&str>,
+    run: Option<&str>,
 ) -> anyhow::Result<(Attest, Arc<dyn Policy>)> {
     // The policy first: a policy that does not load must not leave a ledger behind.
     let policy: Arc<dyn Policy> = Arc::new(config.policy()?);
     let ledger = Arc::new(config.open_ledger(true)?);
     let store = Arc::new(ApprovalStore::open(&ledger).context("cannot open the approval store")?);
+    // Writes to a system with a recipe are read back through the vendor's API with the
+    // recipe's credential variable, on every surface.
+    let readback = ReadBack::builtin().context("the built-in read-back recipes do not load")?;
+    // One run per session unless the caller names one (`--run`, or per call).
+    let run = run.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
     let mut builder = Attest::builder()
         .ledger(ledger)
+        .readback(readback)
+        .run_id(run)
         .shared_policy(Arc::clone(&policy))
         .approvals(Arc::clone(&store))
         .gate(gate_for(mode, timeout, use_by, store));
@@ -50,6 +58,7 @@ fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
         Duration::from_secs(serve.use_by),
         serve.agent.as_deref(),
         serve.actor.as_deref(),
+        serve.run.as_deref(),
     )?;
     Ok(attest)
 }
@@ -87,6 +96,7 @@ pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Resul
         attest_core::approvals::DEFAULT_USE_BY,
         args.agent.as_deref(),
         args.actor.as_deref(),
+        None,
     )?;
     let runtime = stdio_runtime()?;
     let outcome = runtime.block_on(mcp_server::serve(attest, policy));

@@ -42,7 +42,7 @@ use attest_core::{
     detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, HttpOptions,
     HttpReader, ReadMethod, ReadRequest, Receipt, Registry, ToolError,
 };
-use attest_policy::Action;
+use attest_policy::{Action, Decision};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
@@ -572,8 +572,28 @@ fn action_for(
     let params = attest_core::http_body::body_params(content_type, body);
     let mut action = detection.into_action(params);
     input.fill_extra(&mut action.extra);
+    let identity = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty() && v.len() <= MAX_IDENTITY_BYTES)
+            .map(str::to_owned)
+    };
+    action.agent = identity(AGENT_HEADER);
+    action.actor = identity(ACTOR_HEADER);
+    action.run_id = identity(RUN_HEADER);
     action
 }
+
+/// The per-request headers naming the agent, the person it acts for, and its run;
+/// recorded in the row, never forwarded.
+const AGENT_HEADER: &str = "x-attest-agent";
+const ACTOR_HEADER: &str = "x-attest-actor";
+const RUN_HEADER: &str = "x-attest-run";
+
+/// The longest identity header value recorded; a longer one is ignored.
+const MAX_IDENTITY_BYTES: usize = 256;
 
 /// `GET` and `HEAD`: the only methods that may be passed through unrecorded.
 fn is_read_method(method: &Method) -> bool {
@@ -621,7 +641,7 @@ fn readback_check(
             credentials.push((name.to_owned(), value.to_owned()));
         }
     }
-    CustomCheck::read_back("gateway", move |action, _result| {
+    CustomCheck::read_back_fallback("gateway", move |action, _result| {
         let url = found
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -716,9 +736,14 @@ async fn forward(
         Err(why) => return why.into_response(),
     };
     let action = action_for(&state, &method, &url, &headers, &body);
-    // Only a GET or HEAD detected as a read goes by unrecorded: any other method may change
-    // state whatever its path says, so it goes through the pipeline.
-    if action.verb.is_read() && is_read_method(&method) && !state.options.record_reads {
+    // Only a GET or HEAD detected as a read, which policy lets run, goes by unrecorded:
+    // any other method may change state whatever its path says, and a read policy
+    // refuses or asks about (an organisation's `blocked` rule) is decided and recorded.
+    if action.verb.is_read()
+        && is_read_method(&method)
+        && !state.options.record_reads
+        && state.attest.verdict(&action).decision == Decision::Act
+    {
         return pass_through(&state, &method, &url, &headers, body).await;
     }
     let answer = Mutex::new(None);

@@ -301,13 +301,14 @@ impl Proxy {
         let tool = self.tool(peer, &name).await;
         let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
         let options = &self.0.options;
-        let action = action_for(
+        let mut action = action_for(
             &options.server,
             options.server_named,
             &name,
             args,
             tool.as_ref(),
         );
+        action.run_id = run_from_meta(&context.meta);
         let check = self.pair_check(&name, peer);
         let raw = Mutex::new(None);
         let started = AtomicBool::new(false);
@@ -735,6 +736,20 @@ pub(crate) fn apply_hints(action: &mut Action, hints: &ToolAnnotations) {
     }
 }
 
+/// The run a `tools/call` names in its `_meta` (`attest/run`, else `runId`): a string
+/// of at most 256 bytes without control characters; `None` otherwise (the session's run).
+fn run_from_meta(meta: &JsonObject) -> Option<String> {
+    ["attest/run", "runId"].iter().find_map(|key| {
+        meta.get(*key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|run| {
+                !run.is_empty() && run.len() <= 256 && !run.chars().any(char::is_control)
+            })
+            .map(str::to_owned)
+    })
+}
+
 fn is_error(result: &ServerResult) -> bool {
     matches!(result, ServerResult::CallToolResult(r) if r.is_error == Some(true))
 }
@@ -835,7 +850,7 @@ impl PairReader {
     }
 
     fn into_check(self) -> CustomCheck {
-        CustomCheck::read_back("mcp-pair", move |action, result| {
+        CustomCheck::read_back_fallback("mcp-pair", move |action, result| {
             let reader = self.clone();
             let params = action.params.clone();
             let result = result.clone();

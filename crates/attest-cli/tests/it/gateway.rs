@@ -131,7 +131,7 @@ pub(crate) fn serve_app(app: impl FnOnce() -> Router + Send + 'static) -> String
 }
 
 /// Kills the gateway when the test ends, pass or fail.
-pub(crate) struct Gateway(Child);
+pub(crate) struct Gateway(pub(crate) Child);
 
 impl Drop for Gateway {
     fn drop(&mut self) {

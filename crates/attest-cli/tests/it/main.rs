@@ -18,6 +18,7 @@ mod mcp_frames;
 mod policy;
 mod readme;
 mod recipes;
+mod surfaces;
 mod tamper;
 mod verify_claims;
 

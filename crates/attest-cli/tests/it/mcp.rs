@@ -65,6 +65,17 @@ fn npm_server_and_python_client(package: &str) -> Option<PathBuf> {
 
 /// Runs the Python client against `attest mcp-proxy` with `proxy_args`, returns its report.
 pub(crate) fn drive(dir: &Path, plan: &Value, proxy_args: &[&str], upstream: &[&str]) -> Value {
+    drive_with(dir, plan, proxy_args, upstream, &[])
+}
+
+/// [`drive`] with `env` set for the proxy and its upstream (after the `ATTEST_*` scrub).
+pub(crate) fn drive_with(
+    dir: &Path,
+    plan: &Value,
+    proxy_args: &[&str],
+    upstream: &[&str],
+    env: &[(&str, &str)],
+) -> Value {
     let plan_file = dir.join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
     let ledger = dir.join("ledger.sqlite");
@@ -87,6 +98,7 @@ pub(crate) fn drive(dir: &Path, plan: &Value, proxy_args: &[&str], upstream: &[&
             command.env_remove(name);
         }
     }
+    command.envs(env.iter().copied());
     let started = Instant::now();
     let output = command.output().unwrap();
     assert!(

@@ -34,7 +34,7 @@ mod registry;
 mod spec;
 mod tokenize;
 mod tool_name;
-mod url;
+pub(crate) mod url;
 
 use std::sync::LazyLock;
 
