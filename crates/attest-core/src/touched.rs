@@ -125,10 +125,14 @@ fn looks_like_id(segment: &str) -> bool {
 
 /// What an HTTP answer (`{"status", "body"}`) holds, else the result itself.
 pub(crate) fn payload(result: &Value) -> &Value {
-    match (result.get("status"), result.get("body")) {
-        (Some(Value::Number(_)), Some(body)) if result.as_object().is_some_and(|m| m.len() == 2) => {
-            body
-        }
+    let Some(map) = result.as_object() else {
+        return result;
+    };
+    let shape = map
+        .keys()
+        .all(|key| matches!(key.as_str(), "status" | "body" | "location"));
+    match (map.get("status"), map.get("body")) {
+        (Some(Value::Number(_)), Some(body)) if shape => body,
         _ => result,
     }
 }

@@ -3,8 +3,8 @@
 //! The upstream URL comes from the path (`/https://api.example.com/v1/notes`), else the
 //! `X-Attest-Upstream` header (a base URL the path is appended to), else `--upstream`.
 //!
-//! - Reads (a `GET` or `HEAD` detected as `read`/`search`/`get`/`list`) are forwarded as
-//!   they are; with `--record-reads` they go through the pipeline and are recorded. Any
+//! - Reads (a `GET` or `HEAD` detected as `read`/`search`/`get`/`list`, which policy lets
+//!   act) are forwarded as they are; with `--record-reads` they go through the pipeline and are recorded. Any
 //!   other method goes through the pipeline whatever its path says, and a request is
 //!   judged by its riskiest reading: method-override headers (`X-HTTP-Method-Override`…),
 //!   `_method`, every GraphQL operation and root field, `;` parameters and encoded
@@ -13,9 +13,13 @@
 //!   and forwarded with the caller's headers (hop-by-hop and `X-Attest-*` dropped). The
 //!   ledger gets hashes only: no header, and never `Authorization`, is recorded.
 //! - A refusal or rejection is a 403 with a JSON body, and the upstream is never called.
-//! - A write that ran is read back with the caller's credentials (`Location`, else the
-//!   URL it was `PUT`/`PATCH`ed to, else the created id under the URL it was `POST`ed to)
-//!   and its fields compared (method `read-back:gateway`): `verified` or `unverified`.
+//! - A write that ran is read back by attest-core: the system's recipe through the
+//!   vendor's API with the recipe's credential variable (`read-back:recipe`), else
+//!   [`caller_read_back`] with the caller's credentials (`read-back:gateway`).
+//! - `X-Attest-Agent`, `X-Attest-Actor`, `X-Attest-Run` name the request's agent, actor and
+//!   run in its row; like every `X-Attest-*` header they are never forwarded.
+//! - A read is forwarded unrecorded only when policy lets it act: a read an organisation
+//!   rule blocks is refused (403, recorded) and never reaches the upstream.
 //! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
 //! - Request and response bodies are capped (`--max-body`). A request body is read whole,
 //!   because a write is detected and hashed from it; so is the answer to a recorded call,
@@ -37,10 +41,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
-use attest_core::verification::without_query;
+use attest_core::verification::caller_read_back;
 use attest_core::{
-    detect, Attest, AttestError, CustomCheck, DetectInput, Evidence, Finding, HttpOptions,
-    HttpReader, ReadMethod, ReadRequest, Receipt, Registry, ToolError,
+    detect, Attest, AttestError, DetectInput, HttpOptions, HttpReader, Receipt, Registry,
+    ToolError,
 };
 use attest_policy::{Action, Decision};
 use axum::body::{Body, Bytes};
@@ -427,10 +431,15 @@ impl Upstreamed {
         response
     }
 
-    /// The JSON the pipeline checks and hashes: `{"status", "body"}`.
+    /// The JSON the pipeline checks and hashes: `{"status", "body"}`, and `"location"`
+    /// when the upstream sent one (where a read-back may find the record).
     fn value(&self) -> Value {
         let body = serde_json::from_slice::<Value>(&self.body).unwrap_or(Value::Null);
-        json!({"status": self.status.as_u16(), "body": body})
+        let mut value = json!({"status": self.status.as_u16(), "body": body});
+        if let Some(location) = self.headers.get("location").and_then(|v| v.to_str().ok()) {
+            value["location"] = Value::String(location.to_owned());
+        }
+        value
     }
 }
 
@@ -600,77 +609,15 @@ fn is_read_method(method: &Method) -> bool {
     method == Method::GET || method == Method::HEAD
 }
 
-/// Where a write can be read back, given the upstream's answer. A `Location` on another
-/// origin is ignored: the read carries the caller's credentials.
-fn readback_url(method: &Method, url: &Url, answer: &Upstreamed) -> Option<Url> {
-    let location = answer.headers.get("location").and_then(|v| v.to_str().ok());
-    if let Some(found) = location.and_then(|l| url.join(l).ok()) {
-        if found.origin() == url.origin() {
-            return Some(found);
-        }
-    }
-    if method == Method::PUT || method == Method::PATCH {
-        return Some(url.clone());
-    }
-    if method == Method::POST {
-        let body: Value = serde_json::from_slice(&answer.body).ok()?;
-        let id = match body.get("id")? {
-            Value::String(id) if !id.is_empty() => id.clone(),
-            Value::Number(id) => id.to_string(),
-            _ => return None,
-        };
-        let mut item = url.clone();
-        item.path_segments_mut().ok()?.pop_if_empty().push(&id);
-        return Some(item);
-    }
-    None
-}
-
-/// Reads a write back with the caller's credentials and compares the fields it sent:
-/// recorded as method `read-back:gateway`. The read goes through attest-core's
-/// [`HttpReader`] (timeouts, retries, a size cap).
-fn readback_check(
-    state: &Arc<Inner>,
-    headers: &HeaderMap,
-    found: Arc<Mutex<Option<Url>>>,
-) -> CustomCheck {
-    let reader = state.reader.clone();
-    let mut credentials = vec![("accept".to_owned(), "application/json".to_owned())];
-    for name in ["authorization", "cookie", "x-api-key"] {
-        if let Some(value) = headers.get(name).and_then(|v| v.to_str().ok()) {
-            credentials.push((name.to_owned(), value.to_owned()));
-        }
-    }
-    CustomCheck::read_back_fallback("gateway", move |action, _result| {
-        let url = found
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let reader = reader.clone();
-        let credentials = credentials.clone();
-        let sent = action.params.clone();
-        async move {
-            let Some(url) = url else {
-                let evidence = Evidence::new("gateway");
-                return Finding::degraded("no URL to read the write back from", evidence);
-            };
-            let mut evidence = Evidence::new(format!("GET {}", without_query(url.as_str())));
-            let request = ReadRequest {
-                method: ReadMethod::Get,
-                url: url.to_string(),
-                headers: credentials,
-                body: None,
-            };
-            match reader.fetch(&request).await {
-                Ok(fetched) => {
-                    evidence.status = Some(fetched.status);
-                    evidence.attempts = Some(fetched.attempts);
-                    Finding::from_record(evidence, &sent, &fetched.body, None)
-                }
-                Err(err) => Finding::degraded(err.to_string(), evidence),
-            }
-        }
-    })
+/// The caller's credentials, for reading its own write back (never recorded).
+fn credentials(headers: &HeaderMap) -> Vec<(String, String)> {
+    ["authorization", "cookie", "x-api-key"]
+        .into_iter()
+        .filter_map(|name| {
+            let value = headers.get(name)?.to_str().ok()?;
+            Some((name.to_owned(), value.to_owned()))
+        })
+        .collect()
 }
 
 type Slot<T> = Mutex<Option<T>>;
@@ -687,8 +634,7 @@ fn take<T>(slot: &Slot<T>) -> Option<T> {
         .take()
 }
 
-/// Sends a request upstream for the pipeline, keeping the raw answer for the caller and
-/// where the write can be read back.
+/// Sends a request upstream for the pipeline, keeping the raw answer for the caller.
 async fn execute(
     state: &Inner,
     method: &Method,
@@ -696,16 +642,10 @@ async fn execute(
     headers: &HeaderMap,
     body: Bytes,
     answer: &Slot<Result<Upstreamed, String>>,
-    location: &Slot<Url>,
 ) -> Result<Value, ToolError> {
     let outcome = send(state, method, url, headers, body).await;
     let result: Result<Value, ToolError> = match &outcome {
-        Ok(up) if up.status.is_success() => {
-            if let Some(found) = readback_url(method, url, up) {
-                put(location, found);
-            }
-            Ok(up.value())
-        }
+        Ok(up) if up.status.is_success() => Ok(up.value()),
         Ok(up) => Err(format!("the upstream answered {}", up.status).into()),
         Err(why) => Err(why.clone().into()),
     };
@@ -747,12 +687,11 @@ async fn forward(
         return pass_through(&state, &method, &url, &headers, body).await;
     }
     let answer = Mutex::new(None);
-    let location = Arc::new(Mutex::new(None));
-    let run = |_params: Value| execute(&state, &method, &url, &headers, body, &answer, &location);
+    let run = |_params: Value| execute(&state, &method, &url, &headers, body, &answer);
     let outcome = if action.verb.is_read() || method == Method::DELETE {
         state.attest.run(action, run).await
     } else {
-        let check = readback_check(&state, &headers, Arc::clone(&location));
+        let check = caller_read_back(state.reader.clone(), credentials(&headers));
         state.attest.run_checked(action, run, &check).await
     };
     respond(&method, &url, outcome, take(&answer))
@@ -827,9 +766,7 @@ async fn resume(
     let mut headers = headers;
     headers.remove(axum::http::header::CONTENT_TYPE);
     let answer = Mutex::new(None);
-    let location = Arc::new(Mutex::new(None));
-    let (inner, target, sent, slot, found) =
-        (&state, (&method, &url), &headers, &answer, &location);
+    let (inner, target, sent, slot) = (&state, (&method, &url), &headers, &answer);
     let run = move |params: Value| {
         let (body, content_type) = attest_core::http_body::params_body(&params);
         let mut headers = sent.clone();
@@ -838,13 +775,13 @@ async fn resume(
         }
         async move {
             let (method, url) = target;
-            execute(inner, method, url, &headers, Bytes::from(body), slot, found).await
+            execute(inner, method, url, &headers, Bytes::from(body), slot).await
         }
     };
     let outcome = if method == Method::DELETE {
         state.attest.resume(&token, run).await
     } else {
-        let check = readback_check(&state, &headers, Arc::clone(&location));
+        let check = caller_read_back(state.reader.clone(), credentials(&headers));
         state.attest.resume_checked(&token, run, &check).await
     };
     respond(&method, &url, outcome, take(&answer))
@@ -1092,47 +1029,5 @@ mod tests {
         assert!(find_operation(&ops, "GET", "/v1/notes").is_none());
         assert!(parse_openapi("{}").is_err());
         assert!(parse_openapi(": : :").is_err());
-    }
-
-    #[test]
-    fn readback_urls() {
-        let url = Url::parse("http://v.test/v1/notes").unwrap();
-        let mut headers = HeaderMap::new();
-        headers.insert("location", HeaderValue::from_static("/v1/notes/7"));
-        let answer = Upstreamed {
-            status: StatusCode::CREATED,
-            headers,
-            body: Bytes::new(),
-        };
-        assert_eq!(
-            readback_url(&Method::POST, &url, &answer).unwrap().as_str(),
-            "http://v.test/v1/notes/7"
-        );
-        let answer = Upstreamed {
-            status: StatusCode::CREATED,
-            headers: HeaderMap::new(),
-            body: Bytes::from_static(br#"{"id": 8}"#),
-        };
-        assert_eq!(
-            readback_url(&Method::POST, &url, &answer).unwrap().as_str(),
-            "http://v.test/v1/notes/8"
-        );
-        assert_eq!(readback_url(&Method::PATCH, &url, &answer).unwrap(), url);
-        // A Location on another origin is never read with the caller's credentials.
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            "location",
-            HeaderValue::from_static("http://evil.test/v1/notes/7"),
-        );
-        let answer = Upstreamed {
-            status: StatusCode::CREATED,
-            headers,
-            body: Bytes::from_static(br#"{"id": 9}"#),
-        };
-        assert_eq!(
-            readback_url(&Method::POST, &url, &answer).unwrap().as_str(),
-            "http://v.test/v1/notes/9"
-        );
-        assert!(readback_url(&Method::DELETE, &url, &answer).is_none());
     }
 }

@@ -42,7 +42,7 @@ pub use ack::acknowledges;
 pub use catalog::{builtin as builtin_recipes, load_dir as load_recipe_dir, BUILTIN_RECIPES};
 pub use catalog::{read_recipe_file, recipe_files};
 pub use compare::{cut, FieldResult, EVIDENCE_MAX_CHARS};
-pub use convention::{without_query, ConventionDriver};
+pub use convention::{caller_read_back, without_query, ConventionDriver};
 pub use custom::CustomCheck;
 pub use env::{base_url_var, Credentials, Env, ProcessEnv};
 pub use finding::{Evidence, Finding};
