@@ -32,6 +32,7 @@ pub struct Attest {
     approvals: Arc<OnceLock<Arc<ApprovalStore>>>,
 }
 
+pub(crate) mod call;
 mod import;
 mod resume;
 mod writer;

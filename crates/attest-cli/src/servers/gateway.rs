@@ -36,15 +36,15 @@
 //!   `/_attest/` is the gateway's own and is never forwarded.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
 use attest_core::verification::caller_read_back;
 use attest_core::{
-    detect, Attest, AttestError, DetectInput, HttpOptions, HttpReader, Receipt, Registry,
-    ToolError,
+    detect, Attest, AttestError, DetectInput, HttpOptions, HttpReader, Outcome, Receipt,
+    Registry,
 };
 use attest_policy::{Action, Decision};
 use axum::body::{Body, Bytes};
@@ -420,6 +420,12 @@ struct Upstreamed {
     body: Bytes,
 }
 
+impl serde::Serialize for Upstreamed {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.recorded().serialize(serializer)
+    }
+}
+
 impl Upstreamed {
     fn into_response(self, receipt: Option<&Receipt>) -> Response {
         let mut response = Response::new(Body::from(self.body));
@@ -429,6 +435,11 @@ impl Upstreamed {
             add_receipt_headers(response.headers_mut(), receipt);
         }
         response
+    }
+
+    /// The JSON the pipeline checks and hashes (see [`Upstreamed::value`]).
+    fn recorded(&self) -> Value {
+        self.value()
     }
 
     /// The JSON the pipeline checks and hashes: `{"status", "body"}`, and `"location"`
@@ -620,37 +631,35 @@ fn credentials(headers: &HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
-type Slot<T> = Mutex<Option<T>>;
-
-fn put<T>(slot: &Slot<T>, value: T) {
-    *slot
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(value);
+/// Why the upstream did not give a 2xx answer: its own answer (returned to the caller as
+/// it is), or no answer at all.
+enum Unanswered {
+    Status(Upstreamed),
+    Transport(String),
 }
 
-fn take<T>(slot: &Slot<T>) -> Option<T> {
-    slot.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
+impl std::fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unanswered::Status(up) => write!(f, "the upstream answered {}", up.status),
+            Unanswered::Transport(why) => f.write_str(why),
+        }
+    }
 }
 
-/// Sends a request upstream for the pipeline, keeping the raw answer for the caller.
+/// Sends a request upstream: the tool of a governed call.
 async fn execute(
     state: &Inner,
     method: &Method,
     url: &Url,
     headers: &HeaderMap,
     body: Bytes,
-    answer: &Slot<Result<Upstreamed, String>>,
-) -> Result<Value, ToolError> {
-    let outcome = send(state, method, url, headers, body).await;
-    let result: Result<Value, ToolError> = match &outcome {
-        Ok(up) if up.status.is_success() => Ok(up.value()),
-        Ok(up) => Err(format!("the upstream answered {}", up.status).into()),
-        Err(why) => Err(why.clone().into()),
-    };
-    put(answer, outcome);
-    result
+) -> Result<Upstreamed, Unanswered> {
+    match send(state, method, url, headers, body).await {
+        Ok(up) if up.status.is_success() => Ok(up),
+        Ok(up) => Err(Unanswered::Status(up)),
+        Err(why) => Err(Unanswered::Transport(why)),
+    }
 }
 
 async fn forward(
@@ -686,15 +695,16 @@ async fn forward(
     {
         return pass_through(&state, &method, &url, &headers, body).await;
     }
-    let answer = Mutex::new(None);
-    let run = |_params: Value| execute(&state, &method, &url, &headers, body, &answer);
-    let outcome = if action.verb.is_read() || method == Method::DELETE {
-        state.attest.run(action, run).await
-    } else {
-        let check = caller_read_back(state.reader.clone(), credentials(&headers));
-        state.attest.run_checked(action, run, &check).await
-    };
-    respond(&method, &url, outcome, take(&answer))
+    let check = (!action.verb.is_read() && method != Method::DELETE)
+        .then(|| caller_read_back(state.reader.clone(), credentials(&headers)));
+    let mut call = state.attest.call(action);
+    if let Some(check) = &check {
+        call = call.check(check);
+    }
+    let outcome = call
+        .run(|_params: Value| execute(&state, &method, &url, &headers, body))
+        .await;
+    respond(&method, &url, outcome)
 }
 
 /// A 401 when the gateway has a token and the request does not carry it.
@@ -765,8 +775,7 @@ async fn resume(
     // body byte for byte, else JSON; whatever the resume request carried.
     let mut headers = headers;
     headers.remove(axum::http::header::CONTENT_TYPE);
-    let answer = Mutex::new(None);
-    let (inner, target, sent, slot) = (&state, (&method, &url), &headers, &answer);
+    let (inner, target, sent) = (&state, (&method, &url), &headers);
     let run = move |params: Value| {
         let (body, content_type) = attest_core::http_body::params_body(&params);
         let mut headers = sent.clone();
@@ -775,25 +784,26 @@ async fn resume(
         }
         async move {
             let (method, url) = target;
-            execute(inner, method, url, &headers, Bytes::from(body), slot).await
+            execute(inner, method, url, &headers, Bytes::from(body)).await
         }
     };
-    let outcome = if method == Method::DELETE {
-        state.attest.resume(&token, run).await
-    } else {
-        let check = caller_read_back(state.reader.clone(), credentials(&headers));
-        state.attest.resume_checked(&token, run, &check).await
-    };
-    respond(&method, &url, outcome, take(&answer))
+    let check = (method != Method::DELETE)
+        .then(|| caller_read_back(state.reader.clone(), credentials(&headers)));
+    let mut call = state.attest.call(&token);
+    if let Some(check) = &check {
+        call = call.check(check);
+    }
+    respond(&method, &url, call.run(run).await)
 }
 
-/// The caller's answer for a governed request.
+/// The caller's answer for a governed request: the one mapping of a call's outcome to
+/// HTTP.
 fn respond(
     method: &Method,
     url: &Url,
-    outcome: Result<Receipt, AttestError>,
-    answer: Option<Result<Upstreamed, String>>,
+    outcome: Result<Outcome<Upstreamed, Unanswered>, AttestError>,
 ) -> Response {
+    let origin = url.origin().ascii_serialization();
     let not_run = |error: String, receipt: &Receipt| {
         reject(
             StatusCode::FORBIDDEN,
@@ -802,83 +812,72 @@ fn respond(
             Some(receipt),
         )
     };
-    match (outcome, answer) {
-        (Ok(receipt), Some(Ok(up))) => {
-            if let Some(warning) = &receipt.warning {
-                eprintln!(
-                    "attest gateway: {method} {}: {warning}",
-                    url.origin().ascii_serialization()
-                );
-            }
+    let warn = |receipt: &Receipt| {
+        if let Some(warning) = &receipt.warning {
+            eprintln!("attest gateway: {method} {origin}: {warning}");
+        }
+    };
+    match outcome {
+        Ok(Outcome::Ran { output, receipt }) => {
+            warn(&receipt);
+            output.into_response(Some(&receipt))
+        }
+        Ok(Outcome::Failed {
+            error: Unanswered::Status(up),
+            receipt,
+        }) => {
+            warn(&receipt);
             up.into_response(Some(&receipt))
+        }
+        Ok(Outcome::Failed {
+            error: Unanswered::Transport(why),
+            receipt,
+        }) => reject(
+            StatusCode::BAD_GATEWAY,
+            json!({"error": why, "receipt": receipt_json(&receipt)}),
+            Some(&receipt),
+        ),
+        Ok(Outcome::Refused { receipt }) => not_run("refused by policy".to_owned(), &receipt),
+        Ok(Outcome::Rejected { approver, receipt }) => {
+            not_run(format!("not allowed: rejected by {approver}"), &receipt)
+        }
+        Ok(Outcome::Expired { receipt, .. }) => not_run(
+            "not allowed: the approval request expired".to_owned(),
+            &receipt,
+        ),
+        Ok(Outcome::Held { id, token, receipt }) => {
+            let mut body = held_json(&id, &token, &receipt);
+            body["resume"] = json!(format!("/_attest/resume/{}", token.expose()));
+            reject(StatusCode::ACCEPTED, body, Some(&receipt))
         }
         // The intent row was not accepted: the upstream was never called. 507 (the
         // server cannot store what the request needs) is not a status clients retry.
-        (Err(err @ AttestError::NotRecorded(_)), _) => {
+        Err(err @ AttestError::NotRecorded(_)) => {
             let text = not_recorded_text("the request", &err);
-            eprintln!(
-                "attest gateway: {method} {}: {text}",
-                url.origin().ascii_serialization()
-            );
+            eprintln!("attest gateway: {method} {origin}: {text}");
             reject(
                 StatusCode::INSUFFICIENT_STORAGE,
                 json!({"error": text, "upstream_called": false}),
                 None,
             )
         }
-        (Err(AttestError::Refused { receipt }), _) => {
-            not_run("refused by policy".to_owned(), &receipt)
-        }
-        (Err(AttestError::Rejected { approver, receipt }), _) => {
-            not_run(format!("not allowed: rejected by {approver}"), &receipt)
-        }
-        (Err(AttestError::Expired { receipt, .. }), _) => not_run(
-            "not allowed: the approval request expired".to_owned(),
-            &receipt,
-        ),
-        (Err(AttestError::Pending { id, token, receipt }), _) => {
-            let mut body = held_json(&id, &token, &receipt);
-            body["resume"] = json!(format!("/_attest/resume/{}", token.expose()));
-            reject(StatusCode::ACCEPTED, body, Some(&receipt))
-        }
-        (Err(AttestError::Approval(err)), _) => {
+        Err(AttestError::Approval(err)) => {
             reject(StatusCode::CONFLICT, json!({"error": chain(&err)}), None)
         }
-        (Err(AttestError::ToolFailed { receipt, .. }), Some(Ok(up))) => {
-            if let Some(warning) = &receipt.warning {
-                eprintln!(
-                    "attest gateway: {method} {}: {warning}",
-                    url.origin().ascii_serialization()
-                );
-            }
-            up.into_response(Some(&receipt))
-        }
-        (Err(AttestError::ToolFailed { receipt, .. }), Some(Err(why))) => reject(
-            StatusCode::BAD_GATEWAY,
-            json!({"error": why, "receipt": receipt_json(&receipt)}),
-            Some(&receipt),
-        ),
-        (Ok(_), _) | (Err(AttestError::ToolFailed { .. }), None) => {
-            eprintln!(
-                "attest gateway: {method} {}: the upstream's answer went missing",
-                url.origin().ascii_serialization()
-            );
-            reject(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "internal error; see the gateway's log"}),
-                None,
-            )
-        }
         // Not recorded: the ledger (or something it needs) failed.
-        (Err(err), _) => {
-            eprintln!(
-                "attest gateway: {method} {}: {}",
-                url.origin().ascii_serialization(),
-                chain(&err)
-            );
+        Err(err) => {
+            eprintln!("attest gateway: {method} {origin}: {}", chain(&err));
             reject(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 json!({"error": "attest could not decide or record this request; see the gateway's log"}),
+                None,
+            )
+        }
+        Ok(_) => {
+            eprintln!("attest gateway: {method} {origin}: an outcome this gateway does not know");
+            reject(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal error; see the gateway's log"}),
                 None,
             )
         }

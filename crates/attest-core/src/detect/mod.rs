@@ -30,6 +30,7 @@
 mod domain;
 mod error;
 mod graphql;
+mod hints;
 mod registry;
 mod spec;
 mod tokenize;
@@ -43,6 +44,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use error::DetectError;
+pub use hints::{apply_hints, ToolHints};
 pub use registry::Registry;
 
 /// The system name given to calls detection could not place.

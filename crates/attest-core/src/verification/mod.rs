@@ -4,7 +4,9 @@
 //! 1. **read-back**: the caller's own read-back for this call
 //!    ([`CustomCheck::read_back`]), else the first [`ReadBackDriver`] that supports the
 //!    action reads it back from the system of record and compares ([`RecipeDriver`],
-//!    [`OpenApiDriver`], [`ConventionDriver`]); read-back beats a yes/no custom check;
+//!    [`OpenApiDriver`], [`ConventionDriver`]), else a surface's own read-back tried after
+//!    the drivers ([`McpPair`] through an MCP server's getter, [`caller_read_back`] with an
+//!    HTTP caller's credentials); read-back beats a yes/no custom check;
 //! 2. else the caller's yes/no [`CustomCheck`];
 //! 3. else the acknowledgement driver ([`acknowledges`]).
 //!
@@ -27,6 +29,7 @@ mod env;
 mod finding;
 mod http;
 mod level;
+mod mcp_pair;
 mod openapi;
 mod pointer;
 mod readback;
@@ -48,6 +51,7 @@ pub use env::{base_url_var, Credentials, Env, ProcessEnv};
 pub use finding::{Evidence, Finding};
 pub use http::{FetchError, Fetched, HttpOptions, HttpReader, ReadMethod, ReadRequest};
 pub use level::Level;
+pub use mcp_pair::{pair_getter, ListedTool, McpPair, ToolCaller};
 pub use openapi::OpenApiDriver;
 pub use readback::{ReadBack, ReadBackDriver, ReadContext};
 pub use recipe::{lint_recipes, parse_recipes, Recipe, MAX_RECIPE_BYTES};
