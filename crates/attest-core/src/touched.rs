@@ -24,7 +24,10 @@ const NUMBER_PARAMS: [&str; 3] = ["issue_number", "pull_number", "number"];
 pub fn call_of(action: &Action) -> Option<Call> {
     let extra = &action.extra;
     let mut call = Call {
-        method: extra.method.as_deref().map(|m| cut(m.trim()).to_ascii_uppercase()),
+        method: extra
+            .method
+            .as_deref()
+            .map(|m| cut(m.trim()).to_ascii_uppercase()),
         url: extra.url.as_deref().map(|url| cut(&redact_url(url))),
         server: extra.server.as_deref().map(cut),
         ..Call::default()
@@ -102,7 +105,9 @@ fn url_target(url: &str, created: Option<&str>) -> Option<String> {
     let redacted = redact_url(url);
     let path = redacted
         .split_once("://")
-        .map_or(redacted.as_str(), |(_, rest)| rest.find('/').map_or("", |at| &rest[at..]));
+        .map_or(redacted.as_str(), |(_, rest)| {
+            rest.find('/').map_or("", |at| &rest[at..])
+        });
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     match segments.as_slice() {
         [.., collection, last] if looks_like_id(last) && !looks_like_id(collection) => {
@@ -117,10 +122,9 @@ fn url_target(url: &str, created: Option<&str>) -> Option<String> {
 /// version word such as `v1` or a redaction.
 fn looks_like_id(segment: &str) -> bool {
     let lower = segment.to_ascii_lowercase();
-    let version = lower.starts_with('v') && lower[1..].chars().all(|c| c.is_ascii_digit() || c == '.');
-    segment.chars().any(|c| c.is_ascii_digit())
-        && !version
-        && segment != attest_policy::REDACTED
+    let version =
+        lower.starts_with('v') && lower[1..].chars().all(|c| c.is_ascii_digit() || c == '.');
+    segment.chars().any(|c| c.is_ascii_digit()) && !version && segment != attest_policy::REDACTED
 }
 
 /// What an HTTP answer (`{"status", "body"}`) holds, else the result itself.
@@ -188,9 +192,16 @@ mod tests {
             Some("https://api.hubapi.com/crm/v3/objects/deals/987654")
         );
         assert_eq!(target_of(&action, None).as_deref(), Some("deals/987654"));
-        let created = http("POST", "https://api.hubapi.com/crm/v3/objects/deals", Some("deals"));
+        let created = http(
+            "POST",
+            "https://api.hubapi.com/crm/v3/objects/deals",
+            Some("deals"),
+        );
         let result = json!({"status": 201, "body": {"id": "77"}});
-        assert_eq!(target_of(&created, Some(&result)).as_deref(), Some("deals/77"));
+        assert_eq!(
+            target_of(&created, Some(&result)).as_deref(),
+            Some("deals/77")
+        );
         assert_eq!(result_ids(&result), ["77"]);
         assert_eq!(target_of(&created, None).as_deref(), Some("deals"));
         let versioned = http("POST", "https://x.test/v1/notes", None);

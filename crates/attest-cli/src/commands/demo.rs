@@ -168,8 +168,8 @@ async fn fake_hubspot() -> anyhow::Result<String> {
         axum::extract::Path((kind, id)): axum::extract::Path<(String, String)>,
         headers: HeaderMap,
     ) -> Result<axum::Json<Value>, StatusCode> {
-        let authorised = headers.get("authorization").and_then(|v| v.to_str().ok())
-            == Some("Bearer demo-token");
+        let authorised =
+            headers.get("authorization").and_then(|v| v.to_str().ok()) == Some("Bearer demo-token");
         if !authorised {
             return Err(StatusCode::UNAUTHORIZED);
         }

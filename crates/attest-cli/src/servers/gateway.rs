@@ -43,8 +43,7 @@ use anyhow::Context;
 use attest_core::approvals::ResumeToken;
 use attest_core::verification::caller_read_back;
 use attest_core::{
-    detect, Attest, AttestError, DetectInput, HttpOptions, HttpReader, Outcome, Receipt,
-    Registry,
+    detect, Attest, AttestError, DetectInput, HttpOptions, HttpReader, Outcome, Receipt, Registry,
 };
 use attest_policy::{Action, Decision};
 use axum::body::{Body, Bytes};

@@ -760,9 +760,7 @@ fn run_from_meta(meta: &JsonObject) -> Option<String> {
         meta.get(*key)
             .and_then(Value::as_str)
             .map(str::trim)
-            .filter(|run| {
-                !run.is_empty() && run.len() <= 256 && !run.chars().any(char::is_control)
-            })
+            .filter(|run| !run.is_empty() && run.len() <= 256 && !run.chars().any(char::is_control))
             .map(str::to_owned)
     })
 }
@@ -843,11 +841,7 @@ struct UpstreamTools(Peer<RoleClient>);
 
 #[async_trait::async_trait]
 impl ToolCaller for UpstreamTools {
-    async fn call_tool(
-        &self,
-        name: &str,
-        arguments: JsonObject,
-    ) -> Result<Value, ToolError> {
+    async fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<Value, ToolError> {
         let request = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let read = self.0.call_tool(request).await.map_err(|err| chain(&err))?;
         if read.is_error == Some(true) {
@@ -865,7 +859,10 @@ mod tests {
     fn a_named_server_is_the_system() {
         // A server the user named is the system, whether or not Attest knows it.
         let named = action_for("hr", true, "get_employee", json!({}), None);
-        assert_eq!((named.system.as_str(), named.verb), ("hr", attest_policy::Verb::Get));
+        assert_eq!(
+            (named.system.as_str(), named.verb),
+            ("hr", attest_policy::Verb::Get)
+        );
     }
 
     #[test]

@@ -5,9 +5,7 @@
 //! server, tool, URL, issue and run it was; an organisation-blocked read through the
 //! gateway is a 403 that never reaches the upstream.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path as UrlPath, State};
@@ -17,7 +15,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::gateway::{curl, curl_missing, serve_app, Gateway};
+use crate::gateway::{curl, curl_missing, serve_app, start_gateway_with, Gateway};
 use crate::mcp::{drive_with, py, python_with};
 use crate::{outcome_entries, python};
 
@@ -46,7 +44,9 @@ async fn create(
     Json(sent): Json<Value>,
 ) -> impl IntoResponse {
     let mut github = github.lock().unwrap();
-    github.seen.push(format!("POST /repos/{owner}/{repo}/issues"));
+    github
+        .seen
+        .push(format!("POST /repos/{owner}/{repo}/issues"));
     // The write carries the caller's own credentials (the gateway's test client sends
     // its own); the read-back must carry GITHUB_TOKEN, which `read` checks.
     let _ = headers;
@@ -80,7 +80,10 @@ async fn read(
         .seen
         .push(format!("GET /repos/{owner}/{repo}/issues/{number}"));
     if !authorised(&headers) {
-        return (StatusCode::UNAUTHORIZED, Json(json!({"message": "Bad credentials"})));
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"message": "Bad credentials"})),
+        );
     }
     let slug = format!("{owner}/{repo}");
     match github
@@ -98,7 +101,9 @@ async fn list(
     UrlPath((owner, repo)): UrlPath<(String, String)>,
 ) -> Json<Value> {
     let mut github = github.lock().unwrap();
-    github.seen.push(format!("GET /repos/{owner}/{repo}/issues"));
+    github
+        .seen
+        .push(format!("GET /repos/{owner}/{repo}/issues"));
     Json(json!([]))
 }
 
@@ -158,14 +163,23 @@ fn through_the_proxy_a_created_issue_is_read_back_by_its_recipe() {
         };
         assert_eq!(row["verification"]["method"], "read-back:recipe", "{row}");
         assert_eq!(row["verification"]["level"], want, "{row}");
-        assert_eq!(row["call"], json!({"server": "github", "tool": "create_issue"}));
+        assert_eq!(
+            row["call"],
+            json!({"server": "github", "tool": "create_issue"})
+        );
         assert_eq!(row["target"], "acme/app#1", "{row}");
         assert_eq!(row["run_id"], "run-proxy-7", "{row}");
-        assert!(row["result_ids"].as_array().unwrap().contains(&json!("1")), "{row}");
+        assert!(
+            row["result_ids"].as_array().unwrap().contains(&json!("1")),
+            "{row}"
+        );
         let seen = github.lock().unwrap().seen.clone();
         assert_eq!(
             seen,
-            ["POST /repos/acme/app/issues", "GET /repos/acme/app/issues/1"]
+            [
+                "POST /repos/acme/app/issues",
+                "GET /repos/acme/app/issues/1"
+            ]
         );
     }
 }
@@ -181,29 +195,14 @@ policies:
     reason: the fake GitHub is a sandbox
 "#;
 
-/// The gateway with `ATTEST_BASE_URL_GITHUB` and `GITHUB_TOKEN` set, and no `--upstream`.
+/// The gateway in front of the fake, with `ATTEST_BASE_URL_GITHUB` and `GITHUB_TOKEN` set.
 fn start_gateway(dir: &Path, github: &str) -> (Gateway, String) {
     std::fs::write(dir.join("policy.yaml"), POLICY).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args(["--ledger", "ledger.sqlite", "--policy", "policy.yaml"])
-        .args(["gateway", "--port", "0", "--upstream", github])
-        .current_dir(dir)
-        .env_clear()
-        .env("ATTEST_BASE_URL_GITHUB", github)
-        .env("GITHUB_TOKEN", GITHUB_TOKEN)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("attest gateway listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    (Gateway(child), address)
+    let env = [
+        ("ATTEST_BASE_URL_GITHUB", github),
+        ("GITHUB_TOKEN", GITHUB_TOKEN),
+    ];
+    start_gateway_with(dir, github, &[], &env)
 }
 
 #[test]
@@ -252,7 +251,10 @@ fn through_the_gateway_a_created_issue_is_read_back_by_its_recipe() {
         let seen = github.lock().unwrap().seen.clone();
         assert_eq!(
             seen,
-            ["POST /repos/acme/app/issues", "GET /repos/acme/app/issues/1"]
+            [
+                "POST /repos/acme/app/issues",
+                "GET /repos/acme/app/issues/1"
+            ]
         );
     }
 }

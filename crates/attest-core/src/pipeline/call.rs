@@ -231,7 +231,9 @@ impl<'a> Call<'a> {
                     receipt: *receipt,
                 })
             }
-            (Err(AttestError::Refused { receipt }), _) => Ok(Outcome::Refused { receipt: *receipt }),
+            (Err(AttestError::Refused { receipt }), _) => {
+                Ok(Outcome::Refused { receipt: *receipt })
+            }
             (Err(AttestError::Rejected { approver, receipt }), _) => Ok(Outcome::Rejected {
                 approver,
                 receipt: *receipt,

@@ -122,9 +122,7 @@ impl CustomCheck {
     pub(crate) async fn read(&self, action: &Action, result: &Value) -> Option<(String, Finding)> {
         match &self.0 {
             Kind::Check(_) => None,
-            Kind::ReadBack { name, read, .. } => {
-                Some((name.clone(), read(action, result).await))
-            }
+            Kind::ReadBack { name, read, .. } => Some((name.clone(), read(action, result).await)),
         }
     }
 }

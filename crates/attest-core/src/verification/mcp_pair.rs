@@ -22,8 +22,11 @@ pub trait ToolCaller: Send + Sync {
     /// Calls `name` with `arguments`; the tool's result as a JSON value (its structured
     /// content, or its one JSON text block), or an error when the call failed or the
     /// tool returned an error result.
-    async fn call_tool(&self, name: &str, arguments: Map<String, Value>)
-        -> Result<Value, ToolError>;
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, ToolError>;
 }
 
 /// One tool a server lists: its name and its input schema's `required` names.

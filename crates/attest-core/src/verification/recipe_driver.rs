@@ -72,7 +72,10 @@ impl ReadBackDriver for RecipeDriver {
             .iter()
             .filter(|recipe| same_system(&recipe.system, &action.system))
             .find_map(|recipe| {
-                let pattern = recipe.read.url.path_pattern(Some(id_param(recipe)?))
+                let pattern = recipe
+                    .read
+                    .url
+                    .path_pattern(Some(id_param(recipe)?))
                     .or_else(|| recipe.read.url.path_pattern(None))?;
                 match_path(&pattern, &segments)
             })

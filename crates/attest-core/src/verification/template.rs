@@ -122,7 +122,13 @@ impl Template {
     /// placeholder or uses a filter.
     pub(crate) fn path_pattern(&self, id_name: Option<&str>) -> Option<Vec<PathPart>> {
         let (first, rest) = self.parts.split_first()?;
-        if !matches!(first, Part::Var(Var { name: Name::Base, .. })) {
+        if !matches!(
+            first,
+            Part::Var(Var {
+                name: Name::Base,
+                ..
+            })
+        ) {
             return None;
         }
         let mut segments = Vec::new();
