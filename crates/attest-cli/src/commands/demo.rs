@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use attest_core::{Attest, AttestError, Gate, GateDecision, ReadBack, Receipt};
+use attest_core::{Attest, AttestError, Gate, GateDecision, Outcome, ReadBack};
 use attest_policy::{Action, Verb, Verdict};
 use serde_json::{json, Value};
 
@@ -129,16 +129,13 @@ pub(crate) fn run(config: &Config) -> anyhow::Result<ExitCode> {
     for (n, step) in steps.into_iter().enumerate() {
         let label = format!("{}.{}", step.action.system, step.action.verb);
         let result = step.result;
-        let outcome =
-            runtime.block_on(attest.run(step.action, |_params| async move { Ok(result) }));
+        let tool = |_params| async move { Ok::<_, AttestError>(result) };
+        // An error means the ledger failed: stop rather than pretend.
+        let outcome = runtime
+            .block_on(attest.call(step.action).run(tool))
+            .context("demo stopped")?;
         writeln!(out, "[{}/{count}] {} ({label})", n + 1, step.title)?;
         print_outcome(&mut out, &outcome)?;
-        if let Err(err) = outcome {
-            if err.receipt().is_none() {
-                // Not recorded: the ledger failed; stop rather than pretend.
-                return Err(anyhow::Error::new(err).context("demo stopped"));
-            }
-        }
     }
     writeln!(out, "\nThe ledger (newest first):")?;
     let rows = ledger.list(count)?;
@@ -196,17 +193,17 @@ async fn fake_hubspot() -> anyhow::Result<String> {
 
 fn print_outcome(
     out: &mut impl Write,
-    outcome: &Result<Receipt, AttestError>,
+    outcome: &Outcome<Value, AttestError>,
 ) -> std::io::Result<()> {
-    let (what, receipt) = match outcome {
-        Ok(receipt) => ("ran", receipt),
-        Err(err) => match (err, err.receipt()) {
-            (AttestError::Refused { .. }, Some(receipt)) => ("refused, not run", receipt),
-            (AttestError::Rejected { .. }, Some(receipt)) => ("rejected, not run", receipt),
-            (_, Some(receipt)) => ("tool failed", receipt),
-            (_, None) => return writeln!(out, "      not recorded: {err}"),
-        },
+    let what = match outcome {
+        Outcome::Ran { .. } => "ran",
+        Outcome::Refused { .. } => "refused, not run",
+        Outcome::Rejected { .. } => "rejected, not run",
+        Outcome::Failed { .. } => "tool failed",
+        Outcome::Held { .. } => "held for a person, not run",
+        _ => "not run",
     };
+    let receipt = outcome.receipt();
     writeln!(
         out,
         "      decision {} -> {what}{}; level {}; seq {} hash {}",

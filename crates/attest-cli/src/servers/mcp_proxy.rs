@@ -432,7 +432,7 @@ impl Proxy {
             .send_upstream(peer, ClientRequest::CallToolRequest(call), context)
             .await
         {
-            Ok(result) if is_error(&result) => Err(Unanswered::ErrorResult(result)),
+            Ok(result) if is_error(&result) => Err(Unanswered::ErrorResult(Box::new(result))),
             Ok(result) => Ok(Answered(result)),
             Err(err) => Err(Unanswered::Service(err)),
         }
@@ -487,7 +487,7 @@ impl Proxy {
             Ok(Outcome::Failed {
                 error: Unanswered::ErrorResult(result),
                 receipt,
-            }) => Ok(with_receipt(result, &receipt)),
+            }) => Ok(with_receipt(*result, &receipt)),
             // A protocol error from the upstream: passed on, receipt in its data.
             Ok(Outcome::Failed {
                 error: Unanswered::Service(ServiceError::McpError(mut err)),
@@ -546,7 +546,7 @@ impl serde::Serialize for Answered {
 /// Why a call did not return a result: the upstream's own error result (returned to
 /// the client as it is), or a protocol or transport error.
 enum Unanswered {
-    ErrorResult(ServerResult),
+    ErrorResult(Box<ServerResult>),
     Service(ServiceError),
 }
 

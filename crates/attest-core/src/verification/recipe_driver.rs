@@ -151,7 +151,7 @@ fn url_segments(url: &str) -> Option<Vec<String>> {
     Some(
         segments
             .filter(|s| !s.is_empty())
-            .map(|s| crate::detect::url::percent_decode_path(s))
+            .map(crate::detect::url::percent_decode_path)
             .collect(),
     )
 }

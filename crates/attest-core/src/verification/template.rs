@@ -136,9 +136,7 @@ impl Template {
         for part in rest {
             match part {
                 Part::Literal(text) => {
-                    let Some(tail) = text.strip_prefix('/') else {
-                        return None;
-                    };
+                    let tail = text.strip_prefix('/')?;
                     if tail.contains(['?', '#']) {
                         return None;
                     }
