@@ -187,8 +187,9 @@ impl Attest {
         self.run_inner(action, execute, None).await
     }
 
-    /// Like [`Attest::run`], with the caller's own check of the result.
-    pub async fn run_checked<F, Fut>(
+    /// Like [`Attest::run`], with the caller's own check of the result: what
+    /// `attest.call(action).check(&check).run(tool)` does.
+    pub(crate) async fn run_checked<F, Fut>(
         &self,
         action: Action,
         execute: F,

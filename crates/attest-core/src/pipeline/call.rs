@@ -77,6 +77,18 @@ impl<T, E> Outcome<T, E> {
         }
     }
 
+    /// The ledger receipt, taken out of the outcome.
+    pub fn into_receipt(self) -> Receipt {
+        match self {
+            Outcome::Ran { receipt, .. }
+            | Outcome::Failed { receipt, .. }
+            | Outcome::Refused { receipt }
+            | Outcome::Rejected { receipt, .. }
+            | Outcome::Expired { receipt, .. }
+            | Outcome::Held { receipt, .. } => receipt,
+        }
+    }
+
     /// Whether the tool was called (it ran, and returned or failed).
     pub fn ran(&self) -> bool {
         matches!(self, Outcome::Ran { .. } | Outcome::Failed { .. })
