@@ -63,6 +63,7 @@ fn record(n: u64) -> Record {
         run_id: Some("run-bench".into()),
         agent: Some("bench-agent".into()),
         actor: Some("alice@acme.example".into()),
+        call: None,
         owner: None,
         system: "hubspot".into(),
         verb: "update".into(),
@@ -75,6 +76,7 @@ fn record(n: u64) -> Record {
         rules_fired: vec!["R4".into()],
         params_hash: "cd032eb5b66aff46fe6aaa19a6c4718edbe4556bc175bed952be8ef2c479621e".into(),
         params_preview: serde_json::Map::new(),
+        result_ids: Vec::new(),
         confirm: None,
         execution: Execution {
             status: "ok".into(),

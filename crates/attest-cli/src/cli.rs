@@ -612,6 +612,11 @@ pub(crate) struct ModeArgs {
     /// The person the agent acts for, recorded for each call [config: actor].
     #[arg(long, env = "ATTEST_ACTOR")]
     pub(crate) actor: Option<String>,
+    /// The run (session, job) recorded for each call that names none; without it, one
+    /// is generated for this session. An MCP request's `_meta` (`attest/run`, `runId`) or
+    /// the gateway's `X-Attest-Run` header names a call's own.
+    #[arg(long = "run", env = "ATTEST_RUN", value_name = "ID")]
+    pub(crate) run: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -6,7 +6,8 @@
 //! not define the ledger format (`attest-ledger`) or the rules (`attest-policy`).
 //!
 //! The principal types:
-//! - [`Attest`]: the pipeline, built with [`Attest::builder`].
+//! - [`Attest`]: the pipeline, built with [`Attest::builder`]; [`Attest::call`] is the one
+//!   call every surface makes, returning an [`Outcome`].
 //! - [`Receipt`]: what a call returns: seq, entry hash, decision, verification level.
 //! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`], [`ConsoleGate`],
 //!   [`StoreGate`]).
@@ -32,9 +33,12 @@
 //! let attest = Attest::builder().ledger(ledger).gate(AutoGate::approve("ops")).build()?;
 //! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 //! let action = Action::new("crm", Verb::Update).with_params(json!({"id": "42", "stage": "won"}));
-//! let receipt = runtime.block_on(attest.run(action, |_params| async { Ok(json!({"id": "42"})) }))?;
+//! let tool = |_params| async { Ok::<_, std::io::Error>(json!({"id": "42"})) };
+//! let outcome = runtime.block_on(attest.call(action).run(tool))?;
+//! let receipt = outcome.receipt();
 //! assert_eq!(receipt.seq, 2); // seq 1 is its intent, written before the tool ran
 //! assert_eq!(receipt.level, Some(Level::Acknowledged));
+//! assert_eq!(outcome.output(), Some(json!({"id": "42"})));
 //! # Ok(())
 //! # }
 //! ```
@@ -53,6 +57,7 @@ mod record;
 #[cfg(feature = "rig")]
 pub mod rig;
 mod tool;
+pub mod touched;
 pub mod verification;
 mod wrap;
 
@@ -64,6 +69,7 @@ pub use detect::{detect, DetectError, DetectInput, Detection, Registry};
 pub use error::{AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use intents::{open_intents, OpenIntent};
+pub use pipeline::call::{Call, Outcome, Start};
 pub use pipeline::{Attest, AttestBuilder, Decided, ImportItem};
 pub use receipt::Receipt;
 pub use record::INTENT;

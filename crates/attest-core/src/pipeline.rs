@@ -27,6 +27,7 @@ pub struct Attest {
     gate: Arc<dyn Gate>,
     agent: Option<String>,
     actor: Option<String>,
+    run_id: Option<String>,
     readback: Option<Arc<ReadBack>>,
     /// The approval store, opened on first use unless the builder was given one.
     approvals: Arc<OnceLock<Arc<ApprovalStore>>>,
@@ -34,6 +35,7 @@ pub struct Attest {
     registry: Option<Arc<Registry>>,
 }
 
+pub(crate) mod call;
 mod import;
 mod resume;
 mod writer;
@@ -60,6 +62,7 @@ pub struct AttestBuilder {
     gate: Option<Arc<dyn Gate>>,
     agent: Option<String>,
     actor: Option<String>,
+    run_id: Option<String>,
     readback: Option<Arc<ReadBack>>,
     approvals: Option<Arc<ApprovalStore>>,
     registry: Option<Arc<Registry>>,
@@ -102,6 +105,13 @@ impl AttestBuilder {
         self
     }
 
+    /// The run recorded for actions that name none (a session, a job): `--run`, or one
+    /// generated per session by a server.
+    pub fn run_id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
     /// Reads writes back from their systems of record (the first rung of the
     /// verification ladder). Without it, results are checked by their shape only.
     pub fn readback(mut self, readback: impl Into<Arc<ReadBack>>) -> Self {
@@ -136,6 +146,7 @@ impl AttestBuilder {
             gate: self.gate.unwrap_or_else(|| Arc::new(RejectGate)),
             agent: self.agent,
             actor: self.actor,
+            run_id: self.run_id,
             readback: self.readback,
             approvals: Arc::new(self.approvals.map(OnceLock::from).unwrap_or_default()),
             registry: self.registry,
@@ -197,8 +208,9 @@ impl Attest {
         self.run_inner(action, execute, None).await
     }
 
-    /// Like [`Attest::run`], with the caller's own check of the result.
-    pub async fn run_checked<F, Fut>(
+    /// Like [`Attest::run`], with the caller's own check of the result: what
+    /// `attest.call(action).check(&check).run(tool)` does.
+    pub(crate) async fn run_checked<F, Fut>(
         &self,
         action: Action,
         execute: F,
@@ -434,6 +446,12 @@ impl Attest {
         if action.actor.is_none() {
             action.actor.clone_from(&self.actor);
         }
+        if action.run_id.is_none() {
+            action.run_id.clone_from(&self.run_id);
+        }
+        if let Some(readback) = &self.readback {
+            readback.fill_path_params(&mut action);
+        }
         let params_hash = crate::record::hash_value(&action.params)?;
         Ok(Prepared {
             action,
@@ -465,6 +483,18 @@ impl Attest {
                     receipt: Box::new(receipt),
                 })
             }
+        }
+    }
+
+    /// Policy's verdict on `action` as [`Attest::run`] would see it (this `Attest`'s
+    /// agent, actor and run filled in), without asking, running or recording anything.
+    /// A policy that fails refuses. A surface that lets some calls by unrecorded (the
+    /// gateway's reads) asks this first, so that an organisation's `blocked` rule still
+    /// refuses them.
+    pub fn verdict(&self, action: &Action) -> Verdict {
+        match self.prepare(action.clone()) {
+            Ok(prepared) => self.evaluate(&prepared.action),
+            Err(err) => undecided(action, &error_chain(&err)),
         }
     }
 

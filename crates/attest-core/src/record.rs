@@ -35,6 +35,15 @@ pub(crate) fn to_record(
     confirm: Option<Confirm>,
     outcome: Outcome<'_>,
 ) -> Result<Record, AttestError> {
+    let result = match &outcome {
+        Outcome::Ran(result, _) | Outcome::Recorded(Some(result), _) => Some(*result),
+        _ => None,
+    };
+    let result_ids = match result {
+        Some(result) if !action.verb.is_read() => crate::touched::result_ids(result),
+        _ => Vec::new(),
+    };
+    let target = crate::touched::target_of(action, result);
     let (execution, verification) = match outcome {
         Outcome::NotRun => (execution("not_run", None, None), None),
         Outcome::Pending => (execution("pending", None, None), None),
@@ -57,10 +66,11 @@ pub(crate) fn to_record(
         run_id: action.run_id.clone(),
         agent: action.agent.clone(),
         actor: action.actor.clone(),
+        call: crate::touched::call_of(action),
         owner: action.owner.clone(),
         system: action.system.clone(),
         verb: action.verb.as_str().to_owned(),
-        target: action.target.clone(),
+        target,
         target_class: action
             .target_class
             .unwrap_or(verdict.target_class)
@@ -74,6 +84,7 @@ pub(crate) fn to_record(
         rules_fired: verdict.rules_fired.clone(),
         params_hash,
         params_preview: params_preview(&action.params),
+        result_ids,
         confirm,
         execution,
         verification,

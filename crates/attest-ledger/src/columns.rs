@@ -263,6 +263,7 @@ mod tests {
             run_id: None,
             agent: (n % 2 == 0).then(|| text.to_owned()),
             actor: None,
+            call: None,
             owner: None,
             system: format!("sys{text}"),
             verb: "send".into(),
@@ -275,6 +276,7 @@ mod tests {
             rules_fired: vec![],
             params_hash: "00".repeat(32),
             params_preview: preview,
+            result_ids: Vec::new(),
             confirm: None,
             execution: Execution {
                 status: "ok".into(),

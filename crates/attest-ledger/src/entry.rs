@@ -23,6 +23,10 @@ pub struct Record {
     /// The person the agent acts for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// The call as the surface saw it: MCP server and tool, HTTP method and URL
+    /// (without query string or userinfo), or SDK path or function name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<Call>,
     /// The person whose connection was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
@@ -49,6 +53,10 @@ pub struct Record {
     pub params_hash: String,
     /// Allow-listed, truncated params.
     pub params_preview: Map<String, Value>,
+    /// The ids the result returned (the created or changed records), for a write that
+    /// ran; fingerprints of nothing, just the ids as the vendor gave them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub result_ids: Vec<String>,
     /// The human decision, when one was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<Confirm>,
@@ -63,6 +71,35 @@ pub struct Record {
     /// was appended; the source's time is here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<Imported>,
+}
+
+/// The call as the surface that governed it saw it. Every field is optional: an MCP
+/// call names `server` and `tool`, an HTTP call `method` and `url`, an SDK call
+/// `function`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Call {
+    /// The SDK path or function name (`stripe.Refund.create`, `send_email`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// The HTTP method (`POST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The MCP server's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// The MCP tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The HTTP URL, without userinfo, query string or fragment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+impl Call {
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        self == &Call::default()
+    }
 }
 
 /// Where an imported row's action came from.

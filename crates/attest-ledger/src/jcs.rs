@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::entry::{Confirm, Entry, Execution, Imported, Verification};
+use crate::entry::{Call, Confirm, Entry, Execution, Imported, Verification};
 use crate::LedgerError;
 
 /// The largest integer every step of the ES6 number path keeps exact (2^53).
@@ -33,6 +33,10 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.str(out, "action_id", &record.action_id);
     obj.opt_str(out, "actor", record.actor.as_deref());
     obj.opt_str(out, "agent", record.agent.as_deref());
+    if let Some(call) = &record.call {
+        obj.key(out, "call");
+        write_call(out, call);
+    }
     if let Some(confirm) = &record.confirm {
         obj.key(out, "confirm");
         write_confirm(out, confirm);
@@ -51,6 +55,10 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.str(out, "prev", entry.prev);
     obj.key(out, "reasons");
     write_strings(out, &record.reasons);
+    if !record.result_ids.is_empty() {
+        obj.key(out, "result_ids");
+        write_strings(out, &record.result_ids);
+    }
     obj.key(out, "rules_fired");
     write_strings(out, &record.rules_fired);
     obj.opt_str(out, "run_id", record.run_id.as_deref());
@@ -94,6 +102,16 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), Ledger
         Value::Object(map) => write_map(out, map)?,
     }
     Ok(())
+}
+
+fn write_call(out: &mut Vec<u8>, call: &Call) {
+    let mut obj = Object::open(out);
+    obj.opt_str(out, "function", call.function.as_deref());
+    obj.opt_str(out, "method", call.method.as_deref());
+    obj.opt_str(out, "server", call.server.as_deref());
+    obj.opt_str(out, "tool", call.tool.as_deref());
+    obj.opt_str(out, "url", call.url.as_deref());
+    out.push(b'}');
 }
 
 fn write_confirm(out: &mut Vec<u8>, confirm: &Confirm) {
@@ -394,37 +412,75 @@ mod tests {
         );
         let imported =
             proptest::option::of(proptest::option::of(text()).prop_map(|ts| Imported { ts }));
-        (ids, kinds, confirm, execution, verification, imported).prop_map(
-            |(
-                (action_id, run_id, agent, actor, owner, system, verb, target),
-                (target_class, source, decision, tier, reasons, rules_fired, params_hash, preview),
-                confirm,
-                execution,
-                verification,
-                imported,
-            )| Record {
-                action_id,
-                run_id,
-                agent,
-                actor,
-                owner,
-                system,
-                verb,
-                target,
-                target_class,
-                source,
-                decision,
-                tier,
-                reasons,
-                rules_fired,
-                params_hash,
-                params_preview: preview,
-                confirm,
-                execution,
-                verification,
-                imported,
-            },
+        let call = proptest::option::of(
+            (
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+            )
+                .prop_map(|(function, method, server, tool, url)| Call {
+                    function,
+                    method,
+                    server,
+                    tool,
+                    url,
+                }),
+        );
+        let touched = (call, proptest::collection::vec(text(), 0..3));
+        (
+            ids,
+            kinds,
+            confirm,
+            execution,
+            verification,
+            imported,
+            touched,
         )
+            .prop_map(
+                |(
+                    (action_id, run_id, agent, actor, owner, system, verb, target),
+                    (
+                        target_class,
+                        source,
+                        decision,
+                        tier,
+                        reasons,
+                        rules_fired,
+                        params_hash,
+                        preview,
+                    ),
+                    confirm,
+                    execution,
+                    verification,
+                    imported,
+                    (call, result_ids),
+                )| Record {
+                    action_id,
+                    run_id,
+                    agent,
+                    actor,
+                    call,
+                    owner,
+                    system,
+                    verb,
+                    target,
+                    target_class,
+                    source,
+                    decision,
+                    tier,
+                    reasons,
+                    rules_fired,
+                    params_hash,
+                    params_preview: preview,
+                    result_ids,
+                    confirm,
+                    execution,
+                    verification,
+                    imported,
+                },
+            )
     }
 
     proptest! {

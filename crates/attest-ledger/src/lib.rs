@@ -27,6 +27,20 @@
 //! `"imported"` object (the source's `ts` inside); its decision and outcome fields are
 //! the source's. Ledgers without either still verify and append.
 //!
+//! A row may also say what was touched: `"call"` (an object with any of `server` and
+//! `tool` for an MCP call, `method` and `url` for an HTTP call — the URL without
+//! userinfo, query string or fragment — and `function` for an SDK call), and
+//! `"result_ids"` (an array of the ids a write's result returned). `target` names the
+//! record with its id where the call says it (`deals/987654`, `o/r#12`).
+//!
+//! **The rule for additions.** A v1 body may gain fields; each new field is optional
+//! (left out when absent, so rows that do not need it keep their old bytes) and
+//! additive (it never changes what an existing field means). A verifier hashes the
+//! stored bytes and never re-serialises them, so it ignores fields it does not know;
+//! a ledger written by an older release still verifies and can be appended to, and an
+//! older verifier still verifies a newer ledger. Changing an existing field's meaning,
+//! or making a new field required, is a `"v": 2`. Every field added is listed here.
+//!
 //! The entry hash is SHA-256 over exactly those bytes. To check a ledger without this
 //! crate: `attest export --format jsonl`, then for each line, SHA-256 the line's bytes
 //! (without the newline) and compare with the next line's `prev`.
@@ -49,10 +63,10 @@
 //! let ledger = Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default())?;
 //! let record = Record {
 //!     action_id: "a1".into(), run_id: None, agent: Some("bot".into()), actor: None,
-//!     owner: None, system: "gmail".into(), verb: "send".into(), target: None,
+//!     call: None, owner: None, system: "gmail".into(), verb: "send".into(), target: None,
 //!     target_class: "none".into(), source: "manual".into(), decision: "recorded".into(),
 //!     tier: "high".into(), reasons: vec![], rules_fired: vec![],
-//!     params_hash: "00".repeat(32), params_preview: Default::default(), confirm: None,
+//!     params_hash: "00".repeat(32), params_preview: Default::default(), result_ids: vec![], confirm: None,
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
 //!     verification: None, imported: None,
 //! };
@@ -93,7 +107,7 @@ pub use checkpoint::{
 pub use checkpoints::StoredCheckpoint;
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
-pub use entry::{Confirm, Execution, Imported, Record, Verification, FORMAT_VERSION};
+pub use entry::{Call, Confirm, Execution, Imported, Record, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
 pub use keys::{SigningKey, VerifierKey};

@@ -52,6 +52,11 @@ pub struct Extra {
     /// The agent framework that made the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framework: Option<String>,
+    /// An HTTP call's path parameters, under the names the vendor's own tools use
+    /// (`owner`, `repo`, `issue_number` from `/repos/o/r/issues/12`). They are part of
+    /// the action (see [`Action::call_params`]) without being sent in the body.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub path_params: serde_json::Map<String, Value>,
 }
 
 /// One thing an agent wants to do: the unit that policy decides and the ledger records.
@@ -186,6 +191,24 @@ impl Action {
             return Risk::High.max(self.verb.default_risk());
         }
         self.verb.default_risk()
+    }
+
+    /// The params with the call's path parameters ([`Extra::path_params`]) added: what
+    /// the call says as a whole, the way the vendor's tools would take it. A path
+    /// parameter wins over a body field of the same name (the path is where the call
+    /// goes). Borrowed when there are none.
+    pub fn call_params(&self) -> std::borrow::Cow<'_, Value> {
+        if self.extra.path_params.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.params);
+        }
+        let mut merged = match &self.params {
+            Value::Object(map) => map.clone(),
+            _ => serde_json::Map::new(),
+        };
+        for (name, value) in &self.extra.path_params {
+            merged.insert(name.clone(), value.clone());
+        }
+        std::borrow::Cow::Owned(Value::Object(merged))
     }
 
     /// Lower-case hex SHA-256 of the RFC 8785 canonical form of `params`.

@@ -1,11 +1,16 @@
 //! A scripted agent session: four simulated tool calls through the real pipeline.
+//!
+//! The CRM update is read back, as it would be from HubSpot, from a fake of HubSpot's
+//! API that the demo serves on 127.0.0.1 for its own length: the built-in
+//! `hubspot.update` recipe reads the deal and compares, so the row says `verified`.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context;
 use async_trait::async_trait;
-use attest_core::{Attest, AttestError, Gate, GateDecision, Receipt};
+use attest_core::{Attest, AttestError, Gate, GateDecision, Outcome, ReadBack};
 use attest_policy::{Action, Verb, Verdict};
 use serde_json::{json, Value};
 
@@ -59,8 +64,12 @@ fn script(run_id: &str) -> Vec<Step> {
             title: "move a deal to closed-won",
             action: with_run(
                 Action::new("hubspot", Verb::Update)
-                    .with_target("deal/8812")
-                    .with_params(json!({"id": "8812", "properties": {"dealstage": "closedwon"}})),
+                    .with_target("deals/8812")
+                    .with_params(json!({
+                        "object_type": "deals",
+                        "id": "8812",
+                        "properties": {"dealstage": "closedwon"}
+                    })),
             ),
             result: json!({"id": "8812", "properties": {"dealstage": "closedwon"}}),
         },
@@ -93,15 +102,20 @@ pub(crate) fn run(config: &Config) -> anyhow::Result<ExitCode> {
     // The policy first: a policy that does not load must not leave a ledger behind.
     let policy = config.policy()?;
     let ledger = Arc::new(config.open_ledger(true)?);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let hubspot = runtime.block_on(fake_hubspot())?;
+    let env: std::collections::HashMap<String, String> =
+        [("HUBSPOT_TOKEN".to_owned(), "demo-token".to_owned())].into();
+    let readback = ReadBack::builtin()?.env(env).base_url("hubspot", hubspot);
     let attest = Attest::builder()
         .ledger(Arc::clone(&ledger))
         .policy(policy)
         .gate(DemoApprover)
         .agent("demo-agent")
         .actor("alice@acme.example")
-        .build()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+        .readback(readback)
         .build()?;
     let mut out = std::io::stdout().lock();
     writeln!(
@@ -115,16 +129,13 @@ pub(crate) fn run(config: &Config) -> anyhow::Result<ExitCode> {
     for (n, step) in steps.into_iter().enumerate() {
         let label = format!("{}.{}", step.action.system, step.action.verb);
         let result = step.result;
-        let outcome =
-            runtime.block_on(attest.run(step.action, |_params| async move { Ok(result) }));
+        let tool = |_params| async move { Ok::<_, AttestError>(result) };
+        // An error means the ledger failed: stop rather than pretend.
+        let outcome = runtime
+            .block_on(attest.call(step.action).run(tool))
+            .context("demo stopped")?;
         writeln!(out, "[{}/{count}] {} ({label})", n + 1, step.title)?;
         print_outcome(&mut out, &outcome)?;
-        if let Err(err) = outcome {
-            if err.receipt().is_none() {
-                // Not recorded: the ledger failed; stop rather than pretend.
-                return Err(anyhow::Error::new(err).context("demo stopped"));
-            }
-        }
     }
     writeln!(out, "\nThe ledger (newest first):")?;
     let rows = ledger.list(count)?;
@@ -143,19 +154,56 @@ pub(crate) fn run(config: &Config) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// A fake of HubSpot's CRM API on 127.0.0.1 (a free port), serving the one deal the
+/// script moves, as HubSpot would after the update; returns its base URL. It runs on
+/// the demo's runtime and stops with it.
+async fn fake_hubspot() -> anyhow::Result<String> {
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::routing::get;
+
+    async fn deal(
+        axum::extract::Path((kind, id)): axum::extract::Path<(String, String)>,
+        headers: HeaderMap,
+    ) -> Result<axum::Json<Value>, StatusCode> {
+        let authorised =
+            headers.get("authorization").and_then(|v| v.to_str().ok()) == Some("Bearer demo-token");
+        if !authorised {
+            return Err(StatusCode::UNAUTHORIZED);
+        }
+        if kind != "deals" || id != "8812" {
+            return Err(StatusCode::NOT_FOUND);
+        }
+        Ok(axum::Json(json!({
+            "id": "8812",
+            "properties": {"dealstage": "closedwon", "hs_object_id": "8812"},
+            "archived": false
+        })))
+    }
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .context("the demo's fake HubSpot cannot listen on 127.0.0.1")?;
+    let address = listener.local_addr()?;
+    let app = axum::Router::new().route("/crm/v3/objects/{kind}/{id}", get(deal));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(format!("http://{address}"))
+}
+
 fn print_outcome(
     out: &mut impl Write,
-    outcome: &Result<Receipt, AttestError>,
+    outcome: &Outcome<Value, AttestError>,
 ) -> std::io::Result<()> {
-    let (what, receipt) = match outcome {
-        Ok(receipt) => ("ran", receipt),
-        Err(err) => match (err, err.receipt()) {
-            (AttestError::Refused { .. }, Some(receipt)) => ("refused, not run", receipt),
-            (AttestError::Rejected { .. }, Some(receipt)) => ("rejected, not run", receipt),
-            (_, Some(receipt)) => ("tool failed", receipt),
-            (_, None) => return writeln!(out, "      not recorded: {err}"),
-        },
+    let what = match outcome {
+        Outcome::Ran { .. } => "ran",
+        Outcome::Refused { .. } => "refused, not run",
+        Outcome::Rejected { .. } => "rejected, not run",
+        Outcome::Failed { .. } => "tool failed",
+        Outcome::Held { .. } => "held for a person, not run",
+        _ => "not run",
     };
+    let receipt = outcome.receipt();
     writeln!(
         out,
         "      decision {} -> {what}{}; level {}; seq {} hash {}",

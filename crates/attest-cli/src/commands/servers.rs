@@ -25,6 +25,7 @@ fn pipeline(
     use_by: Duration,
     agent: Option<&str>,
     actor: Option<&str>,
+    run: Option<&str>,
 ) -> anyhow::Result<(Attest, Arc<dyn Policy>)> {
     // The policy and every configured file first: a setting that does not load must not
     // leave a ledger behind.
@@ -38,8 +39,11 @@ fn pipeline(
     };
     let ledger = Arc::new(config.open_ledger(true)?);
     let store = Arc::new(ApprovalStore::open(&ledger).context("cannot open the approval store")?);
+    // One run per session unless the caller names one (`--run`, or per call).
+    let run = run.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
     let mut builder = Attest::builder()
         .ledger(ledger)
+        .run_id(run)
         .shared_policy(Arc::clone(&policy))
         .approvals(Arc::clone(&store))
         .registry(registry)
@@ -62,6 +66,7 @@ fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
         config.use_by(serve.use_by),
         serve.agent.as_deref(),
         serve.actor.as_deref(),
+        serve.run.as_deref(),
     )?;
     Ok(attest)
 }
@@ -128,6 +133,7 @@ pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Resul
         config.use_by(None),
         args.agent.as_deref(),
         args.actor.as_deref(),
+        None,
     )?;
     let runtime = stdio_runtime()?;
     let outcome = runtime.block_on(mcp_server::serve(attest, policy));

@@ -33,10 +33,11 @@ fn demo_runs_the_four_actions_and_verifies() {
             ),
             // Each write: its intent row, then its outcome.
             ("hubspot.update".into(), "act".into(), None),
+            // Read back from the demo's own fake of HubSpot's API.
             (
                 "hubspot.update".into(),
                 "act".into(),
-                Some("acknowledged".into())
+                Some("verified".into())
             ),
             ("gmail.send".into(), "ask".into(), None),
             (

@@ -141,6 +141,16 @@ impl Drop for Gateway {
 }
 
 pub(crate) fn start_gateway(dir: &Path, upstream: &str, extra: &[&str]) -> (Gateway, String) {
+    start_gateway_with(dir, upstream, extra, &[])
+}
+
+/// [`start_gateway`] with `env` (its only environment).
+pub(crate) fn start_gateway_with(
+    dir: &Path,
+    upstream: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Gateway, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
         .args([
             "--ledger",
@@ -155,6 +165,7 @@ pub(crate) fn start_gateway(dir: &Path, upstream: &str, extra: &[&str]) -> (Gate
         .args(extra)
         .current_dir(dir)
         .env_clear()
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

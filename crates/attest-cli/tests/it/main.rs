@@ -22,6 +22,7 @@ mod notify;
 mod policy;
 mod readme;
 mod recipes;
+mod surfaces;
 mod tamper;
 mod tiles;
 mod verify_claims;

@@ -65,11 +65,11 @@ fn npm_server_and_python_client(package: &str) -> Option<PathBuf> {
 
 /// Runs the Python client against `attest mcp-proxy` with `proxy_args`, returns its report.
 pub(crate) fn drive(dir: &Path, plan: &Value, proxy_args: &[&str], upstream: &[&str]) -> Value {
-    drive_env(dir, plan, proxy_args, upstream, &[])
+    drive_with(dir, plan, proxy_args, upstream, &[])
 }
 
-/// [`drive`] with `env` set for the proxy.
-pub(crate) fn drive_env(
+/// [`drive`] with `env` set for the proxy and its upstream (after the `ATTEST_*` scrub).
+pub(crate) fn drive_with(
     dir: &Path,
     plan: &Value,
     proxy_args: &[&str],

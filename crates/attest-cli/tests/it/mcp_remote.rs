@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::mcp::{drive_env, py, python_with};
+use crate::mcp::{drive_with, py, python_with};
 use crate::{exported_entries, free_port, start_first_line, stderr, stdout, Running};
 
 const TOKEN: &str = "remote-bearer-token-42";
@@ -53,7 +53,7 @@ fn a_remote_streamable_http_server_is_governed_with_the_bearer_passed_through() 
         {"tool": "create_note", "args": {"title": "remote", "body": "b"}},
         {"tool": "get_note", "args": {"id": "n1"}},
     ]});
-    let report = drive_env(
+    let report = drive_with(
         dir.path(),
         &plan,
         &[

@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::approvals::add_approver;
-use crate::mcp::{drive_env, py, python_with};
+use crate::mcp::{drive_with, py, python_with};
 use crate::{attest, free_port, start_first_line, stdout, Running};
 
 const WEBHOOK_SECRET: &str = "whsec-test-1";
@@ -196,7 +196,7 @@ notify:
     let plan = json!({"calls": [{"tool": "create_note", "args": {"title": "q3", "body": "b"}}]});
     let server = py("notes_server.py");
     let python = crate::python();
-    let report = drive_env(
+    let report = drive_with(
         dir.path(),
         &plan,
         &["--server", "notes", "--mode", "pending"],
@@ -328,7 +328,7 @@ async fn a_slack_card_is_posted_and_updated_after_the_press() {
     let ledger = dir.path().join(".attest/ledger.sqlite");
     let mut args = vec!["--ledger", ledger.to_str().unwrap()];
     args.extend(["--server", "notes", "--mode", "pending"]);
-    drive_env(
+    drive_with(
         dir.path(),
         &plan,
         &args,

@@ -31,12 +31,13 @@ mod coding_tool;
 mod domain;
 mod error;
 mod graphql;
+mod hints;
 mod registry;
 mod shell;
 mod spec;
 mod tokenize;
 mod tool_name;
-mod url;
+pub(crate) mod url;
 
 use std::sync::LazyLock;
 
@@ -46,6 +47,7 @@ use serde_json::Value;
 
 pub use coding_tool::FILES_SYSTEM;
 pub use error::DetectError;
+pub use hints::{apply_hints, ToolHints};
 pub use registry::Registry;
 pub use shell::SHELL_SYSTEM;
 

@@ -269,7 +269,7 @@ pub(crate) fn percent_decode(value: &str) -> String {
 }
 
 /// Decodes `%XX` in a path (`+` is a plus there); bad escapes are kept as they are.
-fn percent_decode_path(path: &str) -> String {
+pub(crate) fn percent_decode_path(path: &str) -> String {
     decode(path, false)
 }
 

@@ -58,8 +58,9 @@ impl Attest {
         self.finish(request, Some(token), None, execute, None).await
     }
 
-    /// Like [`Attest::resume`], with the caller's own check of the result.
-    pub async fn resume_checked<F, Fut>(
+    /// Like [`Attest::resume`], with the caller's own check of the result: what
+    /// `attest.call(token).check(&check).run(tool)` does.
+    pub(crate) async fn resume_checked<F, Fut>(
         &self,
         token: &ResumeToken,
         execute: F,

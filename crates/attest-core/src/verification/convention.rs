@@ -11,10 +11,10 @@ use async_trait::async_trait;
 use attest_policy::Action;
 use serde_json::Value;
 
-use super::http::{ReadMethod, ReadRequest};
+use super::http::{HttpReader, ReadMethod, ReadRequest};
 use super::readback::{ReadBackDriver, ReadContext};
 use super::template::scalar_text;
-use super::{Evidence, Finding};
+use super::{CustomCheck, Evidence, Finding};
 
 /// Reads REST writes back by convention; see the module docs.
 #[derive(Debug, Clone, Default)]
@@ -156,4 +156,110 @@ pub(crate) fn encode_segment(id: &str) -> String {
     let mut out = String::with_capacity(id.len());
     super::template::percent_encode(id, &mut out);
     out
+}
+
+/// The caller's own read-back of an HTTP write, with the credentials the caller sent
+/// (`Authorization`, `Cookie`, `X-Api-Key`; held for this call only, never recorded):
+/// `GET` the answer's same-origin `location`, else the URL a `PUT`/`PATCH` went to,
+/// else the created `id` under the URL a `POST` went to, and compare the fields sent.
+/// Recorded as method `read-back:gateway`; tried after the configured drivers, so a
+/// system's recipe reads it with the recipe's own credential first.
+///
+/// The result is an HTTP answer as the gateway records it: `{"status", "body"}`, with
+/// `"location"` when the upstream sent one.
+pub fn caller_read_back(http: HttpReader, credentials: Vec<(String, String)>) -> CustomCheck {
+    let mut headers = vec![("accept".to_owned(), "application/json".to_owned())];
+    headers.extend(credentials);
+    CustomCheck::read_back_fallback("gateway", move |action, result| {
+        let url = answer_url(action, result);
+        let http = http.clone();
+        let headers = headers.clone();
+        let sent = action.params.clone();
+        async move {
+            let Some(url) = url else {
+                let evidence = Evidence::new("gateway");
+                return Finding::degraded("no URL to read the write back from", evidence);
+            };
+            let mut evidence = Evidence::new(format!("GET {}", without_query(&url)));
+            let request = ReadRequest {
+                method: ReadMethod::Get,
+                url,
+                headers,
+                body: None,
+            };
+            match http.fetch(&request).await {
+                Ok(fetched) => {
+                    evidence.status = Some(fetched.status);
+                    evidence.attempts = Some(fetched.attempts);
+                    Finding::from_record(evidence, &sent, &fetched.body, None)
+                }
+                Err(err) => Finding::degraded(err.to_string(), evidence),
+            }
+        }
+    })
+}
+
+/// Where an HTTP write can be read back, given its answer. A `location` on another
+/// origin is ignored: the read carries the caller's credentials.
+pub(crate) fn answer_url(action: &Action, answer: &Value) -> Option<String> {
+    let method = action.extra.method.as_deref()?.trim().to_ascii_uppercase();
+    let url = reqwest::Url::parse(action.extra.url.as_deref()?).ok()?;
+    let location = answer.get("location").and_then(Value::as_str);
+    if let Some(found) = location.and_then(|l| url.join(l).ok()) {
+        if found.origin() == url.origin() {
+            return Some(found.to_string());
+        }
+    }
+    match method.as_str() {
+        "PUT" | "PATCH" => Some(url.to_string()),
+        "POST" => {
+            let id = result_id(crate::touched::payload(answer))?;
+            let mut item = url;
+            item.set_query(None);
+            item.path_segments_mut().ok()?.pop_if_empty().push(&id);
+            Some(item.to_string())
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use attest_policy::Verb;
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(method: &str) -> Action {
+        let mut action = Action::new("notes", Verb::Create);
+        action.extra.method = Some(method.to_owned());
+        action.extra.url = Some("http://v.test/v1/notes".to_owned());
+        action
+    }
+
+    #[test]
+    fn answer_urls_prefer_a_same_origin_location() {
+        let located = json!({"status": 201, "body": null, "location": "/v1/notes/7"});
+        assert_eq!(
+            answer_url(&call("POST"), &located).as_deref(),
+            Some("http://v.test/v1/notes/7")
+        );
+        let created = json!({"status": 201, "body": {"id": 8}});
+        assert_eq!(
+            answer_url(&call("POST"), &created).as_deref(),
+            Some("http://v.test/v1/notes/8")
+        );
+        assert_eq!(
+            answer_url(&call("PATCH"), &created).as_deref(),
+            Some("http://v.test/v1/notes")
+        );
+        // A Location on another origin is never read with the caller's credentials.
+        let elsewhere =
+            json!({"status": 201, "body": {"id": 9}, "location": "http://evil.test/v1/notes/7"});
+        assert_eq!(
+            answer_url(&call("POST"), &elsewhere).as_deref(),
+            Some("http://v.test/v1/notes/9")
+        );
+        assert_eq!(answer_url(&call("DELETE"), &created), None);
+    }
 }

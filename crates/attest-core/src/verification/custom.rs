@@ -27,7 +27,12 @@ pub struct CustomCheck(Kind);
 
 enum Kind {
     Check(Box<CheckFn>),
-    ReadBack { name: String, read: Box<ReadFn> },
+    ReadBack {
+        name: String,
+        read: Box<ReadFn>,
+        /// Tried only when no configured driver supports the action.
+        fallback: bool,
+    },
 }
 
 impl fmt::Debug for CustomCheck {
@@ -74,7 +79,31 @@ impl CustomCheck {
         CustomCheck(Kind::ReadBack {
             name: name.into(),
             read: Box::new(move |action, result| Box::pin(read(action, result))),
+            fallback: false,
         })
+    }
+
+    /// A read-back like [`CustomCheck::read_back`], tried only when no configured
+    /// driver supports the action: a server's own way to read back (the MCP upstream's
+    /// getter, the gateway caller's credentials) after the recipes, which read the
+    /// vendor's API with the recipe's own credential.
+    pub fn read_back_fallback<Fut>(
+        name: impl Into<String>,
+        read: impl Fn(&Action, &Value) -> Fut + Send + Sync + 'static,
+    ) -> Self
+    where
+        Fut: Future<Output = Finding> + Send + 'static,
+    {
+        let mut check = CustomCheck::read_back(name, read);
+        if let Kind::ReadBack { fallback, .. } = &mut check.0 {
+            *fallback = true;
+        }
+        check
+    }
+
+    /// Whether this is a read-back tried after the configured drivers.
+    pub(crate) fn is_fallback(&self) -> bool {
+        matches!(self.0, Kind::ReadBack { fallback: true, .. })
     }
 
     /// Runs a yes/no check; `None` for a read-back.
@@ -93,7 +122,7 @@ impl CustomCheck {
     pub(crate) async fn read(&self, action: &Action, result: &Value) -> Option<(String, Finding)> {
         match &self.0 {
             Kind::Check(_) => None,
-            Kind::ReadBack { name, read } => Some((name.clone(), read(action, result).await)),
+            Kind::ReadBack { name, read, .. } => Some((name.clone(), read(action, result).await)),
         }
     }
 }

@@ -4,7 +4,9 @@
 //! 1. **read-back**: the caller's own read-back for this call
 //!    ([`CustomCheck::read_back`]), else the first [`ReadBackDriver`] that supports the
 //!    action reads it back from the system of record and compares ([`RecipeDriver`],
-//!    [`OpenApiDriver`], [`ConventionDriver`]); read-back beats a yes/no custom check;
+//!    [`OpenApiDriver`], [`ConventionDriver`]), else a surface's own read-back tried after
+//!    the drivers ([`McpPair`] through an MCP server's getter, [`caller_read_back`] with an
+//!    HTTP caller's credentials); read-back beats a yes/no custom check;
 //! 2. else the caller's yes/no [`CustomCheck`];
 //! 3. else the acknowledgement driver ([`acknowledges`]).
 //!
@@ -27,6 +29,7 @@ mod env;
 mod finding;
 mod http;
 mod level;
+mod mcp_pair;
 mod openapi;
 mod pointer;
 mod readback;
@@ -42,12 +45,13 @@ pub use ack::acknowledges;
 pub use catalog::{builtin as builtin_recipes, load_dir as load_recipe_dir, BUILTIN_RECIPES};
 pub use catalog::{read_recipe_file, recipe_files};
 pub use compare::{cut, FieldResult, EVIDENCE_MAX_CHARS};
-pub use convention::{without_query, ConventionDriver};
+pub use convention::{caller_read_back, without_query, ConventionDriver};
 pub use custom::CustomCheck;
 pub use env::{base_url_var, Credentials, Env, ProcessEnv};
 pub use finding::{Evidence, Finding};
 pub use http::{FetchError, Fetched, HttpOptions, HttpReader, ReadMethod, ReadRequest};
 pub use level::Level;
+pub use mcp_pair::{pair_getter, ListedTool, McpPair, ToolCaller};
 pub use openapi::OpenApiDriver;
 pub use readback::{ReadBack, ReadBackDriver, ReadContext};
 pub use recipe::{lint_recipes, parse_recipes, Recipe, MAX_RECIPE_BYTES};
@@ -61,17 +65,37 @@ pub(crate) async fn verify(
     check: Option<&CustomCheck>,
     readback: Option<&ReadBack>,
 ) -> (Level, Verification) {
+    // Drivers read the call as a whole: an HTTP call's path parameters are params too.
+    let view;
+    let action = if action.extra.path_params.is_empty() {
+        action
+    } else {
+        let mut whole = action.clone();
+        whole.params = action.call_params().into_owned();
+        view = whole;
+        &view
+    };
     let ack_level = if acknowledges(result) {
         Level::Acknowledged
     } else {
         Level::AttestedOnly
     };
     let mut found = None;
-    if let Some(check) = check {
+    let first = check.filter(|c| !c.is_fallback());
+    if let Some(check) = first {
         found = check.read(action, result).await;
     }
     if let (None, Some(readback)) = (&found, readback) {
-        found = readback.check(action, result).await;
+        // An HTTP answer (`{"status", "body"}`) is read as its body, as a vendor's
+        // tools return it, so a recipe written for those works on the gateway too.
+        let answer = match action.extra.url {
+            Some(_) => crate::touched::payload(result),
+            None => result,
+        };
+        found = readback.check(action, answer).await;
+    }
+    if let (None, Some(check)) = (&found, check.filter(|c| c.is_fallback())) {
+        found = check.read(action, result).await;
     }
     if let Some((driver, finding)) = found {
         let level = finding.level(ack_level);

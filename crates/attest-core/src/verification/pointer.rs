@@ -28,6 +28,14 @@ enum Segment {
 
 impl Pointer {
     /// Parses `text`: empty (the whole document) or `/`-separated segments.
+    /// The one key a pointer such as `/issue_number` names, else `None`.
+    pub(crate) fn single_key(&self) -> Option<&str> {
+        match self.segments.as_slice() {
+            [Segment::Key(key)] => Some(key),
+            _ => None,
+        }
+    }
+
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
         if text.is_empty() {
             return Ok(Pointer {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use attest_policy::Action;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::env::{base_url_var, Credentials, Env, ProcessEnv};
 use super::http::{FetchError, Fetched, HttpOptions, HttpReader, ReadRequest};
@@ -28,6 +28,13 @@ pub trait ReadBackDriver: Send + Sync + fmt::Debug {
     /// Whether this driver knows how to read `action` back, given the tool's result.
     /// Cheap and without I/O.
     fn supports(&self, action: &Action, result: &Value) -> bool;
+
+    /// An HTTP call's path parameters under the names this driver's reads use
+    /// (`owner`, `repo`, `issue_number` from `/repos/o/r/issues/12`), when it knows the
+    /// call's shape. Cheap and without I/O.
+    fn path_params(&self, _action: &Action) -> Option<Map<String, Value>> {
+        None
+    }
 
     /// Reads the action back and compares.
     async fn read_back(&self, ctx: &ReadContext<'_>, action: &Action, result: &Value) -> Finding;
@@ -171,6 +178,17 @@ impl ReadBack {
     pub fn driver_for(&self, action: &Action, result: &Value) -> Option<&dyn ReadBackDriver> {
         self.drivers()
             .find(|driver| driver.supports(action, result))
+    }
+
+    /// Sets an HTTP call's path parameters ([`Action::call_params`]) from the first
+    /// driver that knows its shape, unless the action has some already.
+    pub fn fill_path_params(&self, action: &mut Action) {
+        if !action.extra.path_params.is_empty() || action.extra.url.is_none() {
+            return;
+        }
+        if let Some(found) = self.drivers().find_map(|driver| driver.path_params(action)) {
+            action.extra.path_params = found;
+        }
     }
 
     /// Reads `action` back with the first driver that supports it: `None` when no

@@ -11,8 +11,8 @@ use super::catalog;
 use super::compare::{cut, matches, FieldResult, Rule};
 use super::http::ReadRequest;
 use super::readback::{ReadBackDriver, ReadContext};
-use super::recipe::{Check, Missing, Recipe, Scheme, Test};
-use super::template::{scalar_text, Encoding, Vars};
+use super::recipe::{Check, Missing, Recipe, Scheme, Source, Test};
+use super::template::{scalar_text, Encoding, PathPart, Vars};
 use super::{Evidence, Finding};
 use crate::AttestError;
 
@@ -65,6 +65,22 @@ impl ReadBackDriver for RecipeDriver {
         self.recipe_for(action, result).is_some()
     }
 
+    fn path_params(&self, action: &Action) -> Option<Map<String, Value>> {
+        let url = action.extra.url.as_deref()?;
+        let segments = url_segments(url)?;
+        self.recipes
+            .iter()
+            .filter(|recipe| same_system(&recipe.system, &action.system))
+            .find_map(|recipe| {
+                let pattern = recipe
+                    .read
+                    .url
+                    .path_pattern(Some(id_param(recipe)?))
+                    .or_else(|| recipe.read.url.path_pattern(None))?;
+                match_path(&pattern, &segments)
+            })
+    }
+
     async fn read_back(&self, ctx: &ReadContext<'_>, action: &Action, result: &Value) -> Finding {
         match self.recipe_for(action, result) {
             Some(recipe) => read_back(recipe, ctx, action, result).await,
@@ -76,7 +92,7 @@ impl ReadBackDriver for RecipeDriver {
 /// Whether `recipe` applies: system, verb, `when`, and every placeholder but `{base}`
 /// has a value.
 fn applies(recipe: &Recipe, action: &Action, result: &Value) -> bool {
-    if !recipe.system.eq_ignore_ascii_case(&action.system) || !recipe.verbs.contains(&action.verb) {
+    if !same_system(&recipe.system, &action.system) || !recipe.verbs.contains(&action.verb) {
         return false;
     }
     let when = &recipe.when;
@@ -107,6 +123,78 @@ fn applies(recipe: &Recipe, action: &Action, result: &Value) -> bool {
             .graphql
             .as_ref()
             .is_none_or(|g| g.variables.values().all(|t| t.resolvable(&vars)))
+}
+
+/// Whether a recipe's system is the action's: the same name, or two names of one
+/// system in the detection registry (`google-calendar` and `calendar`).
+fn same_system(recipe: &str, action: &str) -> bool {
+    if recipe.eq_ignore_ascii_case(action) {
+        return true;
+    }
+    let registry = crate::detect::Registry::shared();
+    let canonical = |name: &str| registry.system_named(name).map(str::to_owned);
+    canonical(recipe).is_some_and(|found| Some(found) == canonical(action))
+}
+
+/// The param a recipe's `{id}` comes from (`params:/issue_number` gives `issue_number`).
+fn id_param(recipe: &Recipe) -> Option<&str> {
+    recipe.read.id.iter().find_map(|source| match source {
+        Source::Params(pointer) => pointer.single_key(),
+        _ => None,
+    })
+}
+
+/// A URL's path segments, percent-decoded; `None` for a URL that does not parse.
+fn url_segments(url: &str) -> Option<Vec<String>> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let segments = parsed.path_segments()?;
+    Some(
+        segments
+            .filter(|s| !s.is_empty())
+            .map(crate::detect::url::percent_decode_path)
+            .collect(),
+    )
+}
+
+/// The params a path names under `pattern`: the whole pattern at the end of the path
+/// (an item), or the pattern without its last placeholder (the collection a record is
+/// created in). A numeric segment becomes a number, as the vendors' tools take it.
+fn match_path(pattern: &[PathPart], segments: &[String]) -> Option<Map<String, Value>> {
+    let collection = match pattern.split_last() {
+        Some((PathPart::Param(_), rest)) => Some(rest),
+        _ => None,
+    };
+    [Some(pattern), collection]
+        .into_iter()
+        .flatten()
+        .filter(|p| !p.is_empty() && p.len() <= segments.len())
+        .find_map(|pattern| {
+            let tail = &segments[segments.len() - pattern.len()..];
+            let mut params = Map::new();
+            for (part, segment) in pattern.iter().zip(tail) {
+                match part {
+                    PathPart::Literal(text) if text == segment => {}
+                    PathPart::Literal(_) => return None,
+                    PathPart::Param(name) if name.is_empty() => {}
+                    PathPart::Param(name) => {
+                        params.insert(name.clone(), segment_value(segment));
+                    }
+                }
+            }
+            (!params.is_empty()).then_some(params)
+        })
+}
+
+/// `12` as the number 12, anything else (`0012`, `abc`) as text.
+fn segment_value(segment: &str) -> Value {
+    let numeric = !segment.is_empty()
+        && segment.len() <= 15
+        && segment.bytes().all(|b| b.is_ascii_digit())
+        && !(segment.len() > 1 && segment.starts_with('0'));
+    match segment.parse::<u64>() {
+        Ok(n) if numeric => Value::from(n),
+        _ => Value::String(segment.to_owned()),
+    }
 }
 
 fn id_of(recipe: &Recipe, action: &Action, result: &Value) -> Option<String> {

@@ -46,6 +46,15 @@ enum Filter {
     Or(String),
 }
 
+/// One segment of a read URL's path: literal text, or a param's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PathPart {
+    /// Text the path must hold.
+    Literal(String),
+    /// A param taken from the path.
+    Param(String),
+}
+
 /// What placeholders are filled from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Vars<'a> {
@@ -104,6 +113,55 @@ impl Template {
     /// Whether the template uses `{id}`.
     pub(crate) fn uses_id(&self) -> bool {
         self.vars().any(|var| var.name == Name::Id)
+    }
+
+    /// The path after `{base}` as segments, each a literal or a placeholder's name
+    /// (`{id}` is named `id_name`): `{base}/repos/{owner}/{repo}/issues/{id}` gives
+    /// `repos`, `{owner}`, `{repo}`, `issues`, `{issue_number}`. `None` when the template
+    /// does not start with `{base}/`, has a query, or a segment mixes text and a
+    /// placeholder or uses a filter.
+    pub(crate) fn path_pattern(&self, id_name: Option<&str>) -> Option<Vec<PathPart>> {
+        let (first, rest) = self.parts.split_first()?;
+        if !matches!(
+            first,
+            Part::Var(Var {
+                name: Name::Base,
+                ..
+            })
+        ) {
+            return None;
+        }
+        let mut segments = Vec::new();
+        let mut open = false;
+        for part in rest {
+            match part {
+                Part::Literal(text) => {
+                    let tail = text.strip_prefix('/')?;
+                    if tail.contains(['?', '#']) {
+                        return None;
+                    }
+                    segments.extend(
+                        tail.split('/')
+                            .filter(|piece| !piece.is_empty())
+                            .map(|piece| PathPart::Literal(piece.to_owned())),
+                    );
+                    open = text.ends_with('/');
+                }
+                Part::Var(var) => {
+                    if !open || var.filter.is_some() {
+                        return None;
+                    }
+                    let name = match &var.name {
+                        Name::Id => id_name?.to_owned(),
+                        Name::Param(path) if path.len() == 1 => path[0].clone(),
+                        _ => return None,
+                    };
+                    segments.push(PathPart::Param(name));
+                    open = false;
+                }
+            }
+        }
+        (!segments.is_empty()).then_some(segments)
     }
 
     /// Whether the template uses `{base}`.

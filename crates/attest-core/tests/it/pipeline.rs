@@ -265,9 +265,12 @@ async fn a_custom_check_that_passes_is_verified_custom() {
     let check = CustomCheck::sync(|action, result| Ok(result["id"] == action.params["id"]));
     let action = Action::new("crm", Verb::Update).with_params(json!({"id": "7"}));
     let receipt = attest
-        .run_checked(action, |_| async { Ok(json!({"id": "7"})) }, &check)
+        .call(action)
+        .check(&check)
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "7"})) })
         .await
-        .unwrap();
+        .unwrap()
+        .into_receipt();
     assert_eq!(receipt.level, Some(Level::VerifiedCustom));
     let body = row(&f.ledger, 2);
     assert_eq!(
@@ -285,13 +288,12 @@ async fn a_custom_check_that_fails_is_unverified() {
         .unwrap();
     let check = CustomCheck::future(|_action, _result| async { Ok(false) });
     let receipt = attest
-        .run_checked(
-            Action::new("crm", Verb::Update),
-            |_| async { Ok(json!({"id": "7"})) },
-            &check,
-        )
+        .call(Action::new("crm", Verb::Update))
+        .check(&check)
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "7"})) })
         .await
-        .unwrap();
+        .unwrap()
+        .into_receipt();
     assert_eq!(receipt.level, Some(Level::Unverified));
     assert_eq!(row(&f.ledger, 2)["verification"]["matched"], false);
 }
@@ -307,13 +309,12 @@ async fn a_custom_check_that_errors_degrades_and_is_never_unverified() {
         Err::<bool, ToolError>("timeout reading https://api/x?token=abc".into())
     });
     let receipt = attest
-        .run_checked(
-            Action::new("crm", Verb::Update),
-            |_| async { Ok(json!({"id": "7"})) },
-            &check,
-        )
+        .call(Action::new("crm", Verb::Update))
+        .check(&check)
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "7"})) })
         .await
-        .unwrap();
+        .unwrap()
+        .into_receipt();
     assert_eq!(receipt.level, Some(Level::Acknowledged));
     let body = row(&f.ledger, 2);
     assert_eq!(body["verification"]["method"], "custom");

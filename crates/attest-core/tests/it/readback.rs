@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use attest_core::verification::{ConventionDriver, OpenApiDriver};
-use attest_core::{Attest, AutoGate, CustomCheck, Evidence, Finding, Level, ReadBack};
+use attest_core::{Attest, AutoGate, CustomCheck, Evidence, Finding, Level, ReadBack, ToolError};
 use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Verb};
 use serde_json::{json, Value};
@@ -441,9 +441,12 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
     let never = CustomCheck::sync(|_, _| Ok(false));
     let (action, result) = refund_action();
     let receipt = attest
-        .run_checked(action, move |_| async move { Ok(result) }, &never)
+        .call(action)
+        .check(&never)
+        .run(move |_| async move { Ok::<_, ToolError>(result) })
         .await
-        .unwrap();
+        .unwrap()
+        .into_receipt();
     assert_eq!(receipt.level, Some(Level::Verified));
     let body = row(&ledger, 2);
     let v = &body["verification"];
@@ -477,13 +480,12 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
     // A system no driver knows: the custom check runs.
     let always = CustomCheck::sync(|_, _| Ok(true));
     let receipt = attest
-        .run_checked(
-            Action::new("crm", Verb::Update),
-            |_| async { Ok(json!({"id": "1"})) },
-            &always,
-        )
+        .call(Action::new("crm", Verb::Update))
+        .check(&always)
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "1"})) })
         .await
-        .unwrap();
+        .unwrap()
+        .into_receipt();
     assert_eq!(receipt.level, Some(Level::VerifiedCustom));
 
     assert_eq!(
@@ -531,9 +533,12 @@ async fn the_callers_own_read_back_comes_before_the_drivers_and_is_recorded_as_r
     });
     let (action, result) = refund_action();
     let receipt = attest
-        .run_checked(action, move |_| async move { Ok(result) }, &session)
+        .call(action)
+        .check(&session)
+        .run(move |_| async move { Ok::<_, ToolError>(result) })
         .await
-        .unwrap();
+        .unwrap()
+        .into_receipt();
     assert_eq!(receipt.level, Some(Level::Unverified));
     let v = &row(&ledger, 2)["verification"];
     assert_eq!(v["method"], "read-back:session");

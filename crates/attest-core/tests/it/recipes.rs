@@ -371,7 +371,7 @@ fn google_calendar_event() -> Case {
     };
     Case {
         recipe: "google-calendar.event",
-        system: "google-calendar",
+        system: "calendar",
         verb: Verb::Create,
         params: json!({"calendarId": "primary", "summary": "Design review",
             "start": {"dateTime": "2024-05-01T10:00:00+02:00"}, "end": {"dateTime": "2024-05-01T11:00:00+02:00"},
@@ -391,7 +391,7 @@ fn google_drive_file() -> Case {
     };
     Case {
         recipe: "google-drive.file",
-        system: "google-drive",
+        system: "drive",
         verb: Verb::Upload,
         params: json!({"name": "report.pdf", "mimeType": "application/pdf", "parents": ["0Bfolder"]}),
         result: json!({"kind": "drive#file", "id": "1AbC", "name": "report.pdf", "mimeType": "application/pdf"}),
@@ -409,7 +409,7 @@ fn google_drive_share() -> Case {
     };
     Case {
         recipe: "google-drive.share",
-        system: "google-drive",
+        system: "drive",
         verb: Verb::Share,
         params: json!({"fileId": "1AbC", "role": "reader", "type": "user", "emailAddress": "ana@example.com"}),
         result: json!({"kind": "drive#permission", "id": "0987", "type": "user", "role": "reader"}),
@@ -427,7 +427,7 @@ fn google_docs_create() -> Case {
     };
     Case {
         recipe: "google-docs.create",
-        system: "google-docs",
+        system: "docs",
         verb: Verb::Create,
         params: json!({"title": "Launch plan"}),
         result: json!({"documentId": "doc1", "title": "Launch plan", "revisionId": "r1"}),
@@ -447,7 +447,7 @@ fn google_docs_text() -> Case {
     };
     Case {
         recipe: "google-docs.text",
-        system: "google-docs",
+        system: "docs",
         verb: Verb::Update,
         params: json!({"documentId": "doc1", "text": "Ship on Friday."}),
         result: json!({"documentId": "doc1", "replies": [{}], "writeControl": {"requiredRevisionId": "r2"}}),
@@ -465,7 +465,7 @@ fn google_sheets_values() -> Case {
     };
     Case {
         recipe: "google-sheets.values",
-        system: "google-sheets",
+        system: "sheets",
         verb: Verb::Update,
         params: json!({"spreadsheetId": "s1", "range": "Sheet1!A1:B2", "values": [["Name", "Amount"], ["Acme", 1500]]}),
         result: json!({"spreadsheetId": "s1", "updatedRange": "Sheet1!A1:B2", "updatedRows": 2, "updatedColumns": 2, "updatedCells": 4}),
@@ -479,7 +479,7 @@ fn google_sheets_values() -> Case {
 fn google_sheets_append() -> Case {
     Case {
         recipe: "google-sheets.append",
-        system: "google-sheets",
+        system: "sheets",
         verb: Verb::Create,
         params: json!({"spreadsheetId": "s1", "range": "Sheet1!A:B", "values": [["Beta", 20]]}),
         result: json!({"spreadsheetId": "s1", "tableRange": "Sheet1!A1:B3",

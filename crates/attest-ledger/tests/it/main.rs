@@ -20,6 +20,7 @@ pub(crate) fn sample_record(n: u64) -> Record {
         run_id: Some("run-1".into()),
         agent: Some(format!("agent-{}", n % 3)),
         actor: Some("alice@acme.com".into()),
+        call: None,
         owner: None,
         system: if n % 2 == 0 { "gmail" } else { "stripe" }.into(),
         verb: if n % 2 == 0 { "send" } else { "pay" }.into(),
@@ -32,6 +33,7 @@ pub(crate) fn sample_record(n: u64) -> Record {
         rules_fired: vec!["R4".into()],
         params_hash: "ab".repeat(32),
         params_preview: serde_json::Map::new(),
+        result_ids: Vec::new(),
         confirm: None,
         execution: Execution {
             status: "ok".into(),

@@ -5,7 +5,7 @@
 PLAN.json: {"calls": [{"tool": NAME, "args": {...}}, ...], "list": ["resources", "prompts"]}.
 A call with "progress": true asks for progress and reports what arrived as "progress"; one
 with "timeout": SECS gives up after that long, which makes the client send
-`notifications/cancelled`.
+`notifications/cancelled`; one with "meta": {...} sends it as the request's `_meta`.
 A step {"run": [argv...]} runs a command instead ({id} and {token} are the last held
 call's). Lists the tools (and resources and prompts when asked), makes each
 call in order, and prints one JSON object: the tool names, and per call
@@ -54,9 +54,11 @@ async def main() -> None:
                     progress.append([done, total])
 
                 try:
+                    extra = {"meta": call["meta"]} if "meta" in call else {}
                     result = await session.call_tool(
                         call["tool"], args, read_timeout_seconds=call.get("timeout", 60),
                         progress_callback=on_progress if call.get("progress") else None,
+                        **extra,
                     )
                     text = " ".join(
                         c.text for c in result.content if getattr(c, "type", "") == "text"

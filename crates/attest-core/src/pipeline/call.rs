@@ -1,0 +1,269 @@
+//! The one call every surface makes: an action (or a held action's resume token) and the
+//! tool, in; an [`Outcome`] carrying the receipt and, when the tool ran, its own output,
+//! typed and unchanged, out. Normal outcomes are values; an [`AttestError`] means Attest
+//! could not decide or record.
+
+use std::future::Future;
+use std::sync::Mutex;
+
+use attest_policy::Action;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Attest;
+use crate::approvals::ResumeToken;
+use crate::{AttestError, CustomCheck, Receipt, ToolError};
+
+/// How a governed call ended. Each outcome carries its ledger receipt.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Outcome<T, E = ToolError> {
+    /// The tool ran and returned `output` (the tool's own value, unchanged); the receipt
+    /// says how it was verified.
+    Ran {
+        /// What the tool returned.
+        output: T,
+        /// The outcome row.
+        receipt: Receipt,
+    },
+    /// The tool ran and failed with `error` (recorded as a failed execution, the
+    /// message as a hash only).
+    Failed {
+        /// The tool's own error.
+        error: E,
+        /// The outcome row.
+        receipt: Receipt,
+    },
+    /// Policy refused; the tool did not run.
+    Refused {
+        /// The refusal's row.
+        receipt: Receipt,
+    },
+    /// A person (or a gate standing in for one) rejected it; the tool did not run.
+    Rejected {
+        /// Who rejected it.
+        approver: String,
+        /// The rejection's row.
+        receipt: Receipt,
+    },
+    /// Nobody answered before the request expired; the tool did not run.
+    Expired {
+        /// The approval request's id.
+        id: String,
+        /// The expiry's row.
+        receipt: Receipt,
+    },
+    /// Held for a person: the same call, given `token`, runs it once they approve.
+    Held {
+        /// The approval request's id.
+        id: String,
+        /// The token that resumes the call.
+        token: ResumeToken,
+        /// The ask's row (execution `pending`).
+        receipt: Receipt,
+    },
+}
+
+impl<T, E> Outcome<T, E> {
+    /// The ledger receipt of this outcome.
+    pub fn receipt(&self) -> &Receipt {
+        match self {
+            Outcome::Ran { receipt, .. }
+            | Outcome::Failed { receipt, .. }
+            | Outcome::Refused { receipt }
+            | Outcome::Rejected { receipt, .. }
+            | Outcome::Expired { receipt, .. }
+            | Outcome::Held { receipt, .. } => receipt,
+        }
+    }
+
+    /// The ledger receipt, taken out of the outcome.
+    pub fn into_receipt(self) -> Receipt {
+        match self {
+            Outcome::Ran { receipt, .. }
+            | Outcome::Failed { receipt, .. }
+            | Outcome::Refused { receipt }
+            | Outcome::Rejected { receipt, .. }
+            | Outcome::Expired { receipt, .. }
+            | Outcome::Held { receipt, .. } => receipt,
+        }
+    }
+
+    /// Whether the tool was called (it ran, and returned or failed).
+    pub fn ran(&self) -> bool {
+        matches!(self, Outcome::Ran { .. } | Outcome::Failed { .. })
+    }
+
+    /// The tool's output, when it ran and returned.
+    pub fn output(self) -> Option<T> {
+        match self {
+            Outcome::Ran { output, .. } => Some(output),
+            _ => None,
+        }
+    }
+}
+
+/// Where a call starts: a new action, or the resume token of one held for a person.
+#[derive(Debug)]
+pub enum Start {
+    /// A new action: decided, maybe asked about, run, verified, recorded.
+    Action(Box<Action>),
+    /// An action held for a person: runs if they approved it (their edits applied,
+    /// policy asked again), else says how it ended.
+    Resume(ResumeToken),
+}
+
+impl From<Action> for Start {
+    fn from(action: Action) -> Self {
+        Start::Action(Box::new(action))
+    }
+}
+
+impl From<ResumeToken> for Start {
+    fn from(token: ResumeToken) -> Self {
+        Start::Resume(token)
+    }
+}
+
+impl From<&ResumeToken> for Start {
+    fn from(token: &ResumeToken) -> Self {
+        Start::Resume(token.clone())
+    }
+}
+
+/// One governed call being set up; [`Call::run`] makes it. Built by [`Attest::call`].
+#[must_use = "a call does nothing until it is run"]
+pub struct Call<'a> {
+    attest: &'a Attest,
+    start: Start,
+    check: Option<&'a CustomCheck>,
+}
+
+impl std::fmt::Debug for Call<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("start", &self.start)
+            .field("check", &self.check)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Attest {
+    /// The one call: `attest.call(action).check(&check).run(tool).await`, or
+    /// `attest.call(token)` to resume a held action with the same tool.
+    ///
+    /// ```
+    /// use attest_core::{Attest, AutoGate, Outcome};
+    /// use attest_ledger::{Ledger, LedgerOptions};
+    /// use attest_policy::{Action, Verb};
+    /// use serde_json::json;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let ledger = Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default())?;
+    /// let attest = Attest::builder().ledger(ledger).gate(AutoGate::approve("ops")).build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// let action = Action::new("crm", Verb::Update).with_params(json!({"id": "42"}));
+    /// let outcome = runtime.block_on(
+    ///     attest.call(action).run(|_params| async { Ok::<_, std::io::Error>(json!({"id": "42"})) }),
+    /// )?;
+    /// match outcome {
+    ///     Outcome::Ran { output, receipt } => assert_eq!((output["id"].as_str(), receipt.seq), (Some("42"), 2)),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn call(&self, start: impl Into<Start>) -> Call<'_> {
+        Call {
+            attest: self,
+            start: start.into(),
+            check: None,
+        }
+    }
+}
+
+impl<'a> Call<'a> {
+    /// The caller's own check of the result ([`CustomCheck`]): a yes/no check, or a
+    /// read-back through a connection only the caller holds.
+    pub fn check(mut self, check: &'a CustomCheck) -> Self {
+        self.check = Some(check);
+        self
+    }
+
+    /// Decides, runs `tool` with the (possibly edited) params if allowed, verifies and
+    /// records. `output` is recorded as the SHA-256 of its JSON form (`T: Serialize`)
+    /// and checked in that form; the caller gets it back unchanged. `Err` only when
+    /// Attest could not decide or record (the ledger failed, the approval store refused
+    /// a token).
+    pub async fn run<F, Fut, T, E>(self, tool: F) -> Result<Outcome<T, E>, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: std::fmt::Display,
+    {
+        // The tool's own answer, kept here while the pipeline sees its JSON form.
+        let answer: Mutex<Option<Result<T, E>>> = Mutex::new(None);
+        let keep = |found: Result<T, E>| {
+            *answer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(found);
+        };
+        let adapted = |params: Value| {
+            let running = tool(params);
+            async {
+                let found = running.await;
+                let seen: Result<Value, ToolError> = match &found {
+                    Ok(output) => serde_json::to_value(output).map_err(ToolError::from),
+                    Err(error) => Err(error.to_string().into()),
+                };
+                keep(found);
+                seen
+            }
+        };
+        let decided = match (self.start, self.check) {
+            (Start::Action(action), None) => self.attest.run(*action, adapted).await,
+            (Start::Action(action), Some(check)) => {
+                self.attest.run_checked(*action, adapted, check).await
+            }
+            (Start::Resume(token), None) => self.attest.resume(&token, adapted).await,
+            (Start::Resume(token), Some(check)) => {
+                self.attest.resume_checked(&token, adapted, check).await
+            }
+        };
+        let answer = answer
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match (decided, answer) {
+            (Ok(receipt), Some(Ok(output))) => Ok(Outcome::Ran { output, receipt }),
+            (Err(AttestError::ToolFailed { receipt, .. }), Some(Err(error))) => {
+                Ok(Outcome::Failed {
+                    error,
+                    receipt: *receipt,
+                })
+            }
+            (Err(AttestError::Refused { receipt }), _) => {
+                Ok(Outcome::Refused { receipt: *receipt })
+            }
+            (Err(AttestError::Rejected { approver, receipt }), _) => Ok(Outcome::Rejected {
+                approver,
+                receipt: *receipt,
+            }),
+            (Err(AttestError::Expired { id, receipt }), _) => Ok(Outcome::Expired {
+                id,
+                receipt: *receipt,
+            }),
+            (Err(AttestError::Pending { id, token, receipt }), _) => Ok(Outcome::Held {
+                id,
+                token,
+                receipt: *receipt,
+            }),
+            // The output had no JSON form: recorded as failed, reported as an error.
+            (Err(err), _) => Err(err),
+            (Ok(_), _) => Err(AttestError::Internal(
+                "the tool's answer went missing after it ran",
+            )),
+        }
+    }
+}
