@@ -10,6 +10,7 @@
 mod cli;
 mod commands;
 mod config;
+mod review;
 mod secrets;
 mod servers;
 mod terminal;

@@ -47,6 +47,7 @@ mod intents;
 mod pipeline;
 mod receipt;
 mod record;
+pub mod telemetry;
 #[cfg(feature = "rig")]
 pub mod rig;
 mod tool;

@@ -286,8 +286,13 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
     )?;
     let link_key = read_secret(args.link_key_file.as_deref(), "ATTEST_LINK_KEY")?;
     let attest = pipeline(config, true)?;
+    let review = Arc::new(crate::review::Review::open(
+        attest.ledger().path(),
+        crate::review::alerts::Alerts::default(),
+    )?);
     let runtime = runtime()?;
     runtime.block_on(async move {
+        review.start_verifier(args.review.schedule()?);
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, args.port))
             .await
             .with_context(|| format!("cannot listen on {ip}:{}", args.port))?;
@@ -303,8 +308,10 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             slack_signing_secret: slack_signing_secret.map(Secret::new),
             links: link_key.map(|key| LinkSigner::new(Secret::new(key), public.clone(), LINK_TTL)),
             clock: Arc::new(attest_ledger::SystemClock),
+            review: Some(review),
         };
         println!("attest: approval inbox on http://{addr}/");
+        eprintln!("attest: dashboard on http://{addr}/dashboard, metrics on http://{addr}/metrics");
         std::io::stdout().flush()?;
         inbox::serve(listener, state).await?;
         Ok(ExitCode::SUCCESS)

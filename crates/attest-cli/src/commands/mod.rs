@@ -25,6 +25,8 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // Needs no ledger settings.
         return recipes::run(command);
     }
+    // Pipeline spans feed /metrics' histograms, and OTLP traces when configured.
+    let _telemetry = crate::review::telemetry::init();
     let config = Config::from_global(&cli.global)?;
     match cli.command {
         Command::Demo => demo::run(&config),
@@ -51,6 +53,8 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::McpProxy(args) => servers::mcp_proxy(&config, args),
         Command::McpServer(args) => servers::mcp_server(&config, &args),
         Command::Gateway(args) => servers::gateway(&config, &args),
+        // review (issue 17)
+        Command::Digest(args) => crate::review::digest_command(&config, &args),
     }
 }
 

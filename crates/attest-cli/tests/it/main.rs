@@ -4,20 +4,24 @@
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod approvals;
+pub(crate) mod approvals;
 mod bad_input;
 mod demo;
+pub(crate) mod digest;
 mod evidence;
 mod export;
 mod fail_closed;
 mod gateway;
 mod import;
+mod dashboard_browser;
 mod inbox_browser;
 pub(crate) mod mcp;
 mod mcp_frames;
+mod ocsf;
 mod policy;
 mod readme;
 mod recipes;
+mod review;
 mod tamper;
 mod verify_claims;
 
