@@ -47,9 +47,9 @@ mod intents;
 mod pipeline;
 mod receipt;
 mod record;
-pub mod telemetry;
 #[cfg(feature = "rig")]
 pub mod rig;
+pub mod telemetry;
 mod tool;
 pub mod verification;
 mod wrap;

@@ -251,7 +251,10 @@ impl Attest {
         };
         let run = telemetry::step("run");
         let outcome = execute(action.params.clone()).instrument(run.clone()).await;
-        run.record("attest.status", if outcome.is_ok() { "ok" } else { "failed" });
+        run.record(
+            "attest.status",
+            if outcome.is_ok() { "ok" } else { "failed" },
+        );
         let (record, level) = match &outcome {
             Ok(result) => {
                 // Before the append: no ledger lock is held while the vendor is read.

@@ -36,7 +36,9 @@ impl Default for Alerts {
     fn default() -> Self {
         Alerts::with_sink(Arc::new(|alert: &Alert| match alert {
             Alert::ChainBroken { seq, detail } => {
-                eprintln!("attest serve: ALERT: the ledger's chain is broken at seq {seq}: {detail}");
+                eprintln!(
+                    "attest serve: ALERT: the ledger's chain is broken at seq {seq}: {detail}"
+                );
             }
         }))
     }

@@ -50,7 +50,9 @@ pub(crate) struct Cache {
 impl Cache {
     fn get(&self, generation: u64, key: &str) -> Option<Bytes> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        (inner.0 == generation).then(|| inner.1.get(key).cloned()).flatten()
+        (inner.0 == generation)
+            .then(|| inner.1.get(key).cloned())
+            .flatten()
     }
 
     fn put(&self, generation: u64, key: String, value: Bytes) {
@@ -105,7 +107,10 @@ async fn cached(
     compute: impl FnOnce(&Review) -> Result<Value, ApiError> + Send + 'static,
 ) -> Result<Response, ApiError> {
     let answer = tokio::task::spawn_blocking(move || -> Result<(u64, Bytes), ApiError> {
-        let generation = review.model.generation().map_err(|e| ApiError::internal(&e))?;
+        let generation = review
+            .model
+            .generation()
+            .map_err(|e| ApiError::internal(&e))?;
         if let Some(hit) = review.cache.get(generation, &key) {
             return Ok((generation, hit));
         }
@@ -134,12 +139,18 @@ async fn cached(
         .into_response())
 }
 
-fn number<T: std::str::FromStr>(query: &HashMap<String, String>, name: &str) -> Result<Option<T>, ApiError> {
+fn number<T: std::str::FromStr>(
+    query: &HashMap<String, String>,
+    name: &str,
+) -> Result<Option<T>, ApiError> {
     query
         .get(name)
         .map(|text| {
             text.parse::<T>().map_err(|_| {
-                ApiError::new(StatusCode::BAD_REQUEST, format!("`{name}` must be a whole number"))
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("`{name}` must be a whole number"),
+                )
             })
         })
         .transpose()
@@ -151,7 +162,9 @@ async fn summary(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let review = authorized(&state, &headers).await?;
-    let hours = number::<usize>(&query, "hours")?.unwrap_or(48).clamp(1, HOURS_KEPT);
+    let hours = number::<usize>(&query, "hours")?
+        .unwrap_or(48)
+        .clamp(1, HOURS_KEPT);
     let now = SystemTime::now();
     let hour = super::rows::unix_secs(now) / 3_600;
     let store = state.attest.approvals().ok();
@@ -179,12 +192,19 @@ async fn list(
     let kind = ListKind::parse(&kind)
         .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no such list"))?;
     let before = number::<u64>(&query, "before")?;
-    let limit = number::<usize>(&query, "limit")?.unwrap_or(50).clamp(1, MAX_PAGE);
+    let limit = number::<usize>(&query, "limit")?
+        .unwrap_or(50)
+        .clamp(1, MAX_PAGE);
     let key = format!("list:{}:{before:?}:{limit}", kind.as_str());
     cached(review, key, move |review| {
         let (seqs, total) = review.model.list_page(kind, before, limit);
-        let rows = review.model.rows(&seqs).map_err(|e| ApiError::internal(&e))?;
-        let next = (seqs.len() == limit).then(|| seqs.last().copied()).flatten();
+        let rows = review
+            .model
+            .rows(&seqs)
+            .map_err(|e| ApiError::internal(&e))?;
+        let next = (seqs.len() == limit)
+            .then(|| seqs.last().copied())
+            .flatten();
         Ok(json!({"list": kind.as_str(), "total": total, "rows": rows, "next_before": next}))
     })
     .await
@@ -196,7 +216,9 @@ async fn runs(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let review = authorized(&state, &headers).await?;
-    let limit = number::<usize>(&query, "limit")?.unwrap_or(20).clamp(1, MAX_PAGE);
+    let limit = number::<usize>(&query, "limit")?
+        .unwrap_or(20)
+        .clamp(1, MAX_PAGE);
     cached(review, format!("runs:{limit}"), move |review| {
         let runs: Vec<Value> = review
             .model
@@ -219,7 +241,10 @@ async fn run(
         let seqs = review.model.run(&run).ok_or_else(|| {
             ApiError::new(StatusCode::NOT_FOUND, "no such run among the recent ones")
         })?;
-        let rows = review.model.rows(&seqs).map_err(|e| ApiError::internal(&e))?;
+        let rows = review
+            .model
+            .rows(&seqs)
+            .map_err(|e| ApiError::internal(&e))?;
         Ok(json!({"run_id": run, "rows": rows}))
     })
     .await
@@ -272,7 +297,10 @@ async fn metrics(State(state): State<Shared>, headers: HeaderMap) -> Result<Resp
     let review = authorized(&state, &headers).await?;
     let store = state.attest.approvals().ok();
     let text = tokio::task::spawn_blocking(move || -> Result<String, ApiError> {
-        let generation = review.model.generation().map_err(|e| ApiError::internal(&e))?;
+        let generation = review
+            .model
+            .generation()
+            .map_err(|e| ApiError::internal(&e))?;
         review
             .model
             .catch_up(generation)

@@ -204,7 +204,10 @@ pub(crate) fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, 
                     ..SystemDigest::default()
                 });
             system.actions += 1;
-            *system.decisions.entry(view.decision.to_string()).or_default() += 1;
+            *system
+                .decisions
+                .entry(view.decision.to_string())
+                .or_default() += 1;
             let level = if level.is_empty() { "none" } else { level };
             *system.levels.entry(level.to_owned()).or_default() += 1;
             *system.verbs.entry(view.verb.to_string()).or_default() += 1;

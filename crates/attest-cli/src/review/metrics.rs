@@ -103,7 +103,11 @@ impl Metrics {
             pending.clone(),
         );
         let seq = Gauge::default();
-        registry.register("attest_ledger_seq", "The newest seq in the ledger", seq.clone());
+        registry.register(
+            "attest_ledger_seq",
+            "The newest seq in the ledger",
+            seq.clone(),
+        );
         let last_verify = Gauge::<f64, AtomicU64>::default();
         registry.register(
             "attest_last_verify_timestamp_seconds",

@@ -324,7 +324,12 @@ impl ReadModel {
 
     /// The seqs of list `kind`, newest first, below `before` (keyset), at most `limit`;
     /// and the list's total.
-    pub(crate) fn list_page(&self, kind: ListKind, before: Option<u64>, limit: usize) -> (Vec<u64>, u64) {
+    pub(crate) fn list_page(
+        &self,
+        kind: ListKind,
+        before: Option<u64>,
+        limit: usize,
+    ) -> (Vec<u64>, u64) {
         let state = self.lock();
         let below = |seq: &u64| before.is_none_or(|b| *seq < b);
         let seqs: Vec<u64> = match kind {

@@ -84,7 +84,9 @@ fn exporter() -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildErro
         .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL"))
         .unwrap_or_default();
     if !protocol.is_empty() && protocol != "http/protobuf" {
-        eprintln!("attest: traces: OTLP protocol {protocol:?} is not built in; using http/protobuf");
+        eprintln!(
+            "attest: traces: OTLP protocol {protocol:?} is not built in; using http/protobuf"
+        );
     }
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -112,7 +114,9 @@ where
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let name = attrs.metadata().name();
-        if name == attest_core::telemetry::ACTION_SPAN || name == attest_core::telemetry::APPEND_SPAN {
+        if name == attest_core::telemetry::ACTION_SPAN
+            || name == attest_core::telemetry::APPEND_SPAN
+        {
             if let Some(span) = ctx.span(id) {
                 span.extensions_mut().insert(Started(Instant::now()));
             }
@@ -149,8 +153,14 @@ mod tests {
             }
         };
         assert!(!otlp_wanted(env(&[])));
-        assert!(otlp_wanted(env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")])));
-        assert!(otlp_wanted(env(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://x/v1/traces")])));
+        assert!(otlp_wanted(env(&[(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://127.0.0.1:4318"
+        )])));
+        assert!(otlp_wanted(env(&[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://x/v1/traces"
+        )])));
         assert!(!otlp_wanted(env(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
             ("OTEL_SDK_DISABLED", "true")

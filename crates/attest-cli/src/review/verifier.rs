@@ -136,7 +136,8 @@ impl Verifier {
     /// Walks the chain after `start` (or from the first stored row) in batches; returns
     /// the rows checked and the last row's seq and hash.
     fn pass(&self, start: Option<(u64, Hash)>) -> Result<(u64, Option<(u64, Hash)>), LedgerError> {
-        let mut checker: Option<ChainChecker> = start.map(|(seq, hash)| ChainChecker::resume_after(seq, hash));
+        let mut checker: Option<ChainChecker> =
+            start.map(|(seq, hash)| ChainChecker::resume_after(seq, hash));
         let mut next = start.map_or(1, |(seq, _)| seq + 1);
         let mut end = start;
         let mut rows = 0u64;
@@ -190,14 +191,17 @@ impl Verifier {
         loop {
             let full = last_full.is_none_or(|at| at.elapsed() >= schedule.full);
             let me = Arc::clone(&self);
-            let done = tokio::task::spawn_blocking(move || {
-                if full {
-                    me.check_all()
-                } else {
-                    me.check_new()
-                }
-            })
-            .await;
+            let done =
+                tokio::task::spawn_blocking(
+                    move || {
+                        if full {
+                            me.check_all()
+                        } else {
+                            me.check_new()
+                        }
+                    },
+                )
+                .await;
             match done {
                 Ok(Ok(_)) => self.update(|s| s.error = None),
                 Ok(Err(err)) => {

@@ -107,7 +107,7 @@ fn write_ledger(path: &Path, mut actions: Vec<(u64, Act<'_>)>) {
 /// and 17:59 UTC, one of them external.
 fn history(agent: &str) -> Vec<(u64, Act<'_>)> {
     let mut out = Vec::new();
-    for day in 1..=28u64 {
+    for day in 2..=29u64 {
         for i in 0..10u64 {
             let at = day * DAY - (9 + i % 9) * HOUR - i * 60;
             let mut act = Act::normal(agent);
@@ -205,8 +205,21 @@ fn a_spike_a_new_system_night_work_failures_and_an_external_burst_are_each_flagg
     }
     // A system never used before, and a verb never used on a known one.
     rows.extend(office_day("explorer", 8));
-    rows.push((DAY - 10 * HOUR, Act { system: "stripe", verb: "pay", ..Act::normal("explorer") }));
-    rows.push((DAY - 11 * HOUR, Act { verb: "delete", ..Act::normal("explorer") }));
+    rows.push((
+        DAY - 10 * HOUR,
+        Act {
+            system: "stripe",
+            verb: "pay",
+            ..Act::normal("explorer")
+        },
+    ));
+    rows.push((
+        DAY - 11 * HOUR,
+        Act {
+            verb: "delete",
+            ..Act::normal("explorer")
+        },
+    ));
     write_ledger(&dir.path().join("ledger.sqlite"), rows);
     let digest = digest(dir.path());
     let found = flags(&digest);
@@ -237,18 +250,43 @@ fn a_spike_a_new_system_night_work_failures_and_an_external_burst_are_each_flagg
     let spike = &by_agent("spiky")[0];
     assert_eq!(spike["value"], 60.0);
     assert_eq!(spike["baseline"], 10.0);
-    assert!(spike["why"].as_str().unwrap().contains("60 actions"), "{spike}");
-    assert!(spike["why"].as_str().unwrap().contains("mean of 10.0"), "{spike}");
+    assert!(
+        spike["why"].as_str().unwrap().contains("60 actions"),
+        "{spike}"
+    );
+    assert!(
+        spike["why"].as_str().unwrap().contains("mean of 10.0"),
+        "{spike}"
+    );
     let night = &by_agent("night")[0];
-    assert!(night["why"].as_str().unwrap().contains("3 actions at 03:00 UTC"), "{night}");
+    assert!(
+        night["why"]
+            .as_str()
+            .unwrap()
+            .contains("3 actions at 03:00 UTC"),
+        "{night}"
+    );
     let burst = &by_agent("mailer")[0];
     assert_eq!(burst["value"], 8.0);
     assert_eq!(burst["baseline"], 1.0);
     let shaky = &by_agent("shaky")[0];
-    assert!(shaky["why"].as_str().unwrap().contains("4 unverified, 2 failed"), "{shaky}");
+    assert!(
+        shaky["why"]
+            .as_str()
+            .unwrap()
+            .contains("4 unverified, 2 failed"),
+        "{shaky}"
+    );
     let new = &by_agent("explorer");
     assert_eq!(new[0]["verb"], "delete");
     assert_eq!(new[1]["system"], "stripe");
-    assert!(new[1]["why"].as_str().unwrap().contains("280 earlier actions on gmail"), "{}", new[1]);
+    assert!(
+        new[1]["why"]
+            .as_str()
+            .unwrap()
+            .contains("280 earlier actions on gmail"),
+        "{}",
+        new[1]
+    );
     assert_eq!(digest["flag_count"], 6);
 }

@@ -111,7 +111,12 @@ impl Cdp {
         Cdp { ws, next: 0 }
     }
 
-    pub(crate) async fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+    pub(crate) async fn call(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Value {
         self.next += 1;
         let id = self.next;
         let mut message = json!({"id": id, "method": method, "params": params});

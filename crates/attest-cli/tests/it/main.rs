@@ -6,6 +6,7 @@
 
 pub(crate) mod approvals;
 mod bad_input;
+mod dashboard_browser;
 mod demo;
 pub(crate) mod digest;
 mod evidence;
@@ -13,7 +14,6 @@ mod export;
 mod fail_closed;
 mod gateway;
 mod import;
-mod dashboard_browser;
 mod inbox_browser;
 pub(crate) mod mcp;
 mod mcp_frames;

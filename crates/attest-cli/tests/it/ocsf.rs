@@ -1,8 +1,8 @@
 //! `attest export --format ocsf`: one OCSF API Activity event per entry, each naming
 //! the entry's seq and hash so a SIEM's copy can be checked against the ledger.
 
-use sha2::{Digest, Sha256};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::{attest, demo_ledger, expect_ok};
 
@@ -12,7 +12,10 @@ fn each_entry_is_an_api_activity_event_with_its_seq_and_hash() {
     let jsonl = expect_ok(&attest(dir.path(), &["export"]));
     let ocsf = expect_ok(&attest(dir.path(), &["export", "--format", "ocsf"]));
     let bodies: Vec<&str> = jsonl.lines().collect();
-    let events: Vec<Value> = ocsf.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<Value> = ocsf
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(events.len(), bodies.len());
     assert!(!events.is_empty());
     for (body, event) in bodies.iter().zip(&events) {
@@ -29,15 +32,18 @@ fn each_entry_is_an_api_activity_event_with_its_seq_and_hash() {
         assert_eq!(event["api"]["service"]["name"], entry["system"]);
         assert_eq!(event["api"]["operation"], entry["verb"]);
         assert_eq!(event["metadata"]["original_time"], entry["ts"]);
-        assert!(event["time"].as_u64().unwrap() > 1_700_000_000_000, "{event}");
+        assert!(
+            event["time"].as_u64().unwrap() > 1_700_000_000_000,
+            "{event}"
+        );
         assert!(event["metadata"]["product"]["name"] == "Attest");
         // Params never travel: only the hash the entry already holds.
         assert!(!event.to_string().contains("\"params\""), "{event}");
     }
     // The demo refuses nothing but rejects a payment: that one is blocked.
-    let blocked: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["disposition_id"] == 2)
-        .collect();
-    assert!(blocked.iter().any(|e| e["api"]["operation"] == "pay"), "{ocsf}");
+    let blocked: Vec<&Value> = events.iter().filter(|e| e["disposition_id"] == 2).collect();
+    assert!(
+        blocked.iter().any(|e| e["api"]["operation"] == "pay"),
+        "{ocsf}"
+    );
 }
