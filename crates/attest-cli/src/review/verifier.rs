@@ -123,7 +123,9 @@ impl Verifier {
             *self.resume.lock().unwrap_or_else(PoisonError::into_inner) = Some(end);
         }
         self.update(|s| {
+            // A whole pass checks the new entries too.
             s.last_full_pass = Some(now());
+            s.last_incremental_check.clone_from(&s.last_full_pass);
             s.last_full_rows = rows;
             s.last_full_ms = ms;
             if let Some((seq, _)) = end {

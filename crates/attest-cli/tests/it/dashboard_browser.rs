@@ -52,7 +52,7 @@ async fn the_dashboard_shows_counts_lists_and_a_run() {
     .await;
     cdp.wait_for(
         &session,
-        "document.getElementById('login').hidden === false",
+        "(document.getElementById('login') || {hidden: true}).hidden === false",
         "the login form",
     )
     .await;
@@ -160,7 +160,7 @@ async fn the_dashboard_shows_counts_lists_and_a_run() {
     // The chain's status from the background verifier.
     cdp.wait_for(
         &session,
-        "document.getElementById('chain-state').textContent === 'intact'",
+        "(document.getElementById('chain-state') || {}).textContent === 'intact'",
         "the chain status",
     )
     .await;
