@@ -21,7 +21,9 @@ use attest_ledger::{Clock, Durability, Execution, Ledger, LedgerOptions, Record,
 use crate::mcp_proxy::attest_binary;
 use crate::measure::{once, per_call, Row};
 
-const SYSTEMS: [&str; 8] = ["gmail", "hubspot", "stripe", "slack", "github", "notion", "jira", "drive"];
+const SYSTEMS: [&str; 8] = [
+    "gmail", "hubspot", "stripe", "slack", "github", "notion", "jira", "drive",
+];
 
 /// A clock that spreads rows evenly over the two weeks before it was made.
 struct Spread {
@@ -65,7 +67,11 @@ fn record(n: u64) -> Record {
         params_hash: "cd032eb5b66aff46fe6aaa19a6c4718edbe4556bc175bed952be8ef2c479621e".into(),
         params_preview: serde_json::Map::new(),
         confirm: None,
-        execution: Execution { status: status.into(), result_hash: None, error_hash: None },
+        execution: Execution {
+            status: status.into(),
+            result_hash: None,
+            error_hash: None,
+        },
         verification: level.map(|level| Verification {
             level: level.into(),
             method: "ack".into(),
@@ -123,7 +129,12 @@ impl Client {
 }
 
 /// The dashboard rows at `rows` rows.
-pub(crate) fn rows(dir: &Path, rows: usize, samples: usize, facts: &mut Vec<(String, String)>) -> anyhow::Result<Vec<Row>> {
+pub(crate) fn rows(
+    dir: &Path,
+    rows: usize,
+    samples: usize,
+    facts: &mut Vec<(String, String)>,
+) -> anyhow::Result<Vec<Row>> {
     let attest = attest_binary()?;
     let path = dir.join("dashboard.sqlite");
     let span = Duration::from_secs(14 * 86_400);
@@ -133,19 +144,39 @@ pub(crate) fn rows(dir: &Path, rows: usize, samples: usize, facts: &mut Vec<(Str
         n: AtomicU64::new(0),
     });
     {
-        let ledger = Ledger::open(&path, LedgerOptions { durability: Durability::Off, clock, create: true })?;
+        let ledger = Ledger::open(
+            &path,
+            LedgerOptions {
+                durability: Durability::Off,
+                clock,
+                create: true,
+            },
+        )?;
         let mut next = 0u64;
         while next < rows as u64 {
-            let batch: Vec<Record> = (next..(next + 10_000).min(rows as u64)).map(record).collect();
+            let batch: Vec<Record> = (next..(next + 10_000).min(rows as u64))
+                .map(record)
+                .collect();
             ledger.append_batch(&batch)?;
             next += batch.len() as u64;
         }
     }
     let ledger_arg = path.display().to_string();
     let added = Command::new(&attest)
-        .args(["--ledger", &ledger_arg, "approvers", "add", "bench@acme.example", "--json"])
+        .args([
+            "--ledger",
+            &ledger_arg,
+            "approvers",
+            "add",
+            "bench@acme.example",
+            "--json",
+        ])
         .output()?;
-    anyhow::ensure!(added.status.success(), "approvers add: {}", String::from_utf8_lossy(&added.stderr));
+    anyhow::ensure!(
+        added.status.success(),
+        "approvers add: {}",
+        String::from_utf8_lossy(&added.stderr)
+    );
     let token = serde_json::from_slice::<serde_json::Value>(&added.stdout)?["token"]
         .as_str()
         .context("no token")?
@@ -166,13 +197,18 @@ pub(crate) fn rows(dir: &Path, rows: usize, samples: usize, facts: &mut Vec<(Str
         .to_owned();
     let stream = TcpStream::connect(&host)?;
     stream.set_nodelay(true)?;
-    let mut client = Client { reader: BufReader::new(stream), host, token };
+    let mut client = Client {
+        reader: BufReader::new(stream),
+        host,
+        token,
+    };
     let summary = "/api/review/summary?hours=48";
     let page = "/api/review/lists/refused?limit=50";
     let mut out = Vec::new();
-    out.push(once(&format!("dashboard: first poll at {rows} rows (read model folds every row)"), || {
-        client.get(summary).map(drop)
-    })?);
+    out.push(once(
+        &format!("dashboard: first poll at {rows} rows (read model folds every row)"),
+        || client.get(summary).map(drop),
+    )?);
     // Let the background verifier's first whole pass finish before timing polls.
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
@@ -188,14 +224,24 @@ pub(crate) fn rows(dir: &Path, rows: usize, samples: usize, facts: &mut Vec<(Str
         std::thread::sleep(Duration::from_millis(100));
     }
     client.get(page)?;
-    out.push(per_call(&format!("dashboard poll at {rows} rows, cache hit (HTTP)"), samples, || {
-        client.get(summary).map(drop)
-    })?);
-    out.push(per_call(&format!("dashboard list page at {rows} rows, cache hit (HTTP)"), samples, || {
-        client.get(page).map(drop)
-    })?);
+    out.push(per_call(
+        &format!("dashboard poll at {rows} rows, cache hit (HTTP)"),
+        samples,
+        || client.get(summary).map(drop),
+    )?);
+    out.push(per_call(
+        &format!("dashboard list page at {rows} rows, cache hit (HTTP)"),
+        samples,
+        || client.get(page).map(drop),
+    )?);
     // Misses: one new row (appended by this process, not timed) before each poll.
-    let writer = Ledger::open(&path, LedgerOptions { durability: Durability::Off, ..LedgerOptions::default() })?;
+    let writer = Ledger::open(
+        &path,
+        LedgerOptions {
+            durability: Durability::Off,
+            ..LedgerOptions::default()
+        },
+    )?;
     let mut n = rows as u64;
     let mut times = Vec::with_capacity(samples);
     let mut page_times = Vec::with_capacity(samples);
@@ -211,11 +257,19 @@ pub(crate) fn rows(dir: &Path, rows: usize, samples: usize, facts: &mut Vec<(Str
         client.get(page)?;
         page_times.push(start.elapsed().as_nanos() as f64);
     }
-    out.push(crate::measure::from_times(&format!("dashboard poll at {rows} rows, cache miss: one new row (HTTP)"), times));
-    out.push(crate::measure::from_times(&format!("dashboard list page at {rows} rows, cache miss: one new row (HTTP)"), page_times));
-    let round_trip = per_call("limit: HTTP round trip on loopback (GET /healthz, keep-alive)", samples, || {
-        client.get("/healthz").map(drop)
-    })?;
+    out.push(crate::measure::from_times(
+        &format!("dashboard poll at {rows} rows, cache miss: one new row (HTTP)"),
+        times,
+    ));
+    out.push(crate::measure::from_times(
+        &format!("dashboard list page at {rows} rows, cache miss: one new row (HTTP)"),
+        page_times,
+    ));
+    let round_trip = per_call(
+        "limit: HTTP round trip on loopback (GET /healthz, keep-alive)",
+        samples,
+        || client.get("/healthz").map(drop),
+    )?;
     out.push(round_trip);
     Ok(out)
 }

@@ -280,7 +280,12 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         &mut facts,
     )?);
     rows.extend(evidence(&dir, scale, &bulk_ledger, &mut facts)?);
-    rows.extend(crate::dashboard::rows(dir.path(), scale.big_rows, scale.samples, &mut facts)?);
+    rows.extend(crate::dashboard::rows(
+        dir.path(),
+        scale.big_rows,
+        scale.samples,
+        &mut facts,
+    )?);
     rows.extend(limits(&dir, scale)?);
     let bare =
         |mode: &str| format!("limit: bare INSERT of the same row + tree rows, prepared ({mode})");

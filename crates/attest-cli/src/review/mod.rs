@@ -103,18 +103,6 @@ impl ServeReviewArgs {
     }
 }
 
-/// An error and its causes on one line.
-pub(crate) fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 pub(crate) use digest::{digest, render_text, DigestOptions};
 
 /// `attest digest`'s arguments.

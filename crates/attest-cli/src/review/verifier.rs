@@ -207,7 +207,7 @@ impl Verifier {
             match done {
                 Ok(Ok(_)) => self.update(|s| s.error = None),
                 Ok(Err(err)) => {
-                    let text = crate::review::error_text(&err);
+                    let text = crate::servers::chain(&err);
                     eprintln!("attest serve: background verify could not run: {text}");
                     self.update(|s| s.error = Some(text));
                 }

@@ -290,3 +290,25 @@ fn a_spike_a_new_system_night_work_failures_and_an_external_burst_are_each_flagg
     );
     assert_eq!(digest["flag_count"], 6);
 }
+
+#[test]
+fn imported_rows_count_at_the_time_their_source_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = history("bot");
+    rows.extend(office_day("bot", 10));
+    write_ledger(&dir.path().join("ledger.sqlite"), rows);
+    // Appended now, but they happened in the window (two) and long before it (one).
+    let lines = [
+        r#"{"system":"gmail","verb":"send","agent":"bot","ts":"2026-11-29T10:00:00Z"}"#,
+        r#"{"system":"gmail","verb":"send","agent":"bot","ts":"2026-11-29T11:00:00Z"}"#,
+        r#"{"system":"gmail","verb":"send","agent":"bot","ts":"2025-01-01T10:00:00Z"}"#,
+    ];
+    std::fs::write(dir.path().join("old.jsonl"), lines.join("\n")).unwrap();
+    expect_ok(&attest(
+        dir.path(),
+        &["--ledger", "ledger.sqlite", "import", "old.jsonl"],
+    ));
+    let digest = digest(dir.path());
+    assert_eq!(digest["actions"], 12, "{digest:#}");
+    assert_eq!(flags(&digest), Vec::new(), "{digest:#}");
+}
