@@ -56,9 +56,19 @@ fn record(n: u64) -> Record {
         actor: None,
         owner: None,
         system: system.into(),
-        verb: if n.is_multiple_of(3) { "send" } else { "update" }.into(),
+        verb: if n.is_multiple_of(3) {
+            "send"
+        } else {
+            "update"
+        }
+        .into(),
         target: Some("deal/8812".into()),
-        target_class: if n.is_multiple_of(10) { "external" } else { "internal" }.into(),
+        target_class: if n.is_multiple_of(10) {
+            "external"
+        } else {
+            "internal"
+        }
+        .into(),
         source: "manual".into(),
         decision: decision.into(),
         tier: "medium".into(),
