@@ -25,8 +25,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // Needs no ledger settings.
         return recipes::run(command);
     }
-    // Pipeline spans feed /metrics' histograms, and OTLP traces when configured.
-    let _telemetry = crate::review::telemetry::init();
+    // Pipeline spans feed `attest serve`'s /metrics histograms, and OTLP traces when
+    // configured.
+    let _telemetry = crate::review::telemetry::init(matches!(cli.command, Command::Serve(_)));
     let config = Config::from_global(&cli.global)?;
     match cli.command {
         Command::Demo => demo::run(&config),

@@ -49,10 +49,11 @@ fn otlp_wanted(var: impl Fn(&str) -> Option<String>) -> bool {
         && (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
 }
 
-/// Installs the subscriber for this process: latency histograms always, OTLP traces
-/// when configured. An exporter that cannot be built is reported and left out: the
-/// actions still run and are recorded.
-pub(crate) fn init() -> Telemetry {
+/// Installs the subscriber for this process: latency histograms when `latency` (a
+/// process that serves `/metrics`), OTLP traces when configured. With neither, none is
+/// installed and a span costs a branch. An exporter that cannot be built is reported
+/// and left out: the actions still run and are recorded.
+pub(crate) fn init(latency: bool) -> Telemetry {
     let env = |name: &str| std::env::var(name).ok();
     let provider = if otlp_wanted(env) {
         match exporter() {
@@ -65,6 +66,9 @@ pub(crate) fn init() -> Telemetry {
     } else {
         None
     };
+    if !latency && provider.is_none() {
+        return Telemetry { provider };
+    }
     let ours = || filter_fn(|meta| meta.target().starts_with("attest"));
     let otel = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
@@ -72,7 +76,7 @@ pub(crate) fn init() -> Telemetry {
             .with_filter(ours())
     });
     let subscriber = tracing_subscriber::registry()
-        .with(Latency.with_filter(ours()))
+        .with(latency.then(|| Latency.with_filter(ours())))
         .with(otel);
     // Only one subscriber per process; a second init (tests) keeps the first.
     let _ = tracing::subscriber::set_global_default(subscriber);
