@@ -216,7 +216,7 @@ pub(crate) fn rows(
     let page = "/api/review/lists/refused?limit=50";
     let mut out = Vec::new();
     out.push(once(
-        &format!("dashboard: first poll at {rows} rows (read model folds every row)"),
+        &format!("dashboard: first poll at {rows} rows, after start (the read model folds every row once)"),
         || client.get(summary).map(drop),
     )?);
     // Let the background verifier's first whole pass finish before timing polls.

@@ -292,7 +292,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
     )?);
     let runtime = runtime()?;
     runtime.block_on(async move {
-        review.start_verifier(args.review.schedule()?);
+        review.start(args.review.schedule()?);
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, args.port))
             .await
             .with_context(|| format!("cannot listen on {ip}:{}", args.port))?;

@@ -60,9 +60,23 @@ impl Review {
         })
     }
 
-    /// Starts the background verifier on the current runtime.
-    pub(crate) fn start_verifier(&self, schedule: verifier::Schedule) {
+    /// Starts the background verifier on the current runtime, and fills the read
+    /// model's counters from the ledger so the first poll finds them ready.
+    pub(crate) fn start(self: &Arc<Self>, schedule: verifier::Schedule) {
         tokio::spawn(Arc::clone(&self.verifier).run(schedule));
+        let review = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let filled = review
+                .model
+                .generation()
+                .and_then(|generation| review.model.catch_up(generation));
+            if let Err(err) = filled {
+                eprintln!(
+                    "attest serve: the dashboard could not read the ledger: {}",
+                    crate::servers::chain(&err)
+                );
+            }
+        });
     }
 
     /// `/healthz`'s answer: healthy unless the chain is known to be broken.
