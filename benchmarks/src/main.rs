@@ -7,6 +7,7 @@
 //! allows. With `--peer FILE` (JSON from `benchmarks/peer/run.sh`), each row that the
 //! source system also measured gets a ratio column.
 
+mod dashboard;
 mod mcp_proxy;
 mod measure;
 mod processes;
@@ -32,7 +33,8 @@ struct Args {
     /// Internal: run as one of several processes appending to one ledger.
     #[arg(long, hide = true, num_args = 2, value_names = ["LEDGER", "ACTIONS"])]
     worker: Option<Vec<String>>,
-    /// Run only one group of rows (`tiles`: publishing and checking tlog-tiles).
+    /// Run only one group of rows: `tiles` (publishing and checking tlog-tiles) or
+    /// `dashboard` (`attest serve` polled at 1,000,000 rows; 20,000 with --quick).
     #[arg(long, value_name = "GROUP")]
     only: Option<String>,
     /// Internal: verify a ledger and print the peak resident memory.
@@ -60,7 +62,8 @@ fn main() -> anyhow::Result<()> {
     let report = match args.only.as_deref() {
         None => scenarios::all(&scale)?,
         Some("tiles") => scenarios::tiles_only(&scale)?,
-        Some(other) => anyhow::bail!("--only {other:?}: the only group is `tiles`"),
+        Some("dashboard") => scenarios::dashboard_only(&scale)?,
+        Some(other) => anyhow::bail!("--only {other:?}: the groups are `tiles` and `dashboard`"),
     };
     measure::print_table(&report.rows, peer.as_ref());
     for (what, value) in &report.facts {

@@ -130,6 +130,14 @@ fn samples_for(durability: Durability, scale: &Scale) -> usize {
     }
 }
 
+/// Only the dashboard rows (`--only dashboard`).
+pub(crate) fn dashboard_only(scale: &Scale) -> anyhow::Result<Report> {
+    let dir = tempfile::tempdir_in(".")?;
+    let mut facts = Vec::new();
+    let rows = crate::dashboard::rows(dir.path(), scale.big_rows, scale.samples, &mut facts)?;
+    Ok(Report { rows, facts })
+}
+
 pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     let dir = tempfile::tempdir_in(".")?;
     let mut rows = Vec::new();
@@ -274,6 +282,12 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         &mut facts,
     )?);
     rows.extend(evidence(&dir, scale, &bulk_ledger, &mut facts)?);
+    rows.extend(crate::dashboard::rows(
+        dir.path(),
+        scale.big_rows,
+        scale.samples,
+        &mut facts,
+    )?);
     rows.extend(limits(&dir, scale)?);
     let bare =
         |mode: &str| format!("limit: bare INSERT of the same row + tree rows, prepared ({mode})");

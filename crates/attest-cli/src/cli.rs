@@ -163,6 +163,10 @@ pub(crate) enum Command {
     Hook(HookCommand),
     /// A forwarding HTTP proxy for REST calls: writes are decided, recorded and read back.
     Gateway(GatewayArgs),
+    /// What agents did in a window, per agent and system, with anomaly flags against
+    /// each agent's own history (new system or verb, volume spike, failure spike,
+    /// off-hours actions, external burst); each flag gives its numbers and baseline.
+    Digest(crate::review::DigestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -233,7 +237,8 @@ pub(crate) struct VerifyArgs {
 pub(crate) struct ExportArgs {
     /// `jsonl`: the stored canonical bodies, one per line, exactly the hashed bytes;
     /// `json`: the same bodies as one array; `csv`: one row per entry, main fields;
-    /// `ietf`: records in the shape of draft-sharif-agent-audit-trail-00.
+    /// `ietf`: records in the shape of draft-sharif-agent-audit-trail-00;
+    /// `ocsf`: OCSF API Activity events (class 6003) for a SIEM.
     #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
     pub(crate) format: ExportFormat,
 }
@@ -248,6 +253,9 @@ pub(crate) enum ExportFormat {
     Csv,
     /// Agent Audit Trail records (IETF draft-sharif-agent-audit-trail-00), one per line.
     Ietf,
+    /// OCSF API Activity events (class 6003), one per line, each with the entry's seq
+    /// and hash.
+    Ocsf,
 }
 
 /// Where the signing key is.
@@ -540,6 +548,8 @@ pub(crate) struct ServeArgs {
     /// [config: inbox.trusted_identity_header].
     #[arg(long, value_name = "HEADER")]
     pub(crate) trusted_identity_header: Option<String>,
+    #[command(flatten)]
+    pub(crate) review: crate::review::ServeReviewArgs,
 }
 
 #[derive(Debug, Subcommand)]

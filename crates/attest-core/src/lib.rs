@@ -56,6 +56,7 @@ mod receipt;
 mod record;
 #[cfg(feature = "rig")]
 pub mod rig;
+pub mod telemetry;
 mod tool;
 pub mod touched;
 pub mod verification;

@@ -6,11 +6,13 @@ use std::sync::{Arc, OnceLock};
 use attest_ledger::{Appended, Confirm, Ledger, Record};
 use attest_policy::{Action, Decision, Policy, RiskTierPolicy, Verdict};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::approvals::{apply_edits, may_decide, ApprovalStore};
 use crate::detect::Registry;
 use crate::gate::{Gate, GateDecision, RejectGate};
 use crate::record::{to_record, Outcome};
+use crate::telemetry;
 use crate::verification::{acknowledges, verify, CustomCheck, Level, ReadBack};
 use crate::{AttestError, Receipt, ToolError};
 
@@ -234,16 +236,21 @@ impl Attest {
         Fut: Future<Output = Result<Value, ToolError>>,
     {
         let prepared = self.prepare(action)?;
-        match self.clear(prepared).await? {
-            Gated::Run(cleared) => {
-                let (prepared, cleared) = *cleared;
-                self.execute(prepared, cleared, execute, check).await
-            }
-            Gated::Stored(id) => {
-                let request = self.in_store(move |store| store.get_by_id(&id)).await?;
-                self.finish(request, None, None, execute, check).await
+        let span = telemetry::action_span(&prepared.action);
+        async move {
+            match self.clear(prepared).await? {
+                Gated::Run(cleared) => {
+                    let (prepared, cleared) = *cleared;
+                    self.execute(prepared, cleared, execute, check).await
+                }
+                Gated::Stored(id) => {
+                    let request = self.in_store(move |store| store.get_by_id(&id)).await?;
+                    self.finish(request, None, None, execute, check).await
+                }
             }
         }
+        .instrument(span)
+        .await
     }
 
     /// Runs a cleared action, verifies the result and records the outcome.
@@ -275,12 +282,21 @@ impl Attest {
                 .map_err(|err| AttestError::NotRecorded(Box::new(err)))?;
             Some(row)
         };
-        let outcome = execute(action.params.clone()).await;
+        let run = telemetry::step("run");
+        let outcome = execute(action.params.clone()).instrument(run.clone()).await;
+        run.record(
+            "attest.status",
+            if outcome.is_ok() { "ok" } else { "failed" },
+        );
         let (record, level) = match &outcome {
             Ok(result) => {
                 // Before the append: no ledger lock is held while the vendor is read.
                 let readback = self.readback.as_deref();
-                let (level, verification) = verify(&action, result, check, readback).await;
+                let step = telemetry::step("verify");
+                let (level, verification) = verify(&action, result, check, readback)
+                    .instrument(step.clone())
+                    .await;
+                step.record("attest.level", level.as_str());
                 let ran = Outcome::Ran(result, verification);
                 (
                     self.to_record(&action, params_hash, &cleared, ran)?,
@@ -463,7 +479,9 @@ impl Attest {
     /// and end the call; anything else yields the proof that the action may run (or
     /// names the stored request whose answer decides).
     async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
-        let verdict = self.evaluate(&prepared.action);
+        let step = telemetry::step("policy");
+        let verdict = step.in_scope(|| self.evaluate(&prepared.action));
+        telemetry::decided(&step, verdict.decision.as_str());
         match verdict.decision {
             Decision::Act => Ok(Gated::Run(Box::new((
                 prepared,
@@ -474,7 +492,11 @@ impl Attest {
                 },
             )))),
             Decision::Ask => {
-                let answer = self.gate.decide(&prepared.action, &verdict).await;
+                let answer = self
+                    .gate
+                    .decide(&prepared.action, &verdict)
+                    .instrument(telemetry::step("gate"))
+                    .await;
                 self.settle(prepared, verdict, answer).await
             }
             Decision::Refuse | Decision::Recorded => {
@@ -703,7 +725,12 @@ impl Attest {
     async fn append(&self, record: Record) -> Result<Appended, AttestError> {
         // SQLite blocks (and at `full` durability, syncs): the writer thread does it, off
         // the async workers, group-committing concurrent actions.
-        self.writer.append(record).await
+        let span = telemetry::append_span(&record);
+        let appended = self.writer.append(record).instrument(span.clone()).await;
+        if let Ok(row) = &appended {
+            telemetry::appended(&span, row);
+        }
+        appended
     }
 }
 

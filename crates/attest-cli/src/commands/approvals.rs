@@ -293,8 +293,13 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         NotifyBy::Surfaces => Vec::new(),
     };
     let attest = pipeline(config, true)?;
+    let review = Arc::new(crate::review::Review::open(
+        attest.ledger().path(),
+        crate::review::alerts::Alerts::default(),
+    )?);
     let runtime = runtime()?;
     runtime.block_on(async move {
+        review.start(args.review.schedule()?);
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, port))
             .await
             .with_context(|| format!("cannot listen on {ip}:{port}"))?;
@@ -310,12 +315,14 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             links: link_key.map(|key| LinkSigner::new(Secret::new(key), public.clone(), LINK_TTL)),
             clock: Arc::new(attest_ledger::SystemClock),
             slack_updates,
+            review: Some(review),
         };
         if !notifiers.is_empty() {
             let store = state.attest.approvals()?;
             tokio::spawn(crate::servers::notices::post_pending(store, notifiers));
         }
         println!("attest: approval inbox on http://{addr}/");
+        eprintln!("attest: dashboard on http://{addr}/dashboard, metrics on http://{addr}/metrics");
         std::io::stdout().flush()?;
         inbox::serve(listener, state).await?;
         Ok(ExitCode::SUCCESS)

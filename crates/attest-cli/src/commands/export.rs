@@ -30,6 +30,7 @@ pub(crate) fn run(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode
         }
         ExportFormat::Csv => export_csv(&ledger, &mut out)?,
         ExportFormat::Ietf => export_ietf(&ledger, &mut out)?,
+        ExportFormat::Ocsf => crate::review::ocsf::export(&ledger, &mut out)?,
     };
     out.flush()?;
     eprintln!("attest: exported {}", entries(count));

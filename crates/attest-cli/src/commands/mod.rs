@@ -36,6 +36,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // Reports a file that does not load instead of failing on it.
         return config::run(&cli.global, command);
     }
+    // Pipeline spans feed `attest serve`'s /metrics histograms, and OTLP traces when
+    // configured.
+    let _telemetry = crate::review::telemetry::init(matches!(cli.command, Command::Serve(_)));
     let config = Config::load(&cli.global)?;
     match cli.command {
         Command::Demo => demo::run(&config),
@@ -67,6 +70,8 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::McpServer(args) => servers::mcp_server(&config, &args),
         Command::Gateway(args) => servers::gateway(&config, &args),
         Command::Hook(command) => hook::run(&config, &command),
+        // review (issue 17)
+        Command::Digest(args) => crate::review::digest_command(&config, &args),
     }
 }
 

@@ -78,6 +78,8 @@ pub(crate) struct InboxState {
     pub(crate) slack_updates: Option<Arc<SlackNotifier>>,
     /// The clock for signature freshness and link expiry.
     pub(crate) clock: Arc<dyn Clock>,
+    /// The dashboard, metrics and background verifier (issue 17).
+    pub(crate) review: Option<Arc<crate::review::Review>>,
 }
 
 /// The `Host` header values (`host:port`) and the origins (`http://host:port`) of the
@@ -132,7 +134,7 @@ pub(crate) fn allowed_origins(
     Ok(origins)
 }
 
-type Shared = Arc<InboxState>;
+pub(crate) type Shared = Arc<InboxState>;
 
 /// The inbox's routes.
 pub(crate) fn router(state: InboxState) -> Router {
@@ -147,6 +149,7 @@ pub(crate) fn router(state: InboxState) -> Router {
         .route("/api/ledger", get(ledger))
         .route("/slack/interactions", post(slack))
         .route("/links/{id}/{choice}", get(link_page).post(link_decide))
+        .merge(crate::review::dashboard::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(
             Arc::clone(&state),
@@ -268,13 +271,13 @@ fn check_browser_request(origins: &Origins, request: &Request) -> Option<ApiErro
 
 /// An error answer: a fixed status and a JSON body `{"error": …}`.
 #[derive(Debug)]
-struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     message: String,
 }
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             message: message.into(),
@@ -282,7 +285,7 @@ impl ApiError {
     }
 
     /// Logs the whole chain, answers a generic 500.
-    fn internal(err: &(dyn std::error::Error + 'static)) -> ApiError {
+    pub(crate) fn internal(err: &(dyn std::error::Error + 'static)) -> ApiError {
         let mut text = err.to_string();
         let mut source = err.source();
         while let Some(cause) = source {
@@ -326,7 +329,7 @@ impl From<AttestError> for ApiError {
 
 /// The approver making this API call: the owner of the bearer token, or the name in the
 /// configured trusted identity header. Neither: 401.
-async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<String, ApiError> {
+pub(crate) async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<String, ApiError> {
     let header_text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let bearer =
         header_text(header::AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "));
@@ -372,8 +375,20 @@ async fn page() -> impl IntoResponse {
     )
 }
 
-async fn healthz() -> Json<Value> {
-    Json(json!({"ok": true}))
+/// Healthy unless the background verifier found the chain broken (503 then).
+async fn healthz(State(state): State<Shared>) -> Response {
+    match &state.review {
+        Some(review) => {
+            let (ok, body) = review.health();
+            let status = if ok {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            (status, Json(body)).into_response()
+        }
+        None => Json(json!({"ok": true})).into_response(),
+    }
 }
 
 async fn me(State(state): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {

@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::approvals::{add_approver, payment, pipeline, serve};
 
-fn find_chromium() -> Option<PathBuf> {
+pub(crate) fn find_chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ATTEST_CHROMIUM") {
         return Some(PathBuf::from(path));
     }
@@ -43,9 +43,9 @@ fn find_chromium() -> Option<PathBuf> {
 }
 
 /// A headless Chromium, closed when dropped.
-struct Browser {
+pub(crate) struct Browser {
     child: Child,
-    ws_url: String,
+    pub(crate) ws_url: String,
     _profile: tempfile::TempDir,
 }
 
@@ -56,7 +56,7 @@ impl Drop for Browser {
     }
 }
 
-fn launch(binary: &Path) -> Browser {
+pub(crate) fn launch(binary: &Path) -> Browser {
     let profile = tempfile::tempdir().unwrap();
     let mut child = Command::new(binary)
         .args([
@@ -98,7 +98,7 @@ fn launch(binary: &Path) -> Browser {
 }
 
 /// A minimal DevTools protocol client: one browser connection, flat sessions.
-struct Cdp {
+pub(crate) struct Cdp {
     ws: tokio_tungstenite::WebSocketStream<
         tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
     >,
@@ -106,12 +106,17 @@ struct Cdp {
 }
 
 impl Cdp {
-    async fn connect(url: &str) -> Cdp {
+    pub(crate) async fn connect(url: &str) -> Cdp {
         let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
         Cdp { ws, next: 0 }
     }
 
-    async fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+    pub(crate) async fn call(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Value {
         self.next += 1;
         let id = self.next;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -138,7 +143,7 @@ impl Cdp {
     }
 
     /// Evaluates `expression` in the page and returns its value.
-    async fn eval(&mut self, session: &str, expression: &str) -> Value {
+    pub(crate) async fn eval(&mut self, session: &str, expression: &str) -> Value {
         let result = self
             .call(
                 Some(session),
@@ -154,7 +159,7 @@ impl Cdp {
     }
 
     /// Polls `expression` until it is `true`.
-    async fn wait_for(&mut self, session: &str, expression: &str, what: &str) {
+    pub(crate) async fn wait_for(&mut self, session: &str, expression: &str, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while self.eval(session, expression).await != json!(true) {
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -163,7 +168,7 @@ impl Cdp {
     }
 
     /// A real mouse click at the centre of the element `selector` matches.
-    async fn click(&mut self, session: &str, selector: &str) {
+    pub(crate) async fn click(&mut self, session: &str, selector: &str) {
         let rect = self
             .eval(
                 session,
@@ -183,7 +188,7 @@ impl Cdp {
         }
     }
 
-    async fn screenshot(&mut self, session: &str, path: &Path) {
+    pub(crate) async fn screenshot(&mut self, session: &str, path: &Path) {
         let shot = self
             .call(
                 Some(session),
@@ -199,7 +204,7 @@ impl Cdp {
     }
 }
 
-fn artifacts() -> PathBuf {
+pub(crate) fn artifacts() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));

@@ -4,10 +4,12 @@
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod approvals;
+pub(crate) mod approvals;
 mod bad_input;
 mod config;
+mod dashboard_browser;
 mod demo;
+pub(crate) mod digest;
 mod evidence;
 mod export;
 mod fail_closed;
@@ -19,9 +21,11 @@ pub(crate) mod mcp;
 mod mcp_frames;
 mod mcp_remote;
 mod notify;
+mod ocsf;
 mod policy;
 mod readme;
 mod recipes;
+mod review;
 mod surfaces;
 mod tamper;
 mod tiles;

@@ -206,6 +206,8 @@ impl Registry {
     /// Detects the system, verb and target of one call. Never fails and never panics:
     /// what it cannot make sense of is `unknown`/`write` with `recognised: false`.
     pub fn detect(&self, input: &DetectInput<'_>) -> Detection {
+        // A child of the action's span when detection runs inside the call.
+        let _step = crate::telemetry::step("detect").entered();
         match *input {
             DetectInput::Tool { name, server } => {
                 super::tool_name::detect_name(self, name, server, super::tool_name::Style::Tool)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use attest_ledger::{from_hex, Appended, Confirm};
 use attest_policy::{Action, Decision};
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::{confirm, Attest, Prepared};
 use crate::approvals::{action_digest, Answer, ApprovalError, ApprovalRequest, ApprovalStore};
@@ -55,7 +56,10 @@ impl Attest {
         Fut: Future<Output = Result<Value, ToolError>>,
     {
         let request = self.request_for(token).await?;
-        self.finish(request, Some(token), None, execute, None).await
+        let span = crate::telemetry::action_span(&request.action);
+        self.finish(request, Some(token), None, execute, None)
+            .instrument(span)
+            .await
     }
 
     /// Like [`Attest::resume`], with the caller's own check of the result: what
@@ -71,7 +75,9 @@ impl Attest {
         Fut: Future<Output = Result<Value, ToolError>>,
     {
         let request = self.request_for(token).await?;
+        let span = crate::telemetry::action_span(&request.action);
         self.finish(request, Some(token), None, execute, Some(check))
+            .instrument(span)
             .await
     }
 
@@ -91,7 +97,9 @@ impl Attest {
     {
         let request = self.request_for(token).await?;
         let presented = self.prepare(action)?.action;
+        let span = crate::telemetry::action_span(&request.action);
         self.finish(request, Some(token), Some(&presented), execute, None)
+            .instrument(span)
             .await
     }
 

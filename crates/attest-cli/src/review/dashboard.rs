@@ -1,0 +1,336 @@
+//! The dashboard's routes, served by `attest serve` beside the approval inbox, with the
+//! inbox's authentication (an approver's bearer token, or the trusted identity header)
+//! and its browser checks (Host, Origin, framing):
+//!
+//! - `GET /dashboard`: the page (inline SVG charts, no external script or style);
+//! - `GET /api/review/summary?hours=N`: actions per hour by decision, level and
+//!   system, totals, list sizes, pending approvals;
+//! - `GET /api/review/lists/{refused|rejected|unverified|failed|held|intents}?before=SEQ&limit=N`:
+//!   a list, newest first, a keyset page with its total;
+//! - `GET /api/review/runs` and `GET /api/review/runs/{run_id}`: recent runs, and one
+//!   run's actions in order with their receipts;
+//! - `GET /api/review/rows/{seq}`: one entry, its hash and its inclusion proof;
+//! - `GET /api/review/chain`: the background verifier's status;
+//! - `GET /metrics`: Prometheus text ([`super::metrics`]).
+//!
+//! Every answer but the chain status and metrics is cached per write generation (the
+//! tip's seq): a poll with nothing new costs one primary-key lookup and a map lookup.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::model::{ListKind, HOURS_KEPT};
+use super::Review;
+use crate::servers::inbox::{approver, ApiError, InboxState};
+
+/// The page, served as is.
+const PAGE: &str = include_str!("dashboard.html");
+/// The most rows one list page returns.
+const MAX_PAGE: usize = 200;
+/// Cached answers kept per generation.
+const MAX_CACHED: usize = 512;
+
+type Shared = Arc<InboxState>;
+
+/// Answers cached for one write generation.
+#[derive(Debug, Default)]
+pub(crate) struct Cache {
+    inner: Mutex<(u64, HashMap<String, Bytes>)>,
+}
+
+impl Cache {
+    fn get(&self, generation: u64, key: &str) -> Option<Bytes> {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        (inner.0 == generation)
+            .then(|| inner.1.get(key).cloned())
+            .flatten()
+    }
+
+    fn put(&self, generation: u64, key: String, value: Bytes) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if inner.0 != generation {
+            *inner = (generation, HashMap::new());
+        }
+        if inner.1.len() < MAX_CACHED {
+            inner.1.insert(key, value);
+        }
+    }
+}
+
+/// The dashboard's routes, to merge into the inbox's router.
+pub(crate) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/dashboard", get(page))
+        .route("/api/review/summary", get(summary))
+        .route("/api/review/chain", get(chain))
+        .route("/api/review/lists/{kind}", get(list))
+        .route("/api/review/runs", get(runs))
+        .route("/api/review/runs/{run}", get(run))
+        .route("/api/review/rows/{seq}", get(row))
+        .route("/metrics", get(metrics))
+}
+
+async fn page() -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; connect-src 'self'; script-src 'unsafe-inline'; \
+             style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        )],
+        Html(PAGE),
+    )
+}
+
+/// The review state, after checking the caller is an approver.
+async fn authorized(state: &Shared, headers: &HeaderMap) -> Result<Arc<Review>, ApiError> {
+    approver(state, headers).await?;
+    state
+        .review
+        .clone()
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "the dashboard is not enabled"))
+}
+
+/// Answers `key` from the cache of the current generation, else computes it (after
+/// folding in the rows written since the last poll) and caches it.
+async fn cached(
+    review: Arc<Review>,
+    key: String,
+    compute: impl FnOnce(&Review) -> Result<Value, ApiError> + Send + 'static,
+) -> Result<Response, ApiError> {
+    let answer = tokio::task::spawn_blocking(move || -> Result<(u64, Bytes), ApiError> {
+        let generation = review
+            .model
+            .generation()
+            .map_err(|e| ApiError::internal(&e))?;
+        if let Some(hit) = review.cache.get(generation, &key) {
+            return Ok((generation, hit));
+        }
+        review
+            .model
+            .catch_up(generation)
+            .map_err(|e| ApiError::internal(&e))?;
+        let mut value = compute(&review)?;
+        value["generation"] = json!(generation);
+        let bytes = Bytes::from(serde_json::to_vec(&value).map_err(|e| ApiError::internal(&e))?);
+        review.cache.put(generation, key, bytes.clone());
+        Ok((generation, bytes))
+    })
+    .await
+    .map_err(|e| ApiError::internal(&e))??;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (
+                header::HeaderName::from_static("x-attest-generation"),
+                answer.0.to_string(),
+            ),
+        ],
+        answer.1,
+    )
+        .into_response())
+}
+
+fn number<T: std::str::FromStr>(
+    query: &HashMap<String, String>,
+    name: &str,
+) -> Result<Option<T>, ApiError> {
+    query
+        .get(name)
+        .map(|text| {
+            text.parse::<T>().map_err(|_| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("`{name}` must be a whole number"),
+                )
+            })
+        })
+        .transpose()
+}
+
+async fn summary(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    let hours = number::<usize>(&query, "hours")?
+        .unwrap_or(48)
+        .clamp(1, HOURS_KEPT);
+    let now = SystemTime::now();
+    let hour = super::rows::unix_secs(now) / 3_600;
+    let store = state.attest.approvals().ok();
+    cached(review, format!("summary:{hours}:{hour}"), move |review| {
+        let mut value = review.model.summary(hours, now);
+        let pending = store.and_then(|s| s.pending().ok()).map(|p| p.len());
+        value["pending_approvals"] = json!(pending);
+        Ok(value)
+    })
+    .await
+}
+
+async fn chain(State(state): State<Shared>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    Ok(axum::Json(review.verifier.status()).into_response())
+}
+
+async fn list(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path(kind): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    let kind = ListKind::parse(&kind)
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no such list"))?;
+    let before = number::<u64>(&query, "before")?;
+    let limit = number::<usize>(&query, "limit")?
+        .unwrap_or(50)
+        .clamp(1, MAX_PAGE);
+    let key = format!("list:{}:{before:?}:{limit}", kind.as_str());
+    cached(review, key, move |review| {
+        let (seqs, total) = review.model.list_page(kind, before, limit);
+        let rows = review
+            .model
+            .rows(&seqs)
+            .map_err(|e| ApiError::internal(&e))?;
+        let next = (seqs.len() == limit)
+            .then(|| seqs.last().copied())
+            .flatten();
+        Ok(json!({"list": kind.as_str(), "total": total, "rows": rows, "next_before": next}))
+    })
+    .await
+}
+
+async fn runs(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    let limit = number::<usize>(&query, "limit")?
+        .unwrap_or(20)
+        .clamp(1, MAX_PAGE);
+    cached(review, format!("runs:{limit}"), move |review| {
+        let runs: Vec<Value> = review
+            .model
+            .recent_runs(limit)
+            .into_iter()
+            .map(|(run, actions)| json!({"run_id": run, "rows": actions}))
+            .collect();
+        Ok(json!({"runs": runs}))
+    })
+    .await
+}
+
+async fn run(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path(run): Path<String>,
+) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    cached(review, format!("run:{run}"), move |review| {
+        let seqs = review.model.run(&run).ok_or_else(|| {
+            ApiError::new(StatusCode::NOT_FOUND, "no such run among the recent ones")
+        })?;
+        let rows = review
+            .model
+            .rows(&seqs)
+            .map_err(|e| ApiError::internal(&e))?;
+        Ok(json!({"run_id": run, "rows": rows}))
+    })
+    .await
+}
+
+async fn row(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path(seq): Path<String>,
+) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    let seq: u64 = seq
+        .parse()
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "seq must be a whole number"))?;
+    cached(review, format!("row:{seq}"), move |review| {
+        let ledger = review.model.ledger();
+        let mut found = None;
+        ledger
+            .for_each_row(seq, |row| {
+                if row.seq == seq {
+                    found = Some((
+                        serde_json::from_slice::<Value>(row.body).unwrap_or(Value::Null),
+                        attest_ledger::to_hex(&attest_ledger::entry_hash(row.body)),
+                    ));
+                }
+                Ok(false)
+            })
+            .map_err(|e| ApiError::internal(&e))?;
+        let (entry, hash) =
+            found.ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no such seq"))?;
+        // Against the newest signed checkpoint when it covers the row, else against the
+        // tree as it stands (no signature then).
+        let proof = match ledger.prove_inclusion(seq, None) {
+            Ok(proof) => Ok(proof),
+            Err(_) => {
+                let size = ledger.tip().ok().flatten().map(|(s, _)| s);
+                ledger.prove_inclusion(seq, size)
+            }
+        };
+        let (proof, proof_error) = match proof {
+            Ok(proof) => (serde_json::to_value(&proof).unwrap_or(Value::Null), None),
+            Err(err) => (Value::Null, Some(err.to_string())),
+        };
+        Ok(json!({"seq": seq, "hash": hash, "entry": entry, "proof": proof, "proof_error": proof_error}))
+    })
+    .await
+}
+
+async fn metrics(State(state): State<Shared>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    let store = state.attest.approvals().ok();
+    let text = tokio::task::spawn_blocking(move || -> Result<String, ApiError> {
+        let generation = review
+            .model
+            .generation()
+            .map_err(|e| ApiError::internal(&e))?;
+        review
+            .model
+            .catch_up(generation)
+            .map_err(|e| ApiError::internal(&e))?;
+        let status = review.verifier.status();
+        let secs = |ts: &Option<String>| {
+            ts.as_deref()
+                .and_then(super::rows::parse_ts)
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs_f64())
+        };
+        let scrape = super::metrics::Scrape {
+            pending: store.and_then(|s| s.pending().ok()).map(|p| p.len() as u64),
+            seq: generation,
+            last_verify: secs(&status.last_incremental_check),
+            last_full_verify: secs(&status.last_full_pass),
+            broken_seq: status.first_broken_seq,
+        };
+        super::metrics::global()
+            .render(&scrape)
+            .map_err(|e| ApiError::internal(&e))
+    })
+    .await
+    .map_err(|e| ApiError::internal(&e))??;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
