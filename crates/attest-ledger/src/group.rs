@@ -82,21 +82,52 @@ impl Ledger {
     /// all of them can be written, else each on its own, so one bad record fails
     /// alone. Returns one result per record, in order; each `Ok` is durable at the
     /// configured level. A dedicated writer thread that drains a queue calls this.
+    ///
+    /// A group whose commit failed is looked for before anything is written again: if
+    /// its first row is in the ledger with the hash this writer built, the commit was
+    /// durable and only its acknowledgement was lost, so its rows are the results and
+    /// nothing is appended twice.
     pub fn append_each(&self, records: &[Record]) -> Vec<Result<Appended, LedgerError>> {
-        match self.append_batch(records) {
+        let mut attempted = Vec::new();
+        match self.append_batch_tracked(records, &mut attempted) {
             Ok(appended) if appended.len() == records.len() => {
                 appended.into_iter().map(Ok).collect()
+            }
+            Err(_) if attempted.len() == records.len() && self.holds(&attempted) => {
+                attempted.into_iter().map(Ok).collect()
             }
             _ => records
                 .iter()
                 .map(|record| {
-                    self.append_batch(std::slice::from_ref(record))
-                        .and_then(|mut v| {
-                            v.pop()
-                                .ok_or(LedgerError::Internal("a batch of one appended nothing"))
-                        })
+                    let mut attempted = Vec::new();
+                    match self.append_batch_tracked(std::slice::from_ref(record), &mut attempted) {
+                        Ok(mut v) => v
+                            .pop()
+                            .ok_or(LedgerError::Internal("a batch of one appended nothing")),
+                        Err(_) if attempted.len() == 1 && self.holds(&attempted) => {
+                            attempted.pop().ok_or(LedgerError::Internal("lost a checked row"))
+                        }
+                        Err(err) => Err(err),
+                    }
                 })
                 .collect(),
         }
+    }
+
+    /// Whether the ledger holds `rows[0]` with the hash it was built with (the rows of
+    /// one transaction are all there or none is).
+    fn holds(&self, rows: &[Appended]) -> bool {
+        let Some(first) = rows.first() else {
+            return false;
+        };
+        self.read(|src| {
+            let mut found = false;
+            src.rows(first.seq, &mut |row| {
+                found = row.seq == first.seq && row.hash == first.hash;
+                Ok(false)
+            })?;
+            Ok(found)
+        })
+        .unwrap_or(false)
     }
 }

@@ -61,11 +61,13 @@
 //! # }
 //! ```
 
+mod archive;
 mod canonical;
 mod checkpoint;
 mod checkpoints;
 mod clock;
 mod columns;
+mod copy;
 mod durability;
 mod entry;
 mod error;
@@ -74,14 +76,19 @@ mod jcs;
 mod keys;
 mod merkle;
 mod private;
+mod pg;
 mod proofs;
+mod query;
 mod prune;
 mod readonly;
+mod source;
 mod sqlite;
+mod sqlite_read;
 mod verify;
 mod wal;
 mod walk;
 
+pub use archive::Archive;
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
 pub use checkpoint::{
     open_checkpoint, read_checkpoint_unverified, sign_checkpoint, split_notes, CheckpointBody,
@@ -97,6 +104,7 @@ pub use keys::{SigningKey, VerifierKey};
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
 pub use proofs::{ConsistencyProof, InclusionProof, ProofError};
 pub use prune::PruneReport;
+pub use query::{Counts, Filter};
 pub use sqlite::{Appended, Ledger, LedgerOptions, RowSummary, StoredRow, SCHEMA_VERSION};
 pub use verify::{
     ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,
