@@ -112,8 +112,8 @@ impl Archive {
                 format!("archive version {}, expected 1", header.attest_archive),
             ));
         }
-        let prev = from_hex(&header.prev)
-            .ok_or_else(|| bad(1, "prev is not 64 hex digits".to_owned()))?;
+        let prev =
+            from_hex(&header.prev).ok_or_else(|| bad(1, "prev is not 64 hex digits".to_owned()))?;
         let mut bodies = Vec::new();
         for (n, line) in lines.enumerate() {
             let line = line.map_err(LedgerError::Input)?;

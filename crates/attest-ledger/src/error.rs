@@ -206,6 +206,13 @@ pub enum LedgerError {
         path: PathBuf,
     },
 
+    #[error("the append to {path} may or may not have been written: the connection broke and the outcome could not be read back; run `attest ledger` to see")]
+    /// A write whose outcome is unknown: it is not retried, so it is never written twice.
+    OutcomeUnknown {
+        /// The ledger.
+        path: PathBuf,
+    },
+
     #[error("archive line {line}: {detail}")]
     /// An archive file that is not one.
     BadArchive {

@@ -93,32 +93,58 @@ impl Ledger {
             Ok(appended) if appended.len() == records.len() => {
                 appended.into_iter().map(Ok).collect()
             }
-            Err(_) if attempted.len() == records.len() && self.holds(&attempted) => {
-                attempted.into_iter().map(Ok).collect()
-            }
-            _ => records
+            Err(_) if attempted.len() == records.len() => match self.holds(&attempted) {
+                Some(true) => attempted.into_iter().map(Ok).collect(),
+                // Not there: the transaction rolled back; each is written on its own.
+                Some(false) => self.append_singly(records),
+                // Unknown: writing again could write twice.
+                None => records
+                    .iter()
+                    .map(|_| Err(self.outcome_unknown()))
+                    .collect(),
+            },
+            Err(LedgerError::OutcomeUnknown { .. }) => records
                 .iter()
-                .map(|record| {
-                    let mut attempted = Vec::new();
-                    match self.append_batch_tracked(std::slice::from_ref(record), &mut attempted) {
-                        Ok(mut v) => v
-                            .pop()
-                            .ok_or(LedgerError::Internal("a batch of one appended nothing")),
-                        Err(_) if attempted.len() == 1 && self.holds(&attempted) => {
-                            attempted.pop().ok_or(LedgerError::Internal("lost a checked row"))
-                        }
-                        Err(err) => Err(err),
-                    }
-                })
+                .map(|_| Err(self.outcome_unknown()))
                 .collect(),
+            _ => self.append_singly(records),
         }
+    }
+
+    fn outcome_unknown(&self) -> LedgerError {
+        LedgerError::OutcomeUnknown {
+            path: self.path().to_path_buf(),
+        }
+    }
+
+    /// Each record in a transaction of its own, so one bad record fails alone.
+    fn append_singly(&self, records: &[Record]) -> Vec<Result<Appended, LedgerError>> {
+        records
+            .iter()
+            .map(|record| {
+                let mut attempted = Vec::new();
+                match self.append_batch_tracked(std::slice::from_ref(record), &mut attempted) {
+                    Ok(mut v) => v
+                        .pop()
+                        .ok_or(LedgerError::Internal("a batch of one appended nothing")),
+                    Err(err) if attempted.len() == 1 => match self.holds(&attempted) {
+                        Some(true) => attempted
+                            .pop()
+                            .ok_or(LedgerError::Internal("lost a checked row")),
+                        Some(false) => Err(err),
+                        None => Err(self.outcome_unknown()),
+                    },
+                    Err(err) => Err(err),
+                }
+            })
+            .collect()
     }
 
     /// Whether the ledger holds `rows[0]` with the hash it was built with (the rows of
     /// one transaction are all there or none is).
-    fn holds(&self, rows: &[Appended]) -> bool {
+    fn holds(&self, rows: &[Appended]) -> Option<bool> {
         let Some(first) = rows.first() else {
-            return false;
+            return Some(false);
         };
         self.read(|src| {
             let mut found = false;
@@ -128,6 +154,6 @@ impl Ledger {
             })?;
             Ok(found)
         })
-        .unwrap_or(false)
+        .ok()
     }
 }

@@ -166,7 +166,10 @@ pub(crate) fn check_tenant(name: &str) -> Result<(), LedgerError> {
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric());
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric());
     if ok {
         Ok(())
     } else {
@@ -228,6 +231,20 @@ pub(crate) fn display_name(config: &postgres::Config) -> PathBuf {
     ))
 }
 
+/// Whether every host is this machine (loopback or a Unix socket).
+fn is_local(config: &postgres::Config) -> bool {
+    config.get_hosts().iter().all(|host| match host {
+        postgres::config::Host::Tcp(name) => {
+            name == "localhost"
+                || name
+                    .trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+        postgres::config::Host::Unix(_) => true,
+    })
+}
+
 fn tls() -> Result<MakeRustlsConnect, LedgerError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -252,10 +269,16 @@ impl PgStore {
         if let Some(tenant) = tenant {
             check_tenant(tenant)?;
         }
-        let config = postgres::Config::from_str(url).map_err(|_| LedgerError::BadUrl {
+        let mut config = postgres::Config::from_str(url).map_err(|_| LedgerError::BadUrl {
             // Never the URL itself: it may hold a password.
             detail: "not a valid postgres:// URL".to_owned(),
         })?;
+        // A server on this machine is reached in the clear unless the URL asks for TLS
+        // (its certificate is usually self-signed); any other server through rustls,
+        // with the certificate checked against the webpki roots.
+        if !url.contains("sslmode=") && is_local(&config) {
+            config.ssl_mode(postgres::config::SslMode::Disable);
+        }
         let name = display_name(&config);
         let manager = PostgresConnectionManager::new(config, tls()?);
         let synchronous_commit = match durability {
@@ -468,21 +491,53 @@ impl PgStore {
         }
         let mut client = self.client()?;
         let mut last_error = None;
+        // Groups whose statement failed with the connection: each may have committed
+        // with its acknowledgement lost, or may yet commit (a backend finishing its
+        // work). They are resolved against the tip before anything is written again.
+        let mut pending: Vec<Group<'_>> = Vec::new();
+        // With a group pending, any failure is "unknown": the caller must not write the
+        // records again.
+        let unknown = |pending: &Vec<Group<'_>>, err: LedgerError| {
+            if pending.is_empty() {
+                err
+            } else {
+                LedgerError::OutcomeUnknown {
+                    path: self.name.clone(),
+                }
+            }
+        };
         for attempt in 0..MAX_ATTEMPTS {
-            let cached = self.edge_slot().take();
+            let cached = if pending.is_empty() {
+                self.edge_slot().take()
+            } else {
+                None
+            };
             let edge = match cached {
                 Some(edge) => edge,
                 None => match self.load_edge(&mut client) {
                     Ok(edge) => edge,
                     Err(err) if attempt + 1 < MAX_ATTEMPTS && is_connection(&err) => {
                         last_error = Some(err);
-                        client = self.reconnect(attempt)?;
+                        client = self.reconnect(attempt).map_err(|e| unknown(&pending, e))?;
                         continue;
                     }
-                    Err(err) => return Err(err),
+                    Err(err) => return Err(unknown(&pending, err)),
                 },
             };
-            let group = Group::build(records, edge, clock)?;
+            if !pending.is_empty() {
+                match self.resolve(&mut client, &mut pending, edge.seq) {
+                    Ok(Some(appended)) => return Ok(appended),
+                    Ok(None) => {}
+                    Err(err) => {
+                        last_error = Some(err);
+                        client = self.reconnect(attempt).map_err(|e| unknown(&pending, e))?;
+                        continue;
+                    }
+                }
+            }
+            // Built on the tip just read: if a pending group is still in flight, it
+            // wants the same seq, and the key lets only one of them commit.
+            let group = Group::build(records, edge, clock).map_err(|e| unknown(&pending, e))?;
             match self.write_group(&mut client, &group) {
                 Ok(()) => {
                     let appended = group.appended.clone();
@@ -497,29 +552,61 @@ impl PgStore {
                         u64::from(attempt.min(10)) * 200 + jitter(),
                     ));
                 }
+                Err(err) if !is_ambiguous(&err) => {
+                    // A constraint or type error: the same statement fails again.
+                    return Err(unknown(&pending, self.err("appending")(err)));
+                }
                 Err(err) => {
-                    let server_refused = err.code().is_some() && !client.is_closed();
+                    // The connection broke: the statement may have committed.
                     last_error = Some(self.err("appending")(err));
-                    if server_refused {
-                        // A constraint or type error: the same statement fails again.
-                        break;
-                    }
-                    // The connection broke: the statement may have committed with its
-                    // acknowledgement lost. Look before writing again.
-                    client = self.reconnect(attempt)?;
-                    match self.committed(&mut client, &group) {
-                        Ok(true) => {
-                            let appended = group.appended.clone();
-                            *self.edge_slot() = Some(group.edge);
-                            return Ok(appended);
-                        }
-                        Ok(false) => {}
-                        Err(err) => last_error = Some(err),
-                    }
+                    pending.push(group);
+                    client = self.reconnect(attempt).map_err(|e| unknown(&pending, e))?;
                 }
             }
         }
+        if !pending.is_empty() {
+            return Err(LedgerError::OutcomeUnknown {
+                path: self.name.clone(),
+            });
+        }
         Err(last_error.unwrap_or(LedgerError::Internal("the append did not finish")))
+    }
+
+    /// Settles pending groups against a tip read after they failed: a group whose
+    /// first seq is at or below the tip either is there (its hash at that seq: it
+    /// committed, and its rows are the result) or never will be (another row holds
+    /// the seq). A group just past the tip stays pending: the next attempt competes
+    /// with it for the same seq.
+    fn resolve(
+        &self,
+        client: &mut Client,
+        pending: &mut Vec<Group<'_>>,
+        tip: u64,
+    ) -> Result<Option<Vec<Appended>>, LedgerError> {
+        // Nothing is dropped until it is known: an error leaves every group pending.
+        let mut settled = Vec::new();
+        for (i, group) in pending.iter().enumerate() {
+            let Some(first) = group.rows.first() else {
+                settled.push(i);
+                continue;
+            };
+            if first.seq > tip {
+                continue;
+            }
+            if self.committed(client, group)? {
+                // The edge after it is not known here; the next append reads it.
+                *self.edge_slot() = None;
+                return Ok(Some(group.appended.clone()));
+            }
+            settled.push(i);
+        }
+        let mut i = 0;
+        pending.retain(|_| {
+            let keep = !settled.contains(&i);
+            i += 1;
+            keep
+        });
+        Ok(None)
     }
 
     /// A fresh connection after a failure, waiting a little longer each time (a
@@ -527,7 +614,9 @@ impl PgStore {
     fn reconnect(&self, attempt: u32) -> Result<Conn, LedgerError> {
         let mut last = None;
         for wait in 0..20u64 {
-            std::thread::sleep(Duration::from_millis(20 * wait.min(10) + u64::from(attempt)));
+            std::thread::sleep(Duration::from_millis(
+                20 * wait.min(10) + u64::from(attempt),
+            ));
             match self.client() {
                 Ok(mut client) => {
                     if client.is_valid(Duration::from_secs(5)).is_ok() {
@@ -740,7 +829,11 @@ impl PgStore {
     }
 
     /// Listing with filters, newest first, from the indexed columns.
-    pub(crate) fn list(&self, filter: &Filter, limit: usize) -> Result<Vec<RowSummary>, LedgerError> {
+    pub(crate) fn list(
+        &self,
+        filter: &Filter,
+        limit: usize,
+    ) -> Result<Vec<RowSummary>, LedgerError> {
         let mut sql = String::from(
             "SELECT seq, ts, system, verb, agent, decision, level, hash FROM entries WHERE tenant = $1",
         );
@@ -791,7 +884,12 @@ impl PgStore {
             .map_err(self.err("reading counters"))?;
         let mut counts = Counts::default();
         for row in rows {
-            counts.add(row.get(0), row.get(1), row.get(2), row.get::<_, i64>(3) as u64);
+            counts.add(
+                row.get(0),
+                row.get(1),
+                row.get(2),
+                row.get::<_, i64>(3) as u64,
+            );
         }
         Ok(counts)
     }
@@ -821,14 +919,15 @@ impl PgStore {
         let tenant = self.tenant.as_str();
         let mut copied = 0u64;
         let mut batch: Vec<OwnedRow> = Vec::new();
-        let flush = |tx: &mut Transaction<'_>, batch: &mut Vec<OwnedRow>| -> Result<(), LedgerError> {
-            if batch.is_empty() {
-                return Ok(());
-            }
-            insert_rows(tx, tenant, batch).map_err(self.err("copying entries"))?;
-            batch.clear();
-            Ok(())
-        };
+        let flush =
+            |tx: &mut Transaction<'_>, batch: &mut Vec<OwnedRow>| -> Result<(), LedgerError> {
+                if batch.is_empty() {
+                    return Ok(());
+                }
+                insert_rows(tx, tenant, batch).map_err(self.err("copying entries"))?;
+                batch.clear();
+                Ok(())
+            };
         let from = source.pruned()?.map_or(0, |(seq, _)| seq) + 1;
         source.rows(from, &mut |row| {
             batch.push(OwnedRow::from(row));
@@ -865,7 +964,10 @@ impl PgStore {
             .map_err(self.err("copying checkpoints"))?;
         }
         if let Some((seq, hash)) = source.pruned()? {
-            for (key, value) in [("pruned_through", seq.to_string()), ("pruned_hash", to_hex(&hash))] {
+            for (key, value) in [
+                ("pruned_through", seq.to_string()),
+                ("pruned_hash", to_hex(&hash)),
+            ] {
                 tx.execute(
                     "INSERT INTO attest_meta (tenant, key, value) VALUES ($1, $2, $3)",
                     &[&tenant, &key, &value],
@@ -935,8 +1037,8 @@ fn insert_rows(
     tx.query(
         APPEND,
         &[
-            &tenant, &seqs, &hashes, &ts, &system, &verb, &agent, &decision, &level, &run,
-            &action, &bodies, &no_idx, &no_hash,
+            &tenant, &seqs, &hashes, &ts, &system, &verb, &agent, &decision, &level, &run, &action,
+            &bodies, &no_idx, &no_hash,
         ],
     )?;
     Ok(())
@@ -959,10 +1061,23 @@ fn is_conflict(err: &postgres::Error) -> bool {
     )
 }
 
-/// Whether a failure is the connection's, not the statement's.
+/// Whether a statement's failure leaves its outcome unknown: the connection broke or
+/// the server stopped the session (classes 08, 57, 58, 53), not a refusal.
+fn is_ambiguous(err: &postgres::Error) -> bool {
+    match err.code() {
+        None => true,
+        Some(code) => ["08", "57", "58", "53"]
+            .iter()
+            .any(|class| code.code().starts_with(class)),
+    }
+}
+
+/// Whether reading the edge failed for the connection's sake, not the statement's (a
+/// tree read cut short reads as a missing hash: retried too, a few dozen times).
 fn is_connection(err: &LedgerError) -> bool {
     match err {
-        LedgerError::Postgres { source, .. } => source.code().is_none() || source.is_closed(),
+        LedgerError::Tree { .. } => true,
+        LedgerError::Postgres { source, .. } => is_ambiguous(source) || source.is_closed(),
         LedgerError::Pool { .. } => true,
         _ => false,
     }
@@ -986,7 +1101,11 @@ struct BuiltRow {
 }
 
 impl<'r> Group<'r> {
-    fn build(records: &'r [Record], mut edge: PgEdge, clock: &dyn Clock) -> Result<Group<'r>, LedgerError> {
+    fn build(
+        records: &'r [Record],
+        mut edge: PgEdge,
+        clock: &dyn Clock,
+    ) -> Result<Group<'r>, LedgerError> {
         let first_tree_index = stored_hash_index(0, edge.seq);
         let mut rows = Vec::with_capacity(records.len());
         let mut appended = Vec::with_capacity(records.len());
@@ -1005,7 +1124,8 @@ impl<'r> Group<'r> {
             let mut body = Vec::with_capacity(1024);
             write_entry(&mut body, &entry)?;
             let hash = entry_hash(&body);
-            edge.range.push_with(leaf_hash(&hash), |node| tree.push(*node));
+            edge.range
+                .push_with(leaf_hash(&hash), |node| tree.push(*node));
             edge.seq = seq;
             edge.hash = hash;
             appended.push(Appended {

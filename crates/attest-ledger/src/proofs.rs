@@ -217,30 +217,28 @@ impl Ledger {
 
 /// The tree size a proof is for: `size`, else the newest checkpoint's.
 fn proof_size(
-        src: &dyn Source,
-        size: Option<u64>,
-        checkpoints: &[crate::StoredCheckpoint],
-    ) -> Result<u64, LedgerError> {
-        let tip = src.tip()?.map(|(seq, _)| seq).unwrap_or(0);
-        let size = match size {
-            Some(size) => size,
-            None => {
-                checkpoints
-                    .last()
-                    .map(|c| c.size)
-                    .ok_or_else(|| LedgerError::NoCheckpoint {
-                        path: src.path().to_path_buf(),
-                    })?
-            }
-        };
-        if size == 0 || size > tip {
-            return Err(LedgerError::OutOfRange {
-                seq: size,
-                size: tip,
-            });
-        }
-        Ok(size)
+    src: &dyn Source,
+    size: Option<u64>,
+    checkpoints: &[crate::StoredCheckpoint],
+) -> Result<u64, LedgerError> {
+    let tip = src.tip()?.map(|(seq, _)| seq).unwrap_or(0);
+    let size = match size {
+        Some(size) => size,
+        None => checkpoints
+            .last()
+            .map(|c| c.size)
+            .ok_or_else(|| LedgerError::NoCheckpoint {
+                path: src.path().to_path_buf(),
+            })?,
+    };
+    if size == 0 || size > tip {
+        return Err(LedgerError::OutOfRange {
+            seq: size,
+            size: tip,
+        });
     }
+    Ok(size)
+}
 
 impl InclusionProof {
     /// Checks the proof offline: the checkpoint's signature under `trusted`, that the

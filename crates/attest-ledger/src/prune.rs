@@ -83,7 +83,9 @@ impl Ledger {
             });
         }
         if let Some(out) = archive {
-            let prev = self.pruned_in(&tx)?.map_or(crate::GENESIS, |(_, hash)| hash);
+            let prev = self
+                .pruned_in(&tx)?
+                .map_or(crate::GENESIS, |(_, hash)| hash);
             let mut writer = crate::archive::ArchiveWriter::new(Some(out));
             writer.header(already + 1, through, &prev, &checkpoint.note)?;
             self.for_each_row_in(&tx, already + 1, |row| {

@@ -534,8 +534,7 @@ impl Ledger {
             tx.execute_batch(DROP_UNUSED_INDEXES)
                 .map_err(self.sqlite("dropping unused indexes"))?;
             self.migrate(&tx, version)?;
-            tx.commit()
-                .map_err(self.sqlite("upgrading the schema"))?;
+            tx.commit().map_err(self.sqlite("upgrading the schema"))?;
             return Ok(());
         }
         // `approvals` belongs to attest-core's approval store, which shares the file.

@@ -675,42 +675,28 @@ impl Ledger {
 }
 
 /// Whether the entry hashing to `entry` is leaf `index` of the tree with `root` at `size`.
-fn included(
-        src: &dyn Source,
-        index: u64,
-        size: u64,
-        entry: &Hash,
-        root: &Hash,
-    ) -> bool {
-        let stored = Hashes(src);
-        prove_record(size, index, &stored)
-            .and_then(|proof| {
-                check_record(
-                    &proof,
-                    size,
-                    TreeHash(*root),
-                    index,
-                    TreeHash(leaf_hash(entry)),
-                )
-            })
-            .is_ok()
-    }
+fn included(src: &dyn Source, index: u64, size: u64, entry: &Hash, root: &Hash) -> bool {
+    let stored = Hashes(src);
+    prove_record(size, index, &stored)
+        .and_then(|proof| {
+            check_record(
+                &proof,
+                size,
+                TreeHash(*root),
+                index,
+                TreeHash(leaf_hash(entry)),
+            )
+        })
+        .is_ok()
+}
 
-    /// Whether the tree of `old` entries with `old_root` is a prefix of the one at `new`.
-    fn consistent(
-        src: &dyn Source,
-        old: u64,
-        old_root: &Hash,
-        new: u64,
-        new_root: &Hash,
-    ) -> bool {
-        let stored = Hashes(src);
-        prove_tree(new, old, &stored)
-            .and_then(|proof| {
-                check_tree(&proof, new, TreeHash(*new_root), old, TreeHash(*old_root))
-            })
-            .is_ok()
-    }
+/// Whether the tree of `old` entries with `old_root` is a prefix of the one at `new`.
+fn consistent(src: &dyn Source, old: u64, old_root: &Hash, new: u64, new_root: &Hash) -> bool {
+    let stored = Hashes(src);
+    prove_tree(new, old, &stored)
+        .and_then(|proof| check_tree(&proof, new, TreeHash(*new_root), old, TreeHash(*old_root)))
+        .is_ok()
+}
 
 /// The trusted keys' names, for messages (`none` when there is none).
 /// A checkpoint note's body: its signature checked against `trusted`, or, without a key,

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 
-
 use crate::canonical::{entry_hash, Hash};
 use crate::merkle::{leaf_hash, CompactRange};
 use crate::source::{Source, TreeSlot};
