@@ -12,7 +12,12 @@ pub(crate) fn keygen(config: &Config, args: &KeygenArgs) -> anyhow::Result<ExitC
     if path.exists() {
         anyhow::bail!("{} already exists; not overwriting a key", path.display());
     }
-    let (key, private) = SigningKey::generate(&args.name)?;
+    // A tenant signs under an origin of its own (`attest-ledger/acme`) unless named.
+    let name = match &config.tenant {
+        Some(tenant) if args.name == "attest-ledger" => format!("{}/{tenant}", args.name),
+        _ => args.name.clone(),
+    };
+    let (key, private) = SigningKey::generate(&name)?;
     SigningKey::write_new(&path, &private)?;
     let public = path.with_extension("pub");
     std::fs::write(&public, format!("{}\n", key.verifier()))

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod checkpoint;
+mod copy;
 mod demo;
 mod detect;
 mod export;
@@ -31,6 +32,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ledger(args) => ledger::run(&config, &args),
         Command::Verify(args) => verify::run(&config, &args),
         Command::Export(args) => export::run(&config, &args),
+        Command::Copy(args) => copy::run(&config, &args),
         Command::Keygen(args) => keys::keygen(&config, &args),
         Command::Key(command) => keys::key(&config, &command),
         Command::Checkpoint(args) => checkpoint::run(&config, &args),
