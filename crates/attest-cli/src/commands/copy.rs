@@ -19,7 +19,11 @@ pub(crate) fn run(config: &Config, args: &CopyArgs) -> anyhow::Result<ExitCode> 
     // A copy carries tampering with it: only an intact ledger is copied.
     let before = check(&source, &trusted)?;
     if !before.is_intact() {
-        writeln!(err, "attest: not copying: {} does not verify", location_display(&args.from))?;
+        writeln!(
+            err,
+            "attest: not copying: {} does not verify",
+            location_display(&args.from)
+        )?;
         print_report(&mut err, &before)?;
         return Ok(ExitCode::from(1));
     }
@@ -54,9 +58,17 @@ pub(crate) fn run(config: &Config, args: &CopyArgs) -> anyhow::Result<ExitCode> 
         crate::commands::entries(copied),
         location_display(&args.from),
         location_display(&args.to),
-        if after.signatures_checked { " under the trusted key" } else { "" },
+        if after.signatures_checked {
+            " under the trusted key"
+        } else {
+            ""
+        },
         target.checkpoints()?.len(),
-        if target.checkpoints()?.len() == 1 { "" } else { "s" },
+        if target.checkpoints()?.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
     )?;
     Ok(ExitCode::SUCCESS)
 }
@@ -69,4 +81,3 @@ fn check(ledger: &Ledger, trusted: &[attest_ledger::VerifierKey]) -> anyhow::Res
         ..VerifyOptions::default()
     })?)
 }
-

@@ -53,7 +53,9 @@ fn filter(args: &LedgerArgs) -> anyhow::Result<Filter> {
         Some(text) => {
             let time = humantime::parse_rfc3339_weak(text.trim_end_matches('Z'))
                 .or_else(|_| humantime::parse_rfc3339(text))
-                .map_err(|err| anyhow::anyhow!("bad --since {text:?}: {err} (use e.g. 2026-12-01T09:00:00Z)"))?;
+                .map_err(|err| {
+                    anyhow::anyhow!("bad --since {text:?}: {err} (use e.g. 2026-12-01T09:00:00Z)")
+                })?;
             Some(format_ts(time))
         }
     };

@@ -70,7 +70,9 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
         report.checked += checked.checked;
         report.signatures_checked |= checked.signatures_checked;
         for note in checked.notes {
-            report.notes.push(format!("archive {}: {note}", path.display()));
+            report
+                .notes
+                .push(format!("archive {}: {note}", path.display()));
         }
         for mut problem in checked.problems {
             problem.detail = format!("archive {}: {}", path.display(), problem.detail);
