@@ -35,7 +35,13 @@
 //! verifier can at least walk the chain and say which rows it cannot read.
 //!
 //! The principal types:
-//! - [`Ledger`]: the SQLite store (append, list, export, verify).
+//! - [`Ledger`]: the store (append, list, export, verify, copy): one SQLite file, or a
+//!   tenant's chain in a PostgreSQL database (`Ledger::open` with a `postgres://` URL).
+//!   Both store the same bodies, tree and checkpoints; a ledger copied between them
+//!   ([`Ledger::copy_to`]) exports the same bytes and proves against the same roots.
+//! - [`Filter`] and [`Counts`]: listings on indexed columns, and the counters kept
+//!   with the entries.
+//! - [`Archive`]: what a prune removed, still checkable and provable.
 //! - [`Record`]: what the caller records about one action.
 //! - [`VerifyReport`]: what verification found, first bad seq first.
 //!
