@@ -9,6 +9,7 @@
 
 mod mcp_proxy;
 mod measure;
+mod postgres;
 mod processes;
 mod scenarios;
 

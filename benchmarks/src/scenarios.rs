@@ -57,7 +57,7 @@ pub(crate) struct Report {
     pub(crate) facts: Vec<(String, String)>,
 }
 
-fn record(n: u64) -> Record {
+pub(crate) fn record(n: u64) -> Record {
     Record {
         action_id: format!("0b6f3c1e-5d0a-4a57-9f39-{n:012}"),
         run_id: Some("run-bench".into()),
@@ -265,6 +265,13 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         Ok(())
     })?);
 
+    rows.extend(crate::postgres::rows(
+        scale.samples,
+        scale.bulk_rows,
+        scale.per_task,
+        scale.process_actions,
+        &mut facts,
+    )?);
     rows.extend(mcp_proxy::rows(
         dir.path(),
         &runtime,
