@@ -29,6 +29,10 @@ struct Args {
     /// The source system's rows (from `benchmarks/peer/run.sh --json FILE`), for ratios.
     #[arg(long)]
     peer: Option<PathBuf>,
+    /// Only the ledger-store rows: SQLite's one-row appends and verify beside the
+    /// PostgreSQL rows (no `attest` binary needed).
+    #[arg(long)]
+    stores_only: bool,
     /// Internal: run as one of several processes appending to one ledger.
     #[arg(long, hide = true, num_args = 2, value_names = ["LEDGER", "ACTIONS"])]
     worker: Option<Vec<String>>,
@@ -54,7 +58,11 @@ fn main() -> anyhow::Result<()> {
     } else {
         scenarios::Scale::full()
     };
-    let report = scenarios::all(&scale)?;
+    let report = if args.stores_only {
+        scenarios::stores(&scale)?
+    } else {
+        scenarios::all(&scale)?
+    };
     measure::print_table(&report.rows, peer.as_ref());
     for (what, value) in &report.facts {
         println!("{what}: {value}");

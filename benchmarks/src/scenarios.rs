@@ -318,6 +318,45 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     Ok(Report { rows, facts })
 }
 
+/// The store rows alone: SQLite's one-row appends and a full verify, then PostgreSQL's.
+pub(crate) fn stores(scale: &Scale) -> anyhow::Result<Report> {
+    let dir = tempfile::tempdir_in(".")?;
+    let mut rows = Vec::new();
+    let mut facts = Vec::new();
+    for durability in [Durability::Full, Durability::Normal] {
+        let ledger = open(&dir, &format!("append-{durability}.sqlite"), durability)?;
+        let mut n = 0;
+        rows.push(per_call(
+            &format!("ledger append, one row ({durability})"),
+            samples_for(durability, scale),
+            || {
+                n += 1;
+                ledger.append(&record(n))?;
+                Ok(())
+            },
+        )?);
+    }
+    let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
+    let n_rows = scale.bulk_rows;
+    let records: Vec<_> = (0..n_rows as u64).map(record).collect();
+    for chunk in records.chunks(1000) {
+        bulk_ledger.append_batch(chunk)?;
+    }
+    rows.push(once(&format!("full verify of {n_rows} rows"), || {
+        let report = bulk_ledger.verify()?;
+        anyhow::ensure!(report.is_intact(), "benchmark ledger is broken");
+        Ok(())
+    })?);
+    rows.extend(crate::postgres::rows(
+        scale.samples,
+        scale.bulk_rows,
+        scale.per_task,
+        scale.process_actions,
+        &mut facts,
+    )?);
+    Ok(Report { rows, facts })
+}
+
 /// 200 rules, none of which match the external send, so every rule is tried.
 fn two_hundred_rules() -> String {
     let mut yaml = String::from("policies:\n");

@@ -148,8 +148,9 @@ const APPEND_TYPES: [Type; 14] = [
 /// Rows read per page by listings, verification and copies.
 const PAGE: i64 = 2048;
 /// How often a group is tried before the append fails: conflicts with other writers
-/// and lost connections both retry.
-const MAX_ATTEMPTS: u32 = 64;
+/// and lost connections both retry (with a randomized back-off, up to about a minute
+/// under contention, as SQLite's busy timeout).
+const MAX_ATTEMPTS: u32 = 4096;
 
 /// Whether `location` names a PostgreSQL ledger rather than a file.
 pub(crate) fn is_url(location: &Path) -> bool {
@@ -547,10 +548,10 @@ impl PgStore {
                 // Another writer took the seq: read the new tip, rebuild, re-hash.
                 Err(err) if is_conflict(&err) => {
                     last_error = Some(self.err("appending")(err));
-                    // Many writers on one tip: step aside a little, by attempt.
-                    std::thread::sleep(Duration::from_micros(
-                        u64::from(attempt.min(10)) * 200 + jitter(),
-                    ));
+                    // Many writers on one tip: step aside for a random while that grows
+                    // with the losses (up to 16 ms), so every writer gets its turn.
+                    let cap = 100u64 << attempt.min(7);
+                    std::thread::sleep(Duration::from_micros(jitter() % cap));
                 }
                 Err(err) if !is_ambiguous(&err) => {
                     // A constraint or type error: the same statement fails again.
@@ -1044,12 +1045,18 @@ fn insert_rows(
     Ok(())
 }
 
-/// Small jitter so writers that lost the same race do not retry in lockstep.
+/// A random-enough number so writers that lost the same race (in this process or
+/// another) do not retry in lockstep.
 fn jitter() -> u64 {
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    u64::from(nanos % 500)
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish()
 }
 
 fn is_conflict(err: &postgres::Error) -> bool {
