@@ -162,6 +162,7 @@ pub(crate) fn rows(
                 durability: Durability::Off,
                 clock,
                 create: true,
+                ..LedgerOptions::default()
             },
         )?;
         let mut next = 0u64;

@@ -10,6 +10,7 @@
 mod dashboard;
 mod mcp_proxy;
 mod measure;
+mod postgres;
 mod processes;
 mod scenarios;
 mod tiles;
@@ -33,8 +34,10 @@ struct Args {
     /// Internal: run as one of several processes appending to one ledger.
     #[arg(long, hide = true, num_args = 2, value_names = ["LEDGER", "ACTIONS"])]
     worker: Option<Vec<String>>,
-    /// Run only one group of rows: `tiles` (publishing and checking tlog-tiles) or
-    /// `dashboard` (`attest serve` polled at 1,000,000 rows; 20,000 with --quick).
+    /// Run only one group of rows: `tiles` (publishing and checking tlog-tiles),
+    /// `dashboard` (`attest serve` polled at 1,000,000 rows; 20,000 with --quick) or
+    /// `stores` (SQLite's one-row appends and verify beside the PostgreSQL rows; no `attest`
+    /// binary needed).
     #[arg(long, value_name = "GROUP")]
     only: Option<String>,
     /// Internal: verify a ledger and print the peak resident memory.
@@ -63,7 +66,10 @@ fn main() -> anyhow::Result<()> {
         None => scenarios::all(&scale)?,
         Some("tiles") => scenarios::tiles_only(&scale)?,
         Some("dashboard") => scenarios::dashboard_only(&scale)?,
-        Some(other) => anyhow::bail!("--only {other:?}: the groups are `tiles` and `dashboard`"),
+        Some("stores") => scenarios::stores(&scale)?,
+        Some(other) => {
+            anyhow::bail!("--only {other:?}: the groups are `tiles`, `dashboard` and `stores`")
+        }
     };
     measure::print_table(&report.rows, peer.as_ref());
     for (what, value) in &report.facts {

@@ -57,7 +57,7 @@ pub(crate) struct Report {
     pub(crate) facts: Vec<(String, String)>,
 }
 
-fn record(n: u64) -> Record {
+pub(crate) fn record(n: u64) -> Record {
     Record {
         action_id: format!("0b6f3c1e-5d0a-4a57-9f39-{n:012}"),
         run_id: Some("run-bench".into()),
@@ -275,6 +275,13 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         Ok(())
     })?);
 
+    rows.extend(crate::postgres::rows(
+        scale.samples,
+        scale.bulk_rows,
+        scale.per_task,
+        scale.process_actions,
+        &mut facts,
+    )?);
     rows.extend(mcp_proxy::rows(
         dir.path(),
         &runtime,
@@ -324,6 +331,45 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     for (row, limit) in pairs {
         against(&mut rows, &row, &limit);
     }
+    Ok(Report { rows, facts })
+}
+
+/// The store rows alone: SQLite's one-row appends and a full verify, then PostgreSQL's.
+pub(crate) fn stores(scale: &Scale) -> anyhow::Result<Report> {
+    let dir = tempfile::tempdir_in(".")?;
+    let mut rows = Vec::new();
+    let mut facts = Vec::new();
+    for durability in [Durability::Full, Durability::Normal] {
+        let ledger = open(&dir, &format!("append-{durability}.sqlite"), durability)?;
+        let mut n = 0;
+        rows.push(per_call(
+            &format!("ledger append, one row ({durability})"),
+            samples_for(durability, scale),
+            || {
+                n += 1;
+                ledger.append(&record(n))?;
+                Ok(())
+            },
+        )?);
+    }
+    let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
+    let n_rows = scale.bulk_rows;
+    let records: Vec<_> = (0..n_rows as u64).map(record).collect();
+    for chunk in records.chunks(1000) {
+        bulk_ledger.append_batch(chunk)?;
+    }
+    rows.push(once(&format!("full verify of {n_rows} rows"), || {
+        let report = bulk_ledger.verify()?;
+        anyhow::ensure!(report.is_intact(), "benchmark ledger is broken");
+        Ok(())
+    })?);
+    rows.extend(crate::postgres::rows(
+        scale.samples,
+        scale.bulk_rows,
+        scale.per_task,
+        scale.process_actions,
+        &mut facts,
+    )?);
     Ok(Report { rows, facts })
 }
 

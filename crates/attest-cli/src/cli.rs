@@ -23,10 +23,14 @@ pub(crate) struct Global {
     /// The configuration file [env: ATTEST_CONFIG; default: .attest/config.yaml if present].
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// The ledger file (SQLite) [env: ATTEST_LEDGER; config: ledger; default:
-    /// .attest/ledger.sqlite].
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The ledger: a file (SQLite) or a `postgres://user@host:port/db` URL [env:
+    /// ATTEST_LEDGER; config: ledger; default: .attest/ledger.sqlite].
+    #[arg(long, global = true, value_name = "PATH|URL")]
     pub(crate) ledger: Option<String>,
+    /// The tenant whose chain to use: its own seqs from 1, tree, checkpoints and signing
+    /// key (in SQLite, a file of its own beside the ledger file).
+    #[arg(long, global = true, env = "ATTEST_TENANT", value_name = "NAME")]
+    pub(crate) tenant: Option<String>,
     /// How hard appends work to survive a crash: full (survives power loss), normal, off
     /// [env: ATTEST_DURABILITY; config: durability; default: full].
     #[arg(long, global = true)]
@@ -60,6 +64,10 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Write every entry out.
     Export(ExportArgs),
+    /// Copy a ledger into a new one, in either store, without changing a byte: the same
+    /// bodies, tree, checkpoints and prune boundary. Verifies the source first and both
+    /// after (under --vkey when given), and checks they hold the same signed roots.
+    Copy(CopyArgs),
     /// Create an Ed25519 signing key for checkpoints (signed-note format, mode 0600).
     ///
     /// Prints the verifier key on stdout: keep a copy somewhere the ledger's writers
@@ -177,6 +185,49 @@ pub(crate) struct LedgerArgs {
     /// Print JSON (one array of rows) instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Only the rows of this run id.
+    #[arg(long, value_name = "ID")]
+    pub(crate) run: Option<String>,
+    /// Only the rows of this agent.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) agent: Option<String>,
+    /// Only the rows of this system.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) system: Option<String>,
+    /// Only the rows with this decision (act, ask, refuse, recorded).
+    #[arg(long, value_name = "DECISION")]
+    pub(crate) decision: Option<String>,
+    /// Only the rows with this verification level.
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) level: Option<String>,
+    /// Only the rows at or after this time (RFC 3339, e.g. 2026-12-01T09:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    pub(crate) since: Option<String>,
+    /// Only the rows of this action id (its intent, ask and outcome).
+    #[arg(long = "action", value_name = "ID")]
+    pub(crate) action: Option<String>,
+    /// Print the counters kept with the entries (totals by decision, level, system,
+    /// agent, and decisions per hour) instead of rows.
+    #[arg(long)]
+    pub(crate) counts: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CopyArgs {
+    /// The ledger to copy: a file or a postgres:// URL.
+    #[arg(long, value_name = "LEDGER")]
+    pub(crate) from: PathBuf,
+    /// The new ledger: a file or a postgres:// URL (its tenant must be empty).
+    #[arg(long, value_name = "LEDGER")]
+    pub(crate) to: PathBuf,
+    /// The source's tenant [default: --tenant].
+    #[arg(long, value_name = "NAME")]
+    pub(crate) from_tenant: Option<String>,
+    /// The target's tenant [default: --tenant].
+    #[arg(long, value_name = "NAME")]
+    pub(crate) to_tenant: Option<String>,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 }
 
 /// Where trusted verifier keys come from.
@@ -231,6 +282,10 @@ pub(crate) struct VerifyArgs {
     /// Print `{"ok","checked","broken_at","problems":[…],"checkpoint":{"size","root"}}`.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Also check an archive written by `attest prune --archive` against this ledger:
+    /// its chain, each row's leaf in the ledger's tree, and its signed checkpoint.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) archive: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -325,6 +380,9 @@ pub(crate) struct ProveArgs {
     /// Print the proof as JSON (what `attest verify-proof` reads).
     #[arg(long)]
     pub(crate) json: bool,
+    /// An archive from `attest prune --archive`: prove an entry a prune removed.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) archive: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -346,6 +404,11 @@ pub(crate) struct PruneArgs {
     pub(crate) yes: bool,
     #[command(flatten)]
     pub(crate) key: KeyPathArgs,
+    /// Write the removed rows and the checkpoint that covers them to FILE first (a new
+    /// file, mode 0600); `attest verify --archive FILE` checks it and `attest prove
+    /// --archive FILE` proves from it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) archive: Option<PathBuf>,
 }
 
 /// One tool call, described the way an agent makes it.

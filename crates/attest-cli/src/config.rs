@@ -69,6 +69,8 @@ pub(crate) fn env_var(name: &str) -> Option<String> {
 #[derive(Debug)]
 pub(crate) struct Config {
     pub(crate) ledger_path: PathBuf,
+    /// `--tenant`: whose chain in the ledger.
+    pub(crate) tenant: Option<String>,
     pub(crate) durability: Durability,
     pub(crate) policy_path: Option<PathBuf>,
     /// The configuration file's settings (empty when there is none).
@@ -126,6 +128,7 @@ impl Config {
         };
         Ok(Config {
             ledger_path: PathBuf::from(ledger),
+            tenant: global.tenant.clone(),
             durability,
             policy_path,
             file,
@@ -241,29 +244,40 @@ impl Config {
         let options = LedgerOptions {
             durability: self.durability,
             create,
+            tenant: self.tenant.clone(),
             ..LedgerOptions::default()
         };
         Ledger::open(&self.ledger_path, options)
-            .with_context(|| format!("cannot open ledger {}", self.ledger_path.display()))
+            .with_context(|| format!("cannot open ledger {}", self.ledger_display()))
+    }
+
+    /// The ledger as messages name it: a URL without its password or options.
+    pub(crate) fn ledger_display(&self) -> String {
+        location_display(&self.ledger_path)
     }
 
     /// Opens the ledger for reading only (verify, listings, proofs): works on a read-only
     /// file, directory or mount, and never turns an empty or foreign file into a ledger.
     pub(crate) fn open_ledger_read_only(&self) -> anyhow::Result<Ledger> {
-        Ledger::open_read_only(&self.ledger_path)
-            .with_context(|| format!("cannot open ledger {}", self.ledger_path.display()))
+        Ledger::open_read_only_tenant(&self.ledger_path, self.tenant.as_deref())
+            .with_context(|| format!("cannot open ledger {}", self.ledger_display()))
     }
 
     /// The signing key's path: `--key`, `ATTEST_SIGNING_KEY`, the file's `key`, else
-    /// `signing.key` beside the ledger.
+    /// `signing.key` beside the ledger (`.attest/` for a PostgreSQL ledger); a tenant's is
+    /// `signing.TENANT.key`, so each tenant signs with a key (and origin) of its own.
     pub(crate) fn key_path(&self, given: Option<&Path>) -> PathBuf {
-        match given.or(self.file.key.as_deref()) {
-            Some(path) => path.to_path_buf(),
-            None => self
-                .ledger_path
-                .parent()
-                .unwrap_or_else(|| Path::new(""))
-                .join("signing.key"),
+        if let Some(path) = given.or(self.file.key.as_deref()) {
+            return path.to_path_buf();
+        }
+        let dir = if is_url(&self.ledger_path) {
+            Path::new(".attest")
+        } else {
+            self.ledger_path.parent().unwrap_or_else(|| Path::new(""))
+        };
+        match &self.tenant {
+            Some(tenant) => dir.join(format!("signing.{tenant}.key")),
+            None => dir.join("signing.key"),
         }
     }
 
@@ -277,6 +291,33 @@ impl Config {
             );
         }
         Ok(SigningKey::load(&path)?)
+    }
+}
+
+/// Whether a `--ledger` value is a PostgreSQL URL rather than a file.
+pub(crate) fn is_url(location: &Path) -> bool {
+    location
+        .to_str()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// A ledger location for messages: a file as it is; a URL without its password and
+/// without its query (which may carry one).
+pub(crate) fn location_display(location: &Path) -> String {
+    let text = location.display().to_string();
+    if !is_url(location) {
+        return text;
+    }
+    let text = text.split(['?', '#']).next().unwrap_or_default();
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text.to_owned();
+    };
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}@{host}")
+        }
+        None => format!("{scheme}://{rest}"),
     }
 }
 

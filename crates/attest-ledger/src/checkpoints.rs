@@ -1,11 +1,11 @@
 //! Stored checkpoints: signing the current tree, listing, and the tree's roots.
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use tlog_tiles::tree_hash;
 
 use crate::canonical::Hash;
 use crate::clock::format_ts;
-use crate::merkle::StoredHashes;
+use crate::source::root;
+use crate::sqlite_read::SqliteSource;
 use crate::{sign_checkpoint, Ledger, LedgerError, SigningKey};
 
 /// A checkpoint as the ledger stores it.
@@ -28,7 +28,10 @@ impl Ledger {
     /// This signs what the ledger holds: callers should verify first (the CLI's
     /// `attest checkpoint` does), or a checkpoint can vouch for a tampered ledger.
     pub fn checkpoint(&self, key: &SigningKey) -> Result<(StoredCheckpoint, bool), LedgerError> {
-        let mut conn = self.lock();
+        if let Some(pg) = self.pg() {
+            return pg.checkpoint(key, self.now());
+        }
+        let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.sqlite("starting a checkpoint"))?;
@@ -43,7 +46,7 @@ impl Ledger {
         // The tree hashes appends kept in memory go to the file with the checkpoint.
         let mut edge = self.edge_in(&tx)?;
         self.write_tree_tail(&tx, &mut edge)?;
-        let root = self.root_in(&tx, size)?;
+        let root = root(&SqliteSource::new(self, &tx), size)?;
         let note = sign_checkpoint(key, size, &root)?;
         let ts = format_ts(self.now());
         tx.execute(
@@ -67,12 +70,12 @@ impl Ledger {
 
     /// Every stored checkpoint, smallest first.
     pub fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError> {
-        self.checkpoints_in(&self.lock())
+        self.read(|src| src.checkpoints())
     }
 
     /// The newest stored checkpoint, if any.
     pub fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError> {
-        self.latest_checkpoint_in(&self.lock())
+        self.read(|src| src.latest_checkpoint())
     }
 
     pub(crate) fn checkpoints_in(
@@ -119,13 +122,7 @@ impl Ledger {
 
     /// The Merkle root of the first `size` entries, from stored hashes in O(log n).
     pub fn root_at(&self, size: u64) -> Result<Hash, LedgerError> {
-        self.root_in(&self.lock(), size)
-    }
-
-    pub(crate) fn root_in(&self, conn: &Connection, size: u64) -> Result<Hash, LedgerError> {
-        tree_hash(size, &StoredHashes::new(conn))
-            .map(|h| h.0)
-            .map_err(|source| LedgerError::Tree { seq: size, source })
+        self.read(|src| root(src, size))
     }
 }
 

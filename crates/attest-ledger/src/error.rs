@@ -156,6 +156,76 @@ pub enum LedgerError {
     /// Writing exported data failed.
     #[error("cannot write output")]
     Output(#[source] std::io::Error),
+    #[error("postgres error on {path} while {during}")]
+    /// A PostgreSQL statement failed.
+    Postgres {
+        /// The server, without credentials.
+        path: PathBuf,
+        /// What the ledger was doing.
+        during: &'static str,
+        /// The client's error.
+        #[source]
+        source: postgres::Error,
+    },
+
+    #[error("cannot connect to {path}: {detail}")]
+    /// No connection to the PostgreSQL server.
+    Pool {
+        /// The server, without credentials.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+
+    #[error("bad ledger URL: {detail}")]
+    /// A `postgres://` location that does not parse (the URL is not repeated: it may
+    /// hold a password).
+    BadUrl {
+        /// Why.
+        detail: String,
+    },
+
+    #[error("bad tenant name {name:?}: use 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit")]
+    /// A tenant name that is not allowed.
+    BadTenant {
+        /// The name given.
+        name: String,
+    },
+
+    #[error("ledger {path} was opened read-only")]
+    /// An append on a ledger opened for reading.
+    ReadOnly {
+        /// The ledger.
+        path: PathBuf,
+    },
+
+    #[error("the target ledger {path} is not empty: copy into a new ledger")]
+    /// `copy` into a ledger that holds rows.
+    NotEmpty {
+        /// The target.
+        path: PathBuf,
+    },
+
+    #[error("the append to {path} may or may not have been written: the connection broke and the outcome could not be read back; run `attest ledger` to see")]
+    /// A write whose outcome is unknown: it is not retried, so it is never written twice.
+    OutcomeUnknown {
+        /// The ledger.
+        path: PathBuf,
+    },
+
+    #[error("archive line {line}: {detail}")]
+    /// An archive file that is not one.
+    BadArchive {
+        /// The line (1: the header).
+        line: usize,
+        /// What is wrong.
+        detail: String,
+    },
+
+    #[error("cannot read input")]
+    /// Reading an input file failed.
+    Input(#[source] std::io::Error),
+
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -82,21 +82,78 @@ impl Ledger {
     /// all of them can be written, else each on its own, so one bad record fails
     /// alone. Returns one result per record, in order; each `Ok` is durable at the
     /// configured level. A dedicated writer thread that drains a queue calls this.
+    ///
+    /// A group whose commit failed is looked for before anything is written again: if
+    /// its first row is in the ledger with the hash this writer built, the commit was
+    /// durable and only its acknowledgement was lost, so its rows are the results and
+    /// nothing is appended twice.
     pub fn append_each(&self, records: &[Record]) -> Vec<Result<Appended, LedgerError>> {
-        match self.append_batch(records) {
+        let mut attempted = Vec::new();
+        match self.append_batch_tracked(records, &mut attempted) {
             Ok(appended) if appended.len() == records.len() => {
                 appended.into_iter().map(Ok).collect()
             }
-            _ => records
+            Err(_) if attempted.len() == records.len() => match self.holds(&attempted) {
+                Some(true) => attempted.into_iter().map(Ok).collect(),
+                // Not there: the transaction rolled back; each is written on its own.
+                Some(false) => self.append_singly(records),
+                // Unknown: writing again could write twice.
+                None => records
+                    .iter()
+                    .map(|_| Err(self.outcome_unknown()))
+                    .collect(),
+            },
+            Err(LedgerError::OutcomeUnknown { .. }) => records
                 .iter()
-                .map(|record| {
-                    self.append_batch(std::slice::from_ref(record))
-                        .and_then(|mut v| {
-                            v.pop()
-                                .ok_or(LedgerError::Internal("a batch of one appended nothing"))
-                        })
-                })
+                .map(|_| Err(self.outcome_unknown()))
                 .collect(),
+            _ => self.append_singly(records),
         }
+    }
+
+    fn outcome_unknown(&self) -> LedgerError {
+        LedgerError::OutcomeUnknown {
+            path: self.path().to_path_buf(),
+        }
+    }
+
+    /// Each record in a transaction of its own, so one bad record fails alone.
+    fn append_singly(&self, records: &[Record]) -> Vec<Result<Appended, LedgerError>> {
+        records
+            .iter()
+            .map(|record| {
+                let mut attempted = Vec::new();
+                match self.append_batch_tracked(std::slice::from_ref(record), &mut attempted) {
+                    Ok(mut v) => v
+                        .pop()
+                        .ok_or(LedgerError::Internal("a batch of one appended nothing")),
+                    Err(err) if attempted.len() == 1 => match self.holds(&attempted) {
+                        Some(true) => attempted
+                            .pop()
+                            .ok_or(LedgerError::Internal("lost a checked row")),
+                        Some(false) => Err(err),
+                        None => Err(self.outcome_unknown()),
+                    },
+                    Err(err) => Err(err),
+                }
+            })
+            .collect()
+    }
+
+    /// Whether the ledger holds `rows[0]` with the hash it was built with (the rows of
+    /// one transaction are all there or none is).
+    fn holds(&self, rows: &[Appended]) -> Option<bool> {
+        let Some(first) = rows.first() else {
+            return Some(false);
+        };
+        self.read(|src| {
+            let mut found = false;
+            src.rows(first.seq, &mut |row| {
+                found = row.seq == first.seq && row.hash == first.hash;
+                Ok(false)
+            })?;
+            Ok(found)
+        })
+        .ok()
     }
 }

@@ -49,7 +49,13 @@
 //! verifier can at least walk the chain and say which rows it cannot read.
 //!
 //! The principal types:
-//! - [`Ledger`]: the SQLite store (append, list, export, verify).
+//! - [`Ledger`]: the store (append, list, export, verify, copy): one SQLite file, or a
+//!   tenant's chain in a PostgreSQL database (`Ledger::open` with a `postgres://` URL).
+//!   Both store the same bodies, tree and checkpoints; a ledger copied between them
+//!   ([`Ledger::copy_to`]) exports the same bytes and proves against the same roots.
+//! - [`Filter`] and [`Counts`]: listings on indexed columns, and the counters kept
+//!   with the entries.
+//! - [`Archive`]: what a prune removed, still checkable and provable.
 //! - [`Record`]: what the caller records about one action.
 //! - [`VerifyReport`]: what verification found, first bad seq first.
 //! - [`tiles`]: the ledger published as C2SP `tlog-tiles` (static files anyone can mirror),
@@ -77,11 +83,13 @@
 //! # }
 //! ```
 
+mod archive;
 mod canonical;
 mod checkpoint;
 mod checkpoints;
 mod clock;
 mod columns;
+mod copy;
 mod durability;
 mod entry;
 mod error;
@@ -89,16 +97,21 @@ mod group;
 mod jcs;
 mod keys;
 mod merkle;
+mod pg;
 mod private;
 mod proofs;
 mod prune;
+mod query;
 mod readonly;
+mod source;
 mod sqlite;
+mod sqlite_read;
 pub mod tiles;
 mod verify;
 mod wal;
 mod walk;
 
+pub use archive::Archive;
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
 pub use checkpoint::{
     open_checkpoint, read_checkpoint_unverified, sign_checkpoint, split_notes, CheckpointBody,
@@ -114,6 +127,7 @@ pub use keys::{SigningKey, VerifierKey};
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
 pub use proofs::{ConsistencyProof, InclusionProof, ProofError};
 pub use prune::PruneReport;
+pub use query::{Counts, Filter};
 pub use sqlite::{Appended, Ledger, LedgerOptions, RowSummary, StoredRow, SCHEMA_VERSION};
 pub use verify::{
     ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,

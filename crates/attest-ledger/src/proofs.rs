@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use tlog_tiles::{check_record, check_tree, prove_record, prove_tree, Hash as TreeHashAlias};
 
 use crate::canonical::{entry_hash, to_hex, Hash};
-use crate::merkle::{leaf_hash, StoredHashes, TreeHash};
+use crate::merkle::{leaf_hash, TreeHash};
+use crate::source::{root, Hashes, Source};
 use crate::{open_checkpoint, Ledger, LedgerError, VerifierKey};
 
 /// Proof that entry `seq` is in the tree of `tree_size` entries.
@@ -96,14 +97,34 @@ impl Ledger {
         seq: u64,
         size: Option<u64>,
     ) -> Result<InclusionProof, LedgerError> {
-        let conn = self.lock();
-        let checkpoints = self.checkpoints_in(&conn)?;
-        let size = self.proof_size(&conn, size, &checkpoints)?;
+        self.read(|src| self.prove_inclusion_in(src, seq, size, None))
+    }
+
+    /// [`Ledger::prove_inclusion`] for an entry a prune removed, its body read from
+    /// the prune's archive (the ledger keeps the whole tree, so the proof is the same).
+    pub fn prove_inclusion_archived(
+        &self,
+        seq: u64,
+        size: Option<u64>,
+        archive: &crate::Archive,
+    ) -> Result<InclusionProof, LedgerError> {
+        self.read(|src| self.prove_inclusion_in(src, seq, size, Some(archive)))
+    }
+
+    fn prove_inclusion_in(
+        &self,
+        src: &dyn Source,
+        seq: u64,
+        size: Option<u64>,
+        archive: Option<&crate::Archive>,
+    ) -> Result<InclusionProof, LedgerError> {
+        let checkpoints = src.checkpoints()?;
+        let size = proof_size(src, size, &checkpoints)?;
         if seq == 0 || seq > size {
             return Err(LedgerError::OutOfRange { seq, size });
         }
         let mut body_hash = None;
-        self.for_each_row_in(&conn, seq, |row| {
+        src.rows(seq, &mut |row| {
             if row.seq == seq {
                 body_hash = Some((entry_hash(row.body), row.hash == entry_hash(row.body)));
             }
@@ -117,12 +138,16 @@ impl Ledger {
                     detail: "its body does not match its hash; run `attest verify`".to_owned(),
                 })
             }
-            None => return Err(LedgerError::Pruned { seq }),
+            None => match archive.and_then(|a| a.entry_hash(seq)) {
+                // Checked below: the proof from the stored tree must lead to the root.
+                Some(hash) => hash,
+                None => return Err(LedgerError::Pruned { seq }),
+            },
         };
-        let stored = StoredHashes::new(&conn);
+        let stored = Hashes(src);
         let tree = |source| LedgerError::Tree { seq, source };
         let proof = prove_record(size, seq - 1, &stored).map_err(tree)?;
-        let root = self.root_in(&conn, size)?;
+        let root = root(src, size)?;
         check_record(
             &proof,
             size,
@@ -152,16 +177,24 @@ impl Ledger {
         old: u64,
         new: Option<u64>,
     ) -> Result<ConsistencyProof, LedgerError> {
-        let conn = self.lock();
-        let checkpoints = self.checkpoints_in(&conn)?;
-        let new = self.proof_size(&conn, new, &checkpoints)?;
+        self.read(|src| self.prove_consistency_in(src, old, new))
+    }
+
+    fn prove_consistency_in(
+        &self,
+        src: &dyn Source,
+        old: u64,
+        new: Option<u64>,
+    ) -> Result<ConsistencyProof, LedgerError> {
+        let checkpoints = src.checkpoints()?;
+        let new = proof_size(src, new, &checkpoints)?;
         if old == 0 || old > new {
             return Err(LedgerError::OutOfRange {
                 seq: old,
                 size: new,
             });
         }
-        let stored = StoredHashes::new(&conn);
+        let stored = Hashes(src);
         let proof = prove_tree(new, old, &stored)
             .map_err(|source| LedgerError::Tree { seq: new, source })?;
         let note_at = |size: u64| {
@@ -173,40 +206,38 @@ impl Ledger {
         Ok(ConsistencyProof {
             old_size: old,
             new_size: new,
-            old_root: b64(&self.root_in(&conn, old)?),
-            new_root: b64(&self.root_in(&conn, new)?),
+            old_root: b64(&root(src, old)?),
+            new_root: b64(&root(src, new)?),
             proof: proof.iter().map(|h| b64(&h.0)).collect(),
             old_checkpoint: note_at(old),
             new_checkpoint: note_at(new),
         })
     }
+}
 
-    fn proof_size(
-        &self,
-        conn: &rusqlite::Connection,
-        size: Option<u64>,
-        checkpoints: &[crate::StoredCheckpoint],
-    ) -> Result<u64, LedgerError> {
-        let tip = self.tip_in(conn)?.map(|(seq, _)| seq).unwrap_or(0);
-        let size = match size {
-            Some(size) => size,
-            None => {
-                checkpoints
-                    .last()
-                    .map(|c| c.size)
-                    .ok_or_else(|| LedgerError::NoCheckpoint {
-                        path: self.path().to_path_buf(),
-                    })?
-            }
-        };
-        if size == 0 || size > tip {
-            return Err(LedgerError::OutOfRange {
-                seq: size,
-                size: tip,
-            });
-        }
-        Ok(size)
+/// The tree size a proof is for: `size`, else the newest checkpoint's.
+fn proof_size(
+    src: &dyn Source,
+    size: Option<u64>,
+    checkpoints: &[crate::StoredCheckpoint],
+) -> Result<u64, LedgerError> {
+    let tip = src.tip()?.map(|(seq, _)| seq).unwrap_or(0);
+    let size = match size {
+        Some(size) => size,
+        None => checkpoints
+            .last()
+            .map(|c| c.size)
+            .ok_or_else(|| LedgerError::NoCheckpoint {
+                path: src.path().to_path_buf(),
+            })?,
+    };
+    if size == 0 || size > tip {
+        return Err(LedgerError::OutOfRange {
+            seq: size,
+            size: tip,
+        });
     }
+    Ok(size)
 }
 
 impl InclusionProof {

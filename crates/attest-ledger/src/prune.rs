@@ -29,8 +29,33 @@ impl Ledger {
     ///
     /// Verify first: pruning a tampered prefix would remove the evidence.
     pub fn prune(&self, cutoff: SystemTime, key: &SigningKey) -> Result<PruneReport, LedgerError> {
+        self.prune_into(cutoff, key, None)
+    }
+
+    /// [`Ledger::prune`], writing the removed rows and the checkpoint that covers them
+    /// to `archive` first (see [`crate::Archive`]); the rows are removed only once the
+    /// archive is written and flushed.
+    pub fn prune_archived(
+        &self,
+        cutoff: SystemTime,
+        key: &SigningKey,
+        archive: &mut dyn std::io::Write,
+    ) -> Result<PruneReport, LedgerError> {
+        self.prune_into(cutoff, key, Some(archive))
+    }
+
+    fn prune_into(
+        &self,
+        cutoff: SystemTime,
+        key: &SigningKey,
+        archive: Option<&mut dyn std::io::Write>,
+    ) -> Result<PruneReport, LedgerError> {
+        if let Some(pg) = self.pg() {
+            let mut writer = crate::archive::ArchiveWriter::new(archive);
+            return pg.prune(cutoff, key, self.now(), &mut writer);
+        }
         let (checkpoint, _) = self.checkpoint(key)?;
-        let mut conn = self.lock();
+        let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.sqlite("starting a prune"))?;
@@ -57,6 +82,21 @@ impl Ledger {
                     .to_owned(),
             });
         }
+        if let Some(out) = archive {
+            let prev = self
+                .pruned_in(&tx)?
+                .map_or(crate::GENESIS, |(_, hash)| hash);
+            let mut writer = crate::archive::ArchiveWriter::new(Some(out));
+            writer.header(already + 1, through, &prev, &checkpoint.note)?;
+            self.for_each_row_in(&tx, already + 1, |row| {
+                if row.seq > through {
+                    return Ok(false);
+                }
+                writer.row(row)?;
+                Ok(true)
+            })?;
+            writer.finish()?;
+        }
         let removed = tx
             .execute("DELETE FROM entries WHERE seq <= ?1", [through])
             .map_err(self.sqlite("removing entries"))?;
@@ -77,7 +117,10 @@ impl Ledger {
     /// How many entries [`Ledger::prune`] with `cutoff` would remove now (it signs the
     /// ledger as it is, so the checkpoint would cover every entry). Reads only.
     pub fn prune_count(&self, cutoff: SystemTime) -> Result<u64, LedgerError> {
-        let conn = self.lock();
+        if let Some(pg) = self.pg() {
+            return pg.prune_count(cutoff);
+        }
+        let conn = self.lock()?;
         let size = self.tip_in(&conn)?.map_or(0, |(seq, _)| seq);
         let already = self.pruned_in(&conn)?.map_or(0, |(seq, _)| seq);
         Ok(self

@@ -17,7 +17,22 @@ impl Ledger {
     /// read-only directory or mount) and no `-wal` holds unmerged rows, the file is
     /// read as immutable instead, so the whole ledger is still read.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Ledger, LedgerError> {
-        let path = path.as_ref().to_path_buf();
+        Ledger::open_read_only_tenant(path, None)
+    }
+
+    /// [`Ledger::open_read_only`] for a tenant's chain (a `postgres://` URL works too).
+    pub fn open_read_only_tenant(
+        path: impl AsRef<Path>,
+        tenant: Option<&str>,
+    ) -> Result<Ledger, LedgerError> {
+        if crate::pg::is_url(path.as_ref()) {
+            let options = crate::LedgerOptions {
+                tenant: tenant.map(str::to_owned),
+                ..crate::LedgerOptions::default()
+            };
+            return Ledger::open_postgres(path.as_ref(), &options, true);
+        }
+        let path = crate::sqlite::tenant_path(path.as_ref(), tenant)?;
         if path.is_dir() {
             return Err(LedgerError::IsDirectory { path });
         }
@@ -104,7 +119,14 @@ fn check_schema(
     conn: &Connection,
 ) -> Result<(), LedgerError> {
     match found {
-        Some(Some(version)) if version == SCHEMA_VERSION.to_string() => Ok(()),
+        // Older schemas read as they are (an upgrade needs a read-write open).
+        Some(Some(version))
+            if version
+                .parse::<u32>()
+                .is_ok_and(|v| (1..=SCHEMA_VERSION).contains(&v)) =>
+        {
+            Ok(())
+        }
         Some(version) => Err(LedgerError::SchemaVersion {
             path: path.to_path_buf(),
             found: version.unwrap_or_else(|| "none".to_owned()),

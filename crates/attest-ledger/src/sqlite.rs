@@ -4,6 +4,7 @@
 //! transaction, which holds SQLite's write lock, so threads and processes sharing the
 //! file each see the row before theirs and the chain stays linear.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -16,12 +17,55 @@ use crate::entry::{Entry, FORMAT_VERSION};
 use crate::group::GroupCommit;
 use crate::jcs::write_entry;
 use crate::merkle::{leaf_hash, read_tail, CompactRange};
+use crate::query::{counter_keys, Filter};
+use crate::source::Source;
+use crate::sqlite_read::SqliteSource;
 use crate::wal::{WalCheckpointer, WAL_SIZE_LIMIT};
 use crate::{Clock, Durability, LedgerError, Record, SystemClock};
 use tlog_tiles::stored_hash_index;
 
-/// The schema version stored in `attest_meta`; bump it with a migration.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version stored in `attest_meta` (and, from version 2 on, in
+/// `attest_schema`); bump it with a migration in `MIGRATIONS`.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Migrations, in order: entry `n` brings a file from version `n + 1` to `n + 2`.
+/// Each runs in the opening transaction; a file written by any earlier release opens
+/// and is upgraded in place.
+const MIGRATIONS: &[&str] = &[
+    // 2: the run and action id as indexed columns (filled from the bodies), the
+    // counters table (filled from the entries), and the schema version table.
+    "ALTER TABLE entries ADD COLUMN run TEXT;
+     ALTER TABLE entries ADD COLUMN action_id TEXT;
+     UPDATE entries SET run = json_extract(body, '$.run_id'),
+                        action_id = json_extract(body, '$.action_id');
+     CREATE INDEX IF NOT EXISTS entries_action ON entries (action_id);
+     CREATE INDEX IF NOT EXISTS entries_run ON entries (run, seq) WHERE run IS NOT NULL;
+     CREATE TABLE IF NOT EXISTS counters (
+         dim  TEXT NOT NULL,
+         key  TEXT NOT NULL,
+         hour TEXT NOT NULL,
+         n    INTEGER NOT NULL,
+         PRIMARY KEY (dim, key, hour)
+     ) WITHOUT ROWID;
+     INSERT INTO counters (dim, key, hour, n)
+         SELECT 'decision', decision, '', count(*) FROM entries GROUP BY decision;
+     INSERT INTO counters (dim, key, hour, n)
+         SELECT 'level', coalesce(level, ''), '', count(*) FROM entries GROUP BY coalesce(level, '');
+     INSERT INTO counters (dim, key, hour, n)
+         SELECT 'system', system, '', count(*) FROM entries GROUP BY system;
+     INSERT INTO counters (dim, key, hour, n)
+         SELECT 'agent', coalesce(agent, ''), '', count(*) FROM entries GROUP BY coalesce(agent, '');
+     INSERT INTO counters (dim, key, hour, n)
+         SELECT 'decision', decision, substr(ts, 1, 13), count(*) FROM entries
+         GROUP BY decision, substr(ts, 1, 13);
+     CREATE TABLE IF NOT EXISTS attest_schema (
+         version INTEGER PRIMARY KEY,
+         applied TEXT NOT NULL
+     );",
+];
+
+const UPSERT_COUNTER: &str = "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
 
 /// How long a writer waits for another writer's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -47,8 +91,8 @@ DROP INDEX IF EXISTS entries_ts;";
 const TREE_FLUSH_LEAVES: u64 = 64;
 
 const INSERT_ENTRY: &str =
-    "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+    "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body, run, action_id)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 const INSERT_TREE_HASH: &str = "INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)";
 const SELECT_TIP: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
 
@@ -89,6 +133,10 @@ pub struct LedgerOptions {
     pub clock: Arc<dyn Clock>,
     /// Create the file (and its directory) when it does not exist.
     pub create: bool,
+    /// The tenant whose chain to open: in PostgreSQL a chain of its own in the same
+    /// database; in SQLite a file of its own beside the default one
+    /// (`ledger.sqlite` → `ledger.tenant-NAME.sqlite`). `None`: the default chain.
+    pub tenant: Option<String>,
 }
 
 impl Default for LedgerOptions {
@@ -97,6 +145,7 @@ impl Default for LedgerOptions {
             durability: Durability::Full,
             clock: Arc::new(SystemClock),
             create: true,
+            tenant: None,
         }
     }
 }
@@ -106,8 +155,26 @@ impl std::fmt::Debug for LedgerOptions {
         f.debug_struct("LedgerOptions")
             .field("durability", &self.durability)
             .field("create", &self.create)
+            .field("tenant", &self.tenant)
             .finish_non_exhaustive()
     }
+}
+
+/// The file of `tenant`'s SQLite ledger: `ledger.sqlite` → `ledger.tenant-NAME.sqlite`.
+pub(crate) fn tenant_path(path: &Path, tenant: Option<&str>) -> Result<PathBuf, LedgerError> {
+    let Some(tenant) = tenant else {
+        return Ok(path.to_path_buf());
+    };
+    crate::pg::check_tenant(tenant)?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "ledger".to_owned());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.tenant-{tenant}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.tenant-{tenant}"),
+    };
+    Ok(path.with_file_name(name))
 }
 
 /// What an append produced: the row's place and hash.
@@ -171,17 +238,42 @@ pub struct StoredRow<'a> {
     pub body: &'a [u8],
 }
 
-/// A hash-chained ledger in one SQLite file.
+/// A hash-chained ledger: one SQLite file, or one tenant's chain in a PostgreSQL
+/// database (`Ledger::open` with a `postgres://` URL).
 pub struct Ledger {
+    /// The file, or the server's URL without credentials.
     path: PathBuf,
+    store: Store,
+    clock: Arc<dyn Clock>,
+    pub(crate) group: GroupCommit,
+}
+
+/// Where the rows live.
+// One per open ledger, never moved around: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Store {
+    /// One SQLite file.
+    Sqlite(SqliteStore),
+    /// One tenant of a PostgreSQL database.
+    Postgres(Box<crate::pg::PgStore>),
+}
+
+/// The SQLite store's connection and append state.
+pub(crate) struct SqliteStore {
     conn: Mutex<Connection>,
     /// The chain's end as this connection last committed it; locked only while `conn`
     /// is held.
     edge: Mutex<Option<Edge>>,
-    clock: Arc<dyn Clock>,
-    pub(crate) group: GroupCommit,
     /// WAL checkpoints, run on a thread of their own instead of inside a commit.
     wal: WalCheckpointer,
+}
+
+impl SqliteStore {
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves no transaction open (rusqlite rolls back
+        // on drop), so the connection is still sound.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The tip and the tree's right edge, kept in memory so an append reads neither.
@@ -218,8 +310,15 @@ impl std::fmt::Debug for Ledger {
 
 impl Ledger {
     /// Opens (or, with `options.create`, creates) the ledger at `path`.
+    ///
+    /// `path` may be a `postgres://` (or `postgresql://`) URL: the ledger is then the
+    /// tenant's chain in that database, its schema created or upgraded on open.
     pub fn open(path: impl AsRef<Path>, options: LedgerOptions) -> Result<Ledger, LedgerError> {
-        let path = path.as_ref().to_path_buf();
+        let location = path.as_ref();
+        if crate::pg::is_url(location) {
+            return Ledger::open_postgres(location, &options, false);
+        }
+        let path = tenant_path(location, options.tenant.as_deref())?;
         if path.is_dir() {
             return Err(LedgerError::IsDirectory { path });
         }
@@ -268,25 +367,61 @@ impl Ledger {
         let wal = WalCheckpointer::start(&path).map_err(sqlite("opening the WAL checkpointer"))?;
         let ledger = Ledger {
             path,
-            conn: Mutex::new(conn),
-            edge: Mutex::new(None),
+            store: Store::Sqlite(SqliteStore {
+                conn: Mutex::new(conn),
+                edge: Mutex::new(None),
+                wal,
+            }),
             clock: options.clock,
             group: GroupCommit::default(),
-            wal,
         };
         ledger.init_schema()?;
         Ok(ledger)
+    }
+
+    /// Opens a ledger from the string a user gives: a file path, or a `postgres://`
+    /// URL. The one entry point for `--ledger` and the configuration file.
+    pub fn open_location(location: &str, options: LedgerOptions) -> Result<Ledger, LedgerError> {
+        Ledger::open(Path::new(location), options)
+    }
+
+    pub(crate) fn open_postgres(
+        location: &Path,
+        options: &LedgerOptions,
+        read_only: bool,
+    ) -> Result<Ledger, LedgerError> {
+        let url = location.to_str().ok_or_else(|| LedgerError::BadUrl {
+            detail: "the URL is not UTF-8".to_owned(),
+        })?;
+        let store = crate::pg::PgStore::open(
+            url,
+            options.tenant.as_deref(),
+            options.durability,
+            read_only,
+        )?;
+        Ok(Ledger::with_store(
+            store.name().to_path_buf(),
+            Store::Postgres(Box::new(store)),
+            options.clock.clone(),
+        ))
+    }
+
+    /// Whether this ledger lives in PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.pg().is_some()
     }
 
     /// A ledger over an open connection (the read-only opener's way in).
     pub(crate) fn from_connection(path: PathBuf, conn: Connection) -> Ledger {
         Ledger {
             path,
-            conn: Mutex::new(conn),
-            edge: Mutex::new(None),
+            store: Store::Sqlite(SqliteStore {
+                conn: Mutex::new(conn),
+                edge: Mutex::new(None),
+                wal: WalCheckpointer::inline(),
+            }),
             clock: Arc::new(SystemClock),
             group: GroupCommit::default(),
-            wal: WalCheckpointer::inline(),
         }
     }
 
@@ -311,14 +446,54 @@ impl Ledger {
         }
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves no transaction open (rusqlite rolls back
-        // on drop), so the connection is still sound.
-        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The SQLite connection; an internal error on another store (callers dispatch
+    /// to the PostgreSQL store before they get here).
+    pub(crate) fn lock(&self) -> Result<MutexGuard<'_, Connection>, LedgerError> {
+        match &self.store {
+            Store::Sqlite(store) => Ok(store.lock()),
+            Store::Postgres(_) => Err(LedgerError::Internal(
+                "a SQLite-only operation was called on a PostgreSQL ledger",
+            )),
+        }
+    }
+
+    /// The PostgreSQL store, when this ledger lives in one.
+    pub(crate) fn pg(&self) -> Option<&crate::pg::PgStore> {
+        match &self.store {
+            Store::Postgres(store) => Some(store),
+            Store::Sqlite(_) => None,
+        }
+    }
+
+    /// Runs `f` on one consistent snapshot of the ledger, whatever the store.
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(&dyn Source) -> Result<T, LedgerError>,
+    ) -> Result<T, LedgerError> {
+        match &self.store {
+            Store::Sqlite(store) => {
+                let mut conn = store.lock();
+                // One read transaction: a consistent snapshot even while others append.
+                let tx = conn.transaction().map_err(self.sqlite("starting a read"))?;
+                let source = SqliteSource::new(self, &tx);
+                f(&source)
+            }
+            Store::Postgres(store) => store.read(f),
+        }
+    }
+
+    /// Builds a ledger around a store (the PostgreSQL opener's way in).
+    pub(crate) fn with_store(path: PathBuf, store: Store, clock: Arc<dyn Clock>) -> Ledger {
+        Ledger {
+            path,
+            store,
+            clock,
+            group: GroupCommit::default(),
+        }
     }
 
     fn init_schema(&self) -> Result<(), LedgerError> {
-        let mut conn = self.lock();
+        let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.sqlite("reading the schema"))?;
@@ -331,7 +506,7 @@ impl Ledger {
             .map_err(self.sqlite("reading the schema"))?;
         let has_other_tables: bool = tx
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals'))",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema'))",
                 [],
                 |row| row.get(0),
             )
@@ -345,19 +520,23 @@ impl Ledger {
                 )
                 .optional()
                 .map_err(self.sqlite("reading the schema version"))?;
-            if found.as_deref() != Some(&SCHEMA_VERSION.to_string()) {
+            let version = found
+                .as_deref()
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|v| (1..=SCHEMA_VERSION).contains(v));
+            let Some(version) = version else {
                 return Err(LedgerError::SchemaVersion {
                     path: self.path.clone(),
                     found: found.unwrap_or_else(|| "none".to_owned()),
                     expected: SCHEMA_VERSION,
                 });
-            }
+            };
             // A ledger written before these indexes were dropped still has them; dropping
             // one that is not there changes nothing.
             tx.execute_batch(DROP_UNUSED_INDEXES)
                 .map_err(self.sqlite("dropping unused indexes"))?;
-            tx.commit()
-                .map_err(self.sqlite("dropping unused indexes"))?;
+            self.migrate(&tx, version)?;
+            tx.commit().map_err(self.sqlite("upgrading the schema"))?;
             return Ok(());
         }
         // `approvals` belongs to attest-core's approval store, which shares the file.
@@ -371,11 +550,35 @@ impl Ledger {
         tx.execute_batch(SCHEMA)
             .map_err(self.sqlite("creating the schema"))?;
         tx.execute(
-            "INSERT INTO attest_meta (key, value) VALUES ('schema_version', ?1)",
-            [SCHEMA_VERSION.to_string()],
+            "INSERT INTO attest_meta (key, value) VALUES ('schema_version', '1')",
+            [],
         )
         .map_err(self.sqlite("creating the schema"))?;
+        self.migrate(&tx, 1)?;
         tx.commit().map_err(self.sqlite("creating the schema"))
+    }
+
+    /// Runs the migrations after `version`, recording each in `attest_schema` and the
+    /// newest in `attest_meta`, inside the caller's write transaction.
+    fn migrate(&self, tx: &Connection, version: u32) -> Result<(), LedgerError> {
+        if version >= SCHEMA_VERSION {
+            return Ok(());
+        }
+        for (to, sql) in (2u32..).zip(MIGRATIONS).skip((version - 1) as usize) {
+            tx.execute_batch(sql)
+                .map_err(self.sqlite("upgrading the schema"))?;
+            tx.execute(
+                "INSERT OR REPLACE INTO attest_schema (version, applied) VALUES (?1, ?2)",
+                params![to, format_ts(self.now())],
+            )
+            .map_err(self.sqlite("upgrading the schema"))?;
+        }
+        tx.execute(
+            "UPDATE attest_meta SET value = ?1 WHERE key = 'schema_version'",
+            [SCHEMA_VERSION.to_string()],
+        )
+        .map_err(self.sqlite("upgrading the schema"))?;
+        Ok(())
     }
 
     /// Appends one record and returns its seq and hash once it is durable; concurrent
@@ -386,7 +589,22 @@ impl Ledger {
 
     /// Appends records in order, in one transaction and one sync.
     pub fn append_batch(&self, records: &[Record]) -> Result<Vec<Appended>, LedgerError> {
-        let mut conn = self.lock();
+        self.append_batch_tracked(records, &mut Vec::new())
+    }
+
+    /// [`Ledger::append_batch`], leaving in `attempted` the rows it built when it
+    /// fails: a failed commit may still have been durable (its acknowledgement lost),
+    /// and the caller looks for them before writing the records again.
+    pub(crate) fn append_batch_tracked(
+        &self,
+        records: &[Record],
+        attempted: &mut Vec<Appended>,
+    ) -> Result<Vec<Appended>, LedgerError> {
+        if let Some(pg) = self.pg() {
+            return pg.append_batch(records, self.clock.as_ref());
+        }
+        attempted.clear();
+        let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.sqlite("starting an append"))?;
@@ -394,12 +612,14 @@ impl Ledger {
         // can append in between. Until the commit, the edge lives only here: on any
         // error it is dropped and the next append reads the file again.
         let mut edge = self.edge_in(&tx)?;
-        let mut appended = Vec::with_capacity(records.len());
+        let appended = attempted;
         {
             let mut insert = tx
                 .prepare_cached(INSERT_ENTRY)
                 .map_err(self.sqlite("preparing an append"))?;
             let mut body = Vec::with_capacity(1024);
+            // The counters these rows move, summed, then written once each.
+            let mut counters: BTreeMap<(&'static str, String, String), u64> = BTreeMap::new();
             for record in records {
                 let seq = edge.seq + 1;
                 let ts = format_ts(self.clock.now());
@@ -416,6 +636,7 @@ impl Ledger {
                 let text = std::str::from_utf8(&body)
                     .map_err(|_| LedgerError::Internal("canonical JSON is not UTF-8"))?;
                 let hash = entry_hash(&body);
+                let level = record.verification.as_ref().map(|v| v.level.as_str());
                 insert
                     .execute(params![
                         seq,
@@ -425,10 +646,23 @@ impl Ledger {
                         &record.verb,
                         &record.agent,
                         &record.decision,
-                        record.verification.as_ref().map(|v| v.level.as_str()),
+                        level,
                         text,
+                        &record.run_id,
+                        &record.action_id,
                     ])
                     .map_err(self.sqlite("inserting an entry"))?;
+                for (dim, key, hour) in counter_keys(
+                    &ts,
+                    &record.system,
+                    record.agent.as_deref(),
+                    &record.decision,
+                    level,
+                ) {
+                    *counters
+                        .entry((dim, key.to_owned(), hour.to_owned()))
+                        .or_default() += 1;
+                }
                 // The tree hashes this leaf completes, kept until the next bulk write.
                 let pending = &mut edge.pending;
                 edge.range
@@ -436,6 +670,14 @@ impl Ledger {
                 edge.seq = seq;
                 edge.hash = hash;
                 appended.push(Appended { seq, hash, ts });
+            }
+            let mut upsert = tx
+                .prepare_cached(UPSERT_COUNTER)
+                .map_err(self.sqlite("counting an append"))?;
+            for ((dim, key, hour), n) in &counters {
+                upsert
+                    .execute(params![dim, key, hour, n])
+                    .map_err(self.sqlite("counting an append"))?;
             }
         }
         if edge.seq - edge.written >= TREE_FLUSH_LEAVES {
@@ -445,8 +687,10 @@ impl Ledger {
         tx.commit().map_err(self.sqlite("committing an append"))?;
         // Our own commit leaves `data_version` as it was, so the edge stays current.
         self.keep_edge(edge);
-        self.wal.committed(records.len(), &conn);
-        Ok(appended)
+        if let Store::Sqlite(store) = &self.store {
+            store.wal.committed(records.len(), &conn);
+        }
+        Ok(std::mem::take(appended))
     }
 
     /// Writes the pending tree hashes, inside the caller's write transaction.
@@ -471,12 +715,24 @@ impl Ledger {
 
     /// Keeps `edge` for the next append; only after its transaction committed.
     pub(crate) fn keep_edge(&self, edge: Edge) {
-        *self.edge_slot() = Some(edge);
+        if let Some(mut slot) = self.edge_slot() {
+            *slot = Some(edge);
+        }
     }
 
-    fn edge_slot(&self) -> MutexGuard<'_, Option<Edge>> {
-        // Only whole values are stored; a poisoned lock holds no torn state.
-        self.edge.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Drops the cached edge: the next append reads it from the file.
+    pub(crate) fn forget_edge(&self) {
+        if let Some(mut slot) = self.edge_slot() {
+            *slot = None;
+        }
+    }
+
+    fn edge_slot(&self) -> Option<MutexGuard<'_, Option<Edge>>> {
+        match &self.store {
+            // Only whole values are stored; a poisoned lock holds no torn state.
+            Store::Sqlite(store) => Some(store.edge.lock().unwrap_or_else(PoisonError::into_inner)),
+            Store::Postgres(_) => None,
+        }
     }
 
     /// The chain's end, inside a write transaction: the cached edge when no other
@@ -488,7 +744,7 @@ impl Ledger {
             .prepare_cached("PRAGMA data_version")
             .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
             .map_err(self.sqlite("reading the data version"))?;
-        let cached = self.edge_slot().take();
+        let cached = self.edge_slot().and_then(|mut slot| slot.take());
         if let Some(edge) = cached.filter(|edge| edge.data_version == data_version) {
             return Ok(edge);
         }
@@ -516,7 +772,7 @@ impl Ledger {
 
     /// The newest row's seq and hash, or `None` for an empty ledger.
     pub fn tip(&self) -> Result<Option<(u64, Hash)>, LedgerError> {
-        self.tip_in(&self.lock())
+        self.read(|src| src.tip())
     }
 
     pub(crate) fn tip_in(&self, conn: &Connection) -> Result<Option<(u64, Hash)>, LedgerError> {
@@ -541,42 +797,7 @@ impl Ledger {
 
     /// The newest `limit` rows, newest first, from the indexed columns.
     pub fn list(&self, limit: usize) -> Result<Vec<RowSummary>, LedgerError> {
-        let conn = self.lock();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT seq, ts, system, verb, agent, decision, level, hash
-                 FROM entries ORDER BY seq DESC LIMIT ?1",
-            )
-            .map_err(self.sqlite("listing entries"))?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = stmt
-            .query_map([limit], |row| {
-                let hash: Vec<u8> = row.get(7)?;
-                Ok((
-                    RowSummary {
-                        seq: row.get(0)?,
-                        ts: row.get(1)?,
-                        system: row.get(2)?,
-                        verb: row.get(3)?,
-                        agent: row.get(4)?,
-                        decision: row.get(5)?,
-                        level: row.get(6)?,
-                        hash: GENESIS,
-                    },
-                    hash,
-                ))
-            })
-            .map_err(self.sqlite("listing entries"))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (mut summary, hash) = row.map_err(self.sqlite("listing entries"))?;
-            summary.hash = hash.try_into().map_err(|_| LedgerError::BadRow {
-                seq: summary.seq,
-                detail: "hash column is not 32 bytes".to_owned(),
-            })?;
-            out.push(summary);
-        }
-        Ok(out)
+        self.list_filtered(&Filter::default(), limit)
     }
 
     /// Calls `visit` for every row with `seq >= from_seq`, in seq order, streaming.
@@ -585,9 +806,9 @@ impl Ledger {
     pub fn for_each_row(
         &self,
         from_seq: u64,
-        visit: impl FnMut(&StoredRow<'_>) -> Result<bool, LedgerError>,
+        mut visit: impl FnMut(&StoredRow<'_>) -> Result<bool, LedgerError>,
     ) -> Result<(), LedgerError> {
-        self.for_each_row_in(&self.lock(), from_seq, visit)
+        self.read(|src| src.rows(from_seq, &mut visit))
     }
 
     pub(crate) fn for_each_row_in(

@@ -4,13 +4,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use base64::Engine as _;
-use rusqlite::Connection;
 use serde::Serialize;
 use tlog_tiles::{check_record, check_tree, prove_record, prove_tree};
 
 use crate::canonical::{entry_hash, is_hex_of, to_hex, Hash, GENESIS};
 use crate::entry::{EntryView, FORMAT_VERSION};
-use crate::merkle::{leaf_hash, CompactRange, StoredHashes, TreeHash};
+use crate::merkle::{leaf_hash, CompactRange, TreeHash};
+use crate::source::{Hashes, Source};
 use crate::walk::Walked;
 use crate::{
     open_checkpoint, read_checkpoint_unverified, CheckpointBody, CheckpointError, Ledger,
@@ -167,6 +167,22 @@ impl ChainChecker {
     /// The hash of the last row checked (or the starting `prev`).
     pub fn prev(&self) -> Hash {
         self.prev
+    }
+
+    /// Records that a signature by `origin` was checked against `trusted`.
+    pub(crate) fn signed_by(&mut self, trusted: &[VerifierKey], origin: &str) {
+        self.report.signatures_checked = true;
+        if let Some(key) = trusted.iter().find(|k| k.name() == origin) {
+            let text = key.to_string();
+            if !self.report.verified_by.contains(&text) {
+                self.report.verified_by.push(text);
+            }
+        }
+    }
+
+    /// Adds a note for the reader (not a problem).
+    pub(crate) fn note(&mut self, note: String) {
+        self.report.notes.push(note);
     }
 
     /// Records a finding that is not about one row's contents.
@@ -334,20 +350,24 @@ impl Ledger {
     }
 
     /// [`Ledger::verify`] with trusted keys, anchors, or only since the newest checkpoint.
-    pub fn verify_with(&self, mut options: VerifyOptions<'_>) -> Result<VerifyReport, LedgerError> {
-        let mut conn = self.lock();
-        // One read transaction: a consistent snapshot even while others append.
-        let tx = conn
-            .transaction()
-            .map_err(self.sqlite("starting verification"))?;
-        let tip = self.tip_in(&tx)?.map(|(seq, _)| seq).unwrap_or(0);
-        let pruned = self.pruned_in(&tx)?;
+    pub fn verify_with(&self, options: VerifyOptions<'_>) -> Result<VerifyReport, LedgerError> {
+        // One snapshot: consistent even while others append.
+        self.read(|source| self.verify_in(source, options))
+    }
+
+    fn verify_in(
+        &self,
+        src: &dyn Source,
+        mut options: VerifyOptions<'_>,
+    ) -> Result<VerifyReport, LedgerError> {
+        let tip = src.tip()?.map(|(seq, _)| seq).unwrap_or(0);
+        let pruned = src.pruned()?;
         let stored = if options.since_checkpoint {
             // Only the newest checkpoint matters here: one row read and one signature
             // checked, not one per day.
-            self.latest_checkpoint_in(&tx)?.into_iter().collect()
+            src.latest_checkpoint()?.into_iter().collect()
         } else {
-            self.checkpoints_in(&tx)?
+            src.checkpoints()?
         };
         let mut checker = ChainChecker::default();
         let trusted = options.trusted;
@@ -528,7 +548,7 @@ impl Ledger {
             hash
         } else {
             let mut hash = None;
-            self.for_each_row_in(&tx, start, |row| {
+            src.rows(start, &mut |row| {
                 if row.seq == start {
                     hash = Some(entry_hash(row.body));
                 }
@@ -550,7 +570,7 @@ impl Ledger {
         if start > 0 {
             match claims.range(start..).next() {
                 Some((&size, claim)) => {
-                    if !self.included(&tx, start - 1, size, &prev, &claim.root) {
+                    if !included(src, start - 1, size, &prev, &claim.root) {
                         checker.report_problem(
                             start,
                             ProblemKind::CheckpointMismatch,
@@ -572,7 +592,7 @@ impl Ledger {
                 )),
             }
         }
-        let range = match CompactRange::from_stored(start, &StoredHashes::new(&tx)) {
+        let range = match CompactRange::from_stored(start, &Hashes(src)) {
             Ok(range) => range,
             Err(err) => {
                 checker.report_problem(
@@ -599,7 +619,7 @@ impl Ledger {
                         ),
                     );
                 }
-            } else if !self.consistent(&tx, size, &claim.root, start, &start_root) {
+            } else if !consistent(src, size, &claim.root, start, &start_root) {
                 checker.report_problem(
                     size,
                     ProblemKind::CheckpointMismatch,
@@ -621,7 +641,7 @@ impl Ledger {
             mut checker,
             range,
             tree_ok,
-        } = self.walk(&tx, start, expected, checker, range, &claims, |done| {
+        } = self.walk(src, start, expected, checker, range, &claims, |done| {
             if done - last_reported >= 4096 || done == expected {
                 last_reported = done;
                 if let Some(progress) = options.progress.as_mut() {
@@ -630,7 +650,7 @@ impl Ledger {
             }
         })?;
         // Tree hashes past the tip: rows were cut from the end, or hashes were planted.
-        let end = self.tree_hashes_end_in(&tx)?;
+        let end = src.tree_end()?;
         if end > tlog_tiles::stored_hash_count(tip) {
             checker.report_problem(
                 tip + 1,
@@ -644,7 +664,7 @@ impl Ledger {
         }
         // The stored tree must agree with the entries, or proofs served from it fail.
         if tree_ok && range.size() == tip && tip > 0 {
-            match self.root_in(&tx, tip) {
+            match crate::source::root(src, tip) {
                 Ok(stored_root) if stored_root == range.root() => {}
                 _ => checker.report_problem(tip, ProblemKind::TreeMismatch, format!(
                     "the stored tree hashes at size {tip} disagree with the entries; inclusion proofs would not check")),
@@ -652,55 +672,30 @@ impl Ledger {
         }
         Ok(checker.finish())
     }
+}
 
-    /// One past the highest stored tree-hash index (0 when there is none).
-    fn tree_hashes_end_in(&self, conn: &Connection) -> Result<u64, LedgerError> {
-        conn.query_row("SELECT MAX(idx) FROM tree_hashes", [], |row| {
-            row.get::<_, Option<u64>>(0)
+/// Whether the entry hashing to `entry` is leaf `index` of the tree with `root` at `size`.
+fn included(src: &dyn Source, index: u64, size: u64, entry: &Hash, root: &Hash) -> bool {
+    let stored = Hashes(src);
+    prove_record(size, index, &stored)
+        .and_then(|proof| {
+            check_record(
+                &proof,
+                size,
+                TreeHash(*root),
+                index,
+                TreeHash(leaf_hash(entry)),
+            )
         })
-        .map(|max| max.map_or(0, |idx| idx.saturating_add(1)))
-        .map_err(self.sqlite("reading the tree's size"))
-    }
+        .is_ok()
+}
 
-    /// Whether the entry hashing to `entry` is leaf `index` of the tree with `root` at `size`.
-    fn included(
-        &self,
-        conn: &Connection,
-        index: u64,
-        size: u64,
-        entry: &Hash,
-        root: &Hash,
-    ) -> bool {
-        let stored = StoredHashes::new(conn);
-        prove_record(size, index, &stored)
-            .and_then(|proof| {
-                check_record(
-                    &proof,
-                    size,
-                    TreeHash(*root),
-                    index,
-                    TreeHash(leaf_hash(entry)),
-                )
-            })
-            .is_ok()
-    }
-
-    /// Whether the tree of `old` entries with `old_root` is a prefix of the one at `new`.
-    fn consistent(
-        &self,
-        conn: &Connection,
-        old: u64,
-        old_root: &Hash,
-        new: u64,
-        new_root: &Hash,
-    ) -> bool {
-        let stored = StoredHashes::new(conn);
-        prove_tree(new, old, &stored)
-            .and_then(|proof| {
-                check_tree(&proof, new, TreeHash(*new_root), old, TreeHash(*old_root))
-            })
-            .is_ok()
-    }
+/// Whether the tree of `old` entries with `old_root` is a prefix of the one at `new`.
+fn consistent(src: &dyn Source, old: u64, old_root: &Hash, new: u64, new_root: &Hash) -> bool {
+    let stored = Hashes(src);
+    prove_tree(new, old, &stored)
+        .and_then(|proof| check_tree(&proof, new, TreeHash(*new_root), old, TreeHash(*old_root)))
+        .is_ok()
 }
 
 /// The trusted keys' names, for messages (`none` when there is none).

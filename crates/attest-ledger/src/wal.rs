@@ -96,8 +96,9 @@ impl WalCheckpointer {
     pub(crate) fn committed(&self, rows: usize, conn: &Connection) {
         let mut state = self.shared.lock();
         // An entry row is a few hundred bytes: a one-row commit writes the entries leaf,
-        // the tree_hashes leaf and sometimes an interior page.
-        state.pages += 2 + rows / 4;
+        // the counters page, a leaf of each of the two filter indexes (`action_id`,
+        // random; `run`), sometimes the tree_hashes leaf and an interior page.
+        state.pages += 4 + rows / 2;
         if state.pages < CHECKPOINT_PAGES {
             return;
         }

@@ -1,16 +1,14 @@
 //! The row-by-row part of verification, split over two threads: this thread reads
-//! rows and their stored tree hashes out of SQLite; a worker hashes, parses and
+//! rows and their stored tree hashes out of the store; a worker hashes, parses and
 //! checks them in order. Reading and checking cost about the same, so on two cores
 //! the walk takes about half the time, and memory stays flat (a few batches in flight).
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 
-use rusqlite::Connection;
-use tlog_tiles::stored_hash_index;
-
 use crate::canonical::{entry_hash, Hash};
 use crate::merkle::{leaf_hash, CompactRange};
+use crate::source::{Source, TreeSlot};
 use crate::verify::{b64, Claim};
 use crate::{ChainChecker, Ledger, LedgerError, ProblemKind, StoredRow};
 
@@ -116,7 +114,7 @@ impl Ledger {
     #[allow(clippy::too_many_arguments)] // one private call site; a struct would only rename them
     pub(crate) fn walk(
         &self,
-        conn: &Connection,
+        source: &dyn Source,
         start: u64,
         expected: u64,
         checker: ChainChecker,
@@ -126,7 +124,7 @@ impl Ledger {
     ) -> Result<Walked, LedgerError> {
         if expected <= INLINE_ROWS {
             let mut rows = Vec::new();
-            self.read_rows(conn, start, &mut progress, |batch| {
+            self.read_rows(source, start, &mut progress, |batch| {
                 rows.extend(batch);
                 true
             })?;
@@ -136,7 +134,7 @@ impl Ledger {
             let (send, receive) = mpsc::sync_channel::<Vec<OwnedRow>>(IN_FLIGHT);
             let worker = scope.spawn(move || check_rows(receive, checker, range, claims));
             let mut worker_gone = false;
-            let result = self.read_rows(conn, start, &mut progress, |batch| {
+            let result = self.read_rows(source, start, &mut progress, |batch| {
                 worker_gone = send.send(batch).is_err();
                 !worker_gone
             });
@@ -158,55 +156,25 @@ impl Ledger {
     /// in batches handed to `sink`; stops when `sink` returns `false`.
     fn read_rows(
         &self,
-        conn: &Connection,
+        source: &dyn Source,
         start: u64,
         progress: &mut impl FnMut(u64),
         mut sink: impl FnMut(Vec<OwnedRow>) -> bool,
     ) -> Result<(), LedgerError> {
-        let mut tree_stmt = conn
-            .prepare_cached("SELECT idx, hash FROM tree_hashes WHERE idx >= ?1 ORDER BY idx")
-            .map_err(self.sqlite("reading tree hashes"))?;
-        let mut tree_rows = tree_stmt
-            .query([stored_hash_index(0, start)])
-            .map_err(self.sqlite("reading tree hashes"))?;
         let mut batch = Vec::with_capacity(BATCH);
-        let mut leaf = start;
         let mut read = 0u64;
         let mut open = true;
-        let mut unwritten = false;
-        self.for_each_row_in(conn, start + 1, |row| {
+        source.rows_with_tree(start, &mut |row, slot| {
             let mut owned = OwnedRow::copy(row);
-            // The stored hashes this leaf completed: 1 + trailing zeros of leaf + 1.
-            let count = 1 + (leaf + 1).trailing_zeros() as u64;
-            let first = stored_hash_index(0, leaf);
             let from = owned.data.len();
-            let mut in_order = true;
-            for k in 0..count {
-                if unwritten {
-                    break;
+            match slot {
+                TreeSlot::Stored(hashes) => {
+                    owned.data.extend_from_slice(hashes);
+                    owned.tree = Some((from, owned.data.len()));
                 }
-                match tree_rows
-                    .next()
-                    .map_err(self.sqlite("reading tree hashes"))?
-                {
-                    // The table ends at a leaf boundary: the rest is the unwritten tail.
-                    None if k == 0 => unwritten = true,
-                    Some(stored) => {
-                        let idx: Option<u64> = stored.get(0).ok();
-                        let bytes = stored.get_ref(1).ok().and_then(|v| v.as_blob().ok());
-                        match bytes {
-                            Some(bytes) if idx == Some(first + k) && bytes.len() == 32 => {
-                                owned.data.extend_from_slice(bytes)
-                            }
-                            _ => in_order = false,
-                        }
-                    }
-                    None => in_order = false,
-                }
+                TreeSlot::Bad => {}
+                TreeSlot::Unwritten => owned.unwritten = true,
             }
-            owned.tree = in_order.then_some((from, owned.data.len()));
-            owned.unwritten = unwritten;
-            leaf += 1;
             batch.push(owned);
             if batch.len() == BATCH {
                 read += BATCH as u64;

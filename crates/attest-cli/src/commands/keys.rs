@@ -12,12 +12,16 @@ pub(crate) fn keygen(config: &Config, args: &KeygenArgs) -> anyhow::Result<ExitC
     if path.exists() {
         anyhow::bail!("{} already exists; not overwriting a key", path.display());
     }
-    let name = args
-        .name
-        .as_deref()
-        .or(config.file.origin.as_deref())
-        .unwrap_or("attest-ledger");
-    let (key, private) = SigningKey::generate(name)?;
+    // A tenant signs under an origin of its own (`attest-ledger/acme`) unless one is named.
+    let name = match (
+        args.name.as_deref().or(config.file.origin.as_deref()),
+        &config.tenant,
+    ) {
+        (Some(name), _) => name.to_owned(),
+        (None, Some(tenant)) => format!("attest-ledger/{tenant}"),
+        (None, None) => "attest-ledger".to_owned(),
+    };
+    let (key, private) = SigningKey::generate(&name)?;
     SigningKey::write_new(&path, &private)?;
     let public = path.with_extension("pub");
     std::fs::write(&public, format!("{}\n", key.verifier()))

@@ -2,7 +2,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 
-use attest_ledger::{to_hex, Ledger, LedgerError, RowSummary};
+use attest_ledger::{format_ts, to_hex, Counts, Filter, Ledger, LedgerError, RowSummary};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -14,17 +14,85 @@ use crate::terminal::escape;
 
 pub(crate) fn run(config: &Config, args: &LedgerArgs) -> anyhow::Result<ExitCode> {
     let ledger = config.open_ledger_read_only()?;
-    let rows = ledger.list(args.limit)?;
-    let listed = with_outcomes(&ledger, &rows)?;
     let mut out = std::io::stdout().lock();
+    if args.counts {
+        let counts = ledger.counts()?;
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &counts)?;
+            writeln!(out)?;
+        } else {
+            print_counts(&mut out, &counts)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let filter = filter(args)?;
+    let filtered = filter != Filter::default();
+    let rows = ledger.list_filtered(&filter, args.limit)?;
+    let listed = with_outcomes(&ledger, &rows)?;
     if args.json {
         serde_json::to_writer_pretty(&mut out, &listed)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if filtered && listed.is_empty() {
+        writeln!(out, "(no row matches)")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     print_listed(&mut out, &listed)?;
-    print_open_intents(&mut out, &attest_core::open_intents(&ledger, 1)?)?;
+    if !filtered {
+        print_open_intents(&mut out, &attest_core::open_intents(&ledger, 1)?)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The listing filter from the flags; `--since` must be an RFC 3339 time, compared in
+/// the ledger's own form (UTC, microseconds).
+fn filter(args: &LedgerArgs) -> anyhow::Result<Filter> {
+    let since = match &args.since {
+        None => None,
+        Some(text) => {
+            let time = humantime::parse_rfc3339_weak(text.trim_end_matches('Z'))
+                .or_else(|_| humantime::parse_rfc3339(text))
+                .map_err(|err| {
+                    anyhow::anyhow!("bad --since {text:?}: {err} (use e.g. 2026-12-01T09:00:00Z)")
+                })?;
+            Some(format_ts(time))
+        }
+    };
+    Ok(Filter {
+        run: args.run.clone(),
+        agent: args.agent.clone(),
+        system: args.system.clone(),
+        decision: args.decision.clone(),
+        level: args.level.clone(),
+        since,
+        action_id: args.action.clone(),
+    })
+}
+
+fn print_counts(out: &mut impl Write, counts: &Counts) -> std::io::Result<()> {
+    writeln!(out, "{} entries", counts.total)?;
+    let sections = [
+        ("by decision", &counts.by_decision),
+        ("by level", &counts.by_level),
+        ("by system", &counts.by_system),
+        ("by agent", &counts.by_agent),
+    ];
+    for (title, map) in sections {
+        writeln!(out, "{title}:")?;
+        for (key, n) in map {
+            writeln!(out, "  {:<24} {n}", escape(key))?;
+        }
+    }
+    writeln!(out, "by hour (UTC):")?;
+    for (hour, map) in &counts.by_hour {
+        let parts: Vec<String> = map
+            .iter()
+            .map(|(decision, n)| format!("{} {n}", escape(decision)))
+            .collect();
+        writeln!(out, "  {}  {}", escape(hour), parts.join(", "))?;
+    }
+    Ok(())
 }
 
 /// A listed row and what became of its action, as `attest ledger` shows it.

@@ -4,6 +4,7 @@ mod anchor;
 mod approvals;
 mod checkpoint;
 mod config;
+mod copy;
 mod demo;
 mod detect;
 mod export;
@@ -45,6 +46,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ledger(args) => ledger::run(&config, &args),
         Command::Verify(args) => verify::run(&config, &args),
         Command::Export(args) => export::run(&config, &args),
+        Command::Copy(args) => copy::run(&config, &args),
         Command::Keygen(args) => keys::keygen(&config, &args),
         Command::Key(command) => keys::key(&config, &command),
         Command::Checkpoint(args) => checkpoint::run(&config, &args),

@@ -29,9 +29,14 @@ pub(crate) fn prove(config: &Config, args: &ProveArgs) -> anyhow::Result<ExitCod
             }
         }
         (None, Some(seq)) => {
-            let proof = ledger
-                .prove_inclusion(seq, args.size)
-                .map_err(|err| with_hint(&ledger, seq, args.size, err))?;
+            let proof = match &args.archive {
+                None => ledger.prove_inclusion(seq, args.size),
+                Some(path) => {
+                    let archive = crate::commands::verify::read_archive(path)?;
+                    ledger.prove_inclusion_archived(seq, args.size, &archive)
+                }
+            }
+            .map_err(|err| with_hint(&ledger, seq, args.size, err))?;
             unsigned_note(proof.tree_size, proof.checkpoint.is_none());
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &proof)?;

@@ -2,6 +2,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
+use std::os::unix::fs::OpenOptionsExt;
+
+use anyhow::Context;
 use attest_ledger::VerifyOptions;
 
 use crate::cli::PruneArgs;
@@ -32,7 +35,24 @@ pub(crate) fn run(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode>
         writeln!(std::io::stderr().lock(), "attest: not pruned")?;
         return Ok(ExitCode::from(1));
     }
-    let pruned = ledger.prune(cutoff, &key)?;
+    let pruned = match &args.archive {
+        None => ledger.prune(cutoff, &key)?,
+        Some(path) => {
+            // A new private file: an archive holds the same rows the ledger did.
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .with_context(|| format!("cannot create archive {}", path.display()))?;
+            let mut out = std::io::BufWriter::new(file);
+            let pruned = ledger.prune_archived(cutoff, &key, &mut out)?;
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()
+                .with_context(|| format!("cannot sync archive {}", path.display()))?;
+            pruned
+        }
+    };
     let mut out = std::io::stdout().lock();
     if pruned.removed == 0 {
         writeln!(
@@ -52,6 +72,16 @@ pub(crate) fn run(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode>
              boundary and binds it to that signed checkpoint",
             key.verifier()
         )?;
+        if let Some(path) = &args.archive {
+            writeln!(
+                out,
+                "the removed rows are in {}: `attest verify --archive {}` checks them, \
+                 `attest prove SEQ --archive {}` proves one",
+                path.display(),
+                path.display(),
+                path.display()
+            )?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -64,7 +94,7 @@ fn confirmed(count: u64, days: u64, config: &Config) -> anyhow::Result<bool> {
             "prune would remove {} older than {days} days from {}; \
              there is no terminal to confirm on: pass --yes to prune",
             super::entries(count),
-            config.ledger_path.display()
+            config.ledger_display()
         );
     }
     let mut err = std::io::stderr().lock();
@@ -73,7 +103,7 @@ fn confirmed(count: u64, days: u64, config: &Config) -> anyhow::Result<bool> {
         "remove {} older than {days} days from {}? They stay provable through \
          the signed checkpoint, but their bodies are gone unless exported first. [y/N] ",
         super::entries(count),
-        config.ledger_path.display()
+        config.ledger_display()
     )?;
     err.flush()?;
     let mut answer = String::new();

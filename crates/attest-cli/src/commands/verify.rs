@@ -1,6 +1,8 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use attest_core::{open_intents, OpenIntent};
 use attest_ledger::{to_hex, LedgerError, VerifyOptions, VerifyReport};
 use serde_json::json;
@@ -27,14 +29,15 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
     }
     // Read-only: verify works on a read-only disk and never writes to what it checks
     // (an empty or foreign file stays as it is, and is reported as no ledger).
-    let ledger = match attest_ledger::Ledger::open_read_only(&config.ledger_path) {
+    let ledger = match attest_ledger::Ledger::open_read_only_tenant(
+        &config.ledger_path,
+        config.tenant.as_deref(),
+    ) {
         Ok(ledger) => ledger,
         Err(err @ LedgerError::NotALedger { .. }) => return not_a_ledger(&err, args.json),
         Err(err) => {
-            return Err(anyhow::Error::new(err).context(format!(
-                "cannot open ledger {}",
-                config.ledger_path.display()
-            )))
+            return Err(anyhow::Error::new(err)
+                .context(format!("cannot open ledger {}", config.ledger_display())))
         }
     };
     let bar = (!args.json && std::io::stderr().is_terminal()).then(progress_bar);
@@ -60,6 +63,22 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
         _ => 1,
     };
     let intents = open_intents(&ledger, from)?;
+    let mut report = report;
+    for path in &args.archive {
+        let archive = read_archive(path)?;
+        let checked = ledger.verify_archive(&archive, &trusted)?;
+        report.checked += checked.checked;
+        report.signatures_checked |= checked.signatures_checked;
+        for note in checked.notes {
+            report
+                .notes
+                .push(format!("archive {}: {note}", path.display()));
+        }
+        for mut problem in checked.problems {
+            problem.detail = format!("archive {}: {}", path.display(), problem.detail);
+            report.problems.push(problem);
+        }
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         let mut json = report_json(&report);
@@ -75,6 +94,14 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Reads a prune archive, naming the file in errors.
+pub(crate) fn read_archive(path: &std::path::Path) -> anyhow::Result<attest_ledger::Archive> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read archive {}", path.display()))?;
+    attest_ledger::Archive::read(std::io::BufReader::new(file))
+        .with_context(|| format!("{} is not an attest archive", path.display()))
 }
 
 /// An empty or foreign file where the ledger should be: not intact (exit 1), untouched.

@@ -95,6 +95,7 @@ fn write_ledger(path: &Path, mut actions: Vec<(u64, Act<'_>)>) {
             durability: Durability::Off,
             clock: Arc::new(PinnedClock(Arc::clone(&now))),
             create: true,
+            ..LedgerOptions::default()
         },
     )
     .unwrap();

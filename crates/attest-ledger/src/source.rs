@@ -1,0 +1,69 @@
+//! What verification, proofs, roots and listings read, whatever the store: one
+//! consistent snapshot of one ledger (a tenant's chain, in PostgreSQL).
+//!
+//! SQLite answers from one read transaction on the ledger's connection; PostgreSQL
+//! from one `REPEATABLE READ` transaction. Everything above this trait (the chain
+//! check, the tree check, proofs) is the same code for both, so both stores give the
+//! same reports, roots and proofs for the same rows.
+
+use tlog_tiles::HashReader;
+
+use crate::canonical::Hash;
+use crate::merkle::TreeHash;
+use crate::{LedgerError, StoredCheckpoint, StoredRow};
+
+/// The stored tree hashes a leaf completed, as a row is read beside them.
+pub(crate) enum TreeSlot<'a> {
+    /// The hashes, 32 bytes each, in stored-index order.
+    Stored(&'a [u8]),
+    /// A hash is missing, out of order or not 32 bytes.
+    Bad,
+    /// The stored hashes end before this leaf (SQLite writes them in bulk): nothing
+    /// stored to compare.
+    Unwritten,
+}
+
+/// A row visitor: returns `false` to stop.
+pub(crate) type Visit<'v> = dyn FnMut(&StoredRow<'_>) -> Result<bool, LedgerError> + 'v;
+/// A row-with-tree visitor: returns `false` to stop.
+pub(crate) type VisitTree<'v> =
+    dyn FnMut(&StoredRow<'_>, TreeSlot<'_>) -> Result<bool, LedgerError> + 'v;
+
+/// One snapshot of one ledger.
+pub(crate) trait Source {
+    /// The newest row's seq and stored hash.
+    fn tip(&self) -> Result<Option<(u64, Hash)>, LedgerError>;
+    /// The last pruned seq and its entry hash.
+    fn pruned(&self) -> Result<Option<(u64, Hash)>, LedgerError>;
+    /// Every stored checkpoint, smallest first.
+    fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError>;
+    /// The newest stored checkpoint.
+    fn latest_checkpoint(&self) -> Result<Option<StoredCheckpoint>, LedgerError>;
+    /// Rows with `seq >= from`, in seq order, until `visit` says stop.
+    fn rows(&self, from: u64, visit: &mut Visit<'_>) -> Result<(), LedgerError>;
+    /// Rows after leaf `start` (seq `start + 1` on) with the stored tree hashes each
+    /// one completed.
+    fn rows_with_tree(&self, start: u64, visit: &mut VisitTree<'_>) -> Result<(), LedgerError>;
+    /// Tree hashes by stored index (the unwritten tail computed from the entries).
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<TreeHash>, tlog_tiles::Error>;
+    /// One past the highest stored tree-hash index (0 when there is none).
+    fn tree_end(&self) -> Result<u64, LedgerError>;
+    /// Where the ledger lives, for messages.
+    fn path(&self) -> &std::path::Path;
+}
+
+/// A [`Source`] as `tlog_tiles` reads hashes.
+pub(crate) struct Hashes<'s>(pub(crate) &'s dyn Source);
+
+impl HashReader for Hashes<'_> {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<TreeHash>, tlog_tiles::Error> {
+        self.0.read_hashes(indexes)
+    }
+}
+
+/// The Merkle root of the first `size` entries, from stored hashes in O(log n).
+pub(crate) fn root(source: &dyn Source, size: u64) -> Result<Hash, LedgerError> {
+    tlog_tiles::tree_hash(size, &Hashes(source))
+        .map(|h| h.0)
+        .map_err(|source| LedgerError::Tree { seq: size, source })
+}

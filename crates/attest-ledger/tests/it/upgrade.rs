@@ -1,0 +1,106 @@
+//! A ledger written by the release before schema version 2 (a committed fixture: 18
+//! rows from `attest demo`, checkpoints at 12 and 18) opens, is upgraded in place, and
+//! still verifies under its key, exports the same bytes, and appends.
+
+use attest_ledger::{Filter, Ledger, LedgerOptions, VerifierKey, VerifyOptions};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/v1-ledger.sqlite"
+);
+const FIXTURE_KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1-ledger.pub");
+const FIXTURE_EXPORT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/v1-ledger.jsonl"
+);
+
+fn check(ledger: &Ledger) {
+    let trusted = vec![VerifierKey::load(std::path::Path::new(FIXTURE_KEY)).unwrap()];
+    let report = ledger
+        .verify_with(VerifyOptions {
+            trusted: &trusted,
+            require_signature: true,
+            ..VerifyOptions::default()
+        })
+        .unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    let mut out = Vec::new();
+    ledger.export_jsonl(&mut out).unwrap();
+    assert_eq!(out, std::fs::read(FIXTURE_EXPORT).unwrap());
+}
+
+#[test]
+fn a_ledger_written_by_the_previous_release_opens_upgrades_and_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    std::fs::copy(FIXTURE, &path).unwrap();
+    // Read-only, it reads as it is (no upgrade without a write).
+    check(&Ledger::open_read_only(&path).unwrap());
+    let ledger = Ledger::open(&path, LedgerOptions::default()).unwrap();
+    check(&ledger);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: String = conn
+        .query_row(
+            "SELECT value FROM attest_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, attest_ledger::SCHEMA_VERSION.to_string());
+    let applied: Vec<u32> = conn
+        .prepare("SELECT version FROM attest_schema ORDER BY version")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(applied, [2]);
+    // The counters and the new columns were filled from the existing rows.
+    let counts = ledger.counts().unwrap();
+    assert_eq!(counts.total, 18);
+    assert_eq!(counts.by_agent["demo-agent"], 18);
+    let first_action: String = {
+        let mut id = String::new();
+        ledger
+            .for_each_row(1, |row| {
+                let body: serde_json::Value = serde_json::from_slice(row.body).unwrap();
+                id = body["action_id"].as_str().unwrap().to_owned();
+                Ok(false)
+            })
+            .unwrap();
+        id
+    };
+    let rows = ledger
+        .list_filtered(
+            &Filter {
+                action_id: Some(first_action),
+                ..Filter::default()
+            },
+            10,
+        )
+        .unwrap();
+    assert_eq!(rows.iter().map(|r| r.seq).collect::<Vec<_>>(), [1]);
+    assert_eq!(ledger.append(&crate::sample_record(19)).unwrap().seq, 19);
+    assert!(ledger.verify().unwrap().is_intact());
+    assert_eq!(ledger.counts().unwrap().total, 19);
+    drop(ledger);
+    // Opening it again changes nothing.
+    let again = Ledger::open(&path, LedgerOptions::default()).unwrap();
+    assert_eq!(again.counts().unwrap().total, 19);
+}
+
+/// The fixture, copied to PostgreSQL, exports the same bytes and verifies under its key.
+#[test]
+fn the_previous_releases_ledger_copies_to_postgres_unchanged() {
+    let Some(db) = crate::pg_db("the_previous_releases_ledger_copies_to_postgres_unchanged") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    std::fs::copy(FIXTURE, &path).unwrap();
+    let source = Ledger::open_read_only(&path).unwrap();
+    let target = Ledger::open(&db.url, LedgerOptions::default()).unwrap();
+    assert_eq!(source.copy_to(&target).unwrap(), 18);
+    check(&target);
+    assert_eq!(target.counts().unwrap().total, 18);
+}
