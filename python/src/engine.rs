@@ -107,6 +107,33 @@ pub(crate) struct CallSpec {
     pub(crate) coding_agent: bool,
 }
 
+/// The framework name under which calls are a coding agent's own tools (`Bash`, `Write`,
+/// …), described from their input (`attest.claude_agent_sdk` passes it).
+const CODING_AGENT_FRAMEWORK: &str = "claude-agent-sdk";
+
+impl CallSpec {
+    /// The call as the Python side names it; the framework [`CODING_AGENT_FRAMEWORK`]
+    /// makes it a coding agent's own tool.
+    pub(crate) fn new(
+        name: String,
+        system: Option<String>,
+        verb: Option<Verb>,
+        target: Option<String>,
+        framework: Option<String>,
+        run_id: Option<String>,
+    ) -> CallSpec {
+        CallSpec {
+            name,
+            system,
+            verb,
+            target,
+            coding_agent: framework.as_deref() == Some(CODING_AGENT_FRAMEWORK),
+            framework,
+            run_id,
+        }
+    }
+}
+
 /// The pipeline of one call, suspended while its tool runs.
 type Pipeline = Pin<Box<dyn Future<Output = Result<Receipt, AttestError>> + Send>>;
 

@@ -21,10 +21,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
 
-/// The framework name under which calls are a coding agent's own tools (`Bash`, `Write`,
-/// …), described from their input (`attest.claude_agent_sdk` passes it).
-const CODING_AGENT_FRAMEWORK: &str = "claude-agent-sdk";
-
 use engine::{CallSpec, Engine as CoreEngine, EngineError, Settings, Started};
 
 pyo3::create_exception!(
@@ -231,15 +227,7 @@ impl Engine {
         run_id: Option<String>,
         token: Option<String>,
     ) -> PyResult<Running> {
-        let spec = CallSpec {
-            name,
-            system,
-            verb: parse_verb(verb)?,
-            target,
-            coding_agent: framework.as_deref() == Some(CODING_AGENT_FRAMEWORK),
-            framework,
-            run_id,
-        };
+        let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
         let presented = parse_json(params, "params")?;
         let action = CoreEngine::action(&spec, presented.clone());
         let started = py.detach(|| match token {
@@ -271,15 +259,7 @@ impl Engine {
         framework: Option<String>,
         run_id: Option<String>,
     ) -> PyResult<Receipt> {
-        let spec = CallSpec {
-            name,
-            system,
-            verb: parse_verb(verb)?,
-            target,
-            coding_agent: framework.as_deref() == Some(CODING_AGENT_FRAMEWORK),
-            framework,
-            run_id,
-        };
+        let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
         let action = CoreEngine::action(&spec, parse_json(params, "params")?);
         let result = result.map(|text| parse_json(text, "result")).transpose()?;
         let receipt = py.detach(|| self.inner.record(action, result));

@@ -27,23 +27,7 @@ async fn the_dashboard_shows_counts_lists_and_a_run() {
 
     let browser = launch(&chromium);
     let mut cdp = Cdp::connect(&browser.ws_url).await;
-    let target = cdp
-        .call(
-            None,
-            "Target.createTarget",
-            json!({"url": format!("{}/dashboard", server.url)}),
-        )
-        .await;
-    let session = cdp
-        .call(
-            None,
-            "Target.attachToTarget",
-            json!({"targetId": target["targetId"], "flatten": true}),
-        )
-        .await["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let session = cdp.open_page(&format!("{}/dashboard", server.url)).await;
     cdp.call(
         Some(&session),
         "Emulation.setDeviceMetricsOverride",

@@ -111,6 +111,22 @@ impl Cdp {
         Cdp { ws, next: 0 }
     }
 
+    /// Opens `url` in a new tab and attaches to it; returns the tab's session id.
+    pub(crate) async fn open_page(&mut self, url: &str) -> String {
+        let target = self
+            .call(None, "Target.createTarget", json!({ "url": url }))
+            .await;
+        self.call(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        )
+        .await["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     pub(crate) async fn call(
         &mut self,
         session: Option<&str>,
@@ -239,23 +255,7 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
 
     let browser = launch(&chromium);
     let mut cdp = Cdp::connect(&browser.ws_url).await;
-    let target = cdp
-        .call(
-            None,
-            "Target.createTarget",
-            json!({"url": format!("{}/", server.url)}),
-        )
-        .await;
-    let session = cdp
-        .call(
-            None,
-            "Target.attachToTarget",
-            json!({"targetId": target["targetId"], "flatten": true}),
-        )
-        .await["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let session = cdp.open_page(&format!("{}/", server.url)).await;
     // Signed out, the page shows nothing but the login; sign in the way a person would.
     cdp.wait_for(
         &session,
