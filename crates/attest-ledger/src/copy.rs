@@ -54,16 +54,10 @@ impl Ledger {
         let mut copied = 0u64;
         {
             let mut insert = tx
-                .prepare(
-                    "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body, run, action_id)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                )
+                .prepare_cached(crate::sqlite::INSERT_ENTRY)
                 .map_err(self.sqlite("copying entries"))?;
             let mut count = tx
-                .prepare(
-                    "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, 1)
-                     ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + 1",
-                )
+                .prepare_cached(crate::sqlite::UPSERT_COUNTER)
                 .map_err(self.sqlite("copying entries"))?;
             let from = source.pruned()?.map_or(0, |(seq, _)| seq) + 1;
             source.rows(from, &mut |row| {
@@ -92,7 +86,7 @@ impl Ledger {
                     counter_keys(row.ts, row.system, row.agent, row.decision, row.level)
                 {
                     count
-                        .execute(params![dim, key, hour])
+                        .execute(params![dim, key, hour, 1])
                         .map_err(self.sqlite("copying entries"))?;
                 }
                 copied += 1;
@@ -101,7 +95,7 @@ impl Ledger {
             let tip = source.tip()?.map_or(0, |(seq, _)| seq);
             let total = tlog_tiles::stored_hash_count(tip);
             let mut tree = tx
-                .prepare("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")
+                .prepare_cached(crate::sqlite::INSERT_TREE_HASH)
                 .map_err(self.sqlite("copying tree hashes"))?;
             let mut start = 0u64;
             while start < total {

@@ -64,7 +64,8 @@ const MIGRATIONS: &[&str] = &[
      );",
 ];
 
-const UPSERT_COUNTER: &str = "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, ?4)
+pub(crate) const UPSERT_COUNTER: &str =
+    "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, ?4)
      ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
 
 /// How long a writer waits for another writer's lock before giving up.
@@ -90,10 +91,10 @@ DROP INDEX IF EXISTS entries_ts;";
 /// verify are the same whether they are written or not. A checkpoint writes them.
 const TREE_FLUSH_LEAVES: u64 = 64;
 
-const INSERT_ENTRY: &str =
+pub(crate) const INSERT_ENTRY: &str =
     "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body, run, action_id)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
-const INSERT_TREE_HASH: &str = "INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)";
+pub(crate) const INSERT_TREE_HASH: &str = "INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)";
 const SELECT_TIP: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
 
 const SCHEMA: &str = "
