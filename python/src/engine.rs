@@ -19,14 +19,14 @@ use std::time::Duration;
 
 use attest_core::approvals::{ApprovalStore, DEFAULT_USE_BY};
 use attest_core::detect::{detect, DetectInput};
-use attest_core::{Attest, AttestError, Receipt, ResumeToken, StoreGate, ToolError};
+use attest_core::{Attest, AttestError, Outcome, Receipt, ResumeToken, Start, StoreGate, ToolError};
 use attest_ledger::{Durability, Ledger, LedgerError, LedgerOptions, SigningKey, VerifyOptions};
 use attest_policy::{Action, PolicyEngine, PolicyError, Verb, MAX_POLICY_BYTES};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 /// Why the engine could not be opened or could not do what it was asked; outcomes of
-/// calls (refused, rejected, held, the tool failed) are [`AttestError`]s.
+/// calls (refused, rejected, held, the tool failed) are [`Outcome`]s.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum EngineError {
@@ -135,7 +135,10 @@ impl CallSpec {
 }
 
 /// The pipeline of one call, suspended while its tool runs.
-type Pipeline = Pin<Box<dyn Future<Output = Result<Receipt, AttestError>> + Send>>;
+type Pipeline = Pin<Box<dyn Future<Output = Result<CallOutcome, AttestError>> + Send>>;
+
+/// How a call ended, over the tool's answer as JSON.
+pub(crate) type CallOutcome = Outcome<Value, ToolError>;
 
 /// What the pipeline's `execute` step hands the caller: the params, and where to answer.
 type Handover = (Value, oneshot::Sender<Result<Value, ToolError>>);
@@ -154,8 +157,8 @@ pub(crate) struct Running {
 pub(crate) enum Started {
     /// Cleared: run the tool.
     Run(Running),
-    /// Finished without running the tool (an outcome that is an error: refused, held, …).
-    Done(Result<Receipt, AttestError>),
+    /// Finished without running the tool (refused, held, …), or could not decide.
+    Done(Result<CallOutcome, AttestError>),
 }
 
 impl Engine {
@@ -243,7 +246,7 @@ impl Engine {
     /// (call it without holding the GIL).
     pub(crate) fn start(&self, action: Action) -> Started {
         let attest = self.attest.clone();
-        self.handshake(move |execute| async move { attest.run(action, execute).await })
+        self.handshake(move |execute| async move { attest.call(action).run(execute).await })
     }
 
     /// Resumes the action `token` stands for (approved by a person): returns it to run
@@ -251,7 +254,7 @@ impl Engine {
     pub(crate) fn resume(&self, token: String) -> Started {
         let attest = self.attest.clone();
         let token = ResumeToken::new(token);
-        self.handshake(move |execute| async move { attest.resume(&token, execute).await })
+        self.handshake(move |execute| async move { attest.call(token).run(execute).await })
     }
 
     /// Resumes the approved action `token` stands for, presented again as `action` (an
@@ -259,9 +262,8 @@ impl Engine {
     pub(crate) fn resume_action(&self, token: String, action: Action) -> Started {
         let attest = self.attest.clone();
         let token = ResumeToken::new(token);
-        self.handshake(
-            move |execute| async move { attest.resume_action(&token, action, execute).await },
-        )
+        let retry = Start::retry(&token, action);
+        self.handshake(move |execute| async move { attest.call(retry).run(execute).await })
     }
 
     /// Records an action that already happened. Blocks.
@@ -301,7 +303,7 @@ impl Engine {
     fn handshake<C, Fut>(&self, call: C) -> Started
     where
         C: FnOnce(Executor) -> Fut,
-        Fut: Future<Output = Result<Receipt, AttestError>> + Send + 'static,
+        Fut: Future<Output = Result<CallOutcome, AttestError>> + Send + 'static,
     {
         let (handover, mut handed) = oneshot::channel::<Handover>();
         let execute: Executor = Box::new(move |params| {
@@ -352,9 +354,9 @@ impl Running {
     /// tool's own error.
     pub(crate) fn finish(self, answer: Result<Value, String>) -> Result<Receipt, EngineError> {
         let _ = self.answer.send(answer.map_err(ToolError::from));
+        // Once the tool has run, the call ends `Ran` or `Failed`: either way, its row.
         match self.runtime.block_on(self.pipeline) {
-            Ok(receipt) => Ok(receipt),
-            Err(AttestError::ToolFailed { receipt, .. }) => Ok(*receipt),
+            Ok(outcome) => Ok(outcome.into_receipt()),
             Err(err) => Err(EngineError::Attest(err)),
         }
     }

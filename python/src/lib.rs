@@ -14,14 +14,14 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use attest_core::{AttestError as CoreError, Receipt as CoreReceipt};
+use attest_core::{AttestError as CoreError, Outcome as CoreOutcome, Receipt as CoreReceipt};
 use attest_policy::Verb;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
 
-use engine::{CallSpec, Engine as CoreEngine, EngineError, Settings, Started};
+use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Settings, Started};
 
 pyo3::create_exception!(
     _attest,
@@ -297,9 +297,7 @@ fn cleared(py: Python<'_>, started: Started, presented: Option<&Value>) -> PyRes
             inner: Mutex::new(Some(running)),
         }),
         Started::Done(Err(err)) => Err(core_error(py, err)),
-        Started::Done(Ok(_)) => Err(AttestError::new_err(
-            "the call finished without running its tool",
-        )),
+        Started::Done(Ok(outcome)) => Err(not_run_error(py, outcome)),
     }
 }
 
@@ -310,31 +308,48 @@ fn engine_error(py: Python<'_>, err: EngineError) -> PyErr {
     }
 }
 
-/// The exception an outcome raises, with its receipt (and token) as attributes.
-fn core_error(py: Python<'_>, err: CoreError) -> PyErr {
-    let message = chain(&err);
-    let (exception, attributes): (PyErr, Vec<(&str, Py<PyAny>)>) = match &err {
-        CoreError::Refused { .. } => (Refused::new_err(message), vec![]),
-        CoreError::Rejected { approver, .. } => (
+/// The exception a call that did not run its tool raises, with its receipt (and token)
+/// as attributes.
+fn not_run_error(py: Python<'_>, outcome: CallOutcome) -> PyErr {
+    let Some(message) = outcome.why_not_run() else {
+        return AttestError::new_err("the call finished without running its tool");
+    };
+    let (exception, attributes): (PyErr, Vec<(&str, Py<PyAny>)>) = match &outcome {
+        CoreOutcome::Rejected { approver, .. } => (
             Rejected::new_err(message),
             vec![("approver", str_object(py, approver))],
         ),
-        CoreError::Expired { id, .. } => (
+        CoreOutcome::Expired { id, .. } => (
             Expired::new_err(message),
             vec![("request_id", str_object(py, id)), ("approver", py.None())],
         ),
-        CoreError::Pending { id, token, .. } => (
+        CoreOutcome::Held { id, token, .. } => (
             Held::new_err(message),
             vec![
                 ("request_id", str_object(py, id)),
                 ("token", str_object(py, token.expose())),
             ],
         ),
-        _ => (AttestError::new_err(message), vec![]),
+        _ => (Refused::new_err(message), vec![]),
     };
+    with_attributes(py, exception, Some(outcome.receipt()), attributes)
+}
+
+/// The exception for a call Attest could not decide or record.
+fn core_error(py: Python<'_>, err: CoreError) -> PyErr {
+    let exception = AttestError::new_err(chain(&err));
+    with_attributes(py, exception, err.receipt(), vec![])
+}
+
+/// `exception`, with `receipt` (or `None`) and `attributes` set on it.
+fn with_attributes(
+    py: Python<'_>,
+    exception: PyErr,
+    receipt: Option<&CoreReceipt>,
+    attributes: Vec<(&str, Py<PyAny>)>,
+) -> PyErr {
     let value = exception.value(py);
-    let receipt = err
-        .receipt()
+    let receipt = receipt
         .and_then(|receipt| Py::new(py, Receipt::from(receipt)).ok())
         .map(Py::into_any);
     let _ = value.setattr("receipt", receipt.unwrap_or_else(|| py.None()));

@@ -1,61 +1,28 @@
 use thiserror::Error;
 
-use crate::approvals::{ApprovalError, ResumeToken};
+use crate::approvals::ApprovalError;
 use crate::Receipt;
 
 /// The error a tool returns; any error type will do.
 pub type ToolError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// Why an action did not complete. Every variant that carries a [`Receipt`] was
-/// recorded in the ledger; the others could not be.
+/// Why Attest could not decide or record a call. The normal ends of a call (refused,
+/// rejected, held, expired, the tool failed) are not errors: they are [`crate::Outcome`]s.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum AttestError {
-    /// Policy refused the action; it did not run.
-    #[error("refused by policy: {}", .receipt.reasons.join("; "))]
-    Refused {
-        /// The ledger row of the refusal.
-        receipt: Box<Receipt>,
-    },
-    /// A person (or a gate standing in for one) rejected the action; it did not run.
-    #[error("rejected by {approver}")]
-    Rejected {
-        /// Who rejected it.
-        approver: String,
-        /// The ledger row of the rejection.
-        receipt: Box<Receipt>,
-    },
-    /// Nobody has answered yet: the request waits in the approval store. Hand `token` to
-    /// whoever will resume it ([`crate::Attest::resume`]); `receipt` is the ask's row.
-    #[error("waiting for a person to approve request {id}")]
-    Pending {
-        /// The approval request's id.
-        id: String,
-        /// The token that resumes the action once it is decided.
-        token: ResumeToken,
-        /// The ledger row of the ask (execution `pending`).
-        receipt: Box<Receipt>,
-    },
-    /// Nobody answered before the request expired: counted as a rejection, recorded as
-    /// `expired`; the action did not run.
-    #[error("approval request {id} expired before anyone decided")]
-    Expired {
-        /// The approval request's id.
-        id: String,
-        /// The ledger row of the expiry.
-        receipt: Box<Receipt>,
-    },
     /// The approval store refused or failed (unknown token, already used, altered, …).
     #[error(transparent)]
     Approval(#[from] ApprovalError),
-    /// The tool ran and failed.
-    #[error("the tool failed")]
-    ToolFailed {
-        /// The ledger row of the failure.
+    /// The tool ran, but its output has no JSON form to hash and check (a map with
+    /// non-string keys, a `Serialize` that fails): recorded as a failed execution.
+    #[error("the tool ran, but its output cannot be recorded")]
+    OutputNotJson {
+        /// The ledger row of the execution (recorded as failed).
         receipt: Box<Receipt>,
-        /// The tool's own error.
+        /// Why the output has no JSON form.
         #[source]
-        source: ToolError,
+        source: serde_json::Error,
     },
     /// The action's params could not be hashed; nothing ran and nothing was recorded.
     #[error("cannot describe the action")]
@@ -111,11 +78,7 @@ impl AttestError {
     /// The receipt of the recorded row, when the failure was recorded.
     pub fn receipt(&self) -> Option<&Receipt> {
         match self {
-            AttestError::Refused { receipt }
-            | AttestError::Rejected { receipt, .. }
-            | AttestError::ToolFailed { receipt, .. }
-            | AttestError::Pending { receipt, .. }
-            | AttestError::Expired { receipt, .. } => Some(receipt),
+            AttestError::OutputNotJson { receipt, .. } => Some(receipt),
             _ => None,
         }
     }

@@ -38,7 +38,7 @@ pub enum GateDecision {
         note: Option<String>,
     },
     /// Nobody has answered yet; the request waits in the approval store. The pipeline
-    /// records the ask and returns [`crate::AttestError::Pending`] with this token.
+    /// records the ask and returns [`crate::Outcome::Held`] with this token.
     Pending {
         /// The request's id.
         id: String,

@@ -11,7 +11,7 @@
 //! - [`Receipt`]: what a call returns: seq, entry hash, decision, verification level.
 //! - [`Gate`]: who answers `ask` ([`AutoGate`], [`RejectGate`], [`ConsoleGate`],
 //!   [`StoreGate`]).
-//! - [`ApprovalStore`]: durable approval requests, resumed with [`Attest::resume`]
+//! - [`ApprovalStore`]: durable approval requests, resumed with `attest.call(token)`
 //!   ([`approvals`] module).
 //! - [`Tool`]: a tool object to wrap once and call many times; [`Attest::wrap_fn`] and
 //!   [`Attest::wrap_all`] govern a framework's async functions and tool lists.
@@ -74,7 +74,7 @@ pub use pipeline::call::{Call, Outcome, Start};
 pub use pipeline::{Attest, AttestBuilder, Decided, ImportItem};
 pub use receipt::Receipt;
 pub use record::INTENT;
-pub use tool::{Governed, Tool};
+pub use tool::{Governed, Tool, ToolOutcome};
 pub use verification::{
     acknowledges, CustomCheck, Evidence, Finding, HttpOptions, HttpReader, Level, ReadBack,
     ReadBackDriver, ReadMethod, ReadRequest, RecipeDriver,

@@ -5,16 +5,17 @@ use std::sync::{Arc, OnceLock};
 
 use attest_ledger::{Appended, Confirm, Ledger, Record};
 use attest_policy::{Action, Decision, Policy, RiskTierPolicy, Verdict};
+use serde::Serialize;
 use serde_json::Value;
 use tracing::Instrument;
 
 use crate::approvals::{apply_edits, may_decide, ApprovalStore};
 use crate::detect::Registry;
 use crate::gate::{Gate, GateDecision, RejectGate};
-use crate::record::{to_record, Outcome};
+use crate::record::{to_record, RowOutcome};
 use crate::telemetry;
 use crate::verification::{acknowledges, verify, CustomCheck, Level, ReadBack};
-use crate::{AttestError, Receipt, ToolError};
+use crate::{AttestError, Outcome, Receipt};
 
 /// The governance layer: wraps tool calls so each one is decided, run, verified and
 /// recorded.
@@ -43,6 +44,7 @@ mod resume;
 mod writer;
 pub use import::ImportItem;
 pub use resume::Decided;
+use call::Ended;
 use writer::LedgerWriter;
 
 impl std::fmt::Debug for Attest {
@@ -121,7 +123,7 @@ impl AttestBuilder {
         self
     }
 
-    /// The approval store that [`Attest::resume`] and [`Attest::decide`] use (by
+    /// The approval store that resumed calls and [`Attest::decide`] use (by
     /// default, one opened on the ledger's file when first needed).
     pub fn approvals(mut self, store: Arc<ApprovalStore>) -> Self {
         self.approvals = Some(store);
@@ -164,11 +166,30 @@ struct Cleared {
     approver: Option<String>,
 }
 
-/// What the gate step leaves: an action cleared to run, or a stored request whose
-/// answer decides.
+/// What the gate step leaves: an action cleared to run, a stored request whose answer
+/// decides, or an end recorded without running.
 enum Gated {
     Run(Box<(Prepared, Cleared)>),
     Stored(String),
+    Ended(Ended),
+}
+
+/// What became of a tool's answer on its way to the ledger, when it was not a JSON value.
+enum Unseen {
+    /// The tool failed, with this message.
+    Failed(String),
+    /// The tool returned an output with no JSON form (a map with non-string keys, a
+    /// `Serialize` that fails): recorded as a failed execution.
+    NotJson(serde_json::Error),
+}
+
+impl std::fmt::Display for Unseen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unseen::Failed(message) => f.write_str(message),
+            Unseen::NotJson(err) => write!(f, "the tool's output has no JSON form: {err}"),
+        }
+    }
 }
 
 /// A prepared action: id and defaults filled in, params hashed.
@@ -196,44 +217,19 @@ impl Attest {
         &self.ledger
     }
 
-    /// Decides `action`, runs `execute` with its params if allowed, verifies the result
-    /// (read back when [`AttestBuilder::readback`] is set, else by its shape), and
-    /// records the outcome.
-    ///
-    /// A refused or rejected action never runs; refusal, rejection and a failed tool
-    /// are each recorded and returned as an [`AttestError`] carrying the receipt.
-    pub async fn run<F, Fut>(&self, action: Action, execute: F) -> Result<Receipt, AttestError>
-    where
-        F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
-    {
-        self.run_inner(action, execute, None).await
-    }
-
-    /// Like [`Attest::run`], with the caller's own check of the result: what
-    /// `attest.call(action).check(&check).run(tool)` does.
-    pub(crate) async fn run_checked<F, Fut>(
+    /// Decides a new action and takes it to its end: refused, rejected, held, or run,
+    /// verified and recorded. What `attest.call(action).run(tool)` does.
+    pub(crate) async fn run_action<F, Fut, T, E>(
         &self,
         action: Action,
-        execute: F,
-        check: &CustomCheck,
-    ) -> Result<Receipt, AttestError>
-    where
-        F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
-    {
-        self.run_inner(action, execute, Some(check)).await
-    }
-
-    async fn run_inner<F, Fut>(
-        &self,
-        action: Action,
-        execute: F,
+        tool: F,
         check: Option<&CustomCheck>,
-    ) -> Result<Receipt, AttestError>
+    ) -> Result<Outcome<T, E>, AttestError>
     where
         F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
+        Fut: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: std::fmt::Display,
     {
         let prepared = self.prepare(action)?;
         let span = telemetry::action_span(&prepared.action);
@@ -241,12 +237,13 @@ impl Attest {
             match self.clear(prepared).await? {
                 Gated::Run(cleared) => {
                     let (prepared, cleared) = *cleared;
-                    self.execute(prepared, cleared, execute, check).await
+                    self.execute(prepared, cleared, tool, check).await
                 }
                 Gated::Stored(id) => {
                     let request = self.in_store(move |store| store.get_by_id(&id)).await?;
-                    self.finish(request, None, None, execute, check).await
+                    self.finish(request, None, None, tool, check).await
                 }
+                Gated::Ended(ended) => Ok(ended.into()),
             }
         }
         .instrument(span)
@@ -254,16 +251,18 @@ impl Attest {
     }
 
     /// Runs a cleared action, verifies the result and records the outcome.
-    async fn execute<F, Fut>(
+    async fn execute<F, Fut, T, E>(
         &self,
         prepared: Prepared,
         cleared: Cleared,
-        execute: F,
+        tool: F,
         check: Option<&CustomCheck>,
-    ) -> Result<Receipt, AttestError>
+    ) -> Result<Outcome<T, E>, AttestError>
     where
         F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
+        Fut: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: std::fmt::Display,
     {
         let Prepared {
             action,
@@ -275,7 +274,7 @@ impl Attest {
         let intent = if action.verb.is_read() {
             None
         } else {
-            let record = self.to_record(&action, params_hash.clone(), &cleared, Outcome::Intent)?;
+            let record = self.to_record(&action, params_hash.clone(), &cleared, RowOutcome::Intent)?;
             let row = self
                 .append(record)
                 .await
@@ -283,12 +282,17 @@ impl Attest {
             Some(row)
         };
         let run = telemetry::step("run");
-        let outcome = execute(action.params.clone()).instrument(run.clone()).await;
+        let answer = tool(action.params.clone()).instrument(run.clone()).await;
         run.record(
             "attest.status",
-            if outcome.is_ok() { "ok" } else { "failed" },
+            if answer.is_ok() { "ok" } else { "failed" },
         );
-        let (record, level) = match &outcome {
+        // The pipeline sees the output's JSON form only, to hash and check it.
+        let seen = match &answer {
+            Ok(output) => serde_json::to_value(output).map_err(Unseen::NotJson),
+            Err(error) => Err(Unseen::Failed(error.to_string())),
+        };
+        let (record, level) = match &seen {
             Ok(result) => {
                 // Before the append: no ledger lock is held while the vendor is read.
                 let readback = self.readback.as_deref();
@@ -297,15 +301,15 @@ impl Attest {
                     .instrument(step.clone())
                     .await;
                 step.record("attest.level", level.as_str());
-                let ran = Outcome::Ran(result, verification);
+                let ran = RowOutcome::Ran(result, verification);
                 (
                     self.to_record(&action, params_hash, &cleared, ran)?,
                     Some(level),
                 )
             }
-            Err(source) => {
-                let message = source.to_string();
-                let failed = Outcome::Failed(&message);
+            Err(unseen) => {
+                let message = unseen.to_string();
+                let failed = RowOutcome::Failed(&message);
                 (
                     self.to_record(&action, params_hash, &cleared, failed)?,
                     None,
@@ -336,15 +340,13 @@ impl Attest {
         receipt.warning = warning;
         receipt.approver = cleared.approver;
         receipt.level = level;
-        match outcome {
-            Ok(result) => {
-                receipt.result = Some(result);
-                Ok(receipt)
-            }
-            Err(source) => Err(AttestError::ToolFailed {
+        match (answer, seen) {
+            (_, Err(Unseen::NotJson(source))) => Err(AttestError::OutputNotJson {
                 receipt: Box::new(receipt),
                 source,
             }),
+            (Ok(output), _) => Ok(Outcome::Ran { output, receipt }),
+            (Err(error), _) => Ok(Outcome::Failed { error, receipt }),
         }
     }
 
@@ -353,7 +355,7 @@ impl Attest {
         action: &Action,
         params_hash: String,
         cleared: &Cleared,
-        outcome: Outcome<'_>,
+        outcome: RowOutcome<'_>,
     ) -> Result<Record, AttestError> {
         to_record(
             action,
@@ -445,7 +447,7 @@ impl Attest {
             &verdict,
             Decision::Recorded,
             None,
-            Outcome::Recorded(result, verification),
+            RowOutcome::Recorded(result, verification),
         )?;
         let mut receipt = Receipt::unwritten(&action.id, Decision::Recorded, verdict.reasons);
         receipt.level = Some(level);
@@ -501,14 +503,12 @@ impl Attest {
             }
             Decision::Refuse | Decision::Recorded => {
                 let receipt = self.record_not_run(&prepared, &verdict, None).await?;
-                Err(AttestError::Refused {
-                    receipt: Box::new(receipt),
-                })
+                Ok(Gated::Ended(Ended::Refused { receipt }))
             }
         }
     }
 
-    /// Policy's verdict on `action` as [`Attest::run`] would see it (this `Attest`'s
+    /// Policy's verdict on `action` as [`Attest::call`] would see it (this `Attest`'s
     /// agent, actor and run filled in), without asking, running or recording anything.
     /// A policy that fails refuses. A surface that lets some calls by unrecorded (the
     /// gateway's reads) asks this first, so that an organisation's `blocked` rule still
@@ -595,29 +595,28 @@ impl Attest {
                 };
                 let confirm = confirm("edited", &approver, channel, note);
                 let prepared = self.prepare(edited)?;
-                let cleared = self.recheck(prepared, confirm, approver).await?;
-                Ok(Gated::Run(Box::new(cleared)))
+                Ok(match self.recheck(prepared, confirm, approver).await? {
+                    Ok(cleared) => Gated::Run(Box::new(cleared)),
+                    Err(ended) => Gated::Ended(ended),
+                })
             }
             GateDecision::Pending { id, token } => {
                 let receipt = self.record_ask(&prepared, &verdict, &id).await?;
-                Err(AttestError::Pending {
-                    id,
-                    token,
-                    receipt: Box::new(receipt),
-                })
+                Ok(Gated::Ended(Ended::Held { id, token, receipt }))
             }
             GateDecision::Stored { id } => Ok(Gated::Stored(id)),
         }
     }
 
-    /// Policy again, for an edited action: a refusal stands, placeholders must be gone,
-    /// and the approver must be listed for the edited action too.
+    /// Policy again, for an edited or approved action: a refusal stands, placeholders
+    /// must be gone, and the approver must be listed for the edited action too. `Err`
+    /// inside: refused, and recorded so.
     async fn recheck(
         &self,
         prepared: Prepared,
         confirm: Confirm,
         approver: String,
-    ) -> Result<(Prepared, Cleared), AttestError> {
+    ) -> Result<Result<(Prepared, Cleared), Ended>, AttestError> {
         let mut verdict = self.evaluate(&prepared.action);
         let refusal = match verdict.decision {
             Decision::Refuse | Decision::Recorded => Some(None),
@@ -635,20 +634,20 @@ impl Attest {
             let receipt = self
                 .record_not_run(&prepared, &verdict, Some(confirm))
                 .await?;
-            let mut receipt = Box::new(receipt);
+            let mut receipt = receipt;
             receipt.approver = Some(approver);
-            return Err(AttestError::Refused { receipt });
+            return Ok(Err(Ended::Refused { receipt }));
         }
         // A person was asked: the row says `ask`, with the edited action's reasons.
         verdict.decision = Decision::Ask;
-        Ok((
+        Ok(Ok((
             prepared,
             Cleared {
                 verdict,
                 confirm: Some(confirm),
                 approver: Some(approver),
             },
-        ))
+        )))
     }
 
     /// Records a rejection and ends the call.
@@ -664,9 +663,9 @@ impl Attest {
         let receipt = self
             .record_not_run(prepared, verdict, Some(confirm))
             .await?;
-        let mut receipt = Box::new(receipt);
+        let mut receipt = receipt;
         receipt.approver = Some(approver.clone());
-        Err(AttestError::Rejected { approver, receipt })
+        Ok(Gated::Ended(Ended::Rejected { approver, receipt }))
     }
 
     /// Records the ask of a request left pending (execution `pending`), and links the
@@ -683,7 +682,7 @@ impl Attest {
             verdict,
             Decision::Ask,
             None,
-            Outcome::Pending,
+            RowOutcome::Pending,
         )?;
         let appended = self.append(record).await?;
         let receipt = Receipt::new(
@@ -711,7 +710,7 @@ impl Attest {
             verdict,
             verdict.decision,
             confirm,
-            Outcome::NotRun,
+            RowOutcome::NotRun,
         )?;
         let appended = self.append(record).await?;
         Ok(Receipt::new(

@@ -1,7 +1,6 @@
 use attest_ledger::{to_hex, Appended};
 use attest_policy::Decision;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::Level;
 
@@ -26,9 +25,6 @@ pub struct Receipt {
     /// How the outcome was verified, when the action ran.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "level_word")]
     pub level: Option<Level>,
-    /// The tool's result, for the caller only (it is never written to the ledger).
-    #[serde(skip)]
-    pub result: Option<Value>,
     /// Set when the action ran but its outcome row could not be written: `seq` is then
     /// the intent row's, which stands for the action. Surfaces pass the tool's answer on
     /// with this warning rather than an error that invites a retry.
@@ -55,7 +51,6 @@ impl Receipt {
             reasons,
             approver: None,
             level: None,
-            result: None,
             warning: None,
         }
     }

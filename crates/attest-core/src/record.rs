@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use crate::AttestError;
 
 /// How the action ended, as the ledger records it.
-pub(crate) enum Outcome<'a> {
+pub(crate) enum RowOutcome<'a> {
     /// Not run (refused or rejected).
     NotRun,
     /// Not run yet: waiting for a person's answer in the approval store.
@@ -33,10 +33,10 @@ pub(crate) fn to_record(
     verdict: &Verdict,
     decision: Decision,
     confirm: Option<Confirm>,
-    outcome: Outcome<'_>,
+    outcome: RowOutcome<'_>,
 ) -> Result<Record, AttestError> {
     let result = match &outcome {
-        Outcome::Ran(result, _) | Outcome::Recorded(Some(result), _) => Some(*result),
+        RowOutcome::Ran(result, _) | RowOutcome::Recorded(Some(result), _) => Some(*result),
         _ => None,
     };
     let result_ids = match result {
@@ -45,18 +45,18 @@ pub(crate) fn to_record(
     };
     let target = crate::touched::target_of(action, result);
     let (execution, verification) = match outcome {
-        Outcome::NotRun => (execution("not_run", None, None), None),
-        Outcome::Pending => (execution("pending", None, None), None),
-        Outcome::Intent => (execution(INTENT, None, None), None),
-        Outcome::Ran(result, verification) => (
+        RowOutcome::NotRun => (execution("not_run", None, None), None),
+        RowOutcome::Pending => (execution("pending", None, None), None),
+        RowOutcome::Intent => (execution(INTENT, None, None), None),
+        RowOutcome::Ran(result, verification) => (
             execution("ok", Some(hash_value(result)?), None),
             Some(verification),
         ),
-        Outcome::Failed(message) => (
+        RowOutcome::Failed(message) => (
             execution("failed", None, Some(sha256_hex(message.as_bytes()))),
             None,
         ),
-        Outcome::Recorded(result, verification) => (
+        RowOutcome::Recorded(result, verification) => (
             execution("recorded", result.map(hash_value).transpose()?, None),
             Some(verification),
         ),

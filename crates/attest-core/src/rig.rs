@@ -8,14 +8,12 @@
 //!
 //! `cargo run -p attest-core --features rig --example rig_tools` shows it offline.
 
-use std::sync::Mutex;
-
 use rig_core::tool::{Tool as RigTool, ToolContext, ToolExecutionError};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::detect::{detect, DetectInput};
-use crate::{Attest, AttestError, ToolError};
+use crate::{Attest, AttestError, Outcome, ToolError};
 
 /// A rig tool whose calls go through an [`Attest`] pipeline.
 #[derive(Debug, Clone)]
@@ -38,7 +36,16 @@ pub enum RigToolError {
     /// The model's arguments do not fit the tool; nothing was decided or run.
     #[error("the arguments do not fit the tool: {0}")]
     Args(#[source] serde_json::Error),
-    /// Refused, rejected, failed or not recorded (see [`AttestError`]).
+    /// Refused, rejected, expired or held: the tool did not run.
+    #[error("{why}; the tool did not run")]
+    NotRun {
+        /// Why ([`crate::Outcome::why_not_run`]).
+        why: String,
+    },
+    /// The tool ran and failed (recorded as a failed execution).
+    #[error("the tool failed")]
+    Failed(#[source] ToolError),
+    /// Attest could not decide or record the call (see [`AttestError`]).
     #[error(transparent)]
     Attest(#[from] AttestError),
 }
@@ -73,15 +80,7 @@ where
 
     fn map_error(&self, error: Self::Error) -> ToolExecutionError {
         match &error {
-            RigToolError::Attest(
-                err @ (AttestError::Refused { .. } | AttestError::Rejected { .. }),
-            ) => {
-                let why = err
-                    .receipt()
-                    .map(|r| r.reasons.join("; "))
-                    .unwrap_or_default();
-                ToolExecutionError::refused(format!("{err} ({why}); the tool did not run"))
-            }
+            RigToolError::NotRun { .. } => ToolExecutionError::refused(error.to_string()),
             _ => ToolExecutionError::from_error(error),
         }
     }
@@ -96,28 +95,22 @@ where
         let mut action = detect(&input).into_action(args);
         input.fill_extra(&mut action.extra);
         action.extra.framework = Some("rig".to_owned());
-        let output: Mutex<Option<T::Output>> = Mutex::new(None);
         let tool = &self.tool;
-        let slot = &output;
-        self.attest
-            .run(action, move |_params| async move {
-                let out = tool
-                    .call(context, typed)
-                    .await
-                    .map_err(|err| Box::new(err) as ToolError)?;
-                let value = serde_json::to_value(&out)?;
-                *slot
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(out);
-                Ok(value)
-            })
+        let outcome = self
+            .attest
+            .call(action)
+            .run(move |_params| tool.call(context, typed))
             .await?;
-        let out = output
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        out.ok_or(RigToolError::Attest(AttestError::Internal(
-            "the rig tool's output went missing",
-        )))
+        if let Some(why) = outcome.why_not_run() {
+            return Err(RigToolError::NotRun { why });
+        }
+        match outcome {
+            Outcome::Ran { output, .. } => Ok(output),
+            Outcome::Failed { error, .. } => Err(RigToolError::Failed(Box::new(error))),
+            _ => Err(RigToolError::Attest(AttestError::Internal(
+                "a rig call ended in an outcome the adapter does not know",
+            ))),
+        }
     }
 }
 

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use attest_policy::Action;
 use serde_json::Value;
 
-use crate::{Attest, AttestError, CustomCheck, Receipt, ResumeToken, ToolError};
+use crate::{Attest, AttestError, CustomCheck, Outcome, ResumeToken, Start, ToolError};
 
 /// A tool an agent can call, described well enough for policy to decide on it.
 #[async_trait]
@@ -28,25 +28,29 @@ pub struct Governed<T> {
     tool: T,
 }
 
+/// How a governed tool call ended: [`Outcome`] over a [`Tool`]'s JSON output and error.
+pub type ToolOutcome = Outcome<Value, ToolError>;
+
 impl<T: Tool> Governed<T> {
     /// Calls the tool through the pipeline.
-    pub async fn call(&self, params: Value) -> Result<Receipt, AttestError> {
+    pub async fn call(&self, params: Value) -> Result<ToolOutcome, AttestError> {
         let action = self.tool.action(params);
-        let execute = |params| self.tool.call(params);
-        match self.tool.check() {
-            Some(check) => self.attest.run_checked(action, execute, check).await,
-            None => self.attest.run(action, execute).await,
-        }
+        self.run(action.into()).await
     }
 
     /// Runs the call a resume token stands for, once a person has approved it (see
-    /// [`Attest::resume`]); in this process or another that wraps the same tool.
-    pub async fn resume(&self, token: &ResumeToken) -> Result<Receipt, AttestError> {
-        let execute = |params| self.tool.call(params);
-        match self.tool.check() {
-            Some(check) => self.attest.resume_checked(token, execute, check).await,
-            None => self.attest.resume(token, execute).await,
-        }
+    /// [`Attest::call`]); in this process or another that wraps the same tool.
+    pub async fn resume(&self, token: &ResumeToken) -> Result<ToolOutcome, AttestError> {
+        self.run(token.into()).await
+    }
+
+    async fn run(&self, start: Start) -> Result<ToolOutcome, AttestError> {
+        let call = self.attest.call(start);
+        let call = match self.tool.check() {
+            Some(check) => call.check(check),
+            None => call,
+        };
+        call.run(|params| self.tool.call(params)).await
     }
 
     /// The wrapped tool.

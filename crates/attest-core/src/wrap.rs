@@ -150,7 +150,7 @@ impl Attest {
     ///     Ok(json!({"id": "msg_1", "to": params["to"]}))
     /// });
     /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    /// let receipt = runtime.block_on(send.call(json!({"to": "bob@example.com"})))?;
+    /// let receipt = runtime.block_on(send.call(json!({"to": "bob@example.com"})))?.into_receipt();
     /// assert_eq!(receipt.seq, 2); // seq 1 is its intent, written before the tool ran
     /// # Ok(())
     /// # }
@@ -178,7 +178,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{AttestError, AutoGate};
+    use crate::{AutoGate, Outcome};
 
     fn attest(dir: &tempfile::TempDir) -> Attest {
         let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
@@ -195,8 +195,8 @@ mod tests {
         let attest = attest(&dir);
         let list = attest.wrap_fn("list_issues", |_| async { Ok(json!({"issues": []})) });
         assert_eq!(list.tool().action(json!({})).verb, Verb::List);
-        let receipt = list.call(json!({})).await.unwrap();
-        assert_eq!(receipt.decision, Decision::Act);
+        let outcome = list.call(json!({})).await.unwrap();
+        assert_eq!(outcome.receipt().decision, Decision::Act);
 
         // A high-risk write asks; this gate rejects, so the function never runs.
         let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -208,8 +208,8 @@ mod tests {
                 Ok(json!({"id": "m"}))
             }
         });
-        let err = send.call(json!({"to": "x@example.com"})).await.unwrap_err();
-        assert!(matches!(err, AttestError::Rejected { .. }), "{err}");
+        let outcome = send.call(json!({"to": "x@example.com"})).await.unwrap();
+        assert!(matches!(outcome, Outcome::Rejected { .. }), "{outcome:?}");
         assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
     }
 
@@ -229,8 +229,8 @@ mod tests {
         let governed = attest.wrap_all(tools);
         assert_eq!(governed.len(), 2);
         for tool in &governed {
-            let receipt = tool.call(json!({})).await.unwrap();
-            assert_eq!(receipt.decision, Decision::Act);
+            let outcome = tool.call(json!({})).await.unwrap();
+            assert_eq!(outcome.receipt().decision, Decision::Act);
         }
         let action = governed[1].tool().action(json!({}));
         assert_eq!((action.system.as_str(), action.verb), ("crm", Verb::Update));
@@ -246,7 +246,7 @@ mod tests {
         let tool = FnTool::new("update_deal", |_| async { Ok(json!({"id": "1"})) })
             .on_server("hubspot")
             .with_check(CustomCheck::sync(|_, _| Ok(true)));
-        let receipt = attest.wrap(tool).call(json!({"id": "1"})).await.unwrap();
-        assert_eq!(receipt.level, Some(crate::Level::VerifiedCustom));
+        let outcome = attest.wrap(tool).call(json!({"id": "1"})).await.unwrap();
+        assert_eq!(outcome.receipt().level, Some(crate::Level::VerifiedCustom));
     }
 }

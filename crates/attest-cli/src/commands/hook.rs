@@ -18,8 +18,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use attest_core::detect::{detect_action, DetectInput};
-use attest_core::{Attest, AttestError, AutoGate, Gate, Receipt, RejectGate};
-use attest_policy::{Action, Decision, Policy};
+use attest_core::{Attest, AutoGate, Gate, RejectGate};
+use attest_policy::{Action, Decision};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -137,10 +137,9 @@ fn action(args: &HookArgs, event: &Event) -> Action {
 
 fn pre_tool_use(config: &Config, args: &HookArgs, event: &Event) -> anyhow::Result<Value> {
     let action = action(args, event);
-    let policy = config.policy()?;
-    let verdict = policy
-        .evaluate(&action)
-        .context("policy could not decide")?;
+    // Core decides, as for a governed call (a policy that fails refuses).
+    let attest = pipeline(config, config.policy()?, RejectGate)?;
+    let verdict = attest.verdict(&action);
     let reasons = verdict.reasons.join("; ");
     let label = format!("{}.{}", action.system, action.verb.as_str());
     Ok(match verdict.decision {
@@ -151,16 +150,11 @@ fn pre_tool_use(config: &Config, args: &HookArgs, event: &Event) -> anyhow::Resu
         ),
         Decision::Refuse | Decision::Recorded => {
             // Record the refusal: the pipeline decides again and never calls the tool.
-            let attest = pipeline(config, policy, RejectGate)?;
-            let outcome = runtime()?.block_on(attest.run(action, |_| async {
-                Err("not run: refused before it ran".into())
+            let outcome = runtime()?.block_on(attest.call(action).run(|_| async {
+                Err::<Value, _>("not run: refused before it ran")
             }));
-            let seq = match &outcome {
-                Err(err) => err.receipt().map(|receipt| receipt.seq),
-                Ok(receipt) => Some(receipt.seq),
-            };
-            let seq = seq
-                .map(|seq| format!(", ledger seq {seq}"))
+            let seq = outcome
+                .map(|outcome| format!(", ledger seq {}", outcome.receipt().seq))
                 .unwrap_or_default();
             pre_answer(
                 "deny",
@@ -182,18 +176,14 @@ fn post_tool_use(
     let policy = config.policy()?;
     // The call ran: a person at Claude Code's prompt let through what policy asked about.
     let attest = pipeline(config, policy, AutoGate::approve(PROMPT_APPROVER))?;
-    let recorded =
-        runtime()?.block_on(attest.run(action, |_| async move { outcome.map_err(Into::into) }));
-    let receipt: Receipt = match recorded {
-        Ok(receipt) => receipt,
-        Err(AttestError::ToolFailed { receipt, .. }) => *receipt,
-        Err(err @ (AttestError::Refused { .. } | AttestError::Rejected { .. })) => {
-            // Policy refuses now what ran anyway (the policy changed in between, or no
-            // PreToolUse hook is installed): the refusal row says so.
-            anyhow::bail!("the call ran, but policy refuses it: {err}")
-        }
-        Err(err) => return Err(err).context("the call ran but could not be recorded"),
-    };
+    let recorded = runtime()?.block_on(attest.call(action).run(|_| async move { outcome }));
+    let recorded = recorded.context("the call ran but could not be recorded")?;
+    if let Some(why) = recorded.why_not_run() {
+        // Policy refuses now what ran anyway (the policy changed in between, or no
+        // PreToolUse hook is installed): the refusal row says so.
+        anyhow::bail!("the call ran, but policy refuses it: {why}")
+    }
+    let receipt = recorded.into_receipt();
     if let Some(warning) = &receipt.warning {
         eprintln!("attest: hook: {warning}");
     }

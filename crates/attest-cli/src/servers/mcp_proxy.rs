@@ -5,7 +5,7 @@
 //! official SDK, `rmcp`). Every message passes through unchanged — initialize, listings,
 //! resources, prompts, completions, logging, notifications, progress (its tokens mapped
 //! across the two links), cancellation, and the server's own requests to the client —
-//! except `tools/call`, which goes through [`Attest::run`]:
+//! except `tools/call`, which goes through [`Attest::call`]:
 //!
 //! - the action is detected from the tool name, with `--server` as the system hint, and
 //!   then from the upstream's tool annotations (attest-core's [`apply_hints`]);

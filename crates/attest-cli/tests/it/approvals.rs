@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use attest_core::approvals::{Choice, LinkSigner, Secret};
-use attest_core::{ApprovalStore, Attest, AttestError, ResumeToken, StoreGate};
+use attest_core::{ApprovalStore, Attest, Outcome, ResumeToken, StoreGate, ToolError};
 use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, PolicyEngine, Verb};
 use hmac::{Hmac, Mac};
@@ -57,10 +57,11 @@ pub(crate) fn payment() -> Action {
 async fn pend(dir: &Path) -> (String, ResumeToken) {
     let attest = pipeline(dir, Duration::ZERO);
     match attest
-        .run(payment(), |_| async { Ok(json!({"id": "py_1"})) })
+        .call(payment())
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
         .await
     {
-        Err(AttestError::Pending { id, token, .. }) => (id, token),
+        Ok(Outcome::Held { id, token, .. }) => (id, token),
         other => panic!("expected pending, got {other:?}"),
     }
 }
@@ -141,9 +142,10 @@ async fn pending_lists_a_request_and_confirm_approves_it_once() {
     // The agent resumes: the action runs once and the outcome row names the approver.
     let attest_ = pipeline(dir.path(), Duration::ZERO);
     let receipt = attest_
-        .resume(&token, |_| async { Ok(json!({"id": "py_1"})) })
+        .call(&token).run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
         .await
-        .unwrap();
+        .unwrap()
+        .into_receipt();
     // The ask, the intent, then the outcome.
     assert_eq!(receipt.seq, 3);
     assert_eq!(receipt.approver.as_deref(), Some("ann@acme.com"));
@@ -573,8 +575,9 @@ async fn the_api_shows_an_approver_the_call_but_not_its_credentials() {
     let action = payment().with_params(json!({
         "amount": 25000, "customer": "cus_9", "api_key": "sk_live_SECRET", "card": {"cvc_token": "tok_SECRET"}
     }));
-    let Err(AttestError::Pending { id, .. }) = attest_
-        .run(action, |_| async { Ok(json!({"id": "py_1"})) })
+    let Ok(Outcome::Held { id, .. }) = attest_
+        .call(action)
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
         .await
     else {
         panic!("expected pending")
@@ -842,8 +845,8 @@ async fn the_pending_table_stays_aligned_with_long_approver_lists() {
         .build()
         .unwrap();
     for action in [payment(), Action::new("gmail", Verb::Send)] {
-        let held = attest_api.run(action, |_| async { Ok(json!({})) }).await;
-        assert!(matches!(held, Err(AttestError::Pending { .. })), "{held:?}");
+        let held = attest_api.call(action).run(|_| async { Ok::<_, ToolError>(json!({})) }).await;
+        assert!(matches!(held, Ok(Outcome::Held { .. })), "{held:?}");
     }
     let out = attest(dir.path(), &["pending"]);
     let text = stdout(&out);

@@ -3,8 +3,8 @@
 //! When policy says `ask` and the gate is a [`StoreGate`], the request is stored in the
 //! `approvals` table of the ledger's SQLite file, people are told ([`Notifier`]s:
 //! [`WebhookNotifier`], [`SlackNotifier`], `EmailNotifier` (feature `email`), one-click links from a [`LinkSigner`]), and
-//! the call either waits or returns [`crate::AttestError::Pending`] with a
-//! [`ResumeToken`]. Whoever holds the token resumes with [`crate::Attest::resume`], in
+//! the call either waits or returns [`crate::Outcome::Held`] with a
+//! [`ResumeToken`]. Whoever holds the token resumes with [`crate::Attest::call`], in
 //! this process or another.
 //!
 //! The rules the store keeps:

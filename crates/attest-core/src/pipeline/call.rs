@@ -4,7 +4,6 @@
 //! could not decide or record.
 
 use std::future::Future;
-use std::sync::Mutex;
 
 use attest_policy::Action;
 use serde::Serialize;
@@ -94,6 +93,24 @@ impl<T, E> Outcome<T, E> {
         matches!(self, Outcome::Ran { .. } | Outcome::Failed { .. })
     }
 
+    /// Why the tool did not run, in a sentence, when it did not (refused, rejected,
+    /// expired, held); `None` when it ran.
+    pub fn why_not_run(&self) -> Option<String> {
+        match self {
+            Outcome::Ran { .. } | Outcome::Failed { .. } => None,
+            Outcome::Refused { receipt } => {
+                Some(format!("refused by policy: {}", receipt.reasons.join("; ")))
+            }
+            Outcome::Rejected { approver, .. } => Some(format!("rejected by {approver}")),
+            Outcome::Expired { id, .. } => Some(format!(
+                "approval request {id} expired before anyone decided"
+            )),
+            Outcome::Held { id, .. } => {
+                Some(format!("waiting for a person to approve request {id}"))
+            }
+        }
+    }
+
     /// The tool's output, when it ran and returned.
     pub fn output(self) -> Option<T> {
         match self {
@@ -111,6 +128,25 @@ pub enum Start {
     /// An action held for a person: runs if they approved it (their edits applied,
     /// policy asked again), else says how it ended.
     Resume(ResumeToken),
+    /// An agent retrying a held call with its token: as [`Start::Resume`], and the
+    /// action presented must be the one asked about, else the call is refused with
+    /// [`crate::ApprovalError::DigestMismatch`].
+    Retry {
+        /// The token the held call returned.
+        token: ResumeToken,
+        /// The action as the agent presents it again.
+        action: Box<Action>,
+    },
+}
+
+impl Start {
+    /// An agent retrying a held call: `token`, and the action presented again.
+    pub fn retry(token: &ResumeToken, action: Action) -> Start {
+        Start::Retry {
+            token: token.clone(),
+            action: Box::new(action),
+        }
+    }
 }
 
 impl From<Action> for Start {
@@ -195,7 +231,7 @@ impl<'a> Call<'a> {
     /// records. `output` is recorded as the SHA-256 of its JSON form (`T: Serialize`)
     /// and checked in that form; the caller gets it back unchanged. `Err` only when
     /// Attest could not decide or record (the ledger failed, the approval store refused
-    /// a token).
+    /// a token, the output had no JSON form to record).
     pub async fn run<F, Fut, T, E>(self, tool: F) -> Result<Outcome<T, E>, AttestError>
     where
         F: FnOnce(Value) -> Fut,
@@ -203,67 +239,51 @@ impl<'a> Call<'a> {
         T: Serialize,
         E: std::fmt::Display,
     {
-        // The tool's own answer, kept here while the pipeline sees its JSON form.
-        let answer: Mutex<Option<Result<T, E>>> = Mutex::new(None);
-        let keep = |found: Result<T, E>| {
-            *answer
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(found);
-        };
-        let adapted = |params: Value| {
-            let running = tool(params);
-            async {
-                let found = running.await;
-                let seen: Result<Value, ToolError> = match &found {
-                    Ok(output) => serde_json::to_value(output).map_err(ToolError::from),
-                    Err(error) => Err(error.to_string().into()),
-                };
-                keep(found);
-                seen
+        match self.start {
+            Start::Action(action) => self.attest.run_action(*action, tool, self.check).await,
+            Start::Resume(token) => {
+                self.attest
+                    .resume_call(&token, None, tool, self.check)
+                    .await
             }
-        };
-        let decided = match (self.start, self.check) {
-            (Start::Action(action), None) => self.attest.run(*action, adapted).await,
-            (Start::Action(action), Some(check)) => {
-                self.attest.run_checked(*action, adapted, check).await
+            Start::Retry { token, action } => {
+                self.attest
+                    .resume_call(&token, Some(*action), tool, self.check)
+                    .await
             }
-            (Start::Resume(token), None) => self.attest.resume(&token, adapted).await,
-            (Start::Resume(token), Some(check)) => {
-                self.attest.resume_checked(&token, adapted, check).await
-            }
-        };
-        let answer = answer
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match (decided, answer) {
-            (Ok(receipt), Some(Ok(output))) => Ok(Outcome::Ran { output, receipt }),
-            (Err(AttestError::ToolFailed { receipt, .. }), Some(Err(error))) => {
-                Ok(Outcome::Failed {
-                    error,
-                    receipt: *receipt,
-                })
-            }
-            (Err(AttestError::Refused { receipt }), _) => {
-                Ok(Outcome::Refused { receipt: *receipt })
-            }
-            (Err(AttestError::Rejected { approver, receipt }), _) => Ok(Outcome::Rejected {
-                approver,
-                receipt: *receipt,
-            }),
-            (Err(AttestError::Expired { id, receipt }), _) => Ok(Outcome::Expired {
-                id,
-                receipt: *receipt,
-            }),
-            (Err(AttestError::Pending { id, token, receipt }), _) => Ok(Outcome::Held {
-                id,
-                token,
-                receipt: *receipt,
-            }),
-            // The output had no JSON form: recorded as failed, reported as an error.
-            (Err(err), _) => Err(err),
-            (Ok(_), _) => Err(AttestError::Internal(
-                "the tool's answer went missing after it ran",
-            )),
+        }
+    }
+}
+
+/// How a call ended without running its tool; every outcome but `Ran` and `Failed`.
+/// The pipeline's steps before the tool return this, so they need not know its types.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    Refused {
+        receipt: Receipt,
+    },
+    Rejected {
+        approver: String,
+        receipt: Receipt,
+    },
+    Expired {
+        id: String,
+        receipt: Receipt,
+    },
+    Held {
+        id: String,
+        token: ResumeToken,
+        receipt: Receipt,
+    },
+}
+
+impl<T, E> From<Ended> for Outcome<T, E> {
+    fn from(ended: Ended) -> Self {
+        match ended {
+            Ended::Refused { receipt } => Outcome::Refused { receipt },
+            Ended::Rejected { approver, receipt } => Outcome::Rejected { approver, receipt },
+            Ended::Expired { id, receipt } => Outcome::Expired { id, receipt },
+            Ended::Held { id, token, receipt } => Outcome::Held { id, token, receipt },
         }
     }
 }

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use attest_ledger::{from_hex, Appended, Confirm};
 use attest_policy::{Action, Decision};
+use serde::Serialize;
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::{confirm, Attest, Prepared};
+use super::{confirm, Attest, Ended, Prepared};
 use crate::approvals::{action_digest, Answer, ApprovalError, ApprovalRequest, ApprovalStore};
 use crate::approvals::{ResumeToken, Status};
-use crate::record::{to_record, Outcome};
-use crate::{AttestError, CustomCheck, Receipt, ToolError};
+use crate::record::{to_record, RowOutcome};
+use crate::{AttestError, CustomCheck, Outcome, Receipt};
 
 /// What [`Attest::decide`] did: the request as decided, and the ledger row written for it
 /// (a rejection is recorded at once; an approval is recorded when the action runs).
@@ -39,66 +40,35 @@ impl Attest {
             .ok_or(AttestError::Internal("the approval store was not kept"))
     }
 
-    /// Runs the action a resume token stands for, once a person has approved it: with
-    /// their edits applied (and policy asked again), verified and recorded. Works in any
-    /// process that opens the same ledger file, given the tool.
+    /// Takes the action a resume token stands for to its end, once a person has
+    /// approved it: with their edits applied (and policy asked again), verified and
+    /// recorded. Works in any process that opens the same ledger file, given the tool.
+    /// What `attest.call(token).run(tool)` does.
     ///
-    /// Still pending: [`AttestError::Pending`] again. Rejected: [`AttestError::Rejected`].
-    /// Expired: [`AttestError::Expired`]. Unknown token, already used, or an altered
-    /// request: [`AttestError::Approval`].
-    pub async fn resume<F, Fut>(
+    /// Still pending: held again. Rejected or expired: said so, with the row recorded
+    /// then. Unknown token, already used, an altered request, or a `presented` action
+    /// that is not the one asked about (same [`action_digest`], after this pipeline's
+    /// defaults are filled in): [`AttestError::Approval`].
+    pub(crate) async fn resume_call<F, Fut, T, E>(
         &self,
         token: &ResumeToken,
-        execute: F,
-    ) -> Result<Receipt, AttestError>
+        presented: Option<Action>,
+        tool: F,
+        check: Option<&CustomCheck>,
+    ) -> Result<Outcome<T, E>, AttestError>
     where
         F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
+        Fut: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: std::fmt::Display,
     {
         let request = self.request_for(token).await?;
+        let presented = match presented {
+            Some(action) => Some(self.prepare(action)?.action),
+            None => None,
+        };
         let span = crate::telemetry::action_span(&request.action);
-        self.finish(request, Some(token), None, execute, None)
-            .instrument(span)
-            .await
-    }
-
-    /// Like [`Attest::resume`], with the caller's own check of the result: what
-    /// `attest.call(token).check(&check).run(tool)` does.
-    pub(crate) async fn resume_checked<F, Fut>(
-        &self,
-        token: &ResumeToken,
-        execute: F,
-        check: &CustomCheck,
-    ) -> Result<Receipt, AttestError>
-    where
-        F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
-    {
-        let request = self.request_for(token).await?;
-        let span = crate::telemetry::action_span(&request.action);
-        self.finish(request, Some(token), None, execute, Some(check))
-            .instrument(span)
-            .await
-    }
-
-    /// Like [`Attest::resume`], for a caller that presents the action again (an agent
-    /// retrying its tool call with the token). The action must be the one asked about
-    /// (same [`action_digest`], after this pipeline's default agent and actor are
-    /// filled in); any other action is refused with [`ApprovalError::DigestMismatch`].
-    pub async fn resume_action<F, Fut>(
-        &self,
-        token: &ResumeToken,
-        action: Action,
-        execute: F,
-    ) -> Result<Receipt, AttestError>
-    where
-        F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
-    {
-        let request = self.request_for(token).await?;
-        let presented = self.prepare(action)?.action;
-        let span = crate::telemetry::action_span(&request.action);
-        self.finish(request, Some(token), Some(&presented), execute, None)
+        self.finish(request, Some(token), presented.as_ref(), tool, check)
             .instrument(span)
             .await
     }
@@ -154,24 +124,26 @@ impl Attest {
     }
 
     /// Takes a stored request to its end: runs it if approved (once), or reports why not.
-    pub(super) async fn finish<F, Fut>(
+    pub(super) async fn finish<F, Fut, T, E>(
         &self,
         request: ApprovalRequest,
         token: Option<&ResumeToken>,
         presented: Option<&Action>,
-        execute: F,
+        tool: F,
         check: Option<&CustomCheck>,
-    ) -> Result<Receipt, AttestError>
+    ) -> Result<Outcome<T, E>, AttestError>
     where
         F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = Result<Value, ToolError>>,
+        Fut: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: std::fmt::Display,
     {
         let id = request.id.clone();
         if request.purged {
             // Used, or ended and recorded: its params are gone and it never runs again.
             return match request.status {
                 Status::Approved | Status::Edited => Err(ApprovalError::AlreadyUsed { id }.into()),
-                _ => self.ended(request),
+                _ => self.ended(request).map(Outcome::from),
             };
         }
         if let Some(presented) = presented {
@@ -205,13 +177,10 @@ impl Attest {
             }
             self.in_store(ApprovalStore::purge).await?;
             if let Some(receipt) = mine {
-                return Err(AttestError::Expired {
-                    id,
-                    receipt: Box::new(receipt),
-                });
+                return Ok(Outcome::Expired { id, receipt });
             }
             let request = self.in_store(move |store| store.get_by_id(&key)).await?;
-            return self.ended(request);
+            return self.ended(request).map(Outcome::from);
         }
         match request.status {
             Status::Pending => {
@@ -221,13 +190,15 @@ impl Attest {
                     ));
                 };
                 let receipt = stored_receipt(&request, (*seq, hash, ts), Decision::Ask)?;
-                Err(AttestError::Pending {
+                Ok(Outcome::Held {
                     id,
                     token: token.clone(),
-                    receipt: Box::new(receipt),
+                    receipt,
                 })
             }
-            Status::Rejected | Status::Expired | Status::Cancelled => self.ended(request),
+            Status::Rejected | Status::Expired | Status::Cancelled => {
+                self.ended(request).map(Outcome::from)
+            }
             Status::Approved | Status::Edited => {
                 let action = request.effective_action()?;
                 if request.approved_digest.as_deref() != Some(action_digest(&action)?.as_str()) {
@@ -250,14 +221,16 @@ impl Attest {
                 );
                 // Policy is asked again: a rule changed to `refuse` since the ask wins.
                 let prepared = self.prepare(action)?;
-                let (prepared, cleared) = self.recheck(prepared, confirm, approver).await?;
-                self.execute(prepared, cleared, execute, check).await
+                match self.recheck(prepared, confirm, approver).await? {
+                    Ok((prepared, cleared)) => self.execute(prepared, cleared, tool, check).await,
+                    Err(ended) => Ok(ended.into()),
+                }
             }
         }
     }
 
-    /// The error for a request that ended without running.
-    fn ended(&self, request: ApprovalRequest) -> Result<Receipt, AttestError> {
+    /// How a request that ended without running ended, with the row recorded then.
+    fn ended(&self, request: ApprovalRequest) -> Result<Ended, AttestError> {
         let id = request.id.clone();
         let Some((seq, hash, ts)) = &request.outcome_row else {
             return Err(ApprovalError::AlreadyDecided {
@@ -268,14 +241,13 @@ impl Attest {
         };
         let mut receipt = stored_receipt(&request, (*seq, hash, ts), Decision::Ask)?;
         receipt.approver.clone_from(&request.approver);
-        let receipt = Box::new(receipt);
-        match request.status {
-            Status::Expired => Err(AttestError::Expired { id, receipt }),
-            _ => Err(AttestError::Rejected {
+        Ok(match request.status {
+            Status::Expired => Ended::Expired { id, receipt },
+            _ => Ended::Rejected {
                 approver: request.approver.unwrap_or_default(),
                 receipt,
-            }),
-        }
+            },
+        })
     }
 
     /// Records the end of a request that did not run (rejected or expired), and links
@@ -311,7 +283,7 @@ impl Attest {
             &request.verdict,
             Decision::Ask,
             Some(confirm),
-            Outcome::NotRun,
+            RowOutcome::NotRun,
         )?;
         let appended = self.append(record).await?;
         let mut receipt = Receipt::new(

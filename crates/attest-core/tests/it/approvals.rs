@@ -12,14 +12,15 @@ use attest_core::approvals::{
     WebhookNotifier, WEBHOOK_TOLERANCE,
 };
 use attest_core::{
-    Answer, ApprovalStore, Attest, AttestError, ConsoleGate, ResumeToken, StoreGate, ToolError,
+    Answer, ApprovalStore, Attest, AttestError, ConsoleGate, Outcome, ResumeToken, Start, StoreGate,
+    ToolError,
 };
 use attest_ledger::{Clock, Ledger, LedgerOptions};
 use attest_policy::{Action, Decision, Policy, PolicyError, Risk, Verb, Verdict};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::row;
+use crate::support::{row, Ran};
 
 /// A clock the test moves by hand.
 #[derive(Debug)]
@@ -174,8 +175,8 @@ fn send() -> Action {
 
 /// Runs `action`, expecting it to go pending; returns the request id and token.
 async fn pend(attest: &Attest, action: Action, tool: &Tool) -> (String, ResumeToken) {
-    match attest.run(action, tool.run()).await {
-        Err(AttestError::Pending { id, token, receipt }) => {
+    match attest.call(action).run(tool.run()).await {
+        Ok(Outcome::Held { id, token, receipt }) => {
             assert_eq!(receipt.decision, Decision::Ask);
             (id, token)
         }
@@ -196,10 +197,10 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
     assert!(ask.get("confirm").is_none());
 
     // Still pending: pending again, nothing runs, nothing recorded.
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let outcome = attest.call(&token).run(tool.run()).await.unwrap();
     assert!(
-        matches!(err, AttestError::Pending { ref receipt, .. } if receipt.seq == 1),
-        "{err:?}"
+        matches!(outcome, Outcome::Held { ref receipt, .. } if receipt.seq == 1),
+        "{outcome:?}"
     );
     assert_eq!(rows(&ledger), 1);
 
@@ -209,7 +210,7 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
         .unwrap();
     assert_eq!(decided.request.status, Status::Approved);
     assert!(decided.receipt.is_none());
-    let receipt = attest.resume(&token, tool.run()).await.unwrap();
+    let receipt = attest.call(&token).run(tool.run()).await.unwrap().ran();
     assert_eq!(tool.calls(), 1);
     assert_eq!(receipt.seq, 3);
     assert_eq!(receipt.approver.as_deref(), Some("maria"));
@@ -225,7 +226,7 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
     assert_eq!(outcome["action_id"], ask["action_id"]);
 
     // Used once: a second resume is refused and runs nothing.
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let err = attest.call(&token).run(tool.run()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -244,7 +245,7 @@ async fn an_unknown_token_is_a_clear_error() {
     let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
     let err = attest
-        .resume(&ResumeToken::new("atr_0000"), tool.run())
+        .call(&ResumeToken::new("atr_0000")).run(tool.run())
         .await
         .unwrap_err();
     assert!(
@@ -273,7 +274,7 @@ async fn a_request_survives_a_restart_and_resumes_from_a_new_attest() {
         .unwrap();
     drop(attest);
     let (attest, _) = f.attest(anyone(), Duration::ZERO);
-    attest.resume(&token, tool.run()).await.unwrap();
+    attest.call(&token).run(tool.run()).await.unwrap().ran();
     assert_eq!(tool.calls(), 1);
     // The ask, the intent before the run, the outcome.
     assert_eq!(rows(&ledger), 3);
@@ -294,10 +295,10 @@ async fn a_rejection_is_recorded_at_once_and_resume_reports_it() {
     let outcome = row(&ledger, 2);
     assert_eq!(outcome["confirm"]["outcome"], "rejected");
     assert_eq!(outcome["execution"]["status"], "not_run");
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let outcome = attest.call(&token).run(tool.run()).await.unwrap();
     assert!(
-        matches!(err, AttestError::Rejected { ref approver, ref receipt } if approver == "maria" && receipt.seq == 2),
-        "{err:?}"
+        matches!(outcome, Outcome::Rejected { ref approver, ref receipt } if approver == "maria" && receipt.seq == 2),
+        "{outcome:?}"
     );
     assert_eq!(tool.calls(), 0);
     // The first decision wins.
@@ -326,9 +327,9 @@ async fn expiry_counts_as_rejection_and_is_recorded_as_expired() {
     let (id, token) = pend(&attest, send(), &tool).await;
     f.clock.advance(Duration::from_secs(601));
     assert!(attest.approvals().unwrap().pending().unwrap().is_empty());
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
-    let AttestError::Expired { receipt, .. } = err else {
-        panic!("expected expiry, got {err:?}")
+    let outcome = attest.call(&token).run(tool.run()).await.unwrap();
+    let Outcome::Expired { receipt, .. } = outcome else {
+        panic!("expected expiry, got {outcome:?}")
     };
     assert_eq!(receipt.seq, 2);
     let outcome = row(&ledger, 2);
@@ -350,10 +351,10 @@ async fn expiry_counts_as_rejection_and_is_recorded_as_expired() {
         ),
         "{err:?}"
     );
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let outcome = attest.call(&token).run(tool.run()).await.unwrap();
     assert!(
-        matches!(err, AttestError::Expired { ref receipt, .. } if receipt.seq == 2),
-        "{err:?}"
+        matches!(outcome, Outcome::Expired { ref receipt, .. } if receipt.seq == 2),
+        "{outcome:?}"
     );
     assert_eq!(rows(&ledger), 2);
     assert_eq!(tool.calls(), 0);
@@ -407,7 +408,7 @@ async fn only_a_listed_approver_or_group_member_may_decide() {
         .decide(&id, Answer::approve("RAJ@acme.com", "cli"))
         .await
         .unwrap();
-    attest.resume(&token, tool.run()).await.unwrap();
+    attest.call(&token).run(tool.run()).await.unwrap().ran();
     assert_eq!(tool.calls(), 1);
     // The name recorded is the registered one, not as typed.
     let request = attest.approvals().unwrap().get(&id).unwrap();
@@ -482,7 +483,7 @@ async fn only_a_registered_active_approver_decides_and_tokens_name_them() {
         .decide(&id, Answer::approve("ZOE", "cli"))
         .await
         .unwrap();
-    attest.resume(&token, tool.run()).await.unwrap();
+    attest.call(&token).run(tool.run()).await.unwrap().ran();
     assert_eq!(tool.calls(), 1);
 }
 
@@ -504,7 +505,7 @@ async fn edits_change_what_runs_and_policy_checks_the_edited_action() {
         .await
         .unwrap();
     assert_eq!(decided.request.status, Status::Edited);
-    let receipt = attest.resume(&token, tool.run()).await.unwrap();
+    let receipt = attest.call(&token).run(tool.run()).await.unwrap().ran();
     assert_eq!(
         *tool.params.lock().unwrap(),
         Some(json!({"amount": 400, "to": "acct_1"}))
@@ -522,9 +523,9 @@ async fn edits_change_what_runs_and_policy_checks_the_edited_action() {
         )
         .await
         .unwrap();
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
-    let AttestError::Refused { receipt } = err else {
-        panic!("expected a refusal, got {err:?}")
+    let outcome = attest.call(&token).run(tool.run()).await.unwrap();
+    let Outcome::Refused { receipt } = outcome else {
+        panic!("expected a refusal, got {outcome:?}")
     };
     assert_eq!(tool.calls(), 1);
     let refused = row(&ledger, receipt.seq);
@@ -532,7 +533,7 @@ async fn edits_change_what_runs_and_policy_checks_the_edited_action() {
     assert_eq!(refused["confirm"]["outcome"], "edited");
     assert_eq!(refused["execution"]["status"], "not_run");
     // And it cannot be retried.
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let err = attest.call(&token).run(tool.run()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -567,7 +568,7 @@ async fn a_held_action_runs_only_after_an_edit_fills_it() {
         )
         .await
         .unwrap();
-    attest.resume(&token, tool.run()).await.unwrap();
+    attest.call(&token).run(tool.run()).await.unwrap().ran();
     assert_eq!(tool.calls(), 1);
 }
 
@@ -583,7 +584,8 @@ async fn a_different_action_presenting_the_token_is_refused() {
         .unwrap();
     let other = send().with_params(json!({"to": "eve@evil.io", "body": "hi"}));
     let err = attest
-        .resume_action(&token, other, tool.run())
+        .call(Start::retry(&token, other))
+        .run(tool.run())
         .await
         .unwrap_err();
     assert!(
@@ -595,7 +597,8 @@ async fn a_different_action_presenting_the_token_is_refused() {
     );
     let other = send().with_agent("another-bot");
     let err = attest
-        .resume_action(&token, other, tool.run())
+        .call(Start::retry(&token, other))
+        .run(tool.run())
         .await
         .unwrap_err();
     assert!(
@@ -609,9 +612,11 @@ async fn a_different_action_presenting_the_token_is_refused() {
     // The same action (key order aside) is accepted.
     let same = send().with_params(json!({"body": "hi", "to": "bob@other.io"}));
     attest
-        .resume_action(&token, same, tool.run())
+        .call(Start::retry(&token, same))
+        .run(tool.run())
         .await
-        .unwrap();
+        .unwrap()
+        .ran();
     assert_eq!(tool.calls(), 1);
 }
 
@@ -639,7 +644,7 @@ async fn a_tampered_edit_or_action_in_the_store_is_refused() {
         .await
         .unwrap();
     tamper(&f.path(), &id, r#"edits = '{"to":"eve@evil.io"}'"#);
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let err = attest.call(&token).run(tool.run()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -658,7 +663,7 @@ async fn a_tampered_edit_or_action_in_the_store_is_refused() {
         &id,
         "action = replace(action, 'bob@other.io', 'eve@evil.io')",
     );
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let err = attest.call(&token).run(tool.run()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -672,7 +677,7 @@ async fn a_tampered_edit_or_action_in_the_store_is_refused() {
 
     let (id, token) = pend(&attest, send(), &tool).await;
     tamper(&f.path(), &id, "status = 'approved'");
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
+    let err = attest.call(&token).run(tool.run()).await.unwrap_err();
     assert!(
         matches!(err, AttestError::Approval(ApprovalError::Tampered { .. })),
         "{err:?}"
@@ -768,13 +773,14 @@ async fn two_processes_racing_to_decide_have_exactly_one_winner() {
         let tool = Tool::default();
         match request.status {
             Status::Approved => {
-                attest.resume(&token, tool.run()).await.unwrap();
+                attest.call(&token).run(tool.run()).await.unwrap();
                 assert_eq!(tool.calls(), 1);
                 // The ask, the intent, the outcome.
                 assert_eq!(rows(&ledger), 3);
             }
             Status::Rejected => {
-                assert!(attest.resume(&token, tool.run()).await.is_err());
+                let outcome = attest.call(&token).run(tool.run()).await;
+                assert!(matches!(outcome, Ok(Outcome::Rejected { .. })), "{outcome:?}");
                 assert_eq!(tool.calls(), 0);
                 assert_eq!(rows(&ledger), 2);
             }
@@ -842,7 +848,7 @@ async fn a_waiting_gate_runs_the_action_when_someone_decides_in_time() {
         }
     });
     let tool = Tool::default();
-    let receipt = attest.run(send(), tool.run()).await.unwrap();
+    let receipt = attest.call(send()).run(tool.run()).await.unwrap().ran();
     approve.await.unwrap();
     assert_eq!(tool.calls(), 1);
     // The intent (approved, about to run), then the outcome.
@@ -868,7 +874,7 @@ async fn a_caller_that_goes_away_cancels_its_waiting_request() {
     let (attest, _ledger) = f.attest(anyone(), Duration::from_secs(30));
     let tool = Tool::default();
     // The caller gives up while the call waits for a person: its future is dropped.
-    let gave_up = tokio::time::timeout(Duration::from_millis(300), attest.run(send(), tool.run()));
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), attest.call(send()).run(tool.run()));
     assert!(gave_up.await.is_err(), "the call should still be waiting");
     let conn = rusqlite::Connection::open(f.path()).unwrap();
     let (id, status): (String, String) = conn
@@ -919,7 +925,7 @@ async fn the_console_gate_edits_and_policy_checks_the_edit() {
             .build()
             .unwrap();
         let action = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 100}));
-        let result = attest.run(action, tool.run()).await;
+        let result = attest.call(action).run(tool.run()).await;
         assert_eq!(result.is_ok(), runs, "{input:?}: {result:?}");
     }
     assert_eq!(tool.calls(), 1);
@@ -942,8 +948,8 @@ async fn an_approver_not_listed_cannot_approve_through_any_gate() {
         .build()
         .unwrap();
     let tool = Tool::default();
-    let err = attest.run(send(), tool.run()).await.unwrap_err();
-    assert!(matches!(err, AttestError::Rejected { .. }), "{err:?}");
+    let outcome = attest.call(send()).run(tool.run()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Rejected { .. }), "{outcome:?}");
     assert_eq!(tool.calls(), 0);
     assert_eq!(
         row(&ledger, 1)["confirm"]["note"],
@@ -1212,7 +1218,8 @@ async fn an_approval_is_bound_to_the_server_tool_method_and_url_of_the_call() {
         elsewhere.id.clone_from(&id);
         change(&mut elsewhere);
         let err = attest
-            .resume_action(&token, elsewhere, tool.run())
+            .call(Start::retry(&token, elsewhere))
+        .run(tool.run())
             .await
             .unwrap_err();
         assert!(
@@ -1227,9 +1234,11 @@ async fn an_approval_is_bound_to_the_server_tool_method_and_url_of_the_call() {
     let mut same = delete;
     same.id = id;
     attest
-        .resume_action(&token, same, tool.run())
+        .call(Start::retry(&token, same))
+        .run(tool.run())
         .await
-        .unwrap();
+        .unwrap()
+        .ran();
     assert_eq!(tool.calls(), 1);
 }
 
@@ -1251,9 +1260,9 @@ async fn an_approval_unused_by_its_use_by_time_is_refused_recorded_and_purged() 
         attest_core::approvals::DEFAULT_USE_BY
     );
     f.clock.advance(attest_core::approvals::DEFAULT_USE_BY);
-    let err = attest.resume(&token, tool.run()).await.unwrap_err();
-    let AttestError::Expired { receipt, .. } = err else {
-        panic!("expected expired, got {err:?}")
+    let outcome = attest.call(&token).run(tool.run()).await.unwrap();
+    let Outcome::Expired { receipt, .. } = outcome else {
+        panic!("expected expired, got {outcome:?}")
     };
     assert_eq!(tool.calls(), 0);
     let outcome = row(&ledger, receipt.seq);
@@ -1262,7 +1271,8 @@ async fn an_approval_unused_by_its_use_by_time_is_refused_recorded_and_purged() 
     assert_eq!(rows(&ledger), 2);
     // Ended, so its params are gone from the store; a second resume says so.
     assert_eq!(stored_params(&f, &id), json!({}));
-    assert!(attest.resume(&token, tool.run()).await.is_err());
+    let outcome = attest.call(&token).run(tool.run()).await;
+    assert!(matches!(outcome, Ok(Outcome::Expired { .. })), "{outcome:?}");
     assert_eq!(rows(&ledger), 2);
 }
 
@@ -1287,9 +1297,9 @@ async fn policy_is_asked_again_at_resume_and_a_refusal_wins() {
         .agent("bot")
         .build()
         .unwrap();
-    let err = frozen.resume(&token, tool.run()).await.unwrap_err();
-    let AttestError::Refused { receipt } = err else {
-        panic!("expected refused, got {err:?}")
+    let outcome = frozen.call(&token).run(tool.run()).await.unwrap();
+    let Outcome::Refused { receipt } = outcome else {
+        panic!("expected refused, got {outcome:?}")
     };
     assert_eq!(tool.calls(), 0);
     let outcome = row(&ledger, receipt.seq);
@@ -1299,7 +1309,7 @@ async fn policy_is_asked_again_at_resume_and_a_refusal_wins() {
         "{outcome}"
     );
     // The approval was used up by that attempt: it cannot run later either.
-    assert!(attest.resume(&token, tool.run()).await.is_err());
+    assert!(attest.call(&token).run(tool.run()).await.is_err());
     assert_eq!(tool.calls(), 0);
 }
 
@@ -1316,7 +1326,7 @@ async fn held_params_are_purged_once_used_rejected_or_expired() {
         .decide(&used, Answer::approve("maria", "cli"))
         .await
         .unwrap();
-    attest.resume(&token, tool.run()).await.unwrap();
+    attest.call(&token).run(tool.run()).await.unwrap().ran();
     attest
         .decide(&rejected, Answer::reject("maria", "cli"))
         .await
@@ -1328,7 +1338,7 @@ async fn held_params_are_purged_once_used_rejected_or_expired() {
     // The store still answers for the used one, without its params.
     let request = attest.approvals().unwrap().get(&used).unwrap();
     assert!(request.purged && request.consumed);
-    assert!(attest.resume(&token, tool.run()).await.is_err());
+    assert!(attest.call(&token).run(tool.run()).await.is_err());
     assert_eq!(tool.calls(), 1);
     // Nobody decided in time: expired, recorded, and purged too.
     f.clock.advance(Duration::from_secs(601));
@@ -1358,7 +1368,7 @@ async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
     .unwrap();
     drop(conn);
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
-    attest.resume(&token, tool.run()).await.unwrap();
+    attest.call(&token).run(tool.run()).await.unwrap().ran();
     assert_eq!(tool.calls(), 1);
     assert!(ledger.verify().unwrap().is_intact());
 }

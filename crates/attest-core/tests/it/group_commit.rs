@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use attest_core::Attest;
+use attest_core::{Attest, ToolError};
 use attest_ledger::{entry_hash, to_hex, Ledger, LedgerOptions};
 use attest_policy::{Action, Verb};
 use serde_json::{json, Value};
@@ -27,9 +27,11 @@ async fn sixty_four_tasks_times_a_thousand_actions_make_one_chain() {
                     let action = Action::new("crm", Verb::Update)
                         .with_params(json!({"id": format!("{task}-{i}")}));
                     let receipt = attest
-                        .run(action, |_| async { Ok(json!({"id": 1})) })
+                        .call(action)
+                        .run(|_| async { Ok::<_, ToolError>(json!({"id": 1})) })
                         .await
-                        .unwrap();
+                        .unwrap()
+        .ran();
                     receipts.push(receipt);
                 }
                 receipts

@@ -2,12 +2,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use attest_core::{Attest, AttestError, AutoGate, CustomCheck, Level, RejectGate, Tool, ToolError};
+use attest_core::{Attest, AutoGate, CustomCheck, Level, Outcome, RejectGate, Tool, ToolError};
 use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Decision, Policy, PolicyError, Verb, Verdict};
 use serde_json::{json, Value};
 
-use crate::support::row;
+use crate::support::{row, Ran};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -64,13 +64,14 @@ async fn a_low_risk_action_acts_and_is_acknowledged() {
     let action =
         Action::new("hubspot", Verb::Update).with_params(json!({"id": "42", "stage": "won"}));
     let receipt = attest
-        .run(action, counting(&calls, json!({"id": "42"})))
+        .call(action)
+        .run(counting(&calls, json!({"id": "42"})))
         .await
-        .unwrap();
+        .unwrap()
+        .ran();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(receipt.decision, Decision::Act);
     assert_eq!(receipt.level, Some(Level::Acknowledged));
-    assert_eq!(receipt.result, Some(json!({"id": "42"})));
     // A write: its intent row first, durable before the tool ran, then the outcome.
     assert_eq!(receipt.seq, 2);
     let intent = row(&f.ledger, 1);
@@ -99,12 +100,12 @@ async fn a_result_without_an_id_is_attested_only() {
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let receipt = attest
-        .run(
-            Action::new("crm", Verb::Update),
-            counting(&calls, json!("done")),
+        .call(Action::new("crm", Verb::Update))
+        .run(counting(&calls, json!("done")),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .ran();
     assert_eq!(receipt.level, Some(Level::AttestedOnly));
 }
 
@@ -119,9 +120,11 @@ async fn ask_approved_runs_and_records_the_approver() {
     let calls = Arc::new(AtomicUsize::new(0));
     let action = Action::new("gmail", Verb::Send).with_target("bob@other.io");
     let receipt = attest
-        .run(action, counting(&calls, json!({"id": "m1"})))
+        .call(action)
+        .run(counting(&calls, json!({"id": "m1"})))
         .await
-        .unwrap();
+        .unwrap()
+        .ran();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(receipt.decision, Decision::Ask);
     assert_eq!(receipt.approver.as_deref(), Some("maria"));
@@ -142,16 +145,15 @@ async fn ask_rejected_never_runs_the_tool() {
         .build()
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let err = attest
-        .run(
-            Action::new("stripe", Verb::Pay),
-            counting(&calls, json!({"id": "re_1"})),
+    let outcome = attest
+        .call(Action::new("stripe", Verb::Pay))
+        .run(counting(&calls, json!({"id": "re_1"})),
         )
         .await
-        .unwrap_err();
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
-    let AttestError::Rejected { approver, receipt } = err else {
-        panic!("expected a rejection, got {err}")
+    let Outcome::Rejected { approver, receipt } = outcome else {
+        panic!("expected a rejection, got {outcome:?}")
     };
     assert_eq!(approver, "cfo");
     assert_eq!(receipt.seq, 1);
@@ -170,14 +172,13 @@ async fn the_default_gate_rejects_because_nobody_is_there_to_ask() {
         .build()
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let err = attest
-        .run(
-            Action::new("gmail", Verb::Send),
-            counting(&calls, json!({"id": "1"})),
+    let outcome = attest
+        .call(Action::new("gmail", Verb::Send))
+        .run(counting(&calls, json!({"id": "1"})),
         )
         .await
-        .unwrap_err();
-    assert!(matches!(err, AttestError::Rejected { .. }), "{err}");
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Rejected { .. }), "{outcome:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
@@ -190,15 +191,14 @@ async fn a_refused_action_never_runs_and_is_recorded() {
         .build()
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let err = attest
-        .run(
-            Action::new("crm", Verb::List),
-            counting(&calls, json!({"id": "1"})),
+    let outcome = attest
+        .call(Action::new("crm", Verb::List))
+        .run(counting(&calls, json!({"id": "1"})),
         )
         .await
-        .unwrap_err();
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
-    let receipt = err.receipt().expect("a refusal is recorded");
+    let receipt = outcome.receipt();
     assert_eq!(receipt.decision, Decision::Refuse);
     assert_eq!(receipt.reasons, vec!["nothing runs here".to_owned()]);
     let body = row(&f.ledger, 1);
@@ -215,14 +215,13 @@ async fn a_policy_that_cannot_decide_refuses() {
         .build()
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let err = attest
-        .run(
-            Action::new("crm", Verb::List),
-            counting(&calls, json!({"id": "1"})),
+    let outcome = attest
+        .call(Action::new("crm", Verb::List))
+        .run(counting(&calls, json!({"id": "1"})),
         )
         .await
-        .unwrap_err();
-    assert!(matches!(err, AttestError::Refused { .. }), "{err}");
+        .unwrap();
+    assert!(matches!(outcome, Outcome::Refused { .. }), "{outcome:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     let body = row(&f.ledger, 1);
     assert_eq!(body["rules_fired"], json!(["policy-error"]));
@@ -239,13 +238,14 @@ async fn a_failing_tool_is_recorded_without_its_message() {
         .ledger(Arc::clone(&f.ledger))
         .build()
         .unwrap();
-    let err = attest
-        .run(Action::new("crm", Verb::Update), |_| async {
+    let outcome = attest
+        .call(Action::new("crm", Verb::Update))
+        .run(|_| async {
             Err::<Value, ToolError>("upstream said 500 for token tok_SECRET".into())
         })
         .await
-        .unwrap_err();
-    let AttestError::ToolFailed { receipt, source } = err else {
+        .unwrap();
+    let Outcome::Failed { receipt, error: source } = outcome else {
         panic!("expected a tool failure")
     };
     assert!(source.to_string().contains("500"));
@@ -395,7 +395,8 @@ async fn concurrent_runs_keep_one_chain() {
             tokio::spawn(async move {
                 let action = Action::new("crm", Verb::Update).with_params(json!({"id": i}));
                 attest
-                    .run(action, |_| async move { Ok(json!({"id": i})) })
+                    .call(action)
+                    .run(|_| async move { Ok::<_, ToolError>(json!({"id": i})) })
                     .await
                     .unwrap()
                     .seq
@@ -426,7 +427,8 @@ async fn a_write_runs_only_after_its_intent_row_is_durable() {
     let seen = Arc::new(std::sync::Mutex::new(None));
     let seen_in_tool = Arc::clone(&seen);
     let receipt = attest
-        .run(Action::new("crm", Verb::Update), move |_| async move {
+        .call(Action::new("crm", Verb::Update))
+        .run(move |_| async move {
             let other = Ledger::open_read_only(&path).unwrap();
             *seen_in_tool.lock().unwrap() = Some(row(&other, 1));
             Ok(json!({"id": "1"}))
@@ -449,9 +451,8 @@ async fn a_write_whose_intent_cannot_be_recorded_does_not_run() {
     let attest = Attest::builder().ledger(read_only).build().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let err = attest
-        .run(
-            Action::new("crm", Verb::Update),
-            counting(&calls, json!({"id": "1"})),
+        .call(Action::new("crm", Verb::Update))
+        .run(counting(&calls, json!({"id": "1"})),
         )
         .await
         .unwrap_err();

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::fake::{Answer, Fake};
 use crate::recipes::{fast_http, test_env};
 
-use crate::support::{all_bytes, attest_reading_back, contains, row};
+use crate::support::{all_bytes, attest_reading_back, contains, row, Ran};
 
 const REFUND_PATH: &str = "/v1/refunds/re_1";
 
@@ -465,9 +465,11 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
     let (action, _) = refund_action();
     let result = json!({"id": "re_2", "object": "refund", "amount": 1500, "status": "succeeded"});
     let receipt = attest
-        .run(action, move |_| async move { Ok(result) })
+        .call(action)
+        .run(move |_| async move { Ok::<_, ToolError>(result) })
         .await
-        .unwrap();
+        .unwrap()
+        .ran();
     assert_eq!(receipt.level, Some(Level::Unverified));
     let v = &row(&ledger, 4)["verification"];
     assert_eq!(v["level"], "unverified");

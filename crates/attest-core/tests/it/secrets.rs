@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use attest_core::{Attest, AutoGate};
+use attest_core::{Attest, AutoGate, ToolError};
 use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Verb};
 use serde_json::json;
 
-use crate::support::{all_bytes, contains};
+use crate::support::{all_bytes, contains, Ran};
 
 const SECRET: &str = "sk_live_51HUSHHUSHdoNotLeak";
 
@@ -31,11 +31,13 @@ async fn a_secret_in_params_or_results_never_reaches_the_ledger_file() {
     });
     let action = Action::new("gmail", Verb::Send).with_params(params);
     attest
-        .run(action, |_| async {
-            Ok(json!({"id": "m1", "echo": SECRET}))
+        .call(action)
+        .run(|_| async {
+            Ok::<_, ToolError>(json!({"id": "m1", "echo": SECRET}))
         })
         .await
-        .unwrap();
+        .unwrap()
+        .ran();
     attest
         .record(
             Action::new("stripe", Verb::Pay).with_params(json!({"token": SECRET})),
@@ -44,7 +46,8 @@ async fn a_secret_in_params_or_results_never_reaches_the_ledger_file() {
         .await
         .unwrap();
     let _ = attest
-        .run(Action::new("crm", Verb::Update), |_| async {
+        .call(Action::new("crm", Verb::Update))
+        .run(|_| async {
             Err::<serde_json::Value, attest_core::ToolError>(format!("401 for {SECRET}").into())
         })
         .await;
@@ -100,9 +103,11 @@ async fn a_read_back_of_secret_params_keeps_fingerprints_not_values() {
     action.extra.method = Some("POST".to_owned());
     action.extra.url = Some(format!("{}/v1/widgets?api_key=qAPIKEYq", fake.base));
     let receipt = attest
-        .run(action, |_| async { Ok(json!({"id": "w1"})) })
+        .call(action)
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "w1"})) })
         .await
-        .unwrap();
+        .unwrap()
+        .ran();
     assert_eq!(receipt.level, Some(attest_core::Level::Verified));
     assert_eq!(fake.hits().len(), 1, "the read-back ran");
     let fields = row(&ledger, receipt.seq)["verification"]["evidence"]["fields"].clone();
