@@ -9,7 +9,6 @@ use anyhow::Context;
 use attest_core::approvals::ApprovalStore;
 use attest_core::config::NotifyBy;
 use attest_core::Attest;
-use attest_policy::Policy;
 
 use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ModeArgs};
 use crate::config::Config;
@@ -26,10 +25,10 @@ fn pipeline(
     agent: Option<&str>,
     actor: Option<&str>,
     run: Option<&str>,
-) -> anyhow::Result<(Attest, Arc<dyn Policy>)> {
+) -> anyhow::Result<Attest> {
     // The policy and every configured file first: a setting that does not load must not
     // leave a ledger behind.
-    let policy: Arc<dyn Policy> = Arc::new(config.policy()?);
+    let policy = config.policy()?;
     let registry = config.registry()?;
     let readback = config.readback()?;
     // With `notify.by: inbox`, `attest serve` tells people, not this process.
@@ -44,7 +43,7 @@ fn pipeline(
     let mut builder = Attest::builder()
         .ledger(ledger)
         .run_id(run)
-        .shared_policy(Arc::clone(&policy))
+        .policy(policy)
         .approvals(Arc::clone(&store))
         .registry(registry)
         .readback(readback)
@@ -55,11 +54,11 @@ fn pipeline(
     if let Some(actor) = config.actor(actor) {
         builder = builder.actor(actor);
     }
-    Ok((builder.build()?, policy))
+    Ok(builder.build()?)
 }
 
 fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
-    let (attest, _) = pipeline(
+    let attest = pipeline(
         config,
         serve.mode,
         config.wait(serve.timeout),
@@ -126,7 +125,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
 }
 
 pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Result<ExitCode> {
-    let (attest, policy) = pipeline(
+    let attest = pipeline(
         config,
         Mode::Block,
         Duration::from_secs(0),
@@ -136,7 +135,7 @@ pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Resul
         None,
     )?;
     let runtime = stdio_runtime()?;
-    let outcome = runtime.block_on(mcp_server::serve(attest, policy));
+    let outcome = runtime.block_on(mcp_server::serve(attest));
     runtime.shutdown_timeout(Duration::from_secs(1));
     outcome?;
     Ok(ExitCode::SUCCESS)

@@ -15,13 +15,11 @@
 //! credential (`attest confirm`, the inbox, Slack, a signed link).
 //! None of the tools reaches outside this machine, so none is open-world.
 
-use std::sync::Arc;
-
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
-use attest_core::{detect, Attest, DetectInput};
+use attest_core::{Attest, DetectInput, Registry};
 use attest_ledger::to_hex;
-use attest_policy::{Action, Policy, Verb};
+use attest_policy::{Action, Verb};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
@@ -39,8 +37,8 @@ const MAX_LEDGER_ROWS: u64 = 1000;
 
 /// Serves the five tools on this process's stdio until the client goes away; bad frames get
 /// JSON-RPC errors ([`super::frames`]).
-pub(crate) async fn serve(attest: Attest, policy: Arc<dyn Policy>) -> anyhow::Result<()> {
-    let server = AttestServer { attest, policy };
+pub(crate) async fn serve(attest: Attest) -> anyhow::Result<()> {
+    let server = AttestServer { attest };
     let running = server
         .serve(super::frames::stdio())
         .await
@@ -52,7 +50,6 @@ pub(crate) async fn serve(attest: Attest, policy: Arc<dyn Policy>) -> anyhow::Re
 /// The MCP server over one pipeline.
 pub(crate) struct AttestServer {
     attest: Attest,
-    policy: Arc<dyn Policy>,
 }
 
 impl ServerHandler for AttestServer {
@@ -106,17 +103,15 @@ impl ServerHandler for AttestServer {
 }
 
 impl AttestServer {
+    /// Core's verdict, as a governed call would get it (a policy that fails refuses).
     fn decide(&self, args: &Value) -> Result<Value, String> {
-        let action = action_from(args)?;
-        let verdict = self
-            .policy
-            .evaluate(&action)
-            .map_err(|err| format!("policy could not decide: {}", chain(&err)))?;
+        let action = action_from(self.attest.registry(), args)?;
+        let verdict = self.attest.verdict(&action);
         Ok(decision_report(&action, &verdict))
     }
 
     async fn record(&self, args: &Value) -> Result<Value, String> {
-        let action = action_from(args)?;
+        let action = action_from(self.attest.registry(), args)?;
         let result = args.get("result").filter(|r| !r.is_null());
         let receipt = self
             .attest
@@ -207,7 +202,7 @@ fn text_arg<'a>(args: &'a Value, field: &str) -> Result<Option<&'a str>, String>
 
 /// The action an `attest_decide`/`attest_record` call describes: `tool` (with `server`),
 /// `method` + `url`, or `system` + `verb`; then `params`, `target`, `agent`, `actor`.
-fn action_from(args: &Value) -> Result<Action, String> {
+fn action_from(registry: &Registry, args: &Value) -> Result<Action, String> {
     let text = |field: &str| -> Result<Option<&str>, String> {
         match args.get(field) {
             None | Some(Value::Null) => Ok(None),
@@ -249,8 +244,7 @@ fn action_from(args: &Value) -> Result<Action, String> {
         Some(params @ Value::Object(_)) => params.clone(),
         Some(_) => return Err("`params` must be an object".to_owned()),
     };
-    let mut action = detect(&input).into_action(params);
-    input.fill_extra(&mut action.extra);
+    let mut action = registry.detect_action(&input, params);
     if let Some(target) = text("target")? {
         action.target = Some(target.to_owned());
     }
@@ -363,24 +357,24 @@ mod tests {
     #[test]
     fn actions_from_arguments() {
         let action =
-            action_from(&json!({"tool": "send_email", "params": {"to": "a@b.c"}})).unwrap();
+            action_from(Registry::shared(), &json!({"tool": "send_email", "params": {"to": "a@b.c"}})).unwrap();
         assert_eq!(action.verb, Verb::Send);
-        let action = action_from(&json!({"system": "crm", "verb": "update"})).unwrap();
+        let action = action_from(Registry::shared(), &json!({"system": "crm", "verb": "update"})).unwrap();
         assert_eq!((action.system.as_str(), action.verb), ("crm", Verb::Update));
         let action =
-            action_from(&json!({"method": "DELETE", "url": "https://api.github.com/repos/a/b"}))
+            action_from(Registry::shared(), &json!({"method": "DELETE", "url": "https://api.github.com/repos/a/b"}))
                 .unwrap();
         assert_eq!(action.verb, Verb::Delete);
-        assert!(action_from(&json!({}))
+        assert!(action_from(Registry::shared(), &json!({}))
             .unwrap_err()
             .contains("describe the call"));
-        assert!(action_from(&json!({"system": "x", "verb": "frob"}))
+        assert!(action_from(Registry::shared(), &json!({"system": "x", "verb": "frob"}))
             .unwrap_err()
             .contains("frob"));
-        assert!(action_from(&json!({"tool": 3}))
+        assert!(action_from(Registry::shared(), &json!({"tool": 3}))
             .unwrap_err()
             .contains("`tool`"));
-        assert!(action_from(&json!({"tool": "x", "params": []}))
+        assert!(action_from(Registry::shared(), &json!({"tool": "x", "params": []}))
             .unwrap_err()
             .contains("params"));
     }
