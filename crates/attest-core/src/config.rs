@@ -33,7 +33,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
-use crate::approvals::{LinkSigner, Notifier, Secret, SlackNotifier, WebhookNotifier};
+use crate::approvals::{LinkSigner, Notifier, Secret};
 use crate::detect::Registry;
 use crate::verification::{Env, OpenApiDriver, ReadBack, RecipeDriver};
 
@@ -545,6 +545,140 @@ impl ConfigFile {
         links: Option<&LinkSigner>,
         origin: &str,
     ) -> Result<Vec<Arc<dyn Notifier>>, ConfigError> {
+        let mut out: Vec<Arc<dyn Notifier>> = Vec::new();
+        #[cfg(feature = "http")]
+        if let Some(slack) = self.slack_notifier(env, links, origin)? {
+            out.push(Arc::new(slack));
+        }
+        #[cfg(not(feature = "http"))]
+        if self.notify.slack.is_some() {
+            return Err(not_built(origin, "notify.slack", "http"));
+        }
+        if let Some(webhook) = &self.notify.webhook {
+            out.push(self.webhook_notifier(webhook, env, links, origin)?);
+        }
+        if let Some(email) = &self.notify.email {
+            if email.to.is_empty() {
+                return Err(invalid("notify.email.to".to_owned(), "no recipients"));
+            }
+            if email.host.trim().is_empty() {
+                return Err(invalid("notify.email.host".to_owned(), "empty"));
+            }
+            check_var("notify.email.username_env", &email.username_env)?;
+            check_var("notify.email.password_env", &email.password_env)?;
+        }
+        check_url("inbox.public_url".to_owned(), &self.inbox.public_url)?;
+        check_url("gateway.upstream".to_owned(), &self.gateway.upstream)?;
+        Ok(())
+    }
+
+    /// The detection registry: the built-in one, each `registry` file in order, each
+    /// system's `base_url` host, then the hosts of `ATTEST_BASE_URL_<SYSTEM>` variables in
+    /// `env` (the environment beats the file). `origin` names this configuration in
+    /// errors.
+    pub fn registry(&self, env: &dyn Env, origin: &str) -> Result<Registry, ConfigError> {
+        let registry_error = |source| ConfigError::Registry {
+            origin: origin.to_owned(),
+            source,
+        };
+        let mut registry = Registry::builtin().map_err(registry_error)?;
+        for path in &self.registry {
+            registry.extend_file(path).map_err(registry_error)?;
+        }
+        for (system, settings) in &self.systems {
+            if let Some(url) = &settings.base_url {
+                registry.base_url(system, url);
+            }
+        }
+        registry.base_urls_from(env);
+        Ok(registry)
+    }
+
+    /// The read-back drivers: the recipes (each `recipes` directory before the built-in
+    /// ones), then one OpenAPI driver per spec; each system's base URL (unless its
+    /// `ATTEST_BASE_URL_<SYSTEM>` is set in `env`, which wins), and its `credential`
+    /// variable read from `env` in place of the one its recipe names.
+    pub fn readback<E: Env + Clone + 'static>(
+        &self,
+        env: E,
+        origin: &str,
+    ) -> Result<ReadBack, ConfigError> {
+        let wrap = |source| ConfigError::ReadBack {
+            origin: origin.to_owned(),
+            source: Box::new(source),
+        };
+        let mut recipes = RecipeDriver::builtin().map_err(wrap)?;
+        // The last directory listed is tried last: add them in reverse.
+        for dir in self.recipes.iter().rev() {
+            recipes = recipes.with_dir(dir).map_err(wrap)?;
+        }
+        let mut readback = ReadBack::new()
+            .map_err(wrap)?
+            .driver(recipes)
+            .env(env.clone());
+        for path in &self.openapi {
+            readback = readback.driver(OpenApiDriver::from_file(path).map_err(wrap)?);
+        }
+        let mut credentials = BTreeMap::new();
+        for (system, settings) in &self.systems {
+            let from_env = env.var(&crate::verification::base_url_var(system));
+            if let (Some(url), None) = (&settings.base_url, from_env) {
+                readback = readback.base_url(system, url);
+            }
+            if let Some(var) = &settings.credential {
+                credentials.insert(system.clone(), var.clone());
+            }
+        }
+        if !credentials.is_empty() {
+            readback = readback.credentials(move |system: &str, _name: &str| {
+                credentials.get(system).and_then(|var| env.var(var))
+            });
+        }
+        Ok(readback)
+    }
+}
+
+/// The default variables secrets are read from.
+pub mod vars {
+    /// The one-click link key.
+    pub const LINK_KEY: &str = "ATTEST_LINK_KEY";
+    /// The Slack bot token.
+    pub const SLACK_TOKEN: &str = "ATTEST_SLACK_TOKEN";
+    /// Slack's signing secret.
+    pub const SLACK_SIGNING_SECRET: &str = "ATTEST_SLACK_SIGNING_SECRET";
+    /// The webhook signing secret.
+    pub const WEBHOOK_SECRET: &str = "ATTEST_WEBHOOK_SECRET";
+    /// The SMTP password.
+    pub const SMTP_PASSWORD: &str = "ATTEST_SMTP_PASSWORD";
+}
+
+impl ConfigFile {
+    /// The variable holding the link key.
+    pub fn link_key_var(&self) -> &str {
+        self.notify
+            .link_key_env
+            .as_deref()
+            .unwrap_or(vars::LINK_KEY)
+    }
+
+    /// The variable holding Slack's signing secret.
+    pub fn slack_signing_secret_var(&self) -> &str {
+        self.notify
+            .slack
+            .as_ref()
+            .and_then(|s| s.signing_secret_env.as_deref())
+            .unwrap_or(vars::SLACK_SIGNING_SECRET)
+    }
+
+    /// The notifiers the file configures, their secrets read from `env`; each gets
+    /// `links` (one-click links to the inbox) when given. A notifier whose secret is not
+    /// set is an error naming the variable, never a notifier that silently sends nothing.
+    pub fn notifiers(
+        &self,
+        env: &dyn Env,
+        links: Option<&LinkSigner>,
+        origin: &str,
+    ) -> Result<Vec<Arc<dyn Notifier>>, ConfigError> {
         let secret = |field: &str, var: &str| {
             env.var(var)
                 .map(Secret::new)
@@ -589,14 +723,69 @@ impl ConfigFile {
         Ok(out)
     }
 
+    #[cfg(feature = "http")]
+    fn webhook_notifier(
+        &self,
+        webhook: &WebhookSettings,
+        env: &dyn Env,
+        links: Option<&LinkSigner>,
+        origin: &str,
+    ) -> Result<Arc<dyn Notifier>, ConfigError> {
+        use crate::approvals::WebhookNotifier;
+        let secret = |field: &str, var: &str| {
+            env.var(var)
+                .map(Secret::new)
+                .ok_or_else(|| ConfigError::Invalid {
+                    origin: origin.to_owned(),
+                    field: field.to_owned(),
+                    message: format!("the variable {var} is not set"),
+                })
+        };
+        let url = match (&webhook.url, &webhook.url_env) {
+            (Some(url), _) => url.clone(),
+            (None, Some(var)) => {
+                let url = secret("notify.webhook.url_env", var)?;
+                String::from_utf8_lossy(url.expose()).into_owned()
+            }
+            (None, None) => {
+                return Err(ConfigError::Invalid {
+                    origin: origin.to_owned(),
+                    field: "notify.webhook".to_owned(),
+                    message: "no url".to_owned(),
+                })
+            }
+        };
+        let var = webhook
+            .secret_env
+            .as_deref()
+            .unwrap_or(vars::WEBHOOK_SECRET);
+        let mut notifier = WebhookNotifier::new(url, secret("notify.webhook.secret_env", var)?);
+        if let Some(links) = links {
+            notifier = notifier.with_links(links.clone());
+        }
+        Ok(Arc::new(notifier))
+    }
+
+    #[cfg(not(feature = "http"))]
+    fn webhook_notifier(
+        &self,
+        _webhook: &WebhookSettings,
+        _env: &dyn Env,
+        _links: Option<&LinkSigner>,
+        origin: &str,
+    ) -> Result<Arc<dyn Notifier>, ConfigError> {
+        Err(not_built(origin, "notify.webhook", "http"))
+    }
+
     /// The Slack notifier, when the file configures one (also what updates a card once
     /// its request is decided).
+    #[cfg(feature = "http")]
     pub fn slack_notifier(
         &self,
         env: &dyn Env,
         links: Option<&LinkSigner>,
         origin: &str,
-    ) -> Result<Option<SlackNotifier>, ConfigError> {
+    ) -> Result<Option<crate::approvals::SlackNotifier>, ConfigError> {
         let Some(slack) = &self.notify.slack else {
             return Ok(None);
         };
@@ -606,7 +795,8 @@ impl ConfigFile {
             field: "notify.slack.token_env".to_owned(),
             message: format!("the variable {var} is not set"),
         })?;
-        let mut notifier = SlackNotifier::new(Secret::new(token), &slack.channel);
+        let mut notifier =
+            crate::approvals::SlackNotifier::new(Secret::new(token), &slack.channel);
         if let Some(url) = &slack.api_url {
             notifier = notifier.with_base_url(url);
         }
@@ -670,11 +860,17 @@ impl ConfigFile {
         _links: Option<&LinkSigner>,
         origin: &str,
     ) -> Result<Arc<dyn Notifier>, ConfigError> {
-        Err(ConfigError::Invalid {
-            origin: origin.to_owned(),
-            field: "notify.email".to_owned(),
-            message: "this build has no e-mail support (attest-core feature `email`)".to_owned(),
-        })
+        Err(not_built(origin, "notify.email", "email"))
+    }
+}
+
+/// A setting this build cannot honour, naming the attest-core feature it needs.
+#[cfg(any(not(feature = "http"), not(feature = "email")))]
+fn not_built(origin: &str, field: &str, feature: &str) -> ConfigError {
+    ConfigError::Invalid {
+        origin: origin.to_owned(),
+        field: field.to_owned(),
+        message: format!("this build cannot send it (attest-core feature `{feature}`)"),
     }
 }
 

@@ -45,6 +45,7 @@ pub enum AttestError {
     #[error("the ledger writer thread stopped")]
     WriterStopped,
     /// The read-back HTTP client could not be built.
+    #[cfg(feature = "http")]
     #[error("cannot build the read-back http client")]
     Http(#[source] reqwest::Error),
     /// A read-back recipe (or OpenAPI spec) is wrong; `line` and `column` are 1-based,

@@ -9,7 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use attest_ledger::canonical_bytes;
-use reqwest::Url;
+use url::Url;
 use serde_json::json;
 
 use super::signature::{check_hmac, hmac_hex, unix_secs};

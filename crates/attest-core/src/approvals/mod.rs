@@ -31,9 +31,11 @@ mod links;
 mod notify;
 mod request;
 mod signature;
+#[cfg(feature = "http")]
 mod slack;
 mod store;
 mod token;
+#[cfg(feature = "http")]
 mod webhook;
 
 pub use approvers::{Approver, ApproverToken, APPROVER_TOKEN_PREFIX};
@@ -45,12 +47,14 @@ pub use links::{Choice, LinkSigner, SignedLink};
 pub use notify::{Notifier, NotifyError};
 pub use request::{action_digest, apply_edits, may_decide, Answer, ApprovalRequest, Status};
 pub use signature::{Secret, SignatureError};
+#[cfg(feature = "http")]
 pub use slack::{
     verify_slack_signature, SlackNotifier, SlackPress, SLACK_API, SLACK_APPROVE_ACTION,
     SLACK_REJECT_ACTION, SLACK_TOLERANCE,
 };
 pub use store::{ApprovalStore, APPROVALS_SCHEMA_VERSION};
 pub use token::{ResumeToken, TOKEN_PREFIX};
+#[cfg(feature = "http")]
 pub use webhook::{
     sign_webhook, verify_webhook, WebhookNotifier, WEBHOOK_SIGNATURE_HEADER,
     WEBHOOK_TIMESTAMP_HEADER, WEBHOOK_TOLERANCE,

@@ -34,6 +34,7 @@ impl<N: Notifier + ?Sized> Notifier for std::sync::Arc<N> {
 #[non_exhaustive]
 pub enum NotifyError {
     /// The HTTP request failed (the URL is left out: it may carry a secret).
+    #[cfg(feature = "http")]
     #[error("{notifier}: request failed")]
     Http {
         /// The notifier.

@@ -203,7 +203,7 @@ pub fn caller_read_back(http: HttpReader, credentials: Vec<(String, String)>) ->
 /// origin is ignored: the read carries the caller's credentials.
 pub(crate) fn answer_url(action: &Action, answer: &Value) -> Option<String> {
     let method = action.extra.method.as_deref()?.trim().to_ascii_uppercase();
-    let url = reqwest::Url::parse(action.extra.url.as_deref()?).ok()?;
+    let url = url::Url::parse(action.extra.url.as_deref()?).ok()?;
     let location = answer.get("location").and_then(Value::as_str);
     if let Some(found) = location.and_then(|l| url.join(l).ok()) {
         if found.origin() == url.origin() {

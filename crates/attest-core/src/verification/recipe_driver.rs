@@ -146,7 +146,7 @@ fn id_param(recipe: &Recipe) -> Option<&str> {
 
 /// A URL's path segments, percent-decoded; `None` for a URL that does not parse.
 fn url_segments(url: &str) -> Option<Vec<String>> {
-    let parsed = reqwest::Url::parse(url).ok()?;
+    let parsed = url::Url::parse(url).ok()?;
     let segments = parsed.path_segments()?;
     Some(
         segments
