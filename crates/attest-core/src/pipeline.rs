@@ -243,7 +243,7 @@ impl Attest {
                     let request = self.in_store(move |store| store.get_by_id(&id)).await?;
                     self.finish(request, None, None, tool, check).await
                 }
-                Gated::Ended(ended) => Ok(ended.into()),
+                Gated::Ended(ended) => Ok(ended.widen()),
             }
         }
         .instrument(span)

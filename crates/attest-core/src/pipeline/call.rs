@@ -3,6 +3,7 @@
 //! typed and unchanged, out. Normal outcomes are values; an [`AttestError`] means Attest
 //! could not decide or record.
 
+use std::convert::Infallible;
 use std::future::Future;
 
 use attest_policy::Action;
@@ -255,35 +256,21 @@ impl<'a> Call<'a> {
     }
 }
 
-/// How a call ended without running its tool; every outcome but `Ran` and `Failed`.
-/// The pipeline's steps before the tool return this, so they need not know its types.
-#[derive(Debug)]
-pub(crate) enum Ended {
-    Refused {
-        receipt: Receipt,
-    },
-    Rejected {
-        approver: String,
-        receipt: Receipt,
-    },
-    Expired {
-        id: String,
-        receipt: Receipt,
-    },
-    Held {
-        id: String,
-        token: ResumeToken,
-        receipt: Receipt,
-    },
-}
+/// How a call ended without running its tool: an outcome that cannot be `Ran` or
+/// `Failed`. The pipeline's steps before the tool return this, so they need not know the
+/// tool's types; [`Outcome::widen`] gives it them.
+pub(crate) type Ended = Outcome<Infallible, Infallible>;
 
-impl<T, E> From<Ended> for Outcome<T, E> {
-    fn from(ended: Ended) -> Self {
-        match ended {
-            Ended::Refused { receipt } => Outcome::Refused { receipt },
-            Ended::Rejected { approver, receipt } => Outcome::Rejected { approver, receipt },
-            Ended::Expired { id, receipt } => Outcome::Expired { id, receipt },
-            Ended::Held { id, token, receipt } => Outcome::Held { id, token, receipt },
+impl Ended {
+    /// The same outcome, typed for a tool with output `T` and error `E`.
+    pub(crate) fn widen<T, E>(self) -> Outcome<T, E> {
+        match self {
+            Outcome::Ran { output, .. } => match output {},
+            Outcome::Failed { error, .. } => match error {},
+            Outcome::Refused { receipt } => Outcome::Refused { receipt },
+            Outcome::Rejected { approver, receipt } => Outcome::Rejected { approver, receipt },
+            Outcome::Expired { id, receipt } => Outcome::Expired { id, receipt },
+            Outcome::Held { id, token, receipt } => Outcome::Held { id, token, receipt },
         }
     }
 }

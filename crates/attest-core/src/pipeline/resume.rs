@@ -143,7 +143,7 @@ impl Attest {
             // Used, or ended and recorded: its params are gone and it never runs again.
             return match request.status {
                 Status::Approved | Status::Edited => Err(ApprovalError::AlreadyUsed { id }.into()),
-                _ => self.ended(request).map(Outcome::from),
+                _ => self.ended(request).map(Ended::widen),
             };
         }
         if let Some(presented) = presented {
@@ -180,7 +180,7 @@ impl Attest {
                 return Ok(Outcome::Expired { id, receipt });
             }
             let request = self.in_store(move |store| store.get_by_id(&key)).await?;
-            return self.ended(request).map(Outcome::from);
+            return self.ended(request).map(Ended::widen);
         }
         match request.status {
             Status::Pending => {
@@ -197,7 +197,7 @@ impl Attest {
                 })
             }
             Status::Rejected | Status::Expired | Status::Cancelled => {
-                self.ended(request).map(Outcome::from)
+                self.ended(request).map(Ended::widen)
             }
             Status::Approved | Status::Edited => {
                 let action = request.effective_action()?;
@@ -223,7 +223,7 @@ impl Attest {
                 let prepared = self.prepare(action)?;
                 match self.recheck(prepared, confirm, approver).await? {
                     Ok((prepared, cleared)) => self.execute(prepared, cleared, tool, check).await,
-                    Err(ended) => Ok(ended.into()),
+                    Err(ended) => Ok(ended.widen()),
                 }
             }
         }
