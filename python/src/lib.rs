@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use attest_core::{AttestError as CoreError, Outcome as CoreOutcome, Receipt as CoreReceipt};
+use attest_core::{
+    error_chain as chain, AttestError as CoreError, Outcome as CoreOutcome, Receipt as CoreReceipt,
+};
 use attest_policy::Verb;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -361,18 +363,6 @@ fn with_attributes(
 
 fn str_object(py: Python<'_>, text: &str) -> Py<PyAny> {
     pyo3::types::PyString::new(py, text).into_any().unbind()
-}
-
-/// An error and its sources, `: `-joined.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(next) = source {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        source = next.source();
-    }
-    text
 }
 
 /// The native module `attest._attest`.

@@ -3,6 +3,22 @@ use thiserror::Error;
 use crate::approvals::ApprovalError;
 use crate::Receipt;
 
+/// An error and its causes on one line, `a: b: c` (a cause whose text its parent already
+/// ends with, as a transparent wrapper's does, is said once): what every surface shows.
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// The error a tool returns; any error type will do.
 pub type ToolError = Box<dyn std::error::Error + Send + Sync + 'static>;
 

@@ -67,7 +67,7 @@ pub use approvals::{
 };
 pub use console_gate::ConsoleGate;
 pub use detect::{detect, DetectError, DetectInput, Detection, Registry};
-pub use error::{AttestError, ToolError};
+pub use error::{error_chain, AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use intents::{open_intents, OpenIntent};
 pub use pipeline::call::{Call, Outcome, Start};

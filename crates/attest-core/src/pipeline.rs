@@ -15,7 +15,7 @@ use crate::gate::{Gate, GateDecision, RejectGate};
 use crate::record::{to_record, RowOutcome};
 use crate::telemetry;
 use crate::verification::{acknowledges, verify, CustomCheck, Level, ReadBack};
-use crate::{AttestError, Outcome, Receipt};
+use crate::{error_chain, AttestError, Outcome, Receipt};
 
 /// The governance layer: wraps tool calls so each one is decided, run, verified and
 /// recorded.
@@ -750,16 +750,4 @@ fn undecided(action: &Action, why: &str) -> Verdict {
         "policy-error",
         format!("policy could not decide, so the action does not run: {why}"),
     )
-}
-
-/// An error and its causes on one line: `a: b: c`.
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -286,14 +286,7 @@ impl ApiError {
 
     /// Logs the whole chain, answers a generic 500.
     pub(crate) fn internal(err: &(dyn std::error::Error + 'static)) -> ApiError {
-        let mut text = err.to_string();
-        let mut source = err.source();
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        eprintln!("attest serve: internal error: {text}");
+        eprintln!("attest serve: internal error: {}", super::chain(err));
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
     }
 }

@@ -192,20 +192,8 @@ pub(crate) fn not_recorded_text(what: &str, err: &AttestError) -> String {
     )
 }
 
-/// An error and its causes, one line: `a: b: c`.
-pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.ends_with(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
+/// An error and its causes, one line: `a: b: c` (core's formatter, shared by the servers).
+pub(crate) use attest_core::error_chain as chain;
 
 #[cfg(test)]
 mod tests {
