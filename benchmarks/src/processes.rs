@@ -28,7 +28,11 @@ pub(crate) fn worker(args: &[String]) -> anyhow::Result<()> {
         .build()?;
     for i in 0..actions {
         let action = Action::new("hubspot", Verb::Update).with_params(json!({"id": i}));
-        runtime.block_on(attest.call(action).run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "8812"})) }))?;
+        runtime.block_on(
+            attest
+                .call(action)
+                .run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "8812"})) }),
+        )?;
     }
     Ok(())
 }

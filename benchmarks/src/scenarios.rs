@@ -227,7 +227,11 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
             samples_for(durability, scale),
             || {
                 let action = update_action();
-                runtime.block_on(attest.call(action).run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "8812"})) }))?;
+                runtime.block_on(
+                    attest.call(action).run(|_| async {
+                        Ok::<_, std::convert::Infallible>(json!({"id": "8812"}))
+                    }),
+                )?;
                 Ok(())
             },
         )?);
@@ -244,7 +248,11 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         scale.samples,
         || {
             let action = external_send();
-            runtime.block_on(attest.call(action).run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "18c31"})) }))?;
+            runtime.block_on(
+                attest
+                    .call(action)
+                    .run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "18c31"})) }),
+            )?;
             Ok(())
         },
     )?);
@@ -423,7 +431,10 @@ fn readback_row(
         || {
             let action = update_action();
             let receipt =
-                runtime.block_on(attest.call(action).run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "8812"})) }))?
+                runtime
+                    .block_on(attest.call(action).run(|_| async {
+                        Ok::<_, std::convert::Infallible>(json!({"id": "8812"}))
+                    }))?
                     .into_receipt();
             anyhow::ensure!(
                 receipt.level == Some(attest_core::Level::Verified),

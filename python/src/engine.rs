@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use attest_core::approvals::{ApprovalStore, DEFAULT_USE_BY};
 use attest_core::detect::{detect, DetectInput};
-use attest_core::{Attest, AttestError, Outcome, Receipt, ResumeToken, Start, StoreGate, ToolError};
+use attest_core::{
+    Attest, AttestError, Outcome, Receipt, ResumeToken, Start, StoreGate, ToolError,
+};
 use attest_ledger::{Durability, Ledger, LedgerError, LedgerOptions, SigningKey, VerifyOptions};
 use attest_policy::{Action, PolicyEngine, PolicyError, Verb, MAX_POLICY_BYTES};
 use serde_json::Value;

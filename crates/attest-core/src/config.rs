@@ -635,8 +635,7 @@ impl ConfigFile {
             field: "notify.slack.token_env".to_owned(),
             message: format!("the variable {var} is not set"),
         })?;
-        let mut notifier =
-            crate::approvals::SlackNotifier::new(Secret::new(token), &slack.channel);
+        let mut notifier = crate::approvals::SlackNotifier::new(Secret::new(token), &slack.channel);
         if let Some(url) = &slack.api_url {
             notifier = notifier.with_base_url(url);
         }

@@ -42,9 +42,9 @@ pub(crate) mod call;
 mod import;
 mod resume;
 mod writer;
+use call::Ended;
 pub use import::ImportItem;
 pub use resume::Decided;
-use call::Ended;
 use writer::LedgerWriter;
 
 impl std::fmt::Debug for Attest {
@@ -274,7 +274,8 @@ impl Attest {
         let intent = if action.verb.is_read() {
             None
         } else {
-            let record = self.to_record(&action, params_hash.clone(), &cleared, RowOutcome::Intent)?;
+            let record =
+                self.to_record(&action, params_hash.clone(), &cleared, RowOutcome::Intent)?;
             let row = self
                 .append(record)
                 .await

@@ -150,9 +150,11 @@ fn pre_tool_use(config: &Config, args: &HookArgs, event: &Event) -> anyhow::Resu
         ),
         Decision::Refuse | Decision::Recorded => {
             // Record the refusal: the pipeline decides again and never calls the tool.
-            let outcome = runtime()?.block_on(attest.call(action).run(|_| async {
-                Err::<Value, _>("not run: refused before it ran")
-            }));
+            let outcome = runtime()?.block_on(
+                attest
+                    .call(action)
+                    .run(|_| async { Err::<Value, _>("not run: refused before it ran") }),
+            );
             let seq = outcome
                 .map(|outcome| format!(", ledger seq {}", outcome.receipt().seq))
                 .unwrap_or_default();

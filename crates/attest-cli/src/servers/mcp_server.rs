@@ -15,6 +15,8 @@
 //! credential (`attest confirm`, the inbox, Slack, a signed link).
 //! None of the tools reaches outside this machine, so none is open-world.
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
 use attest_core::{Attest, DetectInput, Registry};
@@ -356,26 +358,39 @@ mod tests {
 
     #[test]
     fn actions_from_arguments() {
-        let action =
-            action_from(Registry::shared(), &json!({"tool": "send_email", "params": {"to": "a@b.c"}})).unwrap();
+        let action = action_from(
+            Registry::shared(),
+            &json!({"tool": "send_email", "params": {"to": "a@b.c"}}),
+        )
+        .unwrap();
         assert_eq!(action.verb, Verb::Send);
-        let action = action_from(Registry::shared(), &json!({"system": "crm", "verb": "update"})).unwrap();
+        let action = action_from(
+            Registry::shared(),
+            &json!({"system": "crm", "verb": "update"}),
+        )
+        .unwrap();
         assert_eq!((action.system.as_str(), action.verb), ("crm", Verb::Update));
-        let action =
-            action_from(Registry::shared(), &json!({"method": "DELETE", "url": "https://api.github.com/repos/a/b"}))
-                .unwrap();
+        let action = action_from(
+            Registry::shared(),
+            &json!({"method": "DELETE", "url": "https://api.github.com/repos/a/b"}),
+        )
+        .unwrap();
         assert_eq!(action.verb, Verb::Delete);
         assert!(action_from(Registry::shared(), &json!({}))
             .unwrap_err()
             .contains("describe the call"));
-        assert!(action_from(Registry::shared(), &json!({"system": "x", "verb": "frob"}))
-            .unwrap_err()
-            .contains("frob"));
+        assert!(
+            action_from(Registry::shared(), &json!({"system": "x", "verb": "frob"}))
+                .unwrap_err()
+                .contains("frob")
+        );
         assert!(action_from(Registry::shared(), &json!({"tool": 3}))
             .unwrap_err()
             .contains("`tool`"));
-        assert!(action_from(Registry::shared(), &json!({"tool": "x", "params": []}))
-            .unwrap_err()
-            .contains("params"));
+        assert!(
+            action_from(Registry::shared(), &json!({"tool": "x", "params": []}))
+                .unwrap_err()
+                .contains("params")
+        );
     }
 }

@@ -142,7 +142,8 @@ async fn pending_lists_a_request_and_confirm_approves_it_once() {
     // The agent resumes: the action runs once and the outcome row names the approver.
     let attest_ = pipeline(dir.path(), Duration::ZERO);
     let receipt = attest_
-        .call(&token).run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
+        .call(&token)
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
         .await
         .unwrap()
         .into_receipt();
@@ -845,7 +846,10 @@ async fn the_pending_table_stays_aligned_with_long_approver_lists() {
         .build()
         .unwrap();
     for action in [payment(), Action::new("gmail", Verb::Send)] {
-        let held = attest_api.call(action).run(|_| async { Ok::<_, ToolError>(json!({})) }).await;
+        let held = attest_api
+            .call(action)
+            .run(|_| async { Ok::<_, ToolError>(json!({})) })
+            .await;
         assert!(matches!(held, Ok(Outcome::Held { .. })), "{held:?}");
     }
     let out = attest(dir.path(), &["pending"]);

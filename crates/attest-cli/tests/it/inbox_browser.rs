@@ -246,9 +246,14 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     let counter = Arc::clone(&calls);
     let waiting = tokio::spawn(async move {
         attest
-            .run(payment(), move |params| {
+            .call(payment())
+            .run(move |params| {
                 counter.fetch_add(1, Ordering::SeqCst);
-                async move { Ok(json!({"id": "py_1", "amount": params["amount"]})) }
+                async move {
+                    Ok::<_, attest_core::ToolError>(
+                        json!({"id": "py_1", "amount": params["amount"]}),
+                    )
+                }
             })
             .await
     });
@@ -306,7 +311,8 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
         .await
         .expect("the waiting action did not finish")
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .into_receipt();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(receipt.approver.as_deref(), Some("ann@acme.com"));
     // The intent, then the outcome.

@@ -9,8 +9,8 @@
 use std::time::{Duration, SystemTime};
 
 use attest_ledger::canonical_bytes;
-use url::Url;
 use serde_json::json;
+use url::Url;
 
 use super::signature::{check_hmac, hmac_hex, unix_secs};
 use super::{Secret, SignatureError};

@@ -147,4 +147,3 @@ pub enum FetchError {
     #[error("this build reads nothing over http (attest-core feature `http`)")]
     NoHttp,
 }
-

@@ -12,8 +12,8 @@ use attest_core::approvals::{
     WebhookNotifier, WEBHOOK_TOLERANCE,
 };
 use attest_core::{
-    Answer, ApprovalStore, Attest, AttestError, ConsoleGate, Outcome, ResumeToken, Start, StoreGate,
-    ToolError,
+    Answer, ApprovalStore, Attest, AttestError, ConsoleGate, Outcome, ResumeToken, Start,
+    StoreGate, ToolError,
 };
 use attest_ledger::{Clock, Ledger, LedgerOptions};
 use attest_policy::{Action, Decision, Policy, PolicyError, Risk, Verb, Verdict};
@@ -210,7 +210,12 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
         .unwrap();
     assert_eq!(decided.request.status, Status::Approved);
     assert!(decided.receipt.is_none());
-    let receipt = attest.call(&token).run(tool.run()).await.unwrap().ran();
+    let receipt = attest
+        .call(&token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     assert_eq!(tool.calls(), 1);
     assert_eq!(receipt.seq, 3);
     assert_eq!(receipt.approver.as_deref(), Some("maria"));
@@ -245,7 +250,8 @@ async fn an_unknown_token_is_a_clear_error() {
     let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
     let err = attest
-        .call(&ResumeToken::new("atr_0000")).run(tool.run())
+        .call(ResumeToken::new("atr_0000"))
+        .run(tool.run())
         .await
         .unwrap_err();
     assert!(
@@ -274,7 +280,12 @@ async fn a_request_survives_a_restart_and_resumes_from_a_new_attest() {
         .unwrap();
     drop(attest);
     let (attest, _) = f.attest(anyone(), Duration::ZERO);
-    attest.call(&token).run(tool.run()).await.unwrap().ran();
+    attest
+        .call(&token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     assert_eq!(tool.calls(), 1);
     // The ask, the intent before the run, the outcome.
     assert_eq!(rows(&ledger), 3);
@@ -408,7 +419,12 @@ async fn only_a_listed_approver_or_group_member_may_decide() {
         .decide(&id, Answer::approve("RAJ@acme.com", "cli"))
         .await
         .unwrap();
-    attest.call(&token).run(tool.run()).await.unwrap().ran();
+    attest
+        .call(&token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     assert_eq!(tool.calls(), 1);
     // The name recorded is the registered one, not as typed.
     let request = attest.approvals().unwrap().get(&id).unwrap();
@@ -483,7 +499,12 @@ async fn only_a_registered_active_approver_decides_and_tokens_name_them() {
         .decide(&id, Answer::approve("ZOE", "cli"))
         .await
         .unwrap();
-    attest.call(&token).run(tool.run()).await.unwrap().ran();
+    attest
+        .call(&token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     assert_eq!(tool.calls(), 1);
 }
 
@@ -505,7 +526,12 @@ async fn edits_change_what_runs_and_policy_checks_the_edited_action() {
         .await
         .unwrap();
     assert_eq!(decided.request.status, Status::Edited);
-    let receipt = attest.call(&token).run(tool.run()).await.unwrap().ran();
+    let receipt = attest
+        .call(&token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     assert_eq!(
         *tool.params.lock().unwrap(),
         Some(json!({"amount": 400, "to": "acct_1"}))
@@ -568,7 +594,12 @@ async fn a_held_action_runs_only_after_an_edit_fills_it() {
         )
         .await
         .unwrap();
-    attest.call(&token).run(tool.run()).await.unwrap().ran();
+    attest
+        .call(&token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     assert_eq!(tool.calls(), 1);
 }
 
@@ -616,7 +647,7 @@ async fn a_different_action_presenting_the_token_is_refused() {
         .run(tool.run())
         .await
         .unwrap()
-        .ran();
+        .expect_ran();
     assert_eq!(tool.calls(), 1);
 }
 
@@ -780,7 +811,10 @@ async fn two_processes_racing_to_decide_have_exactly_one_winner() {
             }
             Status::Rejected => {
                 let outcome = attest.call(&token).run(tool.run()).await;
-                assert!(matches!(outcome, Ok(Outcome::Rejected { .. })), "{outcome:?}");
+                assert!(
+                    matches!(outcome, Ok(Outcome::Rejected { .. })),
+                    "{outcome:?}"
+                );
                 assert_eq!(tool.calls(), 0);
                 assert_eq!(rows(&ledger), 2);
             }
@@ -848,7 +882,12 @@ async fn a_waiting_gate_runs_the_action_when_someone_decides_in_time() {
         }
     });
     let tool = Tool::default();
-    let receipt = attest.call(send()).run(tool.run()).await.unwrap().ran();
+    let receipt = attest
+        .call(send())
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     approve.await.unwrap();
     assert_eq!(tool.calls(), 1);
     // The intent (approved, about to run), then the outcome.
@@ -874,7 +913,10 @@ async fn a_caller_that_goes_away_cancels_its_waiting_request() {
     let (attest, _ledger) = f.attest(anyone(), Duration::from_secs(30));
     let tool = Tool::default();
     // The caller gives up while the call waits for a person: its future is dropped.
-    let gave_up = tokio::time::timeout(Duration::from_millis(300), attest.call(send()).run(tool.run()));
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(300),
+        attest.call(send()).run(tool.run()),
+    );
     assert!(gave_up.await.is_err(), "the call should still be waiting");
     let conn = rusqlite::Connection::open(f.path()).unwrap();
     let (id, status): (String, String) = conn
@@ -1219,7 +1261,7 @@ async fn an_approval_is_bound_to_the_server_tool_method_and_url_of_the_call() {
         change(&mut elsewhere);
         let err = attest
             .call(Start::retry(&token, elsewhere))
-        .run(tool.run())
+            .run(tool.run())
             .await
             .unwrap_err();
         assert!(
@@ -1238,7 +1280,7 @@ async fn an_approval_is_bound_to_the_server_tool_method_and_url_of_the_call() {
         .run(tool.run())
         .await
         .unwrap()
-        .ran();
+        .expect_ran();
     assert_eq!(tool.calls(), 1);
 }
 
@@ -1272,7 +1314,10 @@ async fn an_approval_unused_by_its_use_by_time_is_refused_recorded_and_purged() 
     // Ended, so its params are gone from the store; a second resume says so.
     assert_eq!(stored_params(&f, &id), json!({}));
     let outcome = attest.call(&token).run(tool.run()).await;
-    assert!(matches!(outcome, Ok(Outcome::Expired { .. })), "{outcome:?}");
+    assert!(
+        matches!(outcome, Ok(Outcome::Expired { .. })),
+        "{outcome:?}"
+    );
     assert_eq!(rows(&ledger), 2);
 }
 
@@ -1326,7 +1371,12 @@ async fn held_params_are_purged_once_used_rejected_or_expired() {
         .decide(&used, Answer::approve("maria", "cli"))
         .await
         .unwrap();
-    attest.call(&token).run(tool.run()).await.unwrap().ran();
+    attest
+        .call(&token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     attest
         .decide(&rejected, Answer::reject("maria", "cli"))
         .await
@@ -1368,7 +1418,12 @@ async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
     .unwrap();
     drop(conn);
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
-    attest.call(&token).run(tool.run()).await.unwrap().ran();
+    attest
+        .call(&token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran();
     assert_eq!(tool.calls(), 1);
     assert!(ledger.verify().unwrap().is_intact());
 }

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use attest_core::{Attest, ToolError};
+
+use crate::support::Ran;
 use attest_ledger::{entry_hash, to_hex, Ledger, LedgerOptions};
 use attest_policy::{Action, Verb};
 use serde_json::{json, Value};
@@ -31,7 +33,7 @@ async fn sixty_four_tasks_times_a_thousand_actions_make_one_chain() {
                         .run(|_| async { Ok::<_, ToolError>(json!({"id": 1})) })
                         .await
                         .unwrap()
-        .ran();
+                        .expect_ran();
                     receipts.push(receipt);
                 }
                 receipts

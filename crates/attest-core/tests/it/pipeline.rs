@@ -2,7 +2,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use attest_core::{Attest, AutoGate, CustomCheck, Level, Outcome, RejectGate, Tool, ToolError};
+use attest_core::{
+    Attest, AttestError, AutoGate, CustomCheck, Level, Outcome, RejectGate, Tool, ToolError,
+};
 use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Decision, Policy, PolicyError, Verb, Verdict};
 use serde_json::{json, Value};
@@ -68,7 +70,7 @@ async fn a_low_risk_action_acts_and_is_acknowledged() {
         .run(counting(&calls, json!({"id": "42"})))
         .await
         .unwrap()
-        .ran();
+        .expect_ran();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(receipt.decision, Decision::Act);
     assert_eq!(receipt.level, Some(Level::Acknowledged));
@@ -101,11 +103,10 @@ async fn a_result_without_an_id_is_attested_only() {
     let calls = Arc::new(AtomicUsize::new(0));
     let receipt = attest
         .call(Action::new("crm", Verb::Update))
-        .run(counting(&calls, json!("done")),
-        )
+        .run(counting(&calls, json!("done")))
         .await
         .unwrap()
-        .ran();
+        .expect_ran();
     assert_eq!(receipt.level, Some(Level::AttestedOnly));
 }
 
@@ -124,7 +125,7 @@ async fn ask_approved_runs_and_records_the_approver() {
         .run(counting(&calls, json!({"id": "m1"})))
         .await
         .unwrap()
-        .ran();
+        .expect_ran();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(receipt.decision, Decision::Ask);
     assert_eq!(receipt.approver.as_deref(), Some("maria"));
@@ -147,8 +148,7 @@ async fn ask_rejected_never_runs_the_tool() {
     let calls = Arc::new(AtomicUsize::new(0));
     let outcome = attest
         .call(Action::new("stripe", Verb::Pay))
-        .run(counting(&calls, json!({"id": "re_1"})),
-        )
+        .run(counting(&calls, json!({"id": "re_1"})))
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -174,8 +174,7 @@ async fn the_default_gate_rejects_because_nobody_is_there_to_ask() {
     let calls = Arc::new(AtomicUsize::new(0));
     let outcome = attest
         .call(Action::new("gmail", Verb::Send))
-        .run(counting(&calls, json!({"id": "1"})),
-        )
+        .run(counting(&calls, json!({"id": "1"})))
         .await
         .unwrap();
     assert!(matches!(outcome, Outcome::Rejected { .. }), "{outcome:?}");
@@ -193,8 +192,7 @@ async fn a_refused_action_never_runs_and_is_recorded() {
     let calls = Arc::new(AtomicUsize::new(0));
     let outcome = attest
         .call(Action::new("crm", Verb::List))
-        .run(counting(&calls, json!({"id": "1"})),
-        )
+        .run(counting(&calls, json!({"id": "1"})))
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -217,8 +215,7 @@ async fn a_policy_that_cannot_decide_refuses() {
     let calls = Arc::new(AtomicUsize::new(0));
     let outcome = attest
         .call(Action::new("crm", Verb::List))
-        .run(counting(&calls, json!({"id": "1"})),
-        )
+        .run(counting(&calls, json!({"id": "1"})))
         .await
         .unwrap();
     assert!(matches!(outcome, Outcome::Refused { .. }), "{outcome:?}");
@@ -240,12 +237,14 @@ async fn a_failing_tool_is_recorded_without_its_message() {
         .unwrap();
     let outcome = attest
         .call(Action::new("crm", Verb::Update))
-        .run(|_| async {
-            Err::<Value, ToolError>("upstream said 500 for token tok_SECRET".into())
-        })
+        .run(|_| async { Err::<Value, ToolError>("upstream said 500 for token tok_SECRET".into()) })
         .await
         .unwrap();
-    let Outcome::Failed { receipt, error: source } = outcome else {
+    let Outcome::Failed {
+        receipt,
+        error: source,
+    } = outcome
+    else {
         panic!("expected a tool failure")
     };
     assert!(source.to_string().contains("500"));
@@ -374,7 +373,11 @@ async fn a_wrapped_tool_is_governed_on_every_call() {
         calls: AtomicUsize::new(0),
     });
     for i in 0..3 {
-        let receipt = crm.call(json!({"id": i.to_string()})).await.unwrap();
+        let receipt = crm
+            .call(json!({"id": i.to_string()}))
+            .await
+            .unwrap()
+            .expect_ran();
         // Each call: an intent row, then the outcome row the receipt names.
         assert_eq!(receipt.seq, 2 * (i + 1));
     }
@@ -399,6 +402,7 @@ async fn concurrent_runs_keep_one_chain() {
                     .run(|_| async move { Ok::<_, ToolError>(json!({"id": i})) })
                     .await
                     .unwrap()
+                    .expect_ran()
                     .seq
             })
         })
@@ -431,10 +435,11 @@ async fn a_write_runs_only_after_its_intent_row_is_durable() {
         .run(move |_| async move {
             let other = Ledger::open_read_only(&path).unwrap();
             *seen_in_tool.lock().unwrap() = Some(row(&other, 1));
-            Ok(json!({"id": "1"}))
+            Ok::<_, ToolError>(json!({"id": "1"}))
         })
         .await
-        .unwrap();
+        .unwrap()
+        .expect_ran();
     let intent = seen.lock().unwrap().take().expect("the tool ran");
     assert_eq!(intent["execution"]["status"], "intent");
     assert_eq!(intent["action_id"], receipt.action_id.as_str());
@@ -452,8 +457,7 @@ async fn a_write_whose_intent_cannot_be_recorded_does_not_run() {
     let calls = Arc::new(AtomicUsize::new(0));
     let err = attest
         .call(Action::new("crm", Verb::Update))
-        .run(counting(&calls, json!({"id": "1"})),
-        )
+        .run(counting(&calls, json!({"id": "1"})))
         .await
         .unwrap_err();
     assert!(matches!(err, AttestError::NotRecorded(_)), "{err:?}");

@@ -469,7 +469,7 @@ async fn the_pipeline_reads_back_and_the_ledger_keeps_evidence_not_bodies_or_tok
         .run(move |_| async move { Ok::<_, ToolError>(result) })
         .await
         .unwrap()
-        .ran();
+        .expect_ran();
     assert_eq!(receipt.level, Some(Level::Unverified));
     let v = &row(&ledger, 4)["verification"];
     assert_eq!(v["level"], "unverified");

@@ -32,12 +32,10 @@ async fn a_secret_in_params_or_results_never_reaches_the_ledger_file() {
     let action = Action::new("gmail", Verb::Send).with_params(params);
     attest
         .call(action)
-        .run(|_| async {
-            Ok::<_, ToolError>(json!({"id": "m1", "echo": SECRET}))
-        })
+        .run(|_| async { Ok::<_, ToolError>(json!({"id": "m1", "echo": SECRET})) })
         .await
         .unwrap()
-        .ran();
+        .expect_ran();
     attest
         .record(
             Action::new("stripe", Verb::Pay).with_params(json!({"token": SECRET})),
@@ -107,7 +105,7 @@ async fn a_read_back_of_secret_params_keeps_fingerprints_not_values() {
         .run(|_| async { Ok::<_, ToolError>(json!({"id": "w1"})) })
         .await
         .unwrap()
-        .ran();
+        .expect_ran();
     assert_eq!(receipt.level, Some(attest_core::Level::Verified));
     assert_eq!(fake.hits().len(), 1, "the read-back ran");
     let fields = row(&ledger, receipt.seq)["verification"]["evidence"]["fields"].clone();

@@ -55,11 +55,11 @@ pub(crate) fn contains(haystack: &[u8], needle: &str) -> bool {
 /// Test shorthand: the receipt of a call that must have run its tool and returned.
 pub(crate) trait Ran {
     /// The receipt of `Outcome::Ran`; any other outcome fails the test.
-    fn ran(self) -> attest_core::Receipt;
+    fn expect_ran(self) -> attest_core::Receipt;
 }
 
 impl<T: std::fmt::Debug, E: std::fmt::Debug> Ran for attest_core::Outcome<T, E> {
-    fn ran(self) -> attest_core::Receipt {
+    fn expect_ran(self) -> attest_core::Receipt {
         match self {
             attest_core::Outcome::Ran { receipt, .. } => receipt,
             other => panic!("expected the tool to run, got {other:?}"),
