@@ -967,8 +967,8 @@ async fn the_console_gate_edits_and_policy_checks_the_edit() {
             .build()
             .unwrap();
         let action = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 100}));
-        let result = attest.call(action).run(tool.run()).await;
-        assert_eq!(result.is_ok(), runs, "{input:?}: {result:?}");
+        let outcome = attest.call(action).run(tool.run()).await.unwrap();
+        assert_eq!(outcome.ran(), runs, "{input:?}: {outcome:?}");
     }
     assert_eq!(tool.calls(), 1);
     assert_eq!(*tool.params.lock().unwrap(), Some(json!({"amount": 10})));
