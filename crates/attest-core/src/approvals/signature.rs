@@ -1,7 +1,7 @@
 //! HMAC-SHA256 signatures over request bodies, and the checks that go with them.
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -100,11 +100,12 @@ pub(crate) fn unix_secs(time: SystemTime) -> u64 {
 }
 
 /// Parses a Unix-seconds timestamp and checks it is within `tolerance` of `now`.
+#[cfg(feature = "http")]
 pub(crate) fn check_fresh(
     timestamp: Option<&str>,
     field: &'static str,
     now: SystemTime,
-    tolerance: Duration,
+    tolerance: std::time::Duration,
 ) -> Result<u64, SignatureError> {
     let text = timestamp.ok_or(SignatureError::Missing { field })?;
     if text.is_empty() || text.len() > 12 || !text.bytes().all(|b| b.is_ascii_digit()) {
