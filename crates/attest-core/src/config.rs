@@ -33,9 +33,9 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
 
-use crate::approvals::{LinkSigner, Notifier};
 #[cfg(feature = "http")]
 use crate::approvals::Secret;
+use crate::approvals::{LinkSigner, Notifier};
 use crate::detect::Registry;
 use crate::verification::{Env, OpenApiDriver, ReadBack, RecipeDriver};
 

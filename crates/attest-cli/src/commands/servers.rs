@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use attest_core::approvals::ApprovalStore;
 use attest_core::config::NotifyBy;
+use attest_core::detect::OperationIds;
 use attest_core::Attest;
 
 use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ModeArgs};
@@ -150,13 +151,15 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         Some(text) => Some(reqwest::Url::parse(text).with_context(|| format!("upstream {text}"))?),
         None => None,
     };
-    let mut operations = Vec::new();
+    let mut operations = OperationIds::default();
     let specs = match &args.openapi {
         Some(path) => std::slice::from_ref(path),
         None => config.file.openapi.as_slice(),
     };
     for path in specs {
-        operations.extend(gateway::load_openapi(path)?);
+        let spec = OperationIds::from_file(path)
+            .with_context(|| format!("{} is not an OpenAPI spec", path.display()))?;
+        operations.extend(spec);
     }
     let allow_upstream = if args.allow_upstream.is_empty() {
         config.file.gateway.allow_upstream.clone()

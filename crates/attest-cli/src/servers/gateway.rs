@@ -35,12 +35,12 @@
 //!   approved request upstream (the gateway never keeps credentials). The path
 //!   `/_attest/` is the gateway's own and is never forwarded.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
+use attest_core::detect::OperationIds;
 use attest_core::verification::caller_read_back;
 use attest_core::{Attest, AttestError, DetectInput, HttpOptions, HttpReader, Outcome, Receipt};
 use attest_policy::{Action, Decision};
@@ -65,16 +65,13 @@ pub(crate) const TOKEN_HEADER: &str = "x-attest-token";
 /// The gateway's own path prefix: never forwarded.
 const OWN_PREFIX: &str = "/_attest";
 
-/// Largest OpenAPI spec read, in bytes.
-const MAX_SPEC_BYTES: u64 = 8 * 1024 * 1024;
-
 /// What `attest gateway` was asked to do.
 #[derive(Debug, Clone)]
 pub(crate) struct GatewayOptions {
     /// The default upstream base URL.
     pub(crate) upstream: Option<Url>,
     /// Operation ids by method and path template, from `--openapi`.
-    pub(crate) operations: Vec<Operation>,
+    pub(crate) operations: OperationIds,
     /// Record reads too.
     pub(crate) record_reads: bool,
     /// Largest request or response body, in bytes.
@@ -161,69 +158,6 @@ pub(crate) async fn serve(
     axum::serve(listener, router(state))
         .await
         .context("the gateway stopped")
-}
-
-/// One operation from an OpenAPI spec.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Operation {
-    method: String,
-    segments: Vec<String>,
-    operation_id: String,
-}
-
-/// Reads the operation ids of an OpenAPI (or Swagger) spec, JSON or YAML.
-pub(crate) fn load_openapi(path: &Path) -> anyhow::Result<Vec<Operation>> {
-    let text = crate::config::read_text(path, MAX_SPEC_BYTES)?;
-    parse_openapi(&text).with_context(|| format!("{} is not an OpenAPI spec", path.display()))
-}
-
-fn parse_openapi(text: &str) -> anyhow::Result<Vec<Operation>> {
-    let spec: Value = serde_yaml::from_str(text)?;
-    let paths = spec
-        .get("paths")
-        .and_then(Value::as_object)
-        .context("no `paths` object")?;
-    let mut operations = Vec::new();
-    for (template, item) in paths {
-        let Some(item) = item.as_object() else {
-            continue;
-        };
-        for (method, op) in item {
-            let Some(id) = op.get("operationId").and_then(Value::as_str) else {
-                continue;
-            };
-            operations.push(Operation {
-                method: method.to_ascii_uppercase(),
-                segments: split_path(template),
-                operation_id: id.to_owned(),
-            });
-        }
-    }
-    Ok(operations)
-}
-
-fn split_path(path: &str) -> Vec<String> {
-    path.split('/')
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The operation whose template matches the end of `path` (so a base path is allowed).
-fn find_operation<'a>(
-    operations: &'a [Operation],
-    method: &str,
-    path: &str,
-) -> Option<&'a Operation> {
-    let segments = split_path(path);
-    operations.iter().find(|op| {
-        op.method == method
-            && segments.len() >= op.segments.len()
-            && segments[segments.len() - op.segments.len()..]
-                .iter()
-                .zip(&op.segments)
-                .all(|(seg, tmpl)| (tmpl.starts_with('{') && tmpl.ends_with('}')) || seg == tmpl)
-    })
 }
 
 /// A JSON error response with the attest headers.
@@ -571,18 +505,10 @@ fn action_for(
             .map(|(name, value)| (name.as_str(), value.as_bytes())),
         Some(body),
     );
-    if let Some(op) = find_operation(&state.options.operations, method.as_str(), url.path()) {
-        let named = registry.detect(&DetectInput::Function {
-            name: &op.operation_id,
-        });
-        // An operation id names the verb, but never makes a write's method a read.
-        if !named.verb.is_read() || is_read_method(method) {
-            detection.verb = named.verb;
-        }
-        if named.target.is_some() {
-            detection.target = named.target;
-        }
-    }
+    state
+        .options
+        .operations
+        .refine(registry, method.as_str(), url.path(), &mut detection);
     // A non-JSON body is kept byte for byte, and a form's fields are params policy sees.
     let content_type = headers
         .get(axum::http::header::CONTENT_TYPE)
@@ -889,7 +815,7 @@ mod tests {
     fn options(upstream: Option<&str>, allow: &[&str]) -> GatewayOptions {
         GatewayOptions {
             upstream: upstream.map(|u| Url::parse(u).unwrap()),
-            operations: Vec::new(),
+            operations: OperationIds::default(),
             record_reads: false,
             max_body: 1024,
             upstream_timeout: Duration::from_secs(1),
@@ -1012,19 +938,5 @@ mod tests {
         let mut names: Vec<_> = kept.keys().map(|k| k.as_str().to_owned()).collect();
         names.sort();
         assert_eq!(names, ["authorization", "content-type"]);
-    }
-
-    #[test]
-    fn openapi_operation_ids_match_templates() {
-        let ops = parse_openapi(
-            "paths:\n  /v1/refunds/{id}/cancel:\n    post: {operationId: cancelRefund}\n  /v1/notes:\n    post: {operationId: createNote}\n",
-        )
-        .unwrap();
-        assert_eq!(ops.len(), 2);
-        let found = find_operation(&ops, "POST", "/api/v1/refunds/re_1/cancel").unwrap();
-        assert_eq!(found.operation_id, "cancelRefund");
-        assert!(find_operation(&ops, "GET", "/v1/notes").is_none());
-        assert!(parse_openapi("{}").is_err());
-        assert!(parse_openapi(": : :").is_err());
     }
 }

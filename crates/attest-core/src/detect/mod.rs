@@ -32,6 +32,7 @@ mod domain;
 mod error;
 mod graphql;
 mod hints;
+mod operations;
 mod registry;
 mod shell;
 mod spec;
@@ -48,6 +49,7 @@ use serde_json::Value;
 pub use coding_tool::FILES_SYSTEM;
 pub use error::DetectError;
 pub use hints::{apply_hints, ToolHints};
+pub use operations::OperationIds;
 pub use registry::Registry;
 pub use shell::SHELL_SYSTEM;
 

@@ -30,7 +30,7 @@ mod finding;
 mod http;
 mod level;
 mod mcp_pair;
-mod openapi;
+pub(crate) mod openapi;
 mod pointer;
 mod readback;
 mod recipe;

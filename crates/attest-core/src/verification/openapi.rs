@@ -19,7 +19,47 @@ use super::{Evidence, Finding};
 use crate::AttestError;
 
 /// The largest spec read, in bytes.
-const MAX_SPEC_BYTES: usize = 8 << 20;
+pub(crate) const MAX_SPEC_BYTES: usize = 8 << 20;
+
+/// An OpenAPI (or Swagger) spec's text, JSON or YAML, parsed: at most [`MAX_SPEC_BYTES`],
+/// with a `paths` object. Errors name `origin`, and the line and column when YAML says.
+pub(crate) fn parse_spec(text: &str, origin: &str) -> Result<Value, AttestError> {
+    let error = |message: String| AttestError::Recipe {
+        origin: origin.to_owned(),
+        line: 0,
+        column: 0,
+        message,
+    };
+    if text.len() > MAX_SPEC_BYTES {
+        return Err(error(format!("larger than {MAX_SPEC_BYTES} bytes")));
+    }
+    let spec: Value = serde_yaml::from_str(text).map_err(|e| {
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+        AttestError::Recipe {
+            origin: origin.to_owned(),
+            line,
+            column,
+            message: e.to_string(),
+        }
+    })?;
+    if spec.get("paths").and_then(Value::as_object).is_none() {
+        return Err(error("the spec has no `paths` object".to_owned()));
+    }
+    Ok(spec)
+}
+
+/// A parsed spec's `paths` ([`parse_spec`] made sure there is one).
+pub(crate) fn spec_paths(spec: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    spec.get("paths")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+}
+
+/// A spec file's text, at most [`MAX_SPEC_BYTES`].
+pub(crate) fn read_spec_file(path: &Path) -> Result<String, AttestError> {
+    super::catalog::read_recipe_file_capped(path, MAX_SPEC_BYTES)
+}
 
 /// Reads writes back with the GET operations of an OpenAPI spec.
 #[derive(Debug, Clone)]
@@ -29,8 +69,9 @@ pub struct OpenApiDriver {
     auth_env: Option<String>,
 }
 
+/// One segment of a path template.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
+pub(crate) enum Segment {
     Literal(String),
     Param(String),
 }
@@ -46,29 +87,8 @@ impl OpenApiDriver {
     /// A driver from a spec's text; `origin` names it in errors. The base URL is the
     /// spec's first `servers` entry unless [`base_url`](OpenApiDriver::base_url) sets one.
     pub fn from_spec(text: &str, origin: &str) -> Result<Self, AttestError> {
-        let error = |message: String| AttestError::Recipe {
-            origin: origin.to_owned(),
-            line: 0,
-            column: 0,
-            message,
-        };
-        if text.len() > MAX_SPEC_BYTES {
-            return Err(error(format!("larger than {MAX_SPEC_BYTES} bytes")));
-        }
-        let spec: Value = serde_yaml::from_str(text).map_err(|e| {
-            let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-            AttestError::Recipe {
-                origin: origin.to_owned(),
-                line,
-                column,
-                message: e.to_string(),
-            }
-        })?;
-        let Some(paths) = spec.get("paths").and_then(Value::as_object) else {
-            return Err(error("the spec has no `paths` object".to_owned()));
-        };
-        let gets = paths
-            .iter()
+        let spec = parse_spec(text, origin)?;
+        let gets = spec_paths(&spec)
             .filter(|(_, item)| item.get("get").is_some())
             .map(|(path, _)| parse_path(path))
             .collect();
@@ -87,7 +107,7 @@ impl OpenApiDriver {
 
     /// A driver from a spec file.
     pub fn from_file(path: &Path) -> Result<Self, AttestError> {
-        let text = super::catalog::read_recipe_file_capped(path, MAX_SPEC_BYTES)?;
+        let text = read_spec_file(path)?;
         OpenApiDriver::from_spec(&text, &path.display().to_string())
     }
 
@@ -177,7 +197,8 @@ impl ReadBackDriver for OpenApiDriver {
     }
 }
 
-fn parse_path(path: &str) -> Vec<Segment> {
+/// A path template's segments (`/things/{id}`: `things`, the parameter `id`).
+pub(crate) fn parse_path(path: &str) -> Vec<Segment> {
     path.split('/')
         .filter(|s| !s.is_empty())
         .map(
