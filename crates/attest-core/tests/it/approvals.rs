@@ -173,6 +173,16 @@ fn send() -> Action {
         .with_params(json!({"to": "bob@other.io", "body": "hi"}))
 }
 
+/// Resumes `token` with `tool`, expecting the tool to run; the outcome's receipt.
+async fn resume_ran(attest: &Attest, token: &ResumeToken, tool: &Tool) -> attest_core::Receipt {
+    attest
+        .call(token)
+        .run(tool.run())
+        .await
+        .unwrap()
+        .expect_ran()
+}
+
 /// Runs `action`, expecting it to go pending; returns the request id and token.
 async fn pend(attest: &Attest, action: Action, tool: &Tool) -> (String, ResumeToken) {
     match attest.call(action).run(tool.run()).await {
@@ -210,12 +220,7 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
         .unwrap();
     assert_eq!(decided.request.status, Status::Approved);
     assert!(decided.receipt.is_none());
-    let receipt = attest
-        .call(&token)
-        .run(tool.run())
-        .await
-        .unwrap()
-        .expect_ran();
+    let receipt = resume_ran(&attest, &token, &tool).await;
     assert_eq!(tool.calls(), 1);
     assert_eq!(receipt.seq, 3);
     assert_eq!(receipt.approver.as_deref(), Some("maria"));
@@ -280,12 +285,7 @@ async fn a_request_survives_a_restart_and_resumes_from_a_new_attest() {
         .unwrap();
     drop(attest);
     let (attest, _) = f.attest(anyone(), Duration::ZERO);
-    attest
-        .call(&token)
-        .run(tool.run())
-        .await
-        .unwrap()
-        .expect_ran();
+    resume_ran(&attest, &token, &tool).await;
     assert_eq!(tool.calls(), 1);
     // The ask, the intent before the run, the outcome.
     assert_eq!(rows(&ledger), 3);
@@ -419,12 +419,7 @@ async fn only_a_listed_approver_or_group_member_may_decide() {
         .decide(&id, Answer::approve("RAJ@acme.com", "cli"))
         .await
         .unwrap();
-    attest
-        .call(&token)
-        .run(tool.run())
-        .await
-        .unwrap()
-        .expect_ran();
+    resume_ran(&attest, &token, &tool).await;
     assert_eq!(tool.calls(), 1);
     // The name recorded is the registered one, not as typed.
     let request = attest.approvals().unwrap().get(&id).unwrap();
@@ -499,12 +494,7 @@ async fn only_a_registered_active_approver_decides_and_tokens_name_them() {
         .decide(&id, Answer::approve("ZOE", "cli"))
         .await
         .unwrap();
-    attest
-        .call(&token)
-        .run(tool.run())
-        .await
-        .unwrap()
-        .expect_ran();
+    resume_ran(&attest, &token, &tool).await;
     assert_eq!(tool.calls(), 1);
 }
 
@@ -526,12 +516,7 @@ async fn edits_change_what_runs_and_policy_checks_the_edited_action() {
         .await
         .unwrap();
     assert_eq!(decided.request.status, Status::Edited);
-    let receipt = attest
-        .call(&token)
-        .run(tool.run())
-        .await
-        .unwrap()
-        .expect_ran();
+    let receipt = resume_ran(&attest, &token, &tool).await;
     assert_eq!(
         *tool.params.lock().unwrap(),
         Some(json!({"amount": 400, "to": "acct_1"}))
@@ -594,12 +579,7 @@ async fn a_held_action_runs_only_after_an_edit_fills_it() {
         )
         .await
         .unwrap();
-    attest
-        .call(&token)
-        .run(tool.run())
-        .await
-        .unwrap()
-        .expect_ran();
+    resume_ran(&attest, &token, &tool).await;
     assert_eq!(tool.calls(), 1);
 }
 
@@ -1371,12 +1351,7 @@ async fn held_params_are_purged_once_used_rejected_or_expired() {
         .decide(&used, Answer::approve("maria", "cli"))
         .await
         .unwrap();
-    attest
-        .call(&token)
-        .run(tool.run())
-        .await
-        .unwrap()
-        .expect_ran();
+    resume_ran(&attest, &token, &tool).await;
     attest
         .decide(&rejected, Answer::reject("maria", "cli"))
         .await
@@ -1418,12 +1393,7 @@ async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
     .unwrap();
     drop(conn);
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
-    attest
-        .call(&token)
-        .run(tool.run())
-        .await
-        .unwrap()
-        .expect_ran();
+    resume_ran(&attest, &token, &tool).await;
     assert_eq!(tool.calls(), 1);
     assert!(ledger.verify().unwrap().is_intact());
 }
