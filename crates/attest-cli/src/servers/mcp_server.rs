@@ -331,7 +331,39 @@ pub(crate) fn tools() -> Vec<Tool> {
 
 #[cfg(test)]
 mod tests {
+    use attest_ledger::{Ledger, LedgerOptions};
+    use attest_policy::PolicyEngine;
+
     use super::*;
+
+    /// The server over a pipeline with `policy` (YAML) on a fresh ledger in `dir`.
+    fn server(dir: &tempfile::TempDir, policy: &str) -> AttestServer {
+        let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
+        let policy = PolicyEngine::from_yaml(policy, "attest.yaml").unwrap();
+        let attest = Attest::builder()
+            .ledger(ledger)
+            .policy(policy)
+            .agent("bot")
+            .build()
+            .unwrap();
+        AttestServer { attest }
+    }
+
+    #[test]
+    fn decide_is_the_verdict_a_governed_call_gets_and_records_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = server(&dir, "org:\n  blocked: [\"crm.list\"]\n");
+        // An organisation `blocked` rule refuses even a read, as it does for a governed call.
+        let report = server
+            .decide(&json!({"system": "crm", "verb": "list"}))
+            .unwrap();
+        assert_eq!(report["decision"], "refuse", "{report}");
+        let report = server
+            .decide(&json!({"system": "crm", "verb": "get"}))
+            .unwrap();
+        assert_eq!(report["decision"], "act", "{report}");
+        assert!(server.attest.ledger().list(10).unwrap().is_empty());
+    }
 
     #[test]
     fn five_tools_with_honest_annotations_and_none_decides() {

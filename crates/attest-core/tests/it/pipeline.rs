@@ -255,6 +255,30 @@ async fn a_failing_tool_is_recorded_without_its_message() {
 }
 
 #[tokio::test]
+async fn an_output_without_a_json_form_is_recorded_as_failed_and_is_an_error() {
+    let f = fixture();
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&f.ledger))
+        .build()
+        .unwrap();
+    // A map with non-string keys has no JSON form to hash or check.
+    let output: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+    let err = attest
+        .call(Action::new("crm", Verb::Update))
+        .run(|_| async move { Ok::<_, ToolError>(output) })
+        .await
+        .unwrap_err();
+    let AttestError::OutputNotJson { receipt, .. } = err else {
+        panic!("expected an output without a JSON form, got {err:?}")
+    };
+    // The tool ran: its intent, then the outcome row, which says it could not be recorded.
+    assert_eq!(receipt.seq, 2);
+    let body = row(&f.ledger, 2);
+    assert_eq!(body["execution"]["status"], "failed");
+    assert!(f.ledger.verify().unwrap().is_intact());
+}
+
+#[tokio::test]
 async fn a_custom_check_that_passes_is_verified_custom() {
     let f = fixture();
     let attest = Attest::builder()
