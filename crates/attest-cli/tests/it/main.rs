@@ -36,10 +36,11 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
-/// `attest` with `args`, run in `dir` with no inherited environment.
+/// `attest` with `args`, run in `dir` with no inherited environment (`--ledger
+/// ledger.sqlite` is [`test_ledger`]).
 pub(crate) fn attest(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args(args)
+        .args(store_args(dir, args))
         .current_dir(dir)
         .env_clear()
         .output()
@@ -146,6 +147,54 @@ pub(crate) fn start_first_line(command: &mut Command) -> (Running, String) {
         .read_line(&mut line)
         .unwrap();
     (Running(child), line.trim().to_owned())
+}
+
+/// The switch that runs the ledger-touching tests on PostgreSQL: `ATTEST_TEST_STORE=postgres`
+/// (`.ci/run` runs those modules a second time with it).
+pub(crate) fn on_postgres() -> bool {
+    std::env::var("ATTEST_TEST_STORE").is_ok_and(|store| store == "postgres")
+}
+
+/// The ledger a test in `dir` means by `ledger.sqlite`: that file, or under
+/// [`on_postgres`] a database of its own on the test server, the same one for every
+/// command the test runs in `dir` (kept to the end of the run; `.ci/run` drops them).
+pub(crate) fn test_ledger(dir: &Path) -> String {
+    static DATABASES: std::sync::Mutex<Vec<(std::path::PathBuf, PgDb)>> =
+        std::sync::Mutex::new(Vec::new());
+    if !on_postgres() {
+        return "ledger.sqlite".to_owned();
+    }
+    let mut databases = DATABASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, db)) = databases.iter().find(|(d, _)| d == dir) {
+        return db.url.clone();
+    }
+    let db = pg_db("ATTEST_TEST_STORE=postgres")
+        .expect("ATTEST_TEST_STORE=postgres needs the test server");
+    let url = db.url.clone();
+    databases.push((dir.to_path_buf(), db));
+    url
+}
+
+/// `args` with `--ledger ledger.sqlite` made [`test_ledger`]'s location.
+pub(crate) fn store_args(dir: &Path, args: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = args.iter().map(|&arg| arg.to_owned()).collect();
+    for i in 1..out.len() {
+        if out[i] == "ledger.sqlite" && out[i - 1] == "--ledger" {
+            out[i] = test_ledger(dir);
+        }
+    }
+    out
+}
+
+/// Under [`on_postgres`], skips a test that is SQLite's by nature (it reads or alters
+/// the file itself), saying so; returns whether it skipped.
+pub(crate) fn sqlite_only(test: &str, why: &str) -> bool {
+    if on_postgres() {
+        eprintln!("SKIPPED on PostgreSQL: {test}: {why}");
+    }
+    on_postgres()
 }
 
 /// A free port on 127.0.0.1 (bound, then released for a server to take).

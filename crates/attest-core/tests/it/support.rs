@@ -51,3 +51,56 @@ pub(crate) fn contains(haystack: &[u8], needle: &str) -> bool {
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())
 }
+
+/// A PostgreSQL database of its own for one test (dropped at the end), or `None` with a
+/// note when no server answers and `ATTEST_REQUIRE_PEERS` is not set.
+pub(crate) struct PgDb {
+    /// `postgres://postgres@127.0.0.1:5432/NAME`.
+    pub(crate) url: String,
+    admin: String,
+    name: String,
+}
+
+impl Drop for PgDb {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+/// A fresh database on `ATTEST_TEST_PG` (default postgres://postgres@127.0.0.1:5432).
+pub(crate) fn pg_db(test: &str) -> Option<PgDb> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let server = std::env::var("ATTEST_TEST_PG")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
+    let admin = format!("{server}/test");
+    let mut client = match postgres::Client::connect(&admin, postgres::NoTls) {
+        Ok(client) => client,
+        Err(err) => {
+            let reason = format!("{test}: no PostgreSQL at {server} ({err})");
+            assert!(
+                std::env::var_os("ATTEST_REQUIRE_PEERS").is_none(),
+                "{reason}"
+            );
+            eprintln!("SKIPPED: {reason}");
+            return None;
+        }
+    };
+    let name = format!(
+        "attest_core_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    Some(PgDb {
+        url: format!("{server}/{name}"),
+        admin,
+        name,
+    })
+}

@@ -7,6 +7,7 @@ mod chain;
 mod concurrency;
 mod crash;
 mod fuzz;
+mod pg_restart;
 mod postgres;
 mod tamper;
 mod tiles;
