@@ -179,9 +179,9 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
     }
     let attest = serve_pipeline(config, &args.serve)?;
     let tenants = {
-        let (config, serve) = (config.clone(), args.serve.clone());
+        let (base, serve) = (config.clone(), args.serve.clone());
         let open = move |tenant: &str| {
-            let mut config = config.clone();
+            let mut config = base.clone();
             config.tenant = Some(tenant.to_owned());
             serve_pipeline(&config, &serve)
         };

@@ -102,10 +102,6 @@ impl Backend {
         Backend { home, tenant }
     }
 
-    pub(super) fn home(&self) -> &Home {
-        &self.home
-    }
-
     /// The file or `postgres://` URL (without credentials), for messages.
     pub(super) fn path(&self) -> &Path {
         match &self.home {
@@ -116,7 +112,7 @@ impl Backend {
 
     /// The SQLite connection (a poisoned lock is sound: rusqlite rolls back an open
     /// transaction on drop).
-    pub(super) fn sqlite_conn(&self) -> Option<MutexGuard<'_, Connection>> {
+    fn sqlite_conn(&self) -> Option<MutexGuard<'_, Connection>> {
         match &self.home {
             Home::Sqlite { conn, .. } => Some(conn.lock().unwrap_or_else(PoisonError::into_inner)),
             Home::Postgres(_) => None,
@@ -191,12 +187,12 @@ impl Backend {
                     .map_err(self.sqlite_error(during))?;
                 Ok(u64::try_from(changed).unwrap_or(u64::MAX))
             }
-            Home::Postgres(db) => {
+            Home::Postgres(db) => outside_runtime(|| {
                 let mut client = Backend::connect(db, during)?;
                 client
                     .execute(sql.as_str(), &pg_args(&self.tenant, args))
                     .map_err(self.postgres_error(during))
-            }
+            }),
         }
     }
 
@@ -220,13 +216,15 @@ impl Backend {
                 let width = stmt.column_count();
                 let rows = stmt
                     .query_map(bound.as_slice(), |row| {
-                        (0..width).map(|i| sqlite_cell(row.get_ref(i)?)).collect()
+                        (0..width)
+                            .map(|i| sqlite_cell(row.get_ref(i)?))
+                            .collect::<rusqlite::Result<Vec<Cell>>>()
                     })
                     .map_err(self.sqlite_error(during))?;
                 rows.collect::<Result<_, _>>()
                     .map_err(self.sqlite_error(during))
             }
-            Home::Postgres(db) => {
+            Home::Postgres(db) => outside_runtime(|| {
                 let mut client = Backend::connect(db, during)?;
                 let rows = client
                     .query(sql.as_str(), &pg_args(&self.tenant, args))
@@ -239,9 +237,24 @@ impl Backend {
                     })
                     .collect::<Result<_, _>>()
                     .map_err(self.postgres_error(during))
-            }
+            }),
         }
     }
+}
+
+/// Runs `work`, which uses the synchronous PostgreSQL client, on a thread of its own
+/// when called from inside a tokio runtime (the client blocks on a runtime of its own,
+/// which tokio refuses to start on a runtime's thread); else right here. Store calls come
+/// from both: blocking tasks, and async code that calls the store directly (a notifier
+/// noting its failure, a waiting call cancelled on drop).
+pub(super) fn outside_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return work();
+    }
+    std::thread::scope(|scope| match scope.spawn(work).join() {
+        Ok(done) => done,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
 }
 
 /// Whether `err` is a unique-key violation (a second row with a taken key).

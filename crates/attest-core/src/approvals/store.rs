@@ -20,7 +20,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use serde_json::Value;
 
 use super::approvers;
-use super::backend::{Arg, Backend, Cell, Home, EMPTY_PARAMS};
+use super::backend::{outside_runtime, Backend, Cell, Home, EMPTY_PARAMS};
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
@@ -160,7 +160,7 @@ impl ApprovalStore {
     ) -> Result<ApprovalStore, ApprovalError> {
         let home = match ledger.postgres() {
             Some(db) => {
-                init_postgres(&db)?;
+                outside_runtime(|| init_postgres(&db))?;
                 Home::Postgres(db)
             }
             None => Home::Sqlite {
@@ -337,7 +337,7 @@ impl ApprovalStore {
             &[
                 status.as_str().into(),
                 approver.as_str().into(),
-                answer.channel.as_deref().into(),
+                answer.channel.as_str().into(),
                 edits.as_deref().into(),
                 answer.note.as_deref().into(),
                 millis(now).into(),
@@ -622,6 +622,11 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
             source: Box::new(source),
         })?;
         let attempt = (|| -> Result<Option<String>, postgres::Error> {
+            let read = "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'approvals_schema_version'";
+            // Made already: no DDL (and none of the table locks it takes).
+            if let Some(row) = client.query_opt(read, &[])? {
+                return Ok(Some(row.get(0)));
+            }
             let mut tx = client.transaction()?;
             tx.batch_execute(PG_SCHEMA)?;
             tx.execute(
@@ -629,12 +634,7 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
                  ON CONFLICT (tenant, key) DO NOTHING",
                 &[&version],
             )?;
-            let found: Option<String> = tx
-                .query_opt(
-                    "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'approvals_schema_version'",
-                    &[],
-                )?
-                .map(|row| row.get(0));
+            let found = tx.query_opt(read, &[])?.map(|row| row.get(0));
             tx.commit()?;
             Ok(found)
         })();

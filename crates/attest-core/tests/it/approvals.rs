@@ -20,7 +20,7 @@ use attest_policy::{Action, Decision, Policy, PolicyError, Risk, Verb, Verdict};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{pg_db, row, PgDb};
+use crate::support::{blocking, pg_db, row, PgDb};
 
 /// A clock the test moves by hand.
 #[derive(Debug)]
@@ -80,6 +80,10 @@ struct Fixture {
     clock: Arc<ManualClock>,
     postgres: Option<PgDb>,
     tenant: Option<String>,
+    /// Every pipeline opened on PostgreSQL, so the last handle on its connections is
+    /// dropped with the fixture, off the test's runtime (the synchronous client may not
+    /// close a connection on a runtime's thread).
+    opened: Mutex<Vec<(Attest, Arc<Ledger>)>>,
 }
 
 impl Fixture {
@@ -89,7 +93,13 @@ impl Fixture {
             clock: ManualClock::new(),
             postgres: None,
             tenant: None,
+            opened: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Drops the fixture off the runtime's thread (see `opened`).
+    fn close(self) {
+        blocking(move || drop(self));
     }
 
     /// The same on a database of its own on the PostgreSQL server (`None`: no server).
@@ -118,7 +128,7 @@ impl Fixture {
     /// A fresh pipeline on the same ledger: a new `Ledger`, store and `Attest`, as a new
     /// process would open them.
     fn attest(&self, policy: AskPolicy, wait: Duration) -> (Attest, Arc<Ledger>) {
-        let ledger = Arc::new(Ledger::open(self.path(), self.options()).unwrap());
+        let ledger = Arc::new(blocking(|| Ledger::open(self.path(), self.options())).unwrap());
         let clock: Arc<dyn Clock> = self.clock.clone();
         let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
         register(&store);
@@ -134,6 +144,12 @@ impl Fixture {
             .agent("bot")
             .build()
             .unwrap();
+        if self.postgres.is_some() {
+            self.opened
+                .lock()
+                .unwrap()
+                .push((attest.clone(), Arc::clone(&ledger)));
+        }
         (attest, ledger)
     }
 }
@@ -166,7 +182,7 @@ fn register(store: &ApprovalStore) {
 }
 
 fn rows(ledger: &Ledger) -> u64 {
-    ledger.tip().unwrap().map_or(0, |(seq, _)| seq)
+    blocking(|| ledger.tip()).unwrap().map_or(0, |(seq, _)| seq)
 }
 
 /// A tool that counts calls and remembers the params it ran with.
@@ -209,7 +225,7 @@ async fn pend(attest: &Attest, action: Action, tool: &Tool) -> (String, ResumeTo
 
 #[tokio::test]
 async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
-    ask_then_outcome_runs_once(Fixture::new()).await;
+    ask_then_outcome_runs_once(&Fixture::new()).await;
 }
 
 #[tokio::test]
@@ -217,11 +233,12 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once_on_postg
     if let Some(f) =
         Fixture::postgres("a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once")
     {
-        ask_then_outcome_runs_once(f).await;
+        ask_then_outcome_runs_once(&f).await;
+        f.close();
     }
 }
 
-async fn ask_then_outcome_runs_once(f: Fixture) {
+async fn ask_then_outcome_runs_once(f: &Fixture) {
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
     let (id, token) = pend(&attest, send(), &tool).await;
@@ -271,7 +288,7 @@ async fn ask_then_outcome_runs_once(f: Fixture) {
     );
     assert_eq!(tool.calls(), 1);
     assert_eq!(rows(&ledger), 3);
-    assert!(ledger.verify().unwrap().is_intact());
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
 }
 
 #[tokio::test]
@@ -292,18 +309,19 @@ async fn an_unknown_token_is_a_clear_error() {
 
 #[tokio::test]
 async fn a_request_survives_a_restart_and_resumes_from_a_new_attest() {
-    survives_a_restart(Fixture::new()).await;
+    survives_a_restart(&Fixture::new()).await;
 }
 
 #[tokio::test]
 async fn a_request_survives_a_restart_and_resumes_from_a_new_attest_on_postgres() {
     if let Some(f) = Fixture::postgres("a_request_survives_a_restart_and_resumes_from_a_new_attest")
     {
-        survives_a_restart(f).await;
+        survives_a_restart(&f).await;
+        f.close();
     }
 }
 
-async fn survives_a_restart(f: Fixture) {
+async fn survives_a_restart(f: &Fixture) {
     let tool = Tool::default();
     let (id, token) = {
         let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
@@ -367,17 +385,18 @@ async fn a_rejection_is_recorded_at_once_and_resume_reports_it() {
 
 #[tokio::test]
 async fn expiry_counts_as_rejection_and_is_recorded_as_expired() {
-    expiry_counts_as_rejection(Fixture::new()).await;
+    expiry_counts_as_rejection(&Fixture::new()).await;
 }
 
 #[tokio::test]
 async fn expiry_counts_as_rejection_and_is_recorded_as_expired_on_postgres() {
     if let Some(f) = Fixture::postgres("expiry_counts_as_rejection_and_is_recorded_as_expired") {
-        expiry_counts_as_rejection(f).await;
+        expiry_counts_as_rejection(&f).await;
+        f.close();
     }
 }
 
-async fn expiry_counts_as_rejection(f: Fixture) {
+async fn expiry_counts_as_rejection(f: &Fixture) {
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
     let (id, token) = pend(&attest, send(), &tool).await;
@@ -418,17 +437,18 @@ async fn expiry_counts_as_rejection(f: Fixture) {
 
 #[tokio::test]
 async fn expire_due_records_each_expired_request_once() {
-    expire_due_once(Fixture::new()).await;
+    expire_due_once(&Fixture::new()).await;
 }
 
 #[tokio::test]
 async fn expire_due_records_each_expired_request_once_on_postgres() {
     if let Some(f) = Fixture::postgres("expire_due_records_each_expired_request_once") {
-        expire_due_once(f).await;
+        expire_due_once(&f).await;
+        f.close();
     }
 }
 
-async fn expire_due_once(f: Fixture) {
+async fn expire_due_once(f: &Fixture) {
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
     pend(&attest, send(), &tool).await;
@@ -749,17 +769,18 @@ async fn a_tampered_edit_or_action_in_the_store_is_refused() {
 
 #[tokio::test]
 async fn threads_deciding_at_once_have_exactly_one_winner() {
-    threads_race_to_decide(Fixture::new()).await;
+    threads_race_to_decide(&Fixture::new()).await;
 }
 
 #[tokio::test]
 async fn threads_deciding_at_once_have_exactly_one_winner_on_postgres() {
     if let Some(f) = Fixture::postgres("threads_deciding_at_once_have_exactly_one_winner") {
-        threads_race_to_decide(f).await;
+        threads_race_to_decide(&f).await;
+        f.close();
     }
 }
 
-async fn threads_race_to_decide(f: Fixture) {
+async fn threads_race_to_decide(f: &Fixture) {
     let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
     let (id, _token) = pend(&attest, send(), &Tool::default()).await;
     let tasks: Vec<_> = (0..8)
@@ -798,13 +819,15 @@ async fn tenants_keep_their_own_requests_and_approvers_on_postgres() {
     let (id, token) = pend(&attest, send(), &tool).await;
 
     // Another tenant in the same database sees none of it, and cannot decide it.
-    let other = Ledger::open(
-        f.path(),
-        LedgerOptions {
-            tenant: Some("globex".to_owned()),
-            ..LedgerOptions::default()
-        },
-    )
+    let other = blocking(|| {
+        Ledger::open(
+            f.path(),
+            LedgerOptions {
+                tenant: Some("globex".to_owned()),
+                ..LedgerOptions::default()
+            },
+        )
+    })
     .unwrap();
     let store = ApprovalStore::open(&other).unwrap();
     assert!(store.pending().unwrap().is_empty());
@@ -839,11 +862,14 @@ async fn tenants_keep_their_own_requests_and_approvers_on_postgres() {
     attest.resume(&token, tool.run()).await.unwrap();
     assert_eq!(tool.calls(), 1);
     assert_eq!(rows(&ledger), 3);
-    assert_eq!(other.tip().unwrap(), None);
+    assert_eq!(blocking(|| other.tip()).unwrap(), None);
     // Used: its params are purged from the store.
     let used = own.get(&id).unwrap();
     assert!(used.purged);
     assert_eq!(used.action.params, json!({}));
+    drop((attest, ledger, own));
+    blocking(move || drop((other, store)));
+    f.close();
 }
 
 /// Set in a child process: the ledger path, the request id, and who decides.
@@ -925,7 +951,9 @@ async fn processes_race_to_decide(fixture: impl Fn() -> Option<Fixture>) {
             }
             other => panic!("unexpected {other}"),
         }
-        assert!(ledger.verify().unwrap().is_intact());
+        assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+        drop((attest, ledger));
+        f.close();
     }
 }
 
@@ -1507,5 +1535,5 @@ async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
     attest.resume(&token, tool.run()).await.unwrap();
     assert_eq!(tool.calls(), 1);
-    assert!(ledger.verify().unwrap().is_intact());
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
 }

@@ -24,13 +24,21 @@ pub(crate) fn attest_reading_back(dir: &Path, readback: ReadBack) -> (Arc<Ledger
 /// Row `seq`'s stored body, parsed.
 pub(crate) fn row(ledger: &Ledger, seq: u64) -> Value {
     let mut body = None;
-    ledger
-        .for_each_row(seq, |r| {
+    blocking(|| {
+        ledger.for_each_row(seq, |r| {
             body = Some(serde_json::from_slice::<Value>(r.body).unwrap());
             Ok(false)
         })
-        .unwrap();
+    })
+    .unwrap();
     body.expect("no such row")
+}
+
+/// Runs `work` on a thread of its own: a PostgreSQL ledger's synchronous client may not
+/// block a test's runtime thread (the pipeline itself calls the ledger from blocking
+/// tasks).
+pub(crate) fn blocking<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| scope.spawn(work).join().unwrap())
 }
 
 /// Every byte of every file in `dir` (the database, its WAL and shared memory).
@@ -63,6 +71,12 @@ pub(crate) struct PgDb {
 
 impl Drop for PgDb {
     fn drop(&mut self) {
+        blocking(|| self.drop_database());
+    }
+}
+
+impl PgDb {
+    fn drop_database(&self) {
         if let Ok(mut admin) = postgres::Client::connect(&self.admin, postgres::NoTls) {
             let _ = admin.batch_execute(&format!(
                 "DROP DATABASE IF EXISTS {} WITH (FORCE)",
@@ -74,6 +88,10 @@ impl Drop for PgDb {
 
 /// A fresh database on `ATTEST_TEST_PG` (default postgres://postgres@127.0.0.1:5432).
 pub(crate) fn pg_db(test: &str) -> Option<PgDb> {
+    blocking(|| new_pg_db(test))
+}
+
+fn new_pg_db(test: &str) -> Option<PgDb> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let server = std::env::var("ATTEST_TEST_PG")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
