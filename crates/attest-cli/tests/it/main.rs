@@ -170,7 +170,7 @@ pub(crate) fn test_ledger(dir: &Path) -> String {
     if let Some((_, db)) = databases.iter().find(|(d, _)| d == dir) {
         return db.url.clone();
     }
-    let db = pg_db("ATTEST_TEST_STORE=postgres")
+    let db = pg_db_named("ATTEST_TEST_STORE=postgres", "attest_store")
         .expect("ATTEST_TEST_STORE=postgres needs the test server");
     let url = db.url.clone();
     databases.push((dir.to_path_buf(), db));
@@ -234,6 +234,11 @@ impl Drop for PgDb {
 }
 
 pub(crate) fn pg_db(test: &str) -> Option<PgDb> {
+    pg_db_named(test, "attest_cli")
+}
+
+/// [`pg_db`] with the database name starting `prefix`.
+fn pg_db_named(test: &str, prefix: &str) -> Option<PgDb> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let server = std::env::var("ATTEST_TEST_PG")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
@@ -246,7 +251,7 @@ pub(crate) fn pg_db(test: &str) -> Option<PgDb> {
         }
     };
     let name = format!(
-        "attest_cli_{}_{}",
+        "{prefix}_{}_{}",
         std::process::id(),
         NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );

@@ -271,6 +271,8 @@ pub(super) fn is_unique_violation(err: &ApprovalError) -> bool {
     }
 }
 
+// `&String`, not `&str`: the tenant is bound as a trait object, and `str` is unsized.
+#[allow(clippy::ptr_arg)]
 fn sqlite_args<'a>(tenant: &'a String, args: &'a [Arg<'a>]) -> Vec<&'a dyn SqliteToSql> {
     std::iter::once(tenant as &dyn SqliteToSql)
         .chain(args.iter().map(|arg| match arg {
@@ -281,6 +283,7 @@ fn sqlite_args<'a>(tenant: &'a String, args: &'a [Arg<'a>]) -> Vec<&'a dyn Sqlit
         .collect()
 }
 
+#[allow(clippy::ptr_arg)] // as `sqlite_args`
 fn pg_args<'a>(tenant: &'a String, args: &'a [Arg<'a>]) -> Vec<&'a (dyn PgToSql + Sync)> {
     std::iter::once(tenant as &(dyn PgToSql + Sync))
         .chain(args.iter().map(|arg| match arg {

@@ -69,7 +69,7 @@ impl PrivateServer {
                 .args(["postgres:"])
                 .arg(server.dir.path()));
         }
-        run(&mut server.command("initdb").args([
+        run(server.command("initdb").args([
             "-D",
             &server.data(),
             "-A",
