@@ -206,64 +206,6 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
-/// A PostgreSQL database of its own for one test (dropped at the end), or `None` with
-/// a note when no server answers and peers are not required.
-pub(crate) struct PgDb {
-    /// `postgres://postgres@127.0.0.1:5432/NAME`.
-    pub(crate) url: String,
-    admin: String,
-    name: String,
-}
-
-impl PgDb {
-    /// The same database through another connection string (as a second host has).
-    pub(crate) fn other_url(&self) -> String {
-        self.url.replacen("127.0.0.1", "localhost", 1)
-    }
-}
-
-impl Drop for PgDb {
-    fn drop(&mut self) {
-        if let Ok(mut admin) = ::postgres::Client::connect(&self.admin, ::postgres::NoTls) {
-            let _ = admin.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
-}
-
-pub(crate) fn pg_db(test: &str) -> Option<PgDb> {
-    pg_db_named(test, "attest_cli")
-}
-
-/// [`pg_db`] with the database name starting `prefix`.
-fn pg_db_named(test: &str, prefix: &str) -> Option<PgDb> {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let server = std::env::var("ATTEST_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
-    let admin = format!("{server}/test");
-    let mut client = match ::postgres::Client::connect(&admin, ::postgres::NoTls) {
-        Ok(client) => client,
-        Err(err) => {
-            peer_missing(&format!("{test}: no PostgreSQL at {server} ({err})"));
-            return None;
-        }
-    };
-    let name = format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    Some(PgDb {
-        url: format!("{server}/{name}"),
-        admin,
-        name,
-    })
-}
+#[path = "../../../attest-ledger/tests/it/pg_db.rs"]
+mod pg_db;
+pub(crate) use pg_db::{pg_db, pg_db_named, PgDb};

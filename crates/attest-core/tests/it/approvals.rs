@@ -20,7 +20,8 @@ use attest_policy::{Action, Decision, Policy, PolicyError, Risk, Verb, Verdict};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{blocking, pg_db, row, PgDb};
+use crate::pg_db::{pg_db, PgDb};
+use crate::support::{blocking, row};
 
 /// A clock the test moves by hand.
 #[derive(Debug)]

@@ -37,9 +37,7 @@ pub(crate) fn row(ledger: &Ledger, seq: u64) -> Value {
 /// Runs `work` on a thread of its own: a PostgreSQL ledger's synchronous client may not
 /// block a test's runtime thread (the pipeline itself calls the ledger from blocking
 /// tasks).
-pub(crate) fn blocking<T: Send>(work: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|scope| scope.spawn(work).join().unwrap())
-}
+pub(crate) use crate::pg_db::off_runtime as blocking;
 
 /// Every byte of every file in `dir` (the database, its WAL and shared memory).
 pub(crate) fn all_bytes(dir: &Path) -> Vec<u8> {
@@ -58,67 +56,4 @@ pub(crate) fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())
-}
-
-/// A PostgreSQL database of its own for one test (dropped at the end), or `None` with a
-/// note when no server answers and `ATTEST_REQUIRE_PEERS` is not set.
-pub(crate) struct PgDb {
-    /// `postgres://postgres@127.0.0.1:5432/NAME`.
-    pub(crate) url: String,
-    admin: String,
-    name: String,
-}
-
-impl Drop for PgDb {
-    fn drop(&mut self) {
-        blocking(|| self.drop_database());
-    }
-}
-
-impl PgDb {
-    fn drop_database(&self) {
-        if let Ok(mut admin) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = admin.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
-}
-
-/// A fresh database on `ATTEST_TEST_PG` (default postgres://postgres@127.0.0.1:5432).
-pub(crate) fn pg_db(test: &str) -> Option<PgDb> {
-    blocking(|| new_pg_db(test))
-}
-
-fn new_pg_db(test: &str) -> Option<PgDb> {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let server = std::env::var("ATTEST_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
-    let admin = format!("{server}/test");
-    let mut client = match postgres::Client::connect(&admin, postgres::NoTls) {
-        Ok(client) => client,
-        Err(err) => {
-            let reason = format!("{test}: no PostgreSQL at {server} ({err})");
-            assert!(
-                std::env::var_os("ATTEST_REQUIRE_PEERS").is_none(),
-                "{reason}"
-            );
-            eprintln!("SKIPPED: {reason}");
-            return None;
-        }
-    };
-    let name = format!(
-        "attest_core_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    Some(PgDb {
-        url: format!("{server}/{name}"),
-        admin,
-        name,
-    })
 }
