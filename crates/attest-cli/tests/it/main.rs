@@ -177,6 +177,14 @@ pub(crate) fn test_ledger(dir: &Path) -> String {
     url
 }
 
+/// [`test_ledger`] for a command run elsewhere: the file's absolute path, or the URL.
+pub(crate) fn test_ledger_at(dir: &Path) -> String {
+    match on_postgres() {
+        true => test_ledger(dir),
+        false => dir.join("ledger.sqlite").display().to_string(),
+    }
+}
+
 /// `args` with `--ledger ledger.sqlite` made [`test_ledger`]'s location.
 pub(crate) fn store_args(dir: &Path, args: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = args.iter().map(|&arg| arg.to_owned()).collect();
