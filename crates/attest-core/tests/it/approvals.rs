@@ -1538,3 +1538,30 @@ async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
     assert_eq!(tool.calls(), 1);
     assert!(blocking(|| ledger.verify()).unwrap().is_intact());
 }
+
+#[tokio::test]
+async fn a_version_2_store_gets_its_tenant_column_and_keeps_its_approvers() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    drop(attest);
+    // What the release before tenants left: the same tables without the tenant column.
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE approvals DROP COLUMN tenant;
+         ALTER TABLE approvers DROP COLUMN tenant;
+         UPDATE attest_meta SET value = '2' WHERE key = 'approvals_schema_version';",
+    )
+    .unwrap();
+    drop(conn);
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    // The approvers registered before the upgrade still decide.
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    attest.resume(&token, tool.run()).await.unwrap();
+    assert_eq!(tool.calls(), 1);
+    assert!(ledger.verify().unwrap().is_intact());
+}
