@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use attest_ledger::{Ledger, LedgerOptions};
 
-use crate::measure::{flat, once, per_call, Row};
+use crate::measure::{bulk, flat, once, per_call, Row};
 use crate::scenarios::record;
 
 /// A database for the run, dropped on the way out.
@@ -63,10 +63,11 @@ fn open(url: &str, tenant: Option<&str>) -> anyhow::Result<Ledger> {
 }
 
 /// The rows: one-at-a-time append, 64 concurrent tasks, 4 processes, 4 tenants in
-/// parallel, and a full verify of `bulk_rows` rows (all at `full`).
+/// parallel, and full verifies of `bulk_rows` and `big_rows` rows (all at `full`).
 pub(crate) fn rows(
     samples: usize,
     bulk_rows: usize,
+    big_rows: usize,
     per_task: usize,
     process_actions: u64,
     facts: &mut Vec<(String, String)>,
@@ -177,16 +178,46 @@ pub(crate) fn rows(
         start.elapsed().as_nanos() as f64 / total as f64,
     ));
 
-    let bulk = open(&db.url, Some("bulk"))?;
+    let bulk_ledger = open(&db.url, Some("bulk"))?;
     let records: Vec<_> = (0..bulk_rows as u64).map(record).collect();
     for chunk in records.chunks(1000) {
-        bulk.append_batch(chunk)?;
+        bulk_ledger.append_batch(chunk)?;
     }
     rows.push(once(
         &format!("postgres: full verify of {bulk_rows} rows"),
         || {
-            let report = bulk.verify()?;
+            let report = bulk_ledger.verify()?;
             anyhow::ensure!(report.is_intact(), "benchmark ledger is broken");
+            Ok(())
+        },
+    )?);
+
+    // The seed's scale for a ledger that is never done being checked: filled in batches
+    // of 10,000 (one statement each), then verified whole.
+    let big = open(&db.url, Some("big"))?;
+    let batch = 10_000u64;
+    rows.push(bulk(
+        &format!("postgres: {big_rows} appends in batches of {batch} (full), per append"),
+        big_rows,
+        || {
+            let mut next = 0u64;
+            while next < big_rows as u64 {
+                let end = (next + batch).min(big_rows as u64);
+                let records: Vec<_> = (next..end).map(record).collect();
+                big.append_batch(&records)?;
+                next = end;
+            }
+            Ok(())
+        },
+    )?);
+    rows.push(once(
+        &format!("postgres: full verify of {big_rows} rows"),
+        || {
+            let report = big.verify()?;
+            anyhow::ensure!(
+                report.is_intact() && report.checked == big_rows as u64,
+                "benchmark ledger is broken"
+            );
             Ok(())
         },
     )?);

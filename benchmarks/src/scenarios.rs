@@ -286,6 +286,7 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     rows.extend(crate::postgres::rows(
         scale.samples,
         scale.bulk_rows,
+        scale.big_rows,
         scale.per_task,
         scale.process_actions,
         &mut facts,
@@ -374,6 +375,7 @@ pub(crate) fn stores(scale: &Scale) -> anyhow::Result<Report> {
     rows.extend(crate::postgres::rows(
         scale.samples,
         scale.bulk_rows,
+        scale.big_rows,
         scale.per_task,
         scale.process_actions,
         &mut facts,

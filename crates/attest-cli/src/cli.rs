@@ -663,7 +663,7 @@ pub(crate) struct ImportArgs {
 }
 
 /// Who the servers record as acting, and how they answer `ask`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct ModeArgs {
     /// How `ask` is answered: block (ask a person through the approval store and wait up
     /// to --timeout, then hold), pending (hold at once and return a resume token), auto
@@ -786,6 +786,11 @@ pub(crate) struct GatewayArgs {
     /// or set ATTEST_GATEWAY_TOKEN. Required with a --host beyond loopback.
     #[arg(long, value_name = "FILE")]
     pub(crate) token_file: Option<PathBuf>,
+    /// A tenant a request may name in X-Attest-Tenant, to be recorded in that tenant's
+    /// own chain (with its approvals and signing key); repeatable. Any other tenant is a
+    /// 400; not with --tenant, which pins the gateway to one tenant (another is a 403).
+    #[arg(long = "allow-tenant", value_name = "NAME")]
+    pub(crate) allow_tenant: Vec<String>,
     #[command(flatten)]
     pub(crate) serve: ModeArgs,
 }

@@ -66,7 +66,7 @@ pub(crate) fn env_var(name: &str) -> Option<String> {
 }
 
 /// Settings every command shares, validated.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Config {
     pub(crate) ledger_path: PathBuf,
     /// `--tenant`: whose chain in the ledger.

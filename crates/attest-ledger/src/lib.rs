@@ -125,6 +125,7 @@ pub use error::LedgerError;
 pub use group::MAX_GROUP;
 pub use keys::{SigningKey, VerifierKey};
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
+pub use pg::{check_tenant, PgConnection, PgDatabase};
 pub use proofs::{ConsistencyProof, InclusionProof, ProofError};
 pub use prune::PruneReport;
 pub use query::{Counts, Filter};

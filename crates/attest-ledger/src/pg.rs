@@ -161,7 +161,7 @@ pub(crate) fn is_url(location: &Path) -> bool {
 
 /// A tenant name: lower-case letters, digits, `-` and `_`, 1 to 63 characters, so it
 /// is also a safe file-name part (the SQLite store keeps one file per tenant).
-pub(crate) fn check_tenant(name: &str) -> Result<(), LedgerError> {
+pub fn check_tenant(name: &str) -> Result<(), LedgerError> {
     let ok = !name.is_empty()
         && name.len() <= 63
         && name
@@ -177,6 +177,63 @@ pub(crate) fn check_tenant(name: &str) -> Result<(), LedgerError> {
         Err(LedgerError::BadTenant {
             name: name.to_owned(),
         })
+    }
+}
+
+/// The PostgreSQL database a ledger lives in, for tables kept beside its chain (the
+/// approval store): the ledger's own connection pool, its display name and its tenant.
+#[derive(Clone)]
+pub struct PgDatabase {
+    pool: Pool,
+    name: PathBuf,
+    tenant: String,
+}
+
+impl std::fmt::Debug for PgDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgDatabase")
+            .field("name", &self.name)
+            .field("tenant", &self.tenant)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgDatabase {
+    /// A connection from the ledger's pool (its durability settings included).
+    pub fn connect(&self) -> Result<PgConnection, LedgerError> {
+        self.pool
+            .get()
+            .map(PgConnection)
+            .map_err(|source| LedgerError::Pool {
+                path: self.name.clone(),
+                detail: source.to_string(),
+            })
+    }
+
+    /// `postgres://user@host:port/db`: no password, no query.
+    pub fn name(&self) -> &Path {
+        &self.name
+    }
+
+    /// The ledger's tenant (`""`: the default chain).
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+}
+
+/// A pooled connection to a ledger's PostgreSQL database; back to the pool on drop.
+pub struct PgConnection(Conn);
+
+impl std::ops::Deref for PgConnection {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for PgConnection {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.0
     }
 }
 
@@ -315,6 +372,15 @@ impl PgStore {
     /// The display name (`postgres://user@host:port/db`).
     pub(crate) fn name(&self) -> &Path {
         &self.name
+    }
+
+    /// The database, for tables kept beside this tenant's chain.
+    pub(crate) fn database(&self) -> PgDatabase {
+        PgDatabase {
+            pool: self.pool.clone(),
+            name: self.name.clone(),
+            tenant: self.tenant.clone(),
+        }
     }
 
     fn err(&self, during: &'static str) -> impl Fn(postgres::Error) -> LedgerError + '_ {

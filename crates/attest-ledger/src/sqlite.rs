@@ -412,6 +412,12 @@ impl Ledger {
         self.pg().is_some()
     }
 
+    /// The PostgreSQL database this ledger lives in (`None` for a SQLite file), for
+    /// tables kept beside the chain, such as the approval store's.
+    pub fn postgres(&self) -> Option<crate::pg::PgDatabase> {
+        self.pg().map(crate::pg::PgStore::database)
+    }
+
     /// A ledger over an open connection (the read-only opener's way in).
     pub(crate) fn from_connection(path: PathBuf, conn: Connection) -> Ledger {
         Ledger {

@@ -13,6 +13,7 @@ use attest_core::Attest;
 
 use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ModeArgs};
 use crate::config::Config;
+use crate::servers::gateway_tenants::Tenants;
 use crate::servers::mcp_transport::{self, UpstreamSpec};
 use crate::servers::{gate_for, gateway, mcp_proxy, mcp_server, Mode};
 
@@ -179,6 +180,19 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         eprintln!("attest: warning: the gateway listens on {host}, beyond this machine");
     }
     let attest = serve_pipeline(config, &args.serve)?;
+    let tenants = {
+        let (base, serve) = (config.clone(), args.serve.clone());
+        let open = move |tenant: &str| {
+            let mut config = base.clone();
+            config.tenant = Some(tenant.to_owned());
+            serve_pipeline(&config, &serve)
+        };
+        Tenants::new(
+            config.tenant.clone(),
+            args.allow_tenant.clone(),
+            Arc::new(open),
+        )?
+    };
     let options = gateway::GatewayOptions {
         upstream,
         operations,
@@ -188,7 +202,7 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         allow_upstream,
         token,
     };
-    let state = gateway::GatewayState::new(attest, options)?;
+    let state = gateway::GatewayState::with_tenants(attest, tenants, options)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

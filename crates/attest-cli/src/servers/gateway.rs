@@ -18,6 +18,8 @@
 //!   [`caller_read_back`] with the caller's credentials (`read-back:gateway`).
 //! - `X-Attest-Agent`, `X-Attest-Actor`, `X-Attest-Run` name the request's agent, actor and
 //!   run in its row; like every `X-Attest-*` header they are never forwarded.
+//! - `X-Attest-Tenant` names the tenant whose chain records the request (see
+//!   [`super::gateway_tenants`]); a resume names the tenant that holds its request.
 //! - A read is forwarded unrecorded only when policy lets it act: a read an organisation
 //!   rule blocks is refused (403, recorded) and never reaches the upstream.
 //! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
@@ -54,6 +56,7 @@ use reqwest::Url;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::gateway_tenants::{TenantRefusal, Tenants};
 use super::{chain, held_json, not_recorded_text, receipt_json};
 
 /// The header that names the upstream base URL.
@@ -116,6 +119,7 @@ pub(crate) struct GatewayState(Arc<Inner>);
 
 struct Inner {
     attest: Attest,
+    tenants: Tenants,
     client: reqwest::Client,
     reader: HttpReader,
     options: GatewayOptions,
@@ -123,7 +127,12 @@ struct Inner {
 
 impl GatewayState {
     /// Builds the state; the HTTP client follows no redirects (the caller sees them).
-    pub(crate) fn new(attest: Attest, options: GatewayOptions) -> anyhow::Result<Self> {
+    /// `attest` serves requests that name no tenant, `tenants` those that do.
+    pub(crate) fn with_tenants(
+        attest: Attest,
+        tenants: Tenants,
+        options: GatewayOptions,
+    ) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(options.upstream_timeout)
@@ -133,6 +142,7 @@ impl GatewayState {
             .context("cannot build the read-back HTTP client")?;
         Ok(GatewayState(Arc::new(Inner {
             attest,
+            tenants,
             client,
             reader,
             options,
@@ -604,6 +614,10 @@ async fn forward(
             None,
         );
     }
+    let attest = match state.tenants.pick(&state.attest, &headers).await {
+        Ok(attest) => attest,
+        Err(refusal) => return refused_tenant(refusal),
+    };
     let url = match target_url(&uri, &headers, &state.options) {
         Ok(url) => url,
         Err(why) => return why.into_response(),
@@ -615,13 +629,13 @@ async fn forward(
     if action.verb.is_read()
         && is_read_method(&method)
         && !state.options.record_reads
-        && state.attest.verdict(&action).decision == Decision::Act
+        && attest.verdict(&action).decision == Decision::Act
     {
         return pass_through(&state, &method, &url, &headers, body).await;
     }
     let check = (!action.verb.is_read() && method != Method::DELETE)
         .then(|| caller_read_back(state.reader.clone(), credentials(&headers)));
-    let mut call = state.attest.call(action);
+    let mut call = attest.call(action);
     if let Some(check) = &check {
         call = call.check(check);
     }
@@ -629,6 +643,11 @@ async fn forward(
         .run(|_params: Value| execute(&state, &method, &url, &headers, body))
         .await;
     respond(&method, &url, outcome)
+}
+
+/// A request whose tenant the gateway refuses; nothing was sent upstream.
+fn refused_tenant(refusal: TenantRefusal) -> Response {
+    reject(refusal.status, json!({"error": refusal.message}), None)
 }
 
 /// A 401 when the gateway has a token and the request does not carry it.
@@ -654,8 +673,12 @@ async fn resume(
     if let Some(refused) = unauthorised(&state, &headers) {
         return refused;
     }
+    let attest = match state.tenants.pick(&state.attest, &headers).await {
+        Ok(attest) => attest,
+        Err(refusal) => return refused_tenant(refusal),
+    };
     let token = ResumeToken::new(token);
-    let request = match state.attest.approvals() {
+    let request = match attest.approvals() {
         Ok(store) => {
             let lookup = token.clone();
             tokio::task::spawn_blocking(move || store.get_by_token(&lookup)).await
@@ -713,7 +736,7 @@ async fn resume(
     };
     let check = (method != Method::DELETE)
         .then(|| caller_read_back(state.reader.clone(), credentials(&headers)));
-    let mut call = state.attest.call(&token);
+    let mut call = attest.call(&token);
     if let Some(check) = &check {
         call = call.check(check);
     }

@@ -552,7 +552,7 @@ async fn slack(
             decided.request.status,
             decided.request.approver.unwrap_or_default()
         ),
-        Err(AttestError::Approval(err)) if !matches!(err, ApprovalError::Sqlite { .. }) => {
+        Err(AttestError::Approval(err)) if !err.is_store_failure() => {
             format!("not recorded: {err}")
         }
         Err(err) => return Err(err.into()),

@@ -15,6 +15,7 @@
 
 mod frames;
 pub(crate) mod gateway;
+pub(crate) mod gateway_tenants;
 pub(crate) mod inbox;
 pub(crate) mod mcp_proxy;
 pub(crate) mod mcp_server;

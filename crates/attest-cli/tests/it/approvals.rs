@@ -74,7 +74,7 @@ fn rows(dir: &Path) -> u64 {
 /// `attest` with `args` in `dir` and only the environment `env`.
 pub(crate) fn attest_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args(args)
+        .args(crate::store_args(dir, args))
         .current_dir(dir)
         .env_clear()
         .envs(env.iter().copied())
@@ -336,7 +336,7 @@ pub(crate) fn serve_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Ser
     let (running, line) = crate::start_first_line(
         Command::new(env!("CARGO_BIN_EXE_attest"))
             .args(["serve", "--port", "0"])
-            .args(extra)
+            .args(crate::store_args(dir, extra))
             .current_dir(dir)
             .env_clear()
             .envs(env.iter().copied()),

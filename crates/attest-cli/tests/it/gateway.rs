@@ -151,16 +151,30 @@ pub(crate) fn start_gateway_with(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> (Gateway, String) {
+    start_gateway_on(dir, "ledger.sqlite", upstream, extra, env)
+}
+
+/// [`start_gateway_with`] on the ledger at `ledger` (a file in `dir`, or a URL).
+pub(crate) fn start_gateway_on(
+    dir: &Path,
+    ledger: &str,
+    upstream: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Gateway, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args([
-            "--ledger",
-            "ledger.sqlite",
-            "--policy",
-            "policy.yaml",
-            "gateway",
-            "--port",
-            "0",
-        ])
+        .args(crate::store_args(
+            dir,
+            &[
+                "--ledger",
+                ledger,
+                "--policy",
+                "policy.yaml",
+                "gateway",
+                "--port",
+                "0",
+            ],
+        ))
         .args(["--upstream", upstream])
         .args(extra)
         .current_dir(dir)
@@ -229,11 +243,16 @@ pub(crate) fn curl(
 
 /// Registers the approver `ann`, her token in `dir/ann.token`.
 fn add_ann(dir: &Path) {
+    add_ann_on(dir, "ledger.sqlite");
+}
+
+/// [`add_ann`] beside the ledger at `ledger`.
+fn add_ann_on(dir: &Path, ledger: &str) {
     let added = attest(
         dir,
         &[
             "--ledger",
-            "ledger.sqlite",
+            ledger,
             "approvers",
             "add",
             "ann",
@@ -246,11 +265,16 @@ fn add_ann(dir: &Path) {
 
 /// `ann` approves request `id` with her token file.
 fn confirm_as_ann(dir: &Path, id: &str) {
+    confirm_as_ann_on(dir, "ledger.sqlite", id);
+}
+
+/// [`confirm_as_ann`] beside the ledger at `ledger`.
+fn confirm_as_ann_on(dir: &Path, ledger: &str, id: &str) {
     let confirm = attest(
         dir,
         &[
             "--ledger",
-            "ledger.sqlite",
+            ledger,
             "confirm",
             id,
             "approve",
@@ -425,15 +449,30 @@ fn gateway_requests_example_runs() {
 
 #[test]
 fn gateway_holds_a_write_then_resumes_it_after_confirm() {
+    let dir = tempfile::tempdir().unwrap();
+    holds_then_resumes(dir.path(), "ledger.sqlite");
+}
+
+#[test]
+fn gateway_on_postgres_holds_a_write_then_resumes_it_after_confirm() {
+    let Some(db) = crate::pg_db("gateway_on_postgres_holds_a_write") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    holds_then_resumes(dir.path(), &db.url);
+}
+
+/// Ask → 202 → `attest approvers add` and `attest confirm` from other processes → resume
+/// runs it once, on the ledger at `ledger`.
+fn holds_then_resumes(dir: &Path, ledger: &str) {
     if curl_missing() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
     let policy = "version: 1\npolicies:\n  - name: notes-ask\n    match: {verb: create}\n    decision: ask\n    reason: a person reviews new notes\n";
-    std::fs::write(dir.path().join("policy.yaml"), policy).unwrap();
+    std::fs::write(dir.join("policy.yaml"), policy).unwrap();
     let vendor = Shared::default();
     let upstream = start_vendor(Arc::clone(&vendor));
-    let (_gateway, address) = start_gateway(dir.path(), &upstream, &["--mode", "pending"]);
+    let (_gateway, address) = start_gateway_on(dir, ledger, &upstream, &["--mode", "pending"], &[]);
 
     let (status, headers, body) = curl(
         "POST",
@@ -455,8 +494,8 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
         "a held write reached the vendor"
     );
 
-    add_ann(dir.path());
-    confirm_as_ann(dir.path(), id);
+    add_ann_on(dir, ledger);
+    confirm_as_ann_on(dir, ledger, id);
 
     let (status, headers, body) = curl("POST", &format!("{address}{resume}"), None, &[]);
     assert_eq!(status, 201, "{body}");
@@ -465,8 +504,103 @@ fn gateway_holds_a_write_then_resumes_it_after_confirm() {
     // The token is used once.
     let (status, _, _) = curl("POST", &format!("{address}{resume}"), None, &[]);
     assert_eq!(status, 409);
-    let verify = attest(dir.path(), &["--ledger", "ledger.sqlite", "verify"]);
+    let verify = attest(dir, &["--ledger", ledger, "verify"]);
     assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+}
+
+#[test]
+fn two_tenants_through_one_gateway_keep_two_chains() {
+    let dir = tempfile::tempdir().unwrap();
+    tenants_through_one_gateway(dir.path(), "ledger.sqlite");
+}
+
+#[test]
+fn two_tenants_through_one_gateway_keep_two_chains_on_postgres() {
+    let Some(db) = crate::pg_db("two_tenants_through_one_gateway") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    tenants_through_one_gateway(dir.path(), &db.url);
+}
+
+/// `X-Attest-Tenant` picks the chain; a bad, unknown or (with `--tenant`) other tenant
+/// never reaches the vendor.
+fn tenants_through_one_gateway(dir: &Path, ledger: &str) {
+    if curl_missing() {
+        return;
+    }
+    std::fs::write(dir.join("policy.yaml"), POLICY).unwrap();
+    let vendor = Shared::default();
+    let upstream = start_vendor(Arc::clone(&vendor));
+    let allow = ["--allow-tenant", "acme", "--allow-tenant", "globex"];
+    let (gateway, address) = start_gateway_on(dir, ledger, &upstream, &allow, &[]);
+    let post = |tenant: Option<&str>| {
+        let header = tenant.map(|t| format!("X-Attest-Tenant: {t}"));
+        let extra: Vec<&str> = header.iter().flat_map(|h| ["-H", h.as_str()]).collect();
+        curl(
+            "POST",
+            &format!("{address}/v1/notes"),
+            Some(&json!({"title": "t", "body": "b"})),
+            &extra,
+        )
+    };
+    for tenant in [Some("acme"), Some("globex"), Some("acme"), None] {
+        let (status, headers, body) = post(tenant);
+        assert_eq!(status, 201, "{tenant:?}: {body}");
+        assert_eq!(headers["x-attest-decision"], "act");
+    }
+    let hits = vendor.lock().unwrap().hits.len();
+    for (bad, status) in [("Acme!", 400), ("other", 400), ("-x", 400)] {
+        let (got, _, body) = post(Some(bad));
+        assert_eq!(got, status, "{bad:?}: {body}");
+    }
+    assert_eq!(
+        vendor.lock().unwrap().hits.len(),
+        hits,
+        "a refused tenant reached the vendor"
+    );
+    drop(gateway);
+
+    // Each tenant's chain holds its own writes (an intent and an outcome each) and
+    // verifies on its own.
+    let rows = |tenant: Option<&str>| {
+        let mut args = vec!["--ledger", ledger];
+        if let Some(tenant) = tenant {
+            args.extend(["--tenant", tenant]);
+        }
+        let verify = attest(dir, &[args.as_slice(), &["verify"]].concat());
+        assert_eq!(
+            verify.status.code(),
+            Some(0),
+            "{tenant:?}: {}{}",
+            stdout(&verify),
+            stderr(&verify)
+        );
+        let export = attest(dir, &[args.as_slice(), &["export"]].concat());
+        assert_eq!(export.status.code(), Some(0), "{}", stderr(&export));
+        stdout(&export).lines().count()
+    };
+    assert_eq!(rows(Some("acme")), 4);
+    assert_eq!(rows(Some("globex")), 2);
+    assert_eq!(rows(None), 2);
+
+    // A gateway pinned to one tenant serves that one and refuses any other.
+    let (_gateway, address) = start_gateway_on(dir, ledger, &upstream, &["--tenant", "acme"], &[]);
+    let pinned = |tenant: &str| {
+        curl(
+            "POST",
+            &format!("{address}/v1/notes"),
+            Some(&json!({"title": "t", "body": "b"})),
+            &["-H", &format!("X-Attest-Tenant: {tenant}")],
+        )
+        .0
+    };
+    assert_eq!(pinned("acme"), 201);
+    let hits = vendor.lock().unwrap().hits.len();
+    assert_eq!(pinned("globex"), 403);
+    assert_eq!(vendor.lock().unwrap().hits.len(), hits);
+    assert_eq!(rows(Some("acme")), 6);
+    assert_eq!(rows(Some("globex")), 2);
 }
 
 /// A vendor whose `/v1/log` sends a first part, then waits for `release` before the
@@ -813,6 +947,12 @@ fn gateway_beyond_loopback_needs_a_token_and_checks_it() {
 
 #[test]
 fn a_client_that_goes_away_cancels_its_waiting_request() {
+    if crate::sqlite_only(
+        "a_client_that_goes_away_cancels_its_waiting_request",
+        "it watches the approvals table in the SQLite file",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let policy = "version: 1\npolicies:\n  - name: notes-ask\n    match: {verb: create}\n    decision: ask\n";
     std::fs::write(dir.path().join("policy.yaml"), policy).unwrap();

@@ -36,10 +36,11 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
-/// `attest` with `args`, run in `dir` with no inherited environment.
+/// `attest` with `args`, run in `dir` with no inherited environment (`--ledger
+/// ledger.sqlite` is [`test_ledger`]).
 pub(crate) fn attest(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args(args)
+        .args(store_args(dir, args))
         .current_dir(dir)
         .env_clear()
         .output()
@@ -148,6 +149,62 @@ pub(crate) fn start_first_line(command: &mut Command) -> (Running, String) {
     (Running(child), line.trim().to_owned())
 }
 
+/// The switch that runs the ledger-touching tests on PostgreSQL: `ATTEST_TEST_STORE=postgres`
+/// (`.ci/run` runs those modules a second time with it).
+pub(crate) fn on_postgres() -> bool {
+    std::env::var("ATTEST_TEST_STORE").is_ok_and(|store| store == "postgres")
+}
+
+/// The ledger a test in `dir` means by `ledger.sqlite`: that file, or under
+/// [`on_postgres`] a database of its own on the test server, the same one for every
+/// command the test runs in `dir` (kept to the end of the run; `.ci/run` drops them).
+pub(crate) fn test_ledger(dir: &Path) -> String {
+    static DATABASES: std::sync::Mutex<Vec<(std::path::PathBuf, PgDb)>> =
+        std::sync::Mutex::new(Vec::new());
+    if !on_postgres() {
+        return "ledger.sqlite".to_owned();
+    }
+    let mut databases = DATABASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, db)) = databases.iter().find(|(d, _)| d == dir) {
+        return db.url.clone();
+    }
+    let db = pg_db_named("ATTEST_TEST_STORE=postgres", "attest_store")
+        .expect("ATTEST_TEST_STORE=postgres needs the test server");
+    let url = db.url.clone();
+    databases.push((dir.to_path_buf(), db));
+    url
+}
+
+/// [`test_ledger`] for a command run elsewhere: the file's absolute path, or the URL.
+pub(crate) fn test_ledger_at(dir: &Path) -> String {
+    match on_postgres() {
+        true => test_ledger(dir),
+        false => dir.join("ledger.sqlite").display().to_string(),
+    }
+}
+
+/// `args` with `--ledger ledger.sqlite` made [`test_ledger`]'s location.
+pub(crate) fn store_args(dir: &Path, args: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = args.iter().map(|&arg| arg.to_owned()).collect();
+    for i in 1..out.len() {
+        if out[i] == "ledger.sqlite" && out[i - 1] == "--ledger" {
+            out[i] = test_ledger(dir);
+        }
+    }
+    out
+}
+
+/// Under [`on_postgres`], skips a test that is SQLite's by nature (it reads or alters
+/// the file itself), saying so; returns whether it skipped.
+pub(crate) fn sqlite_only(test: &str, why: &str) -> bool {
+    if on_postgres() {
+        eprintln!("SKIPPED on PostgreSQL: {test}: {why}");
+    }
+    on_postgres()
+}
+
 /// A free port on 127.0.0.1 (bound, then released for a server to take).
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -157,59 +214,6 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
-/// A PostgreSQL database of its own for one test (dropped at the end), or `None` with
-/// a note when no server answers and peers are not required.
-pub(crate) struct PgDb {
-    /// `postgres://postgres@127.0.0.1:5432/NAME`.
-    pub(crate) url: String,
-    admin: String,
-    name: String,
-}
-
-impl PgDb {
-    /// The same database through another connection string (as a second host has).
-    pub(crate) fn other_url(&self) -> String {
-        self.url.replacen("127.0.0.1", "localhost", 1)
-    }
-}
-
-impl Drop for PgDb {
-    fn drop(&mut self) {
-        if let Ok(mut admin) = ::postgres::Client::connect(&self.admin, ::postgres::NoTls) {
-            let _ = admin.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
-}
-
-pub(crate) fn pg_db(test: &str) -> Option<PgDb> {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let server = std::env::var("ATTEST_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
-    let admin = format!("{server}/test");
-    let mut client = match ::postgres::Client::connect(&admin, ::postgres::NoTls) {
-        Ok(client) => client,
-        Err(err) => {
-            peer_missing(&format!("{test}: no PostgreSQL at {server} ({err})"));
-            return None;
-        }
-    };
-    let name = format!(
-        "attest_cli_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .unwrap();
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    Some(PgDb {
-        url: format!("{server}/{name}"),
-        admin,
-        name,
-    })
-}
+#[path = "../../../attest-ledger/tests/it/pg_db.rs"]
+mod pg_db;
+pub(crate) use pg_db::{pg_db, pg_db_named, PgDb};

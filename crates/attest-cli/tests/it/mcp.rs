@@ -78,7 +78,7 @@ pub(crate) fn drive_with(
 ) -> Value {
     let plan_file = dir.join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
-    let ledger = dir.join("ledger.sqlite");
+    let ledger = crate::test_ledger_at(dir);
     let mut command = Command::new(python());
     command
         .arg(py("mcp_driver.py"))
@@ -423,7 +423,10 @@ fn mcp_server_offers_five_tools_that_decide_record_and_verify_and_none_approves(
         .arg(&plan_file)
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_attest"))
-        .args(["--ledger", "ledger.sqlite", "mcp-server"])
+        .args(crate::store_args(
+            dir.path(),
+            &["--ledger", "ledger.sqlite", "mcp-server"],
+        ))
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -470,7 +473,7 @@ fn python_mcp_client_example_runs() {
         .arg(&sandbox)
         .current_dir(dir.path())
         .env("ATTEST_BIN", env!("CARGO_BIN_EXE_attest"))
-        .env("ATTEST_LEDGER", dir.path().join("ledger.sqlite"))
+        .env("ATTEST_LEDGER", crate::test_ledger_at(dir.path()))
         .env("MCP_SERVER", upstream)
         .env_remove("ATTEST_POLICY")
         .output()
@@ -492,8 +495,8 @@ fn proxy_pending_call_runs_after_attest_confirm_and_resume() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ledger = dir.path().join("ledger.sqlite");
-    let ledger = ledger.to_str().unwrap();
+    let ledger = crate::test_ledger_at(dir.path());
+    let ledger = ledger.as_str();
     let attest_bin = env!("CARGO_BIN_EXE_attest");
     let token_file = dir.path().join("ann.token");
     let token_file = token_file.to_str().unwrap();
@@ -594,7 +597,12 @@ fn a_call_the_client_cancels_is_recorded_as_failed_and_the_session_goes_on() {
 
 #[test]
 fn a_call_cancelled_while_it_waits_for_a_person_cancels_its_request() {
-    if !python_with("mcp") {
+    if !python_with("mcp")
+        || crate::sqlite_only(
+            "a_call_cancelled_while_it_waits_for_a_person_cancels_its_request",
+            "it reads the approvals table in the SQLite file",
+        )
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -632,8 +640,8 @@ fn an_approval_given_for_one_mcp_server_does_not_run_through_another() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ledger = dir.path().join("ledger.sqlite");
-    let ledger = ledger.to_str().unwrap();
+    let ledger = crate::test_ledger_at(dir.path());
+    let ledger = ledger.as_str();
     let token_file = dir.path().join("ann.token");
     let token_file = token_file.to_str().unwrap();
     let added = crate::attest(

@@ -1,7 +1,8 @@
 //! Registered approvers: the people who may decide, each with a personal token.
 //!
 //! `attest approvers add NAME` makes a token (`ata_` and 256 random bits, hex), shows it
-//! once, and keeps only its SHA-256 in table `approvers` of the ledger's SQLite file. A
+//! once, and keeps only its SHA-256 in table `approvers` beside the ledger (its SQLite
+//! file, or its PostgreSQL database under the ledger's tenant). A
 //! decision names its approver only after one of these checks: the token (CLI, inbox
 //! API), the Slack user id mapped to an approver (Slack buttons), a signed link made for
 //! that approver, or a configured trusted identity header. A name typed by whoever asks
@@ -12,10 +13,10 @@ use std::fmt;
 use std::time::SystemTime;
 
 use rand_core::{OsRng, RngCore};
-use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 use subtle::ConstantTimeEq;
 
+use super::backend::{is_unique_violation, Cell, APPROVER_KEY};
 use super::store::{from_millis, millis};
 use super::token::hash_token;
 use super::{ApprovalError, ApprovalStore};
@@ -32,7 +33,8 @@ CREATE TABLE IF NOT EXISTS approvers (
     token_hash  TEXT NOT NULL UNIQUE,
     slack_user  TEXT UNIQUE,
     created_at  INTEGER NOT NULL,
-    revoked_at  INTEGER
+    revoked_at  INTEGER,
+    tenant      TEXT NOT NULL DEFAULT ''
 );
 ";
 
@@ -101,30 +103,34 @@ impl ApprovalStore {
         }
         let token = ApproverToken::generate()?;
         let now = millis(self.now());
+        let token_hash = hash_token(token.expose());
         let changed = self
-            .lock()
+            .backend()
             .execute(
-                "INSERT INTO approvers (name, token_hash, slack_user, created_at)
-                 VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (name) DO UPDATE SET name = ?1, token_hash = ?2, slack_user = ?3,
-                     created_at = ?4, revoked_at = NULL
-                 WHERE revoked_at IS NOT NULL",
-                params![name, hash_token(token.expose()), slack_user, now],
+                "adding an approver",
+                &format!(
+                    "INSERT INTO approvers (tenant, name, token_hash, slack_user, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT ({APPROVER_KEY}) DO UPDATE SET name = ?2, token_hash = ?3,
+                         slack_user = ?4, created_at = ?5, revoked_at = NULL
+                     WHERE approvers.revoked_at IS NOT NULL"
+                ),
+                &[
+                    name.into(),
+                    token_hash.as_str().into(),
+                    slack_user.into(),
+                    now.into(),
+                ],
             )
-            .map_err(|err| match err {
-                rusqlite::Error::SqliteFailure(code, _)
-                    if code.code == rusqlite::ErrorCode::ConstraintViolation =>
-                {
+            .map_err(|err| {
+                if is_unique_violation(&err) {
                     ApprovalError::BadApprover {
                         name: name.to_owned(),
                         detail: "that Slack user id belongs to another approver".to_owned(),
                     }
+                } else {
+                    err
                 }
-                other => ApprovalError::Sqlite {
-                    path: self.path().to_path_buf(),
-                    during: "adding an approver",
-                    source: other,
-                },
             })?;
         if changed == 0 {
             return Err(ApprovalError::BadApprover {
@@ -137,28 +143,26 @@ impl ApprovalStore {
 
     /// Every registered approver, revoked ones included, by name.
     pub fn approvers(&self) -> Result<Vec<Approver>, ApprovalError> {
-        let conn = self.lock();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT name, slack_user, created_at, revoked_at FROM approvers ORDER BY name",
-            )
-            .map_err(self.sqlite("listing approvers"))?;
-        let rows = stmt
-            .query_map([], read_approver)
-            .map_err(self.sqlite("listing approvers"))?;
-        rows.collect::<Result<_, _>>()
-            .map_err(self.sqlite("listing approvers"))
+        self.backend()
+            .query(
+                "listing approvers",
+                "SELECT name, slack_user, created_at, revoked_at FROM approvers
+                 WHERE tenant = ?1 ORDER BY lower(name)",
+                &[],
+            )?
+            .into_iter()
+            .map(read_approver)
+            .collect()
     }
 
     /// Revokes `name`: their token, Slack id and links decide nothing from now on.
     pub fn revoke_approver(&self, name: &str) -> Result<Approver, ApprovalError> {
-        let changed = self
-            .lock()
-            .execute(
-                "UPDATE approvers SET revoked_at = ?1 WHERE name = ?2 AND revoked_at IS NULL",
-                params![millis(self.now()), name.trim()],
-            )
-            .map_err(self.sqlite("revoking an approver"))?;
+        let changed = self.backend().execute(
+            "revoking an approver",
+            "UPDATE approvers SET revoked_at = ?2
+             WHERE tenant = ?1 AND lower(name) = lower(?3) AND revoked_at IS NULL",
+            &[millis(self.now()).into(), name.trim().into()],
+        )?;
         if changed == 0 {
             return Err(ApprovalError::UnknownApprover {
                 name: name.trim().to_owned(),
@@ -170,18 +174,26 @@ impl ApprovalStore {
     /// The registered, not revoked approver this token belongs to.
     pub fn authenticate(&self, token: &str) -> Result<Approver, ApprovalError> {
         let hash = hash_token(token.trim());
-        let found: Option<(String, Option<i64>)> = self
-            .lock()
-            .query_row(
-                "SELECT token_hash, revoked_at FROM approvers WHERE token_hash = ?1",
-                [&hash],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()
-            .map_err(self.sqlite("checking an approver token"))?;
+        let found = self
+            .backend()
+            .query(
+                "checking an approver token",
+                "SELECT token_hash, revoked_at FROM approvers WHERE tenant = ?1 AND token_hash = ?2",
+                &[hash.as_str().into()],
+            )?
+            .into_iter()
+            .next()
+            .map(|row| {
+                let mut cells = row.into_iter();
+                let stored = cells.next().and_then(Cell::text);
+                let revoked = cells.next().unwrap_or(Cell::Null);
+                (stored, revoked)
+            });
         match found {
-            Some((stored, None)) if bool::from(stored.as_bytes().ct_eq(hash.as_bytes())) => {
-                self.approver_where("token_hash = ?1", &hash)
+            Some((Some(stored), Cell::Null))
+                if bool::from(stored.as_bytes().ct_eq(hash.as_bytes())) =>
+            {
+                self.approver_where("token_hash = ?2", &hash)
             }
             _ => Err(ApprovalError::BadCredential),
         }
@@ -189,7 +201,7 @@ impl ApprovalStore {
 
     /// The registered, not revoked approver the Slack user id `user` acts as.
     pub fn approver_for_slack_user(&self, user: &str) -> Result<Approver, ApprovalError> {
-        self.approver_where("slack_user = ?1 AND revoked_at IS NULL", user)
+        self.approver_where("slack_user = ?2 AND revoked_at IS NULL", user)
             .map_err(|err| match err {
                 ApprovalError::UnknownApprover { .. } => ApprovalError::UnknownApprover {
                     name: format!("slack user {user}"),
@@ -198,45 +210,60 @@ impl ApprovalStore {
             })
     }
 
-    /// The approver named `name` (revoked or not).
+    /// The approver named `name` (revoked or not), matched case-insensitively.
     pub fn approver(&self, name: &str) -> Result<Approver, ApprovalError> {
-        self.approver_where("name = ?1", name)
+        self.approver_where("lower(name) = lower(?2)", name)
     }
 
     /// The registered, not revoked approver named `name`: what every decision needs.
     pub fn active_approver(&self, name: &str) -> Result<Approver, ApprovalError> {
-        self.approver_where("name = ?1 AND revoked_at IS NULL", name.trim())
-            .map_err(|err| match err {
-                ApprovalError::UnknownApprover { .. } => ApprovalError::UnknownApprover {
-                    name: name.trim().to_owned(),
-                },
-                other => other,
-            })
+        self.approver_where(
+            "lower(name) = lower(?2) AND revoked_at IS NULL",
+            name.trim(),
+        )
+        .map_err(|err| match err {
+            ApprovalError::UnknownApprover { .. } => ApprovalError::UnknownApprover {
+                name: name.trim().to_owned(),
+            },
+            other => other,
+        })
     }
 
     fn approver_where(&self, filter: &str, key: &str) -> Result<Approver, ApprovalError> {
-        self.lock()
-            .query_row(
+        self.backend()
+            .query(
+                "reading an approver",
                 &format!(
-                    "SELECT name, slack_user, created_at, revoked_at FROM approvers WHERE {filter}"
+                    "SELECT name, slack_user, created_at, revoked_at FROM approvers
+                     WHERE tenant = ?1 AND {filter}"
                 ),
-                [key],
-                read_approver,
-            )
-            .optional()
-            .map_err(self.sqlite("reading an approver"))?
+                &[key.into()],
+            )?
+            .into_iter()
+            .next()
+            .map(read_approver)
+            .transpose()?
             .ok_or_else(|| ApprovalError::UnknownApprover {
                 name: key.to_owned(),
             })
     }
 }
 
-fn read_approver(row: &rusqlite::Row<'_>) -> rusqlite::Result<Approver> {
+fn read_approver(row: Vec<Cell>) -> Result<Approver, ApprovalError> {
+    let mut cells = row.into_iter();
+    let mut next = || cells.next().unwrap_or(Cell::Null);
+    let name = next()
+        .text()
+        .ok_or(ApprovalError::Internal("an approver row without its name"))?;
+    let slack_user = next().text();
+    let created_at = next().int().ok_or(ApprovalError::Internal(
+        "an approver row without its creation time",
+    ))?;
     Ok(Approver {
-        name: row.get(0)?,
-        slack_user: row.get(1)?,
-        created_at: from_millis(row.get(2)?),
-        revoked_at: row.get::<_, Option<i64>>(3)?.map(from_millis),
+        name,
+        slack_user,
+        created_at: from_millis(created_at),
+        revoked_at: next().int().map(from_millis),
     })
 }
 

@@ -103,6 +103,26 @@ pub enum ApprovalError {
         #[source]
         source: rusqlite::Error,
     },
+    /// PostgreSQL failed.
+    #[error("approval store {path}: {during}")]
+    Postgres {
+        /// The database (`postgres://user@host:port/db`, no credentials).
+        path: PathBuf,
+        /// What was being done.
+        during: &'static str,
+        /// The client's error.
+        #[source]
+        source: postgres::Error,
+    },
+    /// No connection to the ledger's PostgreSQL database could be had.
+    #[error("approval store: no database connection while {during}")]
+    Connection {
+        /// What was being done.
+        during: &'static str,
+        /// The ledger's error.
+        #[source]
+        source: Box<attest_ledger::LedgerError>,
+    },
     /// The `approvals` table was made by another version of Attest.
     #[error("approval store {path}: schema version {found}, expected {expected}")]
     SchemaVersion {
@@ -133,4 +153,16 @@ pub enum ApprovalError {
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),
+}
+
+impl ApprovalError {
+    /// Whether the store itself failed (database, connection), not the request.
+    pub fn is_store_failure(&self) -> bool {
+        matches!(
+            self,
+            ApprovalError::Sqlite { .. }
+                | ApprovalError::Postgres { .. }
+                | ApprovalError::Connection { .. }
+        )
+    }
 }

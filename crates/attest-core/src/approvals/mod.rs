@@ -23,6 +23,7 @@
 //!   (execution `pending`) and the outcome row (`confirm` says who decided, how).
 
 mod approvers;
+mod backend;
 #[cfg(feature = "email")]
 mod email;
 mod error;

@@ -1,5 +1,6 @@
-//! The approval store: table `approvals` in the ledger's SQLite file, on its own
-//! connection.
+//! The approval store: table `approvals` beside the ledger, in its SQLite file (on a
+//! connection of its own) or in its PostgreSQL database (rows marked with the ledger's
+//! tenant, so each tenant has its own requests and approvers, as its own chain).
 //!
 //! Every state change is one conditional `UPDATE … WHERE status = 'pending'` (or
 //! `consumed_at IS NULL`), so threads and processes sharing the file race safely: the
@@ -10,22 +11,23 @@
 //! with no outcome row; the decision itself (who, when, channel) stays in the store.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use attest_ledger::{Clock, Ledger, SystemClock};
+use attest_ledger::{Clock, Ledger, PgDatabase, SystemClock};
 use attest_policy::{Action, Verdict};
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
 use super::approvers;
+use super::backend::{outside_runtime, Backend, Cell, Home, EMPTY_PARAMS};
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
 
 /// The version of the `approvals` table, kept in `attest_meta` under
 /// `approvals_schema_version`; bump it with a migration.
-pub const APPROVALS_SCHEMA_VERSION: u32 = 2;
+pub const APPROVALS_SCHEMA_VERSION: u32 = 3;
 
 /// How long a writer waits for another's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -58,10 +60,65 @@ CREATE TABLE IF NOT EXISTS approvals (
     outcome_ts      TEXT,
     notify_error    TEXT,
     use_by_ms       INTEGER NOT NULL DEFAULT 3600000,
-    purged_at       INTEGER
+    purged_at       INTEGER,
+    tenant          TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, expires_at);
 ";
+
+/// The same tables in a PostgreSQL ledger's database: one set for every tenant, keyed
+/// by tenant first (as the ledger's own tables).
+const PG_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS approvals (
+    tenant          TEXT NOT NULL,
+    id              TEXT NOT NULL,
+    token_hash      TEXT NOT NULL UNIQUE,
+    action          TEXT NOT NULL,
+    digest          TEXT NOT NULL,
+    verdict         TEXT NOT NULL,
+    tier            TEXT NOT NULL,
+    approvers       TEXT NOT NULL,
+    hold            BOOLEAN NOT NULL,
+    requested_at    BIGINT NOT NULL,
+    expires_at      BIGINT NOT NULL,
+    decided_at      BIGINT,
+    status          TEXT NOT NULL,
+    approver        TEXT,
+    channel         TEXT,
+    edits           TEXT,
+    note            TEXT,
+    approved_digest TEXT,
+    consumed_at     BIGINT,
+    ask_seq         BIGINT,
+    ask_hash        TEXT,
+    ask_ts          TEXT,
+    outcome_seq     BIGINT,
+    outcome_hash    TEXT,
+    outcome_ts      TEXT,
+    notify_error    TEXT,
+    use_by_ms       BIGINT NOT NULL DEFAULT 3600000,
+    purged_at       BIGINT,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS approvals_status ON approvals (tenant, status, expires_at);
+CREATE TABLE IF NOT EXISTS approvers (
+    tenant      TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    token_hash  TEXT NOT NULL UNIQUE,
+    slack_user  TEXT,
+    created_at  BIGINT NOT NULL,
+    revoked_at  BIGINT,
+    UNIQUE (tenant, slack_user)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS approvers_name ON approvers (tenant, lower(name));
+";
+
+/// Version 2 to 3: a tenant column, so one set of statements serves a SQLite file (one
+/// tenant, `''`) and a PostgreSQL database (many). The approvers table gets it too, if
+/// it was made.
+const MIGRATE_2_TO_3: &str = "ALTER TABLE approvals ADD COLUMN tenant TEXT NOT NULL DEFAULT '';";
+const MIGRATE_APPROVERS_2_TO_3: &str =
+    "ALTER TABLE approvers ADD COLUMN tenant TEXT NOT NULL DEFAULT '';";
 
 /// Version 1 to 2: approvals get a use-by time and their params are purged once used or
 /// ended; the digest now covers where the call goes (server, tool, method, URL), so every
@@ -75,23 +132,23 @@ const COLUMNS: &str = "id, action, digest, verdict, requested_at, expires_at, de
     approver, channel, edits, note, approved_digest, consumed_at, ask_seq, ask_hash, ask_ts,
     outcome_seq, outcome_hash, outcome_ts, notify_error, use_by_ms, purged_at";
 
-/// Durable approval requests, shared by every process that opens the same ledger file.
+/// Durable approval requests, shared by every process that opens the same ledger.
 pub struct ApprovalStore {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    backend: Backend,
     clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for ApprovalStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApprovalStore")
-            .field("path", &self.path)
+            .field("path", &self.backend.path())
             .finish_non_exhaustive()
     }
 }
 
 impl ApprovalStore {
-    /// Opens the store in `ledger`'s file, creating the `approvals` table if needed.
+    /// Opens the store beside `ledger` (its SQLite file, or its PostgreSQL database and
+    /// tenant), creating or upgrading the tables if needed.
     pub fn open(ledger: &Ledger) -> Result<ApprovalStore, ApprovalError> {
         ApprovalStore::open_with_clock(ledger, Arc::new(SystemClock))
     }
@@ -101,45 +158,25 @@ impl ApprovalStore {
         ledger: &Ledger,
         clock: Arc<dyn Clock>,
     ) -> Result<ApprovalStore, ApprovalError> {
-        let path = ledger.path().to_path_buf();
-        let sqlite = |during| {
-            let path = path.clone();
-            move |source| ApprovalError::Sqlite {
-                path,
-                during,
-                source,
+        let home = match ledger.postgres() {
+            Some(db) => {
+                outside_runtime(|| init_postgres(&db))?;
+                Home::Postgres(db)
             }
+            None => Home::Sqlite {
+                conn: Mutex::new(open_sqlite(ledger.path())?),
+                path: ledger.path().to_path_buf(),
+            },
         };
-        let conn = Connection::open_with_flags(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sqlite("opening"))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(sqlite("setting the busy timeout"))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sqlite("switching to WAL"))?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(sqlite("setting durability"))?;
-        // Purged params are overwritten with zeros in the file, not just unlinked.
-        conn.pragma_update(None, "secure_delete", "ON")
-            .map_err(sqlite("setting secure delete"))?;
-        let store = ApprovalStore {
-            path,
-            conn: Mutex::new(conn),
+        Ok(ApprovalStore {
+            backend: Backend::new(home),
             clock,
-        };
-        store.init_schema()?;
-        store
-            .lock()
-            .execute_batch(approvers::SCHEMA)
-            .map_err(store.sqlite("creating the approvers table"))?;
-        Ok(store)
+        })
     }
 
-    /// The database file.
+    /// The database file, or the PostgreSQL database's URL without credentials.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.backend.path()
     }
 
     /// The store's current time.
@@ -147,89 +184,8 @@ impl ApprovalStore {
         self.clock.now()
     }
 
-    pub(super) fn sqlite(
-        &self,
-        during: &'static str,
-    ) -> impl FnOnce(rusqlite::Error) -> ApprovalError + '_ {
-        move |source| ApprovalError::Sqlite {
-            path: self.path.clone(),
-            during,
-            source,
-        }
-    }
-
-    pub(super) fn lock(&self) -> MutexGuard<'_, Connection> {
-        // rusqlite rolls back an open transaction on drop, so a poisoned lock is sound.
-        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn init_schema(&self) -> Result<(), ApprovalError> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(self.sqlite("reading the schema"))?;
-        let found: Option<String> = tx
-            .query_row(
-                "SELECT value FROM attest_meta WHERE key = 'approvals_schema_version'",
-                [],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(self.sqlite("reading the approvals schema version"))?;
-        let has_table: bool = tx
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'approvals')",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(self.sqlite("reading the schema"))?;
-        match found {
-            Some(version) if version == APPROVALS_SCHEMA_VERSION.to_string() => return Ok(()),
-            Some(version) if version == "1" => {
-                tx.execute_batch(MIGRATE_1_TO_2)
-                    .map_err(self.sqlite("upgrading the approvals table"))?;
-                redigest(&tx).map_err(|err| match err {
-                    ApprovalError::Sqlite { source, .. } => ApprovalError::Sqlite {
-                        path: self.path.clone(),
-                        during: "upgrading the approvals table",
-                        source,
-                    },
-                    other => other,
-                })?;
-                tx.execute(
-                    "UPDATE attest_meta SET value = ?1 WHERE key = 'approvals_schema_version'",
-                    [APPROVALS_SCHEMA_VERSION.to_string()],
-                )
-                .map_err(self.sqlite("upgrading the approvals table"))?;
-                return tx
-                    .commit()
-                    .map_err(self.sqlite("upgrading the approvals table"));
-            }
-            Some(version) => {
-                return Err(ApprovalError::SchemaVersion {
-                    path: self.path.clone(),
-                    found: version,
-                    expected: APPROVALS_SCHEMA_VERSION,
-                })
-            }
-            None if has_table => {
-                return Err(ApprovalError::SchemaVersion {
-                    path: self.path.clone(),
-                    found: "none (an approvals table this build did not make)".to_owned(),
-                    expected: APPROVALS_SCHEMA_VERSION,
-                })
-            }
-            None => {}
-        }
-        tx.execute_batch(SCHEMA)
-            .map_err(self.sqlite("creating the approvals table"))?;
-        tx.execute(
-            "INSERT INTO attest_meta (key, value) VALUES ('approvals_schema_version', ?1)",
-            [APPROVALS_SCHEMA_VERSION.to_string()],
-        )
-        .map_err(self.sqlite("creating the approvals table"))?;
-        tx.commit()
-            .map_err(self.sqlite("creating the approvals table"))
+    pub(super) fn backend(&self) -> &Backend {
+        &self.backend
     }
 
     /// Stores a pending request for `action` (which must carry its final id, agent and
@@ -254,26 +210,26 @@ impl ApprovalStore {
         let action_json = to_json(&action.id, "action", action)?;
         let verdict_json = to_json(&action.id, "verdict", verdict)?;
         let approvers_json = to_json(&action.id, "approvers", &verdict.approvers)?;
-        self.lock()
-            .execute(
-                "INSERT INTO approvals (id, token_hash, action, digest, verdict, tier, approvers, hold,
-                     requested_at, expires_at, status, use_by_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11)",
-                params![
-                    action.id,
-                    token.hash(),
-                    action_json,
-                    digest,
-                    verdict_json,
-                    verdict.tier.as_str(),
-                    approvers_json,
-                    verdict.hold,
-                    millis(now),
-                    millis(expires),
-                    i64::try_from(use_by.as_millis()).unwrap_or(i64::MAX),
-                ],
-            )
-            .map_err(self.sqlite("storing an approval request"))?;
+        let token_hash = token.hash();
+        self.backend.execute(
+            "storing an approval request",
+            "INSERT INTO approvals (tenant, id, token_hash, action, digest, verdict, tier, approvers,
+                 hold, requested_at, expires_at, status, use_by_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?12)",
+            &[
+                action.id.as_str().into(),
+                token_hash.as_str().into(),
+                action_json.as_str().into(),
+                digest.as_str().into(),
+                verdict_json.as_str().into(),
+                verdict.tier.as_str().into(),
+                approvers_json.as_str().into(),
+                verdict.hold.into(),
+                millis(now).into(),
+                millis(expires).into(),
+                i64::try_from(use_by.as_millis()).unwrap_or(i64::MAX).into(),
+            ],
+        )?;
         let request = self.get_by_id(&action.id)?;
         Ok((request, token))
     }
@@ -289,47 +245,38 @@ impl ApprovalStore {
 
     /// The request with this id.
     pub fn get_by_id(&self, id: &str) -> Result<ApprovalRequest, ApprovalError> {
-        self.query_one("WHERE id = ?1", id)
+        self.query_one("id = ?2", id)
     }
 
     /// The request this resume token belongs to.
     pub fn get_by_token(&self, token: &ResumeToken) -> Result<ApprovalRequest, ApprovalError> {
-        self.query_one("WHERE token_hash = ?1", &token.hash())
+        self.query_one("token_hash = ?2", &token.hash())
     }
 
     fn query_one(&self, filter: &str, key: &str) -> Result<ApprovalRequest, ApprovalError> {
-        let conn = self.lock();
-        let mut stmt = conn
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM approvals {filter}"))
-            .map_err(self.sqlite("reading an approval request"))?;
-        let raw = stmt
-            .query_row([key], RawRow::read)
-            .optional()
-            .map_err(self.sqlite("reading an approval request"))?;
-        raw.ok_or(ApprovalError::NotFound)?.parse()
+        let rows = self.backend.query(
+            "reading an approval request",
+            &format!("SELECT {COLUMNS} FROM approvals WHERE tenant = ?1 AND {filter}"),
+            &[key.into()],
+        )?;
+        let row = rows.into_iter().next().ok_or(ApprovalError::NotFound)?;
+        RawRow::read(row)?.parse()
     }
 
     /// Requests nobody has decided that have not expired, oldest first.
     pub fn pending(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        let now = millis(self.now());
-        let conn = self.lock();
-        let mut stmt = conn
-            .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at > ?1
+        let rows = self.backend.query(
+            "listing pending requests",
+            &format!(
+                "SELECT {COLUMNS} FROM approvals
+                 WHERE tenant = ?1 AND status = 'pending' AND expires_at > ?2
                  ORDER BY requested_at, id"
-            ))
-            .map_err(self.sqlite("listing pending requests"))?;
-        let rows = stmt
-            .query_map([now], RawRow::read)
-            .map_err(self.sqlite("listing pending requests"))?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(
-                row.map_err(self.sqlite("listing pending requests"))?
-                    .parse()?,
-            );
-        }
-        Ok(out)
+            ),
+            &[millis(self.now()).into()],
+        )?;
+        rows.into_iter()
+            .map(|row| RawRow::read(row)?.parse())
+            .collect()
     }
 
     /// Records `answer` on the request with this id or token, if it is still pending,
@@ -382,24 +329,22 @@ impl ApprovalStore {
             .map(|edits| to_json(&id, "edits", edits))
             .transpose()?;
         // The decision point: only one conditional update can move the row off `pending`.
-        let changed = self
-            .lock()
-            .execute(
-                "UPDATE approvals SET status = ?1, approver = ?2, channel = ?3, edits = ?4,
-                     note = ?5, decided_at = ?6, approved_digest = ?7
-                 WHERE id = ?8 AND status = 'pending' AND expires_at > ?6",
-                params![
-                    status.as_str(),
-                    approver,
-                    answer.channel,
-                    edits,
-                    answer.note,
-                    millis(now),
-                    approved_digest,
-                    id,
-                ],
-            )
-            .map_err(self.sqlite("recording a decision"))?;
+        let changed = self.backend.execute(
+            "recording a decision",
+            "UPDATE approvals SET status = ?2, approver = ?3, channel = ?4, edits = ?5,
+                 note = ?6, decided_at = ?7, approved_digest = ?8
+             WHERE tenant = ?1 AND id = ?9 AND status = 'pending' AND expires_at > ?7",
+            &[
+                status.as_str().into(),
+                approver.as_str().into(),
+                answer.channel.as_str().into(),
+                edits.as_deref().into(),
+                answer.note.as_deref().into(),
+                millis(now).into(),
+                approved_digest.as_deref().into(),
+                id.as_str().into(),
+            ],
+        )?;
         let after = self.get_by_id(&id)?;
         if changed == 0 {
             return Err(match after.status {
@@ -415,39 +360,40 @@ impl ApprovalStore {
     /// process may mark some first; each is returned once). An unused approval keeps its
     /// approver, so the record says who approved what was never run.
     pub fn expire_due(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        let now = millis(self.now());
-        let ids: Vec<String> = {
-            let conn = self.lock();
-            let mut stmt = conn
-                .prepare_cached(
-                    "UPDATE approvals SET status = 'expired',
-                         decided_at = CASE WHEN status = 'pending' THEN ?1 ELSE decided_at END
-                     WHERE (status = 'pending' AND expires_at <= ?1)
-                        OR (status IN ('approved', 'edited') AND consumed_at IS NULL
-                            AND decided_at + use_by_ms <= ?1)
-                     RETURNING id",
-                )
-                .map_err(self.sqlite("expiring requests"))?;
-            let rows = stmt
-                .query_map([now], |row| row.get(0))
-                .map_err(self.sqlite("expiring requests"))?;
-            rows.collect::<Result<_, _>>()
-                .map_err(self.sqlite("expiring requests"))?
-        };
-        ids.iter().map(|id| self.get_by_id(id)).collect()
+        let rows = self.backend.query(
+            "expiring requests",
+            "UPDATE approvals SET status = 'expired',
+                 decided_at = CASE WHEN status = 'pending' THEN ?2 ELSE decided_at END
+             WHERE tenant = ?1
+               AND ((status = 'pending' AND expires_at <= ?2)
+                    OR (status IN ('approved', 'edited') AND consumed_at IS NULL
+                        AND decided_at + use_by_ms <= ?2))
+             RETURNING id",
+            &[millis(self.now()).into()],
+        )?;
+        rows.into_iter()
+            .map(|row| {
+                let id =
+                    row.into_iter()
+                        .next()
+                        .and_then(Cell::text)
+                        .ok_or(ApprovalError::Internal(
+                            "an expired request came back without its id",
+                        ))?;
+                self.get_by_id(&id)
+            })
+            .collect()
     }
 
     /// Marks a request whose caller went away as `cancelled`, if nobody has decided it yet;
     /// returns whether this call changed it. Not a decision: no approver, nothing runs.
     pub fn cancel(&self, id: &str) -> Result<bool, ApprovalError> {
-        let changed = self
-            .lock()
-            .execute(
-                "UPDATE approvals SET status = 'cancelled', decided_at = ?1
-                 WHERE id = ?2 AND status = 'pending'",
-                params![millis(self.now()), id],
-            )
-            .map_err(self.sqlite("cancelling a request"))?;
+        let changed = self.backend.execute(
+            "cancelling a request",
+            "UPDATE approvals SET status = 'cancelled', decided_at = ?2
+             WHERE tenant = ?1 AND id = ?3 AND status = 'pending'",
+            &[millis(self.now()).into(), id.into()],
+        )?;
         self.purge()?;
         Ok(changed > 0)
     }
@@ -457,15 +403,13 @@ impl ApprovalStore {
     /// time passed. Called just before the action runs.
     pub(crate) fn consume(&self, id: &str) -> Result<(), ApprovalError> {
         let now = millis(self.now());
-        let changed = self
-            .lock()
-            .execute(
-                "UPDATE approvals SET consumed_at = ?1
-                 WHERE id = ?2 AND status IN ('approved', 'edited') AND consumed_at IS NULL
-                   AND decided_at + use_by_ms > ?1",
-                params![now, id],
-            )
-            .map_err(self.sqlite("using an approval"))?;
+        let changed = self.backend.execute(
+            "using an approval",
+            "UPDATE approvals SET consumed_at = ?2
+             WHERE tenant = ?1 AND id = ?3 AND status IN ('approved', 'edited')
+               AND consumed_at IS NULL AND decided_at + use_by_ms > ?2",
+            &[now.into(), id.into()],
+        )?;
         if changed == 0 {
             let request = self.get_by_id(id)?;
             return Err(match request.use_by {
@@ -482,17 +426,17 @@ impl ApprovalStore {
     /// cancelled, or rejected or expired with its ledger row written. What remains is what the
     /// ledger already says (who, when, how), plus the digest.
     pub fn purge(&self) -> Result<(), ApprovalError> {
-        self.lock()
-            .execute(
-                "UPDATE approvals SET action = json_set(action, '$.params', json('{}')),
-                     edits = NULL, purged_at = ?1
-                 WHERE purged_at IS NULL
+        self.backend.execute(
+            "purging used params",
+            &format!(
+                "UPDATE approvals SET action = {EMPTY_PARAMS}, edits = NULL, purged_at = ?2
+                 WHERE tenant = ?1 AND purged_at IS NULL
                    AND (consumed_at IS NOT NULL
                         OR status = 'cancelled'
-                        OR (status IN ('rejected', 'expired') AND outcome_seq IS NOT NULL))",
-                [millis(self.now())],
-            )
-            .map_err(self.sqlite("purging used params"))?;
+                        OR (status IN ('rejected', 'expired') AND outcome_seq IS NOT NULL))"
+            ),
+            &[millis(self.now()).into()],
+        )?;
         Ok(())
     }
 
@@ -505,7 +449,8 @@ impl ApprovalStore {
         self.set_row(
             id,
             row,
-            "UPDATE approvals SET ask_seq = ?1, ask_hash = ?2, ask_ts = ?3 WHERE id = ?4",
+            "UPDATE approvals SET ask_seq = ?2, ask_hash = ?3, ask_ts = ?4
+             WHERE tenant = ?1 AND id = ?5",
         )
     }
 
@@ -518,7 +463,8 @@ impl ApprovalStore {
         self.set_row(
             id,
             row,
-            "UPDATE approvals SET outcome_seq = ?1, outcome_hash = ?2, outcome_ts = ?3 WHERE id = ?4",
+            "UPDATE approvals SET outcome_seq = ?2, outcome_hash = ?3, outcome_ts = ?4
+             WHERE tenant = ?1 AND id = ?5",
         )
     }
 
@@ -528,22 +474,193 @@ impl ApprovalStore {
         (seq, hash, ts): (u64, &str, &str),
         sql: &str,
     ) -> Result<(), ApprovalError> {
-        self.lock()
-            .execute(sql, params![seq, hash, ts, id])
-            .map_err(self.sqlite("linking a ledger row"))?;
+        let seq =
+            i64::try_from(seq).map_err(|_| ApprovalError::Internal("a ledger seq beyond i64"))?;
+        self.backend.execute(
+            "linking a ledger row",
+            sql,
+            &[seq.into(), hash.into(), ts.into(), id.into()],
+        )?;
         Ok(())
     }
 
     /// Remembers that a notifier failed (the request stays pending and listed).
     pub fn set_notify_error(&self, id: &str, error: &str) -> Result<(), ApprovalError> {
-        self.lock()
-            .execute(
-                "UPDATE approvals SET notify_error = ?1 WHERE id = ?2",
-                params![error, id],
-            )
-            .map_err(self.sqlite("noting a notifier failure"))?;
+        self.backend.execute(
+            "noting a notifier failure",
+            "UPDATE approvals SET notify_error = ?2 WHERE tenant = ?1 AND id = ?3",
+            &[error.into(), id.into()],
+        )?;
         Ok(())
     }
+}
+
+/// Opens the ledger's SQLite file on a connection of the store's own and brings the
+/// tables to [`APPROVALS_SCHEMA_VERSION`].
+fn open_sqlite(path: &Path) -> Result<Connection, ApprovalError> {
+    let sqlite = |during| {
+        let path = path.to_path_buf();
+        move |source| ApprovalError::Sqlite {
+            path,
+            during,
+            source,
+        }
+    };
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sqlite("opening"))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(sqlite("setting the busy timeout"))?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(sqlite("switching to WAL"))?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(sqlite("setting durability"))?;
+    // Purged params are overwritten with zeros in the file, not just unlinked.
+    conn.pragma_update(None, "secure_delete", "ON")
+        .map_err(sqlite("setting secure delete"))?;
+    init_sqlite(path, &mut conn)?;
+    conn.execute_batch(approvers::SCHEMA)
+        .map_err(sqlite("creating the approvers table"))?;
+    Ok(conn)
+}
+
+fn init_sqlite(path: &Path, conn: &mut Connection) -> Result<(), ApprovalError> {
+    let sqlite = |during| {
+        let path = path.to_path_buf();
+        move |source| ApprovalError::Sqlite {
+            path,
+            during,
+            source,
+        }
+    };
+    let upgrading = "upgrading the approvals table";
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sqlite("reading the schema"))?;
+    let found: Option<String> = tx
+        .query_row(
+            "SELECT value FROM attest_meta WHERE key = 'approvals_schema_version'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sqlite("reading the approvals schema version"))?;
+    let has_table = |name: &str| -> Result<bool, ApprovalError> {
+        tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            [name],
+            |row| row.get(0),
+        )
+        .map_err(sqlite("reading the schema"))
+    };
+    match found.as_deref() {
+        Some(version) if version == APPROVALS_SCHEMA_VERSION.to_string() => return Ok(()),
+        Some(version @ ("1" | "2")) => {
+            if version == "1" {
+                tx.execute_batch(MIGRATE_1_TO_2)
+                    .map_err(sqlite(upgrading))?;
+                redigest(&tx).map_err(|err| match err {
+                    ApprovalError::Sqlite { source, .. } => ApprovalError::Sqlite {
+                        path: path.to_path_buf(),
+                        during: upgrading,
+                        source,
+                    },
+                    other => other,
+                })?;
+            }
+            tx.execute_batch(MIGRATE_2_TO_3)
+                .map_err(sqlite(upgrading))?;
+            if has_table("approvers")? {
+                tx.execute_batch(MIGRATE_APPROVERS_2_TO_3)
+                    .map_err(sqlite(upgrading))?;
+            }
+            tx.execute(
+                "UPDATE attest_meta SET value = ?1 WHERE key = 'approvals_schema_version'",
+                [APPROVALS_SCHEMA_VERSION.to_string()],
+            )
+            .map_err(sqlite(upgrading))?;
+            return tx.commit().map_err(sqlite(upgrading));
+        }
+        Some(version) => {
+            return Err(ApprovalError::SchemaVersion {
+                path: path.to_path_buf(),
+                found: version.to_owned(),
+                expected: APPROVALS_SCHEMA_VERSION,
+            })
+        }
+        None if has_table("approvals")? => {
+            return Err(ApprovalError::SchemaVersion {
+                path: path.to_path_buf(),
+                found: "none (an approvals table this build did not make)".to_owned(),
+                expected: APPROVALS_SCHEMA_VERSION,
+            })
+        }
+        None => {}
+    }
+    tx.execute_batch(SCHEMA)
+        .map_err(sqlite("creating the approvals table"))?;
+    tx.execute(
+        "INSERT INTO attest_meta (key, value) VALUES ('approvals_schema_version', ?1)",
+        [APPROVALS_SCHEMA_VERSION.to_string()],
+    )
+    .map_err(sqlite("creating the approvals table"))?;
+    tx.commit().map_err(sqlite("creating the approvals table"))
+}
+
+/// Creates the tables in a PostgreSQL ledger's database (once for every tenant; the
+/// version is kept under tenant `''`) or checks their version. Processes opening a new
+/// database at once race on the catalog; the loser's transaction fails and it tries again.
+fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
+    let during = "creating the approvals table";
+    let version = APPROVALS_SCHEMA_VERSION.to_string();
+    let mut last = None;
+    for _ in 0..8 {
+        let mut client = db.connect().map_err(|source| ApprovalError::Connection {
+            during,
+            source: Box::new(source),
+        })?;
+        let attempt = (|| -> Result<Option<String>, postgres::Error> {
+            let read = "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'approvals_schema_version'";
+            // Made already: no DDL (and none of the table locks it takes).
+            if let Some(row) = client.query_opt(read, &[])? {
+                return Ok(Some(row.get(0)));
+            }
+            let mut tx = client.transaction()?;
+            tx.batch_execute(PG_SCHEMA)?;
+            tx.execute(
+                "INSERT INTO attest_meta (tenant, key, value) VALUES ('', 'approvals_schema_version', $1)
+                 ON CONFLICT (tenant, key) DO NOTHING",
+                &[&version],
+            )?;
+            let found = tx.query_opt(read, &[])?.map(|row| row.get(0));
+            tx.commit()?;
+            Ok(found)
+        })();
+        match attempt {
+            Ok(found) if found.as_deref() == Some(version.as_str()) => return Ok(()),
+            Ok(found) => {
+                return Err(ApprovalError::SchemaVersion {
+                    path: db.name().to_path_buf(),
+                    found: found.unwrap_or_else(|| "none".to_owned()),
+                    expected: APPROVALS_SCHEMA_VERSION,
+                })
+            }
+            Err(err) => {
+                last = Some(err);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    Err(match last {
+        Some(source) => ApprovalError::Postgres {
+            path: db.name().to_path_buf(),
+            during,
+            source,
+        },
+        None => ApprovalError::Internal("creating the approvals table never ran"),
+    })
 }
 
 fn to_json(
@@ -569,7 +686,7 @@ pub(super) fn from_millis(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 
-/// One row as SQLite returns it, before the JSON columns are parsed.
+/// One row as the store returns it, before the JSON columns are parsed.
 struct RawRow {
     id: String,
     action: String,
@@ -585,35 +702,46 @@ struct RawRow {
     note: Option<String>,
     approved_digest: Option<String>,
     consumed_at: Option<i64>,
-    ask: (Option<u64>, Option<String>, Option<String>),
-    outcome: (Option<u64>, Option<String>, Option<String>),
+    ask: (Option<i64>, Option<String>, Option<String>),
+    outcome: (Option<i64>, Option<String>, Option<String>),
     notify_error: Option<String>,
     use_by_ms: i64,
     purged_at: Option<i64>,
 }
 
 impl RawRow {
-    fn read(row: &Row<'_>) -> rusqlite::Result<RawRow> {
+    /// The cells of one [`COLUMNS`] row; a NULL or wrong type where a value is required
+    /// is reported as a tampered store.
+    fn read(cells: Vec<Cell>) -> Result<RawRow, ApprovalError> {
+        let mut cells = cells.into_iter();
+        let mut next = || cells.next().unwrap_or(Cell::Null);
+        let id = next()
+            .text()
+            .ok_or(ApprovalError::Internal("an approval row without its id"))?;
+        let bad = |field| ApprovalError::Tampered {
+            id: id.clone(),
+            field,
+        };
         Ok(RawRow {
-            id: row.get(0)?,
-            action: row.get(1)?,
-            digest: row.get(2)?,
-            verdict: row.get(3)?,
-            requested_at: row.get(4)?,
-            expires_at: row.get(5)?,
-            decided_at: row.get(6)?,
-            status: row.get(7)?,
-            approver: row.get(8)?,
-            channel: row.get(9)?,
-            edits: row.get(10)?,
-            note: row.get(11)?,
-            approved_digest: row.get(12)?,
-            consumed_at: row.get(13)?,
-            ask: (row.get(14)?, row.get(15)?, row.get(16)?),
-            outcome: (row.get(17)?, row.get(18)?, row.get(19)?),
-            notify_error: row.get(20)?,
-            use_by_ms: row.get(21)?,
-            purged_at: row.get(22)?,
+            action: next().text().ok_or_else(|| bad("action"))?,
+            digest: next().text().ok_or_else(|| bad("digest"))?,
+            verdict: next().text().ok_or_else(|| bad("verdict"))?,
+            requested_at: next().int().ok_or_else(|| bad("requested_at"))?,
+            expires_at: next().int().ok_or_else(|| bad("expires_at"))?,
+            decided_at: next().int(),
+            status: next().text().ok_or_else(|| bad("status"))?,
+            approver: next().text(),
+            channel: next().text(),
+            edits: next().text(),
+            note: next().text(),
+            approved_digest: next().text(),
+            consumed_at: next().int(),
+            ask: (next().int(), next().text(), next().text()),
+            outcome: (next().int(), next().text(), next().text()),
+            notify_error: next().text(),
+            use_by_ms: next().int().ok_or_else(|| bad("use_by_ms"))?,
+            purged_at: next().int(),
+            id,
         })
     }
 
@@ -709,7 +837,7 @@ fn redigest(tx: &rusqlite::Transaction<'_>) -> Result<(), ApprovalError> {
 }
 
 fn triple(
-    (seq, hash, ts): (Option<u64>, Option<String>, Option<String>),
+    (seq, hash, ts): (Option<i64>, Option<String>, Option<String>),
 ) -> Option<(u64, String, String)> {
-    Some((seq?, hash?, ts?))
+    Some((u64::try_from(seq?).ok()?, hash?, ts?))
 }

@@ -1,6 +1,7 @@
 //! Approvals on a real SQLite file: pending and resume, first decision wins (threads and
 //! two processes), expiry, restart in the middle, approvers, edits checked by policy
-//! again, tampering, and notifiers against local HTTP servers.
+//! again, tampering, and notifiers against local HTTP servers. The key cases run again
+//! on a real PostgreSQL ledger (`*_on_postgres`), where tenants keep their own requests.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,7 +21,8 @@ use attest_policy::{Action, Decision, Policy, PolicyError, Risk, Verb, Verdict};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{row, Ran};
+use crate::pg_db::{pg_db, PgDb};
+use crate::support::{blocking, row, Ran};
 
 /// A clock the test moves by hand.
 #[derive(Debug)]
@@ -78,6 +80,12 @@ fn anyone() -> AskPolicy {
 struct Fixture {
     dir: tempfile::TempDir,
     clock: Arc<ManualClock>,
+    postgres: Option<PgDb>,
+    tenant: Option<String>,
+    /// Every pipeline opened on PostgreSQL, so the last handle on its connections is
+    /// dropped with the fixture, off the test's runtime (the synchronous client may not
+    /// close a connection on a runtime's thread).
+    opened: Mutex<Vec<(Attest, Arc<Ledger>)>>,
 }
 
 impl Fixture {
@@ -85,17 +93,44 @@ impl Fixture {
         Fixture {
             dir: tempfile::tempdir().unwrap(),
             clock: ManualClock::new(),
+            postgres: None,
+            tenant: None,
+            opened: Mutex::new(Vec::new()),
         }
     }
 
-    fn path(&self) -> std::path::PathBuf {
-        self.dir.path().join("l.sqlite")
+    /// Drops the fixture off the runtime's thread (see `opened`).
+    fn close(self) {
+        blocking(move || drop(self));
     }
 
-    /// A fresh pipeline on the same file: a new `Ledger`, store and `Attest`, as a new
+    /// The same on a database of its own on the PostgreSQL server (`None`: no server).
+    fn postgres(test: &str) -> Option<Fixture> {
+        Some(Fixture {
+            postgres: Some(pg_db(test)?),
+            ..Fixture::new()
+        })
+    }
+
+    /// The ledger's location: the SQLite file, or the PostgreSQL database's URL.
+    fn path(&self) -> std::path::PathBuf {
+        match &self.postgres {
+            Some(db) => db.url.clone().into(),
+            None => self.dir.path().join("l.sqlite"),
+        }
+    }
+
+    fn options(&self) -> LedgerOptions {
+        LedgerOptions {
+            tenant: self.tenant.clone(),
+            ..LedgerOptions::default()
+        }
+    }
+
+    /// A fresh pipeline on the same ledger: a new `Ledger`, store and `Attest`, as a new
     /// process would open them.
     fn attest(&self, policy: AskPolicy, wait: Duration) -> (Attest, Arc<Ledger>) {
-        let ledger = Arc::new(Ledger::open(self.path(), LedgerOptions::default()).unwrap());
+        let ledger = Arc::new(blocking(|| Ledger::open(self.path(), self.options())).unwrap());
         let clock: Arc<dyn Clock> = self.clock.clone();
         let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
         register(&store);
@@ -111,6 +146,12 @@ impl Fixture {
             .agent("bot")
             .build()
             .unwrap();
+        if self.postgres.is_some() {
+            self.opened
+                .lock()
+                .unwrap()
+                .push((attest.clone(), Arc::clone(&ledger)));
+        }
         (attest, ledger)
     }
 }
@@ -143,7 +184,7 @@ fn register(store: &ApprovalStore) {
 }
 
 fn rows(ledger: &Ledger) -> u64 {
-    ledger.tip().unwrap().map_or(0, |(seq, _)| seq)
+    blocking(|| ledger.tip()).unwrap().map_or(0, |(seq, _)| seq)
 }
 
 /// A tool that counts calls and remembers the params it ran with.
@@ -196,7 +237,20 @@ async fn pend(attest: &Attest, action: Action, tool: &Tool) -> (String, ResumeTo
 
 #[tokio::test]
 async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
-    let f = Fixture::new();
+    ask_then_outcome_runs_once(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once_on_postgres() {
+    if let Some(f) =
+        Fixture::postgres("a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once")
+    {
+        ask_then_outcome_runs_once(&f).await;
+        f.close();
+    }
+}
+
+async fn ask_then_outcome_runs_once(f: &Fixture) {
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
     let (id, token) = pend(&attest, send(), &tool).await;
@@ -246,7 +300,7 @@ async fn a_pending_action_leaves_the_ask_then_the_outcome_and_runs_once() {
     );
     assert_eq!(tool.calls(), 1);
     assert_eq!(rows(&ledger), 3);
-    assert!(ledger.verify().unwrap().is_intact());
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
 }
 
 #[tokio::test]
@@ -268,7 +322,19 @@ async fn an_unknown_token_is_a_clear_error() {
 
 #[tokio::test]
 async fn a_request_survives_a_restart_and_resumes_from_a_new_attest() {
-    let f = Fixture::new();
+    survives_a_restart(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn a_request_survives_a_restart_and_resumes_from_a_new_attest_on_postgres() {
+    if let Some(f) = Fixture::postgres("a_request_survives_a_restart_and_resumes_from_a_new_attest")
+    {
+        survives_a_restart(&f).await;
+        f.close();
+    }
+}
+
+async fn survives_a_restart(f: &Fixture) {
     let tool = Tool::default();
     let (id, token) = {
         let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
@@ -332,7 +398,18 @@ async fn a_rejection_is_recorded_at_once_and_resume_reports_it() {
 
 #[tokio::test]
 async fn expiry_counts_as_rejection_and_is_recorded_as_expired() {
-    let f = Fixture::new();
+    expiry_counts_as_rejection(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn expiry_counts_as_rejection_and_is_recorded_as_expired_on_postgres() {
+    if let Some(f) = Fixture::postgres("expiry_counts_as_rejection_and_is_recorded_as_expired") {
+        expiry_counts_as_rejection(&f).await;
+        f.close();
+    }
+}
+
+async fn expiry_counts_as_rejection(f: &Fixture) {
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
     let (id, token) = pend(&attest, send(), &tool).await;
@@ -373,7 +450,18 @@ async fn expiry_counts_as_rejection_and_is_recorded_as_expired() {
 
 #[tokio::test]
 async fn expire_due_records_each_expired_request_once() {
-    let f = Fixture::new();
+    expire_due_once(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn expire_due_records_each_expired_request_once_on_postgres() {
+    if let Some(f) = Fixture::postgres("expire_due_records_each_expired_request_once") {
+        expire_due_once(&f).await;
+        f.close();
+    }
+}
+
+async fn expire_due_once(f: &Fixture) {
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
     let tool = Tool::default();
     pend(&attest, send(), &tool).await;
@@ -698,7 +786,18 @@ async fn a_tampered_edit_or_action_in_the_store_is_refused() {
 
 #[tokio::test]
 async fn threads_deciding_at_once_have_exactly_one_winner() {
-    let f = Fixture::new();
+    threads_race_to_decide(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn threads_deciding_at_once_have_exactly_one_winner_on_postgres() {
+    if let Some(f) = Fixture::postgres("threads_deciding_at_once_have_exactly_one_winner") {
+        threads_race_to_decide(&f).await;
+        f.close();
+    }
+}
+
+async fn threads_race_to_decide(f: &Fixture) {
     let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
     let (id, _token) = pend(&attest, send(), &Tool::default()).await;
     let tasks: Vec<_> = (0..8)
@@ -726,6 +825,70 @@ async fn threads_deciding_at_once_have_exactly_one_winner() {
     assert_eq!(wins, 1);
 }
 
+#[tokio::test]
+async fn tenants_keep_their_own_requests_and_approvers_on_postgres() {
+    let Some(mut f) = Fixture::postgres("tenants_keep_their_own_requests") else {
+        return;
+    };
+    f.tenant = Some("acme".to_owned());
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+
+    // Another tenant in the same database sees none of it, and cannot decide it.
+    let other = blocking(|| {
+        Ledger::open(
+            f.path(),
+            LedgerOptions {
+                tenant: Some("globex".to_owned()),
+                ..LedgerOptions::default()
+            },
+        )
+    })
+    .unwrap();
+    let store = ApprovalStore::open(&other).unwrap();
+    assert!(store.pending().unwrap().is_empty());
+    assert!(matches!(store.get(&id), Err(ApprovalError::NotFound)));
+    assert!(matches!(
+        store.get(token.expose()),
+        Err(ApprovalError::NotFound)
+    ));
+    assert!(store.approvers().unwrap().is_empty());
+    assert!(matches!(
+        store.decide(&id, &Answer::approve("maria", "cli")),
+        Err(ApprovalError::NotFound)
+    ));
+    store.add_approver("maria", None).unwrap();
+    assert!(matches!(
+        store.decide(&id, &Answer::approve("maria", "cli")),
+        Err(ApprovalError::NotFound)
+    ));
+
+    // Names match without regard to case, as in SQLite; a second "Maria" is refused.
+    let own = attest.approvals().unwrap();
+    assert_eq!(own.approver("MARIA").unwrap().name, "maria");
+    assert!(matches!(
+        own.add_approver("Maria", None),
+        Err(ApprovalError::BadApprover { .. })
+    ));
+
+    attest
+        .decide(&id, Answer::approve("Maria", "cli"))
+        .await
+        .unwrap();
+    resume_ran(&attest, &token, &tool).await;
+    assert_eq!(tool.calls(), 1);
+    assert_eq!(rows(&ledger), 3);
+    assert_eq!(blocking(|| other.tip()).unwrap(), None);
+    // Used: its params are purged from the store.
+    let used = own.get(&id).unwrap();
+    assert!(used.purged);
+    assert_eq!(used.action.params, json!({}));
+    drop((attest, ledger, own));
+    blocking(move || drop((other, store)));
+    f.close();
+}
+
 /// Set in a child process: the ledger path, the request id, and who decides.
 const WORKER_LEDGER: &str = "ATTEST_TEST_DECIDE_LEDGER";
 const WORKER_ID: &str = "ATTEST_TEST_DECIDE_ID";
@@ -734,9 +897,18 @@ const WORKER_GO: &str = "ATTEST_TEST_DECIDE_GO";
 
 #[tokio::test]
 async fn two_processes_racing_to_decide_have_exactly_one_winner() {
+    processes_race_to_decide(|| Some(Fixture::new())).await;
+}
+
+#[tokio::test]
+async fn two_processes_racing_to_decide_have_exactly_one_winner_on_postgres() {
+    processes_race_to_decide(|| Fixture::postgres("two_processes_racing_to_decide")).await;
+}
+
+async fn processes_race_to_decide(fixture: impl Fn() -> Option<Fixture>) {
     let exe = std::env::current_exe().unwrap();
     for round in 0..3 {
-        let f = Fixture::new();
+        let Some(f) = fixture() else { return };
         let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
         let (id, token) = pend(&attest, send(), &Tool::default()).await;
         // Both children wait for the same instant, then decide.
@@ -800,7 +972,9 @@ async fn two_processes_racing_to_decide_have_exactly_one_winner() {
             }
             other => panic!("unexpected {other}"),
         }
-        assert!(ledger.verify().unwrap().is_intact());
+        assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+        drop((attest, ledger));
+        f.close();
     }
 }
 
@@ -1382,17 +1556,46 @@ async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
         .await
         .unwrap();
     drop(attest);
-    // What the previous release left: no use-by or purge columns, the old digest.
+    // What an older release left: no use-by, purge or tenant columns, the old digest.
     let conn = rusqlite::Connection::open(f.path()).unwrap();
     conn.execute_batch(
         "ALTER TABLE approvals DROP COLUMN use_by_ms;
          ALTER TABLE approvals DROP COLUMN purged_at;
+         ALTER TABLE approvals DROP COLUMN tenant;
+         ALTER TABLE approvers DROP COLUMN tenant;
          UPDATE approvals SET digest = 'v1-digest', approved_digest = 'v1-digest';
          UPDATE attest_meta SET value = '1' WHERE key = 'approvals_schema_version';",
     )
     .unwrap();
     drop(conn);
     let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    resume_ran(&attest, &token, &tool).await;
+    assert_eq!(tool.calls(), 1);
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn a_version_2_store_gets_its_tenant_column_and_keeps_its_approvers() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    drop(attest);
+    // What the release before tenants left: the same tables without the tenant column.
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE approvals DROP COLUMN tenant;
+         ALTER TABLE approvers DROP COLUMN tenant;
+         UPDATE attest_meta SET value = '2' WHERE key = 'approvals_schema_version';",
+    )
+    .unwrap();
+    drop(conn);
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    // The approvers registered before the upgrade still decide.
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
     resume_ran(&attest, &token, &tool).await;
     assert_eq!(tool.calls(), 1);
     assert!(ledger.verify().unwrap().is_intact());

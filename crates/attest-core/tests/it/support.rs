@@ -24,14 +24,20 @@ pub(crate) fn attest_reading_back(dir: &Path, readback: ReadBack) -> (Arc<Ledger
 /// Row `seq`'s stored body, parsed.
 pub(crate) fn row(ledger: &Ledger, seq: u64) -> Value {
     let mut body = None;
-    ledger
-        .for_each_row(seq, |r| {
+    blocking(|| {
+        ledger.for_each_row(seq, |r| {
             body = Some(serde_json::from_slice::<Value>(r.body).unwrap());
             Ok(false)
         })
-        .unwrap();
+    })
+    .unwrap();
     body.expect("no such row")
 }
+
+/// Runs `work` on a thread of its own: a PostgreSQL ledger's synchronous client may not
+/// block a test's runtime thread (the pipeline itself calls the ledger from blocking
+/// tasks).
+pub(crate) use crate::pg_db::off_runtime as blocking;
 
 /// Every byte of every file in `dir` (the database, its WAL and shared memory).
 pub(crate) fn all_bytes(dir: &Path) -> Vec<u8> {

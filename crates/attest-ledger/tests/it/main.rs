@@ -7,6 +7,8 @@ mod chain;
 mod concurrency;
 mod crash;
 mod fuzz;
+mod pg_db;
+mod pg_restart;
 mod postgres;
 mod tamper;
 mod tiles;
@@ -61,69 +63,4 @@ pub(crate) fn ledger_with(rows: u64) -> (tempfile::TempDir, Ledger) {
     (dir, ledger)
 }
 
-/// A PostgreSQL database of its own for one test, dropped at the end.
-pub(crate) struct PgDb {
-    /// `postgres://…/NAME`.
-    pub(crate) url: String,
-    admin: String,
-    name: String,
-}
-
-impl PgDb {
-    /// The same database through another connection string (a second "host").
-    pub(crate) fn other_url(&self) -> String {
-        self.url.replacen("127.0.0.1", "localhost", 1)
-    }
-}
-
-impl Drop for PgDb {
-    fn drop(&mut self) {
-        if let Ok(mut admin) = ::postgres::Client::connect(&self.admin, ::postgres::NoTls) {
-            let _ = admin.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
-}
-
-/// The server tests run against: `ATTEST_TEST_PG`, else 127.0.0.1:5432 with trust auth.
-pub(crate) fn pg_server() -> String {
-    std::env::var("ATTEST_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned())
-}
-
-/// A fresh database, or `None` (with a note) when no server answers and
-/// `ATTEST_REQUIRE_PEERS` is unset; with it set, a missing server fails the test.
-pub(crate) fn pg_db(test: &str) -> Option<PgDb> {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let server = pg_server();
-    let admin = format!("{server}/test");
-    let mut client = match ::postgres::Client::connect(&admin, ::postgres::NoTls) {
-        Ok(client) => client,
-        Err(err) if std::env::var_os("ATTEST_REQUIRE_PEERS").is_some() => {
-            panic!("{test}: PostgreSQL is required (ATTEST_REQUIRE_PEERS) but {server} does not answer: {err}")
-        }
-        Err(err) => {
-            eprintln!("skipped {test}: no PostgreSQL at {server} ({err}); set ATTEST_REQUIRE_PEERS=1 to fail instead");
-            return None;
-        }
-    };
-    let name = format!(
-        "attest_t_{}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos()
-    );
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    Some(PgDb {
-        url: format!("{server}/{name}"),
-        admin,
-        name,
-    })
-}
+pub(crate) use pg_db::{pg_db, pg_server};
