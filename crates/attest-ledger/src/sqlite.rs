@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::types::ToSql;
+use rusqlite::{
+    params, params_from_iter, Connection, OpenFlags, OptionalExtension, TransactionBehavior,
+};
 
 use crate::canonical::{entry_hash, to_hex, Hash, GENESIS};
 use crate::clock::format_ts;
@@ -66,6 +69,16 @@ const MIGRATIONS: &[&str] = &[
 
 pub(crate) const UPSERT_COUNTER: &str =
     "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
+
+/// Counters one [`UPSERT_COUNTERS`] statement adds: as many as a one-row append moves
+/// ([`counter_keys`]).
+const COUNTERS_PER_UPSERT: usize = 5;
+
+/// [`UPSERT_COUNTER`] for [`COUNTERS_PER_UPSERT`] rows at once.
+const UPSERT_COUNTERS: &str = "INSERT INTO counters (dim, key, hour, n)
+     VALUES (?1, ?2, ?3, ?4), (?5, ?6, ?7, ?8), (?9, ?10, ?11, ?12), (?13, ?14, ?15, ?16),
+            (?17, ?18, ?19, ?20)
      ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
 
 /// How long a writer waits for another writer's lock before giving up.
@@ -235,6 +248,10 @@ pub struct StoredRow<'a> {
     pub decision: &'a str,
     /// The `level` column.
     pub level: Option<&'a str>,
+    /// The `run` column (the body's `run_id`).
+    pub run: Option<&'a str>,
+    /// The `action_id` column.
+    pub action_id: Option<&'a str>,
     /// The stored canonical body, exactly the bytes that were hashed.
     pub body: &'a [u8],
 }
@@ -672,14 +689,7 @@ impl Ledger {
                 edge.hash = hash;
                 appended.push(Appended { seq, hash, ts });
             }
-            let mut upsert = tx
-                .prepare_cached(UPSERT_COUNTER)
-                .map_err(self.sqlite("counting an append"))?;
-            for ((dim, key, hour), n) in &counters {
-                upsert
-                    .execute(params![dim, key, hour, n])
-                    .map_err(self.sqlite("counting an append"))?;
-            }
+            self.write_counters(&tx, &counters)?;
         }
         if edge.seq - edge.written >= TREE_FLUSH_LEAVES {
             self.write_tree_tail(&tx, &mut edge)?;
@@ -692,6 +702,32 @@ impl Ledger {
             store.wal.committed(records.len(), &conn);
         }
         Ok(std::mem::take(appended))
+    }
+
+    /// Adds `counters` to the `counters` table, inside the caller's write transaction:
+    /// [`COUNTERS_PER_UPSERT`] of them per statement, so a one-row append (which moves
+    /// exactly that many) runs one statement rather than one per counter.
+    fn write_counters(
+        &self,
+        conn: &Connection,
+        counters: &BTreeMap<(&'static str, String, String), u64>,
+    ) -> Result<(), LedgerError> {
+        let rows: Vec<_> = counters.iter().collect();
+        let mut chunks = rows.chunks_exact(COUNTERS_PER_UPSERT);
+        for chunk in chunks.by_ref() {
+            let values = chunk
+                .iter()
+                .flat_map(|((dim, key, hour), n)| [dim as &dyn ToSql, key as &dyn ToSql, hour, *n]);
+            conn.prepare_cached(UPSERT_COUNTERS)
+                .and_then(|mut upsert| upsert.execute(params_from_iter(values)))
+                .map_err(self.sqlite("counting an append"))?;
+        }
+        for ((dim, key, hour), n) in chunks.remainder() {
+            conn.prepare_cached(UPSERT_COUNTER)
+                .and_then(|mut upsert| upsert.execute(params![dim, key, hour, n]))
+                .map_err(self.sqlite("counting an append"))?;
+        }
+        Ok(())
     }
 
     /// Writes the pending tree hashes, inside the caller's write transaction.
@@ -820,7 +856,7 @@ impl Ledger {
     ) -> Result<(), LedgerError> {
         let mut stmt = conn
             .prepare_cached(
-                "SELECT seq, hash, ts, system, verb, agent, decision, level, body
+                "SELECT seq, hash, ts, system, verb, agent, decision, level, body, run, action_id
                  FROM entries WHERE seq >= ?1 ORDER BY seq",
             )
             .map_err(self.sqlite("reading entries"))?;
@@ -839,6 +875,8 @@ impl Ledger {
                     decision: row.get_ref(6)?.as_str_or_null()?.unwrap_or_default(),
                     level: row.get_ref(7)?.as_str_or_null()?,
                     body: row.get_ref(8)?.as_bytes_or_null()?.unwrap_or_default(),
+                    run: row.get_ref(9)?.as_str_or_null()?,
+                    action_id: row.get_ref(10)?.as_str_or_null()?,
                 })
             };
             let stored = read().map_err(self.sqlite("reading an entry"))?;
