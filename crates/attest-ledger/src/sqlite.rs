@@ -108,6 +108,15 @@ pub(crate) const INSERT_ENTRY: &str =
     "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body, run, action_id)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 pub(crate) const INSERT_TREE_HASH: &str = "INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)";
+/// Every column verify and export read, in [`StoredRow`] order.
+const SELECT_ROWS: &str =
+    "SELECT seq, hash, ts, system, verb, agent, decision, level, body, run, action_id
+     FROM entries WHERE seq >= ?1 ORDER BY seq";
+/// [`SELECT_ROWS`] on a schema-1 file: `run` and `action_id` as the upgrade to schema 2
+/// fills them, from the body.
+const SELECT_ROWS_V1: &str = "SELECT seq, hash, ts, system, verb, agent, decision, level, body,
+            json_extract(body, '$.run_id'), json_extract(body, '$.action_id')
+     FROM entries WHERE seq >= ?1 ORDER BY seq";
 const SELECT_TIP: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
 
 const SCHEMA: &str = "
@@ -284,6 +293,10 @@ pub(crate) struct SqliteStore {
     edge: Mutex<Option<Edge>>,
     /// WAL checkpoints, run on a thread of their own instead of inside a commit.
     wal: WalCheckpointer,
+    /// How rows are read: [`SELECT_ROWS`], or [`SELECT_ROWS_V1`] for a file of schema
+    /// version 1 opened read-only (not upgraded, so without the `run` and `action_id`
+    /// columns).
+    select_rows: &'static str,
 }
 
 impl SqliteStore {
@@ -389,6 +402,7 @@ impl Ledger {
                 conn: Mutex::new(conn),
                 edge: Mutex::new(None),
                 wal,
+                select_rows: SELECT_ROWS,
             }),
             clock: options.clock,
             group: GroupCommit::default(),
@@ -430,13 +444,19 @@ impl Ledger {
     }
 
     /// A ledger over an open connection (the read-only opener's way in).
-    pub(crate) fn from_connection(path: PathBuf, conn: Connection) -> Ledger {
+    /// A ledger over a read-only connection to a file of schema `version`.
+    pub(crate) fn from_connection(path: PathBuf, conn: Connection, version: u32) -> Ledger {
         Ledger {
             path,
             store: Store::Sqlite(SqliteStore {
                 conn: Mutex::new(conn),
                 edge: Mutex::new(None),
                 wal: WalCheckpointer::inline(),
+                select_rows: if version < 2 {
+                    SELECT_ROWS_V1
+                } else {
+                    SELECT_ROWS
+                },
             }),
             clock: Arc::new(SystemClock),
             group: GroupCommit::default(),
@@ -854,11 +874,12 @@ impl Ledger {
         from_seq: u64,
         mut visit: impl FnMut(&StoredRow<'_>) -> Result<bool, LedgerError>,
     ) -> Result<(), LedgerError> {
+        let select = match &self.store {
+            Store::Sqlite(store) => store.select_rows,
+            Store::Postgres(_) => SELECT_ROWS,
+        };
         let mut stmt = conn
-            .prepare_cached(
-                "SELECT seq, hash, ts, system, verb, agent, decision, level, body, run, action_id
-                 FROM entries WHERE seq >= ?1 ORDER BY seq",
-            )
+            .prepare_cached(select)
             .map_err(self.sqlite("reading entries"))?;
         let mut rows = stmt
             .query([from_seq])
