@@ -37,7 +37,8 @@ struct Args {
     /// Run only one group of rows: `tiles` (publishing and checking tlog-tiles),
     /// `dashboard` (`attest serve` polled at 1,000,000 rows; 20,000 with --quick) or
     /// `stores` (SQLite's one-row appends and verify beside the PostgreSQL rows; no `attest`
-    /// binary needed).
+    /// binary needed) or `ledger` (the SQLite ledger's rows and their limit rows: appends,
+    /// the whole action, batched appends, full and since-checkpoint verify).
     #[arg(long, value_name = "GROUP")]
     only: Option<String>,
     /// Internal: verify a ledger and print the peak resident memory.
@@ -67,8 +68,11 @@ fn main() -> anyhow::Result<()> {
         Some("tiles") => scenarios::tiles_only(&scale)?,
         Some("dashboard") => scenarios::dashboard_only(&scale)?,
         Some("stores") => scenarios::stores(&scale)?,
+        Some("ledger") => scenarios::ledger_only(&scale)?,
         Some(other) => {
-            anyhow::bail!("--only {other:?}: the groups are `tiles`, `dashboard` and `stores`")
+            anyhow::bail!(
+                "--only {other:?}: the groups are `tiles`, `dashboard`, `stores` and `ledger`"
+            )
         }
     };
     measure::print_table(&report.rows, peer.as_ref());

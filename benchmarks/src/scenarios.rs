@@ -202,39 +202,10 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     })?);
 
     for durability in [Durability::Full, Durability::Normal, Durability::Off] {
-        let ledger = open(&dir, &format!("append-{durability}.sqlite"), durability)?;
-        let mut n = 0;
-        rows.push(per_call(
-            &format!("ledger append, one row ({durability})"),
-            samples_for(durability, scale),
-            || {
-                n += 1;
-                ledger.append(&record(n))?;
-                Ok(())
-            },
-        )?);
+        rows.push(append_row(&dir, durability, scale)?);
     }
-
     for durability in [Durability::Full, Durability::Normal, Durability::Off] {
-        let ledger = open(&dir, &format!("action-{durability}.sqlite"), durability)?;
-        let attest = Attest::builder()
-            .ledger(ledger)
-            .policy(policy.clone())
-            .agent("bench")
-            .build()?;
-        rows.push(per_call(
-            &format!("whole action: act + ack, file-backed ({durability})"),
-            samples_for(durability, scale),
-            || {
-                let action = update_action();
-                runtime.block_on(
-                    attest.call(action).run(|_| async {
-                        Ok::<_, std::convert::Infallible>(json!({"id": "8812"}))
-                    }),
-                )?;
-                Ok(())
-            },
-        )?);
+        rows.push(action_row(&dir, &runtime, &policy, durability, scale)?);
     }
 
     let ask_ledger = open(&dir, "ask.sqlite", Durability::Normal)?;
@@ -266,17 +237,8 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     )?);
 
     let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
+    rows.push(bulk_row(&bulk_ledger, scale)?);
     let n_rows = scale.bulk_rows;
-    rows.push(bulk(
-        &format!("{n_rows} appends, one at a time (normal), per append"),
-        n_rows,
-        || {
-            for n in 0..n_rows {
-                bulk_ledger.append(&record(n as u64))?;
-            }
-            Ok(())
-        },
-    )?);
     rows.push(once(&format!("full verify of {n_rows} rows"), || {
         let report = bulk_ledger.verify()?;
         anyhow::ensure!(report.is_intact(), "benchmark ledger is broken");
@@ -305,9 +267,16 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         &mut facts,
     )?);
     rows.extend(limits(&dir, scale)?);
+    compare_with_limits(&mut rows, scale);
+    Ok(Report { rows, facts })
+}
+
+/// Sets each Attest row beside the limit row it is read against.
+fn compare_with_limits(rows: &mut [Row], scale: &Scale) {
     let bare =
         |mode: &str| format!("limit: bare INSERT of the same row + tree rows, prepared ({mode})");
     let big_rows = scale.big_rows;
+    let n_rows = scale.bulk_rows;
     let pairs = [
         ("ledger append, one row (normal)".to_owned(), bare("normal")),
         ("ledger append, one row (full)".to_owned(), bare("full")),
@@ -338,9 +307,8 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         ),
     ];
     for (row, limit) in pairs {
-        against(&mut rows, &row, &limit);
+        against(rows, &row, &limit);
     }
-    Ok(Report { rows, facts })
 }
 
 /// The store rows alone: SQLite's one-row appends and a full verify, then PostgreSQL's.
@@ -381,6 +349,91 @@ pub(crate) fn stores(scale: &Scale) -> anyhow::Result<Report> {
         &mut facts,
     )?);
     Ok(Report { rows, facts })
+}
+
+/// Only the SQLite ledger's rows and their limits (`--only ledger`): one-row appends,
+/// the whole action, one-at-a-time and batched appends, full and since-checkpoint
+/// verify; what issue 15's targets are read from, in a few minutes.
+pub(crate) fn ledger_only(scale: &Scale) -> anyhow::Result<Report> {
+    let dir = tempfile::tempdir_in(".")?;
+    let mut rows = Vec::new();
+    let mut facts = Vec::new();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let policy = PolicyEngine::default_policy()?;
+    for durability in [Durability::Full, Durability::Normal] {
+        rows.push(append_row(&dir, durability, scale)?);
+        rows.push(action_row(&dir, &runtime, &policy, durability, scale)?);
+    }
+    let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
+    rows.push(bulk_row(&bulk_ledger, scale)?);
+    rows.extend(evidence(&dir, scale, &bulk_ledger, &mut facts)?);
+    rows.extend(limits(&dir, scale)?);
+    compare_with_limits(&mut rows, scale);
+    Ok(Report { rows, facts })
+}
+
+/// `ledger append, one row (…)`: one-at-a-time appends to a fresh file.
+fn append_row(
+    dir: &tempfile::TempDir,
+    durability: Durability,
+    scale: &Scale,
+) -> anyhow::Result<Row> {
+    let ledger = open(dir, &format!("append-{durability}.sqlite"), durability)?;
+    let mut n = 0;
+    per_call(
+        &format!("ledger append, one row ({durability})"),
+        samples_for(durability, scale),
+        || {
+            n += 1;
+            ledger.append(&record(n))?;
+            Ok(())
+        },
+    )
+}
+
+/// `whole action: act + ack`: a medium-risk update through the whole pipeline.
+fn action_row(
+    dir: &tempfile::TempDir,
+    runtime: &tokio::runtime::Runtime,
+    policy: &PolicyEngine,
+    durability: Durability,
+    scale: &Scale,
+) -> anyhow::Result<Row> {
+    let ledger = open(dir, &format!("action-{durability}.sqlite"), durability)?;
+    let attest = Attest::builder()
+        .ledger(ledger)
+        .policy(policy.clone())
+        .agent("bench")
+        .build()?;
+    per_call(
+        &format!("whole action: act + ack, file-backed ({durability})"),
+        samples_for(durability, scale),
+        || {
+            let action = update_action();
+            runtime.block_on(attest.call(action).run(|_| async {
+                Ok::<_, std::convert::Infallible>(json!({"id": "8812"}))
+            }))?;
+            Ok(())
+        },
+    )
+}
+
+/// `N appends, one at a time (normal)`, into `ledger`.
+fn bulk_row(ledger: &Ledger, scale: &Scale) -> anyhow::Result<Row> {
+    let n_rows = scale.bulk_rows;
+    bulk(
+        &format!("{n_rows} appends, one at a time (normal), per append"),
+        n_rows,
+        || {
+            for n in 0..n_rows {
+                ledger.append(&record(n as u64))?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// 200 rules, none of which match the external send, so every rule is tried.
@@ -744,7 +797,7 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
         },
     )?);
     for (mode, samples) in [("FULL", scale.sync_samples), ("NORMAL", scale.samples)] {
-        let mut bare = BareTable::create(dir, mode, mode)?;
+        let mut bare = BareTable::create(dir, mode, mode, Extras::None)?;
         rows.push(per_call(
             &format!(
                 "limit: bare INSERT of the same row + tree rows, prepared ({})",
@@ -754,9 +807,16 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
             || bare.insert(1),
         )?);
     }
+    // What the dashboard's counters and the run / action id indexes add to that floor.
+    let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
+    rows.push(per_call(
+        "limit: bare INSERT + tree rows + run/action_id indexes + counter upserts, prepared (normal)",
+        scale.samples,
+        || counted.insert(1),
+    )?);
     // A governed write appends twice (its intent row, then its outcome row): the floor
     // under a whole action is two such commits.
-    let mut bare = BareTable::create(dir, "normal-twice", "NORMAL")?;
+    let mut bare = BareTable::create(dir, "normal-twice", "NORMAL", Extras::None)?;
     rows.push(per_call(
         "limit: two bare INSERTs of the same row + tree rows, two commits, prepared (normal)",
         scale.samples,
@@ -765,7 +825,7 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
             bare.insert(1)
         },
     )?);
-    let mut bare = BareTable::create(dir, "OFF", "OFF")?;
+    let mut bare = BareTable::create(dir, "OFF", "OFF", Extras::None)?;
     let batch = 10_000;
     rows.push(bulk(
         &format!("limit: bare INSERTs of the same rows in batches of {batch} (off), per row"),
@@ -821,6 +881,17 @@ struct BareTable {
     pending: u64,
     row: Record,
     body: String,
+    extras: Extras,
+}
+
+/// What a bare table writes beside the entry and tree rows.
+#[derive(Clone, Copy, PartialEq)]
+enum Extras {
+    None,
+    /// The `run` and `action_id` columns with the ledger's two indexes on them, and the
+    /// five counter upserts an append makes (totals by decision, level, system, agent,
+    /// and decisions by hour).
+    Counted,
 }
 
 /// Leaves between the ledger's bulk writes of tree rows (attest-ledger's `TREE_FLUSH_LEAVES`).
@@ -828,7 +899,12 @@ const TREE_FLUSH_LEAVES: u64 = 64;
 
 impl BareTable {
     /// A table in `dir`'s file `bare-{name}.sqlite`, synced as `mode`.
-    fn create(dir: &tempfile::TempDir, name: &str, mode: &str) -> anyhow::Result<BareTable> {
+    fn create(
+        dir: &tempfile::TempDir,
+        name: &str,
+        mode: &str,
+        extras: Extras,
+    ) -> anyhow::Result<BareTable> {
         let conn = rusqlite::Connection::open(dir.path().join(format!("bare-{name}.sqlite")))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", mode)?;
@@ -838,6 +914,16 @@ impl BareTable {
                 level TEXT, body TEXT NOT NULL);
              CREATE TABLE tree_hashes (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL);",
         )?;
+        if extras == Extras::Counted {
+            conn.execute_batch(
+                "ALTER TABLE entries ADD COLUMN run TEXT;
+                 ALTER TABLE entries ADD COLUMN action_id TEXT;
+                 CREATE INDEX entries_action ON entries (action_id);
+                 CREATE INDEX entries_run ON entries (run, seq) WHERE run IS NOT NULL;
+                 CREATE TABLE counters (dim TEXT NOT NULL, key TEXT NOT NULL, hour TEXT NOT NULL,
+                     n INTEGER NOT NULL, PRIMARY KEY (dim, key, hour)) WITHOUT ROWID;",
+            )?;
+        }
         let body = String::from_utf8(canonical_bytes(&record(1))?)?;
         Ok(BareTable {
             conn,
@@ -846,10 +932,11 @@ impl BareTable {
             pending: 0,
             row: record(1),
             body,
+            extras,
         })
     }
 
-    /// Inserts `rows` rows and their tree rows in one transaction.
+    /// Inserts `rows` rows and their tree rows (and extras) in one transaction.
     fn insert(&mut self, rows: usize) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
         {
@@ -857,22 +944,58 @@ impl BareTable {
                 "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
+            // With extras: the wider INSERT and the counter upsert.
+            let mut counted = match self.extras {
+                Extras::None => None,
+                Extras::Counted => Some((
+                    tx.prepare_cached(
+                        "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body, run, action_id)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    )?,
+                    tx.prepare_cached(
+                        "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n",
+                    )?,
+                )),
+            };
             let mut tree =
                 tx.prepare_cached("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")?;
             let r = &self.row;
+            let ts = "2026-12-01T06:00:00.000000Z";
+            let level = r.verification.as_ref().map(|v| v.level.as_str());
             for _ in 0..rows {
                 self.seq += 1;
-                entry.execute(rusqlite::params![
+                let columns = rusqlite::params![
                     self.seq,
                     &[7u8; 32][..],
-                    "2026-12-01T06:00:00.000000Z",
+                    ts,
                     &r.system,
                     &r.verb,
                     &r.agent,
                     &r.decision,
-                    r.verification.as_ref().map(|v| v.level.as_str()),
+                    level,
                     &self.body,
-                ])?;
+                ];
+                match counted.as_mut() {
+                    None => {
+                        entry.execute(columns)?;
+                    }
+                    Some((counted_entry, counter)) => {
+                        let action_id = format!("{:012}", self.seq);
+                        let mut all = columns.to_vec();
+                        all.extend([&r.run_id as &dyn rusqlite::ToSql, &action_id]);
+                        counted_entry.execute(&all[..])?;
+                        for (dim, key, hour) in [
+                            ("decision", r.decision.as_str(), ""),
+                            ("level", level.unwrap_or(""), ""),
+                            ("system", r.system.as_str(), ""),
+                            ("agent", r.agent.as_deref().unwrap_or(""), ""),
+                            ("decision", r.decision.as_str(), &ts[..13]),
+                        ] {
+                            counter.execute(rusqlite::params![dim, key, hour, 1])?;
+                        }
+                    }
+                }
                 // A leaf completes 1 + (trailing zeros of its 1-based number) stored hashes;
                 // like the ledger, they are written 64 leaves at a time.
                 self.pending += 1 + u64::from(self.seq.trailing_zeros());

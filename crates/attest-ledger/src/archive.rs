@@ -179,6 +179,8 @@ impl crate::Ledger {
                     agent: view.as_ref().and_then(|v| v.agent.as_deref()),
                     decision: view.as_ref().map_or("", |v| v.decision.as_ref()),
                     level,
+                    run: view.as_ref().and_then(|v| v.run_id.as_deref()),
+                    action_id: view.as_ref().and_then(|v| v.action_id.as_deref()),
                     body,
                 };
                 checker.check(&row);

@@ -1,8 +1,8 @@
 //! Checking a row's columns against its body without parsing the body into values.
 //!
 //! Verify must confirm, for every row, that the body is a v1 entry whose `v`, `seq`,
-//! `prev`, `ts`, `system`, `verb`, `agent`, `decision` and `verification.level` agree
-//! with the chain and the row's columns. Bodies are canonical JSON written by this
+//! `prev`, `ts`, `system`, `verb`, `agent`, `decision`, `verification.level`, `run_id`
+//! and `action_id` agree with the chain and the row's columns. Bodies are canonical JSON written by this
 //! crate: no whitespace, and escapes only where a string needs them. [`agrees`] walks
 //! such a body once, validating its JSON syntax as it goes and picking out those
 //! members as byte slices, and answers only "all of it agrees". Anything else (a
@@ -55,6 +55,8 @@ pub(crate) fn agrees(row: &StoredRow<'_>, prev: &Hash) -> bool {
         && decision == row.decision.as_bytes()
         && members.agent == row.agent.map(str::as_bytes)
         && members.level == row.level.map(str::as_bytes)
+        && members.run_id == row.run.map(str::as_bytes)
+        && members.action_id == row.action_id.map(str::as_bytes)
 }
 
 /// The members verify compares, as raw bytes (string contents without quotes).
@@ -69,6 +71,8 @@ struct Members<'a> {
     agent: Option<&'a [u8]>,
     decision: Option<&'a [u8]>,
     level: Option<&'a [u8]>,
+    run_id: Option<&'a [u8]>,
+    action_id: Option<&'a [u8]>,
     /// Whether `verification` was seen (its `level` may still be absent).
     verification: bool,
 }
@@ -101,6 +105,8 @@ impl<'a> Scanner<'a> {
                 b"verb" => &mut members.verb,
                 b"agent" => &mut members.agent,
                 b"decision" => &mut members.decision,
+                b"run_id" => &mut members.run_id,
+                b"action_id" => &mut members.action_id,
                 b"verification" => {
                     if std::mem::replace(&mut members.verification, true) {
                         return None;
@@ -260,7 +266,7 @@ mod tests {
         );
         Record {
             action_id: format!("a{n}"),
-            run_id: None,
+            run_id: (n % 2 == 1).then(|| format!("run{text}")),
             agent: (n % 2 == 0).then(|| text.to_owned()),
             actor: None,
             call: None,
@@ -317,6 +323,8 @@ mod tests {
             agent: record.agent.as_deref(),
             decision: &record.decision,
             level: record.verification.as_ref().map(|v| v.level.as_str()),
+            run: record.run_id.as_deref(),
+            action_id: Some(&record.action_id),
             body,
         }
     }
@@ -354,6 +362,20 @@ mod tests {
             assert!(!agrees(
                 &StoredRow {
                     ts: "2026",
+                    ..row(&record, n, &bytes)
+                },
+                &prev
+            ));
+            assert!(!agrees(
+                &StoredRow {
+                    run: Some("another run"),
+                    ..row(&record, n, &bytes)
+                },
+                &prev
+            ));
+            assert!(!agrees(
+                &StoredRow {
+                    action_id: None,
                     ..row(&record, n, &bytes)
                 },
                 &prev

@@ -188,6 +188,10 @@ pub(crate) struct EntryView<'a> {
     pub(crate) decision: std::borrow::Cow<'a, str>,
     #[serde(borrow, default)]
     pub(crate) verification: Option<LevelView<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) run_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub(crate) action_id: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// The one field of `verification` that is copied to a column.

@@ -1291,7 +1291,7 @@ impl PgSource<'_, '_> {
     fn page(&self, after: u64) -> Result<Vec<Row>, LedgerError> {
         self.query(
             "reading entries",
-            "SELECT seq, hash, ts, system, verb, agent, decision, level, body
+            "SELECT seq, hash, ts, system, verb, agent, decision, level, body, run, action_id
              FROM entries WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3",
             &[&self.tenant(), &(after as i64), &PAGE],
         )
@@ -1309,6 +1309,8 @@ fn stored_row(row: &Row) -> StoredRow<'_> {
         decision: row.get(6),
         level: row.get(7),
         body: row.get(8),
+        run: row.get(9),
+        action_id: row.get(10),
     }
 }
 

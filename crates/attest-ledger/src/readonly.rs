@@ -49,10 +49,10 @@ impl Ledger {
         };
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&path, flags).map_err(sqlite("opening"))?;
-        let conn = match schema_version(&conn) {
+        let (conn, version) = match schema_version(&conn) {
             Ok(found) => {
-                check_schema(&path, found, &conn)?;
-                conn
+                let version = check_schema(&path, found, &conn)?;
+                (conn, version)
             }
             Err(source) if has_wal(&path) || is_not_a_database(&source) => {
                 return Err(not_a_database(&path, source));
@@ -65,11 +65,11 @@ impl Ledger {
                 )
                 .map_err(sqlite("opening read-only"))?;
                 let found = schema_version(&conn).map_err(|e| not_a_database(&path, e))?;
-                check_schema(&path, found, &conn)?;
-                conn
+                let version = check_schema(&path, found, &conn)?;
+                (conn, version)
             }
         };
-        Ok(Ledger::from_connection(path, conn))
+        Ok(Ledger::from_connection(path, conn, version))
     }
 }
 
@@ -112,21 +112,22 @@ fn schema_version(conn: &Connection) -> Result<Option<Option<String>>, rusqlite:
     .map(Some)
 }
 
-/// `Ok` for this build's schema; an error naming what the file is otherwise.
+/// The schema version, if this build reads it; an error naming what the file is
+/// otherwise.
 fn check_schema(
     path: &Path,
     found: Option<Option<String>>,
     conn: &Connection,
-) -> Result<(), LedgerError> {
+) -> Result<u32, LedgerError> {
+    let readable = found
+        .as_ref()
+        .and_then(|version| version.as_deref()?.parse::<u32>().ok())
+        .filter(|version| (1..=SCHEMA_VERSION).contains(version));
+    // Older schemas read as they are (an upgrade needs a read-write open).
+    if let Some(version) = readable {
+        return Ok(version);
+    }
     match found {
-        // Older schemas read as they are (an upgrade needs a read-write open).
-        Some(Some(version))
-            if version
-                .parse::<u32>()
-                .is_ok_and(|v| (1..=SCHEMA_VERSION).contains(&v)) =>
-        {
-            Ok(())
-        }
         Some(version) => Err(LedgerError::SchemaVersion {
             path: path.to_path_buf(),
             found: version.unwrap_or_else(|| "none".to_owned()),

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::types::ToSql;
+use rusqlite::{
+    params, params_from_iter, Connection, OpenFlags, OptionalExtension, TransactionBehavior,
+};
 
 use crate::canonical::{entry_hash, to_hex, Hash, GENESIS};
 use crate::clock::format_ts;
@@ -68,6 +71,16 @@ pub(crate) const UPSERT_COUNTER: &str =
     "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, ?4)
      ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
 
+/// Counters one [`UPSERT_COUNTERS`] statement adds: as many as a one-row append moves
+/// ([`counter_keys`]).
+const COUNTERS_PER_UPSERT: usize = 5;
+
+/// [`UPSERT_COUNTER`] for [`COUNTERS_PER_UPSERT`] rows at once.
+const UPSERT_COUNTERS: &str = "INSERT INTO counters (dim, key, hour, n)
+     VALUES (?1, ?2, ?3, ?4), (?5, ?6, ?7, ?8), (?9, ?10, ?11, ?12), (?13, ?14, ?15, ?16),
+            (?17, ?18, ?19, ?20)
+     ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
+
 /// How long a writer waits for another writer's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -95,6 +108,15 @@ pub(crate) const INSERT_ENTRY: &str =
     "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body, run, action_id)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 pub(crate) const INSERT_TREE_HASH: &str = "INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)";
+/// Every column verify and export read, in [`StoredRow`] order.
+const SELECT_ROWS: &str =
+    "SELECT seq, hash, ts, system, verb, agent, decision, level, body, run, action_id
+     FROM entries WHERE seq >= ?1 ORDER BY seq";
+/// [`SELECT_ROWS`] on a schema-1 file: `run` and `action_id` as the upgrade to schema 2
+/// fills them, from the body.
+const SELECT_ROWS_V1: &str = "SELECT seq, hash, ts, system, verb, agent, decision, level, body,
+            json_extract(body, '$.run_id'), json_extract(body, '$.action_id')
+     FROM entries WHERE seq >= ?1 ORDER BY seq";
 const SELECT_TIP: &str = "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1";
 
 const SCHEMA: &str = "
@@ -235,6 +257,10 @@ pub struct StoredRow<'a> {
     pub decision: &'a str,
     /// The `level` column.
     pub level: Option<&'a str>,
+    /// The `run` column (the body's `run_id`).
+    pub run: Option<&'a str>,
+    /// The `action_id` column.
+    pub action_id: Option<&'a str>,
     /// The stored canonical body, exactly the bytes that were hashed.
     pub body: &'a [u8],
 }
@@ -267,6 +293,10 @@ pub(crate) struct SqliteStore {
     edge: Mutex<Option<Edge>>,
     /// WAL checkpoints, run on a thread of their own instead of inside a commit.
     wal: WalCheckpointer,
+    /// How rows are read: [`SELECT_ROWS`], or [`SELECT_ROWS_V1`] for a file of schema
+    /// version 1 opened read-only (not upgraded, so without the `run` and `action_id`
+    /// columns).
+    select_rows: &'static str,
 }
 
 impl SqliteStore {
@@ -372,6 +402,7 @@ impl Ledger {
                 conn: Mutex::new(conn),
                 edge: Mutex::new(None),
                 wal,
+                select_rows: SELECT_ROWS,
             }),
             clock: options.clock,
             group: GroupCommit::default(),
@@ -419,13 +450,19 @@ impl Ledger {
     }
 
     /// A ledger over an open connection (the read-only opener's way in).
-    pub(crate) fn from_connection(path: PathBuf, conn: Connection) -> Ledger {
+    /// A ledger over a read-only connection to a file of schema `version`.
+    pub(crate) fn from_connection(path: PathBuf, conn: Connection, version: u32) -> Ledger {
         Ledger {
             path,
             store: Store::Sqlite(SqliteStore {
                 conn: Mutex::new(conn),
                 edge: Mutex::new(None),
                 wal: WalCheckpointer::inline(),
+                select_rows: if version < 2 {
+                    SELECT_ROWS_V1
+                } else {
+                    SELECT_ROWS
+                },
             }),
             clock: Arc::new(SystemClock),
             group: GroupCommit::default(),
@@ -678,14 +715,7 @@ impl Ledger {
                 edge.hash = hash;
                 appended.push(Appended { seq, hash, ts });
             }
-            let mut upsert = tx
-                .prepare_cached(UPSERT_COUNTER)
-                .map_err(self.sqlite("counting an append"))?;
-            for ((dim, key, hour), n) in &counters {
-                upsert
-                    .execute(params![dim, key, hour, n])
-                    .map_err(self.sqlite("counting an append"))?;
-            }
+            self.write_counters(&tx, &counters)?;
         }
         if edge.seq - edge.written >= TREE_FLUSH_LEAVES {
             self.write_tree_tail(&tx, &mut edge)?;
@@ -698,6 +728,32 @@ impl Ledger {
             store.wal.committed(records.len(), &conn);
         }
         Ok(std::mem::take(appended))
+    }
+
+    /// Adds `counters` to the `counters` table, inside the caller's write transaction:
+    /// [`COUNTERS_PER_UPSERT`] of them per statement, so a one-row append (which moves
+    /// exactly that many) runs one statement rather than one per counter.
+    fn write_counters(
+        &self,
+        conn: &Connection,
+        counters: &BTreeMap<(&'static str, String, String), u64>,
+    ) -> Result<(), LedgerError> {
+        let rows: Vec<_> = counters.iter().collect();
+        let mut chunks = rows.chunks_exact(COUNTERS_PER_UPSERT);
+        for chunk in chunks.by_ref() {
+            let values = chunk
+                .iter()
+                .flat_map(|((dim, key, hour), n)| [dim as &dyn ToSql, key as &dyn ToSql, hour, *n]);
+            conn.prepare_cached(UPSERT_COUNTERS)
+                .and_then(|mut upsert| upsert.execute(params_from_iter(values)))
+                .map_err(self.sqlite("counting an append"))?;
+        }
+        for ((dim, key, hour), n) in chunks.remainder() {
+            conn.prepare_cached(UPSERT_COUNTER)
+                .and_then(|mut upsert| upsert.execute(params![dim, key, hour, n]))
+                .map_err(self.sqlite("counting an append"))?;
+        }
+        Ok(())
     }
 
     /// Writes the pending tree hashes, inside the caller's write transaction.
@@ -824,11 +880,12 @@ impl Ledger {
         from_seq: u64,
         mut visit: impl FnMut(&StoredRow<'_>) -> Result<bool, LedgerError>,
     ) -> Result<(), LedgerError> {
+        let select = match &self.store {
+            Store::Sqlite(store) => store.select_rows,
+            Store::Postgres(_) => SELECT_ROWS,
+        };
         let mut stmt = conn
-            .prepare_cached(
-                "SELECT seq, hash, ts, system, verb, agent, decision, level, body
-                 FROM entries WHERE seq >= ?1 ORDER BY seq",
-            )
+            .prepare_cached(select)
             .map_err(self.sqlite("reading entries"))?;
         let mut rows = stmt
             .query([from_seq])
@@ -845,6 +902,8 @@ impl Ledger {
                     decision: row.get_ref(6)?.as_str_or_null()?.unwrap_or_default(),
                     level: row.get_ref(7)?.as_str_or_null()?,
                     body: row.get_ref(8)?.as_bytes_or_null()?.unwrap_or_default(),
+                    run: row.get_ref(9)?.as_str_or_null()?,
+                    action_id: row.get_ref(10)?.as_str_or_null()?,
                 })
             };
             let stored = read().map_err(self.sqlite("reading an entry"))?;

@@ -283,13 +283,15 @@ impl ChainChecker {
             );
         }
         let level = view.verification.as_ref().map(|v| v.level.as_ref());
-        let columns: [(&str, Option<&str>, Option<&str>); 6] = [
+        let columns: [(&str, Option<&str>, Option<&str>); 8] = [
             ("ts", Some(row.ts), Some(view.ts.as_ref())),
             ("system", Some(row.system), Some(view.system.as_ref())),
             ("verb", Some(row.verb), Some(view.verb.as_ref())),
             ("agent", row.agent, view.agent.as_deref()),
             ("decision", Some(row.decision), Some(view.decision.as_ref())),
             ("level", row.level, level),
+            ("run", row.run, view.run_id.as_deref()),
+            ("action_id", row.action_id, view.action_id.as_deref()),
         ];
         for (column, stored, body) in columns {
             if stored != body {

@@ -19,17 +19,33 @@ const IN_FLIGHT: usize = 4;
 /// Walks this short are checked on the calling thread: a thread costs more than they do.
 const INLINE_ROWS: u64 = 1024;
 
-/// One row copied out of SQLite: its fields live in `data`, located by `spans`.
-struct OwnedRow {
-    seq: u64,
+/// Fields of a row kept in a batch, in this order: hash, ts, system, verb, agent,
+/// decision, level, run, action_id, body, then the leaf's stored tree hashes.
+const FIELDS: usize = 11;
+const AGENT: usize = 4;
+const LEVEL: usize = 6;
+const RUN: usize = 7;
+const ACTION_ID: usize = 8;
+const BODY: usize = 9;
+const TREE: usize = 10;
+
+/// Rows copied out of the store into one buffer, so a walk of a million rows makes a
+/// handful of allocations rather than one per row: the checker hands each emptied
+/// batch back to the reader, which fills it again.
+#[derive(Default)]
+struct Batch {
     data: Vec<u8>,
-    /// hash, ts, system, verb, agent, decision, level, body.
-    spans: [(usize, usize); 8],
-    /// Which of agent (bit 0) and level (bit 1) were NULL.
-    nulls: u8,
-    /// The leaf's stored tree hashes, in `data` after the fields; `None` if a stored
+    rows: Vec<CopiedRow>,
+}
+
+/// Where one row's fields are in its batch's `data`.
+struct CopiedRow {
+    seq: u64,
+    /// Start and end of each field in `data`.
+    spans: [(usize, usize); FIELDS],
+    /// Which fields were NULL (bit `i` for field `i`); for the tree hashes: a stored
     /// index was missing or out of order.
-    tree: Option<(usize, usize)>,
+    nulls: u16,
     /// The table ends before this leaf: its hashes are the unwritten tail, which
     /// appends write in bulk; nothing stored to compare.
     unwritten: bool,
@@ -38,13 +54,28 @@ struct OwnedRow {
     leaf: Hash,
 }
 
-impl OwnedRow {
-    fn copy(row: &StoredRow<'_>) -> OwnedRow {
+impl Batch {
+    fn with_capacity(rows: usize) -> Batch {
+        Batch {
+            data: Vec::with_capacity(rows * 1024),
+            rows: Vec::with_capacity(rows),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.data.clear();
+        self.rows.clear();
+    }
+
+    /// Copies `row` and its stored tree hashes, hashing the body on the way.
+    fn push(&mut self, row: &StoredRow<'_>, slot: TreeSlot<'_>) {
         let body_hash = entry_hash(row.body);
-        let mut data = Vec::with_capacity(row.body.len() + 160);
-        let mut spans = [(0, 0); 8];
-        let mut nulls = 0;
-        let fields: [Option<&[u8]>; 8] = [
+        let (tree, unwritten) = match slot {
+            TreeSlot::Stored(hashes) => (Some(hashes), false),
+            TreeSlot::Bad => (None, false),
+            TreeSlot::Unwritten => (None, true),
+        };
+        let fields: [Option<&[u8]>; FIELDS] = [
             Some(row.hash),
             Some(row.ts.as_bytes()),
             Some(row.system.as_bytes()),
@@ -52,50 +83,56 @@ impl OwnedRow {
             row.agent.map(str::as_bytes),
             Some(row.decision.as_bytes()),
             row.level.map(str::as_bytes),
+            row.run.map(str::as_bytes),
+            row.action_id.map(str::as_bytes),
             Some(row.body),
+            tree,
         ];
+        let mut spans = [(0, 0); FIELDS];
+        let mut nulls = 0;
         for (i, field) in fields.iter().enumerate() {
             match field {
                 Some(bytes) => {
-                    spans[i] = (data.len(), data.len() + bytes.len());
-                    data.extend_from_slice(bytes);
+                    spans[i] = (self.data.len(), self.data.len() + bytes.len());
+                    self.data.extend_from_slice(bytes);
                 }
-                None => nulls |= if i == 4 { 1 } else { 2 },
+                None => nulls |= 1 << i,
             }
         }
-        OwnedRow {
+        self.rows.push(CopiedRow {
             seq: row.seq,
-            data,
             spans,
             nulls,
-            tree: None,
-            unwritten: false,
+            unwritten,
             body_hash,
             leaf: leaf_hash(&body_hash),
-        }
+        });
     }
 
-    fn bytes(&self, i: usize) -> &[u8] {
-        let (start, end) = self.spans[i];
-        self.data.get(start..end).unwrap_or_default()
+    fn bytes(&self, row: &CopiedRow, i: usize) -> Option<&[u8]> {
+        let (start, end) = row.spans[i];
+        (row.nulls & (1 << i) == 0).then(|| self.data.get(start..end).unwrap_or_default())
     }
 
-    fn text(&self, i: usize) -> &str {
+    fn text(&self, row: &CopiedRow, i: usize) -> Option<&str> {
         // Copied from &str, so always UTF-8; an empty string otherwise.
-        std::str::from_utf8(self.bytes(i)).unwrap_or_default()
+        self.bytes(row, i)
+            .map(|bytes| std::str::from_utf8(bytes).unwrap_or_default())
     }
 
-    fn stored(&self) -> StoredRow<'_> {
+    fn stored(&self, row: &CopiedRow) -> StoredRow<'_> {
         StoredRow {
-            seq: self.seq,
-            hash: self.bytes(0),
-            ts: self.text(1),
-            system: self.text(2),
-            verb: self.text(3),
-            agent: (self.nulls & 1 == 0).then(|| self.text(4)),
-            decision: self.text(5),
-            level: (self.nulls & 2 == 0).then(|| self.text(6)),
-            body: self.bytes(7),
+            seq: row.seq,
+            hash: self.bytes(row, 0).unwrap_or_default(),
+            ts: self.text(row, 1).unwrap_or_default(),
+            system: self.text(row, 2).unwrap_or_default(),
+            verb: self.text(row, 3).unwrap_or_default(),
+            agent: self.text(row, AGENT),
+            decision: self.text(row, 5).unwrap_or_default(),
+            level: self.text(row, LEVEL),
+            run: self.text(row, RUN),
+            action_id: self.text(row, ACTION_ID),
+            body: self.bytes(row, BODY).unwrap_or_default(),
         }
     }
 }
@@ -123,21 +160,36 @@ impl Ledger {
         mut progress: impl FnMut(u64),
     ) -> Result<Walked, LedgerError> {
         if expected <= INLINE_ROWS {
-            let mut rows = Vec::new();
-            self.read_rows(source, start, &mut progress, |batch| {
-                rows.extend(batch);
+            let mut all = Batch::default();
+            // One batch that grows to the few rows there are.
+            let grow = || Some(Batch::default());
+            self.read_rows(source, start, &mut progress, usize::MAX, grow, |batch| {
+                all = batch;
                 true
             })?;
-            return Ok(check_rows([rows], checker, range, claims));
+            return Ok(check_rows([all], checker, range, claims, |_| {}));
         }
         std::thread::scope(|scope| {
-            let (send, receive) = mpsc::sync_channel::<Vec<OwnedRow>>(IN_FLIGHT);
-            let worker = scope.spawn(move || check_rows(receive, checker, range, claims));
-            let mut worker_gone = false;
-            let result = self.read_rows(source, start, &mut progress, |batch| {
-                worker_gone = send.send(batch).is_err();
-                !worker_gone
+            let (send, receive) = mpsc::sync_channel::<Batch>(IN_FLIGHT);
+            // Emptied batches go back to the reader; IN_FLIGHT + 2 of them ever exist.
+            let (recycle, recycled) = mpsc::channel::<Batch>();
+            let worker = scope.spawn(move || {
+                check_rows(receive, checker, range, claims, |batch| {
+                    let _ = recycle.send(batch);
+                })
             });
+            let mut worker_gone = false;
+            let result = self.read_rows(
+                source,
+                start,
+                &mut progress,
+                BATCH,
+                || recycled.try_recv().ok(),
+                |batch| {
+                    worker_gone = send.send(batch).is_err();
+                    !worker_gone
+                },
+            );
             drop(send);
             let walked = worker
                 .join()
@@ -153,38 +205,36 @@ impl Ledger {
     }
 
     /// Reads the rows after `start` with the stored tree hashes each leaf completed,
-    /// in batches handed to `sink`; stops when `sink` returns `false`.
+    /// in batches of `rows` handed to `sink` (filling a batch `reuse` gives back when
+    /// it has one); stops when `sink` returns `false`.
     fn read_rows(
         &self,
         source: &dyn Source,
         start: u64,
         progress: &mut impl FnMut(u64),
-        mut sink: impl FnMut(Vec<OwnedRow>) -> bool,
+        rows: usize,
+        mut reuse: impl FnMut() -> Option<Batch>,
+        mut sink: impl FnMut(Batch) -> bool,
     ) -> Result<(), LedgerError> {
-        let mut batch = Vec::with_capacity(BATCH);
+        let mut fresh = || {
+            let mut batch = reuse().unwrap_or_else(|| Batch::with_capacity(BATCH));
+            batch.clear();
+            batch
+        };
+        let mut batch = fresh();
         let mut read = 0u64;
         let mut open = true;
         source.rows_with_tree(start, &mut |row, slot| {
-            let mut owned = OwnedRow::copy(row);
-            let from = owned.data.len();
-            match slot {
-                TreeSlot::Stored(hashes) => {
-                    owned.data.extend_from_slice(hashes);
-                    owned.tree = Some((from, owned.data.len()));
-                }
-                TreeSlot::Bad => {}
-                TreeSlot::Unwritten => owned.unwritten = true,
-            }
-            batch.push(owned);
-            if batch.len() == BATCH {
-                read += BATCH as u64;
+            batch.push(row, slot);
+            if batch.rows.len() == rows {
+                read += rows as u64;
                 progress(read);
-                open = sink(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                open = sink(std::mem::replace(&mut batch, fresh()));
             }
             Ok(open)
         })?;
-        if !batch.is_empty() && open {
-            read += batch.len() as u64;
+        if open {
+            read += batch.rows.len() as u64;
             sink(batch);
         }
         progress(read);
@@ -192,24 +242,20 @@ impl Ledger {
     }
 }
 
-/// Checks batches in order (on the worker, or inline for a short walk).
+/// Checks batches in order (on the worker, or inline for a short walk), handing each
+/// one to `done` once checked.
 fn check_rows(
-    batches: impl IntoIterator<Item = Vec<OwnedRow>>,
+    batches: impl IntoIterator<Item = Batch>,
     mut checker: ChainChecker,
     mut range: CompactRange,
     claims: &BTreeMap<u64, Claim>,
+    mut done: impl FnMut(Batch),
 ) -> Walked {
     let mut tree_ok = true;
     for batch in batches {
-        for row in &batch {
-            let stored = row.stored();
-            checker.check_hashed(&stored, row.body_hash);
-            let mut expected = row.tree.map(|(start, end)| {
-                row.data
-                    .get(start..end)
-                    .unwrap_or_default()
-                    .chunks_exact(32)
-            });
+        for row in &batch.rows {
+            checker.check_hashed(&batch.stored(row), row.body_hash);
+            let mut expected = batch.bytes(row, TREE).map(|hashes| hashes.chunks_exact(32));
             let mut stored_ok = expected.is_some() || row.unwritten;
             range.push_with(row.leaf, |hash: &Hash| {
                 let matches = row.unwritten
@@ -248,6 +294,7 @@ fn check_rows(
                 }
             }
         }
+        done(batch);
     }
     Walked {
         checker,

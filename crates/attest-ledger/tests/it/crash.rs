@@ -17,7 +17,12 @@
 //!   other, so every append crosses that path.
 //! - killed with tree hashes still in memory (appends write them 64 leaves at a time):
 //!   they were derived data; verify, proofs and the next writer compute them from the
-//!   entries' hash column, and the next bulk write or checkpoint stores them.
+//!   entries' hash column, and the next bulk write or checkpoint stores them. After
+//!   every kill, each row of that tail proves its inclusion in a root computed here
+//!   from the bodies alone ([`tail_proves_inclusion`]), and the next round appends more.
+//! - a process holding a cached tip while another process appends (and is killed):
+//!   its next append chains onto the other's last row, not its own stale tip
+//!   (`a_cached_tip_is_not_chained_onto_after_another_process_appended`).
 //! - killed during a WAL checkpoint (on the ledger's checkpoint thread): SQLite's own
 //!   recovery; the WAL still holds every committed frame.
 //!
@@ -28,7 +33,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_ledger::{to_hex, Ledger, LedgerOptions};
+use attest_ledger::{
+    leaf_hash, sign_checkpoint, to_hex, CompactRange, Hash, Ledger, LedgerOptions, SigningKey,
+};
 
 use crate::sample_record;
 
@@ -56,30 +63,16 @@ fn crash_rounds(processes: usize, threads: usize, rounds: u64, seed: u64) {
 fn crash_rounds_at(locations: &[String], processes: usize, threads: usize, rounds: u64, seed: u64) {
     let path = locations[0].clone();
     drop(Ledger::open(&path, LedgerOptions::default()).unwrap());
-    let exe = std::env::current_exe().unwrap();
     let mut state = seed;
     let mut total_receipts = 0;
     for round in 0..rounds {
         let mut children: Vec<_> = (0..processes)
             .map(|p| {
-                let mut child = Command::new(&exe)
-                    .args([
-                        "--exact",
-                        "crash::crash_writer",
-                        "--ignored",
-                        "--nocapture",
-                        "--test-threads=1",
-                    ])
-                    .env(CRASH_LEDGER, &locations[p % locations.len()])
-                    .env(CRASH_THREADS, threads.to_string())
-                    .env(
-                        CRASH_OFFSET,
-                        (round * processes as u64 + p as u64).to_string(),
-                    )
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap();
+                let mut child = spawn_writer(
+                    &locations[p % locations.len()],
+                    threads,
+                    round * processes as u64 + p as u64,
+                );
                 let stdout = child.stdout.take().unwrap();
                 let reader = std::thread::spawn(move || {
                     BufReader::new(stdout)
@@ -109,9 +102,12 @@ fn crash_rounds_at(locations: &[String], processes: usize, threads: usize, round
         assert!(report.is_intact(), "round {round}: {:?}", report.problems);
         let mut stored = std::collections::HashMap::new();
         let mut actions = std::collections::HashSet::new();
+        let mut hashes = Vec::new();
         ledger
             .for_each_row(1, |row| {
-                stored.insert(row.seq, to_hex(&attest_ledger::entry_hash(row.body)));
+                let hash = attest_ledger::entry_hash(row.body);
+                hashes.push(hash);
+                stored.insert(row.seq, to_hex(&hash));
                 let body: serde_json::Value = serde_json::from_slice(row.body).unwrap();
                 let action = body["action_id"].as_str().unwrap().to_owned();
                 assert!(
@@ -121,6 +117,7 @@ fn crash_rounds_at(locations: &[String], processes: usize, threads: usize, round
                 Ok(true)
             })
             .unwrap();
+        tail_proves_inclusion(&ledger, &hashes, round);
         for line in lines {
             let Ok(text) = String::from_utf8(line) else {
                 continue;
@@ -144,6 +141,97 @@ fn crash_rounds_at(locations: &[String], processes: usize, threads: usize, round
         total_receipts > 0,
         "no writer printed a receipt before being killed"
     );
+}
+
+/// The newest 64 rows (among them any whose tree hashes a killed writer left
+/// unwritten) each prove their inclusion in the tree of all `hashes`, whose root is
+/// computed here from the bodies, not read from the ledger.
+fn tail_proves_inclusion(ledger: &Ledger, hashes: &[Hash], round: u64) {
+    let size = hashes.len() as u64;
+    if size == 0 {
+        return;
+    }
+    let mut range = CompactRange::new();
+    for hash in hashes {
+        range.push(leaf_hash(hash));
+    }
+    let (key, _) = SigningKey::generate("attest.test/crash").unwrap();
+    let note = sign_checkpoint(&key, size, &range.root()).unwrap();
+    for seq in size.saturating_sub(63).max(1)..=size {
+        let mut proof = ledger.prove_inclusion(seq, Some(size)).unwrap();
+        proof.checkpoint = Some(note.clone());
+        proof
+            .check(std::slice::from_ref(key.verifier()))
+            .unwrap_or_else(|err| panic!("round {round}: seq {seq} of {size}: {err}"));
+    }
+}
+
+/// A child writer: appends at `full` from `threads` threads, printing `seq hash` per
+/// receipt, until it is killed; records numbered from `offset`.
+fn spawn_writer(location: &str, threads: usize, offset: u64) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "crash::crash_writer",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CRASH_LEDGER, location)
+        .env(CRASH_THREADS, threads.to_string())
+        .env(CRASH_OFFSET, offset.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// This process holds the tip and tree edge in memory between two appends while
+/// another process appends and is killed; the second append must see the other's
+/// rows (`PRAGMA data_version` moved) and chain onto them: one chain, no fork, every
+/// tail row provable.
+#[test]
+fn a_cached_tip_is_not_chained_onto_after_another_process_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let ledger = Ledger::open(&path, LedgerOptions::default()).unwrap();
+    let mut n = 9_000_000_000;
+    ledger.append(&crate::sample_record(n)).unwrap();
+    for round in 0..5 {
+        let mut child = spawn_writer(&path.display().to_string(), 1, 50 + round);
+        let stdout = child.stdout.take().unwrap();
+        // Wait for a few of the child's receipts, then kill it mid-append.
+        let receipts = BufReader::new(stdout)
+            .split(b'\n')
+            .take(3 + round as usize)
+            .count();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(receipts, 3 + round as usize, "round {round}");
+        let (other_tip, other_hash) = ledger.tip().unwrap().unwrap();
+        n += 1;
+        let appended = ledger.append(&crate::sample_record(n)).unwrap();
+        assert_eq!(appended.seq, other_tip + 1, "round {round}");
+        let mut prev = None;
+        ledger
+            .for_each_row(appended.seq, |row| {
+                let body: serde_json::Value = serde_json::from_slice(row.body).unwrap();
+                prev = body["prev"].as_str().map(str::to_owned);
+                Ok(false)
+            })
+            .unwrap();
+        assert_eq!(prev, Some(to_hex(&other_hash)), "round {round}: forked");
+        let report = ledger.verify().unwrap();
+        assert!(report.is_intact(), "round {round}: {:?}", report.problems);
+        let mut hashes = Vec::new();
+        ledger
+            .for_each_row(1, |row| {
+                hashes.push(attest_ledger::entry_hash(row.body));
+                Ok(true)
+            })
+            .unwrap();
+        tail_proves_inclusion(&ledger, &hashes, round);
+    }
 }
 
 #[test]

@@ -123,3 +123,39 @@ fn an_inserted_row_is_caught() {
     // The real seq 3, now at 4, still names its own seq and its link is broken.
     assert!(report.problems.iter().any(|p| p.seq == 4));
 }
+
+#[test]
+fn an_edited_run_column_disagrees_with_the_body() {
+    let report = tampered(10, "UPDATE entries SET run = 'run-2' WHERE seq = 5");
+    assert_eq!(first(&report), (5, ProblemKind::ColumnMismatch));
+    assert!(report.problems[0].detail.contains("column run"));
+}
+
+#[test]
+fn a_cleared_run_column_disagrees_with_the_body() {
+    let report = tampered(10, "UPDATE entries SET run = NULL WHERE seq = 7");
+    assert_eq!(first(&report), (7, ProblemKind::ColumnMismatch));
+    assert!(report.problems[0].detail.contains("column run"));
+}
+
+#[test]
+fn an_edited_action_id_column_disagrees_with_the_body() {
+    let report = tampered(
+        10,
+        "UPDATE entries SET action_id = 'action-9' WHERE seq = 3",
+    );
+    assert_eq!(first(&report), (3, ProblemKind::ColumnMismatch));
+    assert!(report.problems[0].detail.contains("column action_id"));
+}
+
+#[test]
+fn an_edited_action_id_column_deep_in_a_long_ledger_is_reported_at_its_seq() {
+    // Long enough for the two-thread walk, whose batches are reused.
+    let report = tampered(
+        3000,
+        "UPDATE entries SET action_id = 'action-1' WHERE seq = 2500",
+    );
+    assert_eq!(report.checked, 3000);
+    assert_eq!(first(&report), (2500, ProblemKind::ColumnMismatch));
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+}
