@@ -484,3 +484,131 @@ fn remember_run(state: &mut State, run: &str, seq: u64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use attest_ledger::{LedgerOptions, Record};
+
+    use super::*;
+
+    /// One row: `(run, decision, status, level, confirm)`.
+    fn record(n: u64, row: (Option<&str>, &str, &str, Option<&str>, Option<&str>)) -> Record {
+        let (run, decision, status, level, confirm) = row;
+        serde_json::from_value(json!({
+            "action_id": format!("a{n}"),
+            "run_id": run,
+            "agent": "bot",
+            "system": if decision == "refuse" { "stripe" } else { "gmail" },
+            "verb": "send",
+            "target_class": "internal",
+            "source": "manual",
+            "decision": decision,
+            "tier": "high",
+            "reasons": [],
+            "rules_fired": [],
+            "params_hash": "00",
+            "params_preview": {},
+            "confirm": confirm.map(|outcome| json!({"outcome": outcome})),
+            "execution": {"status": status},
+            "verification": level.map(|level| json!({"level": level, "method": "ack"})),
+        }))
+        .unwrap()
+    }
+
+    /// Writes known rows into `ledger` and checks what the model answers.
+    fn the_model_answers_from_counters_and_indexed_columns(ledger: Ledger) {
+        let rows = [
+            (Some("r1"), "act", "ok", Some("verified"), None),
+            (Some("r1"), "refuse", "not_run", None, None),
+            (None, "act", "ok", Some("unverified"), None),
+            (None, "ask", "not_run", None, Some("rejected")),
+            (None, "act", "failed", None, None),
+            (None, "act", attest_core::INTENT, None, None),
+            (Some("r1"), "act", "ok", Some("verified"), None),
+            (None, "refuse", "not_run", None, None),
+        ];
+        for (n, row) in rows.into_iter().enumerate() {
+            ledger.append(&record(n as u64 + 1, row)).unwrap();
+        }
+        let model = ReadModel::new(Arc::new(ledger), None);
+        let generation = model.generation().unwrap();
+        assert_eq!(generation, 8);
+        // Counts and the indexed lists need no fold.
+        let summary = model.summary(24, SystemTime::now()).unwrap();
+        assert_eq!(summary["totals"]["entries"], 8, "{summary:#}");
+        assert_eq!(summary["totals"]["decision"]["act"], 5);
+        assert_eq!(summary["totals"]["decision"]["refuse"], 2);
+        assert_eq!(summary["totals"]["system"]["stripe"], 2);
+        assert_eq!(summary["hours"][23]["counts"]["entries"], 8);
+        assert_eq!(summary["lists"]["refused"], 2);
+        assert_eq!(summary["lists"]["unverified"], 1);
+        let seqs = |rows: Vec<RowItem>| rows.iter().map(|r| r.seq).collect::<Vec<_>>();
+        let (page, total) = model.list_page(ListKind::Refused, None, 1).unwrap();
+        assert_eq!((seqs(page), total), (vec![8], 2));
+        let (page, _) = model.list_page(ListKind::Refused, Some(8), 1).unwrap();
+        assert_eq!(seqs(page), [2]);
+        let (page, _) = model.list_page(ListKind::Unverified, None, 50).unwrap();
+        assert_eq!(seqs(page), [3]);
+        let run = model.run("r1").unwrap();
+        assert_eq!(seqs(run.clone()), [1, 2, 7]);
+        assert_eq!(run[1].decision, "refuse");
+        assert_eq!(run[0].hash.len(), 64);
+        assert!(model.run("r2").unwrap().is_empty());
+        assert_eq!(seqs(model.rows(&[7, 99, 1]).unwrap()), [7, 1]);
+        // The body-only lists come from the fold, in bounded shares.
+        let (page, total) = model.list_page(ListKind::Rejected, None, 50).unwrap();
+        assert_eq!((seqs(page), total), (vec![], 0));
+        assert_eq!(model.catch_up_at_most(generation, 1).unwrap(), 8);
+        assert_eq!(model.folded(), 8);
+        for (kind, seq) in [
+            (ListKind::Rejected, 4),
+            (ListKind::Failed, 5),
+            (ListKind::Intents, 6),
+        ] {
+            let (page, total) = model.list_page(kind, None, 50).unwrap();
+            assert_eq!((seqs(page), total), (vec![seq], 1), "{kind:?}");
+        }
+        assert_eq!(model.recent_runs(10), [("r1".to_owned(), 3)]);
+    }
+
+    fn create() -> LedgerOptions {
+        LedgerOptions {
+            create: true,
+            ..LedgerOptions::default()
+        }
+    }
+
+    #[test]
+    fn on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path().join("ledger.sqlite"), create()).unwrap();
+        the_model_answers_from_counters_and_indexed_columns(ledger);
+    }
+
+    /// On PostgreSQL (a database of its own on 127.0.0.1:5432, `ATTEST_TEST_PG` for
+    /// another server): skipped when none answers, unless `ATTEST_REQUIRE_PEERS` is set.
+    #[test]
+    fn on_postgres() {
+        let server = std::env::var("ATTEST_TEST_PG")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
+        let mut admin = match postgres::Client::connect(&format!("{server}/test"), postgres::NoTls)
+        {
+            Ok(client) => client,
+            Err(err) if std::env::var_os("ATTEST_REQUIRE_PEERS").is_some() => {
+                panic!("no PostgreSQL at {server}: {err}")
+            }
+            Err(_) => return,
+        };
+        let name = format!("attest_review_model_{}", std::process::id());
+        let drop = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+        admin.batch_execute(&drop).unwrap();
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        let url = format!("{server}/{name}");
+        the_model_answers_from_counters_and_indexed_columns(
+            Ledger::open_location(&url, create()).unwrap(),
+        );
+        admin.batch_execute(&drop).unwrap();
+    }
+}
