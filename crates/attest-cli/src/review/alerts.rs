@@ -1,4 +1,5 @@
-//! What review tells people without being asked: a broken chain, a digest.
+//! What review tells people without being asked: a broken chain, a published log that
+//! misbehaved (`attest monitor`), a digest.
 //!
 //! Each notice goes to standard error and through every configured notifier
 //! ([`attest_core::approvals::Notifier::announce`]: a Slack message, a signed webhook
@@ -22,6 +23,13 @@ pub(crate) enum Alert {
         /// What is wrong there.
         detail: String,
     },
+    /// `attest monitor` found a published log misbehaving.
+    LogMisbehaved {
+        /// The log, as the monitor names it (a URL without credentials, or a directory).
+        log: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 impl Alert {
@@ -36,6 +44,12 @@ impl Alert {
                      {detail}.\nRun `attest verify` to see every problem."
                 ),
                 data: json!({"seq": seq, "detail": detail}),
+            },
+            Alert::LogMisbehaved { log, detail } => Notice {
+                kind: NoticeKind::LogMisbehaved,
+                title: format!("Attest monitor: the log at {log} misbehaved"),
+                text: format!("attest monitor, following {log}:\n{detail}"),
+                data: json!({"log": log, "detail": detail}),
             },
         }
     }

@@ -147,3 +147,39 @@ async fn serve_sends_a_digest_on_its_schedule() {
         assert!(notice["data"]["window"]["until"].is_string());
     }
 }
+
+// Multi-threaded: the receiver answers while this thread waits for the binary.
+#[tokio::test(flavor = "multi_thread")]
+async fn monitor_sends_its_alert_through_the_webhook() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hook, mut hooks) = receiver().await;
+    configure_webhook(dir.path(), &hook);
+    let vkey = expect_ok(&attest_env(
+        dir.path(),
+        &["keygen", "--name", "attest.test/monitor"],
+        &[],
+    ));
+    // A log directory that holds no checkpoint: the monitor cannot vouch for it.
+    std::fs::create_dir(dir.path().join("log")).unwrap();
+    let out = attest_env(
+        dir.path(),
+        &[
+            "monitor",
+            "--tiles",
+            "log",
+            "--state",
+            "monitor.json",
+            "--once",
+            "--vkey",
+            vkey.trim(),
+        ],
+        &[("HOOK_SECRET", SECRET)],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", crate::stderr(&out));
+    assert!(crate::stdout(&out).starts_with("ALERT: "));
+    let alert = next_notice(&mut hooks, Duration::from_secs(10))
+        .await
+        .expect("no alert");
+    assert_eq!(alert["type"], "alert.log_misbehaved", "{alert:#}");
+    assert_eq!(alert["data"]["detail"], "the log has no checkpoint");
+}

@@ -14,6 +14,11 @@ pub enum NoticeKind {
     /// The ledger's chain was found broken (`alert.chain_broken`).
     #[serde(rename = "alert.chain_broken")]
     ChainBroken,
+    /// A published log that `attest monitor` follows misbehaved
+    /// (`alert.log_misbehaved`): a split view, a checkpoint that does not verify, tiles
+    /// that do not lead to the signed root.
+    #[serde(rename = "alert.log_misbehaved")]
+    LogMisbehaved,
     /// A digest of what agents did is ready (`digest.ready`).
     #[serde(rename = "digest.ready")]
     DigestReady,
@@ -24,6 +29,7 @@ impl NoticeKind {
     pub fn as_str(self) -> &'static str {
         match self {
             NoticeKind::ChainBroken => "alert.chain_broken",
+            NoticeKind::LogMisbehaved => "alert.log_misbehaved",
             NoticeKind::DigestReady => "digest.ready",
         }
     }
