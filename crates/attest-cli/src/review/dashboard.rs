@@ -340,9 +340,11 @@ async fn metrics(State(state): State<Shared>, headers: HeaderMap) -> Result<Resp
             .model
             .generation()
             .map_err(|e| ApiError::internal(&e))?;
+        // A bounded share, so a scrape never waits for a whole chain: the action
+        // counters rise to the ledger's as the background fold goes on.
         review
             .model
-            .catch_up(generation)
+            .catch_up_at_most(generation, FOLD_PER_POLL)
             .map_err(|e| ApiError::internal(&e))?;
         let status = review.verifier.status();
         let secs = |ts: &Option<String>| {
