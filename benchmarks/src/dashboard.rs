@@ -324,6 +324,9 @@ pub(crate) fn rows(
                 format!("postgres: {copied} rows copied in for the dashboard's reads"),
                 format!("{:.1} s", start.elapsed().as_secs_f64()),
             ));
+            // Statistics, as autovacuum gathers them after a bulk load: without them the
+            // planner scans the whole tenant for a keyset page instead of walking the key.
+            postgres::Client::connect(&db.url, postgres::NoTls)?.batch_execute("ANALYZE")?;
             out.extend(store_reads("postgres", &pg, rows, samples)?);
         }
         None => facts.push((
