@@ -16,10 +16,10 @@ use crate::measure::{bulk, flat, once, per_call, Row};
 use crate::scenarios::record;
 
 /// A database for the run, dropped on the way out.
-struct Database {
+pub(crate) struct Database {
     admin: String,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for Database {
@@ -33,7 +33,7 @@ impl Drop for Database {
     }
 }
 
-fn database() -> Option<Database> {
+pub(crate) fn database() -> Option<Database> {
     let server = std::env::var("ATTEST_BENCH_PG")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
     let admin = format!("{server}/test");

@@ -910,6 +910,10 @@ impl PgStore {
             let op = if column == "ts" { ">=" } else { "=" };
             sql.push_str(&format!(" AND {column} {op} ${}", params.len()));
         }
+        if let Some(before) = filter.before {
+            params.push(Box::new(i64::try_from(before).unwrap_or(i64::MAX)));
+            sql.push_str(&format!(" AND seq < ${}", params.len()));
+        }
         params.push(Box::new(i64::try_from(limit).unwrap_or(i64::MAX)));
         sql.push_str(&format!(" ORDER BY seq DESC LIMIT ${}", params.len()));
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
@@ -938,6 +942,34 @@ impl PgStore {
                 })
             })
             .collect()
+    }
+
+    /// The rows at `seqs`, in the order given (one query).
+    pub(crate) fn rows_at(
+        &self,
+        seqs: &[u64],
+        visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), LedgerError>,
+    ) -> Result<(), LedgerError> {
+        let wanted: Vec<i64> = seqs
+            .iter()
+            .map(|&seq| i64::try_from(seq).unwrap_or(i64::MAX))
+            .collect();
+        let rows = self
+            .client()?
+            .query(
+                "SELECT seq, hash, ts, system, verb, agent, decision, level, body
+                 FROM entries WHERE tenant = $1 AND seq = ANY($2)",
+                &[&self.tenant, &wanted],
+            )
+            .map_err(self.err("reading entries"))?;
+        let by_seq: std::collections::HashMap<u64, &Row> =
+            rows.iter().map(|row| (stored_row(row).seq, row)).collect();
+        for seq in seqs {
+            if let Some(row) = by_seq.get(seq) {
+                visit(&stored_row(row))?;
+            }
+        }
+        Ok(())
     }
 
     /// The counters kept with the entries.

@@ -26,6 +26,8 @@ pub struct Filter {
     pub since: Option<String>,
     /// The action id (its intent, ask and outcome rows).
     pub action_id: Option<String>,
+    /// Rows before this seq only (a keyset page's bound).
+    pub before: Option<u64>,
 }
 
 impl Filter {
@@ -135,6 +137,10 @@ impl Ledger {
             let op = if column == "ts" { ">=" } else { "=" };
             sql.push_str(&format!(" AND {column} {op} ?{}", params.len()));
         }
+        if let Some(before) = filter.before {
+            params.push(Value::Integer(i64::try_from(before).unwrap_or(i64::MAX)));
+            sql.push_str(&format!(" AND seq < ?{}", params.len()));
+        }
         params.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
         sql.push_str(&format!(" ORDER BY seq DESC LIMIT ?{}", params.len()));
         let mut stmt = conn
@@ -168,6 +174,27 @@ impl Ledger {
             out.push(summary);
         }
         Ok(out)
+    }
+
+    /// Calls `visit` for each row at `seqs` that exists (point reads by seq), in the
+    /// order given.
+    pub fn for_each_row_at(
+        &self,
+        seqs: &[u64],
+        mut visit: impl FnMut(&crate::StoredRow<'_>) -> Result<(), LedgerError>,
+    ) -> Result<(), LedgerError> {
+        if let Some(pg) = self.pg() {
+            return pg.rows_at(seqs, &mut visit);
+        }
+        for &seq in seqs {
+            self.for_each_row(seq, |row| {
+                if row.seq == seq {
+                    visit(row)?;
+                }
+                Ok(false)
+            })?;
+        }
+        Ok(())
     }
 
     /// The counters written with the entries.

@@ -288,15 +288,26 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         .clone()
         .or_else(|| config.file.inbox.trusted_identity_header.clone());
     let slack_updates = config.slack()?;
+    // Alerts and digests go through the configured notifiers. With `notify.by:
+    // surfaces` their secrets may live with the surfaces only: alerts then go to stderr.
+    let configured = match (config.notifiers(), config.file.notify.by) {
+        (Ok(notifiers), _) => notifiers,
+        (Err(err), NotifyBy::Surfaces) if args.review.digest_every.is_none() => {
+            eprintln!("attest serve: alerts go to stderr only: {err:#}");
+            Vec::new()
+        }
+        (Err(err), _) => return Err(err),
+    };
+    let alerts = crate::review::alerts::Alerts::new(configured.clone());
+    if args.review.digest_every.is_some() && !alerts.has_notifiers() {
+        anyhow::bail!("--digest-every needs a notifier under `notify:` in the configuration file");
+    }
     let notifiers = match config.file.notify.by {
-        NotifyBy::Inbox => config.notifiers()?,
+        NotifyBy::Inbox => configured,
         NotifyBy::Surfaces => Vec::new(),
     };
     let attest = pipeline(config, true)?;
-    let review = Arc::new(crate::review::Review::open(
-        attest.ledger().path(),
-        crate::review::alerts::Alerts::default(),
-    )?);
+    let review = Arc::new(crate::review::Review::open(config, alerts)?);
     let runtime = runtime()?;
     runtime.block_on(async move {
         review.start(args.review.schedule()?);

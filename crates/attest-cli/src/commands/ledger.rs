@@ -67,6 +67,7 @@ fn filter(args: &LedgerArgs) -> anyhow::Result<Filter> {
         level: args.level.clone(),
         since,
         action_id: args.action.clone(),
+        before: None,
     })
 }
 

@@ -52,7 +52,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Checkpoint(args) => checkpoint::run(&config, &args),
         Command::Anchor(args) => anchor::run(&config, &args),
         Command::Publish(args) => publish::run(&config, &args),
-        Command::Monitor(args) => monitor::run(&args),
+        Command::Monitor(args) => monitor::run(&config, &args),
         Command::Witness(args) => witness::run(&args),
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),

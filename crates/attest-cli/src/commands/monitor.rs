@@ -11,8 +11,9 @@ use attest_ledger::tiles::{
 use attest_ledger::{from_hex, to_hex, CheckpointBody, VerifierKey};
 
 use crate::cli_tiles::MonitorArgs;
-use crate::commands::tiles::open_store;
-use crate::config::{read_capped, trusted_keys};
+use crate::commands::tiles::{open_store, runtime};
+use crate::config::{read_capped, trusted_keys, Config};
+use crate::review::alerts::{Alert, Alerts};
 use crate::terminal::escape;
 
 /// What the monitor remembers: the last checkpoint it accepted.
@@ -25,17 +26,24 @@ struct State {
     note: String,
 }
 
-pub(crate) fn run(args: &MonitorArgs) -> anyhow::Result<ExitCode> {
+/// Follows the log; an alert is printed and sent through the configured notifiers.
+pub(crate) fn run(config: &Config, args: &MonitorArgs) -> anyhow::Result<ExitCode> {
     let trusted = trusted_keys(&args.trust)?;
     if trusted.is_empty() {
         anyhow::bail!("monitor needs the log's verifier key (--vkey, --vkey-file or ATTEST_VKEY)");
     }
+    let alerts = Alerts::new(config.notifiers()?);
     let store = open_store(&args.tiles)?;
     loop {
         match check_once(store.as_ref(), &trusted, &args.state)? {
             Ok(message) => eprintln!("attest: {message}"),
-            Err(alert) => {
-                println!("ALERT: {}: {}", escape(&store.describe()), escape(&alert));
+            Err(detail) => {
+                let log = store.describe();
+                println!("ALERT: {}: {}", escape(&log), escape(&detail));
+                if alerts.has_notifiers() {
+                    let notice = Alert::LogMisbehaved { log, detail }.notice();
+                    runtime()?.block_on(alerts.announce(&notice));
+                }
                 return Ok(ExitCode::from(1));
             }
         }

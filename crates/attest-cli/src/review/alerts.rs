@@ -1,17 +1,20 @@
-//! What review tells people without being asked: a broken chain, a digest.
+//! What review tells people without being asked: a broken chain, a published log that
+//! misbehaved (`attest monitor`), a digest.
 //!
-//! This is the hook for the configured notifiers. The approval notifiers
-//! (`attest_core::approvals::Notifier`) announce one approval request each and do not
-//! fit these messages; until the configuration file wires notifiers for alerts, an
-//! alert is written to standard error, and [`Alerts::with_sink`] takes any other sink.
+//! Each notice goes to standard error and through every configured notifier
+//! ([`attest_core::approvals::Notifier::announce`]: a Slack message, a signed webhook
+//! whose `type` names the notice, an e-mail). A notifier that fails is reported on
+//! standard error; the others still get the notice.
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use attest_core::approvals::{Notice, NoticeKind, Notifier};
+use serde_json::json;
+
+use super::digest::Digest;
 
 /// Something a person should hear about.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "alert", rename_all = "snake_case")]
+#[derive(Debug, Clone)]
 pub(crate) enum Alert {
     /// The background verifier found the chain broken.
     ChainBroken {
@@ -20,38 +23,108 @@ pub(crate) enum Alert {
         /// What is wrong there.
         detail: String,
     },
+    /// `attest monitor` found a published log misbehaving.
+    LogMisbehaved {
+        /// The log, as the monitor names it (a URL without credentials, or a directory).
+        log: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
-/// Where alerts go.
-pub(crate) type Sink = Arc<dyn Fn(&Alert) + Send + Sync>;
+impl Alert {
+    /// The notice the notifiers send.
+    pub(crate) fn notice(&self) -> Notice {
+        match self {
+            Alert::ChainBroken { seq, detail } => Notice {
+                kind: NoticeKind::ChainBroken,
+                title: format!("Attest: the ledger's chain is broken at seq {seq}"),
+                text: format!(
+                    "The background verifier found the ledger's chain broken at seq {seq}: \
+                     {detail}.\nRun `attest verify` to see every problem."
+                ),
+                data: json!({"seq": seq, "detail": detail}),
+            },
+            Alert::LogMisbehaved { log, detail } => Notice {
+                kind: NoticeKind::LogMisbehaved,
+                title: format!("Attest monitor: the log at {log} misbehaved"),
+                text: format!("attest monitor, following {log}:\n{detail}"),
+                data: json!({"log": log, "detail": detail}),
+            },
+        }
+    }
+}
 
-/// The alert hook.
-#[derive(Clone)]
+/// The notice for a digest: its text for people, its JSON (with the flags) for programs.
+pub(crate) fn digest_notice(digest: &Digest) -> Notice {
+    let flags = digest.flag_count;
+    Notice {
+        kind: NoticeKind::DigestReady,
+        title: format!(
+            "Attest digest: {} actions, {flags} flag{}",
+            digest.actions,
+            if flags == 1 { "" } else { "s" }
+        ),
+        text: super::render_text(digest),
+        data: serde_json::to_value(digest).unwrap_or_default(),
+    }
+}
+
+/// Where alerts go: standard error, and the configured notifiers.
+#[derive(Clone, Default)]
 pub(crate) struct Alerts {
-    sink: Sink,
+    notifiers: Arc<Vec<Arc<dyn Notifier>>>,
 }
 
-impl Default for Alerts {
-    /// Alerts on standard error.
-    fn default() -> Self {
-        Alerts::with_sink(Arc::new(|alert: &Alert| match alert {
-            Alert::ChainBroken { seq, detail } => {
-                eprintln!(
-                    "attest serve: ALERT: the ledger's chain is broken at seq {seq}: {detail}"
-                );
-            }
-        }))
+impl std::fmt::Debug for Alerts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Alerts")
+            .field("notifiers", &self.notifiers.len())
+            .finish()
     }
 }
 
 impl Alerts {
-    /// Alerts go to `sink`.
-    pub(crate) fn with_sink(sink: Sink) -> Alerts {
-        Alerts { sink }
+    /// Alerts go to standard error and through `notifiers`.
+    pub(crate) fn new(notifiers: Vec<Arc<dyn Notifier>>) -> Alerts {
+        Alerts {
+            notifiers: Arc::new(notifiers),
+        }
     }
 
-    /// Sends one alert.
+    /// Whether any notifier is configured.
+    pub(crate) fn has_notifiers(&self) -> bool {
+        !self.notifiers.is_empty()
+    }
+
+    /// Sends one alert: on standard error now, through the notifiers on the current
+    /// runtime (in the background).
     pub(crate) fn send(&self, alert: &Alert) {
-        (self.sink)(alert);
+        let notice = alert.notice();
+        eprintln!("attest serve: ALERT: {}", notice.title);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let alerts = self.clone();
+                runtime.spawn(async move { alerts.announce(&notice).await });
+            }
+            Err(_) => eprintln!("attest serve: no runtime to send the alert through notifiers"),
+        }
+    }
+
+    /// Sends `notice` through every notifier; returns how many failed (each is reported
+    /// on standard error).
+    pub(crate) async fn announce(&self, notice: &Notice) -> usize {
+        let mut failed = 0;
+        for notifier in self.notifiers.iter() {
+            if let Err(err) = notifier.announce(notice).await {
+                failed += 1;
+                eprintln!(
+                    "attest: the {} notice was not sent: {}",
+                    notice.kind.as_str(),
+                    crate::servers::chain(&err)
+                );
+            }
+        }
+        failed
     }
 }

@@ -15,6 +15,8 @@
 //!
 //! Every answer but the chain status and metrics is cached per write generation (the
 //! tip's seq): a poll with nothing new costs one primary-key lookup and a map lookup.
+//! An answer that needs the fold of rows' bodies ([`super::model`]) is cached once the
+//! fold has reached the generation; until then each poll folds a bounded share.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,7 +30,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::model::{ListKind, HOURS_KEPT};
+use super::model::{ListKind, ReadModel, FOLD_PER_POLL, HOURS_KEPT};
 use super::Review;
 use crate::servers::inbox::{approver, ApiError, InboxState};
 
@@ -99,11 +101,21 @@ async fn authorized(state: &Shared, headers: &HeaderMap) -> Result<Arc<Review>, 
         .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "the dashboard is not enabled"))
 }
 
-/// Answers `key` from the cache of the current generation, else computes it (after
-/// folding in the rows written since the last poll) and caches it.
+/// Whether an answer reads the fold of rows' bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// The counters and indexed columns only.
+    Columns,
+    /// The fold too: fold in a bounded share of new rows first.
+    Fold,
+}
+
+/// Answers `key` from the cache of the current generation, else computes it and caches
+/// it (an answer that reads the fold: once the fold has reached the generation).
 async fn cached(
     review: Arc<Review>,
     key: String,
+    reads: Reads,
     compute: impl FnOnce(&Review) -> Result<Value, ApiError> + Send + 'static,
 ) -> Result<Response, ApiError> {
     let answer = tokio::task::spawn_blocking(move || -> Result<(u64, Bytes), ApiError> {
@@ -114,14 +126,22 @@ async fn cached(
         if let Some(hit) = review.cache.get(generation, &key) {
             return Ok((generation, hit));
         }
-        review
-            .model
-            .catch_up(generation)
-            .map_err(|e| ApiError::internal(&e))?;
+        let complete = match reads {
+            Reads::Columns => true,
+            Reads::Fold => {
+                review
+                    .model
+                    .catch_up_at_most(generation, FOLD_PER_POLL)
+                    .map_err(|e| ApiError::internal(&e))?;
+                review.model.folded() >= generation
+            }
+        };
         let mut value = compute(&review)?;
         value["generation"] = json!(generation);
         let bytes = Bytes::from(serde_json::to_vec(&value).map_err(|e| ApiError::internal(&e))?);
-        review.cache.put(generation, key, bytes.clone());
+        if complete {
+            review.cache.put(generation, key, bytes.clone());
+        }
         Ok((generation, bytes))
     })
     .await
@@ -168,8 +188,12 @@ async fn summary(
     let now = SystemTime::now();
     let hour = super::rows::unix_secs(now) / 3_600;
     let store = state.attest.approvals().ok();
-    cached(review, format!("summary:{hours}:{hour}"), move |review| {
-        let mut value = review.model.summary(hours, now);
+    let key = format!("summary:{hours}:{hour}");
+    cached(review, key, Reads::Fold, move |review| {
+        let mut value = review
+            .model
+            .summary(hours, now)
+            .map_err(|e| ApiError::internal(&e))?;
         let pending = store.and_then(|s| s.pending().ok()).map(|p| p.len());
         value["pending_approvals"] = json!(pending);
         Ok(value)
@@ -196,16 +220,25 @@ async fn list(
         .unwrap_or(50)
         .clamp(1, MAX_PAGE);
     let key = format!("list:{}:{before:?}:{limit}", kind.as_str());
-    cached(review, key, move |review| {
-        let (seqs, total) = review.model.list_page(kind, before, limit);
-        let rows = review
+    let reads = if ReadModel::indexed(kind) {
+        Reads::Columns
+    } else {
+        Reads::Fold
+    };
+    cached(review, key, reads, move |review| {
+        let (rows, total) = review
             .model
-            .rows(&seqs)
+            .list_page(kind, before, limit)
             .map_err(|e| ApiError::internal(&e))?;
-        let next = (seqs.len() == limit)
-            .then(|| seqs.last().copied())
+        let next = (rows.len() == limit)
+            .then(|| rows.last().map(|r| r.seq))
             .flatten();
-        Ok(json!({"list": kind.as_str(), "total": total, "rows": rows, "next_before": next}))
+        let mut page =
+            json!({"list": kind.as_str(), "total": total, "rows": rows, "next_before": next});
+        if reads == Reads::Fold {
+            page["folded_through"] = json!(review.model.folded());
+        }
+        Ok(page)
     })
     .await
 }
@@ -219,15 +252,20 @@ async fn runs(
     let limit = number::<usize>(&query, "limit")?
         .unwrap_or(20)
         .clamp(1, MAX_PAGE);
-    cached(review, format!("runs:{limit}"), move |review| {
-        let runs: Vec<Value> = review
-            .model
-            .recent_runs(limit)
-            .into_iter()
-            .map(|(run, actions)| json!({"run_id": run, "rows": actions}))
-            .collect();
-        Ok(json!({"runs": runs}))
-    })
+    cached(
+        review,
+        format!("runs:{limit}"),
+        Reads::Fold,
+        move |review| {
+            let runs: Vec<Value> = review
+                .model
+                .recent_runs(limit)
+                .into_iter()
+                .map(|(run, actions)| json!({"run_id": run, "rows": actions}))
+                .collect();
+            Ok(json!({"runs": runs}))
+        },
+    )
     .await
 }
 
@@ -237,16 +275,19 @@ async fn run(
     Path(run): Path<String>,
 ) -> Result<Response, ApiError> {
     let review = authorized(&state, &headers).await?;
-    cached(review, format!("run:{run}"), move |review| {
-        let seqs = review.model.run(&run).ok_or_else(|| {
-            ApiError::new(StatusCode::NOT_FOUND, "no such run among the recent ones")
-        })?;
-        let rows = review
-            .model
-            .rows(&seqs)
-            .map_err(|e| ApiError::internal(&e))?;
-        Ok(json!({"run_id": run, "rows": rows}))
-    })
+    cached(
+        review,
+        format!("run:{run}"),
+        Reads::Columns,
+        move |review| {
+            let rows = review.model.run(&run).map_err(|e| ApiError::internal(&e))?;
+            if rows.is_empty() {
+                return Err(ApiError::new(StatusCode::NOT_FOUND, "no such run"));
+            }
+            let truncated = rows.len() >= super::model::RUN_ROWS_SHOWN;
+            Ok(json!({"run_id": run, "rows": rows, "truncated": truncated}))
+        },
+    )
     .await
 }
 
@@ -259,18 +300,16 @@ async fn row(
     let seq: u64 = seq
         .parse()
         .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "seq must be a whole number"))?;
-    cached(review, format!("row:{seq}"), move |review| {
+    cached(review, format!("row:{seq}"), Reads::Columns, move |review| {
         let ledger = review.model.ledger();
         let mut found = None;
         ledger
-            .for_each_row(seq, |row| {
-                if row.seq == seq {
-                    found = Some((
-                        serde_json::from_slice::<Value>(row.body).unwrap_or(Value::Null),
-                        attest_ledger::to_hex(&attest_ledger::entry_hash(row.body)),
-                    ));
-                }
-                Ok(false)
+            .for_each_row_at(&[seq], |row| {
+                found = Some((
+                    serde_json::from_slice::<Value>(row.body).unwrap_or(Value::Null),
+                    attest_ledger::to_hex(&attest_ledger::entry_hash(row.body)),
+                ));
+                Ok(())
             })
             .map_err(|e| ApiError::internal(&e))?;
         let (entry, hash) =
@@ -301,9 +340,11 @@ async fn metrics(State(state): State<Shared>, headers: HeaderMap) -> Result<Resp
             .model
             .generation()
             .map_err(|e| ApiError::internal(&e))?;
+        // A bounded share, so a scrape never waits for a whole chain: the action
+        // counters rise to the ledger's as the background fold goes on.
         review
             .model
-            .catch_up(generation)
+            .catch_up_at_most(generation, FOLD_PER_POLL)
             .map_err(|e| ApiError::internal(&e))?;
         let status = review.verifier.status();
         let secs = |ts: &Option<String>| {

@@ -1,24 +1,25 @@
-//! The dashboard's read model: counters per hour by decision, level and system, the
-//! reviewer's lists and the recent runs, folded in from the ledger one new row at a
-//! time (by seq, in bounded batches) and kept in memory.
+//! The dashboard's read model.
 //!
-//! A poll first reads the tip's seq (one primary-key lookup). That seq is the write
-//! generation: when it has not moved, nothing is read and cached answers are served.
-//! When it has, only the rows after the last one folded in are read, in batches of
-//! [`BATCH`] on the model's own read-only connection (WAL readers never block the
-//! writer). Memory is bounded: [`HOURS_KEPT`] hours of per-hour counters, the newest
-//! [`LIST_KEPT`] seqs of each list, [`RUNS_KEPT`] runs of at most [`RUN_ROWS_KEPT`]
-//! rows, and at most [`OPEN_KEPT`] open intents and held requests.
+//! Counts come from the counters the ledger keeps with each entry
+//! ([`Ledger::counts`]: totals by decision, level and system, decisions per hour), not
+//! from rows. Lists whose rows the indexed columns name (refused: `decision`,
+//! `unverified`: `level`) and the run view (`run`, indexed) are keyset pages, one
+//! bounded query each, with totals from the counters.
 //!
-//! Counting at write time instead (a counters table updated in the append's own
-//! transaction) belongs to the store; where it exists, [`ReadModel::summary`]'s totals and
-//! per-hour figures read it instead of folding rows, and the lists read indexed columns.
+//! What the columns do not carry (a confirm outcome, an execution status, an open
+//! intent or held request, recent runs) is folded in from the rows' bodies, one new row
+//! at a time in batches of [`BATCH`], on the model's own read-only connection: once in
+//! the background when `attest serve` starts, then incrementally. A poll folds at most
+//! [`FOLD_PER_POLL`] rows itself, so it never waits for a whole chain; until the fold
+//! reaches the tip, those lists say how far it got (`folded_through`). Memory is
+//! bounded: the newest [`LIST_KEPT`] seqs of each list, [`RUNS_KEPT`] runs, and at most
+//! [`OPEN_KEPT`] open intents and held requests.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use attest_ledger::{Ledger, LedgerError};
+use attest_ledger::{Filter, Ledger, LedgerError};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -26,14 +27,16 @@ use super::rows::{unix_secs, RowView};
 
 /// Rows read per batch while catching up.
 pub(crate) const BATCH: usize = 2_000;
-/// Hours of per-hour counters kept (two weeks).
+/// The most rows one poll folds in itself (the background fill does the rest).
+pub(crate) const FOLD_PER_POLL: u64 = 20_000;
+/// Hours of per-hour counts a summary may ask for (two weeks).
 pub(crate) const HOURS_KEPT: usize = 14 * 24;
-/// The newest seqs kept per list.
+/// The newest seqs kept per folded list.
 pub(crate) const LIST_KEPT: usize = 500;
-/// Runs kept for the run view (the most recently active).
+/// Runs kept for the list of recent runs (the most recently active).
 pub(crate) const RUNS_KEPT: usize = 1_000;
-/// Rows kept per run.
-pub(crate) const RUN_ROWS_KEPT: usize = 2_000;
+/// The most rows the run view shows (the run's newest).
+pub(crate) const RUN_ROWS_SHOWN: usize = 2_000;
 /// Open intents and held requests tracked.
 pub(crate) const OPEN_KEPT: usize = 10_000;
 
@@ -84,31 +87,14 @@ impl ListKind {
     }
 }
 
-/// Counts by decision, level and system.
+/// Entries by decision, level and system, from the ledger's counters. Stage rows (an
+/// intent, an ask still pending) are entries too: each counts once.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Counts {
-    pub(crate) actions: u64,
+    pub(crate) entries: u64,
     pub(crate) decision: BTreeMap<String, u64>,
     pub(crate) level: BTreeMap<String, u64>,
     pub(crate) system: BTreeMap<String, u64>,
-}
-
-impl Counts {
-    fn add(&mut self, decision: &str, level: &str, system: &str) {
-        self.actions += 1;
-        bump(&mut self.decision, decision);
-        bump(&mut self.level, level);
-        bump(&mut self.system, system);
-    }
-}
-
-fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
-    match map.get_mut(key) {
-        Some(n) => *n += 1,
-        None => {
-            map.insert(key.to_owned(), 1);
-        }
-    }
 }
 
 /// One action as it is folded in: what the counters and metrics see.
@@ -126,13 +112,12 @@ pub(crate) type FoldHook = Box<dyn Fn(Folded<'_>) + Send + Sync>;
 struct State {
     /// The highest seq folded in.
     seen: u64,
-    totals: Counts,
-    hours: BTreeMap<u64, Counts>,
     lists: HashMap<ListKind, VecDeque<u64>>,
     list_totals: HashMap<ListKind, u64>,
     /// Open intents and held requests: action id -> seq.
     open: HashMap<ListKind, BTreeMap<String, u64>>,
-    runs: HashMap<String, Vec<u64>>,
+    /// Runs: run id -> (last seq, rows).
+    runs: HashMap<String, (u64, u64)>,
     /// Runs by last activity, oldest first (may hold stale duplicates).
     run_order: VecDeque<(u64, String)>,
 }
@@ -192,18 +177,28 @@ impl ReadModel {
         Ok(self.ledger.tip()?.map_or(0, |(seq, _)| seq))
     }
 
+    /// How far the fold has read.
+    pub(crate) fn folded(&self) -> u64 {
+        self.lock().seen
+    }
+
     /// Folds in every row after the last one seen, up to `generation`; returns how many
     /// rows were read.
     pub(crate) fn catch_up(&self, generation: u64) -> Result<u64, LedgerError> {
+        self.catch_up_at_most(generation, u64::MAX)
+    }
+
+    /// Like [`ReadModel::catch_up`], stopping after about `most` rows (whole batches).
+    pub(crate) fn catch_up_at_most(&self, generation: u64, most: u64) -> Result<u64, LedgerError> {
         let mut read = 0;
         loop {
             let from = self.lock().seen + 1;
-            if from > generation {
+            if from > generation || read >= most {
                 return Ok(read);
             }
             let mut batch = Vec::with_capacity(BATCH);
             self.ledger.for_each_row(from, |row| {
-                batch.push((row.seq, row.ts.to_owned(), row.body.to_vec()));
+                batch.push((row.seq, row.body.to_vec()));
                 Ok(batch.len() < BATCH)
             })?;
             if batch.is_empty() {
@@ -212,7 +207,7 @@ impl ReadModel {
                 return Ok(read);
             }
             let mut state = self.lock();
-            for (seq, _, body) in &batch {
+            for (seq, body) in &batch {
                 if *seq > state.seen {
                     self.fold(&mut state, *seq, body);
                     state.seen = *seq;
@@ -252,18 +247,6 @@ impl ReadModel {
         } else {
             row.level()
         };
-        state.totals.add(&row.decision, level, &row.system);
-        if let Some(at) = row.happened() {
-            let hour = unix_secs(at) / 3_600;
-            state
-                .hours
-                .entry(hour)
-                .or_default()
-                .add(&row.decision, level, &row.system);
-            while state.hours.len() > HOURS_KEPT {
-                state.hours.pop_first();
-            }
-        }
         if let Some(hook) = &self.hook {
             hook(Folded {
                 decision: &row.decision,
@@ -273,12 +256,10 @@ impl ReadModel {
         }
         let confirm = row.confirm_outcome();
         let kinds = [
-            (ListKind::Refused, row.decision == "refuse"),
             (
                 ListKind::Rejected,
                 confirm == "rejected" || confirm == "expired",
             ),
-            (ListKind::Unverified, level == "unverified"),
             (ListKind::Failed, status == "failed"),
         ];
         for (kind, hit) in kinds {
@@ -293,72 +274,144 @@ impl ReadModel {
         }
     }
 
-    /// The counters: totals, the last `hours` hours (up to the newest), list sizes.
-    pub(crate) fn summary(&self, hours: usize, now: SystemTime) -> Value {
-        let state = self.lock();
+    /// The counters: totals and the last `hours` hours (up to the one holding `now`) from
+    /// the ledger's counters, list sizes.
+    pub(crate) fn summary(&self, hours: usize, now: SystemTime) -> Result<Value, LedgerError> {
+        let counts = self.ledger.counts()?;
         let newest = unix_secs(now) / 3_600;
-        let first = newest.saturating_sub(hours.min(HOURS_KEPT) as u64 - 1);
+        let first = newest.saturating_sub(hours.clamp(1, HOURS_KEPT) as u64 - 1);
         let per_hour: Vec<Value> = (first..=newest)
             .map(|hour| {
-                let counts = state.hours.get(&hour).cloned().unwrap_or_default();
+                let start = attest_ledger::format_ts(
+                    SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(hour * 3_600),
+                );
+                // The counters' hour key: `2026-12-01T09`.
+                let decision = start
+                    .get(..13)
+                    .and_then(|key| counts.by_hour.get(key))
+                    .cloned()
+                    .unwrap_or_default();
                 json!({
-                    "hour": attest_ledger::format_ts(
-                        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(hour * 3_600)
-                    ),
-                    "counts": counts,
+                    "hour": start,
+                    "counts": {"entries": decision.values().sum::<u64>(), "decision": decision},
                 })
             })
             .collect();
         let lists: BTreeMap<&str, u64> = ListKind::ALL
             .iter()
-            .map(|&kind| (kind.as_str(), list_total(&state, kind)))
+            .map(|&kind| (kind.as_str(), self.list_total(kind, &counts)))
             .collect();
-        json!({
-            "seen": state.seen,
-            "totals": state.totals,
+        let state = self.lock();
+        Ok(json!({
+            "totals": Counts {
+                entries: counts.total,
+                decision: counts.by_decision,
+                level: counts.by_level,
+                system: counts.by_system,
+            },
             "hours": per_hour,
             "lists": lists,
             "runs": state.runs.len(),
-        })
+            "folded_through": state.seen,
+        }))
     }
 
-    /// The seqs of list `kind`, newest first, below `before` (keyset), at most `limit`;
+    /// Whether list `kind` is read from the indexed columns (else from the fold).
+    pub(crate) fn indexed(kind: ListKind) -> bool {
+        matches!(kind, ListKind::Refused | ListKind::Unverified)
+    }
+
+    fn list_total(&self, kind: ListKind, counts: &attest_ledger::Counts) -> u64 {
+        let count = |map: &BTreeMap<String, u64>, key: &str| map.get(key).copied().unwrap_or(0);
+        match kind {
+            ListKind::Refused => count(&counts.by_decision, "refuse"),
+            ListKind::Unverified => count(&counts.by_level, "unverified"),
+            ListKind::Intents | ListKind::Held => {
+                self.lock().open.get(&kind).map_or(0, |m| m.len() as u64)
+            }
+            ListKind::Rejected | ListKind::Failed => {
+                self.lock().list_totals.get(&kind).copied().unwrap_or(0)
+            }
+        }
+    }
+
+    /// List `kind`, newest first, below seq `before` (keyset), at most `limit` rows;
     /// and the list's total.
     pub(crate) fn list_page(
         &self,
         kind: ListKind,
         before: Option<u64>,
         limit: usize,
-    ) -> (Vec<u64>, u64) {
-        let state = self.lock();
-        let below = |seq: &u64| before.is_none_or(|b| *seq < b);
+    ) -> Result<(Vec<RowItem>, u64), LedgerError> {
         let seqs: Vec<u64> = match kind {
+            ListKind::Refused | ListKind::Unverified => {
+                let mut filter = Filter {
+                    before,
+                    ..Filter::default()
+                };
+                if kind == ListKind::Refused {
+                    filter.decision = Some("refuse".to_owned());
+                } else {
+                    filter.level = Some("unverified".to_owned());
+                }
+                self.ledger
+                    .list_filtered(&filter, limit)?
+                    .into_iter()
+                    .map(|row| row.seq)
+                    .collect()
+            }
             ListKind::Intents | ListKind::Held => {
+                let state = self.lock();
                 let mut seqs: Vec<u64> = state
                     .open
                     .get(&kind)
-                    .map(|m| m.values().copied().filter(below).collect())
+                    .map(|m| {
+                        m.values()
+                            .copied()
+                            .filter(|&seq| below(seq, before))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 seqs.sort_unstable_by(|a, b| b.cmp(a));
                 seqs.truncate(limit);
                 seqs
             }
-            _ => state
+            ListKind::Rejected | ListKind::Failed => self
+                .lock()
                 .lists
                 .get(&kind)
-                .map(|l| l.iter().rev().copied().filter(below).take(limit).collect())
+                .map(|l| {
+                    l.iter()
+                        .rev()
+                        .copied()
+                        .filter(|&seq| below(seq, before))
+                        .take(limit)
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
-        (seqs, list_total(&state, kind))
+        let total = self.list_total(kind, &self.ledger.counts()?);
+        Ok((self.rows(&seqs)?, total))
     }
 
-    /// The seqs of run `run`, in order, if the model keeps it.
-    pub(crate) fn run(&self, run: &str) -> Option<Vec<u64>> {
-        self.lock().runs.get(run).cloned()
+    /// Run `run`'s newest [`RUN_ROWS_SHOWN`] rows, in order (from the `run` index).
+    pub(crate) fn run(&self, run: &str) -> Result<Vec<RowItem>, LedgerError> {
+        let filter = Filter {
+            run: Some(run.to_owned()),
+            ..Filter::default()
+        };
+        let mut seqs: Vec<u64> = self
+            .ledger
+            .list_filtered(&filter, RUN_ROWS_SHOWN)?
+            .into_iter()
+            .map(|row| row.seq)
+            .collect();
+        seqs.reverse();
+        self.rows(&seqs)
     }
 
-    /// The newest runs, most recently active first, at most `limit`.
-    pub(crate) fn recent_runs(&self, limit: usize) -> Vec<(String, usize)> {
+    /// The newest runs, most recently active first, at most `limit`, with their rows.
+    pub(crate) fn recent_runs(&self, limit: usize) -> Vec<(String, u64)> {
         let state = self.lock();
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
@@ -367,49 +420,41 @@ impl ReadModel {
                 break;
             }
             if seen.insert(run.as_str()) {
-                if let Some(rows) = state.runs.get(run) {
-                    out.push((run.clone(), rows.len()));
+                if let Some(&(_, rows)) = state.runs.get(run) {
+                    out.push((run.clone(), rows));
                 }
             }
         }
         out
     }
 
-    /// The rows at `seqs` (point reads by primary key), in the order given.
+    /// The rows at `seqs` (point reads by seq), in the order given.
     pub(crate) fn rows(&self, seqs: &[u64]) -> Result<Vec<RowItem>, LedgerError> {
         let mut out = Vec::with_capacity(seqs.len());
-        for &seq in seqs {
-            let mut item = None;
-            self.ledger.for_each_row(seq, |row| {
-                if row.seq == seq {
-                    item = RowView::parse(row.body).map(|view| RowItem {
-                        seq,
-                        ts: row.ts.to_owned(),
-                        hash: attest_ledger::to_hex(&attest_ledger::entry_hash(row.body)),
-                        action_id: view.action_id.to_string(),
-                        agent: view.agent.as_deref().map(str::to_owned),
-                        system: view.system.to_string(),
-                        verb: view.verb.to_string(),
-                        target: view.target.as_deref().map(str::to_owned),
-                        decision: view.decision.to_string(),
-                        confirm: view.confirm_outcome().to_owned(),
-                        status: view.status().to_owned(),
-                        level: view.level().to_owned(),
-                    });
-                }
-                Ok(false)
-            })?;
-            out.extend(item);
-        }
+        self.ledger.for_each_row_at(seqs, |row| {
+            out.extend(RowView::parse(row.body).map(|view| RowItem {
+                seq: row.seq,
+                ts: row.ts.to_owned(),
+                hash: attest_ledger::to_hex(&attest_ledger::entry_hash(row.body)),
+                action_id: view.action_id.to_string(),
+                agent: view.agent.as_deref().map(str::to_owned),
+                system: view.system.to_string(),
+                verb: view.verb.to_string(),
+                target: view.target.as_deref().map(str::to_owned),
+                decision: view.decision.to_string(),
+                confirm: view.confirm_outcome().to_owned(),
+                status: view.status().to_owned(),
+                level: view.level().to_owned(),
+            }));
+            Ok(())
+        })?;
         Ok(out)
     }
 }
 
-fn list_total(state: &State, kind: ListKind) -> u64 {
-    match kind {
-        ListKind::Intents | ListKind::Held => state.open.get(&kind).map_or(0, |m| m.len() as u64),
-        _ => state.list_totals.get(&kind).copied().unwrap_or(0),
-    }
+/// Whether `seq` is on a page that ends before `before`.
+fn below(seq: u64, before: Option<u64>) -> bool {
+    before.is_none_or(|b| seq < b)
 }
 
 fn open_item(state: &mut State, kind: ListKind, id: &str, seq: u64) {
@@ -425,25 +470,145 @@ fn open_item(state: &mut State, kind: ListKind, id: &str, seq: u64) {
 }
 
 fn remember_run(state: &mut State, run: &str, seq: u64) {
-    match state.runs.get_mut(run) {
-        Some(rows) => {
-            if rows.len() < RUN_ROWS_KEPT {
-                rows.push(seq);
-            }
-        }
-        None => {
-            state.runs.insert(run.to_owned(), vec![seq]);
-        }
-    }
+    let entry = state.runs.entry(run.to_owned()).or_insert((seq, 0));
+    *entry = (seq, entry.1 + 1);
     state.run_order.push_back((seq, run.to_owned()));
     // Forget the least recently active runs; stale order entries are skipped.
     while state.runs.len() > RUNS_KEPT || state.run_order.len() > RUNS_KEPT * 4 {
         let Some((at, oldest)) = state.run_order.pop_front() else {
             break;
         };
-        let last = state.runs.get(&oldest).and_then(|r| r.last().copied());
+        let last = state.runs.get(&oldest).map(|&(last, _)| last);
         if last == Some(at) && state.runs.len() > RUNS_KEPT {
             state.runs.remove(&oldest);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use attest_ledger::{LedgerOptions, Record};
+
+    use super::*;
+
+    /// One row: `(run, decision, status, level, confirm)`.
+    fn record(n: u64, row: (Option<&str>, &str, &str, Option<&str>, Option<&str>)) -> Record {
+        let (run, decision, status, level, confirm) = row;
+        serde_json::from_value(json!({
+            "action_id": format!("a{n}"),
+            "run_id": run,
+            "agent": "bot",
+            "system": if decision == "refuse" { "stripe" } else { "gmail" },
+            "verb": "send",
+            "target_class": "internal",
+            "source": "manual",
+            "decision": decision,
+            "tier": "high",
+            "reasons": [],
+            "rules_fired": [],
+            "params_hash": "00",
+            "params_preview": {},
+            "confirm": confirm.map(|outcome| json!({"outcome": outcome})),
+            "execution": {"status": status},
+            "verification": level.map(|level| json!({"level": level, "method": "ack"})),
+        }))
+        .unwrap()
+    }
+
+    /// Writes known rows into `ledger` and checks what the model answers.
+    fn the_model_answers_from_counters_and_indexed_columns(ledger: Ledger) {
+        let rows = [
+            (Some("r1"), "act", "ok", Some("verified"), None),
+            (Some("r1"), "refuse", "not_run", None, None),
+            (None, "act", "ok", Some("unverified"), None),
+            (None, "ask", "not_run", None, Some("rejected")),
+            (None, "act", "failed", None, None),
+            (None, "act", attest_core::INTENT, None, None),
+            (Some("r1"), "act", "ok", Some("verified"), None),
+            (None, "refuse", "not_run", None, None),
+        ];
+        for (n, row) in rows.into_iter().enumerate() {
+            ledger.append(&record(n as u64 + 1, row)).unwrap();
+        }
+        let model = ReadModel::new(Arc::new(ledger), None);
+        let generation = model.generation().unwrap();
+        assert_eq!(generation, 8);
+        // Counts and the indexed lists need no fold.
+        let summary = model.summary(24, SystemTime::now()).unwrap();
+        assert_eq!(summary["totals"]["entries"], 8, "{summary:#}");
+        assert_eq!(summary["totals"]["decision"]["act"], 5);
+        assert_eq!(summary["totals"]["decision"]["refuse"], 2);
+        assert_eq!(summary["totals"]["system"]["stripe"], 2);
+        assert_eq!(summary["hours"][23]["counts"]["entries"], 8);
+        assert_eq!(summary["lists"]["refused"], 2);
+        assert_eq!(summary["lists"]["unverified"], 1);
+        let seqs = |rows: Vec<RowItem>| rows.iter().map(|r| r.seq).collect::<Vec<_>>();
+        let (page, total) = model.list_page(ListKind::Refused, None, 1).unwrap();
+        assert_eq!((seqs(page), total), (vec![8], 2));
+        let (page, _) = model.list_page(ListKind::Refused, Some(8), 1).unwrap();
+        assert_eq!(seqs(page), [2]);
+        let (page, _) = model.list_page(ListKind::Unverified, None, 50).unwrap();
+        assert_eq!(seqs(page), [3]);
+        let run = model.run("r1").unwrap();
+        assert_eq!(seqs(run.clone()), [1, 2, 7]);
+        assert_eq!(run[1].decision, "refuse");
+        assert_eq!(run[0].hash.len(), 64);
+        assert!(model.run("r2").unwrap().is_empty());
+        assert_eq!(seqs(model.rows(&[7, 99, 1]).unwrap()), [7, 1]);
+        // The body-only lists come from the fold, in bounded shares.
+        let (page, total) = model.list_page(ListKind::Rejected, None, 50).unwrap();
+        assert_eq!((seqs(page), total), (vec![], 0));
+        assert_eq!(model.catch_up_at_most(generation, 1).unwrap(), 8);
+        assert_eq!(model.folded(), 8);
+        for (kind, seq) in [
+            (ListKind::Rejected, 4),
+            (ListKind::Failed, 5),
+            (ListKind::Intents, 6),
+        ] {
+            let (page, total) = model.list_page(kind, None, 50).unwrap();
+            assert_eq!((seqs(page), total), (vec![seq], 1), "{kind:?}");
+        }
+        assert_eq!(model.recent_runs(10), [("r1".to_owned(), 3)]);
+    }
+
+    fn create() -> LedgerOptions {
+        LedgerOptions {
+            create: true,
+            ..LedgerOptions::default()
+        }
+    }
+
+    #[test]
+    fn on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path().join("ledger.sqlite"), create()).unwrap();
+        the_model_answers_from_counters_and_indexed_columns(ledger);
+    }
+
+    /// On PostgreSQL (a database of its own on 127.0.0.1:5432, `ATTEST_TEST_PG` for
+    /// another server): skipped when none answers, unless `ATTEST_REQUIRE_PEERS` is set.
+    #[test]
+    fn on_postgres() {
+        let server = std::env::var("ATTEST_TEST_PG")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned());
+        let mut admin = match postgres::Client::connect(&format!("{server}/test"), postgres::NoTls)
+        {
+            Ok(client) => client,
+            Err(err) if std::env::var_os("ATTEST_REQUIRE_PEERS").is_some() => {
+                panic!("no PostgreSQL at {server}: {err}")
+            }
+            Err(_) => return,
+        };
+        let name = format!("attest_review_model_{}", std::process::id());
+        let drop = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+        admin.batch_execute(&drop).unwrap();
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        let url = format!("{server}/{name}");
+        the_model_answers_from_counters_and_indexed_columns(
+            Ledger::open_location(&url, create()).unwrap(),
+        );
+        admin.batch_execute(&drop).unwrap();
     }
 }

@@ -22,13 +22,17 @@ use super::alerts::{Alert, Alerts};
 /// Rows per batch.
 pub(crate) const BATCH: usize = 2_000;
 
-/// How often the verifier runs.
+/// What `attest serve` runs on a schedule: the verifier, and the digest.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Schedule {
     /// Between checks of new entries.
     pub(crate) incremental: Duration,
     /// Between passes over the whole chain.
     pub(crate) full: Duration,
+    /// Between digests sent through the notifiers (none when not set).
+    pub(crate) digest: Option<Duration>,
+    /// How much history a scheduled digest compares with.
+    pub(crate) digest_baseline: Duration,
 }
 
 /// What the verifier knows of the chain.

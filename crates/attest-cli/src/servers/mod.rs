@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use attest_core::approvals::{
-    ApprovalRequest, ApprovalStore, Notifier, NotifyError, ResumeToken, StoreGate,
+    ApprovalRequest, ApprovalStore, Notice, Notifier, NotifyError, ResumeToken, StoreGate,
 };
 use attest_core::{AttestError, AutoGate, Gate, GateDecision, Receipt};
 use attest_policy::{Action, Verdict};
@@ -107,6 +107,11 @@ impl Notifier for WaitNotice {
 
     async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
         eprintln!("{}", wait_notice(request, self.wait));
+        Ok(())
+    }
+
+    async fn announce(&self, notice: &Notice) -> Result<(), NotifyError> {
+        eprintln!("attest: {}", crate::terminal::escape(&notice.title));
         Ok(())
     }
 }

@@ -52,23 +52,23 @@ async fn the_dashboard_shows_counts_lists_and_a_run() {
     )
     .await;
 
-    // Counts, from the read model.
+    // Counts, from the ledger's counters.
     let total =
         |key: &str| format!("document.querySelector('[data-total=\"{key}\"] b').textContent");
     assert_eq!(
-        cdp.eval(&session, &total("actions")).await,
-        json!(known.actions.to_string())
+        cdp.eval(&session, &total("entries")).await,
+        json!(known.entries.to_string())
     );
     assert_eq!(
         cdp.eval(&session, &total("decision.refuse")).await,
         json!("1")
     );
-    assert_eq!(cdp.eval(&session, &total("decision.act")).await, json!("6"));
-    // The hourly chart's bars add up to the actions.
+    assert_eq!(cdp.eval(&session, &total("decision.act")).await, json!("8"));
+    // The hourly chart's bars add up to the entries.
     let charted = cdp
         .eval(&session, "[...document.querySelectorAll('#chart-decision rect')].reduce((n, r) => n + Number(r.dataset.count), 0)")
         .await;
-    assert_eq!(charted, json!(known.actions));
+    assert_eq!(charted, json!(known.entries));
     let stripe = cdp
         .eval(
             &session,

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::{attest, expect_ok};
 
 /// The digest's window ends here (a midnight, UTC).
-const UNTIL: &str = "2026-11-30T00:00:00Z";
+pub(crate) const UNTIL: &str = "2026-11-30T00:00:00Z";
 const DAY: u64 = 86_400;
 const HOUR: u64 = 3_600;
 
@@ -86,7 +86,7 @@ impl Act<'_> {
 }
 
 /// Appends `(seconds before UNTIL, action)` pairs, oldest first.
-fn write_ledger(path: &Path, mut actions: Vec<(u64, Act<'_>)>) {
+pub(crate) fn write_ledger(path: &Path, mut actions: Vec<(u64, Act<'_>)>) {
     let until = humantime::parse_rfc3339(UNTIL).unwrap();
     let now = Arc::new(Mutex::new(until));
     let ledger = Ledger::open(
@@ -108,7 +108,7 @@ fn write_ledger(path: &Path, mut actions: Vec<(u64, Act<'_>)>) {
 
 /// 28 days of office hours for `agent`: ten internal gmail sends a day between 09:00
 /// and 17:59 UTC, one of them external.
-fn history(agent: &str) -> Vec<(u64, Act<'_>)> {
+pub(crate) fn history(agent: &str) -> Vec<(u64, Act<'_>)> {
     let mut out = Vec::new();
     for day in 2..=29u64 {
         for i in 0..10u64 {
@@ -124,7 +124,7 @@ fn history(agent: &str) -> Vec<(u64, Act<'_>)> {
 }
 
 /// The last day: `count` normal actions in office hours.
-fn office_day(agent: &str, count: u64) -> Vec<(u64, Act<'_>)> {
+pub(crate) fn office_day(agent: &str, count: u64) -> Vec<(u64, Act<'_>)> {
     (0..count)
         .map(|i| (DAY - (9 + i % 9) * HOUR - (i % 50) * 60, Act::normal(agent)))
         .collect()

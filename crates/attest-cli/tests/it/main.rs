@@ -4,6 +4,7 @@
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod alerts;
 pub(crate) mod approvals;
 mod bad_input;
 mod config;
@@ -20,13 +21,13 @@ mod inbox_browser;
 pub(crate) mod mcp;
 mod mcp_frames;
 mod mcp_remote;
-mod notify;
+pub(crate) mod notify;
 mod ocsf;
 mod policy;
 mod postgres;
 mod readme;
 mod recipes;
-mod review;
+pub(crate) mod review;
 mod surfaces;
 mod tamper;
 mod tiles;

@@ -31,7 +31,7 @@ policies:
 
 /// A webhook receiver on 127.0.0.1: each POST /hook is sent down the channel as
 /// (timestamp header, signature header, body).
-async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, String, Bytes)>) {
+pub(crate) async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, String, Bytes)>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let app = axum::Router::new().route(
         "/hook",

@@ -16,6 +16,9 @@ use crate::{ledger_file, python};
 
 /// What the known ledger holds, and what the dashboard must count.
 pub(crate) struct Known {
+    /// Entries, stage rows included (the counters count each once).
+    pub(crate) entries: u64,
+    /// Actions: entries but the stage rows (what `/metrics` counts).
     pub(crate) actions: u64,
     pub(crate) refused: u64,
     pub(crate) rejected: u64,
@@ -116,7 +119,8 @@ pub(crate) fn known_ledger(dir: &Path) -> Known {
         ledger.append(row).unwrap();
     }
     Known {
-        // Stage rows (the pending ask, the two intents) are not actions.
+        // Eight actions and three stage rows (the pending ask, the two intents).
+        entries: 11,
         actions: 8,
         refused: 1,
         rejected: 1,
@@ -170,15 +174,15 @@ async fn the_dashboard_api_counts_lists_and_shows_a_run_and_a_row_with_its_proof
         );
     }
     let summary = get_json(&server, "/api/review/summary?hours=24", &token).await;
-    assert_eq!(summary["totals"]["actions"], known.actions, "{summary:#}");
+    assert_eq!(summary["totals"]["entries"], known.entries, "{summary:#}");
     assert_eq!(summary["totals"]["decision"]["refuse"], 1);
-    assert_eq!(summary["totals"]["decision"]["ask"], 1);
-    assert_eq!(summary["totals"]["decision"]["act"], 6);
+    assert_eq!(summary["totals"]["decision"]["ask"], 2);
+    assert_eq!(summary["totals"]["decision"]["act"], 8);
     assert_eq!(summary["totals"]["level"]["unverified"], 1);
     assert_eq!(summary["totals"]["system"]["stripe"], 2);
     assert_eq!(summary["hours"].as_array().unwrap().len(), 24);
     let this_hour = summary["hours"].as_array().unwrap().last().unwrap();
-    assert_eq!(this_hour["counts"]["actions"], known.actions, "{summary:#}");
+    assert_eq!(this_hour["counts"]["entries"], known.entries, "{summary:#}");
     for (list, total) in [
         ("refused", known.refused),
         ("rejected", known.rejected),
@@ -239,7 +243,7 @@ async fn the_dashboard_api_counts_lists_and_shows_a_run_and_a_row_with_its_proof
         .unwrap();
     let later = get_json(&server, "/api/review/summary?hours=24", &token).await;
     assert_eq!(later["generation"], 12);
-    assert_eq!(later["totals"]["actions"], known.actions + 1);
+    assert_eq!(later["totals"]["entries"], known.entries + 1);
 }
 
 /// Parses `text` with the Prometheus client's parsers (OpenMetrics, and the classic

@@ -13,7 +13,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::Value;
 
 use super::webhook::links;
-use super::{ApprovalRequest, LinkSigner, Notifier, NotifyError, Secret};
+use super::{ApprovalRequest, LinkSigner, Notice, Notifier, NotifyError, Secret};
 
 /// How long one SMTP exchange may take.
 const SMTP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -188,6 +188,18 @@ impl Notifier for EmailNotifier {
 
     async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
         let (subject, body) = self.compose(request)?;
+        self.send(subject, body).await
+    }
+
+    async fn announce(&self, notice: &Notice) -> Result<(), NotifyError> {
+        self.send(one_line(&notice.title), notice.text.clone())
+            .await
+    }
+}
+
+impl EmailNotifier {
+    /// Mails `body` under `subject` to every recipient.
+    async fn send(&self, subject: String, body: String) -> Result<(), NotifyError> {
         let mut message = Message::builder()
             .from(self.from.clone())
             .subject(subject)

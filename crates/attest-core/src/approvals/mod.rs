@@ -45,7 +45,7 @@ pub use email::{EmailNotifier, SmtpSecurity};
 pub use error::ApprovalError;
 pub use gate::{StoreGate, DEFAULT_TTL, DEFAULT_USE_BY};
 pub use links::{Choice, LinkSigner, SignedLink};
-pub use notify::{Notifier, NotifyError};
+pub use notify::{Notice, NoticeKind, Notifier, NotifyError};
 pub use request::{action_digest, apply_edits, may_decide, Answer, ApprovalRequest, Status};
 pub use signature::{Secret, SignatureError};
 #[cfg(feature = "http")]

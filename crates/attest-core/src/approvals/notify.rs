@@ -1,9 +1,55 @@
-//! Notifiers: telling people that a request waits for them.
+//! Notifiers: telling people that a request waits for them, or that something they
+//! should hear about happened ([`Notice`]: a broken chain, a digest).
 
 use async_trait::async_trait;
+use serde::Serialize;
 use thiserror::Error;
 
 use super::ApprovalRequest;
+
+/// What a [`Notice`] is about; webhooks send it as the body's `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum NoticeKind {
+    /// The ledger's chain was found broken (`alert.chain_broken`).
+    #[serde(rename = "alert.chain_broken")]
+    ChainBroken,
+    /// A published log that `attest monitor` follows misbehaved
+    /// (`alert.log_misbehaved`): a split view, a checkpoint that does not verify, tiles
+    /// that do not lead to the signed root.
+    #[serde(rename = "alert.log_misbehaved")]
+    LogMisbehaved,
+    /// A digest of what agents did is ready (`digest.ready`).
+    #[serde(rename = "digest.ready")]
+    DigestReady,
+}
+
+impl NoticeKind {
+    /// The event type, as webhooks carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeKind::ChainBroken => "alert.chain_broken",
+            NoticeKind::LogMisbehaved => "alert.log_misbehaved",
+            NoticeKind::DigestReady => "digest.ready",
+        }
+    }
+}
+
+/// Something people should hear about that is not an approval request. Every notifier
+/// sends one its own way: a Slack message, a signed webhook whose `type` is the kind,
+/// an e-mail.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Notice {
+    /// What it is about.
+    #[serde(rename = "type")]
+    pub kind: NoticeKind,
+    /// One line: a subject, a message's first line.
+    pub title: String,
+    /// Plain text for people.
+    pub text: String,
+    /// The details for programs (a webhook's `data`).
+    pub data: serde_json::Value,
+}
 
 /// Tells someone that an approval request is waiting.
 ///
@@ -14,8 +60,11 @@ pub trait Notifier: Send + Sync {
     /// A short name for error notes (`webhook`, `slack`).
     fn name(&self) -> &str;
 
-    /// Sends the notice.
+    /// Sends the notice of a waiting request.
     async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError>;
+
+    /// Sends a notice that is not a request (an alert, a digest).
+    async fn announce(&self, notice: &Notice) -> Result<(), NotifyError>;
 }
 
 #[async_trait]
@@ -26,6 +75,10 @@ impl<N: Notifier + ?Sized> Notifier for std::sync::Arc<N> {
 
     async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
         (**self).notify(request).await
+    }
+
+    async fn announce(&self, notice: &Notice) -> Result<(), NotifyError> {
+        (**self).announce(notice).await
     }
 }
 

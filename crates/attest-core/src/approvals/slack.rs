@@ -13,7 +13,9 @@ use serde_json::{json, Value};
 use super::signature::check_fresh;
 use super::signature::check_hmac;
 use super::webhook::{http_client, http_error, links};
-use super::{ApprovalRequest, Choice, LinkSigner, Notifier, NotifyError, Secret, SignatureError};
+use super::{
+    ApprovalRequest, Choice, LinkSigner, Notice, Notifier, NotifyError, Secret, SignatureError,
+};
 
 /// Slack's Web API.
 pub const SLACK_API: &str = "https://slack.com/api";
@@ -192,6 +194,14 @@ impl Notifier for SlackNotifier {
 
     async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
         let body = self.message(request)?;
+        self.call("chat.postMessage", &body).await
+    }
+
+    async fn announce(&self, notice: &Notice) -> Result<(), NotifyError> {
+        let body = json!({
+            "channel": self.channel,
+            "text": format!("*{}*\n{}", notice.title, notice.text),
+        });
         self.call("chat.postMessage", &body).await
     }
 }

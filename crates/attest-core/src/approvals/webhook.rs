@@ -12,7 +12,9 @@ use attest_ledger::{Clock, SystemClock};
 use serde_json::{json, Value};
 
 use super::signature::{check_fresh, check_hmac, hmac_hex, unix_secs};
-use super::{ApprovalRequest, Choice, LinkSigner, Notifier, NotifyError, Secret, SignatureError};
+use super::{
+    ApprovalRequest, Choice, LinkSigner, Notice, Notifier, NotifyError, Secret, SignatureError,
+};
 
 /// The timestamp header (Unix seconds).
 pub const WEBHOOK_TIMESTAMP_HEADER: &str = "X-Attest-Timestamp";
@@ -108,11 +110,26 @@ impl Notifier for WebhookNotifier {
             "request": request.summary(),
             "links": links(self.links.as_ref(), request, now)?,
         });
-        let body = serde_json::to_vec(&body).map_err(|err| NotifyError::Build {
+        self.post(&body).await
+    }
+
+    async fn announce(&self, notice: &Notice) -> Result<(), NotifyError> {
+        let body = serde_json::to_value(notice).map_err(|err| NotifyError::Build {
             notifier: "webhook",
             detail: err.to_string(),
         })?;
-        let ts = unix_secs(now);
+        self.post(&body).await
+    }
+}
+
+impl WebhookNotifier {
+    /// Posts `body`, signed with the current time.
+    async fn post(&self, body: &Value) -> Result<(), NotifyError> {
+        let body = serde_json::to_vec(body).map_err(|err| NotifyError::Build {
+            notifier: "webhook",
+            detail: err.to_string(),
+        })?;
+        let ts = unix_secs(self.clock.now());
         let response = self
             .client
             .post(&self.url)

@@ -1349,6 +1349,12 @@ impl Notifier for Broken {
             status: 503,
         })
     }
+    async fn announce(&self, _notice: &attest_core::approvals::Notice) -> Result<(), NotifyError> {
+        Err(NotifyError::Status {
+            notifier: "broken",
+            status: 503,
+        })
+    }
 }
 
 #[tokio::test]
