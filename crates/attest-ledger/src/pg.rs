@@ -957,8 +957,9 @@ impl PgStore {
         let rows = self
             .client()?
             .query(
-                "SELECT seq, hash, ts, system, verb, agent, decision, level, body
-                 FROM entries WHERE tenant = $1 AND seq = ANY($2)",
+                &format!(
+                    "SELECT {STORED_ROW_COLUMNS} FROM entries WHERE tenant = $1 AND seq = ANY($2)"
+                ),
                 &[&self.tenant, &wanted],
             )
             .map_err(self.err("reading entries"))?;
@@ -1323,12 +1324,18 @@ impl PgSource<'_, '_> {
     fn page(&self, after: u64) -> Result<Vec<Row>, LedgerError> {
         self.query(
             "reading entries",
-            "SELECT seq, hash, ts, system, verb, agent, decision, level, body, run, action_id
-             FROM entries WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            &format!(
+                "SELECT {STORED_ROW_COLUMNS} FROM entries
+                 WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+            ),
             &[&self.tenant(), &(after as i64), &PAGE],
         )
     }
 }
+
+/// The columns [`stored_row`] reads, in its order.
+const STORED_ROW_COLUMNS: &str =
+    "seq, hash, ts, system, verb, agent, decision, level, body, run, action_id";
 
 fn stored_row(row: &Row) -> StoredRow<'_> {
     StoredRow {
