@@ -413,9 +413,11 @@ fn action_row(
         samples_for(durability, scale),
         || {
             let action = update_action();
-            runtime.block_on(attest.call(action).run(|_| async {
-                Ok::<_, std::convert::Infallible>(json!({"id": "8812"}))
-            }))?;
+            runtime.block_on(
+                attest
+                    .call(action)
+                    .run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "8812"})) }),
+            )?;
             Ok(())
         },
     )
