@@ -20,7 +20,7 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use postgres::error::SqlState;
@@ -28,6 +28,7 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, IsolationLevel, Row, Transaction};
 use r2d2_postgres::PostgresConnectionManager;
 use tlog_tiles::stored_hash_index;
+#[cfg(feature = "tls")]
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::canonical::{entry_hash, from_hex, to_hex, Hash, GENESIS};
@@ -42,8 +43,13 @@ use crate::{
     SigningKey, StoredCheckpoint, StoredRow,
 };
 
-type Pool = r2d2::Pool<PostgresConnectionManager<MakeRustlsConnect>>;
-type Conn = r2d2::PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>;
+/// How a connection is made: through rustls (feature `tls`), or in the clear only.
+#[cfg(feature = "tls")]
+type Connector = MakeRustlsConnect;
+#[cfg(not(feature = "tls"))]
+type Connector = postgres::NoTls;
+type Pool = r2d2::Pool<PostgresConnectionManager<Connector>>;
+type Conn = r2d2::PooledConnection<PostgresConnectionManager<Connector>>;
 
 /// The newest schema version this build writes and reads.
 pub(crate) const PG_SCHEMA_VERSION: i32 = 1;
@@ -303,10 +309,11 @@ fn is_local(config: &postgres::Config) -> bool {
     })
 }
 
-fn tls() -> Result<MakeRustlsConnect, LedgerError> {
+#[cfg(feature = "tls")]
+fn connector(_config: &postgres::Config) -> Result<Connector, LedgerError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
@@ -314,6 +321,21 @@ fn tls() -> Result<MakeRustlsConnect, LedgerError> {
     .with_root_certificates(roots)
     .with_no_client_auth();
     Ok(MakeRustlsConnect::new(config))
+}
+
+/// Built without TLS: only a connection the URL itself says is in the clear
+/// (`sslmode=disable`, or a server on this machine), so a password never crosses a
+/// network unencrypted by default.
+#[cfg(not(feature = "tls"))]
+fn connector(config: &postgres::Config) -> Result<Connector, LedgerError> {
+    match config.get_ssl_mode() {
+        postgres::config::SslMode::Disable => Ok(postgres::NoTls),
+        _ => Err(LedgerError::BadUrl {
+            detail: "this build has no TLS (attest-ledger without its `tls` feature): \
+                     add sslmode=disable only for a server reached over a trusted network"
+                .to_owned(),
+        }),
+    }
 }
 
 impl PgStore {
@@ -338,7 +360,8 @@ impl PgStore {
             config.ssl_mode(postgres::config::SslMode::Disable);
         }
         let name = display_name(&config);
-        let manager = PostgresConnectionManager::new(config, tls()?);
+        let connector = connector(&config)?;
+        let manager = PostgresConnectionManager::new(config, connector);
         let synchronous_commit = match durability {
             Durability::Full => "on",
             Durability::Normal | Durability::Off => "off",
@@ -1547,5 +1570,36 @@ impl Source for PgSource<'_, '_> {
 
     fn path(&self) -> &Path {
         &self.store.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> postgres::Config {
+        postgres::Config::from_str(url).unwrap()
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn with_tls_a_remote_server_gets_a_tls_connector() {
+        assert!(connector(&config("postgres://u:secret@db.example.com/attest")).is_ok());
+    }
+
+    /// `.ci/run` runs this with `--no-default-features`.
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn without_tls_only_a_url_in_the_clear_connects() {
+        let refused = connector(&config("postgres://u:secret@db.example.com/attest"));
+        match refused {
+            Err(LedgerError::BadUrl { detail }) => {
+                assert!(detail.contains("no TLS"), "{detail}");
+                assert!(!detail.contains("secret"), "{detail}");
+            }
+            other => panic!("a remote URL connected without TLS: {other:?}"),
+        }
+        let clear = config("postgres://u@db.example.com/attest?sslmode=disable");
+        assert!(connector(&clear).is_ok());
     }
 }
