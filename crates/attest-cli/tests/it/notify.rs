@@ -170,7 +170,7 @@ async fn held_call_notified(by_inbox: bool) {
     std::fs::write(
         dir.path().join(".attest/config.yaml"),
         format!(
-            "ledger: ../ledger.sqlite
+            "ledger: '{ledger}'
 policy: ../policy.yaml
 inbox: {{listen: '127.0.0.1:{inbox_port}'}}
 notify:
@@ -179,6 +179,12 @@ notify:
   email: {{host: 127.0.0.1, port: {smtp_port}, tls: none, from: 'Attest <attest@acme.com>', to: [ann@acme.com]}}
 ",
             by = if by_inbox { "inbox" } else { "surfaces" },
+            // The proxy's ledger (`drive_with` passes it): the file beside the
+            // configuration's directory, or the test's PostgreSQL database.
+            ledger = match crate::on_postgres() {
+                true => crate::test_ledger(dir.path()),
+                false => "../ledger.sqlite".to_owned(),
+            },
         ),
     )
     .unwrap();
