@@ -167,7 +167,7 @@ fn a_quiet_ledger_raises_no_flag() {
     let dir = tempfile::tempdir().unwrap();
     let mut rows = history("bot");
     rows.extend(office_day("bot", 10));
-    write_ledger(&dir.path().join("ledger.sqlite"), rows);
+    write_ledger(Path::new(&crate::test_ledger_at(dir.path())), rows);
     let digest = digest(dir.path());
     assert_eq!(digest["actions"], 10, "{digest:#}");
     assert_eq!(flags(&digest), Vec::new(), "{digest:#}");
@@ -223,7 +223,7 @@ fn a_spike_a_new_system_night_work_failures_and_an_external_burst_are_each_flagg
             ..Act::normal("explorer")
         },
     ));
-    write_ledger(&dir.path().join("ledger.sqlite"), rows);
+    write_ledger(Path::new(&crate::test_ledger_at(dir.path())), rows);
     let digest = digest(dir.path());
     let found = flags(&digest);
     let by_agent = |agent: &str| -> Vec<Value> {
@@ -299,7 +299,7 @@ fn imported_rows_count_at_the_time_their_source_gives() {
     let dir = tempfile::tempdir().unwrap();
     let mut rows = history("bot");
     rows.extend(office_day("bot", 10));
-    write_ledger(&dir.path().join("ledger.sqlite"), rows);
+    write_ledger(Path::new(&crate::test_ledger_at(dir.path())), rows);
     // Appended now, but they happened in the window (two) and long before it (one).
     let lines = [
         r#"{"system":"gmail","verb":"send","agent":"bot","ts":"2026-11-29T10:00:00Z"}"#,

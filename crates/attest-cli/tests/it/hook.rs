@@ -12,7 +12,10 @@ use crate::{exported_entries, stderr, stdout};
 /// Runs the hook in `dir` (ledger `ledger.sqlite`) with `event` on stdin.
 fn hook(dir: &Path, event: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args(["--ledger", "ledger.sqlite", "hook", "claude-code"])
+        .args(crate::store_args(
+            dir,
+            &["--ledger", "ledger.sqlite", "hook", "claude-code"],
+        ))
         .current_dir(dir)
         .env_clear()
         .stdin(Stdio::piped())

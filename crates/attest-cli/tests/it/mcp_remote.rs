@@ -99,7 +99,10 @@ fn a_remote_streamable_http_server_is_governed_with_the_bearer_passed_through() 
         .arg(&plan_file)
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_attest"))
-        .args(["--ledger", "ledger.sqlite", "mcp-proxy", "--url", &url])
+        .args(crate::store_args(
+            dir.path(),
+            &["--ledger", "ledger.sqlite", "mcp-proxy", "--url", &url],
+        ))
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -115,19 +118,22 @@ fn a_remote_client_reaches_the_proxy_over_streamable_http_with_its_own_token() {
     let (_server, url) = remote_notes(dir.path());
     let (proxy, line) = start_first_line(
         Command::new(env!("CARGO_BIN_EXE_attest"))
-            .args([
-                "--ledger",
-                "ledger.sqlite",
-                "mcp-proxy",
-                "--server",
-                "notes",
-                "--mode",
-                "auto",
-                "--url",
-                &url,
-                "--listen",
-                "127.0.0.1:0",
-            ])
+            .args(crate::store_args(
+                dir.path(),
+                &[
+                    "--ledger",
+                    "ledger.sqlite",
+                    "mcp-proxy",
+                    "--server",
+                    "notes",
+                    "--mode",
+                    "auto",
+                    "--url",
+                    &url,
+                    "--listen",
+                    "127.0.0.1:0",
+                ],
+            ))
             .current_dir(dir.path())
             .env_clear(),
     );
