@@ -179,12 +179,8 @@ notify:
   email: {{host: 127.0.0.1, port: {smtp_port}, tls: none, from: 'Attest <attest@acme.com>', to: [ann@acme.com]}}
 ",
             by = if by_inbox { "inbox" } else { "surfaces" },
-            // The proxy's ledger (`drive_with` passes it): the file beside the
-            // configuration's directory, or the test's PostgreSQL database.
-            ledger = match crate::on_postgres() {
-                true => crate::test_ledger(dir.path()),
-                false => "../ledger.sqlite".to_owned(),
-            },
+            // The proxy's ledger, as `drive_with` passes it.
+            ledger = crate::test_ledger_at(dir.path()),
         ),
     )
     .unwrap();
