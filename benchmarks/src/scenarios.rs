@@ -812,7 +812,7 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
     // What the dashboard's counters and the run / action id indexes add to that floor.
     let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
     rows.push(per_call(
-        "limit: bare INSERT + tree rows + run/action_id indexes + counter upserts, prepared (normal)",
+        "limit: bare INSERT + tree rows + run/action_id indexes + counters every 64 rows, prepared (normal)",
         scale.samples,
         || counted.insert(1),
     )?);
@@ -891,13 +891,17 @@ struct BareTable {
 enum Extras {
     None,
     /// The `run` and `action_id` columns with the ledger's two indexes on them, and the
-    /// five counter upserts an append makes (totals by decision, level, system, agent,
-    /// and decisions by hour).
+    /// counters (totals by decision, level, system, agent, and decisions by hour)
+    /// moved for the last 64 rows in one grouped upsert every 64 rows, as the ledger
+    /// does.
     Counted,
 }
 
 /// Leaves between the ledger's bulk writes of tree rows (attest-ledger's `TREE_FLUSH_LEAVES`).
 const TREE_FLUSH_LEAVES: u64 = 64;
+
+/// Rows between the ledger's bulk writes of counters (attest-ledger's `COUNTER_FLUSH_ROWS`).
+const COUNTER_FLUSH_ROWS: u64 = 64;
 
 impl BareTable {
     /// A table in `dir`'s file `bare-{name}.sqlite`, synced as `mode`.
@@ -946,7 +950,7 @@ impl BareTable {
                 "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
-            // With extras: the wider INSERT and the counter upsert.
+            // With extras: the wider INSERT and the grouped counter upsert.
             let mut counted = match self.extras {
                 Extras::None => None,
                 Extras::Counted => Some((
@@ -955,8 +959,16 @@ impl BareTable {
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                     )?,
                     tx.prepare_cached(
-                        "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, ?4)
-                         ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n",
+                        "INSERT INTO counters (dim, key, hour, n) SELECT * FROM (
+                             SELECT 'decision', decision, '', count(*) FROM entries WHERE seq > ?1 GROUP BY decision
+                             UNION ALL SELECT 'level', coalesce(level, ''), '', count(*) FROM entries
+                                 WHERE seq > ?1 GROUP BY coalesce(level, '')
+                             UNION ALL SELECT 'system', system, '', count(*) FROM entries WHERE seq > ?1 GROUP BY system
+                             UNION ALL SELECT 'agent', coalesce(agent, ''), '', count(*) FROM entries
+                                 WHERE seq > ?1 GROUP BY coalesce(agent, '')
+                             UNION ALL SELECT 'decision', decision, substr(ts, 1, 13), count(*) FROM entries
+                                 WHERE seq > ?1 GROUP BY decision, substr(ts, 1, 13))
+                         WHERE true ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n",
                     )?,
                 )),
             };
@@ -987,14 +999,8 @@ impl BareTable {
                         let mut all = columns.to_vec();
                         all.extend([&r.run_id as &dyn rusqlite::ToSql, &action_id]);
                         counted_entry.execute(&all[..])?;
-                        for (dim, key, hour) in [
-                            ("decision", r.decision.as_str(), ""),
-                            ("level", level.unwrap_or(""), ""),
-                            ("system", r.system.as_str(), ""),
-                            ("agent", r.agent.as_deref().unwrap_or(""), ""),
-                            ("decision", r.decision.as_str(), &ts[..13]),
-                        ] {
-                            counter.execute(rusqlite::params![dim, key, hour, 1])?;
+                        if self.seq.is_multiple_of(COUNTER_FLUSH_ROWS) {
+                            counter.execute([self.seq - COUNTER_FLUSH_ROWS])?;
                         }
                     }
                 }

@@ -5,7 +5,7 @@
 use rusqlite::{params, TransactionBehavior};
 
 use crate::canonical::to_hex;
-use crate::query::{counter_keys, run_and_action};
+use crate::query::run_and_action;
 use crate::source::Source;
 use crate::{Ledger, LedgerError};
 
@@ -56,9 +56,6 @@ impl Ledger {
             let mut insert = tx
                 .prepare_cached(crate::sqlite::INSERT_ENTRY)
                 .map_err(self.sqlite("copying entries"))?;
-            let mut count = tx
-                .prepare_cached(crate::sqlite::UPSERT_COUNTER)
-                .map_err(self.sqlite("copying entries"))?;
             let from = source.pruned()?.map_or(0, |(seq, _)| seq) + 1;
             source.rows(from, &mut |row| {
                 let (run, action_id) = run_and_action(row.body);
@@ -82,17 +79,12 @@ impl Ledger {
                         action_id
                     ])
                     .map_err(self.sqlite("copying entries"))?;
-                for (dim, key, hour) in
-                    counter_keys(row.ts, row.system, row.agent, row.decision, row.level)
-                {
-                    count
-                        .execute(params![dim, key, hour, 1])
-                        .map_err(self.sqlite("copying entries"))?;
-                }
                 copied += 1;
                 Ok(true)
             })?;
             let tip = source.tip()?.map_or(0, |(seq, _)| seq);
+            // The copied rows filed in one go, as appends file theirs.
+            self.file_entries(&tx, 0, tip)?;
             let total = tlog_tiles::stored_hash_count(tip);
             let mut tree = tx
                 .prepare_cached(crate::sqlite::INSERT_TREE_HASH)

@@ -97,8 +97,13 @@ impl Ledger {
             })?;
             writer.finish()?;
         }
+        // Pruned rows stay counted: the entries not filed yet are filed before they go.
+        let mut edge = self.edge_in(&tx)?;
+        self.file_tail(&tx, &mut edge)?;
         let removed = tx
             .execute("DELETE FROM entries WHERE seq <= ?1", [through])
+            .map_err(self.sqlite("removing entries"))?;
+        tx.execute("DELETE FROM lookups WHERE seq <= ?1", [through])
             .map_err(self.sqlite("removing entries"))?;
         tx.execute(
             "INSERT OR REPLACE INTO attest_meta (key, value) VALUES ('pruned_through', ?1), ('pruned_hash', ?2)",
@@ -107,6 +112,7 @@ impl Ledger {
         .map_err(self.sqlite("recording the prune"))?;
         // Commit point: the rows are gone and the boundary is recorded, together.
         tx.commit().map_err(self.sqlite("committing a prune"))?;
+        self.keep_edge(edge);
         Ok(PruneReport {
             removed: removed as u64,
             pruned_through: through,

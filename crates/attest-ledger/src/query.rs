@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use rusqlite::types::Value;
+use rusqlite::OptionalExtension;
 
 use crate::canonical::GENESIS;
 use crate::{Ledger, LedgerError, RowSummary};
@@ -84,8 +85,31 @@ impl Counts {
     }
 }
 
+/// The unfiled entries' columns that [`Unfiled`] tallies.
+const SELECT_UNFILED: &str =
+    "SELECT seq, ts, system, agent, decision, level, run, action_id FROM entries WHERE seq > ?1";
+
+/// Adds `n` to a counter row.
+pub(crate) const UPSERT_COUNTER: &str = "INSERT INTO counters (dim, key, hour, n)
+     VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
+
+/// Files one entry under a lookup key. (`OR IGNORE`: a row filed twice is the same row.)
+pub(crate) const INSERT_LOOKUP: &str = "INSERT OR IGNORE INTO lookups (key, seq) VALUES (?1, ?2)";
+
+/// What entries not yet filed add to the `counters` and `lookups` tables, tallied in
+/// one scan: appends write it in bulk, and readers add it to what is written.
+#[derive(Debug, Default)]
+pub(crate) struct Unfiled {
+    /// `(dim, key, hour)` → entries, as [`counter_keys`] names the rows.
+    pub(crate) counters: BTreeMap<(&'static str, String, String), u64>,
+    /// `(key, seq)`: `run:RUN` and `action_id:ID`, the keys [`Filter`]'s `run` and
+    /// `action_id` find rows by.
+    pub(crate) lookups: Vec<(String, u64)>,
+}
+
 /// The counter rows one entry moves: `(dim, key, hour)`, `key` empty for a NULL.
-pub(crate) fn counter_keys<'a>(
+fn counter_keys<'a>(
     ts: &'a str,
     system: &'a str,
     agent: Option<&'a str>,
@@ -102,6 +126,11 @@ pub(crate) fn counter_keys<'a>(
     ]
 }
 
+/// The `attest_meta` key holding the seq through which the `counters` and `lookups`
+/// tables take in the entries. A file without it (schema 2) counted every entry as it
+/// was appended, and indexed `run` and `action_id` on `entries` itself.
+pub(crate) const FILED_THROUGH: &str = "filed_through";
+
 /// The `run_id` and `action_id` a stored body carries, for the indexed columns.
 pub(crate) fn run_and_action(body: &[u8]) -> (Option<String>, Option<String>) {
     #[derive(serde::Deserialize)]
@@ -117,8 +146,8 @@ pub(crate) fn run_and_action(body: &[u8]) -> (Option<String>, Option<String>) {
 
 impl Ledger {
     /// The newest `limit` rows that match `filter`, newest first, from the indexed
-    /// columns (`run` and `action_id` have indexes of their own; the others are read
-    /// walking back from the newest row).
+    /// columns (`run` and `action_id` are looked up in `lookups`, plus the entries not
+    /// filed there yet; the others are read walking back from the newest row).
     pub fn list_filtered(
         &self,
         filter: &Filter,
@@ -127,15 +156,30 @@ impl Ledger {
         if let Some(pg) = self.pg() {
             return pg.list(filter, limit);
         }
-        let conn = self.lock()?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction().map_err(self.sqlite("listing entries"))?;
+        let filed = self.filed_through_in(&tx)?;
         let mut sql = String::from(
             "SELECT seq, ts, system, verb, agent, decision, level, hash FROM entries WHERE 1 = 1",
         );
         let mut params: Vec<Value> = Vec::new();
         for (column, value) in filter.columns() {
             params.push(Value::Text(value.to_owned()));
-            let op = if column == "ts" { ">=" } else { "=" };
-            sql.push_str(&format!(" AND {column} {op} ?{}", params.len()));
+            let n = params.len();
+            match (column, filed) {
+                ("run" | "action_id", Some(filed)) => {
+                    params.push(Value::Text(format!("{column}:{value}")));
+                    params.push(Value::Integer(i64::try_from(filed).unwrap_or(i64::MAX)));
+                    sql.push_str(&format!(
+                        " AND seq IN (SELECT seq FROM lookups WHERE key = ?{} UNION ALL
+                                      SELECT seq FROM entries WHERE seq > ?{} AND {column} = ?{n})",
+                        n + 1,
+                        n + 2
+                    ));
+                }
+                ("ts", _) => sql.push_str(&format!(" AND ts >= ?{n}")),
+                _ => sql.push_str(&format!(" AND {column} = ?{n}")),
+            }
         }
         if let Some(before) = filter.before {
             params.push(Value::Integer(i64::try_from(before).unwrap_or(i64::MAX)));
@@ -143,7 +187,7 @@ impl Ledger {
         }
         params.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
         sql.push_str(&format!(" ORDER BY seq DESC LIMIT ?{}", params.len()));
-        let mut stmt = conn
+        let mut stmt = tx
             .prepare_cached(&sql)
             .map_err(self.sqlite("listing entries"))?;
         let rows = stmt
@@ -197,30 +241,112 @@ impl Ledger {
         Ok(())
     }
 
-    /// The counters written with the entries.
+    /// The counters: the `counters` table plus the entries appended since it was
+    /// last written, read in one snapshot.
     pub fn counts(&self) -> Result<Counts, LedgerError> {
         if let Some(pg) = self.pg() {
             return pg.counts();
         }
-        let conn = self.lock()?;
-        let mut stmt = conn
-            .prepare_cached("SELECT dim, key, hour, n FROM counters")
-            .map_err(self.sqlite("reading counters"))?;
-        let rows = stmt
-            .query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, u64>(3)?,
-                ))
-            })
-            .map_err(self.sqlite("reading counters"))?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction().map_err(self.sqlite("reading counters"))?;
         let mut counts = Counts::default();
-        for row in rows {
-            let (dim, key, hour, n) = row.map_err(self.sqlite("reading counters"))?;
-            counts.add(&dim, &key, &hour, n);
+        {
+            let mut stmt = tx
+                .prepare_cached("SELECT dim, key, hour, n FROM counters")
+                .map_err(self.sqlite("reading counters"))?;
+            let mut rows = stmt.query([]).map_err(self.sqlite("reading counters"))?;
+            while let Some(row) = rows.next().map_err(self.sqlite("reading counters"))? {
+                let read = || -> rusqlite::Result<_> {
+                    Ok((
+                        row.get_ref(0)?.as_str()?,
+                        row.get_ref(1)?.as_str()?,
+                        row.get_ref(2)?.as_str()?,
+                        row.get::<_, u64>(3)?,
+                    ))
+                };
+                let (dim, key, hour, n) = read().map_err(self.sqlite("reading counters"))?;
+                counts.add(dim, key, hour, n);
+            }
+        }
+        if let Some(filed) = self.filed_through_in(&tx)? {
+            for ((dim, key, hour), n) in self.unfiled_in(&tx, filed)?.counters {
+                counts.add(dim, &key, &hour, n);
+            }
         }
         Ok(counts)
+    }
+
+    /// Tallies the entries after `from`: what filing them adds to `counters` and
+    /// `lookups`.
+    pub(crate) fn unfiled_in(
+        &self,
+        conn: &rusqlite::Connection,
+        from: u64,
+    ) -> Result<Unfiled, LedgerError> {
+        let mut unfiled = Unfiled::default();
+        let mut probe = ("", String::new(), String::new());
+        let mut stmt = conn
+            .prepare_cached(SELECT_UNFILED)
+            .map_err(self.sqlite("reading unfiled entries"))?;
+        let mut rows = stmt
+            .query([from])
+            .map_err(self.sqlite("reading unfiled entries"))?;
+        while let Some(row) = rows.next().map_err(self.sqlite("reading unfiled entries"))? {
+            let read = || -> rusqlite::Result<_> {
+                Ok((
+                    row.get::<_, u64>(0)?,
+                    row.get_ref(1)?.as_str()?,
+                    row.get_ref(2)?.as_str()?,
+                    row.get_ref(3)?.as_str_or_null()?,
+                    row.get_ref(4)?.as_str()?,
+                    row.get_ref(5)?.as_str_or_null()?,
+                    row.get_ref(6)?.as_str_or_null()?,
+                    row.get_ref(7)?.as_str_or_null()?,
+                ))
+            };
+            let (seq, ts, system, agent, decision, level, run, action_id) =
+                read().map_err(self.sqlite("reading unfiled entries"))?;
+            for (dim, key, hour) in counter_keys(ts, system, agent, decision, level) {
+                // The probe's buffers are reused: a counter already seen costs no allocation.
+                probe.0 = dim;
+                probe.1.clear();
+                probe.1.push_str(key);
+                probe.2.clear();
+                probe.2.push_str(hour);
+                match unfiled.counters.get_mut(&probe) {
+                    Some(n) => *n += 1,
+                    None => {
+                        unfiled.counters.insert(probe.clone(), 1);
+                    }
+                }
+            }
+            for (column, value) in [("run", run), ("action_id", action_id)] {
+                if let Some(value) = value {
+                    unfiled.lookups.push((format!("{column}:{value}"), seq));
+                }
+            }
+        }
+        Ok(unfiled)
+    }
+
+    /// The seq through which the `counters` and `lookups` tables take in the entries;
+    /// `None` for a file of schema 2 (appends counted as they went; `entries` has
+    /// indexes on `run` and `action_id` instead of `lookups`).
+    pub(crate) fn filed_through_in(
+        &self,
+        conn: &rusqlite::Connection,
+    ) -> Result<Option<u64>, LedgerError> {
+        let value: Option<String> = conn
+            .prepare_cached("SELECT value FROM attest_meta WHERE key = ?1")
+            .and_then(|mut stmt| stmt.query_row([FILED_THROUGH], |row| row.get(0)).optional())
+            .map_err(self.sqlite("reading how far entries are filed"))?;
+        value
+            .map(|v| {
+                v.parse().map_err(|_| LedgerError::BadRow {
+                    seq: 0,
+                    detail: format!("{FILED_THROUGH} in attest_meta is not a number: {v:?}"),
+                })
+            })
+            .transpose()
     }
 }

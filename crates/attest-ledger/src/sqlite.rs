@@ -4,14 +4,12 @@
 //! transaction, which holds SQLite's write lock, so threads and processes sharing the
 //! file each see the row before theirs and the chain stays linear.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::types::ToSql;
 use rusqlite::{
-    params, params_from_iter, Connection, OpenFlags, OptionalExtension, TransactionBehavior,
+    params, Connection, OpenFlags, OptionalExtension, TransactionBehavior,
 };
 
 use crate::canonical::{entry_hash, to_hex, Hash, GENESIS};
@@ -20,7 +18,7 @@ use crate::entry::{Entry, FORMAT_VERSION};
 use crate::group::GroupCommit;
 use crate::jcs::write_entry;
 use crate::merkle::{leaf_hash, read_tail, CompactRange};
-use crate::query::{counter_keys, Filter};
+use crate::query::{Filter, FILED_THROUGH, INSERT_LOOKUP, UPSERT_COUNTER};
 use crate::source::Source;
 use crate::sqlite_read::SqliteSource;
 use crate::wal::{WalCheckpointer, WAL_SIZE_LIMIT};
@@ -29,7 +27,7 @@ use tlog_tiles::stored_hash_index;
 
 /// The schema version stored in `attest_meta` (and, from version 2 on, in
 /// `attest_schema`); bump it with a migration in `MIGRATIONS`.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Migrations, in order: entry `n` brings a file from version `n + 1` to `n + 2`.
 /// Each runs in the opening transaction; a file written by any earlier release opens
@@ -65,21 +63,23 @@ const MIGRATIONS: &[&str] = &[
          version INTEGER PRIMARY KEY,
          applied TEXT NOT NULL
      );",
+    // 3: counters and run / action id lookups written in bulk (see `FILING_ROWS`)
+    // instead of an index leaf and five counter rows per append; every entry so far was
+    // counted as it was appended.
+    "DROP INDEX IF EXISTS entries_action;
+     DROP INDEX IF EXISTS entries_run;
+     CREATE TABLE IF NOT EXISTS lookups (
+         key TEXT NOT NULL,
+         seq INTEGER NOT NULL,
+         PRIMARY KEY (key, seq)
+     ) WITHOUT ROWID;
+     INSERT OR IGNORE INTO lookups (key, seq)
+         SELECT 'run:' || run, seq FROM entries WHERE run IS NOT NULL
+         UNION ALL
+         SELECT 'action_id:' || action_id, seq FROM entries WHERE action_id IS NOT NULL;
+     INSERT OR REPLACE INTO attest_meta (key, value)
+         SELECT 'filed_through', coalesce(max(seq), 0) FROM entries;",
 ];
-
-pub(crate) const UPSERT_COUNTER: &str =
-    "INSERT INTO counters (dim, key, hour, n) VALUES (?1, ?2, ?3, ?4)
-     ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
-
-/// Counters one [`UPSERT_COUNTERS`] statement adds: as many as a one-row append moves
-/// ([`counter_keys`]).
-const COUNTERS_PER_UPSERT: usize = 5;
-
-/// [`UPSERT_COUNTER`] for [`COUNTERS_PER_UPSERT`] rows at once.
-const UPSERT_COUNTERS: &str = "INSERT INTO counters (dim, key, hour, n)
-     VALUES (?1, ?2, ?3, ?4), (?5, ?6, ?7, ?8), (?9, ?10, ?11, ?12), (?13, ?14, ?15, ?16),
-            (?17, ?18, ?19, ?20)
-     ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n";
 
 /// How long a writer waits for another writer's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -94,6 +94,18 @@ DROP INDEX IF EXISTS entries_agent;
 DROP INDEX IF EXISTS entries_decision;
 DROP INDEX IF EXISTS entries_level;
 DROP INDEX IF EXISTS entries_ts;";
+
+/// Entries an append leaves unfiled before it files them in one go: adds their
+/// counters to `counters` and their run and action ids to `lookups`
+/// ([`crate::query::Unfiled`]).
+///
+/// Filed one append at a time, five counter upserts and two index entries (the action
+/// id's at a random place) cost three or four pages in every commit; filed every 64
+/// entries, one scan reads them back (still cached) and each page is written once.
+/// Until then readers take in the unfiled entries themselves ([`Ledger::counts`],
+/// [`Ledger::list_filtered`]), so what they show is the same either way, after a crash
+/// too: the extent (`filed_through` in `attest_meta`) moves in the same transaction.
+const FILING_ROWS: u64 = 64;
 
 /// Leaves whose tree hashes an append keeps in memory before writing them in one go.
 ///
@@ -326,6 +338,8 @@ pub(crate) struct Edge {
     range: CompactRange,
     /// Leaves whose tree hashes are in `tree_hashes`.
     written: u64,
+    /// Entries filed in `counters` and `lookups` (`filed_through`).
+    filed: u64,
     /// The tree hashes of leaves `written..=seq`, in stored-index order, not yet
     /// written: they go to the file in bulk (see [`TREE_FLUSH_LEAVES`]).
     pending: Vec<Hash>,
@@ -550,7 +564,7 @@ impl Ledger {
             .map_err(self.sqlite("reading the schema"))?;
         let has_other_tables: bool = tx
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema'))",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups'))",
                 [],
                 |row| row.get(0),
             )
@@ -662,8 +676,6 @@ impl Ledger {
                 .prepare_cached(INSERT_ENTRY)
                 .map_err(self.sqlite("preparing an append"))?;
             let mut body = Vec::with_capacity(1024);
-            // The counters these rows move, summed, then written once each.
-            let mut counters: BTreeMap<(&'static str, String, String), u64> = BTreeMap::new();
             for record in records {
                 let seq = edge.seq + 1;
                 let ts = format_ts(self.clock.now());
@@ -696,17 +708,6 @@ impl Ledger {
                         &record.action_id,
                     ])
                     .map_err(self.sqlite("inserting an entry"))?;
-                for (dim, key, hour) in counter_keys(
-                    &ts,
-                    &record.system,
-                    record.agent.as_deref(),
-                    &record.decision,
-                    level,
-                ) {
-                    *counters
-                        .entry((dim, key.to_owned(), hour.to_owned()))
-                        .or_default() += 1;
-                }
                 // The tree hashes this leaf completes, kept until the next bulk write.
                 let pending = &mut edge.pending;
                 edge.range
@@ -715,10 +716,12 @@ impl Ledger {
                 edge.hash = hash;
                 appended.push(Appended { seq, hash, ts });
             }
-            self.write_counters(&tx, &counters)?;
         }
         if edge.seq - edge.written >= TREE_FLUSH_LEAVES {
             self.write_tree_tail(&tx, &mut edge)?;
+        }
+        if edge.seq - edge.filed >= FILING_ROWS {
+            self.file_tail(&tx, &mut edge)?;
         }
         // Commit point: once this returns, the rows are durable at the configured level.
         tx.commit().map_err(self.sqlite("committing an append"))?;
@@ -730,30 +733,39 @@ impl Ledger {
         Ok(std::mem::take(appended))
     }
 
-    /// Adds `counters` to the `counters` table, inside the caller's write transaction:
-    /// [`COUNTERS_PER_UPSERT`] of them per statement, so a one-row append (which moves
-    /// exactly that many) runs one statement rather than one per counter.
-    fn write_counters(
-        &self,
-        conn: &Connection,
-        counters: &BTreeMap<(&'static str, String, String), u64>,
-    ) -> Result<(), LedgerError> {
-        let rows: Vec<_> = counters.iter().collect();
-        let mut chunks = rows.chunks_exact(COUNTERS_PER_UPSERT);
-        for chunk in chunks.by_ref() {
-            let values = chunk
-                .iter()
-                .flat_map(|((dim, key, hour), n)| [dim as &dyn ToSql, key as &dyn ToSql, hour, *n]);
-            conn.prepare_cached(UPSERT_COUNTERS)
-                .and_then(|mut upsert| upsert.execute(params_from_iter(values)))
-                .map_err(self.sqlite("counting an append"))?;
-        }
-        for ((dim, key, hour), n) in chunks.remainder() {
-            conn.prepare_cached(UPSERT_COUNTER)
-                .and_then(|mut upsert| upsert.execute(params![dim, key, hour, n]))
-                .map_err(self.sqlite("counting an append"))?;
+    /// Files the entries after `edge.filed`, inside the caller's write transaction.
+    pub(crate) fn file_tail(&self, conn: &Connection, edge: &mut Edge) -> Result<(), LedgerError> {
+        if edge.filed < edge.seq {
+            self.file_entries(conn, edge.filed, edge.seq)?;
+            edge.filed = edge.seq;
         }
         Ok(())
+    }
+
+    /// Adds the entries after `from` to `counters` and `lookups` and records them
+    /// filed through `through`, the newest entry.
+    pub(crate) fn file_entries(
+        &self,
+        conn: &Connection,
+        from: u64,
+        through: u64,
+    ) -> Result<(), LedgerError> {
+        let unfiled = self.unfiled_in(conn, from)?;
+        let write = || -> rusqlite::Result<()> {
+            let mut upsert = conn.prepare_cached(UPSERT_COUNTER)?;
+            for ((dim, key, hour), n) in &unfiled.counters {
+                upsert.execute(params![dim, key, hour, n])?;
+            }
+
+            let mut insert = conn.prepare_cached(INSERT_LOOKUP)?;
+            for (key, seq) in &unfiled.lookups {
+                insert.execute(params![key, seq])?;
+            }
+            conn.prepare_cached("INSERT OR REPLACE INTO attest_meta (key, value) VALUES (?1, ?2)")?
+                .execute(params![FILED_THROUGH, through.to_string()])?;
+            Ok(())
+        };
+        write().map_err(self.sqlite("filing entries"))
     }
 
     /// Writes the pending tree hashes, inside the caller's write transaction.
@@ -823,12 +835,15 @@ impl Ledger {
                 ),
             });
         }
+        // A file that does not say filed every entry as it was appended (schema 2).
+        let filed = self.filed_through_in(conn)?.unwrap_or(seq);
         Ok(Edge {
             data_version,
             seq,
             hash,
             range: tail.range,
             written: tail.written,
+            filed,
             pending: tail.hashes,
         })
     }

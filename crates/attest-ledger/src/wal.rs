@@ -95,10 +95,10 @@ impl WalCheckpointer {
     /// SQLite would have.
     pub(crate) fn committed(&self, rows: usize, conn: &Connection) {
         let mut state = self.shared.lock();
-        // An entry row is a few hundred bytes: a one-row commit writes the entries leaf,
-        // the counters page, a leaf of each of the two filter indexes (`action_id`,
-        // random; `run`), sometimes the tree_hashes leaf and an interior page.
-        state.pages += 4 + rows / 2;
+        // An entry row is a few hundred bytes: a one-row commit writes the entries leaf
+        // and sometimes an interior page; one in 64 also writes the tree_hashes,
+        // counters and lookups pages filed in bulk.
+        state.pages += 2 + rows / 2;
         if state.pages < CHECKPOINT_PAGES {
             return;
         }

@@ -7,7 +7,15 @@
 //! exactly as before. A reply is sent only after the transaction holding its row
 //! committed, so a receipt still means "durable at the configured level". The thread
 //! ends when the last `Attest` sharing it is dropped.
+//!
+//! A caller that finds the writer idle (nothing queued, no other caller appending on
+//! its own thread) appends to a SQLite ledger on its own thread instead: two thread
+//! hand-offs cost more than the commit itself, and one action at a time never has
+//! anything to group with. At most one caller does so at a time, so at most one
+//! runtime thread waits on a commit; everyone else queues. A PostgreSQL ledger always
+//! goes through the thread: its client must not run on a runtime thread.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -18,29 +26,52 @@ use crate::AttestError;
 
 type Reply = oneshot::Sender<Result<Appended, LedgerError>>;
 
-/// The queue into the writer thread.
+/// The queue into the writer thread, and the way around it when it is idle.
 #[derive(Debug, Clone)]
 pub(crate) struct LedgerWriter {
     queue: mpsc::Sender<(Record, Reply)>,
+    /// The ledger, for appends on the caller's thread; `None` for a PostgreSQL ledger.
+    inline: Option<Arc<Ledger>>,
+    /// Whether a caller is appending on its own thread.
+    appending_inline: Arc<AtomicBool>,
+    /// Records sent to the thread and not yet answered.
+    queued: Arc<AtomicUsize>,
 }
 
 impl LedgerWriter {
     /// Starts the thread that appends to `ledger`.
     pub(crate) fn start(ledger: Arc<Ledger>) -> Result<LedgerWriter, AttestError> {
         let (queue, jobs) = mpsc::channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let inline = (!ledger.is_postgres()).then(|| Arc::clone(&ledger));
+        let answered = Arc::clone(&queued);
         std::thread::Builder::new()
             .name("attest-ledger-writer".to_owned())
-            .spawn(move || write_until_closed(&ledger, &jobs))
+            .spawn(move || write_until_closed(&ledger, &jobs, &answered))
             .map_err(AttestError::WriterThread)?;
-        Ok(LedgerWriter { queue })
+        Ok(LedgerWriter {
+            queue,
+            inline,
+            appending_inline: Arc::new(AtomicBool::new(false)),
+            queued,
+        })
     }
 
     /// Appends `record`; returns once its row is durable at the configured level.
     pub(crate) async fn append(&self, record: Record) -> Result<Appended, AttestError> {
+        if let Some((ledger, _slot)) = self.idle_ledger() {
+            let result = ledger.append_each(std::slice::from_ref(&record)).pop();
+            return match result {
+                Some(result) => result.map_err(AttestError::Ledger),
+                None => Err(AttestError::WriterStopped),
+            };
+        }
         let (reply, answer) = oneshot::channel();
-        self.queue
-            .send((record, reply))
-            .map_err(|_| AttestError::WriterStopped)?;
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if self.queue.send((record, reply)).is_err() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            return Err(AttestError::WriterStopped);
+        }
         answer
             .await
             .map_err(|_| AttestError::WriterStopped)?
@@ -48,7 +79,35 @@ impl LedgerWriter {
     }
 }
 
-fn write_until_closed(ledger: &Ledger, jobs: &mpsc::Receiver<(Record, Reply)>) {
+impl LedgerWriter {
+    /// The SQLite ledger, when nothing is queued and no other caller is appending on
+    /// its own thread; the caller holds the inline slot until the guard drops.
+    fn idle_ledger(&self) -> Option<(&Ledger, InlineSlot<'_>)> {
+        let ledger = self.inline.as_deref()?;
+        if self.queued.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        self.appending_inline
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| (ledger, InlineSlot(&self.appending_inline)))
+    }
+}
+
+/// The inline slot, held: freed when dropped (after the append, or if it panicked).
+struct InlineSlot<'a>(&'a AtomicBool);
+
+impl Drop for InlineSlot<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+fn write_until_closed(
+    ledger: &Ledger,
+    jobs: &mpsc::Receiver<(Record, Reply)>,
+    queued: &AtomicUsize,
+) {
     let mut records = Vec::new();
     let mut replies = Vec::new();
     // `recv` fails only once every sender (every `Attest` clone) is gone.
@@ -62,7 +121,9 @@ fn write_until_closed(ledger: &Ledger, jobs: &mpsc::Receiver<(Record, Reply)>) {
             records.push(record);
             replies.push(reply);
         }
-        for (reply, result) in replies.drain(..).zip(ledger.append_each(&records)) {
+        let results = ledger.append_each(&records);
+        queued.fetch_sub(records.len(), Ordering::AcqRel);
+        for (reply, result) in replies.drain(..).zip(results) {
             // A caller that stopped waiting (its task was cancelled) still has its row.
             let _ = reply.send(result);
         }

@@ -20,6 +20,12 @@
 //!   entries' hash column, and the next bulk write or checkpoint stores them. After
 //!   every kill, each row of that tail proves its inclusion in a root computed here
 //!   from the bodies alone ([`tail_proves_inclusion`]), and the next round appends more.
+//! - killed with entries not yet filed (the counters and the run / action id lookups
+//!   are written 64 entries at a time): the extent (`filed_through`) moves in the same
+//!   transaction as what it covers, readers take in the unfiled tail themselves, and
+//!   the next writer files it. After every kill the counts equal a tally of the rows,
+//!   and the newest rows, filed or not, are found by their action and run ids
+//!   ([`filed_matches_the_rows`]).
 //! - a process holding a cached tip while another process appends (and is killed):
 //!   its next append chains onto the other's last row, not its own stale tip
 //!   (`a_cached_tip_is_not_chained_onto_after_another_process_appended`).
@@ -118,6 +124,7 @@ fn crash_rounds_at(locations: &[String], processes: usize, threads: usize, round
             })
             .unwrap();
         tail_proves_inclusion(&ledger, &hashes, round);
+        filed_matches_the_rows(&ledger, round);
         for line in lines {
             let Ok(text) = String::from_utf8(line) else {
                 continue;
@@ -163,6 +170,62 @@ fn tail_proves_inclusion(ledger: &Ledger, hashes: &[Hash], round: u64) {
         proof
             .check(std::slice::from_ref(key.verifier()))
             .unwrap_or_else(|err| panic!("round {round}: seq {seq} of {size}: {err}"));
+    }
+}
+
+/// The counters equal a tally of the rows' columns, and each of the newest 80 rows
+/// (some filed in bulk, some not yet) is what a listing by its action id finds, and
+/// is among what a listing by its run finds.
+fn filed_matches_the_rows(ledger: &Ledger, round: u64) {
+    let mut tally = attest_ledger::Counts::default();
+    let mut newest = std::collections::VecDeque::new();
+    ledger
+        .for_each_row(1, |row| {
+            tally.total += 1;
+            *tally.by_decision.entry(row.decision.to_owned()).or_default() += 1;
+            *tally.by_system.entry(row.system.to_owned()).or_default() += 1;
+            let agent = row.agent.unwrap_or("none").to_owned();
+            *tally.by_agent.entry(agent).or_default() += 1;
+            newest.push_back((row.seq, row.action_id.map(str::to_owned)));
+            if newest.len() > 80 {
+                newest.pop_front();
+            }
+            Ok(true)
+        })
+        .unwrap();
+    let counts = ledger.counts().unwrap();
+    assert_eq!(counts.total, tally.total, "round {round}: total");
+    assert_eq!(counts.by_decision, tally.by_decision, "round {round}");
+    assert_eq!(counts.by_system, tally.by_system, "round {round}");
+    assert_eq!(counts.by_agent, tally.by_agent, "round {round}");
+    let run_rows: std::collections::HashSet<u64> = ledger
+        .list_filtered(
+            &attest_ledger::Filter {
+                run: sample_record(0).run_id,
+                ..Default::default()
+            },
+            usize::MAX,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|row| row.seq)
+        .collect();
+    for (seq, action_id) in newest {
+        let found = ledger
+            .list_filtered(
+                &attest_ledger::Filter {
+                    action_id: action_id.clone(),
+                    ..Default::default()
+                },
+                10,
+            )
+            .unwrap();
+        assert_eq!(
+            found.iter().map(|row| row.seq).collect::<Vec<_>>(),
+            [seq],
+            "round {round}: action {action_id:?}"
+        );
+        assert!(run_rows.contains(&seq), "round {round}: seq {seq} not in its run");
     }
 }
 

@@ -54,7 +54,7 @@ fn a_ledger_written_by_the_previous_release_opens_upgrades_and_appends() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(applied, [2]);
+    assert_eq!(applied, [2, 3]);
     // The counters and the new columns were filled from the existing rows.
     let counts = ledger.counts().unwrap();
     assert_eq!(counts.total, 18);
@@ -103,4 +103,83 @@ fn the_previous_releases_ledger_copies_to_postgres_unchanged() {
     assert_eq!(source.copy_to(&target).unwrap(), 18);
     check(&target);
     assert_eq!(target.counts().unwrap().total, 18);
+}
+
+/// A ledger as the previous release (schema 2) leaves it: every entry counted as it was
+/// appended, `run` and `action_id` indexed on `entries`, no `lookups` table, no
+/// `filed_through`. Made here from 64 rows of this release (all filed at the 64th) by
+/// undoing schema 3, which adds nothing else. It opens, is upgraded (indexes dropped,
+/// lookups filled from the rows), keeps its counts, finds rows by run and action id,
+/// and appends.
+#[test]
+fn a_schema_2_ledger_opens_upgrades_keeps_its_counts_and_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let ledger = Ledger::open(&path, LedgerOptions::default()).unwrap();
+    for n in 1..=64 {
+        ledger.append(&crate::sample_record(n)).unwrap();
+    }
+    drop(ledger);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TABLE lookups;
+         CREATE INDEX entries_action ON entries (action_id);
+         CREATE INDEX entries_run ON entries (run, seq) WHERE run IS NOT NULL;
+         DELETE FROM attest_meta WHERE key = 'filed_through';
+         DELETE FROM attest_schema WHERE version = 3;
+         UPDATE attest_meta SET value = '2' WHERE key = 'schema_version';",
+    )
+    .unwrap();
+    drop(conn);
+    // Read-only, it reads as schema 2: counters as stored, listings on its indexes.
+    let read_only = Ledger::open_read_only(&path).unwrap();
+    assert_eq!(read_only.counts().unwrap().total, 64);
+    let by_action = |ledger: &Ledger, n: u64| {
+        ledger
+            .list_filtered(
+                &Filter {
+                    action_id: Some(format!("action-{n}")),
+                    ..Filter::default()
+                },
+                10,
+            )
+            .unwrap()
+            .into_iter()
+            .map(|row| row.seq)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(by_action(&read_only, 7), [7]);
+    drop(read_only);
+
+    let ledger = Ledger::open(&path, LedgerOptions::default()).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let indexes: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('entries_action', 'entries_run')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 0, "schema 3 drops the per-append indexes");
+    assert_eq!(ledger.counts().unwrap().total, 64);
+    assert_eq!(by_action(&ledger, 7), [7]);
+    for n in 65..=100 {
+        ledger.append(&crate::sample_record(n)).unwrap();
+    }
+    let counts = ledger.counts().unwrap();
+    assert_eq!(counts.total, 100);
+    assert_eq!(counts.by_agent.values().sum::<u64>(), 100);
+    assert_eq!(by_action(&ledger, 7), [7]);
+    assert_eq!(by_action(&ledger, 99), [99], "an unfiled row is found too");
+    let run = ledger
+        .list_filtered(
+            &Filter {
+                run: Some("run-1".to_owned()),
+                ..Filter::default()
+            },
+            1000,
+        )
+        .unwrap();
+    assert_eq!(run.len(), 100);
+    assert!(ledger.verify().unwrap().is_intact());
 }
