@@ -809,10 +809,10 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
             || bare.insert(1),
         )?);
     }
-    // What the dashboard's counters and the run / action id indexes add to that floor.
+    // What the dashboard's counters and the run / action id lookups add to that floor.
     let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
     rows.push(per_call(
-        "limit: bare INSERT + tree rows + run/action_id indexes + counters every 64 rows, prepared (normal)",
+        "limit: bare INSERT + tree rows + counters and run/action_id lookups every 64 rows, prepared (normal)",
         scale.samples,
         || counted.insert(1),
     )?);
@@ -890,18 +890,17 @@ struct BareTable {
 #[derive(Clone, Copy, PartialEq)]
 enum Extras {
     None,
-    /// The `run` and `action_id` columns with the ledger's two indexes on them, and the
-    /// counters (totals by decision, level, system, agent, and decisions by hour)
-    /// moved for the last 64 rows in one grouped upsert every 64 rows, as the ledger
-    /// does.
+    /// The `run` and `action_id` columns, and every 64 rows what the ledger files for
+    /// them: the counters (totals by decision, level, system, agent, and decisions by
+    /// hour) in one grouped upsert, and a `lookups` row per run and action id.
     Counted,
 }
 
 /// Leaves between the ledger's bulk writes of tree rows (attest-ledger's `TREE_FLUSH_LEAVES`).
 const TREE_FLUSH_LEAVES: u64 = 64;
 
-/// Rows between the ledger's bulk writes of counters (attest-ledger's `COUNTER_FLUSH_ROWS`).
-const COUNTER_FLUSH_ROWS: u64 = 64;
+/// Rows between the ledger's filings of counters and lookups (attest-ledger's `FILING_ROWS`).
+const FILING_ROWS: u64 = 64;
 
 impl BareTable {
     /// A table in `dir`'s file `bare-{name}.sqlite`, synced as `mode`.
@@ -924,8 +923,8 @@ impl BareTable {
             conn.execute_batch(
                 "ALTER TABLE entries ADD COLUMN run TEXT;
                  ALTER TABLE entries ADD COLUMN action_id TEXT;
-                 CREATE INDEX entries_action ON entries (action_id);
-                 CREATE INDEX entries_run ON entries (run, seq) WHERE run IS NOT NULL;
+                 CREATE TABLE lookups (key TEXT NOT NULL, seq INTEGER NOT NULL,
+                     PRIMARY KEY (key, seq)) WITHOUT ROWID;
                  CREATE TABLE counters (dim TEXT NOT NULL, key TEXT NOT NULL, hour TEXT NOT NULL,
                      n INTEGER NOT NULL, PRIMARY KEY (dim, key, hour)) WITHOUT ROWID;",
             )?;
@@ -970,6 +969,12 @@ impl BareTable {
                                  WHERE seq > ?1 GROUP BY decision, substr(ts, 1, 13))
                          WHERE true ON CONFLICT (dim, key, hour) DO UPDATE SET n = n + excluded.n",
                     )?,
+                    tx.prepare_cached(
+                        "INSERT INTO lookups (key, seq)
+                             SELECT 'run:' || run, seq FROM entries WHERE seq > ?1 AND run IS NOT NULL
+                             UNION ALL
+                             SELECT 'action_id:' || action_id, seq FROM entries WHERE seq > ?1",
+                    )?,
                 )),
             };
             let mut tree =
@@ -994,13 +999,14 @@ impl BareTable {
                     None => {
                         entry.execute(columns)?;
                     }
-                    Some((counted_entry, counter)) => {
+                    Some((counted_entry, counter, lookups)) => {
                         let action_id = format!("{:012}", self.seq);
                         let mut all = columns.to_vec();
                         all.extend([&r.run_id as &dyn rusqlite::ToSql, &action_id]);
                         counted_entry.execute(&all[..])?;
-                        if self.seq.is_multiple_of(COUNTER_FLUSH_ROWS) {
-                            counter.execute([self.seq - COUNTER_FLUSH_ROWS])?;
+                        if self.seq.is_multiple_of(FILING_ROWS) {
+                            counter.execute([self.seq - FILING_ROWS])?;
+                            lookups.execute([self.seq - FILING_ROWS])?;
                         }
                     }
                 }

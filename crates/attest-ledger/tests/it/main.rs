@@ -6,6 +6,7 @@
 mod chain;
 mod concurrency;
 mod crash;
+mod filing;
 mod fuzz;
 mod pg_db;
 mod pg_restart;
