@@ -106,6 +106,53 @@ pub(crate) struct Unfiled {
     /// `(key, seq)`: `run:RUN` and `action_id:ID`, the keys [`Filter`]'s `run` and
     /// `action_id` find rows by.
     pub(crate) lookups: Vec<(String, u64)>,
+    /// A key to look counters up by, its buffers reused.
+    probe: (&'static str, String, String),
+}
+
+/// The columns of one entry that filing reads.
+pub(crate) struct Columns<'a> {
+    pub(crate) seq: u64,
+    pub(crate) ts: &'a str,
+    pub(crate) system: &'a str,
+    pub(crate) agent: Option<&'a str>,
+    pub(crate) decision: &'a str,
+    pub(crate) level: Option<&'a str>,
+    pub(crate) run: Option<&'a str>,
+    pub(crate) action_id: Option<&'a str>,
+}
+
+impl Unfiled {
+    /// Tallies one more entry.
+    pub(crate) fn add(&mut self, entry: &Columns<'_>) {
+        let keys = counter_keys(
+            entry.ts,
+            entry.system,
+            entry.agent,
+            entry.decision,
+            entry.level,
+        );
+        for (dim, key, hour) in keys {
+            // The probe's buffers are reused: a counter already seen costs no allocation.
+            let probe = &mut self.probe;
+            probe.0 = dim;
+            probe.1.clear();
+            probe.1.push_str(key);
+            probe.2.clear();
+            probe.2.push_str(hour);
+            match self.counters.get_mut(probe) {
+                Some(n) => *n += 1,
+                None => {
+                    self.counters.insert(probe.clone(), 1);
+                }
+            }
+        }
+        for (column, value) in [("run", entry.run), ("action_id", entry.action_id)] {
+            if let Some(value) = value {
+                self.lookups.push((format!("{column}:{value}"), entry.seq));
+            }
+        }
+    }
 }
 
 /// The counter rows one entry moves: `(dim, key, hour)`, `key` empty for a NULL.
@@ -248,7 +295,9 @@ impl Ledger {
             return pg.counts();
         }
         let mut conn = self.lock()?;
-        let tx = conn.transaction().map_err(self.sqlite("reading counters"))?;
+        let tx = conn
+            .transaction()
+            .map_err(self.sqlite("reading counters"))?;
         let mut counts = Counts::default();
         {
             let mut stmt = tx
@@ -284,14 +333,16 @@ impl Ledger {
         from: u64,
     ) -> Result<Unfiled, LedgerError> {
         let mut unfiled = Unfiled::default();
-        let mut probe = ("", String::new(), String::new());
         let mut stmt = conn
             .prepare_cached(SELECT_UNFILED)
             .map_err(self.sqlite("reading unfiled entries"))?;
         let mut rows = stmt
             .query([from])
             .map_err(self.sqlite("reading unfiled entries"))?;
-        while let Some(row) = rows.next().map_err(self.sqlite("reading unfiled entries"))? {
+        while let Some(row) = rows
+            .next()
+            .map_err(self.sqlite("reading unfiled entries"))?
+        {
             let read = || -> rusqlite::Result<_> {
                 Ok((
                     row.get::<_, u64>(0)?,
@@ -306,25 +357,16 @@ impl Ledger {
             };
             let (seq, ts, system, agent, decision, level, run, action_id) =
                 read().map_err(self.sqlite("reading unfiled entries"))?;
-            for (dim, key, hour) in counter_keys(ts, system, agent, decision, level) {
-                // The probe's buffers are reused: a counter already seen costs no allocation.
-                probe.0 = dim;
-                probe.1.clear();
-                probe.1.push_str(key);
-                probe.2.clear();
-                probe.2.push_str(hour);
-                match unfiled.counters.get_mut(&probe) {
-                    Some(n) => *n += 1,
-                    None => {
-                        unfiled.counters.insert(probe.clone(), 1);
-                    }
-                }
-            }
-            for (column, value) in [("run", run), ("action_id", action_id)] {
-                if let Some(value) = value {
-                    unfiled.lookups.push((format!("{column}:{value}"), seq));
-                }
-            }
+            unfiled.add(&Columns {
+                seq,
+                ts,
+                system,
+                agent,
+                decision,
+                level,
+                run,
+                action_id,
+            });
         }
         Ok(unfiled)
     }

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{
-    params, Connection, OpenFlags, OptionalExtension, TransactionBehavior,
-};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use crate::canonical::{entry_hash, to_hex, Hash, GENESIS};
 use crate::clock::format_ts;
@@ -18,7 +16,7 @@ use crate::entry::{Entry, FORMAT_VERSION};
 use crate::group::GroupCommit;
 use crate::jcs::write_entry;
 use crate::merkle::{leaf_hash, read_tail, CompactRange};
-use crate::query::{Filter, FILED_THROUGH, INSERT_LOOKUP, UPSERT_COUNTER};
+use crate::query::{Columns, Filter, Unfiled, FILED_THROUGH, INSERT_LOOKUP, UPSERT_COUNTER};
 use crate::source::Source;
 use crate::sqlite_read::SqliteSource;
 use crate::wal::{WalCheckpointer, WAL_SIZE_LIMIT};
@@ -340,6 +338,9 @@ pub(crate) struct Edge {
     written: u64,
     /// Entries filed in `counters` and `lookups` (`filed_through`).
     filed: u64,
+    /// The entries `filed + 1 ..= seq`, tallied as they were appended; `None` when the
+    /// edge was read from the file (the next filing reads them back instead).
+    unfiled: Option<Unfiled>,
     /// The tree hashes of leaves `written..=seq`, in stored-index order, not yet
     /// written: they go to the file in bulk (see [`TREE_FLUSH_LEAVES`]).
     pending: Vec<Hash>,
@@ -708,6 +709,18 @@ impl Ledger {
                         &record.action_id,
                     ])
                     .map_err(self.sqlite("inserting an entry"))?;
+                if let Some(unfiled) = edge.unfiled.as_mut() {
+                    unfiled.add(&Columns {
+                        seq,
+                        ts: &ts,
+                        system: &record.system,
+                        agent: record.agent.as_deref(),
+                        decision: &record.decision,
+                        level,
+                        run: record.run_id.as_deref(),
+                        action_id: Some(&record.action_id),
+                    });
+                }
                 // The tree hashes this leaf completes, kept until the next bulk write.
                 let pending = &mut edge.pending;
                 edge.range
@@ -736,14 +749,19 @@ impl Ledger {
     /// Files the entries after `edge.filed`, inside the caller's write transaction.
     pub(crate) fn file_tail(&self, conn: &Connection, edge: &mut Edge) -> Result<(), LedgerError> {
         if edge.filed < edge.seq {
-            self.file_entries(conn, edge.filed, edge.seq)?;
+            let unfiled = match edge.unfiled.take() {
+                Some(unfiled) => unfiled,
+                None => self.unfiled_in(conn, edge.filed)?,
+            };
+            self.write_filing(conn, &unfiled, edge.seq)?;
             edge.filed = edge.seq;
         }
+        edge.unfiled = Some(Unfiled::default());
         Ok(())
     }
 
-    /// Adds the entries after `from` to `counters` and `lookups` and records them
-    /// filed through `through`, the newest entry.
+    /// Files the entries after `from`, read back from the file, through `through`,
+    /// the newest entry.
     pub(crate) fn file_entries(
         &self,
         conn: &Connection,
@@ -751,12 +769,22 @@ impl Ledger {
         through: u64,
     ) -> Result<(), LedgerError> {
         let unfiled = self.unfiled_in(conn, from)?;
+        self.write_filing(conn, &unfiled, through)
+    }
+
+    /// Adds `unfiled` to `counters` and `lookups` and records the entries filed
+    /// through `through`.
+    fn write_filing(
+        &self,
+        conn: &Connection,
+        unfiled: &Unfiled,
+        through: u64,
+    ) -> Result<(), LedgerError> {
         let write = || -> rusqlite::Result<()> {
             let mut upsert = conn.prepare_cached(UPSERT_COUNTER)?;
             for ((dim, key, hour), n) in &unfiled.counters {
                 upsert.execute(params![dim, key, hour, n])?;
             }
-
             let mut insert = conn.prepare_cached(INSERT_LOOKUP)?;
             for (key, seq) in &unfiled.lookups {
                 insert.execute(params![key, seq])?;
@@ -844,6 +872,7 @@ impl Ledger {
             range: tail.range,
             written: tail.written,
             filed,
+            unfiled: None,
             pending: tail.hashes,
         })
     }

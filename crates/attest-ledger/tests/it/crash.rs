@@ -182,7 +182,10 @@ fn filed_matches_the_rows(ledger: &Ledger, round: u64) {
     ledger
         .for_each_row(1, |row| {
             tally.total += 1;
-            *tally.by_decision.entry(row.decision.to_owned()).or_default() += 1;
+            *tally
+                .by_decision
+                .entry(row.decision.to_owned())
+                .or_default() += 1;
             *tally.by_system.entry(row.system.to_owned()).or_default() += 1;
             let agent = row.agent.unwrap_or("none").to_owned();
             *tally.by_agent.entry(agent).or_default() += 1;
@@ -225,7 +228,10 @@ fn filed_matches_the_rows(ledger: &Ledger, round: u64) {
             [seq],
             "round {round}: action {action_id:?}"
         );
-        assert!(run_rows.contains(&seq), "round {round}: seq {seq} not in its run");
+        assert!(
+            run_rows.contains(&seq),
+            "round {round}: seq {seq} not in its run"
+        );
     }
 }
 
