@@ -16,7 +16,7 @@ fn tally(ledger: &Ledger) -> Counts {
     ledger
         .for_each_row(1, |row| {
             counts.total += 1;
-            let mut bump = |map: &mut BTreeMap<String, u64>, key: Option<&str>| {
+            let bump = |map: &mut BTreeMap<String, u64>, key: Option<&str>| {
                 *map.entry(key.unwrap_or("none").to_owned()).or_default() += 1;
             };
             bump(&mut counts.by_decision, Some(row.decision));
