@@ -1,6 +1,8 @@
-//! A ledger written by the release before schema version 2 (a committed fixture: 18
-//! rows from `attest demo`, checkpoints at 12 and 18) opens, is upgraded in place, and
-//! still verifies under its key, exports the same bytes, and appends.
+//! Ledgers written by earlier releases (committed fixtures) open, are upgraded in
+//! place, and still verify under their keys, export the same bytes, and append:
+//! `v1-ledger.*`, from the release before schema version 2 (18 rows from `attest demo`,
+//! checkpoints at 12 and 18), and `v2-ledger.*`, from the release before schema 3
+//! (commit 114149d: `attest demo` twice, a checkpoint after each).
 
 use attest_ledger::{Filter, Ledger, LedgerOptions, VerifierKey, VerifyOptions};
 
@@ -8,14 +10,15 @@ const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/v1-ledger.sqlite"
 );
-const FIXTURE_KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1-ledger.pub");
-const FIXTURE_EXPORT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/v1-ledger.jsonl"
-);
 
 fn check(ledger: &Ledger) {
-    let trusted = vec![VerifierKey::load(std::path::Path::new(FIXTURE_KEY)).unwrap()];
+    check_fixture(ledger, "v1-ledger");
+}
+
+/// `ledger` verifies under fixture `name`'s key and exports exactly its bodies.
+fn check_fixture(ledger: &Ledger, name: &str) {
+    let fixture = |ext: &str| format!("{}/tests/fixtures/{name}.{ext}", env!("CARGO_MANIFEST_DIR"));
+    let trusted = vec![VerifierKey::load(std::path::Path::new(&fixture("pub"))).unwrap()];
     let report = ledger
         .verify_with(VerifyOptions {
             trusted: &trusted,
@@ -26,7 +29,7 @@ fn check(ledger: &Ledger) {
     assert!(report.is_intact(), "{:?}", report.problems);
     let mut out = Vec::new();
     ledger.export_jsonl(&mut out).unwrap();
-    assert_eq!(out, std::fs::read(FIXTURE_EXPORT).unwrap());
+    assert_eq!(out, std::fs::read(fixture("jsonl")).unwrap());
 }
 
 #[test]
@@ -182,4 +185,63 @@ fn a_schema_2_ledger_opens_upgrades_keeps_its_counts_and_appends() {
         .unwrap();
     assert_eq!(run.len(), 100);
     assert!(ledger.verify().unwrap().is_intact());
+}
+
+/// The previous release's ledger (schema 2, written by `attest demo` at commit 114149d):
+/// read-only it reads as it is; opened, it is upgraded to schema 3 (its counters kept, its
+/// run and action ids filed in `lookups`, the two per-append indexes dropped), verifies
+/// under its key, exports the same bytes, finds its rows, and appends.
+#[test]
+fn the_previous_releases_schema_2_ledger_opens_upgrades_and_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/v2-ledger.sqlite"
+    );
+    std::fs::copy(fixture, &path).unwrap();
+    let read_only = Ledger::open_read_only(&path).unwrap();
+    check_fixture(&read_only, "v2-ledger");
+    let before = read_only.counts().unwrap();
+    let rows = before.total;
+    assert!(rows > 0);
+    drop(read_only);
+
+    let ledger = Ledger::open(&path, LedgerOptions::default()).unwrap();
+    check_fixture(&ledger, "v2-ledger");
+    assert_eq!(ledger.counts().unwrap(), before, "the counters carry over");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let applied: Vec<u32> = conn
+        .prepare("SELECT version FROM attest_schema ORDER BY version")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(applied, [2, 3]);
+    let mut firsts = Vec::new();
+    ledger
+        .for_each_row(1, |row| {
+            firsts.push((row.seq, row.action_id.unwrap().to_owned()));
+            Ok(true)
+        })
+        .unwrap();
+    for (seq, action_id) in &firsts {
+        let found = ledger
+            .list_filtered(
+                &Filter {
+                    action_id: Some(action_id.clone()),
+                    ..Filter::default()
+                },
+                100,
+            )
+            .unwrap();
+        assert!(found.iter().any(|row| row.seq == *seq), "{action_id}");
+    }
+    assert_eq!(
+        ledger.append(&crate::sample_record(1)).unwrap().seq,
+        rows + 1
+    );
+    assert!(ledger.verify().unwrap().is_intact());
+    assert_eq!(ledger.counts().unwrap().total, rows + 1);
 }
