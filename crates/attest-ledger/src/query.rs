@@ -87,7 +87,8 @@ impl Counts {
 
 /// The unfiled entries' columns that [`Unfiled`] tallies.
 const SELECT_UNFILED: &str =
-    "SELECT seq, ts, system, agent, decision, level, run, action_id FROM entries WHERE seq > ?1";
+    "SELECT seq, ts, system, agent, decision, level, run, action_id FROM entries
+     WHERE seq > ?1 AND seq <= ?2";
 
 /// Adds `n` to a counter row.
 pub(crate) const UPSERT_COUNTER: &str = "INSERT INTO counters (dim, key, hour, n)
@@ -318,26 +319,28 @@ impl Ledger {
             }
         }
         if let Some(filed) = self.filed_through_in(&tx)? {
-            for ((dim, key, hour), n) in self.unfiled_in(&tx, filed)?.counters {
+            for ((dim, key, hour), n) in self.unfiled_in(&tx, filed, u64::MAX)?.counters {
                 counts.add(dim, &key, &hour, n);
             }
         }
         Ok(counts)
     }
 
-    /// Tallies the entries after `from`: what filing them adds to `counters` and
-    /// `lookups`.
+    /// Tallies the entries `from + 1 ..= through`: what filing them adds to `counters`
+    /// and `lookups`.
     pub(crate) fn unfiled_in(
         &self,
         conn: &rusqlite::Connection,
         from: u64,
+        through: u64,
     ) -> Result<Unfiled, LedgerError> {
+        let through = i64::try_from(through).unwrap_or(i64::MAX);
         let mut unfiled = Unfiled::default();
         let mut stmt = conn
             .prepare_cached(SELECT_UNFILED)
             .map_err(self.sqlite("reading unfiled entries"))?;
         let mut rows = stmt
-            .query([from])
+            .query(rusqlite::params![from, through])
             .map_err(self.sqlite("reading unfiled entries"))?;
         while let Some(row) = rows
             .next()

@@ -105,6 +105,9 @@ DROP INDEX IF EXISTS entries_ts;";
 /// too: the extent (`filed_through` in `attest_meta`) moves in the same transaction.
 const FILING_ROWS: u64 = 64;
 
+/// Entries read back and filed per step when a stretch is filed from the file (a copy).
+const FILING_CHUNK: u64 = 4096;
+
 /// Leaves whose tree hashes an append keeps in memory before writing them in one go.
 ///
 /// A leaf's hashes written with it would cost a `tree_hashes` page in every commit;
@@ -751,7 +754,7 @@ impl Ledger {
         if edge.filed < edge.seq {
             let unfiled = match edge.unfiled.take() {
                 Some(unfiled) => unfiled,
-                None => self.unfiled_in(conn, edge.filed)?,
+                None => self.unfiled_in(conn, edge.filed, edge.seq)?,
             };
             self.write_filing(conn, &unfiled, edge.seq)?;
             edge.filed = edge.seq;
@@ -761,15 +764,24 @@ impl Ledger {
     }
 
     /// Files the entries after `from`, read back from the file, through `through`,
-    /// the newest entry.
+    /// the newest entry: [`FILING_CHUNK`] at a time, so a copy of a large ledger never
+    /// holds more than that many entries' lookups.
     pub(crate) fn file_entries(
         &self,
         conn: &Connection,
         from: u64,
         through: u64,
     ) -> Result<(), LedgerError> {
-        let unfiled = self.unfiled_in(conn, from)?;
-        self.write_filing(conn, &unfiled, through)
+        let mut start = from;
+        loop {
+            let end = start.saturating_add(FILING_CHUNK).min(through);
+            let unfiled = self.unfiled_in(conn, start, end)?;
+            self.write_filing(conn, &unfiled, end)?;
+            if end >= through {
+                return Ok(());
+            }
+            start = end;
+        }
     }
 
     /// Adds `unfiled` to `counters` and `lookups` and records the entries filed

@@ -144,22 +144,25 @@ fn pruned_rows_stay_counted_even_if_they_were_not_filed_yet() {
     assert_eq!(by_run(&ledger), (70..=140).collect::<Vec<_>>());
 }
 
+/// A copy files what it copies in steps of 4,096 entries: 5,000 rows cross a step.
 #[test]
 fn a_copy_files_every_row_it_copies() {
     let dir = tempfile::tempdir().unwrap();
     let source = Ledger::open(dir.path().join("a.sqlite"), LedgerOptions::default()).unwrap();
-    for n in 1..=100 {
-        source.append(&sample_record(n)).unwrap();
-    }
+    let records: Vec<_> = (1..=5000).map(sample_record).collect();
+    source.append_batch(&records).unwrap();
     let target = Ledger::open(dir.path().join("b.sqlite"), LedgerOptions::default()).unwrap();
-    assert_eq!(source.copy_to(&target).unwrap(), 100);
+    assert_eq!(source.copy_to(&target).unwrap(), 5000);
     assert_eq!(target.counts().unwrap(), source.counts().unwrap());
-    assert_eq!(by_action(&target, 99), [99]);
-    assert_eq!(by_run(&target).len(), 100);
+    assert_eq!(target.counts().unwrap(), tally(&target));
+    for n in [99, 4096, 4097, 5000] {
+        assert_eq!(by_action(&target, n), [n]);
+    }
+    assert_eq!(by_run(&target).len(), 5000);
     // Filed through the copy's tip: the next appends file only their own rows.
-    for n in 101..=170 {
+    for n in 5001..=5070 {
         target.append(&sample_record(n)).unwrap();
     }
     assert_eq!(target.counts().unwrap(), tally(&target));
-    assert_eq!(target.counts().unwrap().total, 170);
+    assert_eq!(target.counts().unwrap().total, 5070);
 }
