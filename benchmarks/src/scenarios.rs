@@ -130,6 +130,14 @@ fn samples_for(durability: Durability, scale: &Scale) -> usize {
     }
 }
 
+/// The runtime the pipeline rows run on: two workers, one per core.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
 /// Only the dashboard rows (`--only dashboard`).
 pub(crate) fn dashboard_only(scale: &Scale) -> anyhow::Result<Report> {
     let dir = tempfile::tempdir_in(".")?;
@@ -142,10 +150,7 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     let dir = tempfile::tempdir_in(".")?;
     let mut rows = Vec::new();
     let mut facts = Vec::new();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = runtime()?;
 
     rows.push(per_call_batched(
         "detect: tool name",
@@ -358,10 +363,7 @@ pub(crate) fn ledger_only(scale: &Scale) -> anyhow::Result<Report> {
     let dir = tempfile::tempdir_in(".")?;
     let mut rows = Vec::new();
     let mut facts = Vec::new();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = runtime()?;
     let policy = PolicyEngine::default_policy()?;
     for durability in [Durability::Full, Durability::Normal] {
         rows.push(append_row(&dir, durability, scale)?);

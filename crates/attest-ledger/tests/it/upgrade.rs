@@ -11,6 +11,16 @@ const FIXTURE: &str = concat!(
     "/tests/fixtures/v1-ledger.sqlite"
 );
 
+/// The schema versions `attest_schema` records as applied, in order.
+fn applied_migrations(conn: &rusqlite::Connection) -> Vec<u32> {
+    conn.prepare("SELECT version FROM attest_schema ORDER BY version")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 fn check(ledger: &Ledger) {
     check_fixture(ledger, "v1-ledger");
 }
@@ -50,14 +60,7 @@ fn a_ledger_written_by_the_previous_release_opens_upgrades_and_appends() {
         )
         .unwrap();
     assert_eq!(version, attest_ledger::SCHEMA_VERSION.to_string());
-    let applied: Vec<u32> = conn
-        .prepare("SELECT version FROM attest_schema ORDER BY version")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(applied, [2, 3]);
+    assert_eq!(applied_migrations(&conn), [2, 3]);
     // The counters and the new columns were filled from the existing rows.
     let counts = ledger.counts().unwrap();
     assert_eq!(counts.total, 18);
@@ -211,14 +214,7 @@ fn the_previous_releases_schema_2_ledger_opens_upgrades_and_appends() {
     check_fixture(&ledger, "v2-ledger");
     assert_eq!(ledger.counts().unwrap(), before, "the counters carry over");
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let applied: Vec<u32> = conn
-        .prepare("SELECT version FROM attest_schema ORDER BY version")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(applied, [2, 3]);
+    assert_eq!(applied_migrations(&conn), [2, 3]);
     let mut firsts = Vec::new();
     ledger
         .for_each_row(1, |row| {
