@@ -43,6 +43,11 @@ impl<'a> ArchiveWriter<'a> {
         ArchiveWriter { out }
     }
 
+    /// Whether there is an archive to write.
+    pub(crate) fn is_open(&self) -> bool {
+        self.out.is_some()
+    }
+
     pub(crate) fn header(
         &mut self,
         first: u64,

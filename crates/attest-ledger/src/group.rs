@@ -1,4 +1,6 @@
-//! Group commit: concurrent appends in one process share one transaction and one sync.
+//! Appending, written once for every store: group commit (concurrent appends in one
+//! process share one transaction and one sync), retries, and recovery from a commit
+//! whose acknowledgement was lost.
 //!
 //! The first caller to find no commit in progress becomes the leader: it takes every
 //! queued record, writes them in one transaction, and hands each caller its result.
@@ -8,7 +10,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
 
+use crate::store::Extended;
 use crate::{Appended, Ledger, LedgerError, Record};
 
 /// Most records one group commit writes in one transaction.
@@ -82,32 +86,152 @@ impl Ledger {
     /// all of them can be written, else each on its own, so one bad record fails
     /// alone. Returns one result per record, in order; each `Ok` is durable at the
     /// configured level. A dedicated writer thread that drains a queue calls this.
-    ///
-    /// A group whose commit failed is looked for before anything is written again: if
-    /// its first row is in the ledger with the hash this writer built, the commit was
-    /// durable and only its acknowledgement was lost, so its rows are the results and
-    /// nothing is appended twice.
     pub fn append_each(&self, records: &[Record]) -> Vec<Result<Appended, LedgerError>> {
-        let mut attempted = Vec::new();
-        match self.append_batch_tracked(records, &mut attempted) {
-            Ok(appended) if appended.len() == records.len() => {
-                appended.into_iter().map(Ok).collect()
-            }
-            Err(_) if attempted.len() == records.len() => match self.holds(&attempted) {
-                Some(true) => attempted.into_iter().map(Ok).collect(),
-                // Not there: the transaction rolled back; each is written on its own.
-                Some(false) => self.append_singly(records),
-                // Unknown: writing again could write twice.
-                None => records
-                    .iter()
-                    .map(|_| Err(self.outcome_unknown()))
-                    .collect(),
-            },
+        match self.append_batch(records) {
+            Ok(appended) => appended.into_iter().map(Ok).collect(),
+            // Writing again could write twice.
             Err(LedgerError::OutcomeUnknown { .. }) => records
                 .iter()
                 .map(|_| Err(self.outcome_unknown()))
                 .collect(),
-            _ => self.append_singly(records),
+            Err(err) if records.len() == 1 => vec![Err(err)],
+            // Each record in a transaction of its own, so one bad record fails alone.
+            Err(_) => records
+                .iter()
+                .map(|record| {
+                    self.append_batch(std::slice::from_ref(record))?
+                        .pop()
+                        .ok_or(LedgerError::Internal("a batch of one appended nothing"))
+                })
+                .collect(),
+        }
+    }
+
+    /// Appends one record and returns its seq and hash once it is durable; concurrent
+    /// callers share a transaction (see [`Ledger::append_owned`]).
+    pub fn append(&self, record: &Record) -> Result<Appended, LedgerError> {
+        self.append_owned(record.clone())
+    }
+
+    /// Appends records in order, in one transaction and one sync.
+    ///
+    /// Each attempt reads the chain's end, builds the rows on it ([`crate::chain`]) and
+    /// commits them ([`Store::extend`]). Another writer taking the next seq first is
+    /// retried on a fresh edge after a random wait. A commit whose outcome is unknown
+    /// (its acknowledgement may be lost) leaves its rows pending: before anything is
+    /// written again they are looked for, and if the row at the first seq is there
+    /// with the hash this writer built, the commit held and its rows are the result,
+    /// so nothing is written twice.
+    pub fn append_batch(&self, records: &[Record]) -> Result<Vec<Appended>, LedgerError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let store = self.store.as_ref();
+        let clock = self.clock.as_ref();
+        // Groups whose commit may have held, or may yet (a server finishing a
+        // statement after the connection broke); resolved before anything is written.
+        let mut pending: Vec<Vec<Appended>> = Vec::new();
+        // With a group pending, any failure is "unknown": the caller must not write
+        // the records again.
+        let unknown = |pending: &Vec<Vec<Appended>>, err: LedgerError| {
+            if pending.is_empty() {
+                err
+            } else {
+                self.outcome_unknown()
+            }
+        };
+        let mut last_error = None;
+        let attempts = store.attempts();
+        for attempt in 0..attempts {
+            if !pending.is_empty() {
+                match self.resolve(&mut pending) {
+                    Ok(Some(appended)) => return Ok(appended),
+                    Ok(None) => {}
+                    Err(err) => {
+                        last_error = Some(err);
+                        store.recover(attempt).map_err(|e| unknown(&pending, e))?;
+                        continue;
+                    }
+                }
+            }
+            // Built on the edge just read: a pending group still in flight wants the
+            // same seq, and the store lets only one of them commit.
+            let mut build =
+                |edge: &crate::chain::ChainEdge| crate::chain::build(records, edge, clock);
+            match store.extend(records, !pending.is_empty(), &mut build) {
+                Extended::Committed(appended) => return Ok(appended),
+                Extended::Conflict(err) => {
+                    last_error = Some(err);
+                    // Many writers on one tip: step aside for a random while that grows
+                    // with the losses (up to 16 ms), so every writer gets its turn.
+                    let cap = 100u64 << attempt.min(7);
+                    std::thread::sleep(Duration::from_micros(jitter() % cap));
+                }
+                Extended::Failed(err) => return Err(unknown(&pending, err)),
+                Extended::Retry(err) => {
+                    last_error = Some(err);
+                    store.recover(attempt).map_err(|e| unknown(&pending, e))?;
+                }
+                Extended::Unknown { built, error } => {
+                    last_error = Some(error);
+                    pending.push(built);
+                    store.recover(attempt).map_err(|e| unknown(&pending, e))?;
+                }
+            }
+        }
+        if !pending.is_empty() {
+            // One last look: the final attempt's outcome may be known by now.
+            if let Ok(Some(appended)) = self.resolve(&mut pending) {
+                return Ok(appended);
+            }
+            if !pending.is_empty() {
+                return Err(self.outcome_unknown());
+            }
+        }
+        Err(last_error.unwrap_or(LedgerError::Internal("the append did not finish")))
+    }
+
+    /// Settles pending groups against one snapshot: a group whose first seq is at or
+    /// below the tip either is there (its hash at that seq: it committed, and its rows
+    /// are the result) or never will be (another row holds the seq). A group past the
+    /// tip stays pending where a commit may still land late; elsewhere it never will.
+    /// An error leaves every group pending.
+    fn resolve(
+        &self,
+        pending: &mut Vec<Vec<Appended>>,
+    ) -> Result<Option<Vec<Appended>>, LedgerError> {
+        let late = self.store.late_commits();
+        let found = self.read(|src| {
+            let tip = src.tip()?.map_or(0, |(seq, _)| seq);
+            let mut keep = Vec::with_capacity(pending.len());
+            for group in pending.iter() {
+                let Some(first) = group.first() else {
+                    keep.push(false);
+                    continue;
+                };
+                if first.seq > tip {
+                    keep.push(late);
+                    continue;
+                }
+                let mut held = false;
+                src.rows(first.seq, &mut |row| {
+                    held = row.seq == first.seq && row.hash == first.hash;
+                    Ok(false)
+                })?;
+                if held {
+                    return Ok(Err(group.clone()));
+                }
+                keep.push(false);
+            }
+            Ok(Ok(keep))
+        })?;
+        match found {
+            Err(held) => Ok(Some(held)),
+            Ok(keep) => {
+                let mut keep = keep.into_iter();
+                pending.retain(|_| keep.next().unwrap_or(false));
+                Ok(None)
+            }
         }
     }
 
@@ -116,44 +240,18 @@ impl Ledger {
             path: self.path().to_path_buf(),
         }
     }
+}
 
-    /// Each record in a transaction of its own, so one bad record fails alone.
-    fn append_singly(&self, records: &[Record]) -> Vec<Result<Appended, LedgerError>> {
-        records
-            .iter()
-            .map(|record| {
-                let mut attempted = Vec::new();
-                match self.append_batch_tracked(std::slice::from_ref(record), &mut attempted) {
-                    Ok(mut v) => v
-                        .pop()
-                        .ok_or(LedgerError::Internal("a batch of one appended nothing")),
-                    Err(err) if attempted.len() == 1 => match self.holds(&attempted) {
-                        Some(true) => attempted
-                            .pop()
-                            .ok_or(LedgerError::Internal("lost a checked row")),
-                        Some(false) => Err(err),
-                        None => Err(self.outcome_unknown()),
-                    },
-                    Err(err) => Err(err),
-                }
-            })
-            .collect()
-    }
-
-    /// Whether the ledger holds `rows[0]` with the hash it was built with (the rows of
-    /// one transaction are all there or none is).
-    fn holds(&self, rows: &[Appended]) -> Option<bool> {
-        let Some(first) = rows.first() else {
-            return Some(false);
-        };
-        self.read(|src| {
-            let mut found = false;
-            src.rows(first.seq, &mut |row| {
-                found = row.seq == first.seq && row.hash == first.hash;
-                Ok(false)
-            })?;
-            Ok(found)
-        })
-        .ok()
-    }
+/// A random-enough number so writers that lost the same race (in this process or
+/// another) do not retry in lockstep.
+fn jitter() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish()
 }

@@ -85,6 +85,7 @@
 
 mod archive;
 mod canonical;
+mod chain;
 mod checkpoint;
 mod checkpoints;
 mod clock;
@@ -96,19 +97,20 @@ mod error;
 mod group;
 mod jcs;
 mod keys;
+mod ledger;
 mod merkle;
+mod options;
 mod pg;
 mod private;
 mod proofs;
 mod prune;
 mod query;
-mod readonly;
+mod row;
 mod source;
 mod sqlite;
-mod sqlite_read;
+mod store;
 pub mod tiles;
 mod verify;
-mod wal;
 mod walk;
 
 pub use archive::Archive;
@@ -124,12 +126,15 @@ pub use entry::{Call, Confirm, Execution, Imported, Record, Verification, FORMAT
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
 pub use keys::{SigningKey, VerifierKey};
+pub use ledger::Ledger;
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
+pub use options::LedgerOptions;
 pub use pg::{check_tenant, PgConnection, PgDatabase};
 pub use proofs::{ConsistencyProof, InclusionProof, ProofError};
 pub use prune::PruneReport;
 pub use query::{Counts, Filter};
-pub use sqlite::{Appended, Ledger, LedgerOptions, RowSummary, StoredRow, SCHEMA_VERSION};
+pub use row::{Appended, RowSummary, StoredRow};
+pub use sqlite::SCHEMA_VERSION;
 pub use verify::{
     ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,
 };

@@ -6,10 +6,11 @@
 
 use std::time::SystemTime;
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-
-use crate::canonical::{entry_hash, from_hex, to_hex, Hash};
+use crate::archive::ArchiveWriter;
+use crate::canonical::{entry_hash, from_hex, Hash};
 use crate::clock::format_ts;
+use crate::source::Source;
+use crate::store::PruneCut;
 use crate::{Ledger, LedgerError, SigningKey, StoredCheckpoint};
 
 /// What a prune removed.
@@ -44,138 +45,118 @@ impl Ledger {
         self.prune_into(cutoff, key, Some(archive))
     }
 
+    /// The order of checks, the same on every store, all inside the store's write
+    /// transaction after the checkpoint: choose the last entry to remove; check its
+    /// body against its stored hash (its hash becomes the boundary the rest of the
+    /// chain links to, so a tampered one is refused before anything is written); only
+    /// then write the archive and flush it; then the store removes the rows and
+    /// records the boundary, together.
     fn prune_into(
         &self,
         cutoff: SystemTime,
         key: &SigningKey,
         archive: Option<&mut dyn std::io::Write>,
     ) -> Result<PruneReport, LedgerError> {
-        if let Some(pg) = self.pg() {
-            let mut writer = crate::archive::ArchiveWriter::new(archive);
-            return pg.prune(cutoff, key, self.now(), &mut writer);
-        }
         let (checkpoint, _) = self.checkpoint(key)?;
-        let mut conn = self.lock()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(self.sqlite("starting a prune"))?;
-        let already = self.pruned_in(&tx)?.map(|(seq, _)| seq).unwrap_or(0);
-        let Some(through) = self.prune_through_in(&tx, cutoff, checkpoint.size)? else {
-            return Ok(PruneReport {
+        let mut writer = ArchiveWriter::new(archive);
+        let mut already = 0;
+        let mut through = 0;
+        let removed = self.store.prune(&mut |src| {
+            let boundary = src.pruned()?;
+            already = boundary.map_or(0, |(seq, _)| seq);
+            let Some(last) = prune_through(src, cutoff, checkpoint.size)? else {
+                return Ok(None);
+            };
+            through = last;
+            let mut stored = None;
+            src.rows(last, &mut |row| {
+                if row.seq == last {
+                    stored = Some((row.hash.to_vec(), entry_hash(row.body)));
+                }
+                Ok(false)
+            })?;
+            let hash =
+                match stored {
+                    Some((stored, hash)) if stored == hash => hash,
+                    _ => return Err(LedgerError::BadRow {
+                        seq: last,
+                        detail:
+                            "its body does not match its hash; run `attest verify` before pruning"
+                                .to_owned(),
+                    }),
+                };
+            if writer.is_open() {
+                let prev = boundary.map_or(crate::GENESIS, |(_, hash)| hash);
+                writer.header(already + 1, last, &prev, &checkpoint.note)?;
+                src.rows(already + 1, &mut |row| {
+                    if row.seq > last {
+                        return Ok(false);
+                    }
+                    writer.row(row)?;
+                    Ok(true)
+                })?;
+                // The archive is complete and flushed before the rows go.
+                writer.finish()?;
+            }
+            Ok(Some(PruneCut {
+                through: last,
+                hash,
+            }))
+        })?;
+        Ok(match removed {
+            Some(removed) => PruneReport {
+                removed,
+                pruned_through: through,
+                checkpoint,
+            },
+            None => PruneReport {
                 removed: 0,
                 pruned_through: already,
                 checkpoint,
-            });
-        };
-        let (stored, body): (Vec<u8>, Vec<u8>) = tx
-            .query_row(
-                "SELECT hash, CAST(body AS BLOB) FROM entries WHERE seq = ?1",
-                [through],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .map_err(self.sqlite("reading the last entry to prune"))?;
-        let hash = entry_hash(&body);
-        if stored != hash {
-            return Err(LedgerError::BadRow {
-                seq: through,
-                detail: "its body does not match its hash; run `attest verify` before pruning"
-                    .to_owned(),
-            });
-        }
-        if let Some(out) = archive {
-            let prev = self
-                .pruned_in(&tx)?
-                .map_or(crate::GENESIS, |(_, hash)| hash);
-            let mut writer = crate::archive::ArchiveWriter::new(Some(out));
-            writer.header(already + 1, through, &prev, &checkpoint.note)?;
-            self.for_each_row_in(&tx, already + 1, |row| {
-                if row.seq > through {
-                    return Ok(false);
-                }
-                writer.row(row)?;
-                Ok(true)
-            })?;
-            writer.finish()?;
-        }
-        // Pruned rows stay counted: the entries not filed yet are filed before they go.
-        let mut edge = self.edge_in(&tx)?;
-        self.file_tail(&tx, &mut edge)?;
-        let removed = tx
-            .execute("DELETE FROM entries WHERE seq <= ?1", [through])
-            .map_err(self.sqlite("removing entries"))?;
-        tx.execute("DELETE FROM lookups WHERE seq <= ?1", [through])
-            .map_err(self.sqlite("removing entries"))?;
-        tx.execute(
-            "INSERT OR REPLACE INTO attest_meta (key, value) VALUES ('pruned_through', ?1), ('pruned_hash', ?2)",
-            params![through.to_string(), to_hex(&hash)],
-        )
-        .map_err(self.sqlite("recording the prune"))?;
-        // Commit point: the rows are gone and the boundary is recorded, together.
-        tx.commit().map_err(self.sqlite("committing a prune"))?;
-        self.keep_edge(edge);
-        Ok(PruneReport {
-            removed: removed as u64,
-            pruned_through: through,
-            checkpoint,
+            },
         })
     }
 
     /// How many entries [`Ledger::prune`] with `cutoff` would remove now (it signs the
     /// ledger as it is, so the checkpoint would cover every entry). Reads only.
     pub fn prune_count(&self, cutoff: SystemTime) -> Result<u64, LedgerError> {
-        if let Some(pg) = self.pg() {
-            return pg.prune_count(cutoff);
-        }
-        let conn = self.lock()?;
-        let size = self.tip_in(&conn)?.map_or(0, |(seq, _)| seq);
-        let already = self.pruned_in(&conn)?.map_or(0, |(seq, _)| seq);
-        Ok(self
-            .prune_through_in(&conn, cutoff, size)?
-            .map_or(0, |through| through - already))
+        self.read(|src| {
+            let size = src.tip()?.map_or(0, |(seq, _)| seq);
+            let already = src.pruned()?.map_or(0, |(seq, _)| seq);
+            Ok(prune_through(src, cutoff, size)?.map_or(0, |through| through - already))
+        })
     }
+}
 
-    /// The newest entry a prune behind a checkpoint of `size` removes: older than
-    /// `cutoff`, covered by the checkpoint, never the newest entry, and not pruned yet.
-    fn prune_through_in(
-        &self,
-        conn: &Connection,
-        cutoff: SystemTime,
-        size: u64,
-    ) -> Result<Option<u64>, LedgerError> {
-        let already = self.pruned_in(conn)?.map(|(seq, _)| seq).unwrap_or(0);
-        let tip = self.tip_in(conn)?.map(|(seq, _)| seq).unwrap_or(0);
-        let last: Option<u64> = conn
-            .query_row(
-                "SELECT MAX(seq) FROM entries WHERE ts < ?1 AND seq <= ?2 AND seq < ?3",
-                params![format_ts(cutoff), size, tip],
-                |row| row.get(0),
-            )
-            .map_err(self.sqlite("choosing entries to prune"))?;
-        Ok(last.filter(|&seq| seq > already))
-    }
+/// The newest entry a prune behind a checkpoint of `size` removes: older than
+/// `cutoff`, covered by the checkpoint, never the newest entry, and not pruned yet.
+fn prune_through(
+    src: &dyn Source,
+    cutoff: SystemTime,
+    size: u64,
+) -> Result<Option<u64>, LedgerError> {
+    let already = src.pruned()?.map_or(0, |(seq, _)| seq);
+    let tip = src.tip()?.map_or(0, |(seq, _)| seq);
+    let below_tip = size.min(tip.saturating_sub(1));
+    let last = src.newest_before(&format_ts(cutoff), below_tip)?;
+    Ok(last.filter(|&seq| seq > already))
+}
 
-    /// The last pruned seq and its entry hash, if anything was pruned.
-    pub(crate) fn pruned_in(&self, conn: &Connection) -> Result<Option<(u64, Hash)>, LedgerError> {
-        let read = |key: &str| -> Result<Option<String>, LedgerError> {
-            conn.query_row(
-                "SELECT value FROM attest_meta WHERE key = ?1",
-                [key],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(self.sqlite("reading the prune boundary"))
-        };
-        let (Some(seq), Some(hash)) = (read("pruned_through")?, read("pruned_hash")?) else {
-            return Ok(None);
-        };
-        let bad = |detail: &str| LedgerError::BadRow {
-            seq: 0,
-            detail: format!("prune boundary in attest_meta: {detail}"),
-        };
-        let seq: u64 = seq
-            .parse()
-            .map_err(|_| bad("pruned_through is not a number"))?;
-        let hash = from_hex(&hash).ok_or_else(|| bad("pruned_hash is not 64 hex digits"))?;
-        Ok(Some((seq, hash)))
-    }
+/// The prune boundary from its two `attest_meta` values, as either store keeps them.
+pub(crate) fn boundary(
+    seq: Option<String>,
+    hash: Option<String>,
+) -> Result<Option<(u64, Hash)>, LedgerError> {
+    let (Some(seq), Some(hash)) = (seq, hash) else {
+        return Ok(None);
+    };
+    let bad = |detail: &str| LedgerError::BadRow {
+        seq: 0,
+        detail: format!("prune boundary in attest_meta: {detail}"),
+    };
+    let seq: u64 = seq
+        .parse()
+        .map_err(|_| bad("pruned_through is not a number"))?;
+    let hash = from_hex(&hash).ok_or_else(|| bad("pruned_hash is not 64 hex digits"))?;
+    Ok(Some((seq, hash)))
 }

@@ -33,8 +33,16 @@ pub(crate) type VisitTree<'v> =
 pub(crate) trait Source {
     /// The newest row's seq and stored hash.
     fn tip(&self) -> Result<Option<(u64, Hash)>, LedgerError>;
+    /// A value kept in `attest_meta` (the prune boundary, how far entries are filed).
+    fn meta(&self, key: &str) -> Result<Option<String>, LedgerError>;
     /// The last pruned seq and its entry hash.
-    fn pruned(&self) -> Result<Option<(u64, Hash)>, LedgerError>;
+    fn pruned(&self) -> Result<Option<(u64, Hash)>, LedgerError> {
+        crate::prune::boundary(self.meta("pruned_through")?, self.meta("pruned_hash")?)
+    }
+    /// The stored checkpoint of `size` entries.
+    fn checkpoint_at(&self, size: u64) -> Result<Option<StoredCheckpoint>, LedgerError>;
+    /// The newest seq with `ts < before` and `seq <= size` (prune's candidate).
+    fn newest_before(&self, before: &str, size: u64) -> Result<Option<u64>, LedgerError>;
     /// Every stored checkpoint, smallest first.
     fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError>;
     /// The newest stored checkpoint.
@@ -66,4 +74,14 @@ pub(crate) fn root(source: &dyn Source, size: u64) -> Result<Hash, LedgerError> 
     tlog_tiles::tree_hash(size, &Hashes(source))
         .map(|h| h.0)
         .map_err(|source| LedgerError::Tree { seq: size, source })
+}
+
+/// A tip from its stored columns, whichever store they were read from (a corrupt
+/// hash column is not chained onto).
+pub(crate) fn tip_from(seq: u64, hash: &[u8]) -> Result<(u64, Hash), LedgerError> {
+    let hash: Hash = hash.try_into().map_err(|_| LedgerError::BadRow {
+        seq,
+        detail: "hash column is not 32 bytes; run `attest verify`".to_owned(),
+    })?;
+    Ok((seq, hash))
 }

@@ -32,7 +32,7 @@ impl Ledger {
             };
             return Ledger::open_postgres(path.as_ref(), &options, true);
         }
-        let path = crate::sqlite::tenant_path(path.as_ref(), tenant)?;
+        let path = super::tenant_path(path.as_ref(), tenant)?;
         if path.is_dir() {
             return Err(LedgerError::IsDirectory { path });
         }
@@ -69,7 +69,11 @@ impl Ledger {
                 (conn, version)
             }
         };
-        Ok(Ledger::from_connection(path, conn, version))
+        let store = super::SqliteStore::from_connection(path, conn, version);
+        Ok(Ledger::over(
+            Box::new(store),
+            std::sync::Arc::new(crate::SystemClock),
+        ))
     }
 }
 

@@ -1,0 +1,243 @@
+//! Reaching a PostgreSQL server: the connection pool's connector (rustls, or in the
+//! clear only), the session's durability, the URL as messages show it, and the
+//! database handle kept beside a ledger (the approval store's tables).
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use postgres::Client;
+use r2d2_postgres::PostgresConnectionManager;
+#[cfg(feature = "tls")]
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::{Durability, LedgerError};
+
+/// How a connection is made: through rustls (feature `tls`), or in the clear only.
+#[cfg(feature = "tls")]
+pub(crate) type Connector = MakeRustlsConnect;
+#[cfg(not(feature = "tls"))]
+pub(crate) type Connector = postgres::NoTls;
+pub(crate) type Pool = r2d2::Pool<PostgresConnectionManager<Connector>>;
+pub(crate) type Conn = r2d2::PooledConnection<PostgresConnectionManager<Connector>>;
+
+/// A tenant name: lower-case letters, digits, `-` and `_`, 1 to 63 characters, so it
+/// is also a safe file-name part (the SQLite store keeps one file per tenant).
+pub fn check_tenant(name: &str) -> Result<(), LedgerError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err(LedgerError::BadTenant {
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// The PostgreSQL database a ledger lives in, for tables kept beside its chain (the
+/// approval store): the ledger's own connection pool, its display name and its tenant.
+#[derive(Clone)]
+pub struct PgDatabase {
+    pub(crate) pool: Pool,
+    pub(crate) name: PathBuf,
+    pub(crate) tenant: String,
+}
+
+impl std::fmt::Debug for PgDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgDatabase")
+            .field("name", &self.name)
+            .field("tenant", &self.tenant)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgDatabase {
+    /// A connection from the ledger's pool (its durability settings included).
+    pub fn connect(&self) -> Result<PgConnection, LedgerError> {
+        self.pool
+            .get()
+            .map(PgConnection)
+            .map_err(|source| LedgerError::Pool {
+                path: self.name.clone(),
+                detail: source.to_string(),
+            })
+    }
+
+    /// `postgres://user@host:port/db`: no password, no query.
+    pub fn name(&self) -> &Path {
+        &self.name
+    }
+
+    /// The ledger's tenant (`""`: the default chain).
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+}
+
+/// A pooled connection to a ledger's PostgreSQL database; back to the pool on drop.
+pub struct PgConnection(Conn);
+
+impl std::ops::Deref for PgConnection {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for PgConnection {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.0
+    }
+}
+
+/// Sets durability on every new connection.
+#[derive(Debug)]
+struct Session {
+    synchronous_commit: &'static str,
+}
+
+impl r2d2::CustomizeConnection<Client, postgres::Error> for Session {
+    fn on_acquire(&self, conn: &mut Client) -> Result<(), postgres::Error> {
+        conn.batch_execute(&format!(
+            "SET synchronous_commit = {}",
+            self.synchronous_commit
+        ))
+    }
+}
+
+/// The URL for messages: user, hosts, ports and database, never a password or options.
+pub(crate) fn display_name(config: &postgres::Config) -> PathBuf {
+    let user = config.get_user().unwrap_or("");
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .zip(config.get_ports().iter().chain(std::iter::repeat(&5432)))
+        .map(|(host, port)| match host {
+            postgres::config::Host::Tcp(h) => format!("{h}:{port}"),
+            postgres::config::Host::Unix(p) => format!("{}:{port}", p.display()),
+        })
+        .collect();
+    let at = if user.is_empty() { "" } else { "@" };
+    PathBuf::from(format!(
+        "postgres://{user}{at}{}/{}",
+        hosts.join(","),
+        config.get_dbname().unwrap_or("")
+    ))
+}
+
+/// Whether every host is this machine (loopback or a Unix socket).
+fn is_local(config: &postgres::Config) -> bool {
+    config.get_hosts().iter().all(|host| match host {
+        postgres::config::Host::Tcp(name) => {
+            name == "localhost"
+                || name
+                    .trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+        postgres::config::Host::Unix(_) => true,
+    })
+}
+
+#[cfg(feature = "tls")]
+fn connector(_config: &postgres::Config) -> Result<Connector, LedgerError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|_| LedgerError::Internal("rustls refused its default protocol versions"))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
+/// Built without TLS: only a connection the URL itself says is in the clear
+/// (`sslmode=disable`, or a server on this machine), so a password never crosses a
+/// network unencrypted by default.
+#[cfg(not(feature = "tls"))]
+fn connector(config: &postgres::Config) -> Result<Connector, LedgerError> {
+    match config.get_ssl_mode() {
+        postgres::config::SslMode::Disable => Ok(postgres::NoTls),
+        _ => Err(LedgerError::BadUrl {
+            detail: "this build has no TLS (attest-ledger without its `tls` feature): \
+                     add sslmode=disable only for a server reached over a trusted network"
+                .to_owned(),
+        }),
+    }
+}
+
+/// A pool of connections to the server `url` names, each set to `durability`; the
+/// display name (no password) beside it.
+pub(crate) fn pool(url: &str, durability: Durability) -> Result<(Pool, PathBuf), LedgerError> {
+    let mut config = postgres::Config::from_str(url).map_err(|_| LedgerError::BadUrl {
+        // Never the URL itself: it may hold a password.
+        detail: "not a valid postgres:// URL".to_owned(),
+    })?;
+    // A server on this machine is reached in the clear unless the URL asks for TLS
+    // (its certificate is usually self-signed); any other server through rustls,
+    // with the certificate checked against the webpki roots.
+    if !url.contains("sslmode=") && is_local(&config) {
+        config.ssl_mode(postgres::config::SslMode::Disable);
+    }
+    let name = display_name(&config);
+    let connector = connector(&config)?;
+    let manager = PostgresConnectionManager::new(config, connector);
+    let synchronous_commit = match durability {
+        Durability::Full => "on",
+        Durability::Normal | Durability::Off => "off",
+    };
+    let pool = r2d2::Pool::builder()
+        .max_size(8)
+        .min_idle(Some(0))
+        .test_on_check_out(false)
+        .connection_timeout(Duration::from_secs(30))
+        .connection_customizer(Box::new(Session { synchronous_commit }))
+        .build(manager)
+        .map_err(|source| LedgerError::Pool {
+            path: name.clone(),
+            detail: source.to_string(),
+        })?;
+    Ok((pool, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> postgres::Config {
+        postgres::Config::from_str(url).unwrap()
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn with_tls_a_remote_server_gets_a_tls_connector() {
+        assert!(connector(&config("postgres://u:secret@db.example.com/attest")).is_ok());
+    }
+
+    /// `.ci/run` runs this with `--no-default-features`.
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn without_tls_only_a_url_in_the_clear_connects() {
+        let refused = connector(&config("postgres://u:secret@db.example.com/attest"));
+        match refused {
+            Err(LedgerError::BadUrl { detail }) => {
+                assert!(detail.contains("no TLS"), "{detail}");
+                assert!(!detail.contains("secret"), "{detail}");
+            }
+            other => panic!("a remote URL connected without TLS: {other:?}"),
+        }
+        let clear = config("postgres://u@db.example.com/attest?sslmode=disable");
+        assert!(connector(&clear).is_ok());
+    }
+}

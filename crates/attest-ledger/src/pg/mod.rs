@@ -1,0 +1,168 @@
+//! The PostgreSQL store: one database holds any number of tenants' ledgers, each its
+//! own chain from seq 1, tree and checkpoints, and any number of writers in any
+//! process on any host append to them.
+//!
+//! The append is a compare-and-swap on the tip: the primary key on `(tenant, seq)`
+//! refuses a second row at a seq, so of two writers that read the same tip, one
+//! commits and the other gets a unique violation, drops its cached tip, re-reads it,
+//! rebuilds and re-hashes its bodies, and tries again. No lock is taken beyond the
+//! key's own, so no advisory locks, and the SQL runs on PostgreSQL-compatible
+//! databases that have none.
+//!
+//! A group of rows is one statement: the entries, the tree hashes they complete and
+//! the counters they move, in one round trip and one transaction.
+//!
+//! A statement whose acknowledgement was lost (the connection cut after the commit)
+//! is found on retry: the row at the first seq it wrote is read back, and if its hash
+//! is the hash of the body this writer built, the rows are there and are not written
+//! again.
+
+mod append;
+mod connect;
+mod query;
+mod read;
+mod schema;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::chain::ChainEdge;
+use crate::query::{Counts, Filter};
+use crate::source::Source;
+use crate::store::{Build, Cut, Extended, Read, Sign, Store};
+use crate::{Durability, LedgerError, Record, RowSummary, StoredCheckpoint, StoredRow};
+pub use connect::{check_tenant, PgConnection, PgDatabase};
+use connect::{Conn, Pool};
+
+/// Whether `location` names a PostgreSQL ledger rather than a file.
+pub(crate) fn is_url(location: &Path) -> bool {
+    location
+        .to_str()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// One tenant of one PostgreSQL database.
+pub(crate) struct PgStore {
+    pool: Pool,
+    /// `postgres://user@host:port/db`: no password, no query.
+    name: PathBuf,
+    tenant: String,
+    /// The chain's end as this process last saw it commit.
+    edge: Mutex<Option<ChainEdge>>,
+    read_only: bool,
+}
+
+impl PgStore {
+    /// Connects (a pool), creates or upgrades the schema unless `read_only`.
+    pub(crate) fn open(
+        url: &str,
+        tenant: Option<&str>,
+        durability: Durability,
+        read_only: bool,
+    ) -> Result<PgStore, LedgerError> {
+        if let Some(tenant) = tenant {
+            check_tenant(tenant)?;
+        }
+        let (pool, name) = connect::pool(url, durability)?;
+        let store = PgStore {
+            pool,
+            name,
+            tenant: tenant.unwrap_or("").to_owned(),
+            edge: Mutex::new(None),
+            read_only,
+        };
+        if read_only {
+            store.check_schema()?;
+        } else {
+            store.migrate()?;
+        }
+        Ok(store)
+    }
+
+    pub(crate) fn err(&self, during: &'static str) -> impl Fn(postgres::Error) -> LedgerError + '_ {
+        move |source| LedgerError::Postgres {
+            path: self.name.clone(),
+            during,
+            source,
+        }
+    }
+
+    pub(crate) fn client(&self) -> Result<Conn, LedgerError> {
+        self.pool.get().map_err(|source| LedgerError::Pool {
+            path: self.name.clone(),
+            detail: source.to_string(),
+        })
+    }
+
+    fn edge_slot(&self) -> MutexGuard<'_, Option<ChainEdge>> {
+        // Only whole values are stored; a poisoned lock holds no torn state.
+        self.edge.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Store for PgStore {
+    fn path(&self) -> &Path {
+        &self.name
+    }
+
+    fn extend(&self, records: &[Record], fresh: bool, build: &mut Build<'_>) -> Extended {
+        self.extend_chain(records, fresh, build)
+    }
+
+    fn late_commits(&self) -> bool {
+        // A backend may finish a statement after the connection to it broke.
+        true
+    }
+
+    fn attempts(&self) -> u32 {
+        append::MAX_ATTEMPTS
+    }
+
+    fn recover(&self, attempt: u32) -> Result<(), LedgerError> {
+        self.reconnect(attempt).map(drop)
+    }
+
+    fn save_checkpoint(
+        &self,
+        sign: &mut Sign<'_>,
+    ) -> Result<(StoredCheckpoint, bool), LedgerError> {
+        self.store_checkpoint(sign)
+    }
+
+    fn prune(&self, cut: &mut Cut<'_>) -> Result<Option<u64>, LedgerError> {
+        self.remove_prefix(cut)
+    }
+
+    fn read(&self, read: &mut Read<'_>) -> Result<(), LedgerError> {
+        self.snapshot(false, |source| read(&source))
+    }
+
+    fn list(&self, filter: &Filter, limit: usize) -> Result<Vec<RowSummary>, LedgerError> {
+        self.list_filtered(filter, limit)
+    }
+
+    fn rows_at(
+        &self,
+        seqs: &[u64],
+        visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), LedgerError>,
+    ) -> Result<(), LedgerError> {
+        self.point_reads(seqs, visit)
+    }
+
+    fn counts(&self) -> Result<Counts, LedgerError> {
+        self.counts_now()
+    }
+
+    fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError> {
+        self.copy_from(source)
+    }
+
+    fn database(&self) -> Option<PgDatabase> {
+        Some(PgDatabase {
+            pool: self.pool.clone(),
+            name: self.name.clone(),
+            tenant: self.tenant.clone(),
+        })
+    }
+}

@@ -1,0 +1,158 @@
+//! The PostgreSQL schema: its versions and the migrations between them, applied on
+//! open by any number of writers at once.
+
+use std::time::{Duration, SystemTime};
+
+use postgres::Client;
+
+use super::PgStore;
+use crate::clock::format_ts;
+use crate::LedgerError;
+
+/// The newest schema version this build writes and reads.
+pub(crate) const PG_SCHEMA_VERSION: i32 = 1;
+
+/// Migrations, in order: version `n` brings a database from `n - 1` to `n`.
+const MIGRATIONS: &[(i32, &str)] = &[(
+    1,
+    "CREATE TABLE IF NOT EXISTS attest_meta (
+        tenant TEXT NOT NULL,
+        key    TEXT NOT NULL,
+        value  TEXT NOT NULL,
+        PRIMARY KEY (tenant, key)
+    );
+    CREATE TABLE IF NOT EXISTS entries (
+        tenant    TEXT NOT NULL,
+        seq       BIGINT NOT NULL,
+        hash      BYTEA NOT NULL,
+        ts        TEXT NOT NULL,
+        system    TEXT NOT NULL,
+        verb      TEXT NOT NULL,
+        agent     TEXT,
+        decision  TEXT NOT NULL,
+        level     TEXT,
+        run       TEXT,
+        action_id TEXT,
+        body      BYTEA NOT NULL,
+        PRIMARY KEY (tenant, seq)
+    );
+    CREATE INDEX IF NOT EXISTS entries_action ON entries (tenant, action_id);
+    CREATE INDEX IF NOT EXISTS entries_run ON entries (tenant, run, seq) WHERE run IS NOT NULL;
+    CREATE TABLE IF NOT EXISTS tree_hashes (
+        tenant TEXT NOT NULL,
+        idx    BIGINT NOT NULL,
+        hash   BYTEA NOT NULL,
+        PRIMARY KEY (tenant, idx)
+    );
+    CREATE TABLE IF NOT EXISTS checkpoints (
+        tenant TEXT NOT NULL,
+        size   BIGINT NOT NULL,
+        root   BYTEA NOT NULL,
+        note   TEXT NOT NULL,
+        ts     TEXT NOT NULL,
+        PRIMARY KEY (tenant, size)
+    );
+    CREATE TABLE IF NOT EXISTS counters (
+        tenant TEXT NOT NULL,
+        dim    TEXT NOT NULL,
+        key    TEXT NOT NULL,
+        hour   TEXT NOT NULL,
+        n      BIGINT NOT NULL,
+        PRIMARY KEY (tenant, dim, key, hour)
+    );",
+)];
+
+impl PgStore {
+    /// The schema version the database holds (0: none).
+    fn version(&self, client: &mut Client) -> Result<i32, LedgerError> {
+        let exists: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM information_schema.tables
+                 WHERE table_schema = current_schema() AND table_name = 'attest_schema')",
+                &[],
+            )
+            .map_err(self.err("reading the schema version"))?
+            .get(0);
+        if !exists {
+            return Ok(0);
+        }
+        let version: Option<i32> = client
+            .query_one("SELECT max(version) FROM attest_schema", &[])
+            .map_err(self.err("reading the schema version"))?
+            .get(0);
+        Ok(version.unwrap_or(0))
+    }
+
+    pub(crate) fn check_schema(&self) -> Result<(), LedgerError> {
+        let mut client = self.client()?;
+        match self.version(&mut client)? {
+            PG_SCHEMA_VERSION => Ok(()),
+            0 => Err(LedgerError::NotALedger {
+                path: self.name.clone(),
+                detail: "the database holds no attest schema".to_owned(),
+            }),
+            found => Err(LedgerError::SchemaVersion {
+                path: self.name.clone(),
+                found: found.to_string(),
+                expected: crate::SCHEMA_VERSION,
+            }),
+        }
+    }
+
+    /// Brings the schema to [`PG_SCHEMA_VERSION`], each migration in a transaction that
+    /// also records it. Writers opening a new database at once race on the version
+    /// table's key: the loser's transaction fails, and it reads the version again.
+    pub(crate) fn migrate(&self) -> Result<(), LedgerError> {
+        let mut client = self.client()?;
+        let mut last_error = None;
+        for _ in 0..8 {
+            if let Err(err) = client.batch_execute(
+                "CREATE TABLE IF NOT EXISTS attest_schema (
+                    version INTEGER PRIMARY KEY,
+                    applied TEXT NOT NULL
+                )",
+            ) {
+                last_error = Some(err);
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            let current = self.version(&mut client)?;
+            if current > PG_SCHEMA_VERSION {
+                return Err(LedgerError::SchemaVersion {
+                    path: self.name.clone(),
+                    found: current.to_string(),
+                    expected: crate::SCHEMA_VERSION,
+                });
+            }
+            if current == PG_SCHEMA_VERSION {
+                return Ok(());
+            }
+            let result = (|| -> Result<(), postgres::Error> {
+                let mut tx = client.transaction()?;
+                for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+                    tx.batch_execute(sql)?;
+                    tx.execute(
+                        "INSERT INTO attest_schema (version, applied) VALUES ($1, $2)",
+                        &[version, &format_ts(SystemTime::now())],
+                    )?;
+                }
+                tx.commit()
+            })();
+            match result {
+                Ok(()) => return Ok(()),
+                Err(err) => {
+                    last_error = Some(err);
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        match last_error {
+            Some(source) => Err(LedgerError::Postgres {
+                path: self.name.clone(),
+                during: "upgrading the schema",
+                source,
+            }),
+            None => Err(LedgerError::Internal("the schema upgrade did not finish")),
+        }
+    }
+}

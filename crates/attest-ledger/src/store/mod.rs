@@ -1,0 +1,132 @@
+//! The handful of operations a ledger needs from where its rows live, as both stores
+//! (SQLite: [`crate::sqlite`]; PostgreSQL: [`crate::pg`]) answer them.
+//!
+//! Everything that makes the format or decides an order is above this trait and
+//! written once ([`crate::Ledger`]): building rows ([`crate::chain`]), group commit
+//! with its retries and its recovery from a lost acknowledgement
+//! ([`crate::group`]), prune's order of checks ([`crate::prune`]) and checkpoint
+//! signing ([`crate::checkpoints`]). Below it is only SQL, tuned per store: one
+//! statement per append on PostgreSQL; prepared inserts, tree hashes and filing in
+//! bulk on SQLite.
+//!
+//! # Crash table
+//!
+//! An append is three steps in one transaction: read the edge, insert the built rows
+//! (and tree hashes), commit. Each step can fail outright, or fail after what it did
+//! was persisted (the acknowledgement lost: a connection cut, a process killed after
+//! the commit record reached the disk). What the ledger does in each cell:
+//!
+//! | step      | failed                                              | failed but persisted                                   |
+//! |-----------|-----------------------------------------------------|--------------------------------------------------------|
+//! | edge read | nothing written; the error is returned ([`Extended::Failed`]); nothing cached | reads persist nothing; same as failed |
+//! | insert    | the transaction rolls back; nothing written ([`Extended::Failed`], or [`Extended::Conflict`] when another writer took the seq: re-read, rebuild, retry) | an insert persists only with its commit: same as failed |
+//! | commit    | [`Extended::Unknown`]: the row at the group's first seq is read back; absent, the group is written again on a fresh edge | [`Extended::Unknown`]: the row is found with the hash this writer built, and its rows are the result: nothing is written twice |
+//!
+//! Each cell is a test on both stores (`src/store/faults.rs`), through a store that fails where
+//! it is told to.
+
+#[cfg(test)]
+mod faults;
+
+use std::path::Path;
+
+use crate::chain::{Built, ChainEdge};
+use crate::query::{Counts, Filter};
+use crate::source::Source;
+use crate::{Appended, LedgerError, Record, RowSummary, StoredCheckpoint, StoredRow};
+
+/// How an attempt to extend the chain ended.
+#[derive(Debug)]
+pub(crate) enum Extended {
+    /// The rows are committed, durable at the configured level.
+    Committed(Vec<Appended>),
+    /// Another writer took the next seq first; nothing of this attempt was written.
+    Conflict(LedgerError),
+    /// Nothing was written, and the same attempt would fail again.
+    Failed(LedgerError),
+    /// Nothing was written, for the connection's sake: recover and try again.
+    Retry(LedgerError),
+    /// The commit was sent but its outcome is not known (the acknowledgement may be
+    /// lost): these rows may be in the ledger.
+    Unknown {
+        built: Vec<Appended>,
+        error: LedgerError,
+    },
+}
+
+/// What the prune step above the store decided, inside the store's transaction.
+pub(crate) struct PruneCut {
+    /// Remove every entry up to this seq.
+    pub(crate) through: u64,
+    /// Its entry hash, checked against its body: the new prune boundary.
+    pub(crate) hash: crate::Hash,
+}
+
+/// Builds the rows of one attempt on the edge the store read.
+pub(crate) type Build<'b> = dyn FnMut(&ChainEdge) -> Result<Built, LedgerError> + 'b;
+/// A read of one snapshot.
+pub(crate) type Read<'r> = dyn FnMut(&dyn Source) -> Result<(), LedgerError> + 'r;
+/// Decides a checkpoint inside the store's write transaction: the checkpoint, and
+/// whether it is new (to be stored) or the one already stored at the tip.
+pub(crate) type Sign<'s> =
+    dyn FnMut(&dyn Source) -> Result<(StoredCheckpoint, bool), LedgerError> + 's;
+/// Decides a prune inside the store's write transaction: `None` when nothing goes.
+pub(crate) type Cut<'c> = dyn FnMut(&dyn Source) -> Result<Option<PruneCut>, LedgerError> + 'c;
+
+/// Where a ledger's rows live.
+pub(crate) trait Store: Send + Sync {
+    /// Where the ledger lives, for messages (a file, or a URL without credentials).
+    fn path(&self) -> &Path;
+
+    /// One attempt to extend the chain: in one write transaction, read the edge (a
+    /// cached one unless `fresh`), let `build` build `records` on it, store the rows
+    /// and tree hashes, commit.
+    fn extend(&self, records: &[Record], fresh: bool, build: &mut Build<'_>) -> Extended;
+
+    /// Whether a commit whose outcome was unknown may still land later (a server
+    /// finishing a statement after the connection broke). A store where it cannot
+    /// (SQLite: a transaction not committed when the call returned never will be)
+    /// lets a group that is not there be written again at once.
+    fn late_commits(&self) -> bool;
+
+    /// How many attempts an append makes before it gives up.
+    fn attempts(&self) -> u32;
+
+    /// Waits until the store can be written again after attempt `attempt` failed
+    /// with its outcome unknown (a fresh connection, for a server).
+    fn recover(&self, attempt: u32) -> Result<(), LedgerError>;
+
+    /// Stores a checkpoint decided by `sign` on a snapshot of the write transaction.
+    fn save_checkpoint(&self, sign: &mut Sign<'_>)
+        -> Result<(StoredCheckpoint, bool), LedgerError>;
+
+    /// Removes the entries through the cut `cut` decides (archived by it first) and
+    /// records the boundary, in one write transaction; returns the entries removed
+    /// (`None`: `cut` chose nothing).
+    fn prune(&self, cut: &mut Cut<'_>) -> Result<Option<u64>, LedgerError>;
+
+    /// Runs `read` on one consistent snapshot.
+    fn read(&self, read: &mut Read<'_>) -> Result<(), LedgerError>;
+
+    /// The newest `limit` rows matching `filter`, newest first.
+    fn list(&self, filter: &Filter, limit: usize) -> Result<Vec<RowSummary>, LedgerError>;
+
+    /// The rows at `seqs` that exist, in the order given.
+    fn rows_at(
+        &self,
+        seqs: &[u64],
+        visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), LedgerError>,
+    ) -> Result<(), LedgerError>;
+
+    /// The counters, the unfiled tail taken in.
+    fn counts(&self) -> Result<Counts, LedgerError>;
+
+    /// Copies every row, tree hash, checkpoint and the prune boundary of `source` in,
+    /// in one transaction; the store must be empty.
+    fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError>;
+
+    /// The PostgreSQL database, for a store that lives in one.
+    fn database(&self) -> Option<crate::PgDatabase> {
+        None
+    }
+}
