@@ -10,6 +10,7 @@ use postgres::error::SqlState;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, IsolationLevel};
 
+use super::blocking::Held;
 use super::read::PgSource;
 use super::{Conn, PgStore};
 use crate::canonical::GENESIS;
@@ -130,7 +131,7 @@ impl PgStore {
             .map_err(self.err("reading the tip"))?;
         let source = PgSource {
             store: self,
-            tx: RefCell::new(tx),
+            tx: RefCell::new(Held::new(tx)),
         };
         let (seq, hash) = source.tip()?.unwrap_or((0, GENESIS));
         let range = CompactRange::from_stored(seq, &Hashes(&source))
@@ -140,7 +141,7 @@ impl PgStore {
 
     /// A fresh connection after a failure, waiting a little longer each time (a
     /// restarting server).
-    pub(crate) fn reconnect(&self, attempt: u32) -> Result<Conn, LedgerError> {
+    pub(crate) fn reconnect(&self, attempt: u32) -> Result<Held<Conn>, LedgerError> {
         let mut last = None;
         for wait in 0..20u64 {
             std::thread::sleep(Duration::from_millis(

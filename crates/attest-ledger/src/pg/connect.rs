@@ -11,6 +11,7 @@ use r2d2_postgres::PostgresConnectionManager;
 #[cfg(feature = "tls")]
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::blocking::{off_runtime, Held};
 use crate::{Durability, LedgerError};
 
 /// How a connection is made: through rustls (feature `tls`), or in the clear only.
@@ -46,7 +47,7 @@ pub fn check_tenant(name: &str) -> Result<(), LedgerError> {
 /// approval store): the ledger's own connection pool, its display name and its tenant.
 #[derive(Clone)]
 pub struct PgDatabase {
-    pub(crate) pool: Pool,
+    pub(crate) pool: Held<Pool>,
     pub(crate) name: PathBuf,
     pub(crate) tenant: String,
 }
@@ -63,9 +64,8 @@ impl std::fmt::Debug for PgDatabase {
 impl PgDatabase {
     /// A connection from the ledger's pool (its durability settings included).
     pub fn connect(&self) -> Result<PgConnection, LedgerError> {
-        self.pool
-            .get()
-            .map(PgConnection)
+        off_runtime(|| self.pool.get())
+            .map(|conn| PgConnection(Held::new(conn)))
             .map_err(|source| LedgerError::Pool {
                 path: self.name.clone(),
                 detail: source.to_string(),
@@ -84,7 +84,7 @@ impl PgDatabase {
 }
 
 /// A pooled connection to a ledger's PostgreSQL database; back to the pool on drop.
-pub struct PgConnection(Conn);
+pub struct PgConnection(Held<Conn>);
 
 impl std::ops::Deref for PgConnection {
     type Target = Client;
@@ -95,7 +95,7 @@ impl std::ops::Deref for PgConnection {
 
 impl std::ops::DerefMut for PgConnection {
     fn deref_mut(&mut self) -> &mut Client {
-        &mut self.0
+        self.0.value()
     }
 }
 

@@ -18,6 +18,7 @@
 //! again.
 
 mod append;
+mod blocking;
 mod connect;
 mod query;
 mod read;
@@ -32,6 +33,7 @@ use crate::query::{Counts, Filter};
 use crate::source::Source;
 use crate::store::{Build, Cut, Extended, Read, Sign, Store};
 use crate::{Durability, LedgerError, Record, RowSummary, StoredCheckpoint, StoredRow};
+use blocking::{off_runtime, Held};
 pub use connect::{check_tenant, PgConnection, PgDatabase};
 use connect::{Conn, Pool};
 
@@ -44,7 +46,7 @@ pub(crate) fn is_url(location: &Path) -> bool {
 
 /// One tenant of one PostgreSQL database.
 pub(crate) struct PgStore {
-    pool: Pool,
+    pool: Held<Pool>,
     /// `postgres://user@host:port/db`: no password, no query.
     name: PathBuf,
     tenant: String,
@@ -61,12 +63,21 @@ impl PgStore {
         durability: Durability,
         read_only: bool,
     ) -> Result<PgStore, LedgerError> {
+        off_runtime(|| PgStore::open_here(url, tenant, durability, read_only))
+    }
+
+    fn open_here(
+        url: &str,
+        tenant: Option<&str>,
+        durability: Durability,
+        read_only: bool,
+    ) -> Result<PgStore, LedgerError> {
         if let Some(tenant) = tenant {
             check_tenant(tenant)?;
         }
         let (pool, name) = connect::pool(url, durability)?;
         let store = PgStore {
-            pool,
+            pool: Held::new(pool),
             name,
             tenant: tenant.unwrap_or("").to_owned(),
             edge: Mutex::new(None),
@@ -88,11 +99,13 @@ impl PgStore {
         }
     }
 
-    pub(crate) fn client(&self) -> Result<Conn, LedgerError> {
-        self.pool.get().map_err(|source| LedgerError::Pool {
-            path: self.name.clone(),
-            detail: source.to_string(),
-        })
+    pub(crate) fn client(&self) -> Result<Held<Conn>, LedgerError> {
+        off_runtime(|| self.pool.get())
+            .map(Held::new)
+            .map_err(|source| LedgerError::Pool {
+                path: self.name.clone(),
+                detail: source.to_string(),
+            })
     }
 
     fn edge_slot(&self) -> MutexGuard<'_, Option<ChainEdge>> {
@@ -107,7 +120,7 @@ impl Store for PgStore {
     }
 
     fn extend(&self, records: &[Record], fresh: bool, build: &mut Build<'_>) -> Extended {
-        self.extend_chain(records, fresh, build)
+        off_runtime(|| self.extend_chain(records, fresh, build))
     }
 
     fn late_commits(&self) -> bool {
@@ -120,14 +133,14 @@ impl Store for PgStore {
     }
 
     fn recover(&self, attempt: u32) -> Result<(), LedgerError> {
-        self.reconnect(attempt).map(drop)
+        off_runtime(|| self.reconnect(attempt).map(drop))
     }
 
     fn save_checkpoint(
         &self,
         sign: &mut Sign<'_>,
     ) -> Result<(StoredCheckpoint, bool), LedgerError> {
-        self.store_checkpoint(sign)
+        off_runtime(|| self.store_checkpoint(sign))
     }
 
     fn prune(&self, cut: &mut Cut<'_>) -> Result<Option<u64>, LedgerError> {
@@ -139,7 +152,7 @@ impl Store for PgStore {
     }
 
     fn list(&self, filter: &Filter, limit: usize) -> Result<Vec<RowSummary>, LedgerError> {
-        self.list_filtered(filter, limit)
+        off_runtime(|| self.list_filtered(filter, limit))
     }
 
     fn rows_at(
@@ -151,7 +164,7 @@ impl Store for PgStore {
     }
 
     fn counts(&self) -> Result<Counts, LedgerError> {
-        self.counts_now()
+        off_runtime(|| self.counts_now())
     }
 
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError> {

@@ -8,6 +8,7 @@ use postgres::types::ToSql;
 use postgres::{IsolationLevel, Row, Transaction};
 use tlog_tiles::stored_hash_index;
 
+use super::blocking::Held;
 use super::PgStore;
 use crate::canonical::Hash;
 use crate::merkle::TreeHash;
@@ -20,7 +21,7 @@ pub(crate) const PAGE: i64 = 2048;
 /// One PostgreSQL snapshot of one tenant.
 pub(crate) struct PgSource<'s, 'c> {
     pub(crate) store: &'s PgStore,
-    pub(crate) tx: RefCell<Transaction<'c>>,
+    pub(crate) tx: RefCell<Held<Transaction<'c>>>,
 }
 
 impl PgSource<'_, '_> {
@@ -32,7 +33,7 @@ impl PgSource<'_, '_> {
     ) -> Result<Vec<Row>, LedgerError> {
         self.tx
             .borrow_mut()
-            .query(sql, params)
+            .with(|tx| tx.query(sql, params))
             .map_err(self.store.err(during))
     }
 
@@ -231,13 +232,16 @@ impl Source for PgSource<'_, '_> {
 
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<TreeHash>, tlog_tiles::Error> {
         let wanted: Vec<i64> = indexes.iter().map(|&i| i as i64).collect();
+        let tenant = self.tenant();
         let rows = self
             .tx
             .borrow_mut()
-            .query(
-                "SELECT idx, hash FROM tree_hashes WHERE tenant = $1 AND idx = ANY($2)",
-                &[&self.tenant(), &wanted],
-            )
+            .with(|tx| {
+                tx.query(
+                    "SELECT idx, hash FROM tree_hashes WHERE tenant = $1 AND idx = ANY($2)",
+                    &[&tenant, &wanted],
+                )
+            })
             .map_err(|_| tlog_tiles::Error::IndexesNotInTree)?;
         let mut found = std::collections::HashMap::with_capacity(rows.len());
         for row in &rows {
@@ -285,21 +289,24 @@ impl PgStore {
     ) -> Result<T, LedgerError> {
         let mut client = self.client()?;
         let tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(!writable)
-            .start()
+            .with(|client| {
+                client
+                    .build_transaction()
+                    .isolation_level(IsolationLevel::RepeatableRead)
+                    .read_only(!writable)
+                    .start()
+            })
             .map_err(self.err("starting a read"))?;
         f(PgSource {
             store: self,
-            tx: RefCell::new(tx),
+            tx: RefCell::new(Held::new(tx)),
         })
     }
 }
 
 impl<'c> PgSource<'_, 'c> {
     /// The snapshot's transaction, to write in and commit.
-    pub(crate) fn into_transaction(self) -> Transaction<'c> {
+    pub(crate) fn into_transaction(self) -> Held<Transaction<'c>> {
         self.tx.into_inner()
     }
 }

@@ -5,6 +5,7 @@
 use postgres::Transaction;
 
 use super::append::APPEND;
+use super::blocking::Held;
 use super::read::PAGE;
 use super::PgStore;
 use crate::canonical::to_hex;
@@ -102,15 +103,18 @@ impl PgStore {
         let tenant = self.tenant.as_str();
         let mut copied = 0u64;
         let mut batch: Vec<OwnedRow> = Vec::new();
-        let flush =
-            |tx: &mut Transaction<'_>, batch: &mut Vec<OwnedRow>| -> Result<(), LedgerError> {
-                if batch.is_empty() {
-                    return Ok(());
-                }
-                insert_rows(tx, tenant, batch).map_err(self.err("copying entries"))?;
-                batch.clear();
-                Ok(())
-            };
+        let flush = |tx: &mut Held<Transaction<'_>>,
+                     batch: &mut Vec<OwnedRow>|
+         -> Result<(), LedgerError> {
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let rows = &*batch;
+            tx.with(|tx| insert_rows(tx, tenant, rows))
+                .map_err(self.err("copying entries"))?;
+            batch.clear();
+            Ok(())
+        };
         let from = source.pruned()?.map_or(0, |(seq, _)| seq) + 1;
         source.rows(from, &mut |row| {
             batch.push(OwnedRow::from(row));

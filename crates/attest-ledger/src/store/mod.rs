@@ -63,13 +63,13 @@ pub(crate) struct PruneCut {
 }
 
 /// Builds the rows of one attempt on the edge the store read.
-pub(crate) type Build<'b> = dyn FnMut(&ChainEdge) -> Result<Built, LedgerError> + 'b;
+pub(crate) type Build<'b> = dyn FnMut(&ChainEdge) -> Result<Built, LedgerError> + Send + 'b;
 /// A read of one snapshot.
 pub(crate) type Read<'r> = dyn FnMut(&dyn Source) -> Result<(), LedgerError> + 'r;
 /// Decides a checkpoint inside the store's write transaction: the checkpoint, and
 /// whether it is new (to be stored) or the one already stored at the tip.
 pub(crate) type Sign<'s> =
-    dyn FnMut(&dyn Source) -> Result<(StoredCheckpoint, bool), LedgerError> + 's;
+    dyn FnMut(&dyn Source) -> Result<(StoredCheckpoint, bool), LedgerError> + Send + 's;
 /// Decides a prune inside the store's write transaction: `None` when nothing goes.
 pub(crate) type Cut<'c> = dyn FnMut(&dyn Source) -> Result<Option<PruneCut>, LedgerError> + 'c;
 

@@ -10,6 +10,7 @@ mod filing;
 mod fuzz;
 mod pg_db;
 mod pg_restart;
+mod pg_runtime;
 mod postgres;
 mod tamper;
 mod tiles;
