@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::LedgerError;
+
 /// Which rows a listing shows; every field that is set must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
@@ -171,4 +173,17 @@ pub(crate) fn run_and_action(body: &[u8]) -> (Option<String>, Option<String>) {
         Ok(ids) => (ids.run_id, ids.action_id),
         Err(_) => (None, None),
     }
+}
+
+/// How far the counters and lookups take in the entries (`filed_through`), from either
+/// store's `attest_meta`; `None` when it is not recorded.
+pub(crate) fn filed_through(src: &dyn crate::source::Source) -> Result<Option<u64>, LedgerError> {
+    src.meta(FILED_THROUGH)?
+        .map(|v| {
+            v.parse().map_err(|_| LedgerError::BadRow {
+                seq: 0,
+                detail: format!("{FILED_THROUGH} in attest_meta is not a number: {v:?}"),
+            })
+        })
+        .transpose()
 }

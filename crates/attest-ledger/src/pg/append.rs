@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::types::{ToSql, Type};
-use postgres::{Client, IsolationLevel};
+use postgres::{Client, GenericClient, IsolationLevel};
 
 use super::blocking::Held;
 use super::read::PgSource;
-use super::{Conn, PgStore};
+use super::{Conn, PgEdge, PgStore};
 use crate::canonical::GENESIS;
 use crate::chain::{Built, ChainEdge};
 use crate::merkle::CompactRange;
@@ -20,37 +20,63 @@ use crate::source::{Hashes, Source};
 use crate::store::{Build, Extended};
 use crate::{LedgerError, Record};
 
+/// Entries an append leaves unfiled before the next one files them in the same
+/// statement (counters and run / action id lookups), as the SQLite store does
+/// (`sqlite::FILING_ROWS`); readers take in the unfiled tail themselves.
+pub(crate) const FILING_ROWS: u64 = 64;
+
 /// One statement per group: the entries; then (each reading the entries' output, so
-/// they run after every entry is in) the tree hashes and the counters. A conflict on
-/// `(tenant, seq)` fails the whole statement: nothing of the group is written.
+/// they run after every entry is in) the tree hashes and, when `$15`, the filing of
+/// every entry after `$16` (those stored before, and these) into the counters and
+/// lookups, with `filed_through` moved to `$17`. A conflict on `(tenant, seq)` fails
+/// the whole statement: nothing of the group is written. With no entries it files
+/// what is stored (a prune's first step).
 pub(crate) const APPEND: &str = "WITH e AS (
     INSERT INTO entries (tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body)
     SELECT $1, * FROM UNNEST($2::int8[], $3::bytea[], $4::text[], $5::text[], $6::text[],
                              $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[])
-    RETURNING ts, system, agent, decision, level
+    RETURNING seq, ts, system, agent, decision, level, run, action_id
 ), t AS (
     INSERT INTO tree_hashes (tenant, idx, hash)
     SELECT $1, u.idx, u.hash FROM UNNEST($13::int8[], $14::bytea[]) AS u(idx, hash)
     WHERE (SELECT count(*) FROM e) > 0
     RETURNING 1
+), u AS (
+    SELECT seq, ts, system, agent, decision, level, run, action_id FROM entries
+    WHERE $15 AND tenant = $1 AND seq > $16
+    UNION ALL
+    SELECT seq, ts, system, agent, decision, level, run, action_id FROM e WHERE $15
 ), c AS (
     INSERT INTO counters (tenant, dim, key, hour, n)
     SELECT $1, d.dim, d.key, d.hour, count(*)
-    FROM e CROSS JOIN LATERAL (VALUES
-        ('decision', e.decision, ''),
-        ('level', coalesce(e.level, ''), ''),
-        ('system', e.system, ''),
-        ('agent', coalesce(e.agent, ''), ''),
-        ('decision', e.decision, left(e.ts, 13))
+    FROM u CROSS JOIN LATERAL (VALUES
+        ('decision', u.decision, ''),
+        ('level', coalesce(u.level, ''), ''),
+        ('system', u.system, ''),
+        ('agent', coalesce(u.agent, ''), ''),
+        ('decision', u.decision, left(u.ts, 13))
     ) AS d(dim, key, hour)
     GROUP BY d.dim, d.key, d.hour
     ORDER BY d.dim, d.key, d.hour
     ON CONFLICT (tenant, dim, key, hour) DO UPDATE SET n = counters.n + EXCLUDED.n
     RETURNING 1
+), l AS (
+    INSERT INTO lookups (tenant, key, seq)
+    SELECT $1, 'run:' || u.run, u.seq FROM u WHERE u.run IS NOT NULL
+    UNION ALL
+    SELECT $1, 'action_id:' || u.action_id, u.seq FROM u WHERE u.action_id IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+), f AS (
+    INSERT INTO attest_meta (tenant, key, value)
+    SELECT $1, 'filed_through', $17::text WHERE $15
+    ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value
+    RETURNING 1
 )
-SELECT (SELECT count(*) FROM e), (SELECT count(*) FROM t), (SELECT count(*) FROM c)";
+SELECT (SELECT count(*) FROM e), (SELECT count(*) FROM t), (SELECT count(*) FROM c),
+       (SELECT count(*) FROM l), (SELECT count(*) FROM f)";
 
-const APPEND_TYPES: [Type; 14] = [
+pub(crate) const APPEND_TYPES: [Type; 17] = [
     Type::TEXT,
     Type::INT8_ARRAY,
     Type::BYTEA_ARRAY,
@@ -65,6 +91,9 @@ const APPEND_TYPES: [Type; 14] = [
     Type::BYTEA_ARRAY,
     Type::INT8_ARRAY,
     Type::BYTEA_ARRAY,
+    Type::BOOL,
+    Type::INT8,
+    Type::TEXT,
 ];
 
 /// How often a group is tried before the append fails: conflicts with other writers
@@ -98,14 +127,27 @@ impl PgStore {
                 Err(err) => return Extended::Failed(err),
             },
         };
-        let built = match build(&edge) {
+        let built = match build(&edge.chain) {
             Ok(built) => built,
             Err(err) => return Extended::Failed(err),
         };
-        match self.write_group(&mut client, records, &built) {
+        let tip = built.edge.seq;
+        let filing = if tip - edge.filed >= FILING_ROWS {
+            Filing {
+                file: true,
+                after: edge.filed,
+                through: tip,
+            }
+        } else {
+            Filing::NONE
+        };
+        match self.write_group(&mut client, records, &built, filing) {
             Ok(()) => {
                 let appended = built.appended();
-                *self.edge_slot() = Some(built.edge);
+                *self.edge_slot() = Some(PgEdge {
+                    chain: built.edge,
+                    filed: if filing.file { tip } else { edge.filed },
+                });
                 Extended::Committed(appended)
             }
             // Another writer took the seq: read the new tip, rebuild, re-hash.
@@ -122,7 +164,7 @@ impl PgStore {
 
     /// Reads the chain's end from the database: the tip, and the compact range from
     /// the stored tree hashes (every leaf's hashes are written with it).
-    fn load_edge(&self, client: &mut Client) -> Result<ChainEdge, LedgerError> {
+    fn load_edge(&self, client: &mut Client) -> Result<PgEdge, LedgerError> {
         let tx = client
             .build_transaction()
             .isolation_level(IsolationLevel::RepeatableRead)
@@ -136,7 +178,11 @@ impl PgStore {
         let (seq, hash) = source.tip()?.unwrap_or((0, GENESIS));
         let range = CompactRange::from_stored(seq, &Hashes(&source))
             .map_err(|source| LedgerError::Tree { seq, source })?;
-        Ok(ChainEdge { seq, hash, range })
+        let filed = crate::query::filed_through(&source)?.unwrap_or(0);
+        Ok(PgEdge {
+            chain: ChainEdge { seq, hash, range },
+            filed,
+        })
     }
 
     /// A fresh connection after a failure, waiting a little longer each time (a
@@ -167,49 +213,29 @@ impl PgStore {
         client: &mut Client,
         records: &[Record],
         group: &Built,
+        filing: Filing,
     ) -> Result<(), postgres::Error> {
-        let seqs: Vec<i64> = group.rows.iter().map(|r| r.seq as i64).collect();
-        let hashes: Vec<&[u8]> = group.rows.iter().map(|r| &r.hash[..]).collect();
-        let ts: Vec<&str> = group.rows.iter().map(|r| r.ts.as_str()).collect();
-        let system: Vec<&str> = records.iter().map(|r| r.system.as_str()).collect();
-        let verb: Vec<&str> = records.iter().map(|r| r.verb.as_str()).collect();
-        let agent: Vec<Option<&str>> = records.iter().map(|r| r.agent.as_deref()).collect();
-        let decision: Vec<&str> = records.iter().map(|r| r.decision.as_str()).collect();
-        let level: Vec<Option<&str>> = records
-            .iter()
-            .map(|r| r.verification.as_ref().map(|v| v.level.as_str()))
-            .collect();
-        let run: Vec<Option<&str>> = records.iter().map(|r| r.run_id.as_deref()).collect();
-        let action: Vec<&str> = records.iter().map(|r| r.action_id.as_str()).collect();
-        let bodies: Vec<&[u8]> = group.rows.iter().map(|r| r.body.as_bytes()).collect();
-        let tree_idx: Vec<i64> = (group.first_tree_index..)
+        let mut args = AppendArgs::new(&self.tenant, filing);
+        for (row, record) in group.rows.iter().zip(records) {
+            args.seqs.push(row.seq as i64);
+            args.hashes.push(&row.hash[..]);
+            args.ts.push(&row.ts);
+            args.system.push(&record.system);
+            args.verb.push(&record.verb);
+            args.agent.push(record.agent.as_deref());
+            args.decision.push(&record.decision);
+            args.level
+                .push(record.verification.as_ref().map(|v| v.level.as_str()));
+            args.run.push(record.run_id.as_deref());
+            args.action.push(Some(&record.action_id));
+            args.bodies.push(row.body.as_bytes());
+        }
+        args.tree_idx = (group.first_tree_index..)
             .take(group.tree.len())
             .map(|i| i as i64)
             .collect();
-        let tree: Vec<&[u8]> = group.tree.iter().map(|h| &h[..]).collect();
-        let params: [&(dyn ToSql + Sync); 14] = [
-            &self.tenant,
-            &seqs,
-            &hashes,
-            &ts,
-            &system,
-            &verb,
-            &agent,
-            &decision,
-            &level,
-            &run,
-            &action,
-            &bodies,
-            &tree_idx,
-            &tree,
-        ];
-        let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
-            .iter()
-            .copied()
-            .zip(APPEND_TYPES.iter().cloned())
-            .collect();
-        client.query_typed(APPEND, &typed)?;
-        Ok(())
+        args.tree = group.tree.iter().map(|h| &h[..]).collect();
+        args.run(client)
     }
 }
 
@@ -241,5 +267,99 @@ fn is_connection(err: &LedgerError) -> bool {
         LedgerError::Postgres { source, .. } => is_ambiguous(source) || source.is_closed(),
         LedgerError::Pool { .. } => true,
         _ => false,
+    }
+}
+
+/// What an [`APPEND`] statement files besides its entries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Filing {
+    /// Whether to file at all (`$15`).
+    pub(crate) file: bool,
+    /// The stored entries after this seq are filed with the new ones (`$16`).
+    pub(crate) after: u64,
+    /// `filed_through` afterwards (`$17`).
+    pub(crate) through: u64,
+}
+
+impl Filing {
+    /// Nothing filed.
+    pub(crate) const NONE: Filing = Filing {
+        file: false,
+        after: 0,
+        through: 0,
+    };
+}
+
+/// One [`APPEND`] statement's arguments, column by column.
+pub(crate) struct AppendArgs<'a> {
+    tenant: &'a str,
+    pub(crate) seqs: Vec<i64>,
+    pub(crate) hashes: Vec<&'a [u8]>,
+    pub(crate) ts: Vec<&'a str>,
+    pub(crate) system: Vec<&'a str>,
+    pub(crate) verb: Vec<&'a str>,
+    pub(crate) agent: Vec<Option<&'a str>>,
+    pub(crate) decision: Vec<&'a str>,
+    pub(crate) level: Vec<Option<&'a str>>,
+    pub(crate) run: Vec<Option<&'a str>>,
+    pub(crate) action: Vec<Option<&'a str>>,
+    pub(crate) bodies: Vec<&'a [u8]>,
+    pub(crate) tree_idx: Vec<i64>,
+    pub(crate) tree: Vec<&'a [u8]>,
+    filing: Filing,
+}
+
+impl<'a> AppendArgs<'a> {
+    /// No entries yet, for `tenant`.
+    pub(crate) fn new(tenant: &'a str, filing: Filing) -> AppendArgs<'a> {
+        AppendArgs {
+            tenant,
+            seqs: Vec::new(),
+            hashes: Vec::new(),
+            ts: Vec::new(),
+            system: Vec::new(),
+            verb: Vec::new(),
+            agent: Vec::new(),
+            decision: Vec::new(),
+            level: Vec::new(),
+            run: Vec::new(),
+            action: Vec::new(),
+            bodies: Vec::new(),
+            tree_idx: Vec::new(),
+            tree: Vec::new(),
+            filing,
+        }
+    }
+
+    /// Runs the statement (typed: no round trip to prepare it).
+    pub(crate) fn run(&self, client: &mut impl GenericClient) -> Result<(), postgres::Error> {
+        let after = i64::try_from(self.filing.after).unwrap_or(i64::MAX);
+        let through = self.filing.through.to_string();
+        let params: [&(dyn ToSql + Sync); 17] = [
+            &self.tenant,
+            &self.seqs,
+            &self.hashes,
+            &self.ts,
+            &self.system,
+            &self.verb,
+            &self.agent,
+            &self.decision,
+            &self.level,
+            &self.run,
+            &self.action,
+            &self.bodies,
+            &self.tree_idx,
+            &self.tree,
+            &self.filing.file,
+            &after,
+            &through,
+        ];
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
+            .iter()
+            .copied()
+            .zip(APPEND_TYPES.iter().cloned())
+            .collect();
+        client.query_typed(APPEND, &typed)?;
+        Ok(())
     }
 }

@@ -44,6 +44,12 @@ pub(crate) fn is_url(location: &Path) -> bool {
         .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
+/// The chain's end, and how far its entries are filed (`filed_through`).
+struct PgEdge {
+    chain: ChainEdge,
+    filed: u64,
+}
+
 /// One tenant of one PostgreSQL database.
 pub(crate) struct PgStore {
     pool: Held<Pool>,
@@ -51,7 +57,7 @@ pub(crate) struct PgStore {
     name: PathBuf,
     tenant: String,
     /// The chain's end as this process last saw it commit.
-    edge: Mutex<Option<ChainEdge>>,
+    edge: Mutex<Option<PgEdge>>,
     read_only: bool,
 }
 
@@ -108,7 +114,7 @@ impl PgStore {
             })
     }
 
-    fn edge_slot(&self) -> MutexGuard<'_, Option<ChainEdge>> {
+    fn edge_slot(&self) -> MutexGuard<'_, Option<PgEdge>> {
         // Only whole values are stored; a poisoned lock holds no torn state.
         self.edge.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -5,7 +5,7 @@ use postgres::Row;
 
 use super::read::{stored_row, STORED_ROW_COLUMNS};
 use super::PgStore;
-use crate::query::{Counts, Filter};
+use crate::query::{filed_through, Columns, Counts, Filter, Unfiled};
 use crate::{LedgerError, RowSummary, StoredRow};
 
 impl PgStore {
@@ -19,43 +19,58 @@ impl PgStore {
             "SELECT seq, ts, system, verb, agent, decision, level, hash FROM entries WHERE tenant = $1",
         );
         let mut params: Vec<Box<dyn ToSql + Sync>> = vec![Box::new(self.tenant.clone())];
-        for (column, value) in filter.columns() {
-            params.push(Box::new(value.to_owned()));
-            let op = if column == "ts" { ">=" } else { "=" };
-            sql.push_str(&format!(" AND {column} {op} ${}", params.len()));
-        }
-        if let Some(before) = filter.before {
-            params.push(Box::new(i64::try_from(before).unwrap_or(i64::MAX)));
-            sql.push_str(&format!(" AND seq < ${}", params.len()));
-        }
-        params.push(Box::new(i64::try_from(limit).unwrap_or(i64::MAX)));
-        sql.push_str(&format!(" ORDER BY seq DESC LIMIT ${}", params.len()));
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        let rows = self
-            .client()?
-            .query(sql.as_str(), &refs)
-            .map_err(self.err("listing entries"))?;
-        rows.iter()
-            .map(|row| {
-                let seq = row.get::<_, i64>(0) as u64;
-                Ok(RowSummary {
-                    seq,
-                    ts: row.get(1),
-                    system: row.get(2),
-                    verb: row.get(3),
-                    agent: row.get(4),
-                    decision: row.get(5),
-                    level: row.get(6),
-                    hash: row
-                        .get::<_, &[u8]>(7)
-                        .try_into()
-                        .map_err(|_| LedgerError::BadRow {
-                            seq,
-                            detail: "hash column is not 32 bytes".to_owned(),
+        self.snapshot(false, |src| {
+            let filed = i64::try_from(filed_through(&src)?.unwrap_or(0)).unwrap_or(i64::MAX);
+            for (column, value) in filter.columns() {
+                params.push(Box::new(value.to_owned()));
+                let n = params.len();
+                match column {
+                    // Filed entries through `lookups`, the unfiled tail by its column.
+                    "run" | "action_id" => {
+                        params.push(Box::new(format!("{column}:{value}")));
+                        params.push(Box::new(filed));
+                        sql.push_str(&format!(
+                            " AND seq IN (SELECT seq FROM lookups WHERE tenant = $1 AND key = ${}
+                                      UNION ALL
+                                      SELECT seq FROM entries WHERE tenant = $1 AND seq > ${}
+                                                                AND {column} = ${n})",
+                            n + 1,
+                            n + 2
+                        ));
+                    }
+                    "ts" => sql.push_str(&format!(" AND ts >= ${n}")),
+                    _ => sql.push_str(&format!(" AND {column} = ${n}")),
+                }
+            }
+            if let Some(before) = filter.before {
+                params.push(Box::new(i64::try_from(before).unwrap_or(i64::MAX)));
+                sql.push_str(&format!(" AND seq < ${}", params.len()));
+            }
+            params.push(Box::new(i64::try_from(limit).unwrap_or(i64::MAX)));
+            sql.push_str(&format!(" ORDER BY seq DESC LIMIT ${}", params.len()));
+            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+            let rows = src.query("listing entries", sql.as_str(), &refs)?;
+            rows.iter()
+                .map(|row| {
+                    let seq = row.get::<_, i64>(0) as u64;
+                    Ok(RowSummary {
+                        seq,
+                        ts: row.get(1),
+                        system: row.get(2),
+                        verb: row.get(3),
+                        agent: row.get(4),
+                        decision: row.get(5),
+                        level: row.get(6),
+                        hash: row.get::<_, &[u8]>(7).try_into().map_err(|_| {
+                            LedgerError::BadRow {
+                                seq,
+                                detail: "hash column is not 32 bytes".to_owned(),
+                            }
                         })?,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     }
 
     /// The rows at `seqs`, in the order given (one query).
@@ -89,22 +104,46 @@ impl PgStore {
 
     /// The counters kept with the entries.
     pub(crate) fn counts_now(&self) -> Result<Counts, LedgerError> {
-        let rows = self
-            .client()?
-            .query(
+        self.snapshot(false, |src| {
+            let mut counts = Counts::default();
+            let rows = src.query(
+                "reading counters",
                 "SELECT dim, key, hour, n FROM counters WHERE tenant = $1",
                 &[&self.tenant],
-            )
-            .map_err(self.err("reading counters"))?;
-        let mut counts = Counts::default();
-        for row in rows {
-            counts.add(
-                row.get(0),
-                row.get(1),
-                row.get(2),
-                row.get::<_, i64>(3) as u64,
-            );
-        }
-        Ok(counts)
+            )?;
+            for row in rows {
+                counts.add(
+                    row.get(0),
+                    row.get(1),
+                    row.get(2),
+                    row.get::<_, i64>(3) as u64,
+                );
+            }
+            // The entries appended since the last filing, tallied here.
+            let filed = filed_through(&src)?.unwrap_or(0);
+            let rows = src.query(
+                "reading unfiled entries",
+                "SELECT seq, ts, system, agent, decision, level, run, action_id FROM entries
+                 WHERE tenant = $1 AND seq > $2",
+                &[&self.tenant, &i64::try_from(filed).unwrap_or(i64::MAX)],
+            )?;
+            let mut unfiled = Unfiled::default();
+            for row in &rows {
+                unfiled.add(&Columns {
+                    seq: row.get::<_, i64>(0) as u64,
+                    ts: row.get(1),
+                    system: row.get(2),
+                    agent: row.get(3),
+                    decision: row.get(4),
+                    level: row.get(5),
+                    run: row.get(6),
+                    action_id: row.get(7),
+                });
+            }
+            for ((dim, key, hour), n) in unfiled.counters {
+                counts.add(dim, &key, &hour, n);
+            }
+            Ok(counts)
+        })
     }
 }

@@ -25,7 +25,7 @@ pub(crate) struct PgSource<'s, 'c> {
 }
 
 impl PgSource<'_, '_> {
-    fn query(
+    pub(crate) fn query(
         &self,
         during: &'static str,
         sql: &str,

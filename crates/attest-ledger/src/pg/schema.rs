@@ -10,12 +10,13 @@ use crate::clock::format_ts;
 use crate::LedgerError;
 
 /// The newest schema version this build writes and reads.
-pub(crate) const PG_SCHEMA_VERSION: i32 = 1;
+pub(crate) const PG_SCHEMA_VERSION: i32 = 2;
 
 /// Migrations, in order: version `n` brings a database from `n - 1` to `n`.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    "CREATE TABLE IF NOT EXISTS attest_meta (
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        "CREATE TABLE IF NOT EXISTS attest_meta (
         tenant TEXT NOT NULL,
         key    TEXT NOT NULL,
         value  TEXT NOT NULL,
@@ -60,7 +61,30 @@ const MIGRATIONS: &[(i32, &str)] = &[(
         n      BIGINT NOT NULL,
         PRIMARY KEY (tenant, dim, key, hour)
     );",
-)];
+    ),
+    // 2: counters and run / action id lookups filed in bulk (see `append::FILING_ROWS`)
+    // instead of five counter upserts and two index entries per append; every entry so
+    // far was counted as it was appended, and is filed in `lookups` here.
+    (
+        2,
+        "CREATE TABLE IF NOT EXISTS lookups (
+            tenant TEXT NOT NULL,
+            key    TEXT NOT NULL,
+            seq    BIGINT NOT NULL,
+            PRIMARY KEY (tenant, key, seq)
+        );
+        INSERT INTO lookups (tenant, key, seq)
+            SELECT tenant, 'run:' || run, seq FROM entries WHERE run IS NOT NULL
+            UNION ALL
+            SELECT tenant, 'action_id:' || action_id, seq FROM entries WHERE action_id IS NOT NULL
+            ON CONFLICT DO NOTHING;
+        INSERT INTO attest_meta (tenant, key, value)
+            SELECT tenant, 'filed_through', max(seq)::text FROM entries GROUP BY tenant
+            ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value;
+        DROP INDEX IF EXISTS entries_action;
+        DROP INDEX IF EXISTS entries_run;",
+    ),
+];
 
 impl PgStore {
     /// The schema version the database holds (0: none).

@@ -4,7 +4,7 @@
 
 use postgres::Transaction;
 
-use super::append::APPEND;
+use super::append::{AppendArgs, Filing};
 use super::blocking::Held;
 use super::read::PAGE;
 use super::PgStore;
@@ -49,13 +49,31 @@ impl PgStore {
             let Some(cut) = cut(&source)? else {
                 return Ok(None);
             };
+            // Pruned rows stay counted: the entries not filed yet are filed before they go.
+            let filed = crate::query::filed_through(&source)?.unwrap_or(0);
+            let tip = source.tip()?.map_or(0, |(seq, _)| seq);
             let mut tx = source.into_transaction();
+            if tip > filed {
+                let filing = Filing {
+                    file: true,
+                    after: filed,
+                    through: tip,
+                };
+                let tenant = self.tenant.as_str();
+                tx.with(|tx| AppendArgs::new(tenant, filing).run(tx))
+                    .map_err(self.err("filing entries"))?;
+            }
             let removed = tx
                 .execute(
                     "DELETE FROM entries WHERE tenant = $1 AND seq <= $2",
                     &[&self.tenant, &(cut.through as i64)],
                 )
                 .map_err(self.err("removing entries"))?;
+            tx.execute(
+                "DELETE FROM lookups WHERE tenant = $1 AND seq <= $2",
+                &[&self.tenant, &(cut.through as i64)],
+            )
+            .map_err(self.err("removing entries"))?;
             for (key, value) in [
                 ("pruned_through", cut.through.to_string()),
                 ("pruned_hash", to_hex(&cut.hash)),
@@ -69,6 +87,8 @@ impl PgStore {
             }
             // Commit point: the rows are gone and the boundary is recorded, together.
             tx.commit().map_err(self.err("committing a prune"))?;
+            // The cached edge's filing extent moved.
+            *self.edge_slot() = None;
             Ok(Some(removed))
         })
     }
@@ -76,7 +96,13 @@ impl PgStore {
     /// Whether this tenant holds nothing (the target of a copy must not).
     fn is_empty(&self) -> Result<bool, LedgerError> {
         let mut client = self.client()?;
-        for table in ["entries", "tree_hashes", "checkpoints", "attest_meta"] {
+        for table in [
+            "entries",
+            "tree_hashes",
+            "checkpoints",
+            "attest_meta",
+            "lookups",
+        ] {
             let found = client
                 .query_opt(
                     &format!("SELECT 1 FROM {table} WHERE tenant = $1 LIMIT 1"),
@@ -202,31 +228,34 @@ impl From<&StoredRow<'_>> for OwnedRow {
     }
 }
 
-/// Inserts copied rows and moves the counters for them.
+/// Inserts copied rows and files them.
 fn insert_rows(
     tx: &mut Transaction<'_>,
     tenant: &str,
     rows: &[OwnedRow],
 ) -> Result<(), postgres::Error> {
-    let seqs: Vec<i64> = rows.iter().map(|r| r.seq as i64).collect();
-    let hashes: Vec<&[u8]> = rows.iter().map(|r| r.hash.as_slice()).collect();
-    let ts: Vec<&str> = rows.iter().map(|r| r.ts.as_str()).collect();
-    let system: Vec<&str> = rows.iter().map(|r| r.system.as_str()).collect();
-    let verb: Vec<&str> = rows.iter().map(|r| r.verb.as_str()).collect();
-    let agent: Vec<Option<&str>> = rows.iter().map(|r| r.agent.as_deref()).collect();
-    let decision: Vec<&str> = rows.iter().map(|r| r.decision.as_str()).collect();
-    let level: Vec<Option<&str>> = rows.iter().map(|r| r.level.as_deref()).collect();
-    let run: Vec<Option<&str>> = rows.iter().map(|r| r.run.as_deref()).collect();
-    let action: Vec<Option<&str>> = rows.iter().map(|r| r.action_id.as_deref()).collect();
-    let bodies: Vec<&[u8]> = rows.iter().map(|r| r.body.as_slice()).collect();
-    let no_idx: Vec<i64> = Vec::new();
-    let no_hash: Vec<&[u8]> = Vec::new();
-    tx.query(
-        APPEND,
-        &[
-            &tenant, &seqs, &hashes, &ts, &system, &verb, &agent, &decision, &level, &run, &action,
-            &bodies, &no_idx, &no_hash,
-        ],
-    )?;
-    Ok(())
+    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        return Ok(());
+    };
+    // The rows before these are filed already; these are filed as they go in.
+    let filing = Filing {
+        file: true,
+        after: first.seq.saturating_sub(1),
+        through: last.seq,
+    };
+    let mut args = AppendArgs::new(tenant, filing);
+    for row in rows {
+        args.seqs.push(row.seq as i64);
+        args.hashes.push(&row.hash);
+        args.ts.push(&row.ts);
+        args.system.push(&row.system);
+        args.verb.push(&row.verb);
+        args.agent.push(row.agent.as_deref());
+        args.decision.push(&row.decision);
+        args.level.push(row.level.as_deref());
+        args.run.push(row.run.as_deref());
+        args.action.push(row.action_id.as_deref());
+        args.bodies.push(&row.body);
+    }
+    args.run(tx)
 }

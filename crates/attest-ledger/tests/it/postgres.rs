@@ -363,3 +363,96 @@ fn prune_archive_verifies_and_proves_on_both_stores() {
         assert!(ledger.prove_inclusion_archived(4, None, &edited).is_err());
     }
 }
+
+/// A database of PostgreSQL schema 1 (counters upserted on every append, run and
+/// action ids found through indexes on `entries`) upgrades to schema 2 on open: its
+/// rows are filed in `lookups`, its counters kept, and it verifies, lists, counts and
+/// appends, filing every 64 entries from then on.
+#[test]
+fn a_postgres_ledger_of_schema_1_upgrades_to_filing_in_bulk() {
+    let Some(db) = pg_db("a_postgres_ledger_of_schema_1_upgrades_to_filing_in_bulk") else {
+        return;
+    };
+    let key = key();
+    {
+        let ledger = open(&db.url, None);
+        let records: Vec<_> = (1..=100).map(sample_record).collect();
+        ledger.append_batch(&records).unwrap();
+    }
+    // Back to what schema 1 held: every entry counted (as its appends upserted), no
+    // lookups, no filing extent, the two indexes.
+    let mut client = ::postgres::Client::connect(&db.url, ::postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "DROP TABLE lookups;
+             DELETE FROM attest_meta WHERE key = 'filed_through';
+             DELETE FROM attest_schema WHERE version = 2;
+             DELETE FROM counters;
+             INSERT INTO counters (tenant, dim, key, hour, n)
+                 SELECT tenant, 'decision', decision, '', count(*) FROM entries GROUP BY tenant, decision
+                 UNION ALL SELECT tenant, 'level', coalesce(level, ''), '', count(*) FROM entries GROUP BY tenant, coalesce(level, '')
+                 UNION ALL SELECT tenant, 'system', system, '', count(*) FROM entries GROUP BY tenant, system
+                 UNION ALL SELECT tenant, 'agent', coalesce(agent, ''), '', count(*) FROM entries GROUP BY tenant, coalesce(agent, '')
+                 UNION ALL SELECT tenant, 'decision', decision, left(ts, 13), count(*) FROM entries GROUP BY tenant, decision, left(ts, 13);
+             CREATE INDEX entries_action ON entries (tenant, action_id);
+             CREATE INDEX entries_run ON entries (tenant, run, seq) WHERE run IS NOT NULL;",
+        )
+        .unwrap();
+    let before = ::postgres::Client::connect(&db.url, ::postgres::NoTls)
+        .unwrap()
+        .query_one("SELECT max(version) FROM attest_schema", &[])
+        .unwrap()
+        .get::<_, Option<i32>>(0);
+    assert_eq!(before, Some(1));
+    let ledger = open(&db.url, None);
+    let versions: Vec<i32> = client
+        .query("SELECT version FROM attest_schema ORDER BY version", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, [1, 2]);
+    let filed: String = client
+        .query_one(
+            "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'filed_through'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(filed, "100");
+    assert_eq!(ledger.counts().unwrap().total, 100);
+    let by_action = Filter {
+        action_id: Some("action-42".into()),
+        ..Filter::default()
+    };
+    assert_eq!(ledger.list_filtered(&by_action, 5).unwrap()[0].seq, 42);
+    // Appends after the upgrade: filed at 164, the rest in the unfiled tail.
+    for n in 101..=170 {
+        ledger.append(&sample_record(n)).unwrap();
+    }
+    let filed: String = client
+        .query_one(
+            "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'filed_through'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(filed, "164");
+    let counts = ledger.counts().unwrap();
+    assert_eq!(counts.total, 170);
+    assert_eq!(counts.by_system.values().sum::<u64>(), 170);
+    for id in ["action-150", "action-169"] {
+        let filter = Filter {
+            action_id: Some(id.into()),
+            ..Filter::default()
+        };
+        assert_eq!(ledger.list_filtered(&filter, 5).unwrap().len(), 1, "{id}");
+    }
+    let run = Filter {
+        run: Some("run-1".into()),
+        ..Filter::default()
+    };
+    assert_eq!(ledger.list_filtered(&run, 1000).unwrap().len(), 170);
+    ledger.checkpoint(&key).unwrap();
+    verified(&ledger, &key);
+}
