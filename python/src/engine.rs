@@ -17,13 +17,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_core::approvals::{ApprovalStore, DEFAULT_USE_BY};
-use attest_core::detect::{detect, DetectInput};
+use attest_core::config::ConfigError;
+use attest_core::setup::{AskMode, DoorParts, Overrides};
+use attest_core::verification::ProcessEnv;
 use attest_core::{
-    Attest, AttestError, Outcome, Receipt, ResumeToken, Start, StoreGate, ToolError,
+    Attest, AttestError, CallContext, CodingAgentCall, FunctionCall, Outcome, ProtocolCall,
+    Receipt, ResumeToken, Start, ToolError,
 };
-use attest_ledger::{Durability, Ledger, LedgerError, LedgerOptions, SigningKey, VerifyOptions};
-use attest_policy::{Action, PolicyEngine, PolicyError, Verb, MAX_POLICY_BYTES};
+use attest_ledger::{LedgerError, SigningKey, VerifyOptions};
+use attest_policy::{Action, Verb};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -32,19 +34,10 @@ use tokio::sync::oneshot;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum EngineError {
-    /// A policy file could not be read.
-    #[error("cannot read policy {path}")]
-    PolicyIo {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A policy file is larger than a policy may be.
-    #[error("policy {path} is larger than {MAX_POLICY_BYTES} bytes")]
-    PolicyTooLarge { path: PathBuf },
-    /// The policy does not load.
+    /// The configuration (a file, a keyword argument, the environment, the policy, the
+    /// ledger) does not load; the error names the file, line and key.
     #[error(transparent)]
-    Policy(#[from] PolicyError),
+    Config(#[from] ConfigError),
     /// The ledger or the signing key failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
@@ -164,44 +157,24 @@ pub(crate) enum Started {
 }
 
 impl Engine {
-    /// Opens the ledger and the policy and builds the pipeline: asks go to the approval
-    /// store on the ledger's file and come back held unless someone answers within `wait`.
+    /// Builds the pipeline as every door does (attest-core's configuration → `Attest`):
+    /// the keyword arguments beat the environment, which beats `.attest/config.yaml` (or
+    /// `$ATTEST_CONFIG`), which beats the defaults. Asks go to the approval store and come
+    /// back held unless someone answers within `wait`.
     pub(crate) fn open(settings: Settings) -> Result<Engine, EngineError> {
-        // The policy first: a policy that does not load must not leave a ledger behind.
-        // As the binary finds it: the given file, else `./attest.yaml`, else the default.
-        let local = std::path::Path::new("attest.yaml");
-        let policy = match &settings.policy {
-            Some(path) => load_policy(path)?,
-            None if local.exists() => load_policy(local)?,
-            None => PolicyEngine::default_policy()?,
+        let overrides = Overrides {
+            ledger: Some(settings.ledger.display().to_string()),
+            policy: settings.policy,
+            agent: settings.agent,
+            actor: settings.actor,
+            key: settings.key.clone(),
+            durability: settings.durability,
+            ask: Some(AskMode::Block),
+            wait: Some(settings.wait),
+            ..Overrides::default()
         };
-        let durability = match settings.durability.as_deref() {
-            None => Durability::Full,
-            Some(text) => text.parse().map_err(|_| {
-                EngineError::Setting(format!("durability {text:?}: expected full, normal or off"))
-            })?,
-        };
-        let options = LedgerOptions {
-            durability,
-            create: true,
-            ..LedgerOptions::default()
-        };
-        let ledger = Arc::new(Ledger::open(&settings.ledger, options)?);
-        let store = Arc::new(ApprovalStore::open(&ledger).map_err(AttestError::from)?);
-        let gate = StoreGate::new(Arc::clone(&store))
-            .use_by(DEFAULT_USE_BY)
-            .wait(settings.wait);
-        let mut builder = Attest::builder()
-            .ledger(ledger)
-            .policy(policy)
-            .approvals(store)
-            .gate(gate);
-        if let Some(agent) = settings.agent {
-            builder = builder.agent(agent);
-        }
-        if let Some(actor) = settings.actor {
-            builder = builder.actor(actor);
-        }
+        let resolved = attest_core::setup::Settings::resolve(&overrides, Arc::new(ProcessEnv))?;
+        let attest = resolved.build(DoorParts::default())?;
         // Driven by the calling threads (several may drive it at once); the ledger writer
         // and blocking store calls run on threads of their own.
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -209,39 +182,40 @@ impl Engine {
             .build()
             .map_err(EngineError::Runtime)?;
         Ok(Engine {
-            attest: builder.build()?,
+            attest,
             runtime: Arc::new(runtime),
             key: settings.key,
         })
     }
 
-    /// The action a call describes: the caller's system and verb when both are given,
-    /// else detection from the name (the way `Attest::wrap_fn` names a function's calls).
-    pub(crate) fn action(spec: &CallSpec, params: Value) -> Action {
-        let name = DetectInput::Tool {
-            name: &spec.name,
-            server: None,
+    /// The action a call describes, as core describes a framework's function call (or,
+    /// for [`CODING_AGENT_FRAMEWORK`], a coding agent's own tool) with the configured
+    /// registry: the caller's system and verb when both are given, else detection.
+    pub(crate) fn action(&self, spec: &CallSpec, params: Value) -> Action {
+        let context = CallContext {
+            run: spec.run_id.as_deref(),
+            target: spec.target.as_deref(),
+            ..CallContext::default()
         };
-        let found = match (&spec.system, spec.verb) {
-            (Some(system), Some(verb)) => detect(&DetectInput::Manual { system, verb }),
-            _ if spec.coding_agent => detect(&DetectInput::CodingTool {
+        let call = if spec.coding_agent && spec.system.is_none() {
+            ProtocolCall::CodingAgent(CodingAgentCall {
+                agent: CODING_AGENT_FRAMEWORK,
+                tool: &spec.name,
+                input: params,
+                context,
+                ..CodingAgentCall::default()
+            })
+        } else {
+            ProtocolCall::Function(FunctionCall {
+                framework: spec.framework.as_deref(),
                 name: &spec.name,
-                input: &params,
-            }),
-            _ => detect(&name),
+                arguments: params,
+                system: spec.system.as_deref(),
+                verb: spec.verb,
+                context,
+            })
         };
-        let mut action = found.into_action(params);
-        if let (Some(system), None) = (&spec.system, spec.verb) {
-            // A system without a verb: the name's verb on the named system.
-            action.system.clone_from(system);
-        }
-        name.fill_extra(&mut action.extra);
-        action.extra.framework.clone_from(&spec.framework);
-        if spec.target.is_some() {
-            action.target.clone_from(&spec.target);
-        }
-        action.run_id.clone_from(&spec.run_id);
-        action
+        self.attest.action(call)
     }
 
     /// Decides `action` and, when it is cleared, returns it to run. Blocks until then
@@ -362,20 +336,4 @@ impl Running {
             Err(err) => Err(EngineError::Attest(err)),
         }
     }
-}
-
-/// Reads and compiles a policy file, with a size cap.
-fn load_policy(path: &std::path::Path) -> Result<PolicyEngine, EngineError> {
-    let io = |source| EngineError::PolicyIo {
-        path: path.to_path_buf(),
-        source,
-    };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if size > MAX_POLICY_BYTES as u64 {
-        return Err(EngineError::PolicyTooLarge {
-            path: path.to_path_buf(),
-        });
-    }
-    let text = std::fs::read_to_string(path).map_err(io)?;
-    Ok(PolicyEngine::from_yaml(&text, &path.display().to_string())?)
 }

@@ -231,7 +231,7 @@ impl Engine {
     ) -> PyResult<Running> {
         let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
         let presented = parse_json(params, "params")?;
-        let action = CoreEngine::action(&spec, presented.clone());
+        let action = self.inner.action(&spec, presented.clone());
         let started = py.detach(|| match token {
             Some(token) => self.inner.resume_action(token, action),
             None => self.inner.start(action),
@@ -262,7 +262,7 @@ impl Engine {
         run_id: Option<String>,
     ) -> PyResult<Receipt> {
         let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
-        let action = CoreEngine::action(&spec, parse_json(params, "params")?);
+        let action = self.inner.action(&spec, parse_json(params, "params")?);
         let result = result.map(|text| parse_json(text, "result")).transpose()?;
         let receipt = py.detach(|| self.inner.record(action, result));
         receipt
