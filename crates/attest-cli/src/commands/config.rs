@@ -111,11 +111,23 @@ fn check(global: &Global, args: &ConfigCheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// A setting's value as it may be printed ([`attest_policy::redact_url_credentials`]).
+fn printable(value: Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(attest_policy::redact_url_credentials(&text)),
+        Value::Array(items) => Value::Array(items.into_iter().map(printable).collect()),
+        other => other,
+    }
+}
+
 /// Every setting with its effective value and where it came from.
 fn effective(config: &Config) -> Vec<Setting> {
     let file = &config.file;
     let mut out = Vec::new();
+    // Every printed value crosses one redaction: a `postgres://` URL keeps its shape but not
+    // its password, and credential shapes anywhere are hidden.
     let mut push = |key: &str, value: Value, source: Source| {
+        let value = printable(value);
         out.push(Setting {
             key: key.to_owned(),
             value,
