@@ -17,7 +17,7 @@ use crate::{attest, stderr, stdout};
 
 /// Refuse deletes, act on everything else (unknown writes included): a request the gateway
 /// cannot read must still never act as an unknown write.
-const REFUSE_DELETES: &str = r#"
+pub(crate) const REFUSE_DELETES: &str = r#"
 version: 1
 policies:
   - name: no-deletes
@@ -63,9 +63,28 @@ fn writes(reached: &Reached) -> Vec<(String, Vec<u8>)> {
 
 /// One request with curl, the body sent byte for byte from standard input: the status
 /// and the response body.
-fn send(method: &str, url: &str, headers: &[&str], body: &[u8]) -> (u16, String) {
+pub(crate) fn send(method: &str, url: &str, headers: &[&str], body: &[u8]) -> (u16, String) {
+    let (status, body, _) = exchange(method, url, headers, body);
+    (status, body)
+}
+
+/// [`send`], with the answer's `X-Executed` header too ("" when absent).
+pub(crate) fn exchange(
+    method: &str,
+    url: &str,
+    headers: &[&str],
+    body: &[u8],
+) -> (u16, String, String) {
     let mut command = Command::new("curl");
-    command.args(["-s", "-o", "-", "-w", "\n%{http_code}", "-X", method]);
+    command.args([
+        "-s",
+        "-o",
+        "-",
+        "-w",
+        "\n%{http_code} %header{x-executed}",
+        "-X",
+        method,
+    ]);
     for header in headers {
         command.args(["-H", header]);
     }
@@ -82,13 +101,18 @@ fn send(method: &str, url: &str, headers: &[&str], body: &[u8]) -> (u16, String)
     child.stdin.take().unwrap().write_all(body).unwrap();
     let output = child.wait_with_output().unwrap();
     let text = stdout(&output);
-    let (body, status) = text.rsplit_once('\n').unwrap();
-    (status.trim().parse().unwrap(), body.to_owned())
+    let (body, last) = text.rsplit_once('\n').unwrap();
+    let (status, executed) = last.split_once(' ').unwrap_or((last, ""));
+    (
+        status.trim().parse().unwrap(),
+        body.to_owned(),
+        executed.trim().to_owned(),
+    )
 }
 
 /// `data` compressed by Node's zlib (`gzipSync`, `deflateSync`, `deflateRawSync`,
 /// `brotliCompressSync`): real encoders, not ours. `None` when Node is missing.
-fn compressed(function: &str, data: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn compressed(function: &str, data: &[u8]) -> Option<Vec<u8>> {
     let script =
         format!("process.stdout.write(require('zlib').{function}(require('fs').readFileSync(0)))");
     let mut child = Command::new("node")
@@ -105,7 +129,7 @@ fn compressed(function: &str, data: &[u8]) -> Option<Vec<u8>> {
 const DELETE_MUTATION: &str =
     "mutation { deleteRepository(input: {repositoryId: \"R_1\"}) { clientMutationId } }";
 
-fn utf16le(text: &str) -> Vec<u8> {
+pub(crate) fn utf16le(text: &str) -> Vec<u8> {
     text.encode_utf16().flat_map(u16::to_le_bytes).collect()
 }
 
