@@ -8,11 +8,97 @@
 //! preview allow-list, so like every param it reaches the ledger only as part of the
 //! params hash.
 
+use std::borrow::Cow;
+use std::io::Read;
+
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
 /// The params key that holds a non-JSON body as it was sent.
 pub const RAW_BODY_KEY: &str = "$raw_body";
+
+/// Largest body read once its content codings are undone, in bytes: a few kilobytes of
+/// gzip can expand to gigabytes (a decompression bomb), and a body over this is not read.
+pub const MAX_DECODED_BYTES: usize = 8 * 1024 * 1024;
+
+/// Why a request body cannot be read the way its server would read it. The gateway answers
+/// it with [`UnreadableBody::status`] and never forwards the request; detection judges such
+/// a request by its riskiest verb.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnreadableBody {
+    /// A `Content-Encoding` Attest does not decode.
+    #[error("content coding {0:?} is not one Attest reads (gzip, x-gzip, deflate, br, identity)")]
+    UnknownCoding(String),
+    /// The body is over [`MAX_DECODED_BYTES`] once decoded.
+    #[error("the body is over {cap} bytes once its content coding is undone")]
+    TooLarge {
+        /// The cap, in bytes.
+        cap: usize,
+    },
+    /// The body is not valid in the coding it names.
+    #[error("the body is not valid {coding}")]
+    Corrupt {
+        /// The coding (`gzip`, `deflate`, `br`).
+        coding: &'static str,
+    },
+}
+
+impl UnreadableBody {
+    /// The HTTP status for a request with such a body: 413 for a body too large once
+    /// decoded, 415 (Unsupported Media Type) otherwise.
+    pub fn status(&self) -> u16 {
+        match self {
+            UnreadableBody::TooLarge { .. } => 413,
+            _ => 415,
+        }
+    }
+}
+
+/// The body with its `Content-Encoding` undone, as a server that honours the header
+/// reads it: codings are listed in the order they were applied (`gzip, br`), so they are
+/// undone last first; `identity` and an absent header leave the body as it is.
+pub fn decode_content<'b>(
+    content_encoding: Option<&str>,
+    body: &'b [u8],
+) -> Result<Cow<'b, [u8]>, UnreadableBody> {
+    let mut decoded = Cow::Borrowed(body);
+    let Some(header) = content_encoding else {
+        return Ok(decoded);
+    };
+    for coding in header.rsplit(',').map(str::trim).filter(|c| !c.is_empty()) {
+        let coding = coding.to_ascii_lowercase();
+        let next = match coding.as_str() {
+            "identity" => continue,
+            "gzip" | "x-gzip" => inflate(flate2::read::MultiGzDecoder::new(&decoded[..]), "gzip")?,
+            // `deflate` is zlib-wrapped (RFC 9110); servers that meet a raw deflate stream
+            // read it too, so both count.
+            "deflate" => inflate(flate2::read::ZlibDecoder::new(&decoded[..]), "deflate")
+                .or_else(|_| inflate(flate2::read::DeflateDecoder::new(&decoded[..]), "deflate"))?,
+            "br" => inflate(
+                brotli_decompressor::Decompressor::new(&decoded[..], 4096),
+                "br",
+            )?,
+            _ => return Err(UnreadableBody::UnknownCoding(coding)),
+        };
+        decoded = Cow::Owned(next);
+    }
+    Ok(decoded)
+}
+
+/// Reads a decoder to its end, at most [`MAX_DECODED_BYTES`].
+fn inflate(decoder: impl Read, coding: &'static str) -> Result<Vec<u8>, UnreadableBody> {
+    let mut out = Vec::new();
+    let cap = MAX_DECODED_BYTES;
+    decoder
+        .take(u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|_| UnreadableBody::Corrupt { coding })?;
+    if out.len() > cap {
+        return Err(UnreadableBody::TooLarge { cap });
+    }
+    Ok(out)
+}
 
 /// The params for a request with this `Content-Type` and body.
 pub fn body_params(content_type: Option<&str>, body: &[u8]) -> Value {

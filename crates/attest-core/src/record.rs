@@ -1,7 +1,7 @@
 //! Turning an action, its verdict and its outcome into a ledger record.
 
 use attest_ledger::{to_hex, value_hash, Confirm, Execution, Record, Verification};
-use attest_policy::{params_preview, Action, Decision, Verdict};
+use attest_policy::{params_preview, redact_text, Action, Decision, Verdict};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -43,7 +43,9 @@ pub(crate) fn to_record(
         Some(result) if !action.verb.is_read() => crate::touched::result_ids(result),
         _ => Vec::new(),
     };
-    let target = crate::touched::target_of(action, result);
+    // Every free-text field crosses `redact_text` here, on its way into a row that can never
+    // be edited: a URL or credential shape in a target or a reason is gone before it is chained.
+    let target = crate::touched::target_of(action, result).map(|t| redact_text(&t));
     let (execution, verification) = match outcome {
         RowOutcome::NotRun => (execution("not_run", None, None), None),
         RowOutcome::Pending => (execution("pending", None, None), None),
@@ -80,7 +82,7 @@ pub(crate) fn to_record(
         source: action.source.as_str().to_owned(),
         decision: decision.as_str().to_owned(),
         tier: verdict.tier.as_str().to_owned(),
-        reasons: verdict.reasons.clone(),
+        reasons: verdict.reasons.iter().map(|r| redact_text(r)).collect(),
         rules_fired: verdict.rules_fired.clone(),
         params_hash,
         params_preview: params_preview(&action.params),

@@ -68,6 +68,9 @@ pub use file::{check_slot, Leaf};
 pub use lint::{lint, lint_slots, Problem, MAX_POLICY_BYTES};
 pub use policy::{Policy, RiskTierPolicy};
 pub use preview::{params_preview, preview_allows, PREVIEW_MAX_CHARS};
-pub use redact::{redact_url, redact_urls_in, REDACTED};
+pub use redact::{
+    is_credential_name, redact_text, redact_url, redact_url_credentials, redact_urls_in, REDACTED,
+    TOKEN_SHAPES,
+};
 pub use verdict::{Decision, TargetClass, Verdict};
 pub use vocabulary::{Risk, Verb};

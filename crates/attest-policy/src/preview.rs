@@ -29,8 +29,10 @@ const ALLOWED_KEYS: &[&str] = &[
 
 /// The part of `params` that may be written to the ledger.
 ///
-/// Only top-level keys on the allow-list (and `*_id` keys) survive; URLs in strings are
-/// redacted ([`crate::redact_urls_in`]: no user info, query or token), strings are cut to
+/// Only top-level keys on the allow-list (and `*_id` keys) survive, unless their name is
+/// a credential's (`session_id`, [`crate::is_credential_name`]); strings are redacted
+/// ([`crate::redact_text`]: URLs lose user info, query and tokens, and credential shapes
+/// such as `sk_live_…` go), strings are cut to
 /// [`PREVIEW_MAX_CHARS`] characters, lists to 20 items, and nested objects are dropped,
 /// because an allow-listed key can still hold a body nobody vetted.
 pub fn params_preview(params: &Value) -> Map<String, Value> {
@@ -47,13 +49,14 @@ pub fn params_preview(params: &Value) -> Map<String, Value> {
 /// `amount`, …) and any key ending in `_id`. Anything else is kept as a fingerprint at most.
 pub fn preview_allows(key: &str) -> bool {
     let lower = key.to_ascii_lowercase();
-    ALLOWED_KEYS.contains(&lower.as_str()) || lower.ends_with("_id")
+    (ALLOWED_KEYS.contains(&lower.as_str()) || lower.ends_with("_id"))
+        && !crate::redact::is_credential_name(&lower)
 }
 
 fn preview_value(value: &Value) -> Option<Value> {
     match value {
         Value::Null | Value::Bool(_) | Value::Number(_) => Some(value.clone()),
-        Value::String(text) => Some(Value::String(truncate(&crate::redact_urls_in(text)))),
+        Value::String(text) => Some(Value::String(truncate(&crate::redact_text(text)))),
         Value::Array(items) => Some(Value::Array(
             items
                 .iter()
@@ -111,6 +114,18 @@ mod tests {
             Value::Object(preview),
             json!({"url": "https://hooks.slack.com/services/T0/B0/[redacted]",
                    "path": "https://x.io/a", "labels": ["https://x.io/"]})
+        );
+    }
+
+    #[test]
+    fn credentials_never_reach_a_preview() {
+        let preview = params_preview(&json!({
+            "session_id": "s3cr3t", "title": "key sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "customer_id": "cus_1",
+        }));
+        assert_eq!(
+            Value::Object(preview),
+            json!({"title": "key [redacted]", "customer_id": "cus_1"})
         );
     }
 

@@ -45,6 +45,12 @@ fn parse(seq: u64, body: &[u8]) -> Result<Value, LedgerError> {
     })
 }
 
+/// True for a row `attest import` wrote: its decision, approval and level are the source's
+/// claim.
+fn imported(entry: &Value) -> bool {
+    entry.get("imported").is_some_and(Value::is_object)
+}
+
 fn text(entry: &Value, pointer: &str) -> String {
     match entry.pointer(pointer) {
         Some(Value::String(s)) => s.clone(),
@@ -75,6 +81,8 @@ fn export_csv(ledger: &attest_ledger::Ledger, out: &mut impl Write) -> anyhow::R
     let mut writer = csv::Writer::from_writer(out);
     let mut header: Vec<&str> = CSV_COLUMNS.iter().map(|(name, _)| *name).collect();
     header.push("hash");
+    // Last, so readers of the earlier columns by position are unchanged.
+    header.push("imported");
     writer.write_record(&header).context("writing CSV")?;
     let mut count = 0;
     let mut failure = None;
@@ -85,6 +93,7 @@ fn export_csv(ledger: &attest_ledger::Ledger, out: &mut impl Write) -> anyhow::R
             .map(|(_, pointer)| text(&entry, pointer))
             .collect();
         record.push(to_hex(&entry_hash(row.body)));
+        record.push(imported(&entry).to_string());
         if let Err(err) = writer.write_record(&record) {
             failure = Some(err);
             return Ok(false);
@@ -140,7 +149,9 @@ fn export_ietf(ledger: &attest_ledger::Ledger, out: &mut impl Write) -> anyhow::
                 "output_hash": entry.pointer("/execution/result_hash"),
             },
             "outcome": outcome,
-            "trust_level": trust_level,
+            // An imported row's level is its source's claim: no trust Attest can vouch for.
+            "trust_level": if imported(&entry) { "L0" } else { trust_level },
+            "imported": imported(&entry),
             "parent_record_id": Value::Null,
             "sequence": row.seq,
             "prev_hash": entry.get("prev"),

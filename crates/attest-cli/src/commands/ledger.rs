@@ -101,8 +101,13 @@ fn print_counts(out: &mut impl Write, counts: &Counts) -> std::io::Result<()> {
 pub(crate) struct Listed<'a> {
     #[serde(flatten)]
     row: &'a RowSummary,
-    /// `ran`, `failed`, `refused`, `pending`, `intent`, `approved by X, ran`, `rejected by X`, …
+    /// `ran`, `failed`, `refused`, `pending`, `intent`, `approved by X, ran`, `rejected by X`, …;
+    /// for an imported row, `imported: the source claims …`.
     outcome: String,
+    /// True for a row `attest import` wrote: its decision, approval and level are the
+    /// source's claim, not what Attest saw.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    imported: bool,
 }
 
 /// The rows with their outcomes, read from the stored bodies (`execution`, `confirm`).
@@ -121,14 +126,26 @@ pub(crate) fn with_outcomes<'a>(
         if stored.seq > last {
             return Ok(false);
         }
-        outcomes.insert(stored.seq, outcome(stored.body, stored.decision));
+        let imported = serde_json::from_slice::<Value>(stored.body)
+            .is_ok_and(|entry| entry.get("imported").is_some_and(Value::is_object));
+        let mut text = outcome(stored.body, stored.decision);
+        if imported {
+            text = format!("imported: the source claims {text}");
+        }
+        outcomes.insert(stored.seq, (text, imported));
         Ok(true)
     })?;
     Ok(rows
         .iter()
-        .map(|row| Listed {
-            row,
-            outcome: outcomes.remove(&row.seq).unwrap_or_else(|| "-".to_owned()),
+        .map(|row| {
+            let (outcome, imported) = outcomes
+                .remove(&row.seq)
+                .unwrap_or_else(|| ("-".to_owned(), false));
+            Listed {
+                row,
+                outcome,
+                imported,
+            }
         })
         .collect())
 }
@@ -184,7 +201,13 @@ pub(crate) fn print_listed(out: &mut impl Write, rows: &[Listed<'_>]) -> std::io
         "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  {:<12}  outcome",
         "seq", "ts", "agent", "action", "decision", "level", "hash"
     )?;
-    for Listed { row, outcome } in rows {
+    for Listed {
+        row,
+        outcome,
+        imported,
+    } in rows
+    {
+        let level = crate::review::claimed(*imported, row.level.as_deref().unwrap_or("-"));
         writeln!(
             out,
             "{:>6}  {:<27}  {:<12}  {:<22}  {:<8}  {:<15}  {:<12}  {}",
@@ -193,7 +216,7 @@ pub(crate) fn print_listed(out: &mut impl Write, rows: &[Listed<'_>]) -> std::io
             escape(row.agent.as_deref().unwrap_or("-")),
             format!("{}.{}", escape(&row.system), escape(&row.verb)),
             escape(&row.decision),
-            escape(row.level.as_deref().unwrap_or("-")),
+            escape(&level),
             short(&to_hex(&row.hash)),
             escape(outcome),
         )?;

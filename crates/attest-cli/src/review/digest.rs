@@ -204,12 +204,19 @@ pub(crate) fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, 
                     ..SystemDigest::default()
                 });
             system.actions += 1;
-            *system
-                .decisions
-                .entry(view.decision.to_string())
-                .or_default() += 1;
+            // An imported row's decision and level are its source's claim, counted apart.
+            let imported = view.is_imported();
+            let decision = if imported {
+                format!("{} (imported)", view.decision)
+            } else {
+                view.decision.to_string()
+            };
+            *system.decisions.entry(decision).or_default() += 1;
             let level = if level.is_empty() { "none" } else { level };
-            *system.levels.entry(level.to_owned()).or_default() += 1;
+            *system
+                .levels
+                .entry(super::rows::claimed(imported, level))
+                .or_default() += 1;
             *system.verbs.entry(view.verb.to_string()).or_default() += 1;
         }
         Ok(true)

@@ -150,6 +150,9 @@ pub(crate) struct RowItem {
     pub(crate) confirm: String,
     pub(crate) status: String,
     pub(crate) level: String,
+    /// True for a row `attest import` wrote (its confirm and level are the source's claim).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) imported: bool,
 }
 
 impl ReadModel {
@@ -442,9 +445,10 @@ impl ReadModel {
                 verb: view.verb.to_string(),
                 target: view.target.as_deref().map(str::to_owned),
                 decision: view.decision.to_string(),
-                confirm: view.confirm_outcome().to_owned(),
+                confirm: view.shown_confirm(),
                 status: view.status().to_owned(),
-                level: view.level().to_owned(),
+                level: view.shown_level(),
+                imported: view.is_imported(),
             }));
             Ok(())
         })?;

@@ -59,6 +59,8 @@ pub(crate) fn event(seq: u64, hash: &str, prev: &Value, row: &RowView<'_>) -> Va
     };
     let (disposition_id, disposition) = match (row.decision.as_ref(), row.confirm_outcome()) {
         ("refuse", _) | (_, "rejected" | "expired") => (2, "Blocked"),
+        // An imported approval is its source's claim, not one Attest saw: OCSF's "Other".
+        (_, "approved" | "edited") if row.is_imported() => (99, "Other"),
         (_, "approved" | "edited") => (8, "Approved"),
         ("act", _) => (1, "Allowed"),
         _ => (0, "Unknown"),
@@ -122,7 +124,9 @@ pub(crate) fn event(seq: u64, hash: &str, prev: &Value, row: &RowView<'_>) -> Va
                 "decision": row.decision,
                 "tier": row.tier,
                 "execution": row.status(),
-                "level": row.level(),
+                "level": row.shown_level(),
+                "confirm": row.shown_confirm(),
+                "imported": row.is_imported(),
                 "target_class": row.target_class,
                 "rules_fired": row.rules_fired,
             }

@@ -112,9 +112,34 @@ impl<'a> RowView<'a> {
         source.or_else(|| parse_ts(&self.ts))
     }
 
+    /// True for a row `attest import` wrote: its decision, approval and level are what the
+    /// source claims, not what Attest saw.
+    pub(crate) fn is_imported(&self) -> bool {
+        self.imported.is_some()
+    }
+
+    /// The confirm outcome as a view shows it: an imported row's is the source's claim.
+    pub(crate) fn shown_confirm(&self) -> String {
+        claimed(self.is_imported(), self.confirm_outcome())
+    }
+
+    /// The verification level as a view shows it: an imported row's is the source's claim.
+    pub(crate) fn shown_level(&self) -> String {
+        claimed(self.is_imported(), self.level())
+    }
+
     /// The agent, or `(none)`.
     pub(crate) fn agent_name(&self) -> &str {
         self.agent.as_deref().unwrap_or(NO_AGENT)
+    }
+}
+
+/// `value`, or `value (claimed)` for an imported row's field (nothing stays nothing).
+pub(crate) fn claimed(imported: bool, value: &str) -> String {
+    if imported && !value.is_empty() {
+        format!("{value} (claimed)")
+    } else {
+        value.to_owned()
     }
 }
 

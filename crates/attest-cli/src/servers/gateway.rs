@@ -585,6 +585,14 @@ async fn forward(
         Ok(url) => url,
         Err(why) => return why.into_response(),
     };
+    // A body in a content coding it cannot undo is refused before anything else.
+    let coding = headers
+        .get(axum::http::header::CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("?"));
+    if let Err(why) = attest_core::http_body::decode_content(coding, &body) {
+        let status = StatusCode::from_u16(why.status()).unwrap_or(StatusCode::BAD_REQUEST);
+        return reject(status, json!({"error": why.to_string()}), None);
+    }
     let action = action_for(&attest, &method, &url, &headers, &body);
     // Only a GET or HEAD detected as a read, which policy lets run, goes by unrecorded:
     // any other method may change state whatever its path says, and a read policy

@@ -162,6 +162,18 @@ pub(crate) fn start_gateway_on(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> (Gateway, String) {
+    start_gateway_logging(dir, ledger, upstream, extra, env, Stdio::inherit())
+}
+
+/// [`start_gateway_on`] with the gateway's standard error (its log) sent to `log`.
+pub(crate) fn start_gateway_logging(
+    dir: &Path,
+    ledger: &str,
+    upstream: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    log: Stdio,
+) -> (Gateway, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
         .args(crate::store_args(
             dir,
@@ -181,6 +193,7 @@ pub(crate) fn start_gateway_on(
         .env_clear()
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
+        .stderr(log)
         .spawn()
         .unwrap();
     let mut line = String::new();

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::{exported_entries, stderr, stdout};
 
 /// Runs the hook in `dir` (ledger `ledger.sqlite`) with `event` on stdin.
-fn hook(dir: &Path, event: &str) -> Output {
+pub(crate) fn hook(dir: &Path, event: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
         .args(crate::store_args(
             dir,

@@ -4,9 +4,10 @@
 //! file write by its path (a write to the agent's own settings, an Attest policy, CI
 //! workflows, keys or `.env` files is riskier than one to source code).
 
-use attest_policy::{Risk, Source, Verb};
+use attest_policy::{Source, Verb};
 use serde_json::Value;
 
+use super::protected_path::file_write;
 use super::{shell, url, DetectInput, Detection, Registry};
 
 /// The system of file reads and writes on the agent's machine.
@@ -56,67 +57,11 @@ fn local(system: &str, verb: Verb, target: Option<&str>) -> Detection {
     }
 }
 
-/// A file write, judged by its path: source code is a medium-risk write (acts under the
-/// default policy); the agent's own settings and hooks, Attest's policy, CI workflows,
-/// keys, credentials and system files are high (ask).
-fn file_write(path: &str) -> Detection {
-    let lower = path.replace('\\', "/").to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    // Anywhere in the path: `/home/me/.claude/settings.json` and `.claude/settings.json`.
-    let sensitive_dirs = [
-        ".claude/",
-        ".git/",
-        ".github/workflows/",
-        ".ssh/",
-        ".aws/",
-        ".gnupg/",
-        ".kube/",
-        ".docker/",
-        ".attest/",
-        "/etc/",
-        "/usr/",
-        "/bin/",
-        "/boot/",
-        "/var/",
-    ];
-    let sensitive_names = [
-        "attest.yaml",
-        ".bashrc",
-        ".zshrc",
-        ".profile",
-        ".bash_profile",
-        ".npmrc",
-        ".pypirc",
-        ".netrc",
-        ".git-credentials",
-        "id_rsa",
-        "id_ed25519",
-        "authorized_keys",
-        "signing.key",
-        "settings.json",
-        "settings.local.json",
-        "claude.md",
-    ];
-    let sensitive = path.is_empty()
-        || lower.split('/').any(|part| part == "..")
-        || sensitive_dirs.iter().any(|dir| lower.contains(dir))
-        || sensitive_names.contains(&name)
-        || name.starts_with(".env")
-        || name.ends_with(".pem")
-        || name.ends_with(".key");
-    Detection {
-        system: FILES_SYSTEM.to_owned(),
-        verb: Verb::Write,
-        target: Some("file".to_owned()),
-        source: Source::Heuristic,
-        recognised: true,
-        risk: Some(if sensitive { Risk::High } else { Risk::Medium }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use attest_policy::Risk;
 
     use super::*;
 
@@ -138,6 +83,10 @@ mod tests {
             "/home/me/.ssh/authorized_keys",
             "attest.yaml",
             "/etc/hosts",
+            ".mcp.json",
+            "/work/.cursor/mcp.json",
+            ".codex/config.toml",
+            "ledger.sqlite",
             "../outside/file.rs",
             "",
         ] {

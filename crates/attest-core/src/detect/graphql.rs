@@ -6,24 +6,18 @@
 //! run is judged. Fields reached through fragment spreads at the root (`mutation { ...F }`)
 //! count too. `mutation { issueCreate(…) { … } }` is create/issue, `query { issues { … } }`
 //! is list/issues. The reader is a small hand-written scanner with size caps; it skips
-//! strings, comments, arguments and sub-selections, and gives up (`None`) on anything odd,
-//! which makes the call an unrecognised write.
+//! strings, comments, arguments and sub-selections, and gives up (`None`) on anything odd;
+//! a document it gives up on makes the call the riskiest verb (see `url.rs`).
 
 use std::collections::HashMap;
-
-use serde::Deserialize;
 
 use super::registry::Registry;
 use super::tokenize::{Segments, Words, MAX_WORDS};
 use super::tool_name::{apply_noun_rules, join_words, MAX_TARGET_WORDS};
-use super::url::percent_decode;
 use attest_policy::{Risk, Verb};
 
 /// Largest body read for an operation, in bytes.
 pub(crate) const MAX_BODY_BYTES: usize = 256 * 1024;
-
-/// How far into a body to look for a `"query"` key when the path does not say GraphQL.
-const SNIFF_BYTES: usize = 256;
 
 /// The kind of a GraphQL operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,8 +35,8 @@ pub(crate) struct Operation {
     pub(crate) field: String,
 }
 
-/// Most root fields read from one body; a body with more is not read (an unrecognised write).
-const MAX_ROOT_FIELDS: usize = 256;
+/// Most root fields read from one request; a request with more is not read (the riskiest verb).
+pub(crate) const MAX_ROOT_FIELDS: usize = 256;
 
 /// How deep fragment spreads at the root are followed.
 const MAX_SPREAD_DEPTH: usize = 8;
@@ -55,62 +49,22 @@ pub(crate) struct FieldDetection {
     pub(crate) recognised: bool,
 }
 
-#[derive(Deserialize)]
-struct Request {
-    query: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Body {
-    One(Request),
-    Batch(Vec<Request>),
-}
-
-/// True when a JSON body near its start has a `"query"` key (a GraphQL request sent to a
-/// path that does not say so, as monday.com's `/v2` is).
-pub(crate) fn looks_like_graphql(body: &[u8]) -> bool {
-    let head = body.get(..SNIFF_BYTES.min(body.len())).unwrap_or(&[]);
-    let starts_json = head
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b == b'{' || b == b'[');
-    starts_json && head.windows(7).any(|w| w == b"\"query\"")
-}
-
-/// The root fields of every operation in a request body: JSON (`{"query": …}`, or a batch
-/// of them) or a bare GraphQL document. `None` when any part of it cannot be read.
-pub(crate) fn operations_from_body(body: &[u8]) -> Option<Vec<Operation>> {
-    if body.len() > MAX_BODY_BYTES {
-        return None;
-    }
-    let documents = match serde_json::from_slice::<Body>(body) {
-        Ok(Body::One(request)) => vec![request.query?],
-        Ok(Body::Batch(requests)) => requests
-            .into_iter()
-            .map(|request| request.query)
-            .collect::<Option<Vec<String>>>()?,
-        Err(_) => vec![std::str::from_utf8(body).ok()?.to_owned()],
+/// True when `document` reads as GraphQL to a server: after ignored tokens it opens with a
+/// selection set or an operation or fragment keyword. A `query` value that does not (`cats`,
+/// `select 1`) is a search, not a document; one that does but cannot be read is a document
+/// the scanner gave up on.
+pub(crate) fn looks_like_document(document: &str) -> bool {
+    let mut scan = Scanner {
+        bytes: document.as_bytes(),
+        at: 0,
     };
-    let mut operations = Vec::new();
-    for document in &documents {
-        operations.extend(root_fields(document)?);
-        if operations.len() > MAX_ROOT_FIELDS {
-            return None;
-        }
-    }
-    (!operations.is_empty()).then_some(operations)
-}
-
-/// The root fields of the document in a GET request's `query=` parameter.
-pub(crate) fn operations_from_query(query: &str) -> Option<Vec<Operation>> {
-    let document = query
-        .split('&')
-        .find_map(|pair| match pair.split_once('=') {
-            Some(("query", value)) => Some(percent_decode(value)),
-            _ => None,
-        })?;
-    root_fields(&document).filter(|found| !found.is_empty())
+    matches!(
+        scan.next_token(),
+        Some(Token::Punct(b'{'))
+            | Some(Token::Name(
+                "query" | "mutation" | "subscription" | "fragment"
+            ))
+    ) || document.contains('{') && document.contains("mutation")
 }
 
 impl FieldDetection {
@@ -566,28 +520,17 @@ mod tests {
     }
 
     #[test]
-    fn bodies_in_json_batches_and_raw() {
-        let body = br#"{"query":"mutation { createIssue(input: {}) { issue { id } } }","variables":{"a":[1,2]}}"#;
-        assert_eq!(operations_from_body(body).unwrap()[0].field, "createIssue");
-        let batch =
-            br#"[{"query":"{ viewer { id } }"}, {"query":"mutation { deleteRepository { x } }"}]"#;
-        let found = operations_from_body(batch).unwrap();
-        assert_eq!(found[1].field, "deleteRepository");
-        assert!(operations_from_body(br#"[{"query":"{ a }"}, {"x": 1}]"#).is_none());
-        assert_eq!(
-            operations_from_body(b"{ items { id } }").unwrap()[0].field,
-            "items"
-        );
-        assert!(operations_from_body(b"\xff\xfe").is_none());
-        assert!(looks_like_graphql(br#"  {"query": "{ boards { id } }"}"#));
-        assert!(!looks_like_graphql(br#"{"name": "x"}"#));
-    }
-
-    #[test]
-    fn query_strings_are_decoded() {
-        let found = operations_from_query("query=%7B%20viewer%20%7B%20id%20%7D%20%7D&x=1").unwrap();
-        assert_eq!(found[0].field, "viewer");
-        assert_eq!(percent_decode("a%2"), "a%2");
-        assert_eq!(percent_decode("%ff"), "\u{fffd}");
+    fn documents_are_told_from_searches() {
+        for document in [
+            "{ a }",
+            "  # c\n query Q { a }",
+            "mutation{",
+            "fragment F on X { a }",
+        ] {
+            assert!(looks_like_document(document), "{document}");
+        }
+        for search in ["cats", "select * from t", "", "name:\"x\""] {
+            assert!(!looks_like_document(search), "{search}");
+        }
     }
 }

@@ -33,7 +33,9 @@ mod error;
 mod graphql;
 mod hints;
 mod operations;
+mod protected_path;
 mod registry;
+mod request_body;
 mod shell;
 mod spec;
 mod tokenize;
@@ -212,6 +214,19 @@ impl Detection {
         }
     }
 
+    /// This detection's system and target with the riskiest verb there is, unrecognised:
+    /// the reading of a request a parser gave up on, which asks (or refuses under a refusing
+    /// rule) and never acts as an unknown write might.
+    #[must_use]
+    pub fn as_riskiest_verb(self) -> Detection {
+        Detection {
+            verb: Verb::Delete,
+            recognised: false,
+            risk: None,
+            ..self
+        }
+    }
+
     fn danger(&self) -> (Risk, bool) {
         let risk = self.risk.unwrap_or(self.verb.default_risk());
         let risk = if self.recognised || self.verb.is_read() {
@@ -293,7 +308,9 @@ pub const METHOD_OVERRIDE_HEADERS: [&str; 3] = [
 impl Registry {
     /// Detects an HTTP request with its headers, judged by its riskiest reading: the method,
     /// each [`METHOD_OVERRIDE_HEADERS`] value (one that is not text reads as an unknown
-    /// method, so an unrecognised write), and `_method` in the query or a form body.
+    /// method, so an unrecognised write), and `_method` or a GraphQL document in the query
+    /// or in the body, read as its `Content-Encoding` and `Content-Type` say (a body that
+    /// cannot be read so is judged as the riskiest verb).
     pub fn detect_http_request<'h>(
         &self,
         method: &str,
@@ -301,15 +318,31 @@ impl Registry {
         headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
         body: Option<&[u8]>,
     ) -> Detection {
-        let mut found = url::detect_http(self, method, url, body);
+        let mut declared = request_body::Declared::default();
+        let mut overrides = Vec::new();
+        let mut unreadable_header = false;
         for (name, value) in headers {
-            if METHOD_OVERRIDE_HEADERS
+            let text = std::str::from_utf8(value).ok();
+            if name.eq_ignore_ascii_case("content-type") {
+                unreadable_header |= text.is_none() || declared.content_type.is_some();
+                declared.content_type = text;
+            } else if name.eq_ignore_ascii_case("content-encoding") {
+                // Two headers are one list (RFC 9110 5.3); read only as one, so give up.
+                unreadable_header |= text.is_none() || declared.content_encoding.is_some();
+                declared.content_encoding = text;
+            } else if METHOD_OVERRIDE_HEADERS
                 .iter()
                 .any(|known| name.eq_ignore_ascii_case(known))
             {
-                let method = std::str::from_utf8(value).unwrap_or("?");
-                found = found.riskier(url::detect_http(self, method, url, body));
+                overrides.push(text.unwrap_or("?"));
             }
+        }
+        let mut found = url::detect_http_declared(self, method, url, declared, body);
+        for method in overrides {
+            found = found.riskier(url::detect_http_declared(self, method, url, declared, body));
+        }
+        if unreadable_header {
+            found = found.as_riskiest_verb();
         }
         found
     }

@@ -9,6 +9,7 @@
 
 use attest_policy::{Risk, Source, Verb};
 
+use super::protected_path::file_write;
 use super::{Detection, Registry};
 
 /// The system of commands that run on the agent's own machine.
@@ -23,12 +24,23 @@ pub(super) fn detect_command(registry: &Registry, command: &str) -> Detection {
         return unknown();
     }
     let mut found: Option<Detection> = None;
-    for words in simple_commands(command) {
-        let words = program_words(&words);
-        let Some((program, args)) = words.split_first() else {
+    for simple in simple_commands(command) {
+        let words = program_words(&simple.words);
+        let mut one = match words.split_first() {
+            Some((program, args)) => Some(detect_simple(registry, program, args)),
+            None => None,
+        };
+        // A redirection writes its file whatever the program is (`echo {} > .mcp.json`).
+        for path in &simple.writes {
+            let write = file_write(path);
+            one = Some(match one {
+                Some(before) => before.riskier(write),
+                None => write,
+            });
+        }
+        let Some(one) = one else {
             continue;
         };
-        let one = detect_simple(registry, program, args);
         found = Some(match found {
             Some(before) => before.riskier(one),
             None => one,
@@ -84,14 +96,23 @@ fn detect_simple(registry: &Registry, program: &str, args: &[String]) -> Detecti
             )
         }
         "mv" | "cp" | "mkdir" | "touch" | "ln" | "chmod" | "chown" | "tee" | "truncate"
-        | "patch" => known("files", Verb::Write, Some("file"), Some(Risk::Medium)),
-        "sed" | "perl" if has(&["-i"]) || args.iter().any(|a| a.starts_with("-i")) => {
-            known("files", Verb::Write, Some("file"), Some(Risk::Medium))
+        | "patch" | "install" => writes_files(args),
+        "perl" | "ruby" if inline_code(name, args) => unknown(),
+        "sed" | "perl" | "ruby" if has(&["-i"]) || args.iter().any(|a| a.starts_with("-i")) => {
+            writes_files(args)
         }
         "find" if has(&["-delete", "-exec", "-execdir", "-ok"]) => {
             known("files", Verb::Delete, Some("file"), None)
         }
-        "dd" | "mkfs" | "fdisk" | "parted" | "wipefs" => {
+        "dd" => args
+            .iter()
+            .filter_map(|arg| arg.strip_prefix("of="))
+            .map(file_write)
+            .fold(
+                known("disk", Verb::Delete, None, Some(Risk::VeryHigh)),
+                Detection::riskier,
+            ),
+        "mkfs" | "fdisk" | "parted" | "wipefs" => {
             known("disk", Verb::Delete, None, Some(Risk::VeryHigh))
         }
         "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "rg" | "ag" | "find" | "fd"
@@ -103,6 +124,11 @@ fn detect_simple(registry: &Registry, program: &str, args: &[String]) -> Detecti
         }
         "cargo" | "npm" | "pnpm" | "yarn" | "npx" | "pip" | "pip3" | "uv" | "poetry" | "twine"
         | "go" | "gem" | "bundle" | "mvn" | "gradle" | "dotnet" => package_tool(name, args),
+        "python" | "python3" | "node" | "deno" | "bun" | "php" | "lua" | "Rscript" | "pwsh"
+            if inline_code(name, args) =>
+        {
+            unknown()
+        }
         "make" | "cmake" | "ninja" | "python" | "python3" | "node" | "deno" | "bun" | "pytest"
         | "rustc" | "rustfmt" | "tsc" | "jest" | "vitest" | "ruff" | "black" | "mypy"
         | "eslint" | "prettier" | "gcc" | "cc" | "clang" | "javac" | "java" => {
@@ -337,6 +363,51 @@ fn package_tool(program: &str, args: &[String]) -> Detection {
     }
 }
 
+/// A program that writes the files it is given (`cp`, `mv`, `tee`, `sed -i` …): a
+/// medium-risk write, high when any argument is a protected path.
+fn writes_files(args: &[String]) -> Detection {
+    args.iter()
+        .filter(|arg| !arg.starts_with('-'))
+        .map(|arg| file_write(arg))
+        .fold(
+            known("files", Verb::Write, Some("file"), Some(Risk::Medium)),
+            Detection::riskier,
+        )
+}
+
+/// True when an interpreter is given its program inline (`python3 -c`, `node -e`,
+/// `node --eval`, `perl -e`, `ruby -e`, `php -r`, `deno eval`) or on standard input (a
+/// here-string, a heredoc, a pipe: no script named): code nobody has read.
+fn inline_code(program: &str, args: &[String]) -> bool {
+    let inline_flag = |arg: &str| {
+        let short = arg.strip_prefix('-').filter(|a| !a.starts_with('-'));
+        match program {
+            "python" | "python3" => short.is_some_and(|a| a.contains('c')),
+            "node" | "bun" => {
+                matches!(arg, "--eval" | "--print") || short.is_some_and(|a| a.contains(['e', 'p']))
+            }
+            "perl" | "ruby" => short.is_some_and(|a| a.contains(['e', 'E'])),
+            "php" => short.is_some_and(|a| a.contains('r')),
+            _ => false,
+        }
+    };
+    if args.iter().any(|arg| inline_flag(arg)) {
+        return true;
+    }
+    let asks_about_itself =
+        |arg: &String| matches!(arg.as_str(), "--version" | "-V" | "--help" | "-h");
+    if !args.is_empty() && args.iter().all(asks_about_itself) {
+        return false;
+    }
+    match args
+        .iter()
+        .find(|arg| !arg.starts_with('-') || arg.as_str() == "-")
+    {
+        None => true,
+        Some(first) => first == "-" || (program == "deno" && first == "eval"),
+    }
+}
+
 fn container(args: &[String]) -> Detection {
     match subcommand(args) {
         Some("push") => known("containers", Verb::Share, Some("image"), None),
@@ -436,10 +507,17 @@ fn takes_value(program: &str, flag: &str) -> bool {
     }
 }
 
+/// One simple command: its words, and the files its output redirections write.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Simple {
+    words: Vec<String>,
+    writes: Vec<String>,
+}
+
 /// Splits a command line into simple commands of words. Quotes and backslashes are
 /// honoured; `$(…)` and backticks start a command of their own (their text is read
-/// as commands too); redirections are dropped.
-fn simple_commands(line: &str) -> Vec<Vec<String>> {
+/// as commands too); an output redirection's target is a file the command writes.
+fn simple_commands(line: &str) -> Vec<Simple> {
     nested_commands(line, 0)
 }
 
@@ -447,12 +525,16 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
 /// the line asks), and no input can exhaust the stack.
 const MAX_NESTING: usize = 8;
 
-fn nested_commands(line: &str, depth: usize) -> Vec<Vec<String>> {
+fn nested_commands(line: &str, depth: usize) -> Vec<Simple> {
     if depth > MAX_NESTING {
-        return vec![vec!["$(".to_owned()]];
+        return vec![Simple {
+            words: vec!["$(".to_owned()],
+            writes: Vec::new(),
+        }];
     }
     let mut commands = Vec::new();
     let mut words: Vec<String> = Vec::new();
+    let mut writes: Vec<String> = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
     let mut chars = line.chars().peekable();
@@ -514,12 +596,12 @@ fn nested_commands(line: &str, depth: usize) -> Vec<Vec<String>> {
             }
             ';' | '&' | '|' | '\n' | '(' | ')' | '{' | '}' => {
                 end_word(&mut words, &mut word, &mut in_word);
-                if !words.is_empty() {
-                    commands.push(std::mem::take(&mut words));
-                }
+                push_simple(&mut commands, &mut words, &mut writes);
             }
             '>' | '<' => {
-                // A redirection: drop its target word (`> out.txt`, `2>&1`).
+                // A redirection: its target is not a word of the command. An output
+                // redirection's target is a file written (`> .mcp.json`), unless it names a
+                // descriptor (`2>&1`, `>&-`) or a device (`/dev/null`).
                 end_word(&mut words, &mut word, &mut in_word);
                 if words
                     .last()
@@ -527,17 +609,43 @@ fn nested_commands(line: &str, depth: usize) -> Vec<Vec<String>> {
                 {
                     words.pop();
                 }
-                while matches!(chars.peek(), Some('>' | '&' | '<')) {
+                let mut operator = String::from(c);
+                while let Some(&next @ ('>' | '&' | '<' | '|')) = chars.peek() {
+                    operator.push(next);
                     chars.next();
                 }
                 while matches!(chars.peek(), Some(' ' | '\t')) {
                     chars.next();
                 }
+                let mut target = String::new();
+                let mut quote = None;
                 while let Some(&next) = chars.peek() {
-                    if next.is_whitespace() || matches!(next, ';' | '&' | '|' | ')') {
-                        break;
+                    match quote {
+                        Some(open) if next == open => quote = None,
+                        Some(_) => {}
+                        None if next == '\'' || next == '"' => quote = Some(next),
+                        None if next.is_whitespace() || matches!(next, ';' | '&' | '|' | ')') => {
+                            break
+                        }
+                        None => {}
                     }
+                    target.push(next);
                     chars.next();
+                }
+                // A here-document or here-string is the command's standard input: `-`, as
+                // an interpreter reads its program from it (`python3 <<< 'code'`).
+                if operator.starts_with("<<") {
+                    words.push("-".to_owned());
+                }
+                let target: String = target.chars().filter(|&c| c != '"' && c != '\'').collect();
+                let descriptor = operator.ends_with('&')
+                    && target.chars().all(|c| c.is_ascii_digit() || c == '-');
+                if operator.contains('>')
+                    && !descriptor
+                    && !target.is_empty()
+                    && !target.starts_with("/dev/")
+                {
+                    writes.push(target);
                 }
             }
             c if c.is_whitespace() => end_word(&mut words, &mut word, &mut in_word),
@@ -548,9 +656,7 @@ fn nested_commands(line: &str, depth: usize) -> Vec<Vec<String>> {
                         break;
                     }
                 }
-                if !words.is_empty() {
-                    commands.push(std::mem::take(&mut words));
-                }
+                push_simple(&mut commands, &mut words, &mut writes);
             }
             _ => {
                 in_word = true;
@@ -559,10 +665,18 @@ fn nested_commands(line: &str, depth: usize) -> Vec<Vec<String>> {
         }
     }
     end_word(&mut words, &mut word, &mut in_word);
-    if !words.is_empty() {
-        commands.push(words);
-    }
+    push_simple(&mut commands, &mut words, &mut writes);
     commands
+}
+
+/// Ends the simple command being read, when it has words or writes.
+fn push_simple(commands: &mut Vec<Simple>, words: &mut Vec<String>, writes: &mut Vec<String>) {
+    if !words.is_empty() || !writes.is_empty() {
+        commands.push(Simple {
+            words: std::mem::take(words),
+            writes: std::mem::take(writes),
+        });
+    }
 }
 
 #[cfg(test)]
@@ -595,7 +709,8 @@ mod tests {
             ("curl https://api.github.com/repos/a/b", "github", Verb::Get),
             ("cargo test -p attest-core", "shell", Verb::Execute),
             ("cargo publish", "packages", Verb::Share),
-            ("ls -la | grep foo > out.txt", "shell", Verb::Read),
+            ("ls -la | grep foo > out.txt", "files", Verb::Write),
+            ("ls -la 2>&1 >/dev/null", "shell", Verb::Read),
             ("FOO=1 sudo -u root rm x", "files", Verb::Delete),
             ("echo $(rm -rf /)", "files", Verb::Delete),
             ("echo `git push`", "git", Verb::Share),

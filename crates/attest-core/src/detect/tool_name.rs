@@ -6,7 +6,8 @@
 //! 3. the system: two words then one off the front (`google_calendar_…`), else the MCP
 //!    server, else a system named later in the name (`search_gmail_messages`); an umbrella
 //!    system (`google`, `microsoft`) is narrowed by a noun (`list-mail-messages` → outlook);
-//! 4. the verb: the first verb word of a tool or function name, the last of an SDK path
+//! 4. the verb: the first verb word of a tool or function name, or a delete word anywhere
+//!    after it (`get_delete_repository` deletes), the last of an SDK path
 //!    (`github.get_repo().create_issue` creates);
 //! 5. noun rules (`create_refund` → pay), then the target from the words left over.
 
@@ -22,7 +23,7 @@ pub(crate) const MAX_TARGET_WORDS: usize = 8;
 /// Which kind of name is being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Style {
-    /// An MCP tool name: the first verb word decides.
+    /// An MCP tool name: the first verb word decides, unless a delete word follows.
     Tool,
     /// An SDK path: the last verb word decides, the target is the nearest resource.
     Sdk,
@@ -156,7 +157,17 @@ pub(crate) fn detect_name(
                     .clone()
                     .find(|&i| words.segment(i) == words.segment(last) && verbs[i].is_some())
             }),
-        Style::Tool | Style::Function => candidates.clone().find(|&i| verbs[i].is_some()),
+        // The first verb word, unless a delete word stands anywhere after it:
+        // `get_delete_repository`, `list_and_delete` and `search_and_destroy` delete
+        // whatever word leads. Only deletes: the words of other verbs double as nouns
+        // (`get_commit`, `merge_pull_request`, `create_refund`, `archive_email`).
+        Style::Tool | Style::Function => {
+            let first = candidates.clone().find(|&i| verbs[i].is_some());
+            let later_delete = candidates
+                .clone()
+                .find(|&i| Some(i) > first && verbs[i] == Some(Verb::Delete));
+            later_delete.or(first)
+        }
     };
     let verb = verb_at.and_then(|i| verbs[i]);
 

@@ -23,6 +23,7 @@ use attest_policy::{Source, Verb};
 use super::domain::{host_system, HostSystem};
 use super::graphql;
 use super::registry::Registry;
+use super::request_body::{read_request, BodyReading, Declared};
 use super::tokenize::{Segments, Words, MAX_NAME_BYTES};
 use super::tool_name::{apply_noun_rules, join_words, MAX_TARGET_WORDS};
 use super::{Detection, UNKNOWN_SYSTEM};
@@ -185,16 +186,15 @@ fn method_of(method: &str) -> Method {
     }
 }
 
-/// The query and form field that frameworks (Rails, Laravel, Symfony) read as the method.
-const METHOD_FIELD: &str = "_method";
-
 /// Detects an HTTP call by its riskiest reading.
 ///
 /// A request's shape can hide its verb from a reader that takes it at face value, so every
 /// reading a server might make is judged and the riskiest wins ([`Detection::riskier`]):
-/// - the method, and every `_method` override in the query or a form body;
+/// - the method, and every `_method` override in the query or the body, and every GraphQL
+///   document in either ([`request_body`](super::request_body) reads them as servers do);
 /// - the path as sent, percent-decoded (repeatedly, so `%252F` counts), with `\` as `/` and
-///   dot segments resolved, and each of those with `;` parameters dropped or read as `/`.
+///   dot segments resolved, and each of those with `;` parameters dropped or read as `/`;
+/// - where a layer of the body or a GraphQL document cannot be read, the riskiest verb.
 ///
 /// Method-override headers are the caller's to add ([`Registry::detect_http_request`]).
 pub(crate) fn detect_http(
@@ -203,47 +203,87 @@ pub(crate) fn detect_http(
     url: &str,
     body: Option<&[u8]>,
 ) -> Detection {
+    detect_http_declared(registry, method, url, Declared::default(), body)
+}
+
+/// [`detect_http`] with the headers that say how the body is read.
+pub(crate) fn detect_http_declared(
+    registry: &Registry,
+    method: &str,
+    url: &str,
+    declared: Declared<'_>,
+    body: Option<&[u8]>,
+) -> Detection {
     let parts = split_url(url);
+    let reading = read_request(parts.query, declared, body);
     let mut methods = vec![method_of(method)];
-    for value in form_values(parts.query, METHOD_FIELD).chain(
-        body.filter(|b| is_form(b))
-            .into_iter()
-            .flat_map(|b| form_values(std::str::from_utf8(b).unwrap_or(""), METHOD_FIELD)),
-    ) {
-        let overridden = method_of(&value);
+    for value in &reading.overrides {
+        let overridden = method_of(value);
         if !methods.contains(&overridden) {
             methods.push(overridden);
         }
     }
+    let graphql = GraphqlReading::of(&reading);
     // At most five methods and six paths: thirty readings at worst.
     let paths = path_readings(parts.path);
     let mut riskiest: Option<Detection> = None;
     for &method in &methods {
         for path in &paths {
             let reading = UrlParts { path, ..parts };
-            let found = detect_one(registry, method, reading, body);
+            let found = detect_one(registry, method, reading, &graphql);
             riskiest = Some(match riskiest {
                 Some(so_far) => so_far.riskier(found),
                 None => found,
             });
         }
     }
-    riskiest.unwrap_or_else(|| Detection::unrecognised(Source::Url))
+    let found = riskiest.unwrap_or_else(|| Detection::unrecognised(Source::Url));
+    if reading.gave_up || graphql.gave_up {
+        // A parser gave up where a server would not: judged as the riskiest verb.
+        return found.as_riskiest_verb();
+    }
+    found
 }
 
-/// The values of `name` in an `a=1&b=2` string, percent-decoded.
-fn form_values<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = String> + 'a {
-    text.split('&')
-        .filter_map(move |pair| pair.split_once('=').filter(|(key, _)| *key == name))
-        .map(|(_, value)| percent_decode(value))
+/// The GraphQL operations a request carries, wherever they were found.
+#[derive(Debug, Default)]
+struct GraphqlReading {
+    /// Every root field of every document that parsed.
+    operations: Vec<graphql::Operation>,
+    /// The body is a GraphQL request: its operations replace the method's reading.
+    request: bool,
+    /// The body as text, a bare document when sent to a GraphQL endpoint.
+    bare: Option<Vec<graphql::Operation>>,
+    /// A document that looks like GraphQL but could not be read.
+    gave_up: bool,
 }
 
-/// True for a body that reads as a form (`a=1&b=2`), not JSON or a GraphQL document.
-fn is_form(body: &[u8]) -> bool {
-    body.first()
-        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
-        && body.contains(&b'=')
-        && !body.contains(&b'{')
+impl GraphqlReading {
+    fn of(reading: &BodyReading) -> GraphqlReading {
+        let mut found = GraphqlReading {
+            request: reading.graphql_request,
+            ..GraphqlReading::default()
+        };
+        for document in &reading.documents {
+            match graphql::root_fields(document) {
+                Some(operations) => found.operations.extend(operations),
+                None if graphql::looks_like_document(document) => found.gave_up = true,
+                None => {}
+            }
+        }
+        if found.operations.len() > graphql::MAX_ROOT_FIELDS {
+            found.gave_up = true;
+        }
+        found.bare = reading.bare_text.as_deref().map(|text| {
+            graphql::root_fields(text).unwrap_or_else(|| {
+                if graphql::looks_like_document(text) {
+                    found.gave_up = true;
+                }
+                Vec::new()
+            })
+        });
+        found
+    }
 }
 
 /// The readings of a path a server might make: as sent, and decoded and normalised; each
@@ -348,7 +388,7 @@ fn detect_one(
     registry: &Registry,
     method: Method,
     parts: UrlParts<'_>,
-    body: Option<&[u8]>,
+    graphql: &GraphqlReading,
 ) -> Detection {
     let path = super::tokenize::prefix(parts.path, MAX_PATH_BYTES);
     let lower_path = path.to_ascii_lowercase();
@@ -435,37 +475,39 @@ fn detect_one(
     let verb_in_path = |accept: fn(Verb) -> bool| path_verb(registry, &words, accept);
 
     let is_graphql = (0..words.len()).any(|i| words.word(i) == "graphql");
-    if method == Method::Post || (method == Method::Read && is_graphql) {
-        let operations = match (method, body) {
-            (Method::Post, Some(body)) if is_graphql || graphql::looks_like_graphql(body) => {
-                graphql::operations_from_body(body)
-            }
-            (Method::Read, _) => graphql::operations_from_query(parts.query),
-            _ => None,
-        };
-        // A write verb the path names is a reading too (`POST /notes/delete` with a
-        // GraphQL-looking body).
-        let named_write = match method {
-            Method::Post => verb_in_path(|v| !v.is_read()),
-            _ => None,
-        };
-        if let Some(operations) = operations.filter(|_| named_write.is_none()) {
-            let field = operations
-                .iter()
-                .map(|operation| graphql::detect_field(registry, operation))
-                .reduce(graphql::FieldDetection::riskier);
-            if let Some(field) = field {
-                return Detection {
-                    system: system.into_owned(),
-                    verb: field.verb,
-                    target: field.target,
-                    source: Source::Url,
-                    recognised: known_host && field.recognised,
-                    risk: None,
-                };
-            }
+    // A write verb the path names is a reading too (`POST /notes/delete` with a
+    // GraphQL-looking body).
+    let named_write = match method {
+        Method::Post => verb_in_path(|v| !v.is_read()),
+        _ => None,
+    };
+    // At a GraphQL endpoint (its path, or a known host's body that is a GraphQL request, as
+    // monday.com's `/v2` takes) a GET or POST does what its operations do; anywhere else
+    // operations are one more reading, since a REST server would act on the method.
+    let endpoint = (is_graphql || (graphql.request && known_host))
+        && matches!(method, Method::Post | Method::Read)
+        && named_write.is_none();
+    let mut operations: Vec<&graphql::Operation> = graphql.operations.iter().collect();
+    if is_graphql {
+        operations.extend(graphql.bare.iter().flatten());
+    }
+    let operation_reading = operations
+        .into_iter()
+        .map(|operation| graphql::detect_field(registry, operation))
+        .reduce(graphql::FieldDetection::riskier)
+        .map(|field| Detection {
+            system: system.to_string(),
+            verb: field.verb,
+            target: field.target,
+            source: Source::Url,
+            recognised: known_host && field.recognised,
+            risk: None,
+        });
+    if endpoint {
+        if let Some(found) = operation_reading {
+            return found;
         }
-        if is_graphql && named_write.is_none() {
+        if is_graphql {
             let mut found = Detection::unrecognised(Source::Url);
             found.system = system.into_owned();
             return found;
@@ -509,7 +551,7 @@ fn detect_one(
     // Noun rules may turn a write's verb into a read (`POST …/query`); on an unknown host
     // that is the caller's shaping again.
     let verb = verb.filter(|v| method == Method::Read || known_host || !v.is_read());
-    Detection {
+    let found = Detection {
         system: system.into_owned(),
         verb: verb.unwrap_or(match method {
             Method::Post => Verb::Create,
@@ -519,6 +561,10 @@ fn detect_one(
         source: Source::Url,
         recognised: known_host && verb.is_some(),
         risk: None,
+    };
+    match operation_reading {
+        Some(operations) => found.riskier(operations),
+        None => found,
     }
 }
 

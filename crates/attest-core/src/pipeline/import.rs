@@ -68,6 +68,11 @@ impl Attest {
                 receipt.decision = decision;
             }
             if let Some(reasons) = item.reasons {
+                // A source's text crosses the same redaction as a live row's.
+                let reasons: Vec<String> = reasons
+                    .iter()
+                    .map(|reason| attest_policy::redact_text(reason))
+                    .collect();
                 record.reasons.clone_from(&reasons);
                 receipt.reasons = reasons;
             }
@@ -85,7 +90,10 @@ impl Attest {
             }
             if let Some(hash) = item.params_hash {
                 record.params_hash = hash;
-                record.params_preview = item.params_preview.unwrap_or_default();
+                // A source's preview is filtered by the same allow-list as a live one.
+                let preview = item.params_preview.unwrap_or_default();
+                record.params_preview =
+                    attest_policy::params_preview(&serde_json::Value::Object(preview));
             }
             record.imported = Some(Imported { ts: item.ts });
             records.push(record);

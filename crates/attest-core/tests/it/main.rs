@@ -13,5 +13,6 @@ mod pg_db;
 mod pipeline;
 mod readback;
 mod recipes;
+mod request_fuzz;
 mod secrets;
 mod support;
