@@ -715,6 +715,10 @@ pub(crate) struct McpProxyArgs {
     /// picks a port, printed on stdout) instead of stdin/stdout.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<String>,
+    /// A browser origin (`https://app.example.com`) whose pages may reach --listen, besides
+    /// pages on its own loopback port; any other `Origin` is refused with 403. Repeatable.
+    #[arg(long, value_name = "ORIGIN", requires = "listen")]
+    pub(crate) allow_origin: Vec<String>,
     /// The upstream MCP server's command and arguments.
     #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     pub(crate) command: Vec<String>,

@@ -86,7 +86,12 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        runtime.block_on(mcp_transport::serve_http(attest, options, address))?;
+        runtime.block_on(crate::servers::mcp_listen::serve_http(
+            attest,
+            options,
+            address,
+            args.allow_origin.clone(),
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
     let runtime = stdio_runtime()?;

@@ -53,6 +53,7 @@ use rmcp::service::{
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
+use super::mcp_order::{ordered, InFlight};
 use super::mcp_transport::{connect, request_bearer, UpstreamSpec};
 use super::{chain, held_json, not_recorded_text, receipt_json, Mode};
 
@@ -100,6 +101,7 @@ impl Proxy {
             upstream: OnceCell::new(),
             tools: Arc::new(Mutex::new(HashMap::new())),
             progress: Arc::new(Mutex::new(HashMap::new())),
+            in_flight: InFlight::default(),
         }))
     }
 }
@@ -114,6 +116,8 @@ struct Inner {
     tools: Arc<Mutex<HashMap<String, Tool>>>,
     /// Progress tokens: the one sent upstream → the client's own.
     progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+    /// The upstream's notifications read and not yet passed on ([`super::mcp_order`]).
+    in_flight: InFlight,
 }
 
 struct Upstream {
@@ -153,9 +157,11 @@ impl Proxy {
             config: client,
             tools: Arc::clone(&self.0.tools),
             progress: Arc::clone(&self.0.progress),
+            in_flight: self.0.in_flight.clone(),
         };
         let bearer = self.0.bearer.get().cloned();
-        let running = connect(&self.0.options.upstream, service, bearer).await?;
+        let in_flight = self.0.in_flight.clone();
+        let running = connect(&self.0.options.upstream, service, bearer, in_flight).await?;
         let peer = running.peer().clone();
         let info = peer
             .peer_info()
@@ -177,7 +183,8 @@ impl Proxy {
     }
 
     /// Sends `request` upstream with the client's `_meta`, maps progress back, and
-    /// forwards a client's cancellation.
+    /// forwards a client's cancellation. The answer is returned once the notifications
+    /// the upstream sent before it have been passed on.
     async fn send_upstream(
         &self,
         peer: &Peer<RoleClient>,
@@ -191,7 +198,10 @@ impl Proxy {
             ProgressRoute::new(&self.0.progress, handle.progress_token.clone(), theirs)
         });
         tokio::select! {
-            result = handle.await_response() => result,
+            result = handle.await_response() => {
+                self.0.in_flight.settled().await;
+                result
+            }
             () = context.ct.cancelled() => {
                 let reason = "cancelled by the client".to_owned();
                 let cancel = CancelledNotification::new(CancelledNotificationParam::new(
@@ -575,7 +585,7 @@ impl Service<RoleServer> for Proxy {
         let Some(upstream) = self.0.upstream.get() else {
             return Ok(());
         };
-        *notification.get_meta_mut() = context.meta;
+        carry_meta(&mut notification, context.meta);
         upstream
             .peer
             .send_notification(notification)
@@ -606,6 +616,7 @@ struct UpstreamClient {
     config: ClientConfig,
     tools: Arc<Mutex<HashMap<String, Tool>>>,
     progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+    in_flight: InFlight,
 }
 
 impl Service<RoleClient> for UpstreamClient {
@@ -631,6 +642,8 @@ impl Service<RoleClient> for UpstreamClient {
         notification: ServerNotification,
         context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
+        // Counted as it was read: done once passed on, or dropped.
+        let _forwarding = ordered(&notification).then(|| self.in_flight.forwarding());
         let mut notification = match notification {
             ServerNotification::ProgressNotification(mut progress) => {
                 let theirs = lock(&self.progress)
@@ -648,7 +661,7 @@ impl Service<RoleClient> for UpstreamClient {
             }
             other => other,
         };
-        *notification.get_meta_mut() = context.meta;
+        carry_meta(&mut notification, context.meta);
         self.downstream
             .send_notification(notification)
             .await
@@ -657,6 +670,36 @@ impl Service<RoleClient> for UpstreamClient {
 
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
+    }
+}
+
+/// Gives a forwarded notification the `_meta` it arrived with — none when it had none.
+/// The SDK leaves an empty `_meta` in the params once it has taken the metadata out, which
+/// would reach the other side as `"_meta": {}` the sender never sent: it is removed.
+fn carry_meta<N>(notification: &mut N, meta: N::Metadata)
+where
+    N: GetMeta + serde::Serialize + serde::de::DeserializeOwned,
+    N::Metadata: PartialEq,
+{
+    if meta != N::Metadata::default() {
+        *notification.get_meta_mut() = meta;
+        return;
+    }
+    let Ok(mut value) = serde_json::to_value(&*notification) else {
+        return;
+    };
+    let Some(params) = value.get_mut("params").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .is_some_and(Map::is_empty)
+    {
+        params.remove("_meta");
+        if let Ok(stripped) = serde_json::from_value(value) {
+            *notification = stripped;
+        }
     }
 }
 

@@ -7,32 +7,27 @@
 //! streamable HTTP (`--listen`), else from the variable `--bearer-env` names. The token
 //! goes into that header and nowhere else: never into an action, a row or a log line.
 //!
-//! With `--listen`, clients reach the proxy over streamable HTTP at `/mcp` on a loopback
-//! address; each session is its own proxy (and its own upstream connection).
+//! An upstream that answers `401`/`403` with a `WWW-Authenticate` challenge fails
+//! `initialize` with that challenge in the error's data, which `--listen` hands to its
+//! client as HTTP ([`super::mcp_sessions`]).
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
-use attest_core::Attest;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientRequest, ErrorData, GetPromptRequestParams,
-    GetPromptResponse, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, Request, RequestOptionalParam, ServerConfig, ServerResult,
+use rmcp::model::ErrorData;
+use rmcp::service::{
+    ClientInitializeError, RequestContext, RoleClient, RoleServer, RunningService, Service,
+    ServiceExt,
 };
-use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService, Service, ServiceExt};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, InsufficientScopeError, StreamableHttpClientTransportConfig,
+};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::ServerHandler;
 
 use super::chain;
-use super::mcp_proxy::{Proxy, ProxyOptions};
+use super::mcp_order::{InFlight, Ordered};
+use super::mcp_sessions::upstream_challenge;
 
 /// How long the upstream may take to answer `initialize`.
 const UPSTREAM_INIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -123,11 +118,13 @@ pub(crate) fn request_bearer(context: &RequestContext<RoleServer>) -> Option<Str
 }
 
 /// Starts (or reaches) the upstream and runs `service` as its client. `bearer` (the
-/// client's own token) beats the spec's.
+/// client's own token) beats the spec's. The link counts the upstream's notifications
+/// into `in_flight` ([`super::mcp_order`]).
 pub(crate) async fn connect<S: Service<RoleClient>>(
     spec: &UpstreamSpec,
     service: S,
     bearer: Option<String>,
+    in_flight: InFlight,
 ) -> Result<RunningService<RoleClient, S>, ErrorData> {
     let label = spec.label();
     let started = match spec {
@@ -146,7 +143,8 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
                         None,
                     )
                 })?;
-            tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, service.serve(transport)).await
+            let transport = Ordered::new(transport, in_flight);
+            tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, Box::pin(service.serve(transport))).await
         }
         UpstreamSpec::Url { url, bearer: own } => {
             install_tls_provider();
@@ -155,7 +153,8 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
                 config = config.auth_header(token);
             }
             let transport = StreamableHttpClientTransport::from_config(config);
-            tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, service.serve(transport)).await
+            let transport = Ordered::new(transport, in_flight);
+            tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, Box::pin(service.serve(transport))).await
         }
     };
     started
@@ -171,9 +170,29 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
         .map_err(|err| {
             ErrorData::internal_error(
                 format!("upstream `{label}` failed to initialize: {}", chain(&err)),
-                None,
+                challenge(&err).map(|(status, header)| upstream_challenge(status, header)),
             )
         })
+}
+
+/// The status (401 or 403) and `WWW-Authenticate` challenge of an upstream that refused
+/// the proxy's `initialize` for want of authorization. Found by type along the error's
+/// sources (the HTTP error around it is generic over rmcp's own HTTP client).
+fn challenge(err: &ClientInitializeError) -> Option<(u16, &str)> {
+    let ClientInitializeError::TransportError { error, .. } = err else {
+        return None;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(err) = cause {
+        if let Some(auth) = err.downcast_ref::<AuthRequiredError>() {
+            return Some((401, &auth.www_authenticate_header));
+        }
+        if let Some(scope) = err.downcast_ref::<InsufficientScopeError>() {
+            return Some((403, &scope.www_authenticate_header));
+        }
+        cause = err.source();
+    }
+    None
 }
 
 /// The `--listen` address: an IP address and port on this machine's loopback. Remote
@@ -205,186 +224,6 @@ pub(crate) fn server_name_from_url(url: &str) -> String {
     name.filter(|n| !matches!(*n, "mcp" | "api" | "www"))
         .map(str::to_owned)
         .unwrap_or_else(|| "mcp".to_owned())
-}
-
-/// Serves MCP over streamable HTTP at `/mcp` on `address`: each client session gets its
-/// own [`Proxy`] (and upstream connection, with that client's bearer token).
-pub(crate) async fn serve_http(
-    attest: Attest,
-    options: ProxyOptions,
-    address: SocketAddr,
-) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .with_context(|| format!("cannot listen on {address}"))?;
-    let bound = listener.local_addr()?;
-    let config = StreamableHttpServerConfig::default().with_allowed_hosts([
-        "localhost".to_owned(),
-        "127.0.0.1".to_owned(),
-        "::1".to_owned(),
-        format!("localhost:{}", bound.port()),
-        format!("127.0.0.1:{}", bound.port()),
-    ]);
-    let service = StreamableHttpService::new(
-        move || Ok(Relay(Proxy::new(attest.clone(), options.clone()))),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    println!("attest mcp-proxy listening on http://{bound}/mcp");
-    std::io::stdout().flush()?;
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
-    Ok(())
-}
-
-/// The proxy as a typed MCP handler, for the streamable-HTTP server: each method hands
-/// the request to the proxy unchanged and returns its answer. What is not listed here
-/// (tasks, skills, subscriptions) is not offered over `--listen`.
-#[derive(Clone)]
-struct Relay(Proxy);
-
-impl Relay {
-    async fn ask(
-        &self,
-        request: ClientRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ServerResult, ErrorData> {
-        Service::handle_request(&self.0, request, context).await
-    }
-}
-
-fn unexpected(what: &str) -> ErrorData {
-    ErrorData::internal_error(
-        format!("the upstream answered {what} with another kind of result"),
-        None,
-    )
-}
-
-impl ServerHandler for Relay {
-    fn get_info(&self) -> ServerConfig {
-        Service::get_info(&self.0)
-    }
-
-    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.ask(ClientRequest::PingRequest(Default::default()), context)
-            .await
-            .map(drop)
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        context.peer.set_peer_info(request.clone());
-        match self
-            .ask(
-                ClientRequest::InitializeRequest(Request::new(request)),
-                context,
-            )
-            .await?
-        {
-            ServerResult::InitializeResult(result) => Ok(result),
-            _ => Err(unexpected("initialize")),
-        }
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let request = ClientRequest::ListToolsRequest(RequestOptionalParam::with_param(
-            request.unwrap_or_default(),
-        ));
-        match self.ask(request, context).await? {
-            ServerResult::ListToolsResult(result) => Ok(result),
-            _ => Err(unexpected("tools/list")),
-        }
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        match self
-            .ask(
-                ClientRequest::CallToolRequest(Request::new(request)),
-                context,
-            )
-            .await?
-        {
-            ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
-            _ => Err(unexpected("tools/call")),
-        }
-    }
-
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let request = ClientRequest::ListResourcesRequest(RequestOptionalParam::with_param(
-            request.unwrap_or_default(),
-        ));
-        match self.ask(request, context).await? {
-            ServerResult::ListResourcesResult(result) => Ok(result),
-            _ => Err(unexpected("resources/list")),
-        }
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        match self
-            .ask(
-                ClientRequest::ReadResourceRequest(Request::new(request)),
-                context,
-            )
-            .await?
-        {
-            ServerResult::ReadResourceResult(result) => Ok(ReadResourceResponse::Complete(result)),
-            _ => Err(unexpected("resources/read")),
-        }
-    }
-
-    async fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        let request = ClientRequest::ListPromptsRequest(RequestOptionalParam::with_param(
-            request.unwrap_or_default(),
-        ));
-        match self.ask(request, context).await? {
-            ServerResult::ListPromptsResult(result) => Ok(result),
-            _ => Err(unexpected("prompts/list")),
-        }
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        match self
-            .ask(
-                ClientRequest::GetPromptRequest(Request::new(request)),
-                context,
-            )
-            .await?
-        {
-            ServerResult::GetPromptResult(result) => Ok(GetPromptResponse::Complete(result)),
-            _ => Err(unexpected("prompts/get")),
-        }
-    }
 }
 
 /// rmcp's HTTP client uses the process's rustls provider: ring, as reqwest's own.

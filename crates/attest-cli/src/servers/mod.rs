@@ -18,8 +18,11 @@ mod frames;
 pub(crate) mod gateway;
 pub(crate) mod gateway_tenants;
 pub(crate) mod inbox;
+pub(crate) mod mcp_listen;
+mod mcp_order;
 pub(crate) mod mcp_proxy;
 pub(crate) mod mcp_server;
+mod mcp_sessions;
 pub(crate) mod mcp_transport;
 pub(crate) mod notices;
 

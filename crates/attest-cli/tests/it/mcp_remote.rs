@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::mcp::{drive_with, py, python_with};
+use crate::mcp_http::Session;
 use crate::{exported_entries, free_port, start_first_line, stderr, stdout, Running};
 
 const TOKEN: &str = "remote-bearer-token-42";
@@ -109,17 +110,13 @@ fn a_remote_streamable_http_server_is_governed_with_the_bearer_passed_through() 
     assert!(!output.status.success(), "{}", stdout(&output));
 }
 
-#[test]
-fn a_remote_client_reaches_the_proxy_over_streamable_http_with_its_own_token() {
-    if !python_with("mcp") || !python_with("uvicorn") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (_server, url) = remote_notes(dir.path());
+/// `attest mcp-proxy --listen` in `dir` in front of the remote server at `url`, every
+/// `ask` approved: running, with its `/mcp` endpoint.
+fn listening_proxy(dir: &std::path::Path, url: &str) -> (Running, String) {
     let (proxy, line) = start_first_line(
         Command::new(env!("CARGO_BIN_EXE_attest"))
             .args(crate::store_args(
-                dir.path(),
+                dir,
                 &[
                     "--ledger",
                     "ledger.sqlite",
@@ -129,18 +126,29 @@ fn a_remote_client_reaches_the_proxy_over_streamable_http_with_its_own_token() {
                     "--mode",
                     "auto",
                     "--url",
-                    &url,
+                    url,
                     "--listen",
                     "127.0.0.1:0",
                 ],
             ))
-            .current_dir(dir.path())
+            .current_dir(dir)
             .env_clear(),
     );
     let endpoint = line
         .strip_prefix("attest mcp-proxy listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_owned();
+    (proxy, endpoint)
+}
+
+#[test]
+fn a_remote_client_reaches_the_proxy_over_streamable_http_with_its_own_token() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = remote_notes(dir.path());
+    let (proxy, endpoint) = listening_proxy(dir.path(), &url);
     let call = |token: &str| {
         Command::new(crate::python())
             .arg(py("http_driver.py"))
@@ -176,4 +184,113 @@ fn a_remote_client_reaches_the_proxy_over_streamable_http_with_its_own_token() {
         1
     );
     assert_no_token_in_ledger(dir.path());
+}
+
+const BEARER: (&str, &str) = ("authorization", "Bearer remote-bearer-token-42");
+
+/// The notes server behind `attest mcp-proxy --listen`, both running while this lives.
+struct RemoteBehindProxy {
+    dir: tempfile::TempDir,
+    endpoint: String,
+    _server: Running,
+    _proxy: Running,
+}
+
+impl RemoteBehindProxy {
+    fn start() -> Option<RemoteBehindProxy> {
+        if !python_with("mcp") || !python_with("uvicorn") {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (server, url) = remote_notes(dir.path());
+        let (proxy, endpoint) = listening_proxy(dir.path(), &url);
+        Some(RemoteBehindProxy {
+            dir,
+            endpoint,
+            _server: server,
+            _proxy: proxy,
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_session_is_bound_to_the_credential_that_opened_it() {
+    let Some(remote) = RemoteBehindProxy::start() else {
+        return;
+    };
+    let (dir, endpoint) = (&remote.dir, remote.endpoint.clone());
+    let mut owner = Session::open(&endpoint, &[BEARER]).await;
+    let listed = owner.request("tools/list", json!({})).await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    // Someone who learned the session id, with a token of their own or none: refused
+    // before anything reaches the upstream with the owner's token.
+    let call = json!({"name": "create_note", "arguments": {"title": "stolen", "body": "b"}});
+    for headers in [vec![("authorization", "Bearer someone-else")], vec![]] {
+        let mut other = Session::new(&endpoint, &headers);
+        other.id = owner.id.clone();
+        let answer = other.send("tools/call", call.clone()).await;
+        assert_eq!(answer.status, 403, "{headers:?}: {}", answer.response());
+        assert!(answer.response()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("another credential"));
+    }
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap_or_default();
+    assert!(!log.contains("create_note"), "{log}");
+    // The owner's session goes on.
+    let answer = owner
+        .request(
+            "tools/call",
+            json!({"name": "create_note", "arguments": {"title": "mine", "body": "b"}}),
+        )
+        .await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let rows = crate::outcome_entries(dir.path());
+    let created: Vec<_> = rows.iter().filter(|row| row["verb"] == "create").collect();
+    assert_eq!(created.len(), 1, "{rows:?}");
+    assert_no_token_in_ledger(dir.path());
+}
+
+#[tokio::test]
+async fn an_initialize_from_another_origin_gets_no_session() {
+    let Some(remote) = RemoteBehindProxy::start() else {
+        return;
+    };
+    let endpoint = remote.endpoint.clone();
+    let mut evil = Session::new(&endpoint, &[BEARER, ("origin", "https://evil.example")]);
+    let answer = evil.initialize().await;
+    assert_eq!(answer.status, 403);
+    assert!(answer.headers.get("mcp-session-id").is_none());
+    assert!(evil.id.is_none());
+    // A page served from the proxy's own loopback origin, and a client sending no Origin
+    // (not a browser), get sessions.
+    let own = endpoint.trim_end_matches("/mcp").to_owned();
+    let mut local = Session::new(&endpoint, &[BEARER, ("origin", own.as_str())]);
+    assert_eq!(local.initialize().await.status, 200);
+    assert!(local.id.is_some());
+    let mut plain = Session::new(&endpoint, &[BEARER]);
+    assert_eq!(plain.initialize().await.status, 200);
+}
+
+#[tokio::test]
+async fn an_upstream_401_and_its_challenge_reach_the_client() {
+    let Some(remote) = RemoteBehindProxy::start() else {
+        return;
+    };
+    let endpoint = remote.endpoint.clone();
+    for headers in [vec![("authorization", "Bearer wrong-token")], vec![]] {
+        let mut client = Session::new(&endpoint, &headers);
+        let answer = client.initialize().await;
+        assert_eq!(answer.status, 401, "{headers:?}: {}", answer.response());
+        let challenge = answer.headers["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge.contains(r#"resource_metadata="http://127.0.0.1:"#)
+                && challenge.contains("/.well-known/oauth-protected-resource/mcp"),
+            "{challenge}"
+        );
+        assert!(answer.response()["error"]["message"].is_string());
+    }
+    // With the right token the same proxy opens a session.
+    let mut client = Session::new(&endpoint, &[BEARER]);
+    assert_eq!(client.initialize().await.status, 200);
 }

@@ -60,10 +60,6 @@ impl LedgerWriter {
     /// Appends `record`; returns once its row is durable at the configured level.
     pub(crate) async fn append(&self, record: Record) -> Result<Appended, AttestError> {
         if let Some((ledger, _slot)) = self.idle_ledger() {
-            // Tasks already woken run before this one blocks its thread on the commit
-            // (a proxy forwarding the upstream's last progress notice before the result
-            // it precedes, say), as they would while it awaited the writer thread.
-            tokio::task::yield_now().await;
             let result = ledger.append_each(std::slice::from_ref(&record)).pop();
             return match result {
                 Some(result) => result.map_err(AttestError::Ledger),
