@@ -27,6 +27,8 @@ use attest_policy::{Action, PolicyEngine, PolicyError, Verb, MAX_POLICY_BYTES};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::check::{custom_check, CheckKind, Judgement, Slot};
+
 /// Why the engine could not be opened or could not do what it was asked; outcomes of
 /// calls (refused, rejected, held, the tool failed) are [`Outcome`]s.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +89,8 @@ pub(crate) struct Engine {
     attest: Attest,
     runtime: Arc<tokio::runtime::Runtime>,
     key: Option<PathBuf>,
+    /// The approval inbox's base URL, for the links a held call carries.
+    inbox: Option<String>,
 }
 
 /// How a tool call is described: detection from its name, unless system and verb are given.
@@ -153,6 +157,8 @@ pub(crate) struct Running {
     answer: oneshot::Sender<Result<Value, ToolError>>,
     pipeline: Pipeline,
     runtime: Arc<tokio::runtime::Runtime>,
+    /// Where the caller's own check leaves its judgement, when it brought one.
+    judged: Option<Slot>,
 }
 
 /// Where a call stands after [`Engine::start`].
@@ -212,6 +218,7 @@ impl Engine {
             attest: builder.build()?,
             runtime: Arc::new(runtime),
             key: settings.key,
+            inbox: None,
         })
     }
 
@@ -244,28 +251,59 @@ impl Engine {
         action
     }
 
-    /// Decides `action` and, when it is cleared, returns it to run. Blocks until then
-    /// (call it without holding the GIL).
-    pub(crate) fn start(&self, action: Action) -> Started {
-        let attest = self.attest.clone();
-        self.handshake(move |execute| async move { attest.call(action).run(execute).await })
+    /// Decides `action` and, when it is cleared, returns it to run; `check` is the
+    /// caller's own check of the result, answered when the call finishes. Blocks until
+    /// then (call it without holding the GIL).
+    pub(crate) fn start(&self, action: Action, check: Option<CheckKind>) -> Started {
+        self.governed(action.into(), check)
     }
 
     /// Resumes the action `token` stands for (approved by a person): returns it to run
     /// with the approved params. Blocks.
-    pub(crate) fn resume(&self, token: String) -> Started {
-        let attest = self.attest.clone();
-        let token = ResumeToken::new(token);
-        self.handshake(move |execute| async move { attest.call(token).run(execute).await })
+    pub(crate) fn resume(&self, token: String, check: Option<CheckKind>) -> Started {
+        self.governed(ResumeToken::new(token).into(), check)
     }
 
     /// Resumes the approved action `token` stands for, presented again as `action` (an
     /// agent retrying its call): it must be the action that was asked about. Blocks.
-    pub(crate) fn resume_action(&self, token: String, action: Action) -> Started {
+    pub(crate) fn resume_action(
+        &self,
+        token: String,
+        action: Action,
+        check: Option<CheckKind>,
+    ) -> Started {
+        self.governed(Start::retry(&ResumeToken::new(token), action), check)
+    }
+
+    /// The one governed call every entry point makes.
+    fn governed(&self, start: Start, check: Option<CheckKind>) -> Started {
         let attest = self.attest.clone();
-        let token = ResumeToken::new(token);
-        let retry = Start::retry(&token, action);
-        self.handshake(move |execute| async move { attest.call(retry).run(execute).await })
+        let slot = Slot::default();
+        let custom = check.as_ref().map(|kind| custom_check(kind, &slot));
+        let mut started = self.handshake(move |execute| async move {
+            let call = attest.call(start);
+            match &custom {
+                Some(custom) => call.check(custom).run(execute).await,
+                None => call.run(execute).await,
+            }
+        });
+        if let Started::Run(running) = &mut started {
+            running.judged = check.map(|_| slot);
+        }
+        started
+    }
+
+    /// The approval inbox's base URL, when the configuration names one.
+    pub(crate) fn inbox_url(&self) -> Option<&str> {
+        self.inbox.as_deref()
+    }
+
+    /// What a person sees of approval request `id` (status, who decided, the call's
+    /// summary), from the approval store. Blocks.
+    pub(crate) fn request(&self, id: &str) -> Result<Value, EngineError> {
+        let store = self.attest.approvals()?;
+        let request = store.get_by_id(id).map_err(AttestError::Approval)?;
+        Ok(request.summary())
     }
 
     /// Records an action that already happened. Blocks.
@@ -338,6 +376,7 @@ impl Engine {
                 answer,
                 pipeline,
                 runtime: Arc::clone(&self.runtime),
+                judged: None,
             }),
             Err(outcome) => Started::Done(outcome),
         }
@@ -352,9 +391,19 @@ impl Running {
     /// Hands the tool's answer (its result as JSON, or its failure) to the pipeline,
     /// which verifies and records it; blocks until the outcome row is written.
     ///
-    /// A tool failure comes back as `Ok` with its receipt: the caller re-raises the
-    /// tool's own error.
-    pub(crate) fn finish(self, answer: Result<Value, String>) -> Result<Receipt, EngineError> {
+    /// `judged` is what the caller's own check said of the result (`verify=`,
+    /// `read_back=`), when it brought one. A tool failure comes back as `Ok` with its
+    /// receipt: the caller re-raises the tool's own error.
+    pub(crate) fn finish(
+        self,
+        answer: Result<Value, String>,
+        judged: Option<Judgement>,
+    ) -> Result<Receipt, EngineError> {
+        if let (Some(slot), Some(judged)) = (&self.judged, judged) {
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(judged);
+            }
+        }
         let _ = self.answer.send(answer.map_err(ToolError::from));
         // Once the tool has run, the call ends `Ran` or `Failed`: either way, its row.
         match self.runtime.block_on(self.pipeline) {

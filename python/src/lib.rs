@@ -8,6 +8,7 @@
 //!
 //! This module only translates: all calls into core go through the `engine` module.
 
+mod check;
 mod engine;
 
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
 
+use check::{CheckKind, Judgement};
 use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Settings, Started};
 
 pyo3::create_exception!(
@@ -148,26 +150,51 @@ impl Running {
     }
 
     /// The tool returned: `result` is its result as JSON text (for verification only).
-    fn finish(&self, py: Python<'_>, result: &str) -> PyResult<Receipt> {
+    /// What the caller's own check said comes with it: `verified` (a `verify=` check's
+    /// answer), `record` (the JSON a `read_back=` fetched, `null` when it found nothing),
+    /// or `check_failed` (the check raised).
+    #[pyo3(signature = (result, verified=None, record=None, check_failed=false))]
+    fn finish(
+        &self,
+        py: Python<'_>,
+        result: &str,
+        verified: Option<bool>,
+        record: Option<&str>,
+        check_failed: bool,
+    ) -> PyResult<Receipt> {
         let value = parse_json(result, "result")?;
-        self.answer(py, Ok(value))
+        let judged = match (check_failed, verified, record) {
+            (true, _, _) => Some(Judgement::CouldNotRun),
+            (false, Some(ok), _) => Some(Judgement::Verified(ok)),
+            (false, None, Some(text)) => {
+                let record = parse_json(text, "record")?;
+                Some(Judgement::Record(Some(record).filter(|r| !r.is_null())))
+            }
+            (false, None, None) => None,
+        };
+        self.answer(py, Ok(value), judged)
     }
 
     /// The tool raised: `error` names the failure (only its hash is recorded).
     fn fail(&self, py: Python<'_>, error: &str) -> PyResult<Receipt> {
-        self.answer(py, Err(error.to_owned()))
+        self.answer(py, Err(error.to_owned()), None)
     }
 }
 
 impl Running {
-    fn answer(&self, py: Python<'_>, answer: Result<Value, String>) -> PyResult<Receipt> {
+    fn answer(
+        &self,
+        py: Python<'_>,
+        answer: Result<Value, String>,
+        judged: Option<Judgement>,
+    ) -> PyResult<Receipt> {
         let running = self
             .inner
             .lock()
             .map_err(|_| AttestError::new_err("the call's state was poisoned"))?
             .take()
             .ok_or_else(|| AttestError::new_err("this call was already finished"))?;
-        let receipt = py.detach(move || running.finish(answer));
+        let receipt = py.detach(move || running.finish(answer, judged));
         receipt
             .map(|receipt| Receipt::from(&receipt))
             .map_err(|err| engine_error(py, err))
@@ -215,7 +242,9 @@ impl Engine {
     /// Decides a call and returns it cleared to run; raises `Refused`, `Rejected`,
     /// `Held` or `AttestError` when it may not run. With `token` (from an earlier
     /// `Held`), the call is the held one presented again and runs once approved.
-    #[pyo3(signature = (name, params, system=None, verb=None, target=None, framework=None, run_id=None, token=None))]
+    /// `verify` / `read_back` (the read-back's name) say which check of its own the
+    /// caller answers in `Running.finish`.
+    #[pyo3(signature = (name, params, system=None, verb=None, target=None, framework=None, run_id=None, token=None, verify=false, read_back=None))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn start(
         &self,
@@ -228,22 +257,42 @@ impl Engine {
         framework: Option<String>,
         run_id: Option<String>,
         token: Option<String>,
+        verify: bool,
+        read_back: Option<String>,
     ) -> PyResult<Running> {
         let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
         let presented = parse_json(params, "params")?;
         let action = CoreEngine::action(&spec, presented.clone());
+        let check = check_kind(verify, read_back);
         let started = py.detach(|| match token {
-            Some(token) => self.inner.resume_action(token, action),
-            None => self.inner.start(action),
+            Some(token) => self.inner.resume_action(token, action, check),
+            None => self.inner.start(action, check),
         });
         cleared(py, started, Some(&presented))
     }
 
     /// Resumes an approved call by its resume token; returns it cleared to run with the
     /// approved params.
-    fn resume(&self, py: Python<'_>, token: String) -> PyResult<Running> {
-        let started = py.detach(|| self.inner.resume(token));
+    #[pyo3(signature = (token, verify=false, read_back=None))]
+    fn resume(
+        &self,
+        py: Python<'_>,
+        token: String,
+        verify: bool,
+        read_back: Option<String>,
+    ) -> PyResult<Running> {
+        let check = check_kind(verify, read_back);
+        let started = py.detach(|| self.inner.resume(token, check));
         cleared(py, started, None)
+    }
+
+    /// What a person sees of approval request `id`, as JSON text: its status
+    /// (`pending`, `approved`, `edited`, `rejected`, `expired`, …), who decided, and the
+    /// call's summary.
+    fn request(&self, py: Python<'_>, id: &str) -> PyResult<String> {
+        py.detach(|| self.inner.request(id))
+            .map(|summary| summary.to_string())
+            .map_err(|err| engine_error(py, err))
     }
 
     /// Records an action that already happened (decision `recorded`).
@@ -270,10 +319,24 @@ impl Engine {
             .map_err(|err| core_error(py, err))
     }
 
+    /// The approval inbox's base URL, when the configuration names one.
+    fn inbox_url(&self) -> Option<&str> {
+        self.inner.inbox_url()
+    }
+
     /// Signs a checkpoint of the ledger's head with the signing key; returns the note.
     fn checkpoint(&self, py: Python<'_>) -> PyResult<String> {
         py.detach(|| self.inner.checkpoint())
             .map_err(|err| engine_error(py, err))
+    }
+}
+
+/// The caller's own check: a read-back (by its name) beats a yes/no `verify`, as in core.
+fn check_kind(verify: bool, read_back: Option<String>) -> Option<CheckKind> {
+    match (read_back, verify) {
+        (Some(name), _) => Some(CheckKind::ReadBack { name }),
+        (None, true) => Some(CheckKind::Verify),
+        (None, false) => None,
     }
 }
 
