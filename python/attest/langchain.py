@@ -9,7 +9,8 @@ a ``ToolException`` whose text says why (``handle_tool_error`` is on), so the mo
 the reason in an error ``ToolMessage`` instead of the graph stopping.
 
 A call that waits for a person, inside a LangGraph graph, pauses the graph the LangGraph
-way: the tool raises ``interrupt()`` with the request (``id``, ``summary``, ``inbox``,
+way (a graph compiled with a checkpointer; without one a held call answers like a refused
+one): the tool raises ``interrupt()`` with the request (``id``, ``summary``, ``inbox``,
 ``token``, ``tool``), which the caller finds in ``result["__interrupt__"]`` and in the
 checkpointer. Once the person has decided (``attest confirm``, the inbox, Slack), resume
 with ``graph.invoke(Command(resume=request), config)`` — the interrupt's value, so a run
@@ -73,8 +74,8 @@ _NOT_RESUMED = object()
 
 
 def _graph_resume() -> Any:
-    """Inside a LangGraph task: the value the task was resumed with, else
-    ``_NOT_RESUMED`` (a first run, or not in a graph at all, which ``None`` says).
+    """Inside a LangGraph task of a graph with a checkpointer: the value the task was
+    resumed with, else ``_NOT_RESUMED`` (a first run); ``None`` outside such a graph.
 
     LangGraph gives a resumed task its resume values in the order of the task's
     ``interrupt()`` calls, re-running the task from its start; asking Attest again on
@@ -82,7 +83,7 @@ def _graph_resume() -> Any:
     asks for the resume value before Attest is asked: on a first run it raises, and that
     ``GraphInterrupt`` is dropped here (nothing is recorded by a raise)."""
     try:
-        from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
+        from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER, CONFIG_KEY_SCRATCHPAD
         from langgraph.config import get_config
         from langgraph.errors import GraphInterrupt
         from langgraph.types import interrupt
@@ -94,6 +95,8 @@ def _graph_resume() -> Any:
         return None
     if CONFIG_KEY_SCRATCHPAD not in configurable:
         return None  # a LangChain runnable, not a LangGraph task: nothing to resume
+    if configurable.get(CONFIG_KEY_CHECKPOINTER) is None:
+        return None  # a graph without a checkpointer cannot be resumed: answer, do not pause
     try:
         return interrupt({"kind": REQUEST_KIND, "probe": True})
     except GraphInterrupt:

@@ -53,7 +53,7 @@ def test_read_back_compares_the_record_the_vendor_kept(acting, vendor, cli):
     assert verification["method"] == "read-back:get_contact"
     assert verification["level"] == want
     fields = {f["field"]: f["ok"] for f in verification["evidence"]["fields"]}
-    assert fields == {"name": not vendor.lying, "stage": not vendor.lying}
+    assert fields == {"id": True, "name": not vendor.lying, "stage": not vendor.lying}
     assert ("GET", "/contacts/c1") in vendor.requests
     cli.verify()
 
@@ -106,10 +106,12 @@ def test_verify_says_yes_or_no_sync_and_async(acting, cli):
     async def move_stage(id: str, stage: str) -> dict:
         return {"id": id, "stage": "won"}
 
-    asyncio.run(move_stage("c1", "won"))
-    assert attest.last_receipt().level == "verified-custom"
-    asyncio.run(move_stage("c1", "lost"))
-    assert attest.last_receipt().level == "unverified"
+    async def level(stage: str) -> str:
+        await move_stage("c1", stage)
+        return attest.last_receipt().level  # per asyncio task: read inside it
+
+    assert asyncio.run(level("won")) == "verified-custom"
+    assert asyncio.run(level("lost")) == "unverified"
 
     # A sync tool whose check is a coroutine function, and one that answers neither yes nor no.
     @acting.tool(system="crm", verb="update", verify=sent_as_asked)

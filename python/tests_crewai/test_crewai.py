@@ -14,12 +14,17 @@ import sys
 from typing import Any
 
 import pytest
-from crewai import Agent, Crew, Task
-from crewai.llms.base_llm import BaseLLM
-from crewai.tools import BaseTool
 
-import attest
-import attest.crewai
+# CrewAI's telemetry stays off: the tests reach nothing but 127.0.0.1.
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+
+from crewai import Agent, Crew, Task  # noqa: E402 - after the telemetry switches
+from crewai.llms.base_llm import BaseLLM  # noqa: E402
+from crewai.tools import BaseTool  # noqa: E402
+
+import attest  # noqa: E402
+import attest.crewai  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
