@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable, Iterator, Mapping, Optional, TypeVa
 
 from ._attest import (
     AttestError,
+    ConfigError,
     Engine as _Engine,
     Expired,
     Held,
@@ -41,6 +42,7 @@ from ._attest import (
 __all__ = [
     "Attest",
     "AttestError",
+    "ConfigError",
     "Expired",
     "Held",
     "Receipt",
@@ -104,16 +106,24 @@ def _plain(value: Any) -> Any:
 
 
 class Attest:
-    """One ledger, one policy, one approval store: the engine every decorated tool and
-    adapter calls.
+    """One configuration, as the ``attest`` binary reads it: the ledger, policy, detection
+    registry, read-back recipes and OpenAPI specs, notifiers, approval store and tenant
+    every decorated tool and adapter calls.
 
-    ``ledger``: the SQLite ledger file (created when missing; the ``attest`` binary may
-    append to it at the same time); default ``$ATTEST_LEDGER``, else
-    ``.attest/ledger.sqlite``. ``policy``: a policy YAML file; default ``$ATTEST_POLICY``,
-    else ``./attest.yaml`` when it exists, else the built-in default policy, as the binary. ``agent``/``actor``: recorded for calls that name none. ``key``: the
-    signing key :meth:`checkpoint` signs with. ``wait``: seconds an ask waits for a person
-    before the call comes back :class:`Held` (default 0: at once). ``durability``:
-    ``full`` (default), ``normal`` or ``off``.
+    ``config``: the configuration file; default ``$ATTEST_CONFIG``, else
+    ``.attest/config.yaml`` when it exists (a file that is named but does not load raises
+    :class:`ConfigError`, with the binary's message: file, line and key). Each keyword
+    argument beats its environment variable (``$ATTEST_LEDGER``, ``$ATTEST_POLICY``,
+    ``$ATTEST_TENANT``, ``$ATTEST_AGENT``, …), which beats the file, which beats the
+    default, exactly as for the binary's flags. ``ledger``: a SQLite file (created when
+    missing; the binary may append to it at the same time) or a ``postgres://`` URL
+    [default ``.attest/ledger.sqlite``]. ``tenant``: the tenant whose chain to use.
+    ``policy``: a policy YAML file [default ``./attest.yaml`` when it exists, else the
+    built-in policy]. ``agent``/``actor``: recorded for calls that name none. ``key``: the
+    signing key :meth:`checkpoint` signs with [default: beside the ledger]. ``wait``:
+    seconds an ask waits for a person before the call comes back :class:`Held` [file:
+    ``approvals.wait``; default 0: at once]. ``durability``: ``full`` (default),
+    ``normal`` or ``off``.
     """
 
     def __init__(
@@ -122,23 +132,26 @@ class Attest:
         policy: Optional[Union[str, "os.PathLike[str]"]] = None,
         agent: Optional[str] = None,
         *,
+        config: Optional[Union[str, "os.PathLike[str]"]] = None,
+        tenant: Optional[str] = None,
         actor: Optional[str] = None,
         key: Optional[Union[str, "os.PathLike[str]"]] = None,
-        wait: float = 0.0,
+        wait: Optional[float] = None,
         durability: Optional[str] = None,
     ) -> None:
-        # The binary's defaults: $ATTEST_LEDGER / $ATTEST_POLICY, else .attest/ledger.sqlite
-        # and ./attest.yaml (if present; else the built-in default policy).
-        ledger = ledger if ledger is not None else os.environ.get("ATTEST_LEDGER") or ".attest/ledger.sqlite"
-        policy = policy if policy is not None else os.environ.get("ATTEST_POLICY") or None
+        def path(value: Any) -> Optional[str]:
+            return None if value is None else os.fspath(value)
+
         self._engine = _Engine(
-            os.fspath(ledger),
-            policy=None if policy is None else os.fspath(policy),
+            config=path(config),
+            ledger=path(ledger),
+            tenant=tenant,
+            policy=path(policy),
             agent=agent,
             actor=actor,
-            key=None if key is None else os.fspath(key),
+            key=path(key),
             durability=durability,
-            wait=float(wait),
+            wait=None if wait is None else float(wait),
         )
         self.agent = agent
         self._held: dict[tuple, str] = {}
@@ -256,12 +269,11 @@ class Attest:
         running = await asyncio.to_thread(self._engine.resume, token, **checks.engine_args())
         return await _finish_async(running, None, fn, None, checks)
 
-    def inbox_link(self, request_id: str) -> Optional[str]:
-        """Where a person decides request ``request_id``: the inbox's JSON view of it,
-        under the configured inbox address (``inbox.public_url``, else ``inbox.listen``),
-        or ``None`` when the configuration names no inbox."""
-        base = self._engine.inbox_url()
-        return None if base is None else f"{base.rstrip('/')}/api/requests/{request_id}"
+    def inbox_link(self, request_id: str) -> str:
+        """Where a person decides request ``request_id``: the inbox's view of it, under
+        the configured inbox address (``inbox.public_url``, else ``inbox.listen``, else
+        the binary's default ``127.0.0.1:8321``)."""
+        return f"{self._engine.inbox_url().rstrip('/')}/api/requests/{request_id}"
 
     def request(self, request_id: str) -> dict:
         """What a person sees of approval request ``request_id``: its ``status``

@@ -7,6 +7,9 @@ class AttestError(Exception):
 
     receipt: Optional[Receipt]
 
+class ConfigError(AttestError):
+    """The configuration does not load (the message names file, line and key)."""
+
 class Refused(AttestError):
     """Policy refused the call; the tool did not run."""
 
@@ -70,13 +73,15 @@ class Engine:
 
     def __init__(
         self,
-        ledger: str,
+        config: Optional[str] = None,
+        ledger: Optional[str] = None,
+        tenant: Optional[str] = None,
         policy: Optional[str] = None,
         agent: Optional[str] = None,
         actor: Optional[str] = None,
         key: Optional[str] = None,
         durability: Optional[str] = None,
-        wait: float = 0.0,
+        wait: Optional[float] = None,
     ) -> None: ...
     def start(
         self,
@@ -93,7 +98,7 @@ class Engine:
     ) -> Running: ...
     def resume(self, token: str, verify: bool = False, read_back: Optional[str] = None) -> Running: ...
     def request(self, id: str) -> str: ...
-    def inbox_url(self) -> Optional[str]: ...
+    def inbox_url(self) -> str: ...
     def record(
         self,
         name: str,

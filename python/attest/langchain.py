@@ -44,7 +44,7 @@ def _reason(error: AttestError) -> str:
 
 def held_request(attest: Attest, held: Held, tool: str) -> dict:
     """What a held call pauses a graph with: the request's ``id``, a one-line
-    ``summary``, the ``inbox`` link (``None`` when no inbox address is configured), the
+    ``summary``, the ``inbox`` link (the configured inbox, else its default address), the
     ``token`` that resumes it, and the ``tool``. Plain JSON, so a checkpointer keeps it."""
     seen = attest.request(held.request_id)
     target = f" {seen['target']}" if seen.get("target") else ""

@@ -1,5 +1,5 @@
-//! The one place the Python package calls `attest-core`: open a pipeline from explicit
-//! settings, start a governed call, hand the tool's answer back, record, checkpoint.
+//! The one place the Python package calls `attest-core`: build the pipeline from the
+//! configuration as every door does (core's `setup`), start a governed call, hand the tool's answer back, record, checkpoint.
 //!
 //! A Python tool must run on the Python thread that called it (or, for a coroutine, in
 //! its event loop), while the pipeline is an async function that wants to call the tool
@@ -17,13 +17,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_core::approvals::{ApprovalStore, DEFAULT_USE_BY};
-use attest_core::detect::{detect, DetectInput};
+use attest_core::config::ConfigError;
+use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
+use attest_core::verification::ProcessEnv;
 use attest_core::{
-    Attest, AttestError, Outcome, Receipt, ResumeToken, Start, StoreGate, ToolError,
+    Attest, AttestError, CallContext, CodingAgentCall, FunctionCall, Outcome, ProtocolCall,
+    Receipt, ResumeToken, Start, ToolError,
 };
-use attest_ledger::{Durability, Ledger, LedgerError, LedgerOptions, SigningKey, VerifyOptions};
-use attest_policy::{Action, PolicyEngine, PolicyError, Verb, MAX_POLICY_BYTES};
+use attest_ledger::{LedgerError, SigningKey, VerifyOptions};
+use attest_policy::{Action, Verb};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -34,19 +36,10 @@ use crate::check::{custom_check, CheckKind, Judgement, Slot};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum EngineError {
-    /// A policy file could not be read.
-    #[error("cannot read policy {path}")]
-    PolicyIo {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A policy file is larger than a policy may be.
-    #[error("policy {path} is larger than {MAX_POLICY_BYTES} bytes")]
-    PolicyTooLarge { path: PathBuf },
-    /// The policy does not load.
+    /// The configuration (a file, a keyword argument, the environment, the policy, the
+    /// ledger) does not load; the error names the file, line and key.
     #[error(transparent)]
-    Policy(#[from] PolicyError),
+    Config(#[from] ConfigError),
     /// The ledger or the signing key failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
@@ -56,41 +49,20 @@ pub(crate) enum EngineError {
     /// The runtime could not be started.
     #[error("cannot start the engine's runtime")]
     Runtime(#[source] std::io::Error),
-    /// A setting is wrong (names the setting).
-    #[error("{0}")]
-    Setting(String),
     /// The ledger would not verify, so no checkpoint was signed.
     #[error("the ledger does not verify ({0}); no checkpoint was signed")]
     Broken(String),
-}
-
-/// What a Python `Attest(...)` is built from; the coordinator's configuration file will
-/// fill the same fields.
-#[derive(Debug, Default)]
-pub(crate) struct Settings {
-    /// The ledger file (created with its directory when missing).
-    pub(crate) ledger: PathBuf,
-    /// A policy file; when `None`, `./attest.yaml` if it exists, else the built-in default.
-    pub(crate) policy: Option<PathBuf>,
-    /// The agent recorded for calls that name none.
-    pub(crate) agent: Option<String>,
-    /// The actor recorded for calls that name none.
-    pub(crate) actor: Option<String>,
-    /// The signing key for [`Engine::checkpoint`].
-    pub(crate) key: Option<PathBuf>,
-    /// `full` (default), `normal` or `off`.
-    pub(crate) durability: Option<String>,
-    /// How long an ask waits for a person before the call comes back held.
-    pub(crate) wait: Duration,
 }
 
 /// A governed pipeline and the runtime it runs on.
 pub(crate) struct Engine {
     attest: Attest,
     runtime: Arc<tokio::runtime::Runtime>,
-    key: Option<PathBuf>,
+    /// The signing key [`Engine::checkpoint`] signs with (named, or the binary's default
+    /// beside the ledger).
+    key: PathBuf,
     /// The approval inbox's base URL, for the links a held call carries.
-    inbox: Option<String>,
+    inbox: String,
 }
 
 /// How a tool call is described: detection from its name, unless system and verb are given.
@@ -170,44 +142,21 @@ pub(crate) enum Started {
 }
 
 impl Engine {
-    /// Opens the ledger and the policy and builds the pipeline: asks go to the approval
-    /// store on the ledger's file and come back held unless someone answers within `wait`.
-    pub(crate) fn open(settings: Settings) -> Result<Engine, EngineError> {
-        // The policy first: a policy that does not load must not leave a ledger behind.
-        // As the binary finds it: the given file, else `./attest.yaml`, else the default.
-        let local = std::path::Path::new("attest.yaml");
-        let policy = match &settings.policy {
-            Some(path) => load_policy(path)?,
-            None if local.exists() => load_policy(local)?,
-            None => PolicyEngine::default_policy()?,
-        };
-        let durability = match settings.durability.as_deref() {
-            None => Durability::Full,
-            Some(text) => text.parse().map_err(|_| {
-                EngineError::Setting(format!("durability {text:?}: expected full, normal or off"))
-            })?,
-        };
-        let options = LedgerOptions {
-            durability,
-            create: true,
-            ..LedgerOptions::default()
-        };
-        let ledger = Arc::new(Ledger::open(&settings.ledger, options)?);
-        let store = Arc::new(ApprovalStore::open(&ledger).map_err(AttestError::from)?);
-        let gate = StoreGate::new(Arc::clone(&store))
-            .use_by(DEFAULT_USE_BY)
-            .wait(settings.wait);
-        let mut builder = Attest::builder()
-            .ledger(ledger)
-            .policy(policy)
-            .approvals(store)
-            .gate(gate);
-        if let Some(agent) = settings.agent {
-            builder = builder.agent(agent);
+    /// Builds the pipeline as every door does (attest-core's configuration → `Attest`):
+    /// the keyword arguments beat the environment, which beats `.attest/config.yaml` (or
+    /// `$ATTEST_CONFIG`), which beats the defaults. Asks go to the approval store and come
+    /// back held unless someone answers within `wait`.
+    pub(crate) fn open(overrides: &Overrides) -> Result<Engine, EngineError> {
+        let mut settings = Settings::resolve(overrides, Arc::new(ProcessEnv))?;
+        if settings.wait.source == Source::Default {
+            // Python's own default, below the file: an ask comes back held at once (with
+            // its resume token) rather than blocking the agent's thread for minutes.
+            settings.wait = Sourced {
+                value: Duration::ZERO,
+                source: Source::Default,
+            };
         }
-        if let Some(actor) = settings.actor {
-            builder = builder.actor(actor);
-        }
+        let attest = settings.build(DoorParts::default())?;
         // Driven by the calling threads (several may drive it at once); the ledger writer
         // and blocking store calls run on threads of their own.
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -215,40 +164,41 @@ impl Engine {
             .build()
             .map_err(EngineError::Runtime)?;
         Ok(Engine {
-            attest: builder.build()?,
+            attest,
             runtime: Arc::new(runtime),
-            key: settings.key,
-            inbox: None,
+            key: settings.key_path(),
+            inbox: settings.inbox_url(),
         })
     }
 
-    /// The action a call describes: the caller's system and verb when both are given,
-    /// else detection from the name (the way `Attest::wrap_fn` names a function's calls).
-    pub(crate) fn action(spec: &CallSpec, params: Value) -> Action {
-        let name = DetectInput::Tool {
-            name: &spec.name,
-            server: None,
+    /// The action a call describes, as core describes a framework's function call (or,
+    /// for [`CODING_AGENT_FRAMEWORK`], a coding agent's own tool) with the configured
+    /// registry: the caller's system and verb when both are given, else detection.
+    pub(crate) fn action(&self, spec: &CallSpec, params: Value) -> Action {
+        let context = CallContext {
+            run: spec.run_id.as_deref(),
+            target: spec.target.as_deref(),
+            ..CallContext::default()
         };
-        let found = match (&spec.system, spec.verb) {
-            (Some(system), Some(verb)) => detect(&DetectInput::Manual { system, verb }),
-            _ if spec.coding_agent => detect(&DetectInput::CodingTool {
+        let call = if spec.coding_agent && spec.system.is_none() {
+            ProtocolCall::CodingAgent(CodingAgentCall {
+                agent: CODING_AGENT_FRAMEWORK,
+                tool: &spec.name,
+                input: params,
+                context,
+                ..CodingAgentCall::default()
+            })
+        } else {
+            ProtocolCall::Function(FunctionCall {
+                framework: spec.framework.as_deref(),
                 name: &spec.name,
-                input: &params,
-            }),
-            _ => detect(&name),
+                arguments: params,
+                system: spec.system.as_deref(),
+                verb: spec.verb,
+                context,
+            })
         };
-        let mut action = found.into_action(params);
-        if let (Some(system), None) = (&spec.system, spec.verb) {
-            // A system without a verb: the name's verb on the named system.
-            action.system.clone_from(system);
-        }
-        name.fill_extra(&mut action.extra);
-        action.extra.framework.clone_from(&spec.framework);
-        if spec.target.is_some() {
-            action.target.clone_from(&spec.target);
-        }
-        action.run_id.clone_from(&spec.run_id);
-        action
+        self.attest.action(call)
     }
 
     /// Decides `action` and, when it is cleared, returns it to run; `check` is the
@@ -293,9 +243,9 @@ impl Engine {
         started
     }
 
-    /// The approval inbox's base URL, when the configuration names one.
-    pub(crate) fn inbox_url(&self) -> Option<&str> {
-        self.inbox.as_deref()
+    /// The approval inbox's base URL (the configuration's, else the default address).
+    pub(crate) fn inbox_url(&self) -> &str {
+        &self.inbox
     }
 
     /// What a person sees of approval request `id` (status, who decided, the call's
@@ -319,10 +269,7 @@ impl Engine {
     /// Signs a checkpoint of the ledger's current head with the signing key, after
     /// verifying what it vouches for; returns the signed note. Blocks.
     pub(crate) fn checkpoint(&self) -> Result<String, EngineError> {
-        let path = self.key.as_deref().ok_or_else(|| {
-            EngineError::Setting("no signing key: pass key=PATH to Attest(...)".to_owned())
-        })?;
-        let key = SigningKey::load(path)?;
+        let key = SigningKey::load(&self.key)?;
         let ledger = self.attest.ledger();
         let trusted = [key.verifier().clone()];
         let report = ledger.verify_with(VerifyOptions {
@@ -411,20 +358,4 @@ impl Running {
             Err(err) => Err(EngineError::Attest(err)),
         }
     }
-}
-
-/// Reads and compiles a policy file, with a size cap.
-fn load_policy(path: &std::path::Path) -> Result<PolicyEngine, EngineError> {
-    let io = |source| EngineError::PolicyIo {
-        path: path.to_path_buf(),
-        source,
-    };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if size > MAX_POLICY_BYTES as u64 {
-        return Err(EngineError::PolicyTooLarge {
-            path: path.to_path_buf(),
-        });
-    }
-    let text = std::fs::read_to_string(path).map_err(io)?;
-    Ok(PolicyEngine::from_yaml(&text, &path.display().to_string())?)
 }

@@ -25,13 +25,20 @@ use pyo3::types::PyDict;
 use serde_json::Value;
 
 use check::{CheckKind, Judgement};
-use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Settings, Started};
+use attest_core::setup::Overrides;
+use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Started};
 
 pyo3::create_exception!(
     _attest,
     AttestError,
     PyException,
     "Attest could not decide or record a call (the tool did not run, or ran unrecorded)."
+);
+pyo3::create_exception!(
+    _attest,
+    ConfigError,
+    AttestError,
+    "The configuration does not load: the message names the file, line and key (or the setting and where it came from), as the binary's does."
 );
 pyo3::create_exception!(
     _attest,
@@ -210,31 +217,40 @@ struct Engine {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (ledger, policy=None, agent=None, actor=None, key=None, durability=None, wait=0.0))]
+    #[pyo3(signature = (config=None, ledger=None, tenant=None, policy=None, agent=None, actor=None, key=None, durability=None, wait=None))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn new(
         py: Python<'_>,
-        ledger: PathBuf,
+        config: Option<PathBuf>,
+        ledger: Option<String>,
+        tenant: Option<String>,
         policy: Option<PathBuf>,
         agent: Option<String>,
         actor: Option<String>,
         key: Option<PathBuf>,
         durability: Option<String>,
-        wait: f64,
+        wait: Option<f64>,
     ) -> PyResult<Engine> {
-        let wait = Duration::try_from_secs_f64(wait)
+        let wait = wait
+            .map(Duration::try_from_secs_f64)
+            .transpose()
             .map_err(|_| PyValueError::new_err("wait must be a number of seconds, 0 or more"))?;
-        let settings = Settings {
+        // The keyword arguments are the door's own settings: they beat the environment,
+        // which beats the configuration file, which beats the defaults (core's precedence).
+        let overrides = Overrides {
+            config,
             ledger,
+            tenant,
+            durability,
             policy,
+            key,
             agent,
             actor,
-            key,
-            durability,
             wait,
+            ..Overrides::default()
         };
         let inner = py
-            .detach(move || CoreEngine::open(settings))
+            .detach(move || CoreEngine::open(&overrides))
             .map_err(|err| engine_error(py, err))?;
         Ok(Engine { inner })
     }
@@ -262,7 +278,7 @@ impl Engine {
     ) -> PyResult<Running> {
         let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
         let presented = parse_json(params, "params")?;
-        let action = CoreEngine::action(&spec, presented.clone());
+        let action = self.inner.action(&spec, presented.clone());
         let check = check_kind(verify, read_back);
         let started = py.detach(|| match token {
             Some(token) => self.inner.resume_action(token, action, check),
@@ -311,7 +327,7 @@ impl Engine {
         run_id: Option<String>,
     ) -> PyResult<Receipt> {
         let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
-        let action = CoreEngine::action(&spec, parse_json(params, "params")?);
+        let action = self.inner.action(&spec, parse_json(params, "params")?);
         let result = result.map(|text| parse_json(text, "result")).transpose()?;
         let receipt = py.detach(|| self.inner.record(action, result));
         receipt
@@ -319,8 +335,8 @@ impl Engine {
             .map_err(|err| core_error(py, err))
     }
 
-    /// The approval inbox's base URL, when the configuration names one.
-    fn inbox_url(&self) -> Option<&str> {
+    /// The approval inbox's base URL (the configuration's, else the default address).
+    fn inbox_url(&self) -> &str {
         self.inner.inbox_url()
     }
 
@@ -369,6 +385,8 @@ fn cleared(py: Python<'_>, started: Started, presented: Option<&Value>) -> PyRes
 fn engine_error(py: Python<'_>, err: EngineError) -> PyErr {
     match err {
         EngineError::Attest(err) => core_error(py, err),
+        // The binary's message: the file, line and key (or the setting and its source).
+        EngineError::Config(err) => ConfigError::new_err(chain(&err)),
         other => AttestError::new_err(chain(&other)),
     }
 }
@@ -436,6 +454,7 @@ fn _attest(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Running>()?;
     module.add_class::<Receipt>()?;
     module.add("AttestError", py.get_type::<AttestError>())?;
+    module.add("ConfigError", py.get_type::<ConfigError>())?;
     module.add("Refused", py.get_type::<Refused>())?;
     module.add("Rejected", py.get_type::<Rejected>())?;
     module.add("Expired", py.get_type::<Expired>())?;

@@ -188,7 +188,7 @@ def check(crm: Crm, door: str, directory) -> None:
     assert "GET /v1/widgets/search" not in crm.seen, f"{door}: the blocked read reached the CRM"
     assert "DELETE /v1/deals/d1" not in crm.seen, f"{door}: the asked delete ran"
     assert any(
-        h.get("type") == "approval.requested" and h["request"]["action"]["system"] == "acmecrm" for h in crm.hooks
+        h.get("type") == "approval.requested" and h["request"].get("system") == "acmecrm" for h in crm.hooks
     ), f"{door}: the webhook was not told of the ask: {crm.hooks}"
 
 

@@ -28,8 +28,8 @@ pub(crate) struct Global {
     #[arg(long, global = true, value_name = "PATH|URL")]
     pub(crate) ledger: Option<String>,
     /// The tenant whose chain to use: its own seqs from 1, tree, checkpoints and signing
-    /// key (in SQLite, a file of its own beside the ledger file).
-    #[arg(long, global = true, env = "ATTEST_TENANT", value_name = "NAME")]
+    /// key (in SQLite, a file of its own beside the ledger file) [env: ATTEST_TENANT].
+    #[arg(long, global = true, value_name = "NAME")]
     pub(crate) tenant: Option<String>,
     /// How hard appends work to survive a crash: full (survives power loss), normal, off
     /// [env: ATTEST_DURABILITY; config: durability; default: full].
@@ -679,16 +679,17 @@ pub(crate) struct ModeArgs {
     /// default: 3600].
     #[arg(long, value_name = "SECS")]
     pub(crate) use_by: Option<u64>,
-    /// The agent recorded for each call [config: agent].
-    #[arg(long, env = "ATTEST_AGENT")]
+    /// The agent recorded for each call [env: ATTEST_AGENT; config: agent].
+    #[arg(long)]
     pub(crate) agent: Option<String>,
-    /// The person the agent acts for, recorded for each call [config: actor].
-    #[arg(long, env = "ATTEST_ACTOR")]
+    /// The person the agent acts for, recorded for each call [env: ATTEST_ACTOR; config:
+    /// actor].
+    #[arg(long)]
     pub(crate) actor: Option<String>,
     /// The run (session, job) recorded for each call that names none; without it, one
     /// is generated for this session. An MCP request's `_meta` (`attest/run`, `runId`) or
-    /// the gateway's `X-Attest-Run` header names a call's own.
-    #[arg(long = "run", env = "ATTEST_RUN", value_name = "ID")]
+    /// the gateway's `X-Attest-Run` header names a call's own [env: ATTEST_RUN].
+    #[arg(long = "run", value_name = "ID")]
     pub(crate) run: Option<String>,
 }
 
@@ -721,11 +722,13 @@ pub(crate) struct McpProxyArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct McpServerArgs {
-    /// The agent recorded by attest_record when the call names none [config: agent].
-    #[arg(long, env = "ATTEST_AGENT")]
+    /// The agent recorded by attest_record when the call names none [env: ATTEST_AGENT;
+    /// config: agent].
+    #[arg(long)]
     pub(crate) agent: Option<String>,
-    /// The actor recorded by attest_record when the call names none [config: actor].
-    #[arg(long, env = "ATTEST_ACTOR")]
+    /// The actor recorded by attest_record when the call names none [env: ATTEST_ACTOR;
+    /// config: actor].
+    #[arg(long)]
     pub(crate) actor: Option<String>,
 }
 
@@ -743,11 +746,12 @@ pub(crate) enum HookCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
-    /// The agent recorded for the calls.
-    #[arg(long, env = "ATTEST_AGENT", default_value = "claude-code")]
-    pub(crate) agent: String,
-    /// The actor recorded for the calls.
-    #[arg(long, env = "ATTEST_ACTOR")]
+    /// The agent recorded for the calls [env: ATTEST_AGENT; config: agent; default:
+    /// claude-code].
+    #[arg(long)]
+    pub(crate) agent: Option<String>,
+    /// The actor recorded for the calls [env: ATTEST_ACTOR; config: actor].
+    #[arg(long)]
     pub(crate) actor: Option<String>,
 }
 

@@ -110,6 +110,43 @@ pub enum ConfigError {
         #[source]
         source: Box<crate::AttestError>,
     },
+    /// A setting given by a door, the environment or the file has a value that is not
+    /// usable (`durability: fast`), naming where it came from.
+    #[error("{origin}: {setting} (from {source_of}): {message}")]
+    Setting {
+        /// The configuration file.
+        origin: String,
+        /// The setting.
+        setting: &'static str,
+        /// Where the value came from (`flag`, `env`, `file`).
+        source_of: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The policy does not load (the error names its file and line).
+    #[error(transparent)]
+    Policy {
+        /// Why.
+        source: Box<attest_policy::PolicyError>,
+    },
+    /// The ledger does not open.
+    #[error("cannot open ledger {location}")]
+    Ledger {
+        /// The ledger, its password removed.
+        location: String,
+        /// Why.
+        #[source]
+        source: Box<attest_ledger::LedgerError>,
+    },
+    /// A part built from the settings failed (the approval store, the pipeline).
+    #[error("cannot open {what}")]
+    Build {
+        /// What.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: Box<crate::AttestError>,
+    },
 }
 
 /// The settings of a configuration file; every field is optional.
@@ -858,5 +895,23 @@ gateway: {upstream: 'https://api.acme.com', allow_upstream: [api.github.com]}
             None,
         );
         assert_eq!(found.system, "github");
+    }
+
+    #[test]
+    fn two_systems_on_one_host_are_told_apart_by_their_ports() {
+        let file = ConfigFile::parse(
+            "systems:\n  acmecrm: {base_url: 'http://127.0.0.1:4555/api'}\n  billing: {base_url: 'http://127.0.0.1:4556'}\n",
+            "c",
+        )
+        .unwrap();
+        let registry = file.registry(&HashMap::new(), "c").unwrap();
+        let system = |url: &str| registry.detect_http_request("POST", url, [], None).system;
+        assert_eq!(system("http://127.0.0.1:4555/api/deals"), "acmecrm");
+        assert_eq!(system("http://127.0.0.1:4556/invoices"), "billing");
+        assert_eq!(system("127.0.0.1:4556/invoices"), "billing");
+        // Another port, or another scheme, on that host is neither.
+        assert_ne!(system("http://127.0.0.1:4557/invoices"), "billing");
+        assert_ne!(system("https://127.0.0.1:4556/invoices"), "billing");
+        assert_ne!(system("http://127.0.0.1/invoices"), "acmecrm");
     }
 }

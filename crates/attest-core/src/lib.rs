@@ -17,9 +17,12 @@
 //!   [`Attest::wrap_all`] govern a framework's async functions and tool lists.
 //! - [`ReadBack`]: how writes are read back from their systems of record (the
 //!   [`verification`] ladder and its drivers).
-//! - [`detect()`]: names the system, verb and target of a tool call ([`mod@detect`] module).
+//! - [`detect()`]: names the system, verb and target of a tool call ([`mod@detect`] module);
+//!   [`Attest::action`] turns a [`ProtocolCall`] (MCP, HTTP, shell, coding agent,
+//!   framework function) into the action, with the configured registry.
 //! - [`config::ConfigFile`]: the configuration file every surface reads, and the registry,
-//!   read-back drivers and notifiers it describes.
+//!   read-back drivers and notifiers it describes; [`setup::attest`] turns it (with a
+//!   door's [`setup::Overrides`] and the environment) into a fully built `Attest`.
 //!
 //! ```
 //! use attest_core::{Attest, AutoGate, Level};
@@ -52,10 +55,12 @@ mod gate;
 pub mod http_body;
 mod intents;
 mod pipeline;
+mod protocol_call;
 mod receipt;
 mod record;
 #[cfg(feature = "rig")]
 pub mod rig;
+pub mod setup;
 pub mod telemetry;
 mod tool;
 pub mod touched;
@@ -72,6 +77,10 @@ pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use intents::{open_intents, OpenIntent};
 pub use pipeline::call::{Call, Outcome, Start};
 pub use pipeline::{Attest, AttestBuilder, Decided, ImportItem};
+pub use protocol_call::{
+    CallContext, CodingAgentCall, FunctionCall, HttpCall, McpCall, ProtocolCall, ShellCall,
+    ACTOR_HEADER, AGENT_HEADER, RUN_HEADER,
+};
 pub use receipt::Receipt;
 pub use record::INTENT;
 pub use tool::{Governed, Tool, ToolOutcome};

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::approvals::{apply_edits, may_decide, ApprovalStore};
-use crate::detect::Registry;
+use crate::detect::{OperationIds, Registry};
 use crate::gate::{Gate, GateDecision, RejectGate};
 use crate::record::{to_record, RowOutcome};
 use crate::telemetry;
@@ -36,6 +36,8 @@ pub struct Attest {
     approvals: Arc<OnceLock<Arc<ApprovalStore>>>,
     /// The detection registry the surfaces detect with (default: the shared built-in one).
     registry: Option<Arc<Registry>>,
+    /// OpenAPI operation ids: what an HTTP call's operation is named.
+    operations: Arc<OperationIds>,
 }
 
 pub(crate) mod call;
@@ -70,6 +72,7 @@ pub struct AttestBuilder {
     readback: Option<Arc<ReadBack>>,
     approvals: Option<Arc<ApprovalStore>>,
     registry: Option<Arc<Registry>>,
+    operations: Option<Arc<OperationIds>>,
 }
 
 impl AttestBuilder {
@@ -94,6 +97,12 @@ impl AttestBuilder {
     /// The gate that answers `ask`.
     pub fn gate(mut self, gate: impl Gate + 'static) -> Self {
         self.gate = Some(Arc::new(gate));
+        self
+    }
+
+    /// The gate that answers `ask`, shared.
+    pub fn shared_gate(mut self, gate: Arc<dyn Gate>) -> Self {
+        self.gate = Some(gate);
         self
     }
 
@@ -138,6 +147,12 @@ impl AttestBuilder {
         self
     }
 
+    /// The OpenAPI operation ids HTTP calls are described with ([`Attest::action`]).
+    pub fn operations(mut self, operations: impl Into<Arc<OperationIds>>) -> Self {
+        self.operations = Some(operations.into());
+        self
+    }
+
     /// Builds the pipeline; fails only when no ledger was given.
     pub fn build(self) -> Result<Attest, AttestError> {
         let ledger = self
@@ -154,6 +169,7 @@ impl AttestBuilder {
             readback: self.readback,
             approvals: Arc::new(self.approvals.map(OnceLock::from).unwrap_or_default()),
             registry: self.registry,
+            operations: self.operations.unwrap_or_default(),
         })
     }
 }
@@ -210,6 +226,16 @@ impl Attest {
         self.registry
             .as_deref()
             .unwrap_or_else(|| Registry::shared())
+    }
+
+    /// The OpenAPI operation ids HTTP calls are described with.
+    pub fn operations(&self) -> &OperationIds {
+        &self.operations
+    }
+
+    /// The read-back drivers, when any are configured.
+    pub fn readback(&self) -> Option<&ReadBack> {
+        self.readback.as_deref()
     }
 
     /// The ledger actions are recorded in.

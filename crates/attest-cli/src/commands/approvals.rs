@@ -9,22 +9,20 @@ use std::sync::Arc;
 use anyhow::Context;
 use attest_core::approvals::{ApprovalError, LinkSigner, Secret};
 use attest_core::config::NotifyBy;
+use attest_core::setup::{DoorParts, LINK_TTL};
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError};
 use serde_json::Value;
 
 use crate::cli::{ApproversCommand, ConfirmArgs, PendingArgs, ServeArgs, Verdict};
-use crate::config::{Config, LINK_TTL};
+use crate::config::Config;
 use crate::secrets::{read_secret, write_private};
 use crate::servers::inbox::{self, InboxState};
 use crate::terminal::escape;
 
-/// The pipeline the approval commands decide through.
+/// The pipeline the approval commands decide through: the configuration's, which
+/// never asks (so no notifier secrets are needed here).
 fn pipeline(config: &Config, create: bool) -> anyhow::Result<Attest> {
-    let ledger = config.open_ledger(create)?;
-    let attest = Attest::builder()
-        .ledger(ledger)
-        .policy(config.policy()?)
-        .build()?;
+    let attest = config.build(DoorParts::never_asks(!create))?;
     attest
         .approvals()
         .context("cannot open the approval store")?;
@@ -296,7 +294,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             eprintln!("attest serve: alerts go to stderr only: {err:#}");
             Vec::new()
         }
-        (Err(err), _) => return Err(err),
+        (Err(err), _) => return Err(err.into()),
     };
     let alerts = crate::review::alerts::Alerts::new(configured.clone());
     if args.review.digest_every.is_some() && !alerts.has_notifiers() {

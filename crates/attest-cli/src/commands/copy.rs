@@ -11,8 +11,8 @@ use crate::config::{location_display, trusted_keys, Config};
 /// `attest copy --from A --to B`: verify A, copy, verify both, compare what is signed.
 pub(crate) fn run(config: &Config, args: &CopyArgs) -> anyhow::Result<ExitCode> {
     let trusted = trusted_keys(&args.trust)?;
-    let from_tenant = args.from_tenant.as_deref().or(config.tenant.as_deref());
-    let to_tenant = args.to_tenant.as_deref().or(config.tenant.as_deref());
+    let from_tenant = args.from_tenant.as_deref().or(config.tenant());
+    let to_tenant = args.to_tenant.as_deref().or(config.tenant());
     let source = Ledger::open_read_only_tenant(&args.from, from_tenant)
         .with_context(|| format!("cannot open ledger {}", location_display(&args.from)))?;
     let mut err = std::io::stderr().lock();
@@ -30,7 +30,7 @@ pub(crate) fn run(config: &Config, args: &CopyArgs) -> anyhow::Result<ExitCode> 
     let target = Ledger::open(
         &args.to,
         LedgerOptions {
-            durability: config.durability,
+            durability: config.durability.value,
             tenant: to_tenant.map(str::to_owned),
             ..LedgerOptions::default()
         },

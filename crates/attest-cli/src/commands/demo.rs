@@ -4,13 +4,16 @@
 //! API that the demo serves on 127.0.0.1 for its own length: the built-in
 //! `hubspot.update` recipe reads the deal and compares, so the row says `verified`.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use attest_core::{Attest, AttestError, Gate, GateDecision, Outcome, ReadBack};
+use attest_core::setup::{DoorParts, Source, Sourced};
+use attest_core::verification::{base_url_var, Env, ProcessEnv};
+use attest_core::{AttestError, Gate, GateDecision, Outcome};
 use attest_policy::{Action, Verb, Verdict};
 use serde_json::{json, Value};
 
@@ -99,24 +102,30 @@ fn script(run_id: &str) -> Vec<Step> {
 }
 
 pub(crate) fn run(config: &Config) -> anyhow::Result<ExitCode> {
-    // The policy first: a policy that does not load must not leave a ledger behind.
-    let policy = config.policy()?;
-    let ledger = Arc::new(config.open_ledger(true)?);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let hubspot = runtime.block_on(fake_hubspot())?;
-    let env: std::collections::HashMap<String, String> =
-        [("HUBSPOT_TOKEN".to_owned(), "demo-token".to_owned())].into();
-    let readback = ReadBack::builtin()?.env(env).base_url("hubspot", hubspot);
-    let attest = Attest::builder()
-        .ledger(Arc::clone(&ledger))
-        .policy(policy)
-        .gate(DemoApprover)
-        .agent("demo-agent")
-        .actor("alice@acme.example")
-        .readback(readback)
-        .build()?;
+    // The configuration's pipeline, reading HubSpot at the fake (its token the fake's),
+    // the demo's stand-in approver answering, and the demo's own agent and person.
+    let demo_env: HashMap<String, String> = [
+        ("HUBSPOT_TOKEN".to_owned(), "demo-token".to_owned()),
+        (base_url_var("hubspot"), hubspot),
+    ]
+    .into();
+    let process = ProcessEnv;
+    let env = move |name: &str| demo_env.get(name).cloned().or_else(|| process.var(name));
+    let mut settings = config.settings.clone().with_env(Arc::new(env));
+    settings.agent = Some(Sourced {
+        value: "demo-agent".to_owned(),
+        source: Source::Flag,
+    });
+    settings.actor = Some(Sourced {
+        value: "alice@acme.example".to_owned(),
+        source: Source::Flag,
+    });
+    let attest = settings.build(DoorParts::gate(DemoApprover))?;
+    let ledger = Arc::clone(attest.ledger());
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

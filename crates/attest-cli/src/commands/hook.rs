@@ -17,13 +17,13 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attest_core::detect::{detect_action, DetectInput};
-use attest_core::{Attest, AutoGate, Gate, RejectGate};
+use attest_core::setup::DoorParts;
+use attest_core::{Attest, AutoGate, CodingAgentCall, ProtocolCall, RejectGate};
 use attest_policy::{Action, Decision};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::cli::{HookArgs, HookCommand};
+use crate::cli::HookCommand;
 use crate::config::Config;
 
 /// The largest event read from stdin (a `PostToolUse` carries the tool's whole output).
@@ -34,6 +34,9 @@ pub(crate) const PROMPT_APPROVER: &str = "claude-code-prompt";
 
 /// The framework recorded for hook calls.
 const FRAMEWORK: &str = "claude-code";
+
+/// The agent recorded when nothing names one.
+pub(crate) const AGENT: &str = "claude-code";
 
 /// The fields of a hook event Attest reads; others are ignored.
 #[derive(Debug, Deserialize)]
@@ -52,14 +55,15 @@ struct Event {
 }
 
 pub(crate) fn run(config: &Config, command: &HookCommand) -> anyhow::Result<ExitCode> {
-    let HookCommand::ClaudeCode(args) = command;
+    // The agent and actor flags are settled with the other settings (commands/mod.rs).
+    let HookCommand::ClaudeCode(_) = command;
     let mut input = Vec::new();
     std::io::stdin()
         .lock()
         .take(MAX_EVENT_BYTES + 1)
         .read_to_end(&mut input)
         .context("cannot read the hook event from stdin")?;
-    let answer = match answer(config, args, &input) {
+    let answer = match answer(config, &input) {
         Ok(answer) => answer,
         Err(err) if is_post(&input) => {
             // The call already ran: tell Claude its record is missing (`attest ledger`
@@ -97,48 +101,46 @@ fn is_post(input: &[u8]) -> bool {
 }
 
 /// The answer to one event.
-fn answer(config: &Config, args: &HookArgs, input: &[u8]) -> anyhow::Result<Value> {
+fn answer(config: &Config, input: &[u8]) -> anyhow::Result<Value> {
     if input.len() as u64 > MAX_EVENT_BYTES {
         anyhow::bail!("the hook event is larger than {MAX_EVENT_BYTES} bytes");
     }
     let event: Event = serde_json::from_slice(input)
         .context("the hook event is not the JSON Claude Code sends")?;
     match event.hook_event_name.as_str() {
-        "PreToolUse" => pre_tool_use(config, args, &event),
+        "PreToolUse" => pre_tool_use(config, &event),
         "PostToolUse" => {
             let response = event.tool_response.clone().unwrap_or(Value::Null);
-            post_tool_use(config, args, &event, Ok(response))
+            post_tool_use(config, &event, Ok(response))
         }
         "PostToolUseFailure" => {
             let error = event
                 .error
                 .clone()
                 .unwrap_or_else(|| "the tool failed".to_owned());
-            post_tool_use(config, args, &event, Err(error))
+            post_tool_use(config, &event, Err(error))
         }
         // Events Attest has nothing to say about.
         _ => Ok(json!({})),
     }
 }
 
-/// The action a hook event describes.
-fn action(args: &HookArgs, event: &Event) -> Action {
-    let input = DetectInput::CodingTool {
-        name: &event.tool_name,
-        input: &event.tool_input,
-    };
-    let mut action = detect_action(&input, event.tool_input.clone());
-    action.extra.framework = Some(FRAMEWORK.to_owned());
-    action.agent = Some(args.agent.clone());
-    action.actor.clone_from(&args.actor);
-    action.run_id.clone_from(&event.session_id);
-    action
+/// The action a hook event describes: Claude Code's tool call as core's coding-agent
+/// call, detected with the configured registry.
+fn action(attest: &Attest, event: &Event) -> Action {
+    attest.action(ProtocolCall::CodingAgent(CodingAgentCall {
+        agent: FRAMEWORK,
+        tool: &event.tool_name,
+        input: event.tool_input.clone(),
+        session: event.session_id.as_deref(),
+        ..CodingAgentCall::default()
+    }))
 }
 
-fn pre_tool_use(config: &Config, args: &HookArgs, event: &Event) -> anyhow::Result<Value> {
-    let action = action(args, event);
+fn pre_tool_use(config: &Config, event: &Event) -> anyhow::Result<Value> {
     // Core decides, as for a governed call (a policy that fails refuses).
-    let attest = pipeline(config, config.policy()?, RejectGate)?;
+    let attest = config.build(DoorParts::gate(RejectGate))?;
+    let action = action(&attest, event);
     let verdict = attest.verdict(&action);
     let reasons = verdict.reasons.join("; ");
     let label = format!("{}.{}", action.system, action.verb.as_str());
@@ -170,14 +172,12 @@ fn pre_tool_use(config: &Config, args: &HookArgs, event: &Event) -> anyhow::Resu
 
 fn post_tool_use(
     config: &Config,
-    args: &HookArgs,
     event: &Event,
     outcome: Result<Value, String>,
 ) -> anyhow::Result<Value> {
-    let action = action(args, event);
-    let policy = config.policy()?;
     // The call ran: a person at Claude Code's prompt let through what policy asked about.
-    let attest = pipeline(config, policy, AutoGate::approve(PROMPT_APPROVER))?;
+    let attest = config.build(DoorParts::gate(AutoGate::approve(PROMPT_APPROVER)))?;
+    let action = action(&attest, event);
     let recorded = runtime()?.block_on(attest.call(action).run(|_| async move { outcome }));
     let recorded = recorded.context("the call ran but could not be recorded")?;
     if let Some(why) = recorded.why_not_run() {
@@ -191,20 +191,6 @@ fn post_tool_use(
     }
     // Nothing for Claude to read: the row is the answer (`attest ledger` shows it).
     Ok(json!({}))
-}
-
-/// The pipeline for one event: the configured ledger and policy, and `gate` for asks.
-fn pipeline(
-    config: &Config,
-    policy: attest_policy::PolicyEngine,
-    gate: impl Gate + 'static,
-) -> anyhow::Result<Attest> {
-    let ledger = config.open_ledger(true)?;
-    Ok(Attest::builder()
-        .ledger(ledger)
-        .policy(policy)
-        .gate(gate)
-        .build()?)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

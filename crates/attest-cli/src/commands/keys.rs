@@ -15,7 +15,7 @@ pub(crate) fn keygen(config: &Config, args: &KeygenArgs) -> anyhow::Result<ExitC
     // A tenant signs under an origin of its own (`attest-ledger/acme`) unless one is named.
     let name = match (
         args.name.as_deref().or(config.file.origin.as_deref()),
-        &config.tenant,
+        config.tenant(),
     ) {
         (Some(name), _) => name.to_owned(),
         (None, Some(tenant)) => format!("attest-ledger/{tenant}"),

@@ -24,6 +24,9 @@ mod verify;
 mod witness;
 
 use std::process::ExitCode;
+use std::time::Duration;
+
+use attest_core::setup::{AskMode, Overrides};
 
 use crate::cli::{Cli, Command};
 use crate::config::Config;
@@ -40,7 +43,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Pipeline spans feed `attest serve`'s /metrics histograms, and OTLP traces when
     // configured.
     let _telemetry = crate::review::telemetry::init(matches!(cli.command, Command::Serve(_)));
-    let config = Config::load(&cli.global)?;
+    let config = Config::resolve(&overrides(&cli))?;
     match cli.command {
         Command::Demo => demo::run(&config),
         Command::Ledger(args) => ledger::run(&config, &args),
@@ -69,11 +72,39 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => approvals::serve(&config, &args),
         // servers (issue 8)
         Command::McpProxy(args) => servers::mcp_proxy(&config, args),
-        Command::McpServer(args) => servers::mcp_server(&config, &args),
+        Command::McpServer(_) => servers::mcp_server(&config),
         Command::Gateway(args) => servers::gateway(&config, &args),
         Command::Hook(command) => hook::run(&config, &command),
         // review (issue 17)
         Command::Digest(args) => crate::review::digest_command(&config, &args),
+    }
+}
+
+/// The command line as core's overrides: the global flags, and the flags of the doors
+/// that build a pipeline (one translation, so each door's flags mean what they say).
+fn overrides(cli: &Cli) -> Overrides {
+    let global = cli.global.overrides();
+    match &cli.command {
+        Command::McpProxy(args) => args.serve.overrides(global),
+        Command::Gateway(args) => Overrides {
+            openapi: args.openapi.iter().cloned().collect(),
+            ..args.serve.overrides(global)
+        },
+        // The MCP server's calls never wait: an agent asks and comes back for the answer.
+        Command::McpServer(args) => Overrides {
+            agent: args.agent.clone(),
+            actor: args.actor.clone(),
+            ask: Some(AskMode::Block),
+            wait: Some(Duration::ZERO),
+            ..global
+        },
+        Command::Hook(crate::cli::HookCommand::ClaudeCode(args)) => Overrides {
+            agent: args.agent.clone(),
+            actor: args.actor.clone(),
+            default_agent: Some(hook::AGENT.to_owned()),
+            ..global
+        },
+        _ => global,
     }
 }
 

@@ -27,7 +27,7 @@ pub(crate) fn run(global: &Global, command: &RecipesCommand) -> anyhow::Result<E
 fn list(global: &Global, args: &RecipesListArgs) -> anyhow::Result<ExitCode> {
     let dirs = match &args.dir {
         Some(dir) => vec![dir.clone()],
-        None => Config::load(global)?.file.recipes,
+        None => Config::load(global)?.settings.file.recipes,
     };
     let mut recipes = Vec::new();
     for dir in &dirs {

@@ -6,70 +6,41 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use attest_core::approvals::ApprovalStore;
-use attest_core::config::NotifyBy;
-use attest_core::detect::OperationIds;
+use attest_core::approvals::Notifier;
+use attest_core::setup::{AskMode, DoorParts, Overrides};
 use attest_core::Attest;
 
-use crate::cli::{GatewayArgs, McpProxyArgs, McpServerArgs, ModeArgs};
+use crate::cli::{GatewayArgs, McpProxyArgs, ModeArgs};
 use crate::config::Config;
 use crate::servers::gateway_tenants::Tenants;
 use crate::servers::mcp_transport::{self, UpstreamSpec};
-use crate::servers::{gate_for, gateway, mcp_proxy, mcp_server, Mode};
+use crate::servers::{gateway, mcp_proxy, mcp_server, WaitNotice};
 
-/// The pipeline the servers share: the configured policy, ledger, detection registry,
-/// read-back drivers and notifiers, and the mode's gate.
-fn pipeline(
-    config: &Config,
-    mode: Mode,
-    timeout: Duration,
-    use_by: Duration,
-    agent: Option<&str>,
-    actor: Option<&str>,
-    run: Option<&str>,
-) -> anyhow::Result<Attest> {
-    // The policy and every configured file first: a setting that does not load must not
-    // leave a ledger behind.
-    let policy = config.policy()?;
-    let registry = config.registry()?;
-    let readback = config.readback()?;
-    // With `notify.by: inbox`, `attest serve` tells people, not this process.
-    let notifiers = match config.file.notify.by {
-        NotifyBy::Surfaces => config.notifiers()?,
-        NotifyBy::Inbox => Vec::new(),
+/// The pipeline a server runs: everything the configuration builds (core's
+/// [`attest_core::setup::Settings::build`]), and a notice on stderr for each call that
+/// waits for a person.
+pub(crate) fn pipeline(config: &Config) -> anyhow::Result<Attest> {
+    let wait = match config.ask.value {
+        AskMode::Pending => Duration::ZERO,
+        AskMode::Block | AskMode::Auto => config.wait.value,
     };
-    let ledger = Arc::new(config.open_ledger(true)?);
-    let store = Arc::new(ApprovalStore::open(&ledger).context("cannot open the approval store")?);
-    // One run per session unless the caller names one (`--run`, or per call).
-    let run = run.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
-    let mut builder = Attest::builder()
-        .ledger(ledger)
-        .run_id(run)
-        .policy(policy)
-        .approvals(Arc::clone(&store))
-        .registry(registry)
-        .readback(readback)
-        .gate(gate_for(mode, timeout, use_by, store, notifiers));
-    if let Some(agent) = config.agent(agent) {
-        builder = builder.agent(agent);
-    }
-    if let Some(actor) = config.actor(actor) {
-        builder = builder.actor(actor);
-    }
-    Ok(builder.build()?)
+    let notice: Arc<dyn Notifier> = Arc::new(WaitNotice { wait });
+    Ok(config.build(DoorParts::default().notifier(notice))?)
 }
 
-fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
-    let attest = pipeline(
-        config,
-        serve.mode,
-        config.wait(serve.timeout),
-        config.use_by(serve.use_by),
-        serve.agent.as_deref(),
-        serve.actor.as_deref(),
-        serve.run.as_deref(),
-    )?;
-    Ok(attest)
+impl ModeArgs {
+    /// The mode flags as core's overrides, on top of `overrides`.
+    pub(crate) fn overrides(&self, overrides: Overrides) -> Overrides {
+        Overrides {
+            ask: Some(self.mode.into()),
+            wait: self.timeout.map(Duration::from_secs),
+            use_by: self.use_by.map(Duration::from_secs),
+            agent: self.agent.clone(),
+            actor: self.actor.clone(),
+            run: self.run.clone(),
+            ..overrides
+        }
+    }
 }
 
 /// One client on stdio: a single-threaded runtime keeps each hop on one thread.
@@ -98,7 +69,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         Some(text) => Some(mcp_transport::listen_address(text)?),
         None => None,
     };
-    let attest = serve_pipeline(config, &args.serve)?;
+    let attest = pipeline(config)?;
     let server_named = args.server.is_some();
     let server = match (args.server, &upstream) {
         (Some(server), _) => server,
@@ -126,16 +97,8 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Result<ExitCode> {
-    let attest = pipeline(
-        config,
-        Mode::Block,
-        Duration::from_secs(0),
-        config.use_by(None),
-        args.agent.as_deref(),
-        args.actor.as_deref(),
-        None,
-    )?;
+pub(crate) fn mcp_server(config: &Config) -> anyhow::Result<ExitCode> {
+    let attest = pipeline(config)?;
     let runtime = stdio_runtime()?;
     let outcome = runtime.block_on(mcp_server::serve(attest));
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -152,16 +115,6 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         Some(text) => Some(reqwest::Url::parse(text).with_context(|| format!("upstream {text}"))?),
         None => None,
     };
-    let mut operations = OperationIds::default();
-    let specs = match &args.openapi {
-        Some(path) => std::slice::from_ref(path),
-        None => config.file.openapi.as_slice(),
-    };
-    for path in specs {
-        let spec = OperationIds::from_file(path)
-            .with_context(|| format!("{} is not an OpenAPI spec", path.display()))?;
-        operations.extend(spec);
-    }
     let allow_upstream = if args.allow_upstream.is_empty() {
         config.file.gateway.allow_upstream.clone()
     } else {
@@ -179,23 +132,22 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         );
         eprintln!("attest: warning: the gateway listens on {host}, beyond this machine");
     }
-    let attest = serve_pipeline(config, &args.serve)?;
+    let attest = pipeline(config)?;
     let tenants = {
-        let (base, serve) = (config.clone(), args.serve.clone());
+        let base = config.clone();
         let open = move |tenant: &str| {
-            let mut config = base.clone();
-            config.tenant = Some(tenant.to_owned());
-            serve_pipeline(&config, &serve)
+            pipeline(&Config {
+                settings: base.for_tenant(tenant),
+            })
         };
         Tenants::new(
-            config.tenant.clone(),
+            config.tenant().map(str::to_owned),
             args.allow_tenant.clone(),
             Arc::new(open),
         )?
     };
     let options = gateway::GatewayOptions {
         upstream,
-        operations,
         record_reads: args.record_reads,
         max_body: args.max_body,
         upstream_timeout: Duration::from_secs(args.upstream_timeout),

@@ -29,17 +29,15 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
     }
     // Read-only: verify works on a read-only disk and never writes to what it checks
     // (an empty or foreign file stays as it is, and is reported as no ledger).
-    let ledger = match attest_ledger::Ledger::open_read_only_tenant(
-        &config.ledger_path,
-        config.tenant.as_deref(),
-    ) {
-        Ok(ledger) => ledger,
-        Err(err @ LedgerError::NotALedger { .. }) => return not_a_ledger(&err, args.json),
-        Err(err) => {
-            return Err(anyhow::Error::new(err)
-                .context(format!("cannot open ledger {}", config.ledger_display())))
-        }
-    };
+    let ledger =
+        match attest_ledger::Ledger::open_read_only_tenant(config.ledger_path(), config.tenant()) {
+            Ok(ledger) => ledger,
+            Err(err @ LedgerError::NotALedger { .. }) => return not_a_ledger(&err, args.json),
+            Err(err) => {
+                return Err(anyhow::Error::new(err)
+                    .context(format!("cannot open ledger {}", config.ledger_display())))
+            }
+        };
     let bar = (!args.json && std::io::stderr().is_terminal()).then(progress_bar);
     let mut progress = |done: u64, total: u64| {
         if let Some(bar) = &bar {

@@ -42,9 +42,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
-use attest_core::detect::OperationIds;
 use attest_core::verification::caller_read_back;
-use attest_core::{Attest, AttestError, DetectInput, HttpOptions, HttpReader, Outcome, Receipt};
+use attest_core::{
+    Attest, AttestError, HttpCall, HttpOptions, HttpReader, Outcome, ProtocolCall, Receipt,
+};
 use attest_policy::{Action, Decision};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
@@ -73,8 +74,6 @@ const OWN_PREFIX: &str = "/_attest";
 pub(crate) struct GatewayOptions {
     /// The default upstream base URL.
     pub(crate) upstream: Option<Url>,
-    /// Operation ids by method and path template, from `--openapi`.
-    pub(crate) operations: OperationIds,
     /// Record reads too.
     pub(crate) record_reads: bool,
     /// Largest request or response body, in bytes.
@@ -492,62 +491,26 @@ async fn send(
     })
 }
 
-/// The action a request describes, judged by its riskiest reading (method-override
-/// headers included).
+/// The request as core's HTTP call: core detects it (method-override headers, OpenAPI
+/// operation ids, the configured registry) and reads the identity headers.
 fn action_for(
-    state: &Inner,
+    attest: &Attest,
     method: &Method,
     url: &Url,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Action {
-    let input = DetectInput::Http {
+    attest.action(ProtocolCall::Http(HttpCall {
         method: method.as_str(),
         url: url.as_str(),
-        body: Some(body),
-    };
-    let registry = state.attest.registry();
-    let mut detection = registry.detect_http_request(
-        method.as_str(),
-        url.as_str(),
-        headers
+        headers: headers
             .iter()
-            .map(|(name, value)| (name.as_str(), value.as_bytes())),
-        Some(body),
-    );
-    state
-        .options
-        .operations
-        .refine(registry, method.as_str(), url.path(), &mut detection);
-    // A non-JSON body is kept byte for byte, and a form's fields are params policy sees.
-    let content_type = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let params = attest_core::http_body::body_params(content_type, body);
-    let mut action = detection.into_action(params);
-    input.fill_extra(&mut action.extra);
-    let identity = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty() && v.len() <= MAX_IDENTITY_BYTES)
-            .map(str::to_owned)
-    };
-    action.agent = identity(AGENT_HEADER);
-    action.actor = identity(ACTOR_HEADER);
-    action.run_id = identity(RUN_HEADER);
-    action
+            .map(|(name, value)| (name.as_str(), value.as_bytes()))
+            .collect(),
+        body,
+        ..HttpCall::default()
+    }))
 }
-
-/// The per-request headers naming the agent, the person it acts for, and its run;
-/// recorded in the row, never forwarded.
-const AGENT_HEADER: &str = "x-attest-agent";
-const ACTOR_HEADER: &str = "x-attest-actor";
-const RUN_HEADER: &str = "x-attest-run";
-
-/// The longest identity header value recorded; a longer one is ignored.
-const MAX_IDENTITY_BYTES: usize = 256;
 
 /// `GET` and `HEAD`: the only methods that may be passed through unrecorded.
 fn is_read_method(method: &Method) -> bool {
@@ -622,7 +585,7 @@ async fn forward(
         Ok(url) => url,
         Err(why) => return why.into_response(),
     };
-    let action = action_for(&state, &method, &url, &headers, &body);
+    let action = action_for(&attest, &method, &url, &headers, &body);
     // Only a GET or HEAD detected as a read, which policy lets run, goes by unrecorded:
     // any other method may change state whatever its path says, and a read policy
     // refuses or asks about (an organisation's `blocked` rule) is decided and recorded.
@@ -838,7 +801,6 @@ mod tests {
     fn options(upstream: Option<&str>, allow: &[&str]) -> GatewayOptions {
         GatewayOptions {
             upstream: upstream.map(|u| Url::parse(u).unwrap()),
-            operations: OperationIds::default(),
             record_reads: false,
             max_body: 1024,
             upstream_timeout: Duration::from_secs(1),

@@ -34,12 +34,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
-use attest_core::detect::{apply_hints, ToolHints};
+use attest_core::detect::ToolHints;
 use attest_core::verification::{ListedTool, McpPair, ToolCaller};
 use attest_core::{
-    Attest, AttestError, CustomCheck, DetectInput, Outcome, Receipt, Registry, ToolError,
+    Attest, AttestError, CustomCheck, McpCall, Outcome, ProtocolCall, Receipt, ToolError,
 };
-use attest_policy::Action;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientConfig, ClientNotification, ClientRequest, ClientResult,
@@ -279,15 +278,19 @@ impl Proxy {
         let tool = self.tool(peer, &name).await;
         let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
         let options = &self.0.options;
-        let mut action = action_for(
-            self.0.attest.registry(),
-            &options.server,
-            options.server_named,
-            &name,
-            args,
-            tool.as_ref(),
-        );
-        action.run_id = run_from_meta(&context.meta);
+        let action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
+            server: &options.server,
+            server_named: options.server_named,
+            tool: &name,
+            arguments: args,
+            annotations: tool
+                .as_ref()
+                .and_then(|tool| tool.annotations.as_ref())
+                .map(hints)
+                .unwrap_or_default(),
+            meta: Some(&*context.meta),
+            ..McpCall::default()
+        }));
         let check = self.pair_check(&name, peer);
         let started = AtomicBool::new(false);
         let execute = |_params: Value| {
@@ -701,31 +704,6 @@ fn initialize_result(info: &impl serde::Serialize) -> Option<InitializeResult> {
     serde_json::from_value(value).ok()
 }
 
-/// The action a `tools/call` describes: detection from the name and the server (the
-/// system when `named`, else a hint), then the tool's annotations.
-pub(crate) fn action_for(
-    registry: &Registry,
-    server: &str,
-    named: bool,
-    name: &str,
-    args: Value,
-    tool: Option<&Tool>,
-) -> Action {
-    let input = if named {
-        DetectInput::NamedServerTool { name, server }
-    } else {
-        DetectInput::Tool {
-            name,
-            server: Some(server),
-        }
-    };
-    let mut action = registry.detect_action(&input, args);
-    if let Some(annotations) = tool.and_then(|tool| tool.annotations.as_ref()) {
-        apply_hints(&mut action, &hints(annotations));
-    }
-    action
-}
-
 /// The upstream's tool annotations as attest-core's [`ToolHints`].
 fn hints(annotations: &ToolAnnotations) -> ToolHints {
     ToolHints {
@@ -733,18 +711,6 @@ fn hints(annotations: &ToolAnnotations) -> ToolHints {
         destructive: annotations.destructive_hint,
         idempotent: annotations.idempotent_hint,
     }
-}
-
-/// The run a `tools/call` names in its `_meta` (`attest/run`, else `runId`): a string
-/// of at most 256 bytes without control characters; `None` otherwise (the session's run).
-fn run_from_meta(meta: &JsonObject) -> Option<String> {
-    ["attest/run", "runId"].iter().find_map(|key| {
-        meta.get(*key)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|run| !run.is_empty() && run.len() <= 256 && !run.chars().any(char::is_control))
-            .map(str::to_owned)
-    })
 }
 
 fn is_error(result: &ServerResult) -> bool {
@@ -838,23 +804,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_named_server_is_the_system() {
-        // A server the user named is the system, whether or not Attest knows it.
-        let named = action_for(
-            Registry::shared(),
-            "hr",
-            true,
-            "get_employee",
-            json!({}),
-            None,
-        );
-        assert_eq!(
-            (named.system.as_str(), named.verb),
-            ("hr", attest_policy::Verb::Get)
-        );
-    }
-
-    #[test]
     fn payloads_prefer_structured_then_json_text() {
         let mut result = CallToolResult::success(vec![ContentBlock::text(r#"{"id": "n1"}"#)]);
         assert_eq!(call_payload(&result), json!({"id": "n1"}));
@@ -888,7 +837,10 @@ mod tests {
             .build()
             .unwrap();
         let mut receipt = runtime
-            .block_on(attest.record(Action::new("x", attest_policy::Verb::Read), None))
+            .block_on(attest.record(
+                attest_policy::Action::new("x", attest_policy::Verb::Read),
+                None,
+            ))
             .unwrap();
         receipt.seq = 7;
         receipt

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
-use attest_core::{Attest, DetectInput, Registry};
+use attest_core::{Attest, CallContext, FunctionCall, HttpCall, McpCall, ProtocolCall};
 use attest_ledger::to_hex;
 use attest_policy::{Action, Verb};
 use rmcp::handler::server::ServerHandler;
@@ -107,13 +107,13 @@ impl ServerHandler for AttestServer {
 impl AttestServer {
     /// Core's verdict, as a governed call would get it (a policy that fails refuses).
     fn decide(&self, args: &Value) -> Result<Value, String> {
-        let action = action_from(self.attest.registry(), args)?;
+        let action = action_from(&self.attest, args)?;
         let verdict = self.attest.verdict(&action);
         Ok(decision_report(&action, &verdict))
     }
 
     async fn record(&self, args: &Value) -> Result<Value, String> {
-        let action = action_from(self.attest.registry(), args)?;
+        let action = action_from(&self.attest, args)?;
         let result = args.get("result").filter(|r| !r.is_null());
         let receipt = self
             .attest
@@ -204,7 +204,9 @@ fn text_arg<'a>(args: &'a Value, field: &str) -> Result<Option<&'a str>, String>
 
 /// The action an `attest_decide`/`attest_record` call describes: `tool` (with `server`),
 /// `method` + `url`, or `system` + `verb`; then `params`, `target`, `agent`, `actor`.
-fn action_from(registry: &Registry, args: &Value) -> Result<Action, String> {
+/// Core describes it as the protocol it names (an MCP tool call, an HTTP request, a
+/// declared call), with this server's configured registry.
+fn action_from(attest: &Attest, args: &Value) -> Result<Action, String> {
     let text = |field: &str| -> Result<Option<&str>, String> {
         match args.get(field) {
             None | Some(Value::Null) => Ok(None),
@@ -219,40 +221,52 @@ fn action_from(registry: &Registry, args: &Value) -> Result<Action, String> {
         ),
         None => None,
     };
-    let input = match (
+    let params = match args.get("params") {
+        None | Some(Value::Null) => json!({}),
+        Some(params @ Value::Object(_)) => params.clone(),
+        Some(_) => return Err("`params` must be an object".to_owned()),
+    };
+    let context = CallContext {
+        agent: text("agent")?,
+        actor: text("actor")?,
+        target: text("target")?,
+        run: None,
+    };
+    let body = serde_json::to_vec(&params).map_err(|err| err.to_string())?;
+    let call = match (
         text("tool")?,
         text("method")?,
         text("url")?,
         text("system")?,
         verb,
     ) {
-        (Some(name), ..) => DetectInput::Tool {
-            name,
-            server: text("server")?,
-        },
-        (None, Some(method), Some(url), ..) => DetectInput::Http {
+        (Some(tool), ..) => ProtocolCall::Mcp(McpCall {
+            server: text("server")?.unwrap_or_default(),
+            tool,
+            arguments: params,
+            context,
+            ..McpCall::default()
+        }),
+        (None, Some(method), Some(url), ..) => ProtocolCall::Http(HttpCall {
             method,
             url,
-            body: None,
-        },
-        (None, _, _, Some(system), Some(verb)) => DetectInput::Manual { system, verb },
+            headers: vec![("content-type", b"application/json".as_slice())],
+            body: &body,
+            context,
+        }),
+        (None, _, _, Some(system), Some(verb)) => ProtocolCall::Function(FunctionCall {
+            system: Some(system),
+            verb: Some(verb),
+            arguments: params,
+            context,
+            ..FunctionCall::default()
+        }),
         _ => return Err(
             "describe the call with `tool`, with `method` and `url`, or with `system` and `verb`"
                 .to_owned(),
         ),
     };
-    let params = match args.get("params") {
-        None | Some(Value::Null) => json!({}),
-        Some(params @ Value::Object(_)) => params.clone(),
-        Some(_) => return Err("`params` must be an object".to_owned()),
-    };
-    let mut action = registry.detect_action(&input, params);
-    if let Some(target) = text("target")? {
-        action.target = Some(target.to_owned());
-    }
-    action.agent = text("agent")?.map(str::to_owned);
-    action.actor = text("actor")?.map(str::to_owned);
-    Ok(action)
+    Ok(attest.action(call))
 }
 
 struct Hints {
@@ -390,39 +404,34 @@ mod tests {
 
     #[test]
     fn actions_from_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = &server(&dir, "{}\n").attest;
         let action = action_from(
-            Registry::shared(),
+            attest,
             &json!({"tool": "send_email", "params": {"to": "a@b.c"}}),
         )
         .unwrap();
         assert_eq!(action.verb, Verb::Send);
-        let action = action_from(
-            Registry::shared(),
-            &json!({"system": "crm", "verb": "update"}),
-        )
-        .unwrap();
+        let action = action_from(attest, &json!({"system": "crm", "verb": "update"})).unwrap();
         assert_eq!((action.system.as_str(), action.verb), ("crm", Verb::Update));
         let action = action_from(
-            Registry::shared(),
-            &json!({"method": "DELETE", "url": "https://api.github.com/repos/a/b"}),
+            attest,
+            &json!({"method": "DELETE", "url": "https://api.github.com/repos/a/b", "agent": "bot-2"}),
         )
         .unwrap();
         assert_eq!(action.verb, Verb::Delete);
-        assert!(action_from(Registry::shared(), &json!({}))
+        assert_eq!(action.agent.as_deref(), Some("bot-2"));
+        assert!(action_from(attest, &json!({}))
             .unwrap_err()
             .contains("describe the call"));
-        assert!(
-            action_from(Registry::shared(), &json!({"system": "x", "verb": "frob"}))
-                .unwrap_err()
-                .contains("frob")
-        );
-        assert!(action_from(Registry::shared(), &json!({"tool": 3}))
+        assert!(action_from(attest, &json!({"system": "x", "verb": "frob"}))
+            .unwrap_err()
+            .contains("frob"));
+        assert!(action_from(attest, &json!({"tool": 3}))
             .unwrap_err()
             .contains("`tool`"));
-        assert!(
-            action_from(Registry::shared(), &json!({"tool": "x", "params": []}))
-                .unwrap_err()
-                .contains("params")
-        );
+        assert!(action_from(attest, &json!({"tool": "x", "params": []}))
+            .unwrap_err()
+            .contains("params"));
     }
 }

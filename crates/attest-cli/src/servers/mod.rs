@@ -2,8 +2,9 @@
 //! The approval inbox (`attest serve`), and what puts Attest where agents already call
 //! tools: the MCP proxy, the MCP server and the HTTP gateway. None decides anything itself.
 //!
-//! What they share lives here: how `ask` is answered ([`Mode`], [`gate_for`]) and the
-//! receipt they hand back ([`receipt_json`]).
+//! What they share lives here: how `ask` is answered ([`Mode`], core's
+//! [`AskMode`]), the notice a waiting call prints, and the receipt they hand back
+//! ([`receipt_json`]).
 //!
 //! # Modes and the approval store
 //!
@@ -22,15 +23,12 @@ pub(crate) mod mcp_server;
 pub(crate) mod mcp_transport;
 pub(crate) mod notices;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use attest_core::approvals::{
-    ApprovalRequest, ApprovalStore, Notice, Notifier, NotifyError, ResumeToken, StoreGate,
-};
-use attest_core::{AttestError, AutoGate, Gate, GateDecision, Receipt};
-use attest_policy::{Action, Verdict};
+use attest_core::approvals::{ApprovalRequest, Notice, Notifier, NotifyError, ResumeToken};
+use attest_core::setup::AskMode;
+use attest_core::{AttestError, Receipt};
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
@@ -45,58 +43,21 @@ pub(crate) enum Mode {
     Auto,
 }
 
-/// Grace beyond `--timeout` before the outer guard gives up on the store's own wait.
-const GATE_GRACE: Duration = Duration::from_secs(5);
-
-/// The gate for `mode`: what answers `ask`.
-///
-/// - `block`: the approval store, waiting up to `timeout` for an answer (then held).
-/// - `pending`: the approval store, returning held at once.
-/// - `auto`: approves as `auto`.
-///
-/// In `block` and `pending` modes each of `notifiers` (Slack, webhook, e-mail, from the
-/// configuration file) is told of each new request.
-///
-/// A guard rejects if the gate itself has not answered shortly after `timeout`.
-/// An approval given through the store may be used for `use_by` after it is given.
-pub(crate) fn gate_for(
-    mode: Mode,
-    timeout: Duration,
-    use_by: Duration,
-    store: Arc<ApprovalStore>,
-    notifiers: Vec<Arc<dyn Notifier>>,
-) -> TimeoutGate {
-    let with_notifiers = |mut gate: StoreGate| {
-        for notifier in notifiers {
-            gate = gate.notifier(notifier);
+impl From<Mode> for AskMode {
+    fn from(mode: Mode) -> AskMode {
+        match mode {
+            Mode::Block => AskMode::Block,
+            Mode::Pending => AskMode::Pending,
+            Mode::Auto => AskMode::Auto,
         }
-        gate
-    };
-    let inner: Arc<dyn Gate> = match mode {
-        Mode::Block => Arc::new(with_notifiers(
-            StoreGate::new(store)
-                .use_by(use_by)
-                .wait(timeout)
-                .notifier(WaitNotice { wait: timeout }),
-        )),
-        Mode::Pending => Arc::new(with_notifiers(
-            StoreGate::new(store).use_by(use_by).notifier(WaitNotice {
-                wait: Duration::ZERO,
-            }),
-        )),
-        Mode::Auto => Arc::new(AutoGate::approve("auto")),
-    };
-    TimeoutGate {
-        inner,
-        timeout: timeout.saturating_add(GATE_GRACE),
     }
 }
 
 /// Says on stderr that a call waits for a person, and how to decide it: an agent's call
 /// that blocks must not look like a hang to whoever runs the server.
-struct WaitNotice {
+pub(crate) struct WaitNotice {
     /// How long the call waits before it comes back held (zero: at once).
-    wait: Duration,
+    pub(crate) wait: Duration,
 }
 
 #[async_trait]
@@ -148,29 +109,6 @@ pub(crate) fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Val
     })
 }
 
-/// Waits for another gate up to a limit; no answer in time is a rejection.
-pub(crate) struct TimeoutGate {
-    inner: Arc<dyn Gate>,
-    timeout: Duration,
-}
-
-#[async_trait]
-impl Gate for TimeoutGate {
-    async fn decide(&self, action: &Action, verdict: &Verdict) -> GateDecision {
-        match tokio::time::timeout(self.timeout, self.inner.decide(action, verdict)).await {
-            Ok(decision) => decision,
-            Err(_) => GateDecision::Reject {
-                approver: "nobody".to_owned(),
-                channel: "timeout".to_owned(),
-                note: Some(format!(
-                    "no answer within {} s, so the action does not run",
-                    self.timeout.as_secs()
-                )),
-            },
-        }
-    }
-}
-
 /// The receipt as the servers show it: `{"seq","action_id","decision","level",…}`.
 pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
     let mut json = json!({
@@ -203,35 +141,10 @@ pub(crate) use attest_core::error_chain as chain;
 
 #[cfg(test)]
 mod tests {
-    use attest_policy::{Decision, Risk, Verb};
+    use attest_core::approvals::ApprovalStore;
+    use attest_policy::{Action, Decision, Risk, Verb, Verdict};
 
     use super::*;
-
-    struct Never;
-
-    #[async_trait]
-    impl Gate for Never {
-        async fn decide(&self, _action: &Action, _verdict: &Verdict) -> GateDecision {
-            std::future::pending().await
-        }
-    }
-
-    #[tokio::test]
-    async fn a_gate_that_never_answers_is_a_rejection() {
-        let gate = TimeoutGate {
-            inner: Arc::new(Never),
-            timeout: Duration::from_millis(10),
-        };
-        let action = Action::new("x", Verb::Send);
-        let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
-        match gate.decide(&action, &verdict).await {
-            GateDecision::Reject { channel, note, .. } => {
-                assert_eq!(channel, "timeout");
-                assert!(note.unwrap().contains("no answer"));
-            }
-            other => panic!("{other:?}"),
-        }
-    }
 
     /// An approval store in a fresh ledger file (the directory lives as long as it).
     fn store() -> (tempfile::TempDir, ApprovalStore) {
@@ -269,24 +182,5 @@ mod tests {
             )
         );
         assert!(wait_notice(&request, Duration::ZERO).contains("is held for a person"));
-    }
-
-    #[tokio::test]
-    async fn auto_mode_approves() {
-        let (_dir, store) = store();
-        let store = Arc::new(store);
-        let action = Action::new("x", Verb::Send);
-        let verdict = Verdict::new(Decision::Ask, Risk::High, "R4", "high");
-        let auto = gate_for(
-            Mode::Auto,
-            Duration::from_secs(1),
-            Duration::from_secs(1),
-            store,
-            Vec::new(),
-        );
-        assert!(matches!(
-            auto.decide(&action, &verdict).await,
-            GateDecision::Approve { .. }
-        ));
     }
 }

@@ -11,6 +11,7 @@ mod config;
 mod dashboard_browser;
 mod demo;
 pub(crate) mod digest;
+pub(crate) mod doors;
 mod evidence;
 mod export;
 mod fail_closed;

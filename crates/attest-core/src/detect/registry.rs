@@ -103,6 +103,8 @@ pub struct Registry {
     pub(crate) overrides: Table<Override>,
     pub(crate) longest_override: usize,
     pub(crate) hosts: Table<HostRule>,
+    /// Base URLs' origins (`http://127.0.0.1:4555`) → system, tried before `hosts`.
+    pub(crate) origins: Table<SysId>,
     pub(crate) domains: Table<HostRule>,
     pub(crate) skip_after: Table<u8>,
     pub(crate) search_params: Table<()>,
@@ -168,24 +170,32 @@ impl Registry {
     /// Makes the host of `base_url` (a configured base URL such as `ATTEST_BASE_URL_GITHUB`'s,
     /// for a self-hosted or proxied vendor) that system's, exactly: detection then knows it as
     /// it knows the vendor's own domain. An empty system or a URL without a host is ignored.
+    ///
+    /// A base URL with a scheme names its origin (scheme, host and port): two systems on
+    /// one host, told apart by their ports, are each their own.
     pub fn base_url(&mut self, system: &str, base_url: &str) {
-        let host = super::url::split_url(base_url)
-            .host
-            .trim_end_matches('.')
-            .to_ascii_lowercase();
+        let parts = super::url::split_url(base_url);
+        let host = parts.host.trim_end_matches('.').to_ascii_lowercase();
         let system = system.trim();
         if host.is_empty() || system.is_empty() {
             return;
         }
-        if let Ok(id) = self.intern(system) {
-            self.hosts.insert(
-                host.into(),
-                HostRule {
-                    system: Some(id),
-                    paths: Vec::new(),
-                },
-            );
+        let Ok(id) = self.intern(system) else {
+            return;
+        };
+        if !parts.scheme.is_empty() {
+            for key in super::url::origin_keys(parts.scheme, &host, parts.port) {
+                self.origins.insert(key.into(), id);
+            }
+            return;
         }
+        self.hosts.insert(
+            host.into(),
+            HostRule {
+                system: Some(id),
+                paths: Vec::new(),
+            },
+        );
     }
 
     /// [`Registry::base_url`] for every system whose `ATTEST_BASE_URL_<SYSTEM>` is set in

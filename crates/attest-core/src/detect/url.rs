@@ -42,6 +42,10 @@ pub(crate) struct UrlParts<'a> {
     pub(crate) path: &'a str,
     /// The query string without `?`.
     pub(crate) query: &'a str,
+    /// The scheme (`https`), `""` when the URL has none.
+    pub(crate) scheme: &'a str,
+    /// The port as written, `""` when the URL has none.
+    pub(crate) port: &'a str,
 }
 
 /// Splits an absolute, scheme-relative or relative URL. Never fails.
@@ -49,9 +53,9 @@ pub(crate) fn split_url(url: &str) -> UrlParts<'_> {
     let url = url.trim();
     let url = url.split_once('#').map_or(url, |(before, _)| before);
     let (rest, query) = url.split_once('?').unwrap_or((url, ""));
-    let after_scheme = match rest.split_once("://") {
-        Some((scheme, after)) if is_scheme(scheme) => Some(after),
-        _ => rest.strip_prefix("//"),
+    let (scheme, after_scheme) = match rest.split_once("://") {
+        Some((scheme, after)) if is_scheme(scheme) => (scheme, Some(after)),
+        _ => ("", rest.strip_prefix("//")),
     };
     let (authority, path) = match after_scheme {
         Some(after) => split_at_slash(after),
@@ -68,7 +72,50 @@ pub(crate) fn split_url(url: &str) -> UrlParts<'_> {
         host: host_of(authority),
         path,
         query,
+        scheme,
+        port: port_of(authority),
     }
+}
+
+/// The port of an authority, `""` when it names none.
+fn port_of(authority: &str) -> &str {
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let after_host = match host_port.find(']') {
+        Some(end) if host_port.starts_with('[') => host_port.get(end + 1..).unwrap_or(""),
+        _ => host_port,
+    };
+    match after_host.rsplit_once(':') {
+        Some((_, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => port,
+        _ => "",
+    }
+}
+
+/// The origins (`scheme://host:port`, the port made explicit) a URL may be served from:
+/// its own, or with no scheme written, the http and https ones. A host is its scheme,
+/// host and port: two services on one host are two systems.
+pub(crate) fn origin_keys(scheme: &str, host: &str, port: &str) -> Vec<String> {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if host.is_empty() {
+        return Vec::new();
+    }
+    let schemes: &[&str] = if scheme.is_empty() {
+        &["http", "https"]
+    } else {
+        &[scheme]
+    };
+    schemes
+        .iter()
+        .filter_map(|scheme| {
+            let scheme = scheme.to_ascii_lowercase();
+            let port = match (port, scheme.as_str()) {
+                ("", "http") => "80",
+                ("", "https") => "443",
+                ("", _) => return None,
+                (port, _) => port,
+            };
+            Some(format!("{scheme}://{host}:{port}"))
+        })
+        .collect()
 }
 
 fn is_scheme(text: &str) -> bool {
@@ -360,7 +407,19 @@ fn detect_one(
     } else {
         Cow::Borrowed(parts.host)
     };
-    let (system, known_host) = match host_system(registry, &host, segments) {
+    // A base URL's origin (scheme, host and port) before the host alone.
+    let by_origin = if registry.origins.is_empty() {
+        None
+    } else {
+        origin_keys(parts.scheme, &host, parts.port)
+            .iter()
+            .find_map(|key| registry.origins.get(key.as_str()).copied())
+    };
+    let found = match by_origin {
+        Some(id) => HostSystem::Known(id),
+        None => host_system(registry, &host, segments),
+    };
+    let (system, known_host) = match found {
         HostSystem::Known(id) => (Cow::Borrowed(registry.system_name(id)), true),
         HostSystem::Named(name) => (Cow::Borrowed(name), false),
         HostSystem::Unknown => (Cow::Borrowed(UNKNOWN_SYSTEM), false),

@@ -1,0 +1,234 @@
+//! [`Settings::build`]: the settled settings → a fully built [`Attest`].
+
+use std::path::Path;
+use std::sync::Arc;
+
+use attest_ledger::{Ledger, LedgerOptions};
+use attest_policy::{PolicyEngine, MAX_POLICY_BYTES};
+
+use super::{Settings, LINK_TTL};
+use crate::approvals::{ApprovalStore, LinkSigner, Notifier, Secret};
+use crate::config::{ConfigError, NotifyBy};
+use crate::detect::{OperationIds, Registry};
+use crate::verification::ReadBack;
+use crate::{Attest, Gate};
+
+/// What only the door itself can add to what the configuration builds: each field's
+/// default is the configuration's.
+#[derive(Default)]
+#[non_exhaustive]
+pub struct DoorParts {
+    /// The gate answering `ask`, instead of the approval store in [`Settings::ask`]'s
+    /// mode (the hook: the person at Claude Code's prompt; the demo: a stand-in).
+    pub gate: Option<Arc<dyn Gate>>,
+    /// Notifiers told of each new request besides the configured ones (the CLI's
+    /// stderr notice).
+    pub notifiers: Vec<Arc<dyn Notifier>>,
+    /// This door never asks (the approval commands, the inbox): no notifier is built, so
+    /// their secrets need not be in its environment.
+    pub never_asks: bool,
+    /// Open an existing ledger only; never create one (`attest pending`).
+    pub existing_ledger: bool,
+}
+
+impl DoorParts {
+    /// The configuration's parts, with `gate` answering `ask`.
+    pub fn gate(gate: impl Gate + 'static) -> DoorParts {
+        DoorParts {
+            gate: Some(Arc::new(gate)),
+            ..DoorParts::default()
+        }
+    }
+
+    /// The configuration's parts, with `notifier` told of each new request as well.
+    #[must_use]
+    pub fn notifier(mut self, notifier: Arc<dyn Notifier>) -> DoorParts {
+        self.notifiers.push(notifier);
+        self
+    }
+
+    /// The configuration's parts for a door that never asks.
+    pub fn never_asks(existing_ledger: bool) -> DoorParts {
+        DoorParts {
+            never_asks: true,
+            existing_ledger,
+            ..DoorParts::default()
+        }
+    }
+}
+
+impl Settings {
+    /// Builds the pipeline: the policy, detection registry, OpenAPI operation ids,
+    /// read-back drivers and notifiers first (a setting that does not load must not leave
+    /// a ledger behind), then the ledger, its approval store and the gate.
+    pub fn build(&self, parts: DoorParts) -> Result<Attest, ConfigError> {
+        let policy = self.policy()?;
+        let registry = self.registry()?;
+        let operations = self.operations()?;
+        let readback = self.readback()?;
+        let mut notifiers = if parts.never_asks || parts.gate.is_some() {
+            Vec::new()
+        } else {
+            self.surface_notifiers()?
+        };
+        notifiers.extend(parts.notifiers);
+        let ledger = Arc::new(self.open_ledger(!parts.existing_ledger)?);
+        let store =
+            Arc::new(
+                ApprovalStore::open(&ledger).map_err(|source| ConfigError::Build {
+                    what: "the approval store",
+                    source: Box::new(source.into()),
+                })?,
+            );
+        let gate: Arc<dyn Gate> = match parts.gate {
+            Some(gate) => gate,
+            None => Arc::new(self.ask.value.gate(
+                Arc::clone(&store),
+                self.wait.value,
+                self.use_by.value,
+                notifiers,
+            )),
+        };
+        // One run per build unless one is named (a server's session; a call names its own).
+        let run = self
+            .run
+            .as_ref()
+            .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.value.clone());
+        let mut builder = Attest::builder()
+            .ledger(ledger)
+            .run_id(run)
+            .policy(policy)
+            .approvals(store)
+            .registry(registry)
+            .operations(operations)
+            .readback(readback)
+            .shared_gate(gate);
+        if let Some(agent) = &self.agent {
+            builder = builder.agent(agent.value.clone());
+        }
+        if let Some(actor) = &self.actor {
+            builder = builder.actor(actor.value.clone());
+        }
+        builder.build().map_err(|source| ConfigError::Build {
+            what: "the pipeline",
+            source: Box::new(source),
+        })
+    }
+
+    /// The policy: the file named, else `./attest.yaml` if it exists, else the built-in
+    /// default. A file that does not load is an error, never a silent fallback.
+    pub fn policy(&self) -> Result<PolicyEngine, ConfigError> {
+        let local = Path::new("attest.yaml");
+        let path = match &self.policy_path {
+            Some(path) => Some(path.value.as_path()),
+            None if local.exists() => Some(local),
+            None => None,
+        };
+        let policy = match path {
+            Some(path) => {
+                let text = read_policy(path)?;
+                PolicyEngine::from_yaml(&text, &path.display().to_string())
+            }
+            None => PolicyEngine::default_policy(),
+        };
+        policy.map_err(|source| ConfigError::Policy {
+            source: Box::new(source),
+        })
+    }
+
+    /// The detection registry: built-in, the file's `registry` files and
+    /// `systems.*.base_url` hosts, then `ATTEST_BASE_URL_<SYSTEM>` hosts.
+    pub fn registry(&self) -> Result<Registry, ConfigError> {
+        self.file.registry(self.env.as_ref(), &self.origin())
+    }
+
+    /// The operation ids of the OpenAPI specs: what an HTTP call's operation is named.
+    pub fn operations(&self) -> Result<OperationIds, ConfigError> {
+        let mut operations = OperationIds::default();
+        for path in &self.openapi.value {
+            let spec = OperationIds::from_file(path).map_err(|source| ConfigError::ReadBack {
+                origin: self.origin(),
+                source: Box::new(source),
+            })?;
+            operations.extend(spec);
+        }
+        Ok(operations)
+    }
+
+    /// The read-back drivers: recipes (the file's `recipes` directories first), OpenAPI
+    /// specs, and each system's base URL and credential variable.
+    pub fn readback(&self) -> Result<ReadBack, ConfigError> {
+        let env = Arc::clone(&self.env);
+        let env = move |name: &str| env.var(name);
+        let mut file = self.file.clone();
+        file.openapi.clone_from(&self.openapi.value);
+        file.readback(env, &self.origin())
+    }
+
+    /// The notifiers a door that asks tells (none with `notify.by: inbox`: `attest
+    /// serve` tells people then).
+    pub fn surface_notifiers(&self) -> Result<Vec<Arc<dyn Notifier>>, ConfigError> {
+        match self.file.notify.by {
+            NotifyBy::Surfaces => self.notifiers(),
+            NotifyBy::Inbox => Ok(Vec::new()),
+        }
+    }
+
+    /// Every notifier the file configures, each with one-click links when the link key
+    /// is set; their secrets come from the variables the file names.
+    pub fn notifiers(&self) -> Result<Vec<Arc<dyn Notifier>>, ConfigError> {
+        let links = self.link_signer();
+        self.file
+            .notifiers(self.env.as_ref(), links.as_ref(), &self.origin())
+    }
+
+    /// The Slack notifier, when configured: the inbox updates cards with it.
+    #[cfg(feature = "http")]
+    pub fn slack(&self) -> Result<Option<Arc<crate::approvals::SlackNotifier>>, ConfigError> {
+        let links = self.link_signer();
+        Ok(self
+            .file
+            .slack_notifier(self.env.as_ref(), links.as_ref(), &self.origin())?
+            .map(Arc::new))
+    }
+
+    /// The one-click link signer, when the link key's variable is set.
+    pub fn link_signer(&self) -> Option<LinkSigner> {
+        let key = self.env.var(self.file.link_key_var())?;
+        Some(LinkSigner::new(
+            Secret::new(key),
+            self.inbox_url(),
+            LINK_TTL,
+        ))
+    }
+
+    /// Opens the ledger (on the tenant's chain), creating it and its directory if `create`.
+    pub fn open_ledger(&self, create: bool) -> Result<Ledger, ConfigError> {
+        let options = LedgerOptions {
+            durability: self.durability.value,
+            create,
+            tenant: self.tenant.as_ref().map(|t| t.value.clone()),
+            ..LedgerOptions::default()
+        };
+        Ledger::open(&self.ledger_path.value, options).map_err(|source| ConfigError::Ledger {
+            location: self.ledger_display(),
+            source: Box::new(source),
+        })
+    }
+}
+
+/// A policy file's text, with a size cap.
+fn read_policy(path: &Path) -> Result<String, ConfigError> {
+    let io = |source| ConfigError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let len = std::fs::metadata(path).map_err(io)?.len();
+    if len > MAX_POLICY_BYTES as u64 {
+        return Err(ConfigError::TooLarge {
+            path: path.to_path_buf(),
+            limit: MAX_POLICY_BYTES as u64,
+        });
+    }
+    std::fs::read_to_string(path).map_err(io)
+}
