@@ -1,5 +1,7 @@
 """OpenAI Agents SDK: function_tools wrapped by Attest, run by the SDK's Runner with its
-ScriptedModel (no API key, no network).
+ScriptedModel (no API key, no network). The read runs; the e-mail, which Attest asks a
+person about, pauses the run as an SDK interruption (`attest.openai_agents.answer` answers
+it from the approval store once someone decided, and `Runner.run(agent, state)` goes on).
 
     pip install ./python openai-agents && python examples/python/attest_openai_agents.py
 """
@@ -39,7 +41,9 @@ model = ScriptedModel([
 ])
 agent = Agent(name="ops", model=model, tools=attest.openai_agents.wrap_tools([lookup_order, send_email], a))
 result = asyncio.run(Runner.run(agent, "check order 42 and tell the customer"))
-for item in model.last_call.input:
-    if isinstance(item, dict) and item.get("type") == "function_call_output":
-        print(f"{item['call_id']}: {item['output']}")
-print("final:", result.final_output, "| ledger:", ledger)
+for item in result.new_items:
+    if item.type == "tool_call_output_item":
+        print(f"{item.raw_item['call_id']}: {item.output}")
+for item in result.interruptions:
+    held = attest.openai_agents.answer(result.to_state(), a)
+    print(f"{item.raw_item.call_id}: paused for approval ({len(held)} waiting) | ledger:", ledger)

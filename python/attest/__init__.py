@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable, Iterator, Mapping, Optional, TypeVa
 
 from ._attest import (
     AttestError,
+    ConfigError,
     Engine as _Engine,
     Expired,
     Held,
@@ -41,6 +42,7 @@ from ._attest import (
 __all__ = [
     "Attest",
     "AttestError",
+    "ConfigError",
     "Expired",
     "Held",
     "Receipt",
@@ -52,6 +54,18 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# The framework adapters, imported on first use: a framework that is not installed is an
+# error only when its adapter is used (each adapter imports its framework inside).
+_ADAPTERS = ("langchain", "openai_agents", "claude_agent_sdk", "crewai")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ADAPTERS:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # How many held calls a process remembers the resume tokens of (oldest forgotten first).
 _MAX_HELD = 1024
@@ -92,16 +106,24 @@ def _plain(value: Any) -> Any:
 
 
 class Attest:
-    """One ledger, one policy, one approval store: the engine every decorated tool and
-    adapter calls.
+    """One configuration, as the ``attest`` binary reads it: the ledger, policy, detection
+    registry, read-back recipes and OpenAPI specs, notifiers, approval store and tenant
+    every decorated tool and adapter calls.
 
-    ``ledger``: the SQLite ledger file (created when missing; the ``attest`` binary may
-    append to it at the same time); default ``$ATTEST_LEDGER``, else
-    ``.attest/ledger.sqlite``. ``policy``: a policy YAML file; default ``$ATTEST_POLICY``,
-    else ``./attest.yaml`` when it exists, else the built-in default policy, as the binary. ``agent``/``actor``: recorded for calls that name none. ``key``: the
-    signing key :meth:`checkpoint` signs with. ``wait``: seconds an ask waits for a person
-    before the call comes back :class:`Held` (default 0: at once). ``durability``:
-    ``full`` (default), ``normal`` or ``off``.
+    ``config``: the configuration file; default ``$ATTEST_CONFIG``, else
+    ``.attest/config.yaml`` when it exists (a file that is named but does not load raises
+    :class:`ConfigError`, with the binary's message: file, line and key). Each keyword
+    argument beats its environment variable (``$ATTEST_LEDGER``, ``$ATTEST_POLICY``,
+    ``$ATTEST_TENANT``, ``$ATTEST_AGENT``, …), which beats the file, which beats the
+    default, exactly as for the binary's flags. ``ledger``: a SQLite file (created when
+    missing; the binary may append to it at the same time) or a ``postgres://`` URL
+    [default ``.attest/ledger.sqlite``]. ``tenant``: the tenant whose chain to use.
+    ``policy``: a policy YAML file [default ``./attest.yaml`` when it exists, else the
+    built-in policy]. ``agent``/``actor``: recorded for calls that name none. ``key``: the
+    signing key :meth:`checkpoint` signs with [default: beside the ledger]. ``wait``:
+    seconds an ask waits for a person before the call comes back :class:`Held` [file:
+    ``approvals.wait``; default 0: at once]. ``durability``: ``full`` (default),
+    ``normal`` or ``off``.
     """
 
     def __init__(
@@ -110,23 +132,26 @@ class Attest:
         policy: Optional[Union[str, "os.PathLike[str]"]] = None,
         agent: Optional[str] = None,
         *,
+        config: Optional[Union[str, "os.PathLike[str]"]] = None,
+        tenant: Optional[str] = None,
         actor: Optional[str] = None,
         key: Optional[Union[str, "os.PathLike[str]"]] = None,
-        wait: float = 0.0,
+        wait: Optional[float] = None,
         durability: Optional[str] = None,
     ) -> None:
-        # The binary's defaults: $ATTEST_LEDGER / $ATTEST_POLICY, else .attest/ledger.sqlite
-        # and ./attest.yaml (if present; else the built-in default policy).
-        ledger = ledger if ledger is not None else os.environ.get("ATTEST_LEDGER") or ".attest/ledger.sqlite"
-        policy = policy if policy is not None else os.environ.get("ATTEST_POLICY") or None
+        def path(value: Any) -> Optional[str]:
+            return None if value is None else os.fspath(value)
+
         self._engine = _Engine(
-            os.fspath(ledger),
-            policy=None if policy is None else os.fspath(policy),
+            config=path(config),
+            ledger=path(ledger),
+            tenant=tenant,
+            policy=path(policy),
             agent=agent,
             actor=actor,
-            key=None if key is None else os.fspath(key),
+            key=path(key),
             durability=durability,
-            wait=float(wait),
+            wait=None if wait is None else float(wait),
         )
         self.agent = agent
         self._held: dict[tuple, str] = {}
@@ -142,13 +167,26 @@ class Attest:
         verb: Optional[str] = None,
         target: Optional[str] = None,
         name: Optional[str] = None,
+        verify: Optional[Check] = None,
+        read_back: Optional[Check] = None,
     ) -> Any:
         """Governs a function (sync or ``async``). Without ``system``/``verb`` they are
         detected from the function's name (``send_email`` is ``email``/``send``), as the
-        Rust ``wrap_fn`` does. Use as ``@a.tool`` or ``@a.tool(system=..., verb=...)``."""
+        Rust ``wrap_fn`` does. Use as ``@a.tool`` or ``@a.tool(system=..., verb=...)``.
+
+        ``verify``: a callable (sync or ``async``) given the result (and the params, when
+        it takes two arguments) that returns whether the action landed: ``verified-custom``
+        or ``unverified``. ``read_back``: a callable, given the same, that fetches the
+        record the call wrote (``None`` when there is none); Attest compares it with the
+        params and records ``verified`` or ``unverified`` as ``read-back:<its name>``, with
+        the fields compared. Either one raising degrades the row, never to ``unverified``.
+        Without them, the configured recipes, OpenAPI specs and conventions read back."""
 
         def wrap(fn: F) -> F:
-            return Tool(self, fn, name=name or fn.__name__, system=system, verb=verb, target=target).function()
+            return Tool(
+                self, fn, name=name or fn.__name__, system=system, verb=verb, target=target,
+                verify=verify, read_back=read_back,
+            ).function()
 
         if func is not None:
             return wrap(func)
@@ -167,12 +205,18 @@ class Attest:
         target: Optional[str] = None,
         framework: Optional[str] = None,
         run: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+        verify: Optional[Check] = None,
+        read_back: Optional[Check] = None,
+        token: Optional[str] = None,
     ) -> Any:
         """Governs one synchronous call of ``fn`` with keyword ``params``; returns its
         result. ``run``, when given, is called with the params to run with instead of
-        ``fn(**params)``."""
-        running = self._start(fn, params, name, system, verb, target, framework)
-        return _finish_sync(running, params, fn, run)
+        ``fn(**params)``. ``verify`` / ``read_back``: as for :meth:`tool`. ``token``: the
+        resume token of this call when it was held before (``Held.token``), possibly in
+        another process; the call must be the one that was asked about."""
+        checks = _Checks(verify, read_back)
+        running = self._start(fn, params, name, system, verb, target, framework, checks, token)
+        return _finish_sync(running, params, fn, run, checks)
 
     async def acall(
         self,
@@ -185,25 +229,58 @@ class Attest:
         target: Optional[str] = None,
         framework: Optional[str] = None,
         run: Optional[Callable[[Mapping[str, Any]], Awaitable[Any]]] = None,
+        verify: Optional[Check] = None,
+        read_back: Optional[Check] = None,
+        token: Optional[str] = None,
     ) -> Any:
         """Like :meth:`call`, for a coroutine function; the engine's waits run in a
         worker thread so the event loop keeps going."""
+        checks = _Checks(verify, read_back)
         context = contextvars.copy_context()
         running = await asyncio.to_thread(
-            context.run, self._start, fn, params, name, system, verb, target, framework
+            context.run, self._start, fn, params, name, system, verb, target, framework, checks, token
         )
-        return await _finish_async(running, params, fn, run)
+        return await _finish_async(running, params, fn, run, checks)
 
-    def resume(self, token: str, fn: Callable[..., Any]) -> Any:
+    def resume(
+        self,
+        token: str,
+        fn: Callable[..., Any],
+        *,
+        verify: Optional[Check] = None,
+        read_back: Optional[Check] = None,
+    ) -> Any:
         """Runs the approved call ``token`` stands for (see :class:`Held`) with the
         approved params; raises :class:`Held` again while nobody has answered."""
-        running = self._engine.resume(token)
-        return _finish_sync(running, None, fn, None)
+        checks = _Checks(verify, read_back)
+        running = self._engine.resume(token, **checks.engine_args())
+        return _finish_sync(running, None, fn, None, checks)
 
-    async def aresume(self, token: str, fn: Callable[..., Awaitable[Any]]) -> Any:
+    async def aresume(
+        self,
+        token: str,
+        fn: Callable[..., Awaitable[Any]],
+        *,
+        verify: Optional[Check] = None,
+        read_back: Optional[Check] = None,
+    ) -> Any:
         """Like :meth:`resume`, for a coroutine function."""
-        running = await asyncio.to_thread(self._engine.resume, token)
-        return await _finish_async(running, None, fn, None)
+        checks = _Checks(verify, read_back)
+        running = await asyncio.to_thread(self._engine.resume, token, **checks.engine_args())
+        return await _finish_async(running, None, fn, None, checks)
+
+    def inbox_link(self, request_id: str) -> str:
+        """Where a person decides request ``request_id``: the inbox's view of it, under
+        the configured inbox address (``inbox.public_url``, else ``inbox.listen``, else
+        the binary's default ``127.0.0.1:8321``)."""
+        return f"{self._engine.inbox_url().rstrip('/')}/api/requests/{request_id}"
+
+    def request(self, request_id: str) -> dict:
+        """What a person sees of approval request ``request_id``: its ``status``
+        (``pending``, ``approved``, ``edited``, ``rejected``, ``expired``, ``cancelled``),
+        ``approver``, and the call's ``system``, ``verb``, ``target``, ``tier``,
+        ``reasons`` and ``params_preview``."""
+        return json.loads(self._engine.request(request_id))
 
     def record(
         self,
@@ -252,14 +329,17 @@ class Attest:
         verb: Optional[str],
         target: Optional[str],
         framework: Optional[str],
+        checks: Optional["_Checks"] = None,
+        token: Optional[str] = None,
     ) -> _Running:
         name = name or getattr(fn, "__name__", "tool")
         params_json = to_json(dict(params))
         # A call that came back Held and is made again (the agent retrying) presents its
         # resume token: once a person has approved, the retry runs.
         key = (name, system, verb, target, params_json)
-        with self._lock:
-            token = self._held.get(key)
+        if token is None:
+            with self._lock:
+                token = self._held.get(key)
         try:
             running = self._engine.start(
                 name,
@@ -270,6 +350,7 @@ class Attest:
                 framework=framework,
                 run_id=_RUN_ID.get(),
                 token=token,
+                **(checks or _Checks(None, None)).engine_args(),
             )
         except Held as held:
             with self._lock:
@@ -297,7 +378,9 @@ def _approved(running: _Running, params: Optional[Mapping[str, Any]]) -> Optiona
     return approved if isinstance(approved, dict) else {"input": approved}
 
 
-def _finish_sync(running: _Running, params: Optional[Mapping[str, Any]], fn: Callable[..., Any], run: Any) -> Any:
+def _finish_sync(
+    running: _Running, params: Optional[Mapping[str, Any]], fn: Callable[..., Any], run: Any, checks: "_Checks"
+) -> Any:
     edited = _approved(running, params)
     use = params if edited is None else edited
     try:
@@ -305,11 +388,14 @@ def _finish_sync(running: _Running, params: Optional[Mapping[str, Any]], fn: Cal
     except BaseException as error:
         _LAST.set(running.fail(type(error).__name__))
         raise
-    _LAST.set(running.finish(to_json(result)))
+    judged = checks.judge_sync(result, use)
+    _LAST.set(running.finish(to_json(result), **judged))
     return result
 
 
-async def _finish_async(running: _Running, params: Optional[Mapping[str, Any]], fn: Callable[..., Any], run: Any) -> Any:
+async def _finish_async(
+    running: _Running, params: Optional[Mapping[str, Any]], fn: Callable[..., Any], run: Any, checks: "_Checks"
+) -> Any:
     edited = _approved(running, params)
     use = params if edited is None else edited
     try:
@@ -317,8 +403,115 @@ async def _finish_async(running: _Running, params: Optional[Mapping[str, Any]], 
     except BaseException as error:
         _LAST.set(await asyncio.to_thread(running.fail, type(error).__name__))
         raise
-    _LAST.set(await asyncio.to_thread(running.finish, to_json(result)))
+    judged = await checks.judge_async(result, use)
+    _LAST.set(await asyncio.to_thread(running.finish, to_json(result), **judged))
     return result
+
+
+Check = Callable[..., Any]
+"""A ``verify=`` or ``read_back=`` callable: given the result, and the params when it
+takes two arguments; sync, ``async``, or returning an awaitable."""
+
+
+class _Checks:
+    """A call's own checks of its result: ``verify`` (yes/no) and ``read_back`` (fetches
+    the record for Attest to compare). A read-back beats a yes/no check, as in core."""
+
+    def __init__(self, verify: Optional[Check], read_back: Optional[Check]) -> None:
+        for what, check in (("verify", verify), ("read_back", read_back)):
+            if check is not None and not callable(check):
+                raise TypeError(f"{what}= must be a callable, not {type(check).__name__}")
+        self.verify = verify
+        self.read_back = read_back
+
+    def engine_args(self) -> dict:
+        """What the engine needs to know before the call: which check will answer."""
+        if self.read_back is not None:
+            return {"read_back": _check_name(self.read_back)}
+        return {"verify": self.verify is not None}
+
+    def _chosen(self) -> Optional[Check]:
+        return self.read_back if self.read_back is not None else self.verify
+
+    def _judged(self, answer: Any) -> dict:
+        if self.read_back is not None:
+            return {"record": to_json(answer)}
+        if not isinstance(answer, bool):
+            # Neither yes nor no: the check did not answer, so the row degrades.
+            return {"check_failed": True}
+        return {"verified": answer}
+
+    def judge_sync(self, result: Any, params: Mapping[str, Any]) -> dict:
+        check = self._chosen()
+        if check is None:
+            return {}
+        try:
+            answer = check(*_check_args(check, result, params))
+            if inspect.isawaitable(answer):
+                answer = _run_awaitable(answer)
+        except Exception:  # noqa: BLE001 - a check that raised could not run: the row degrades
+            return {"check_failed": True}
+        return self._judged(answer)
+
+    async def judge_async(self, result: Any, params: Mapping[str, Any]) -> dict:
+        check = self._chosen()
+        if check is None:
+            return {}
+        try:
+            answer = check(*_check_args(check, result, params))
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception:  # noqa: BLE001 - a check that raised could not run: the row degrades
+            return {"check_failed": True}
+        return self._judged(answer)
+
+
+def _check_name(check: Check) -> str:
+    """The read-back's name in the ledger (``read-back:<name>``)."""
+    name = getattr(check, "__name__", None) or type(check).__name__
+    return "custom" if name == "<lambda>" else name
+
+
+def _check_args(check: Check, result: Any, params: Mapping[str, Any]) -> tuple:
+    """``(result, params)`` for a check that takes two arguments, else ``(result,)``."""
+    try:
+        parameters = inspect.signature(check).parameters.values()
+    except (TypeError, ValueError):
+        return (result,)
+    positional = [
+        p for p in parameters if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(positional) >= 2 or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return (result, dict(params))
+    return (result,)
+
+
+def _run_awaitable(awaitable: Any) -> Any:
+    """Runs a coroutine a sync tool's check returned: in a fresh event loop, or in a
+    worker thread's when this thread already runs one."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(awaitable))
+    result: list = []
+    errors: list = []
+
+    def runner() -> None:
+        try:
+            result.append(asyncio.run(_awaited(awaitable)))
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=runner)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 class Tool:
@@ -335,6 +528,8 @@ class Tool:
         system: Optional[str],
         verb: Optional[str],
         target: Optional[str],
+        verify: Optional[Check] = None,
+        read_back: Optional[Check] = None,
     ) -> None:
         self.attest = attest
         self.fn = fn
@@ -342,6 +537,9 @@ class Tool:
         self.system = system
         self.verb = verb
         self.target = target
+        _Checks(verify, read_back)  # a check that is not callable fails here, not at the first call
+        self.verify = verify
+        self.read_back = read_back
         self.is_async = inspect.iscoroutinefunction(fn)
         self._signature = inspect.signature(fn)
 
@@ -378,7 +576,10 @@ class Tool:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         params = self._params(args, kwargs)
-        keywords = dict(name=self.name, system=self.system, verb=self.verb, target=self.target)
+        keywords = dict(
+            name=self.name, system=self.system, verb=self.verb, target=self.target,
+            verify=self.verify, read_back=self.read_back,
+        )
         if self.is_async:
             return self.attest.acall(self.fn, params, run=self._runner(args, kwargs, params), **keywords)
         return self.attest.call(self.fn, params, run=self._runner(args, kwargs, params), **keywords)
@@ -394,9 +595,10 @@ class Tool:
 
     def resume(self, token: str) -> Any:
         """Runs the approved call ``token`` stands for (see :class:`Held`)."""
+        checks = dict(verify=self.verify, read_back=self.read_back)
         if self.is_async:
-            return self.attest.aresume(token, self.fn)
-        return self.attest.resume(token, self.fn)
+            return self.attest.aresume(token, self.fn, **checks)
+        return self.attest.resume(token, self.fn, **checks)
 
     def __repr__(self) -> str:
         return f"<attest.Tool {self.name}>"

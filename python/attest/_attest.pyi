@@ -7,6 +7,9 @@ class AttestError(Exception):
 
     receipt: Optional[Receipt]
 
+class ConfigError(AttestError):
+    """The configuration does not load (the message names file, line and key)."""
+
 class Refused(AttestError):
     """Policy refused the call; the tool did not run."""
 
@@ -56,7 +59,13 @@ class Running:
     def params(self) -> str: ...
     @property
     def edited(self) -> bool: ...
-    def finish(self, result: str) -> Receipt: ...
+    def finish(
+        self,
+        result: str,
+        verified: Optional[bool] = None,
+        record: Optional[str] = None,
+        check_failed: bool = False,
+    ) -> Receipt: ...
     def fail(self, error: str) -> Receipt: ...
 
 class Engine:
@@ -64,13 +73,15 @@ class Engine:
 
     def __init__(
         self,
-        ledger: str,
+        config: Optional[str] = None,
+        ledger: Optional[str] = None,
+        tenant: Optional[str] = None,
         policy: Optional[str] = None,
         agent: Optional[str] = None,
         actor: Optional[str] = None,
         key: Optional[str] = None,
         durability: Optional[str] = None,
-        wait: float = 0.0,
+        wait: Optional[float] = None,
     ) -> None: ...
     def start(
         self,
@@ -82,8 +93,12 @@ class Engine:
         framework: Optional[str] = None,
         run_id: Optional[str] = None,
         token: Optional[str] = None,
+        verify: bool = False,
+        read_back: Optional[str] = None,
     ) -> Running: ...
-    def resume(self, token: str) -> Running: ...
+    def resume(self, token: str, verify: bool = False, read_back: Optional[str] = None) -> Running: ...
+    def request(self, id: str) -> str: ...
+    def inbox_url(self) -> str: ...
     def record(
         self,
         name: str,

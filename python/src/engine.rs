@@ -1,5 +1,5 @@
-//! The one place the Python package calls `attest-core`: open a pipeline from explicit
-//! settings, start a governed call, hand the tool's answer back, record, checkpoint.
+//! The one place the Python package calls `attest-core`: build the pipeline from the
+//! configuration as every door does (core's `setup`), start a governed call, hand the tool's answer back, record, checkpoint.
 //!
 //! A Python tool must run on the Python thread that called it (or, for a coroutine, in
 //! its event loop), while the pipeline is an async function that wants to call the tool
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use attest_core::config::ConfigError;
-use attest_core::setup::{AskMode, DoorParts, Overrides};
+use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
 use attest_core::verification::ProcessEnv;
 use attest_core::{
     Attest, AttestError, CallContext, CodingAgentCall, FunctionCall, Outcome, ProtocolCall,
@@ -28,6 +28,8 @@ use attest_ledger::{LedgerError, SigningKey, VerifyOptions};
 use attest_policy::{Action, Verb};
 use serde_json::Value;
 use tokio::sync::oneshot;
+
+use crate::check::{custom_check, CheckKind, Judgement, Slot};
 
 /// Why the engine could not be opened or could not do what it was asked; outcomes of
 /// calls (refused, rejected, held, the tool failed) are [`Outcome`]s.
@@ -47,39 +49,20 @@ pub(crate) enum EngineError {
     /// The runtime could not be started.
     #[error("cannot start the engine's runtime")]
     Runtime(#[source] std::io::Error),
-    /// A setting is wrong (names the setting).
-    #[error("{0}")]
-    Setting(String),
     /// The ledger would not verify, so no checkpoint was signed.
     #[error("the ledger does not verify ({0}); no checkpoint was signed")]
     Broken(String),
-}
-
-/// What a Python `Attest(...)` is built from; the coordinator's configuration file will
-/// fill the same fields.
-#[derive(Debug, Default)]
-pub(crate) struct Settings {
-    /// The ledger file (created with its directory when missing).
-    pub(crate) ledger: PathBuf,
-    /// A policy file; when `None`, `./attest.yaml` if it exists, else the built-in default.
-    pub(crate) policy: Option<PathBuf>,
-    /// The agent recorded for calls that name none.
-    pub(crate) agent: Option<String>,
-    /// The actor recorded for calls that name none.
-    pub(crate) actor: Option<String>,
-    /// The signing key for [`Engine::checkpoint`].
-    pub(crate) key: Option<PathBuf>,
-    /// `full` (default), `normal` or `off`.
-    pub(crate) durability: Option<String>,
-    /// How long an ask waits for a person before the call comes back held.
-    pub(crate) wait: Duration,
 }
 
 /// A governed pipeline and the runtime it runs on.
 pub(crate) struct Engine {
     attest: Attest,
     runtime: Arc<tokio::runtime::Runtime>,
-    key: Option<PathBuf>,
+    /// The signing key [`Engine::checkpoint`] signs with (named, or the binary's default
+    /// beside the ledger).
+    key: PathBuf,
+    /// The approval inbox's base URL, for the links a held call carries.
+    inbox: String,
 }
 
 /// How a tool call is described: detection from its name, unless system and verb are given.
@@ -146,6 +129,8 @@ pub(crate) struct Running {
     answer: oneshot::Sender<Result<Value, ToolError>>,
     pipeline: Pipeline,
     runtime: Arc<tokio::runtime::Runtime>,
+    /// Where the caller's own check leaves its judgement, when it brought one.
+    judged: Option<Slot>,
 }
 
 /// Where a call stands after [`Engine::start`].
@@ -161,20 +146,17 @@ impl Engine {
     /// the keyword arguments beat the environment, which beats `.attest/config.yaml` (or
     /// `$ATTEST_CONFIG`), which beats the defaults. Asks go to the approval store and come
     /// back held unless someone answers within `wait`.
-    pub(crate) fn open(settings: Settings) -> Result<Engine, EngineError> {
-        let overrides = Overrides {
-            ledger: Some(settings.ledger.display().to_string()),
-            policy: settings.policy,
-            agent: settings.agent,
-            actor: settings.actor,
-            key: settings.key.clone(),
-            durability: settings.durability,
-            ask: Some(AskMode::Block),
-            wait: Some(settings.wait),
-            ..Overrides::default()
-        };
-        let resolved = attest_core::setup::Settings::resolve(&overrides, Arc::new(ProcessEnv))?;
-        let attest = resolved.build(DoorParts::default())?;
+    pub(crate) fn open(overrides: &Overrides) -> Result<Engine, EngineError> {
+        let mut settings = Settings::resolve(overrides, Arc::new(ProcessEnv))?;
+        if settings.wait.source == Source::Default {
+            // Python's own default, below the file: an ask comes back held at once (with
+            // its resume token) rather than blocking the agent's thread for minutes.
+            settings.wait = Sourced {
+                value: Duration::ZERO,
+                source: Source::Default,
+            };
+        }
+        let attest = settings.build(DoorParts::default())?;
         // Driven by the calling threads (several may drive it at once); the ledger writer
         // and blocking store calls run on threads of their own.
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -184,7 +166,8 @@ impl Engine {
         Ok(Engine {
             attest,
             runtime: Arc::new(runtime),
-            key: settings.key,
+            key: settings.key_path(),
+            inbox: settings.inbox_url(),
         })
     }
 
@@ -218,28 +201,59 @@ impl Engine {
         self.attest.action(call)
     }
 
-    /// Decides `action` and, when it is cleared, returns it to run. Blocks until then
-    /// (call it without holding the GIL).
-    pub(crate) fn start(&self, action: Action) -> Started {
-        let attest = self.attest.clone();
-        self.handshake(move |execute| async move { attest.call(action).run(execute).await })
+    /// Decides `action` and, when it is cleared, returns it to run; `check` is the
+    /// caller's own check of the result, answered when the call finishes. Blocks until
+    /// then (call it without holding the GIL).
+    pub(crate) fn start(&self, action: Action, check: Option<CheckKind>) -> Started {
+        self.governed(action.into(), check)
     }
 
     /// Resumes the action `token` stands for (approved by a person): returns it to run
     /// with the approved params. Blocks.
-    pub(crate) fn resume(&self, token: String) -> Started {
-        let attest = self.attest.clone();
-        let token = ResumeToken::new(token);
-        self.handshake(move |execute| async move { attest.call(token).run(execute).await })
+    pub(crate) fn resume(&self, token: String, check: Option<CheckKind>) -> Started {
+        self.governed(ResumeToken::new(token).into(), check)
     }
 
     /// Resumes the approved action `token` stands for, presented again as `action` (an
     /// agent retrying its call): it must be the action that was asked about. Blocks.
-    pub(crate) fn resume_action(&self, token: String, action: Action) -> Started {
+    pub(crate) fn resume_action(
+        &self,
+        token: String,
+        action: Action,
+        check: Option<CheckKind>,
+    ) -> Started {
+        self.governed(Start::retry(&ResumeToken::new(token), action), check)
+    }
+
+    /// The one governed call every entry point makes.
+    fn governed(&self, start: Start, check: Option<CheckKind>) -> Started {
         let attest = self.attest.clone();
-        let token = ResumeToken::new(token);
-        let retry = Start::retry(&token, action);
-        self.handshake(move |execute| async move { attest.call(retry).run(execute).await })
+        let slot = Slot::default();
+        let custom = check.as_ref().map(|kind| custom_check(kind, &slot));
+        let mut started = self.handshake(move |execute| async move {
+            let call = attest.call(start);
+            match &custom {
+                Some(custom) => call.check(custom).run(execute).await,
+                None => call.run(execute).await,
+            }
+        });
+        if let Started::Run(running) = &mut started {
+            running.judged = check.map(|_| slot);
+        }
+        started
+    }
+
+    /// The approval inbox's base URL (the configuration's, else the default address).
+    pub(crate) fn inbox_url(&self) -> &str {
+        &self.inbox
+    }
+
+    /// What a person sees of approval request `id` (status, who decided, the call's
+    /// summary), from the approval store. Blocks.
+    pub(crate) fn request(&self, id: &str) -> Result<Value, EngineError> {
+        let store = self.attest.approvals()?;
+        let request = store.get_by_id(id).map_err(AttestError::Approval)?;
+        Ok(request.summary())
     }
 
     /// Records an action that already happened. Blocks.
@@ -255,10 +269,7 @@ impl Engine {
     /// Signs a checkpoint of the ledger's current head with the signing key, after
     /// verifying what it vouches for; returns the signed note. Blocks.
     pub(crate) fn checkpoint(&self) -> Result<String, EngineError> {
-        let path = self.key.as_deref().ok_or_else(|| {
-            EngineError::Setting("no signing key: pass key=PATH to Attest(...)".to_owned())
-        })?;
-        let key = SigningKey::load(path)?;
+        let key = SigningKey::load(&self.key)?;
         let ledger = self.attest.ledger();
         let trusted = [key.verifier().clone()];
         let report = ledger.verify_with(VerifyOptions {
@@ -312,6 +323,7 @@ impl Engine {
                 answer,
                 pipeline,
                 runtime: Arc::clone(&self.runtime),
+                judged: None,
             }),
             Err(outcome) => Started::Done(outcome),
         }
@@ -326,9 +338,19 @@ impl Running {
     /// Hands the tool's answer (its result as JSON, or its failure) to the pipeline,
     /// which verifies and records it; blocks until the outcome row is written.
     ///
-    /// A tool failure comes back as `Ok` with its receipt: the caller re-raises the
-    /// tool's own error.
-    pub(crate) fn finish(self, answer: Result<Value, String>) -> Result<Receipt, EngineError> {
+    /// `judged` is what the caller's own check said of the result (`verify=`,
+    /// `read_back=`), when it brought one. A tool failure comes back as `Ok` with its
+    /// receipt: the caller re-raises the tool's own error.
+    pub(crate) fn finish(
+        self,
+        answer: Result<Value, String>,
+        judged: Option<Judgement>,
+    ) -> Result<Receipt, EngineError> {
+        if let (Some(slot), Some(judged)) = (&self.judged, judged) {
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(judged);
+            }
+        }
         let _ = self.answer.send(answer.map_err(ToolError::from));
         // Once the tool has run, the call ends `Ran` or `Failed`: either way, its row.
         match self.runtime.block_on(self.pipeline) {

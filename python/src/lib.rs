@@ -8,6 +8,7 @@
 //!
 //! This module only translates: all calls into core go through the `engine` module.
 
+mod check;
 mod engine;
 
 use std::path::PathBuf;
@@ -23,13 +24,21 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
 
-use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Settings, Started};
+use check::{CheckKind, Judgement};
+use attest_core::setup::Overrides;
+use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Started};
 
 pyo3::create_exception!(
     _attest,
     AttestError,
     PyException,
     "Attest could not decide or record a call (the tool did not run, or ran unrecorded)."
+);
+pyo3::create_exception!(
+    _attest,
+    ConfigError,
+    AttestError,
+    "The configuration does not load: the message names the file, line and key (or the setting and where it came from), as the binary's does."
 );
 pyo3::create_exception!(
     _attest,
@@ -148,26 +157,51 @@ impl Running {
     }
 
     /// The tool returned: `result` is its result as JSON text (for verification only).
-    fn finish(&self, py: Python<'_>, result: &str) -> PyResult<Receipt> {
+    /// What the caller's own check said comes with it: `verified` (a `verify=` check's
+    /// answer), `record` (the JSON a `read_back=` fetched, `null` when it found nothing),
+    /// or `check_failed` (the check raised).
+    #[pyo3(signature = (result, verified=None, record=None, check_failed=false))]
+    fn finish(
+        &self,
+        py: Python<'_>,
+        result: &str,
+        verified: Option<bool>,
+        record: Option<&str>,
+        check_failed: bool,
+    ) -> PyResult<Receipt> {
         let value = parse_json(result, "result")?;
-        self.answer(py, Ok(value))
+        let judged = match (check_failed, verified, record) {
+            (true, _, _) => Some(Judgement::CouldNotRun),
+            (false, Some(ok), _) => Some(Judgement::Verified(ok)),
+            (false, None, Some(text)) => {
+                let record = parse_json(text, "record")?;
+                Some(Judgement::Record(Some(record).filter(|r| !r.is_null())))
+            }
+            (false, None, None) => None,
+        };
+        self.answer(py, Ok(value), judged)
     }
 
     /// The tool raised: `error` names the failure (only its hash is recorded).
     fn fail(&self, py: Python<'_>, error: &str) -> PyResult<Receipt> {
-        self.answer(py, Err(error.to_owned()))
+        self.answer(py, Err(error.to_owned()), None)
     }
 }
 
 impl Running {
-    fn answer(&self, py: Python<'_>, answer: Result<Value, String>) -> PyResult<Receipt> {
+    fn answer(
+        &self,
+        py: Python<'_>,
+        answer: Result<Value, String>,
+        judged: Option<Judgement>,
+    ) -> PyResult<Receipt> {
         let running = self
             .inner
             .lock()
             .map_err(|_| AttestError::new_err("the call's state was poisoned"))?
             .take()
             .ok_or_else(|| AttestError::new_err("this call was already finished"))?;
-        let receipt = py.detach(move || running.finish(answer));
+        let receipt = py.detach(move || running.finish(answer, judged));
         receipt
             .map(|receipt| Receipt::from(&receipt))
             .map_err(|err| engine_error(py, err))
@@ -183,31 +217,40 @@ struct Engine {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (ledger, policy=None, agent=None, actor=None, key=None, durability=None, wait=0.0))]
+    #[pyo3(signature = (config=None, ledger=None, tenant=None, policy=None, agent=None, actor=None, key=None, durability=None, wait=None))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn new(
         py: Python<'_>,
-        ledger: PathBuf,
+        config: Option<PathBuf>,
+        ledger: Option<String>,
+        tenant: Option<String>,
         policy: Option<PathBuf>,
         agent: Option<String>,
         actor: Option<String>,
         key: Option<PathBuf>,
         durability: Option<String>,
-        wait: f64,
+        wait: Option<f64>,
     ) -> PyResult<Engine> {
-        let wait = Duration::try_from_secs_f64(wait)
+        let wait = wait
+            .map(Duration::try_from_secs_f64)
+            .transpose()
             .map_err(|_| PyValueError::new_err("wait must be a number of seconds, 0 or more"))?;
-        let settings = Settings {
+        // The keyword arguments are the door's own settings: they beat the environment,
+        // which beats the configuration file, which beats the defaults (core's precedence).
+        let overrides = Overrides {
+            config,
             ledger,
+            tenant,
+            durability,
             policy,
+            key,
             agent,
             actor,
-            key,
-            durability,
             wait,
+            ..Overrides::default()
         };
         let inner = py
-            .detach(move || CoreEngine::open(settings))
+            .detach(move || CoreEngine::open(&overrides))
             .map_err(|err| engine_error(py, err))?;
         Ok(Engine { inner })
     }
@@ -215,7 +258,9 @@ impl Engine {
     /// Decides a call and returns it cleared to run; raises `Refused`, `Rejected`,
     /// `Held` or `AttestError` when it may not run. With `token` (from an earlier
     /// `Held`), the call is the held one presented again and runs once approved.
-    #[pyo3(signature = (name, params, system=None, verb=None, target=None, framework=None, run_id=None, token=None))]
+    /// `verify` / `read_back` (the read-back's name) say which check of its own the
+    /// caller answers in `Running.finish`.
+    #[pyo3(signature = (name, params, system=None, verb=None, target=None, framework=None, run_id=None, token=None, verify=false, read_back=None))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn start(
         &self,
@@ -228,22 +273,42 @@ impl Engine {
         framework: Option<String>,
         run_id: Option<String>,
         token: Option<String>,
+        verify: bool,
+        read_back: Option<String>,
     ) -> PyResult<Running> {
         let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
         let presented = parse_json(params, "params")?;
         let action = self.inner.action(&spec, presented.clone());
+        let check = check_kind(verify, read_back);
         let started = py.detach(|| match token {
-            Some(token) => self.inner.resume_action(token, action),
-            None => self.inner.start(action),
+            Some(token) => self.inner.resume_action(token, action, check),
+            None => self.inner.start(action, check),
         });
         cleared(py, started, Some(&presented))
     }
 
     /// Resumes an approved call by its resume token; returns it cleared to run with the
     /// approved params.
-    fn resume(&self, py: Python<'_>, token: String) -> PyResult<Running> {
-        let started = py.detach(|| self.inner.resume(token));
+    #[pyo3(signature = (token, verify=false, read_back=None))]
+    fn resume(
+        &self,
+        py: Python<'_>,
+        token: String,
+        verify: bool,
+        read_back: Option<String>,
+    ) -> PyResult<Running> {
+        let check = check_kind(verify, read_back);
+        let started = py.detach(|| self.inner.resume(token, check));
         cleared(py, started, None)
+    }
+
+    /// What a person sees of approval request `id`, as JSON text: its status
+    /// (`pending`, `approved`, `edited`, `rejected`, `expired`, …), who decided, and the
+    /// call's summary.
+    fn request(&self, py: Python<'_>, id: &str) -> PyResult<String> {
+        py.detach(|| self.inner.request(id))
+            .map(|summary| summary.to_string())
+            .map_err(|err| engine_error(py, err))
     }
 
     /// Records an action that already happened (decision `recorded`).
@@ -270,10 +335,24 @@ impl Engine {
             .map_err(|err| core_error(py, err))
     }
 
+    /// The approval inbox's base URL (the configuration's, else the default address).
+    fn inbox_url(&self) -> &str {
+        self.inner.inbox_url()
+    }
+
     /// Signs a checkpoint of the ledger's head with the signing key; returns the note.
     fn checkpoint(&self, py: Python<'_>) -> PyResult<String> {
         py.detach(|| self.inner.checkpoint())
             .map_err(|err| engine_error(py, err))
+    }
+}
+
+/// The caller's own check: a read-back (by its name) beats a yes/no `verify`, as in core.
+fn check_kind(verify: bool, read_back: Option<String>) -> Option<CheckKind> {
+    match (read_back, verify) {
+        (Some(name), _) => Some(CheckKind::ReadBack { name }),
+        (None, true) => Some(CheckKind::Verify),
+        (None, false) => None,
     }
 }
 
@@ -306,6 +385,8 @@ fn cleared(py: Python<'_>, started: Started, presented: Option<&Value>) -> PyRes
 fn engine_error(py: Python<'_>, err: EngineError) -> PyErr {
     match err {
         EngineError::Attest(err) => core_error(py, err),
+        // The binary's message: the file, line and key (or the setting and its source).
+        EngineError::Config(err) => ConfigError::new_err(chain(&err)),
         other => AttestError::new_err(chain(&other)),
     }
 }
@@ -373,6 +454,7 @@ fn _attest(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Running>()?;
     module.add_class::<Receipt>()?;
     module.add("AttestError", py.get_type::<AttestError>())?;
+    module.add("ConfigError", py.get_type::<ConfigError>())?;
     module.add("Refused", py.get_type::<Refused>())?;
     module.add("Rejected", py.get_type::<Rejected>())?;
     module.add("Expired", py.get_type::<Expired>())?;

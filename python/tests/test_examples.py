@@ -13,7 +13,7 @@ from conftest import REPO
 EXAMPLES = {
     "attest_tools.py": ["refund_charge: refused: refused by policy: agents do not move money", "create_note: held"],
     "attest_langchain.py": ["get_weather: [success] sunny in Oslo", "delete_repository: [error]"],
-    "attest_openai_agents.py": ["c1: order 42: shipped", "c2: Not run yet"],
+    "attest_openai_agents.py": ["c1: order 42: shipped", "c2: paused for approval (1 waiting)"],
     "attest_claude_agent_sdk.py": ["git status: allow", "git push --force origin main: deny"],
 }
 

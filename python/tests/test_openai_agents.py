@@ -66,7 +66,8 @@ def test_wrapped_tools_keep_their_schema(a):
     assert wrapped.on_invoke_tool is not lookup_order.on_invoke_tool
 
 
-def test_read_acts_refusal_is_read_by_the_model_write_waits_for_approval(a, cli):
+def test_read_acts_and_a_refusal_is_read_by_the_model(a, cli):
+    # (A call Attest asks about pauses the run: test_openai_agents_pause.py.)
     RAN.clear()
     assert run_agent(a, "lookup_order", {"order_id": "42"}) == "order 42: shipped"
     assert RAN == ["lookup_order"]
@@ -75,16 +76,7 @@ def test_read_acts_refusal_is_read_by_the_model_write_waits_for_approval(a, cli)
     assert "agents do not move money" in output
     assert RAN == ["lookup_order"]
 
-    output = run_agent(a, "create_invoice", {"customer": "acme", "amount": 10})
-    assert output.startswith("Not run") and "approve" in output
-    assert RAN == ["lookup_order"]
-    [waiting] = json.loads(cli.run("pending", "--json").stdout)
-    cli.approve(waiting["id"])
-    output = run_agent(a, "create_invoice", {"customer": "acme", "amount": 10})
-    assert json.loads(output)["id"] == "in_1"
-    assert RAN == ["lookup_order", "create_invoice"]
-
     rows = cli.outcomes()
-    assert [r["decision"] for r in rows] == ["act", "refuse", "ask", "ask"]
+    assert [r["decision"] for r in rows] == ["act", "refuse"]
     assert {r.get("agent") for r in rows} == {"py-agent"}
     cli.verify()

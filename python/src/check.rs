@@ -1,0 +1,85 @@
+//! A Python caller's own check of a call's result (`verify=` or `read_back=`), as a core
+//! [`CustomCheck`].
+//!
+//! The Python callable runs on the Python side, after the tool returned and before the
+//! answer is handed to the pipeline (in the caller's thread, or awaited in its event
+//! loop), so no core future ever has to take the GIL. What it said travels with the
+//! tool's answer ([`Judgement`]) into a slot the [`CustomCheck`] reads when the
+//! pipeline's verification step asks.
+
+use std::sync::{Arc, Mutex};
+
+use attest_core::{CustomCheck, Evidence, Finding, ToolError};
+use attest_policy::Action;
+use serde_json::Value;
+
+/// Which check the caller brings for one call.
+#[derive(Debug, Clone)]
+pub(crate) enum CheckKind {
+    /// `verify=`: a yes/no check, recorded as method `custom`.
+    Verify,
+    /// `read_back=`: fetches the record; Attest compares it with the params (recorded
+    /// as `read-back:<name>`, with its evidence).
+    ReadBack {
+        /// The callable's name.
+        name: String,
+    },
+}
+
+/// What the caller's check said about the result.
+#[derive(Debug, Clone)]
+pub(crate) enum Judgement {
+    /// `verify=` returned true or false.
+    Verified(bool),
+    /// `read_back=` returned the record (JSON), or `None` when it found nothing.
+    Record(Option<Value>),
+    /// The check raised: it could not run (the outcome degrades, never `unverified`).
+    CouldNotRun,
+}
+
+/// Where the Python side leaves its [`Judgement`] for the check to read.
+pub(crate) type Slot = Arc<Mutex<Option<Judgement>>>;
+
+/// The core check for `kind`, reading the caller's judgement from `slot`.
+pub(crate) fn custom_check(kind: &CheckKind, slot: &Slot) -> CustomCheck {
+    let slot = Arc::clone(slot);
+    match kind {
+        CheckKind::Verify => CustomCheck::sync(move |_action, _result| match take(&slot) {
+            Some(Judgement::Verified(ok)) => Ok(ok),
+            _ => Err(ToolError::from("the verify= check did not answer")),
+        }),
+        CheckKind::ReadBack { name } => {
+            let name = name.clone();
+            CustomCheck::read_back(name.clone(), move |action, result| {
+                let finding = read_back_finding(&name, action, result, take(&slot));
+                async move { finding }
+            })
+        }
+    }
+}
+
+fn take(slot: &Slot) -> Option<Judgement> {
+    slot.lock().ok().and_then(|mut judged| judged.take())
+}
+
+/// Compares the record the caller read back with what the call meant to write; a record
+/// that was not found, or a read-back that raised, degrades.
+fn read_back_finding(
+    name: &str,
+    action: &Action,
+    result: &Value,
+    judged: Option<Judgement>,
+) -> Finding {
+    let evidence = Evidence::new(name);
+    match judged {
+        Some(Judgement::Record(Some(record))) => {
+            // The record read must be the one the tool said it wrote.
+            let expect_id = result.get("id").and_then(Value::as_str);
+            Finding::from_record(evidence, &action.params, &record, expect_id)
+        }
+        Some(Judgement::Record(None)) => {
+            Finding::degraded("the read-back found no record", evidence)
+        }
+        _ => Finding::degraded("the read-back could not run", evidence),
+    }
+}
