@@ -101,7 +101,9 @@ class Attest:
     else ``./attest.yaml`` when it exists, else the built-in default policy, as the binary. ``agent``/``actor``: recorded for calls that name none. ``key``: the
     signing key :meth:`checkpoint` signs with. ``wait``: seconds an ask waits for a person
     before the call comes back :class:`Held` (default 0: at once). ``durability``:
-    ``full`` (default), ``normal`` or ``off``.
+    ``full`` (default), ``normal`` or ``off``. ``shadow``: decide every call as usual but
+    run it as if policy said act, recording the verdict in the row's ``shadow`` field (see
+    what a policy would break before enforcing it).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class Attest:
         key: Optional[Union[str, "os.PathLike[str]"]] = None,
         wait: float = 0.0,
         durability: Optional[str] = None,
+        shadow: bool = False,
     ) -> None:
         # The binary's defaults: $ATTEST_LEDGER / $ATTEST_POLICY, else .attest/ledger.sqlite
         # and ./attest.yaml (if present; else the built-in default policy).
@@ -127,6 +130,7 @@ class Attest:
             key=None if key is None else os.fspath(key),
             durability=durability,
             wait=float(wait),
+            shadow=bool(shadow),
         )
         self.agent = agent
         self._held: dict[tuple, str] = {}

@@ -71,6 +71,7 @@ class Engine:
         key: Optional[str] = None,
         durability: Optional[str] = None,
         wait: float = 0.0,
+        shadow: bool = False,
     ) -> None: ...
     def start(
         self,

@@ -80,6 +80,8 @@ pub(crate) struct Settings {
     pub(crate) durability: Option<String>,
     /// How long an ask waits for a person before the call comes back held.
     pub(crate) wait: Duration,
+    /// Shadow mode: verdicts recorded in each row's `shadow`, not enforced.
+    pub(crate) shadow: bool,
 }
 
 /// A governed pipeline and the runtime it runs on.
@@ -195,7 +197,8 @@ impl Engine {
             .ledger(ledger)
             .policy(policy)
             .approvals(store)
-            .gate(gate);
+            .gate(gate)
+            .shadow(settings.shadow);
         if let Some(agent) = settings.agent {
             builder = builder.agent(agent);
         }

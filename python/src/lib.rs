@@ -183,7 +183,7 @@ struct Engine {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (ledger, policy=None, agent=None, actor=None, key=None, durability=None, wait=0.0))]
+    #[pyo3(signature = (ledger, policy=None, agent=None, actor=None, key=None, durability=None, wait=0.0, shadow=false))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn new(
         py: Python<'_>,
@@ -194,6 +194,7 @@ impl Engine {
         key: Option<PathBuf>,
         durability: Option<String>,
         wait: f64,
+        shadow: bool,
     ) -> PyResult<Engine> {
         let wait = Duration::try_from_secs_f64(wait)
             .map_err(|_| PyValueError::new_err("wait must be a number of seconds, 0 or more"))?;
@@ -205,6 +206,7 @@ impl Engine {
             key,
             durability,
             wait,
+            shadow,
         };
         let inner = py
             .detach(move || CoreEngine::open(settings))

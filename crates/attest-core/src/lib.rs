@@ -54,8 +54,10 @@ mod intents;
 mod pipeline;
 mod receipt;
 mod record;
+pub mod replay;
 #[cfg(feature = "rig")]
 pub mod rig;
+mod shadow;
 pub mod telemetry;
 mod tool;
 pub mod touched;
@@ -74,6 +76,7 @@ pub use pipeline::call::{Call, Outcome, Start};
 pub use pipeline::{Attest, AttestBuilder, Decided, ImportItem};
 pub use receipt::Receipt;
 pub use record::INTENT;
+pub use shadow::{is_unenforced, SHADOW_RULE};
 pub use tool::{Governed, Tool, ToolOutcome};
 pub use verification::{
     acknowledges, CustomCheck, Evidence, Finding, HttpOptions, HttpReader, Level, ReadBack,

@@ -138,7 +138,7 @@ fn action(args: &HookArgs, event: &Event) -> Action {
 fn pre_tool_use(config: &Config, args: &HookArgs, event: &Event) -> anyhow::Result<Value> {
     let action = action(args, event);
     // Core decides, as for a governed call (a policy that fails refuses).
-    let attest = pipeline(config, config.policy()?, RejectGate)?;
+    let attest = pipeline(config, args, config.policy()?, RejectGate)?;
     let verdict = attest.verdict(&action);
     let reasons = verdict.reasons.join("; ");
     let label = format!("{}.{}", action.system, action.verb.as_str());
@@ -177,7 +177,7 @@ fn post_tool_use(
     let action = action(args, event);
     let policy = config.policy()?;
     // The call ran: a person at Claude Code's prompt let through what policy asked about.
-    let attest = pipeline(config, policy, AutoGate::approve(PROMPT_APPROVER))?;
+    let attest = pipeline(config, args, policy, AutoGate::approve(PROMPT_APPROVER))?;
     let recorded = runtime()?.block_on(attest.call(action).run(|_| async move { outcome }));
     let recorded = recorded.context("the call ran but could not be recorded")?;
     if let Some(why) = recorded.why_not_run() {
@@ -196,6 +196,7 @@ fn post_tool_use(
 /// The pipeline for one event: the configured ledger and policy, and `gate` for asks.
 fn pipeline(
     config: &Config,
+    args: &HookArgs,
     policy: attest_policy::PolicyEngine,
     gate: impl Gate + 'static,
 ) -> anyhow::Result<Attest> {
@@ -204,6 +205,7 @@ fn pipeline(
         .ledger(ledger)
         .policy(policy)
         .gate(gate)
+        .shadow(config.file.shadow(args.shadow))
         .build()?)
 }
 

@@ -19,7 +19,7 @@ mod prune;
 mod publish;
 mod recipes;
 mod servers;
-mod tiles;
+pub(crate) mod tiles;
 mod verify;
 mod witness;
 

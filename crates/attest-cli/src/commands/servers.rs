@@ -27,6 +27,7 @@ fn pipeline(
     agent: Option<&str>,
     actor: Option<&str>,
     run: Option<&str>,
+    shadow: bool,
 ) -> anyhow::Result<Attest> {
     // The policy and every configured file first: a setting that does not load must not
     // leave a ledger behind.
@@ -49,7 +50,8 @@ fn pipeline(
         .approvals(Arc::clone(&store))
         .registry(registry)
         .readback(readback)
-        .gate(gate_for(mode, timeout, use_by, store, notifiers));
+        .gate(gate_for(mode, timeout, use_by, store, notifiers))
+        .shadow(config.file.shadow(shadow));
     if let Some(agent) = config.agent(agent) {
         builder = builder.agent(agent);
     }
@@ -68,6 +70,7 @@ fn serve_pipeline(config: &Config, serve: &ModeArgs) -> anyhow::Result<Attest> {
         serve.agent.as_deref(),
         serve.actor.as_deref(),
         serve.run.as_deref(),
+        serve.shadow,
     )?;
     Ok(attest)
 }
@@ -135,6 +138,7 @@ pub(crate) fn mcp_server(config: &Config, args: &McpServerArgs) -> anyhow::Resul
         args.agent.as_deref(),
         args.actor.as_deref(),
         None,
+        args.shadow,
     )?;
     let runtime = stdio_runtime()?;
     let outcome = runtime.block_on(mcp_server::serve(attest));

@@ -12,6 +12,7 @@ pub(crate) mod metrics;
 pub(crate) mod model;
 pub(crate) mod ocsf;
 mod rows;
+mod shadow;
 pub(crate) mod telemetry;
 pub(crate) mod verifier;
 
