@@ -98,7 +98,61 @@ fn record(n: u64) -> Record {
             evidence: serde_json::Map::new(),
         }),
         imported: None,
+        shadow: None,
     }
+}
+
+/// The candidate `attest policy replay` is timed with: a rule per kind of row, one that
+/// needs params the rows do not keep (undecidable on every stripe row), R4 for the rest.
+const REPLAY_CANDIDATE: &str = "version: 1
+policies:
+  - name: big-payments
+    match: {system: stripe, params: {/amount: {gt: 100}}}
+    decision: ask
+    reason: payments over 100 ask
+  - name: external-asks
+    match: {target: external}
+    decision: ask
+    reason: anything reaching outside asks
+  - name: crm-updates-act
+    match: {system: [hubspot, notion, jira], verb: update}
+    decision: act
+    reason: CRM updates act
+";
+
+/// One whole replay of [`REPLAY_CANDIDATE`] over the ledger at `path` (SQLite), with its
+/// transitions as facts.
+fn replay_row(path: &Path, rows: usize, facts: &mut Vec<(String, String)>) -> anyhow::Result<Row> {
+    let candidate = attest_policy::PolicyEngine::from_yaml(REPLAY_CANDIDATE, "candidate.yaml")?;
+    let ledger = Ledger::open_read_only(path)?;
+    let scope = attest_core::replay::ReplayScope::default();
+    let mut report = None;
+    let row = once(
+        &format!("policy replay: a candidate over {rows} rows (one pass, SQLite)"),
+        || {
+            report = Some(attest_core::replay::replay(
+                &ledger,
+                &candidate,
+                &scope,
+                &mut |_| {},
+            )?);
+            Ok(())
+        },
+    )?;
+    if let Some(report) = report {
+        let changed: u64 = report.transitions.iter().map(|t| t.count).sum();
+        let undecided: u64 = report.undecidable.iter().map(|u| u.count).sum();
+        facts.push((
+            format!("policy replay at {rows} rows"),
+            format!(
+                "{} actions: {} unchanged, {changed} change ({} transitions), {undecided} undecidable",
+                report.actions,
+                report.unchanged,
+                report.transitions.len()
+            ),
+        ));
+    }
+    Ok(row)
 }
 
 /// `attest serve` on a ledger, killed when dropped.
@@ -309,6 +363,7 @@ pub(crate) fn rows(
         rows,
         samples,
     )?);
+    out.push(replay_row(&path, rows, facts)?);
     match crate::postgres::database() {
         Some(db) => {
             let pg = Ledger::open(

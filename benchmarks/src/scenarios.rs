@@ -92,6 +92,7 @@ pub(crate) fn record(n: u64) -> Record {
             evidence: serde_json::Map::new(),
         }),
         imported: None,
+        shadow: None,
     }
 }
 

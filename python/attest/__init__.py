@@ -123,7 +123,9 @@ class Attest:
     signing key :meth:`checkpoint` signs with [default: beside the ledger]. ``wait``:
     seconds an ask waits for a person before the call comes back :class:`Held` [file:
     ``approvals.wait``; default 0: at once]. ``durability``: ``full`` (default),
-    ``normal`` or ``off``.
+    ``normal`` or ``off``. ``shadow``:
+    decide every call as usual but run it as if policy said act, recording the verdict in
+    the row's ``shadow`` field (see what a policy would break before enforcing it).
     """
 
     def __init__(
@@ -138,6 +140,7 @@ class Attest:
         key: Optional[Union[str, "os.PathLike[str]"]] = None,
         wait: Optional[float] = None,
         durability: Optional[str] = None,
+        shadow: bool = False,
     ) -> None:
         def path(value: Any) -> Optional[str]:
             return None if value is None else os.fspath(value)
@@ -152,6 +155,7 @@ class Attest:
             key=path(key),
             durability=durability,
             wait=None if wait is None else float(wait),
+            shadow=bool(shadow),
         )
         self.agent = agent
         self._held: dict[tuple, str] = {}

@@ -82,6 +82,7 @@ class Engine:
         key: Optional[str] = None,
         durability: Optional[str] = None,
         wait: Optional[float] = None,
+        shadow: bool = False,
     ) -> None: ...
     def start(
         self,

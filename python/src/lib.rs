@@ -217,7 +217,7 @@ struct Engine {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (config=None, ledger=None, tenant=None, policy=None, agent=None, actor=None, key=None, durability=None, wait=None))]
+    #[pyo3(signature = (config=None, ledger=None, tenant=None, policy=None, agent=None, actor=None, key=None, durability=None, wait=None, shadow=false))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn new(
         py: Python<'_>,
@@ -230,6 +230,7 @@ impl Engine {
         key: Option<PathBuf>,
         durability: Option<String>,
         wait: Option<f64>,
+        shadow: bool,
     ) -> PyResult<Engine> {
         let wait = wait
             .map(Duration::try_from_secs_f64)
@@ -247,6 +248,7 @@ impl Engine {
             agent,
             actor,
             wait,
+            shadow,
             ..Overrides::default()
         };
         let inner = py

@@ -98,6 +98,28 @@ def test_a_refused_tool_never_runs(a, cli):
     assert row["decision"] == "refuse"
 
 
+def test_in_shadow_mode_a_refused_tool_runs_and_its_row_says_what_policy_decided(policy_file, ledger_file, cli):
+    shadowed = attest.Attest(ledger=ledger_file, policy=policy_file, agent="py-agent", shadow=True)
+    ran = []
+
+    @shadowed.tool(system="stripe", verb="pay")
+    def refund(charge: str, amount: int) -> dict:
+        ran.append(charge)
+        return {"id": "re_1"}
+
+    assert refund("ch_1", 5000) == {"id": "re_1"}
+    assert ran == ["ch_1"]
+    intent, outcome = cli.entries()
+    for row in (intent, outcome):
+        assert row["decision"] == "act"
+        assert row["shadow"]["decision"] == "refuse"
+        assert row["shadow"]["rules_fired"] == ["no-payments"]
+        assert row["shadow"]["reasons"] == ["agents do not move money"]
+    assert outcome["execution"]["status"] == "ok"
+    assert "confirm" not in outcome
+    cli.verify()
+
+
 def test_a_rejected_call_raises_rejected(a, cli):
     @a.tool(system="notes", verb="delete")
     def delete_note(note_id: str) -> None:

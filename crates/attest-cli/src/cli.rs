@@ -458,6 +458,31 @@ pub(crate) enum PolicyCommand {
     ///
     /// Exit 0 when every case passes, 1 when any fails.
     Test(PolicyTestArgs),
+    /// Decide recorded actions again under a candidate policy (`--policy candidate.yaml`)
+    /// and show what changes: transitions (act → ask, …) by the candidate's rules, with
+    /// example rows, and the rules that need params the ledger never keeps (undecidable,
+    /// counted, never guessed).
+    ///
+    /// One pass over the rows in bounded memory; imported rows against their recorded
+    /// decision, shadow-mode rows against the verdict they were not held to, an intent
+    /// and its outcome as one action. Reads only; exit 0.
+    Replay(PolicyReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PolicyReplayArgs {
+    /// Only rows appended in the last span (`7d`, `24h`).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub(crate) since: Option<std::time::Duration>,
+    /// Only rows of this run.
+    #[arg(long, value_name = "ID")]
+    pub(crate) run: Option<String>,
+    /// Only rows of this agent.
+    #[arg(long)]
+    pub(crate) agent: Option<String>,
+    /// Print `{"actions","unchanged","transitions":[{"from","to","count","rules","examples"}],"undecidable":[{"rule","count"}]}`.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -691,6 +716,11 @@ pub(crate) struct ModeArgs {
     /// the gateway's `X-Attest-Run` header names a call's own [env: ATTEST_RUN].
     #[arg(long = "run", value_name = "ID")]
     pub(crate) run: Option<String>,
+    /// Shadow mode: decide every call as usual, record the verdict in the row's `shadow`
+    /// field, and run it as if policy said act (see what a policy would break before
+    /// enforcing it) [config: mode: shadow]. Not `--mode`, which says how asks wait.
+    #[arg(long)]
+    pub(crate) shadow: bool,
 }
 
 #[derive(Debug, Args)]
@@ -734,6 +764,11 @@ pub(crate) struct McpServerArgs {
     /// config: actor].
     #[arg(long)]
     pub(crate) actor: Option<String>,
+    /// Shadow mode: decide every call as usual, record the verdict in the row's `shadow`
+    /// field, and run it as if policy said act (see what a policy would break before
+    /// enforcing it) [config: mode: shadow]. Not `--mode`, which says how asks wait.
+    #[arg(long)]
+    pub(crate) shadow: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -757,6 +792,11 @@ pub(crate) struct HookArgs {
     /// The actor recorded for the calls [env: ATTEST_ACTOR; config: actor].
     #[arg(long)]
     pub(crate) actor: Option<String>,
+    /// Shadow mode: decide every call as usual, record the verdict in the row's `shadow`
+    /// field, and answer allow as if policy said act (see what a policy would break before
+    /// enforcing it) [config: mode: shadow]. Not `--mode`, which says how asks wait.
+    #[arg(long)]
+    pub(crate) shadow: bool,
 }
 
 #[derive(Debug, Args)]

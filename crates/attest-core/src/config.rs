@@ -170,6 +170,9 @@ pub struct ConfigFile {
     pub agent: Option<String>,
     /// The person recorded as acted for, for calls that name none.
     pub actor: Option<String>,
+    /// Whether policy's verdicts are enforced (`enforce`, the default) or only recorded
+    /// beside each call that runs (`shadow`).
+    pub mode: Option<Enforcement>,
     /// Detection registry files, added on top of the built-in registry in order.
     #[serde(default)]
     pub registry: Vec<PathBuf>,
@@ -226,6 +229,27 @@ pub struct NotifySettings {
     /// Which process tells people [default: `surfaces`].
     #[serde(default)]
     pub by: NotifyBy,
+}
+
+/// Whether policy's verdicts are enforced: the configuration's `mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Enforcement {
+    /// Refusals refuse and asks ask.
+    #[default]
+    Enforce,
+    /// Every call is decided and runs; the verdict is recorded in the row's `shadow`
+    /// field ([`AttestBuilder::shadow`](crate::AttestBuilder::shadow)).
+    Shadow,
+}
+
+impl ConfigFile {
+    /// Whether a door runs in shadow mode: its flag (`--shadow`, `shadow=True`) or the
+    /// file's `mode: shadow`. A flag can turn shadow mode on, never off: a file that
+    /// says `shadow` was written to see before enforcing.
+    pub fn shadow(&self, flag: bool) -> bool {
+        flag || self.mode == Some(Enforcement::Shadow)
+    }
 }
 
 /// Which process sends the notices.
@@ -812,6 +836,7 @@ origin: acme-audit
 policy: attest.yaml
 agent: claims-bot
 actor: alice@acme.com
+mode: shadow
 registry: [in-house.yaml]
 recipes: [recipes]
 openapi: [specs/crm.yaml]
@@ -827,6 +852,9 @@ inbox: {listen: '127.0.0.1:8321', public_url: 'https://attest.acme.com', trusted
 gateway: {upstream: 'https://api.acme.com', allow_upstream: [api.github.com]}
 ";
         let mut file = ConfigFile::parse(text, "c.yaml").unwrap();
+        assert!(file.shadow(false));
+        assert!(!ConfigFile::default().shadow(false));
+        assert!(ConfigFile::default().shadow(true));
         assert_eq!(file.approvals.use_by, Some(Duration::from_secs(3600)));
         assert_eq!(file.approvals.wait, Some(Duration::from_secs(90)));
         assert_eq!(file.notify.email.as_ref().unwrap().tls, SmtpTls::Tls);

@@ -58,9 +58,11 @@ mod pipeline;
 mod protocol_call;
 mod receipt;
 mod record;
+pub mod replay;
 #[cfg(feature = "rig")]
 pub mod rig;
 pub mod setup;
+mod shadow;
 pub mod telemetry;
 mod tool;
 pub mod touched;
@@ -83,6 +85,7 @@ pub use protocol_call::{
 };
 pub use receipt::Receipt;
 pub use record::INTENT;
+pub use shadow::{is_unenforced, SHADOW_RULE};
 pub use tool::{Governed, Tool, ToolOutcome};
 pub use verification::{
     acknowledges, CustomCheck, Evidence, Finding, HttpOptions, HttpReader, Level, ReadBack,

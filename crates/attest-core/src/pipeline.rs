@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
-use attest_ledger::{Appended, Confirm, Ledger, Record};
+use attest_ledger::{Appended, Confirm, Ledger, Record, Shadow};
 use attest_policy::{Action, Decision, Policy, RiskTierPolicy, Verdict};
 use serde::Serialize;
 use serde_json::Value;
@@ -38,6 +38,8 @@ pub struct Attest {
     registry: Option<Arc<Registry>>,
     /// OpenAPI operation ids: what an HTTP call's operation is named.
     operations: Arc<OperationIds>,
+    /// Shadow mode: policy's verdicts are recorded, not enforced.
+    shadow: bool,
 }
 
 pub(crate) mod call;
@@ -55,6 +57,7 @@ impl std::fmt::Debug for Attest {
             .field("ledger", &self.ledger)
             .field("agent", &self.agent)
             .field("actor", &self.actor)
+            .field("shadow", &self.shadow)
             .finish_non_exhaustive()
     }
 }
@@ -73,6 +76,7 @@ pub struct AttestBuilder {
     approvals: Option<Arc<ApprovalStore>>,
     registry: Option<Arc<Registry>>,
     operations: Option<Arc<OperationIds>>,
+    shadow: bool,
 }
 
 impl AttestBuilder {
@@ -150,6 +154,11 @@ impl AttestBuilder {
     /// The OpenAPI operation ids HTTP calls are described with ([`Attest::action`]).
     pub fn operations(mut self, operations: impl Into<Arc<OperationIds>>) -> Self {
         self.operations = Some(operations.into());
+    /// Shadow mode (`mode: shadow`, `--shadow`, `shadow=True`): every call is decided as
+    /// usual and runs as if policy said `act`; what policy decided is recorded in the
+    /// row's `shadow` field. A policy that cannot decide still refuses.
+    pub fn shadow(mut self, shadow: bool) -> Self {
+        self.shadow = shadow;
         self
     }
 
@@ -170,6 +179,7 @@ impl AttestBuilder {
             approvals: Arc::new(self.approvals.map(OnceLock::from).unwrap_or_default()),
             registry: self.registry,
             operations: self.operations.unwrap_or_default(),
+            shadow: self.shadow,
         })
     }
 }
@@ -180,6 +190,8 @@ struct Cleared {
     verdict: Verdict,
     confirm: Option<Confirm>,
     approver: Option<String>,
+    /// In shadow mode, the verdict policy gave and that was not enforced.
+    shadow: Option<Shadow>,
 }
 
 /// What the gate step leaves: an action cleared to run, a stored request whose answer
@@ -384,14 +396,16 @@ impl Attest {
         cleared: &Cleared,
         outcome: RowOutcome<'_>,
     ) -> Result<Record, AttestError> {
-        to_record(
+        let mut record = to_record(
             action,
             params_hash,
             &cleared.verdict,
             cleared.verdict.decision,
             cleared.confirm.clone(),
             outcome,
-        )
+        )?;
+        record.shadow.clone_from(&cleared.shadow);
+        Ok(record)
     }
 
     /// Records an action that already happened, outside Attest (decision `recorded`).
@@ -511,7 +525,7 @@ impl Attest {
     /// names the stored request whose answer decides).
     async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
         let step = telemetry::step("policy");
-        let verdict = step.in_scope(|| self.evaluate(&prepared.action));
+        let (verdict, shadow) = step.in_scope(|| self.enforced(&prepared.action));
         telemetry::decided(&step, verdict.decision.as_str());
         match verdict.decision {
             Decision::Act => Ok(Gated::Run(Box::new((
@@ -520,6 +534,7 @@ impl Attest {
                     verdict,
                     confirm: None,
                     approver: None,
+                    shadow,
                 },
             )))),
             Decision::Ask => {
@@ -542,10 +557,23 @@ impl Attest {
     /// A policy that fails refuses. A surface that lets some calls by unrecorded (the
     /// gateway's reads) asks this first, so that an organisation's `blocked` rule still
     /// refuses them.
+    ///
+    /// In shadow mode this is the verdict enforced: `act` (rule `shadow`) for what policy
+    /// would ask about or refuse.
     pub fn verdict(&self, action: &Action) -> Verdict {
         match self.prepare(action.clone()) {
-            Ok(prepared) => self.evaluate(&prepared.action),
+            Ok(prepared) => self.enforced(&prepared.action).0,
             Err(err) => undecided(action, &error_chain(&err)),
+        }
+    }
+
+    /// The verdict to enforce and, in shadow mode, the policy verdict it stands in for.
+    fn enforced(&self, action: &Action) -> (Verdict, Option<Shadow>) {
+        let verdict = self.evaluate(action);
+        if self.shadow {
+            crate::shadow::unenforced(verdict)
+        } else {
+            (verdict, None)
         }
     }
 
@@ -590,6 +618,7 @@ impl Attest {
                         verdict,
                         confirm: Some(confirm),
                         approver: Some(approver),
+                        shadow: None,
                     },
                 ))))
             }
@@ -675,6 +704,7 @@ impl Attest {
                 verdict,
                 confirm: Some(confirm),
                 approver: Some(approver),
+                shadow: None,
             },
         )))
     }
@@ -776,7 +806,7 @@ fn undecided(action: &Action, why: &str) -> Verdict {
     Verdict::new(
         Decision::Refuse,
         action.base_risk(),
-        "policy-error",
+        crate::shadow::POLICY_ERROR_RULE,
         format!("policy could not decide, so the action does not run: {why}"),
     )
 }

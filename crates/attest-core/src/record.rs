@@ -91,6 +91,7 @@ pub(crate) fn to_record(
         execution,
         verification,
         imported: None,
+        shadow: None,
     })
 }
 

@@ -296,6 +296,7 @@ mod tests {
                 evidence: serde_json::Map::new(),
             }),
             imported: None,
+            shadow: None,
         }
     }
 

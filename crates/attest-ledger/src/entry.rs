@@ -71,6 +71,11 @@ pub struct Record {
     /// was appended; the source's time is here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<Imported>,
+    /// Present when the action ran in shadow mode: what policy decided, which was not
+    /// enforced. The row's own `decision` is `act` (it ran); a shadow row is neither an
+    /// approval nor a refusal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<Shadow>,
 }
 
 /// The call as the surface that governed it saw it. Every field is optional: an MCP
@@ -108,6 +113,17 @@ pub struct Imported {
     /// When the action happened, as the source says (RFC 3339), if it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ts: Option<String>,
+}
+
+/// The verdict policy gave a call that ran in shadow mode, unenforced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Shadow {
+    /// `ask` or `refuse`: what would have happened.
+    pub decision: String,
+    /// Policy's reasons, one line per rule that spoke.
+    pub reasons: Vec<String>,
+    /// The rules that fired, in order.
+    pub rules_fired: Vec<String>,
 }
 
 /// A person's answer to an `ask`.

@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::entry::{Call, Confirm, Entry, Execution, Imported, Verification};
+use crate::entry::{Call, Confirm, Entry, Execution, Imported, Shadow, Verification};
 use crate::LedgerError;
 
 /// The largest integer every step of the ES6 number path keeps exact (2^53).
@@ -64,6 +64,10 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.opt_str(out, "run_id", record.run_id.as_deref());
     obj.key(out, "seq");
     write_u64(out, entry.seq)?;
+    if let Some(shadow) = &record.shadow {
+        obj.key(out, "shadow");
+        write_shadow(out, shadow);
+    }
     obj.str(out, "source", &record.source);
     obj.str(out, "system", &record.system);
     obj.opt_str(out, "target", record.target.as_deref());
@@ -134,6 +138,16 @@ fn write_execution(out: &mut Vec<u8>, execution: &Execution) {
 fn write_imported(out: &mut Vec<u8>, imported: &Imported) {
     let mut obj = Object::open(out);
     obj.opt_str(out, "ts", imported.ts.as_deref());
+    out.push(b'}');
+}
+
+fn write_shadow(out: &mut Vec<u8>, shadow: &Shadow) {
+    let mut obj = Object::open(out);
+    obj.str(out, "decision", &shadow.decision);
+    obj.key(out, "reasons");
+    write_strings(out, &shadow.reasons);
+    obj.key(out, "rules_fired");
+    write_strings(out, &shadow.rules_fired);
     out.push(b'}');
 }
 
@@ -428,7 +442,19 @@ mod tests {
                     url,
                 }),
         );
-        let touched = (call, proptest::collection::vec(text(), 0..3));
+        let shadow = proptest::option::of(
+            (
+                text(),
+                proptest::collection::vec(text(), 0..3),
+                proptest::collection::vec(text(), 0..3),
+            )
+                .prop_map(|(decision, reasons, rules_fired)| Shadow {
+                    decision,
+                    reasons,
+                    rules_fired,
+                }),
+        );
+        let touched = (call, proptest::collection::vec(text(), 0..3), shadow);
         (
             ids,
             kinds,
@@ -455,7 +481,7 @@ mod tests {
                     execution,
                     verification,
                     imported,
-                    (call, result_ids),
+                    (call, result_ids, shadow),
                 )| Record {
                     action_id,
                     run_id,
@@ -479,6 +505,7 @@ mod tests {
                     execution,
                     verification,
                     imported,
+                    shadow,
                 },
             )
     }

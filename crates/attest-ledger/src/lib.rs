@@ -74,7 +74,7 @@
 //!     tier: "high".into(), reasons: vec![], rules_fired: vec![],
 //!     params_hash: "00".repeat(32), params_preview: Default::default(), result_ids: vec![], confirm: None,
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
-//!     verification: None, imported: None,
+//!     verification: None, imported: None, shadow: None,
 //! };
 //! let appended = ledger.append(&record)?;
 //! assert_eq!(appended.seq, 1);
@@ -122,7 +122,7 @@ pub use checkpoint::{
 pub use checkpoints::StoredCheckpoint;
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
-pub use entry::{Call, Confirm, Execution, Imported, Record, Verification, FORMAT_VERSION};
+pub use entry::{Call, Confirm, Execution, Imported, Record, Shadow, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
 pub use keys::{SigningKey, VerifierKey};

@@ -84,6 +84,22 @@ impl ActionPattern {
         self.matches_with(action, Recipients::Any)
     }
 
+    /// Whether the pattern names addresses (`gmail.send:*@evil.io`), which are read from
+    /// the action's params.
+    pub(crate) fn reads_recipients(&self) -> bool {
+        self.target.is_some() && has_address_target(&self.text)
+    }
+
+    /// [`ActionPattern::matches`] with addresses taken to match (a replay that does not
+    /// know them asks whether the rest does).
+    pub(crate) fn matches_but_recipients(&self, action: &Action) -> bool {
+        if self.reads_recipients() {
+            self.verbs.contains(action.verb) && self.system.matches(&action.system)
+        } else {
+            self.matches(action)
+        }
+    }
+
     fn matches_with(&self, action: &Action, recipients: Recipients) -> bool {
         self.verbs.contains(action.verb)
             && self.system.matches(&action.system)

@@ -7,6 +7,7 @@ use crate::lint::{check_policy_text, problem};
 use crate::placeholder::find_placeholder;
 use crate::policy::risk_rule;
 use crate::recipients::{actor_domain, for_each_recipient_host, Domains};
+use crate::replay::{Recorded, Replayed};
 use crate::rule::{Facts, Prefilter, Rule};
 use crate::{Action, Decision, Policy, PolicyError, Risk, TargetClass, Verdict};
 
@@ -66,13 +67,24 @@ impl RuleList {
         self.rules.len()
     }
 
-    /// The first rule that matches.
-    fn first(&self, facts: &Facts<'_>) -> Option<&CompiledRule> {
-        self.filters
-            .iter()
-            .zip(&self.rules)
-            .find(|(filter, rule)| filter.admits(facts) && rule.rule.matcher.matches(facts))
-            .map(|(_, rule)| rule)
+    /// The first rule that matches; `Err` names the first rule whose match turns on
+    /// params a record does not have (only when `params_complete` is false).
+    fn first(
+        &self,
+        facts: &Facts<'_>,
+        params_complete: bool,
+    ) -> Result<Option<&CompiledRule>, &CompiledRule> {
+        for (filter, rule) in self.filters.iter().zip(&self.rules) {
+            if !filter.admits(facts) {
+                continue;
+            }
+            match rule.rule.matcher.matches_recorded(facts, params_complete) {
+                Some(true) => return Ok(Some(rule)),
+                Some(false) => {}
+                None => return Err(rule),
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -160,18 +172,33 @@ impl PolicyEngine {
         }
     }
 
-    /// The first matching YAML rule: the action's agent's rules, then the rest.
-    fn first_match(&self, facts: &Facts<'_>) -> Option<&CompiledRule> {
+    /// The first matching YAML rule: the action's agent's rules, then the rest (`Err`:
+    /// see [`RuleList::first`]).
+    fn first_match(
+        &self,
+        facts: &Facts<'_>,
+        params_complete: bool,
+    ) -> Result<Option<&CompiledRule>, &CompiledRule> {
         if let Some(agent) = facts.action.agent.as_deref() {
             for (glob, rules) in &self.agents {
                 if glob.matches(agent) {
-                    if let Some(rule) = rules.first(facts) {
-                        return Some(rule);
+                    if let Some(rule) = rules.first(facts, params_complete)? {
+                        return Ok(Some(rule));
                     }
                 }
             }
         }
-        self.rules.first(facts)
+        self.rules.first(facts, params_complete)
+    }
+
+    /// Decides a recorded action again, from what its ledger row kept: see
+    /// [`Recorded`]. A decision that turns on params the row does not have is
+    /// [`Replayed::Undecidable`], naming the rule, never guessed.
+    pub fn replay(&self, action: &Action, recorded: Recorded) -> Replayed {
+        match self.decide(action, recorded) {
+            Ok(verdict) => Replayed::Decided(verdict),
+            Err(rule) => Replayed::Undecidable { rule },
+        }
     }
 
     /// R2: the worst class among the action's recipients, and a host of that class.
@@ -239,6 +266,16 @@ impl Verdict {
 
 impl Policy for PolicyEngine {
     fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError> {
+        self.decide(action, Recorded::COMPLETE)
+            .map_err(|_| PolicyError::Internal("a live action's params were taken as unknown"))
+    }
+}
+
+impl PolicyEngine {
+    /// The verdict, or the name of the rule whose answer turns on params that
+    /// `known` says are not there (never with [`Recorded::COMPLETE`]).
+    fn decide(&self, action: &Action, known: Recorded) -> Result<Verdict, String> {
+        let complete = known.params_complete;
         let tier = self.tier(action);
         let mut verdict = Verdict {
             decision: Decision::Act,
@@ -253,6 +290,15 @@ impl Policy for PolicyEngine {
         // The strictest built-in decision so far, and the rule that made it.
         let mut floor: Option<(Decision, &'static str)> = None;
 
+        // R0 reads addresses from params: a record without them cannot say.
+        let org_reads_params = self
+            .blocked
+            .iter()
+            .chain(&self.approval_required)
+            .any(|p| p.reads_recipients() && p.matches_but_recipients(action));
+        if !complete && org_reads_params {
+            return Err("R0".to_owned());
+        }
         // R0: organisation lists.
         if let Some(pattern) = self
             .blocked
@@ -331,7 +377,21 @@ impl Policy for PolicyEngine {
 
         // R3: unfilled placeholders hold a write.
         let mut placeholder = false;
-        if is_write {
+        if is_write && !complete {
+            // What the record says the params held (R3 fired when it was decided).
+            match known.placeholders {
+                Some(true) => {
+                    placeholder = true;
+                    floor = Some((Decision::Ask, floor.map_or("R3", |(_, rule)| rule)));
+                    verdict.note(
+                        "R3",
+                        "unfilled placeholder in params (as recorded)".to_owned(),
+                    );
+                }
+                Some(false) => {}
+                None => return Err("R3".to_owned()),
+            }
+        } else if is_write {
             if let Some(found) = find_placeholder(&action.params) {
                 placeholder = true;
                 floor = Some((Decision::Ask, floor.map_or("R3", |(_, rule)| rule)));
@@ -357,7 +417,10 @@ impl Policy for PolicyEngine {
             class: verdict.target_class,
         };
         let floor_decision = floor.map_or(Decision::Act, |(d, _)| d);
-        if let Some(compiled) = self.first_match(&facts) {
+        let first = self
+            .first_match(&facts, complete)
+            .map_err(|rule| rule.rule.name.clone())?;
+        if let Some(compiled) = first {
             let rule = &compiled.rule;
             let decision = stricter(floor_decision, rule.decision);
             let reason = match floor {

@@ -54,6 +54,7 @@ mod policy;
 mod preview;
 mod recipients;
 mod redact;
+mod replay;
 mod rule;
 mod sets;
 mod verdict;
@@ -72,5 +73,6 @@ pub use redact::{
     is_credential_name, redact_text, redact_url, redact_url_credentials, redact_urls_in, REDACTED,
     TOKEN_SHAPES,
 };
+pub use replay::{Recorded, Replayed};
 pub use verdict::{Decision, TargetClass, Verdict};
 pub use vocabulary::{Risk, Verb};

@@ -45,6 +45,15 @@ impl Match {
     /// Cheap keys are tested first; `target_domain` and `params` last.
     pub(crate) fn matches(&self, facts: &Facts<'_>) -> bool {
         let action = facts.action;
+        self.keys_match(facts, |p| p.matches(action))
+            && (self.target_domains.is_empty() || self.every_host_matches(action))
+            && (self.params.is_empty() || self.params.matches(&action.params))
+    }
+
+    /// Every key but `target_domain` and `params`, an `action:` pattern judged by
+    /// `pattern`.
+    fn keys_match(&self, facts: &Facts<'_>, pattern: impl Fn(&ActionPattern) -> bool) -> bool {
+        let action = facts.action;
         self.verbs.is_none_or(|set| set.contains(action.verb))
             && self.risks.is_none_or(|set| set.contains(facts.tier))
             && self.classes.is_none_or(|set| set.contains(facts.class))
@@ -52,9 +61,34 @@ impl Match {
             && any_glob(&self.systems, &action.system)
             && any_glob(&self.actors, action.actor.as_deref().unwrap_or(""))
             && any_glob(&self.agents, action.agent.as_deref().unwrap_or(""))
-            && (self.actions.is_empty() || self.actions.iter().any(|p| p.matches(action)))
-            && (self.target_domains.is_empty() || self.every_host_matches(action))
-            && (self.params.is_empty() || self.params.matches(&action.params))
+            && (self.actions.is_empty() || self.actions.iter().any(pattern))
+    }
+
+    /// [`Match::matches`] for a recorded action whose raw params may be unknown (a
+    /// replay sees the ledger's allow-listed preview only): `None` when the keys that
+    /// need no params hold and the answer turns on params the record does not have
+    /// (`params`, `target_domain`, an `action:` pattern naming addresses).
+    pub(crate) fn matches_recorded(
+        &self,
+        facts: &Facts<'_>,
+        params_complete: bool,
+    ) -> Option<bool> {
+        if params_complete || !self.reads_params() {
+            return Some(self.matches(facts));
+        }
+        let action = facts.action;
+        if self.keys_match(facts, |p| p.matches_but_recipients(action)) {
+            None
+        } else {
+            Some(false)
+        }
+    }
+
+    /// Whether matching reads the action's params (recipients included).
+    fn reads_params(&self) -> bool {
+        !self.params.is_empty()
+            || !self.target_domains.is_empty()
+            || self.actions.iter().any(ActionPattern::reads_recipients)
     }
 
     /// `target_domain`: every recipient's host (or its registered domain) matches one

@@ -19,7 +19,7 @@ mod prune;
 mod publish;
 mod recipes;
 mod servers;
-mod tiles;
+pub(crate) mod tiles;
 mod verify;
 mod witness;
 
@@ -96,12 +96,14 @@ fn overrides(cli: &Cli) -> Overrides {
             actor: args.actor.clone(),
             ask: Some(AskMode::Block),
             wait: Some(Duration::ZERO),
+            shadow: args.shadow,
             ..global
         },
         Command::Hook(crate::cli::HookCommand::ClaudeCode(args)) => Overrides {
             agent: args.agent.clone(),
             actor: args.actor.clone(),
             default_agent: Some(hook::AGENT.to_owned()),
+            shadow: args.shadow,
             ..global
         },
         _ => global,

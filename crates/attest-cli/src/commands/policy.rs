@@ -8,7 +8,9 @@ use attest_core::DetectInput;
 use attest_policy::{lint, run_cases_with, Action, CaseCall, Policy, Verdict, MAX_POLICY_BYTES};
 use serde_json::{json, Value};
 
-use crate::cli::{PolicyCheckArgs, PolicyCommand, PolicyExplainArgs, PolicyTestArgs};
+use crate::cli::{
+    PolicyCheckArgs, PolicyCommand, PolicyExplainArgs, PolicyReplayArgs, PolicyTestArgs,
+};
 use crate::commands::detect::{input, print};
 use crate::config::{load_policy, read_text, Config};
 
@@ -17,6 +19,7 @@ pub(crate) fn run(config: &Config, command: &PolicyCommand) -> anyhow::Result<Ex
         PolicyCommand::Explain(args) => explain(config, args),
         PolicyCommand::Check(args) => check(args),
         PolicyCommand::Test(args) => test(args),
+        PolicyCommand::Replay(args) => replay(config, args),
     }
 }
 
@@ -84,6 +87,75 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
     }
     if !verdict.approver_members.is_empty() {
         writeln!(out, "approvers: {}", verdict.approver_members.join(", "))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `attest policy replay`: the candidate is the policy this invocation names
+/// (`--policy`, else the configured one).
+fn replay(config: &Config, args: &PolicyReplayArgs) -> anyhow::Result<ExitCode> {
+    use attest_core::replay::{replay, ReplayScope};
+    let candidate = config.policy()?;
+    let ledger = config.open_ledger_read_only()?;
+    let scope = ReplayScope {
+        since: args.since.map(|span| std::time::SystemTime::now() - span),
+        run: args.run.clone(),
+        agent: args.agent.clone(),
+    };
+    let bar = crate::commands::tiles::progress_bar("replaying", args.json);
+    if let Some(bar) = &bar {
+        bar.set_length(ledger.tip()?.map_or(0, |(seq, _)| seq));
+    }
+    let report = replay(&ledger, &candidate, &scope, &mut |seq| {
+        if let Some(bar) = &bar {
+            bar.set_position(seq);
+        }
+    })
+    .context("reading the ledger to replay")?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{} actions replayed: {} unchanged, {} change, {} undecidable",
+        report.actions,
+        report.unchanged,
+        report.transitions.iter().map(|t| t.count).sum::<u64>(),
+        report.undecidable.iter().map(|u| u.count).sum::<u64>(),
+    )?;
+    if !report.transitions.is_empty() {
+        writeln!(
+            out,
+            "\n{:<8} {:<8} {:>9}  candidate rules / examples",
+            "from", "to", "actions"
+        )?;
+        for t in &report.transitions {
+            writeln!(
+                out,
+                "{:<8} {:<8} {:>9}  {}",
+                t.from,
+                t.to,
+                t.count,
+                t.rules.join(", ")
+            )?;
+            for (seq, label) in t.examples.iter().zip(&t.example_labels) {
+                let label = crate::terminal::escape(label);
+                writeln!(out, "{:28}seq {seq}: {label}", "")?;
+            }
+        }
+    }
+    for u in &report.undecidable {
+        writeln!(
+            out,
+            "undecidable: rule {} needs params the ledger does not keep ({} actions)",
+            u.rule, u.count
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -38,6 +38,7 @@ impl ModeArgs {
             agent: self.agent.clone(),
             actor: self.actor.clone(),
             run: self.run.clone(),
+            shadow: self.shadow,
             ..overrides
         }
     }

@@ -26,7 +26,8 @@ use std::time::{Duration, SystemTime};
 use attest_ledger::{format_ts, Ledger, LedgerError};
 use serde::Serialize;
 
-use super::rows::{parse_ts, unix_secs, RowView};
+use super::rows::{unix_secs, RowView};
+use super::shadow::ShadowTally;
 
 /// The fewest actions in a window that can be a volume spike.
 pub(crate) const MIN_SPIKE: u64 = 10;
@@ -61,6 +62,9 @@ pub(crate) struct Digest {
     pub(crate) flag_count: usize,
     /// One entry per agent that acted in the window or raised a flag.
     pub(crate) agents: Vec<AgentDigest>,
+    /// Calls in the window that ran in shadow mode and policy would have refused or
+    /// asked about (they count as `act` in `decisions`: they ran).
+    pub(crate) shadow: ShadowTally,
 }
 
 /// A time span.
@@ -145,13 +149,19 @@ struct Current {
 /// Reads the ledger and computes the digest.
 pub(crate) fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, LedgerError> {
     let window_secs = options.window.as_secs().max(1);
-    let until = unix_secs(options.until);
+    // Whole seconds, rounded up: a row appended earlier in the current second (the call
+    // that just ran) is inside a window that ends now.
+    let until = unix_secs(options.until + Duration::from_nanos(999_999_999));
     let from = until.saturating_sub(window_secs);
     let windows = (options.baseline.as_secs() / window_secs).max(1);
     let baseline_from = from.saturating_sub(windows * window_secs);
     let mut history: BTreeMap<String, History> = BTreeMap::new();
     let mut current: BTreeMap<String, Current> = BTreeMap::new();
-    let start = first_seq_at_or_after(ledger, baseline_from)?;
+    let mut shadow = ShadowTally::default();
+    let start = attest_core::replay::first_seq_at_or_after(
+        ledger,
+        SystemTime::UNIX_EPOCH + Duration::from_secs(baseline_from),
+    )?;
     ledger.for_each_row(start, |row| {
         let Some(view) = RowView::parse(row.body) else {
             return Ok(true);
@@ -185,6 +195,7 @@ pub(crate) fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, 
                 .insert((view.system.to_string(), view.verb.to_string()));
             h.hours[hour.min(23)] += 1;
         } else {
+            shadow.add(row.seq, &view);
             let c = current.entry(agent).or_default();
             c.actions += 1;
             c.unverified += u64::from(level == "unverified");
@@ -252,6 +263,7 @@ pub(crate) fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, 
         actions,
         flag_count,
         agents,
+        shadow,
     })
 }
 
@@ -418,32 +430,6 @@ fn mean_sd(per_window: &BTreeMap<u64, u64>, windows: u64) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-/// The first seq whose row was appended at or after `secs` (rows are appended in time
-/// order), by bisection on seq: O(log n) point reads.
-fn first_seq_at_or_after(ledger: &Ledger, secs: u64) -> Result<u64, LedgerError> {
-    let Some((tip, _)) = ledger.tip()? else {
-        return Ok(1);
-    };
-    let at = |seq: u64| -> Result<Option<(u64, u64)>, LedgerError> {
-        let mut found = None;
-        ledger.for_each_row(seq, |row| {
-            found = Some((row.seq, parse_ts(row.ts).map_or(0, unix_secs)));
-            Ok(false)
-        })?;
-        Ok(found)
-    };
-    let (mut low, mut high) = (1u64, tip + 1);
-    while low < high {
-        let mid = low + (high - low) / 2;
-        match at(mid)? {
-            Some((seq, ts)) if ts < secs => low = seq + 1,
-            Some(_) => high = mid,
-            None => high = mid,
-        }
-    }
-    Ok(low)
-}
-
 /// The digest as text for a terminal.
 pub(crate) fn render_text(digest: &Digest) -> String {
     use std::fmt::Write as _;
@@ -483,6 +469,10 @@ pub(crate) fn render_text(digest: &Digest) -> String {
         for flag in &agent.flags {
             let _ = writeln!(out, "  ! {}: {}", flag.kind, flag.why);
         }
+    }
+    if !digest.shadow.is_empty() {
+        out.push('\n');
+        out.push_str(&digest.shadow.render_text());
     }
     out
 }

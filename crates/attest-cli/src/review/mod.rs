@@ -13,6 +13,7 @@ pub(crate) mod model;
 pub(crate) mod ocsf;
 mod rows;
 pub(crate) use rows::claimed;
+mod shadow;
 pub(crate) mod telemetry;
 pub(crate) mod verifier;
 

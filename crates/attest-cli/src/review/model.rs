@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::rows::{unix_secs, RowView};
+use super::shadow::ShadowTally;
 
 /// Rows read per batch while catching up.
 pub(crate) const BATCH: usize = 2_000;
@@ -56,17 +57,20 @@ pub(crate) enum ListKind {
     Held,
     /// Recorded as about to run, with no outcome row since.
     Intents,
+    /// Ran in shadow mode, and policy would have refused or asked about it.
+    Shadow,
 }
 
 impl ListKind {
     /// Every list, in the order the dashboard shows them.
-    pub(crate) const ALL: [ListKind; 6] = [
+    pub(crate) const ALL: [ListKind; 7] = [
         ListKind::Refused,
         ListKind::Rejected,
         ListKind::Unverified,
         ListKind::Failed,
         ListKind::Held,
         ListKind::Intents,
+        ListKind::Shadow,
     ];
 
     /// The list's name in URLs and JSON.
@@ -78,6 +82,7 @@ impl ListKind {
             ListKind::Failed => "failed",
             ListKind::Held => "held",
             ListKind::Intents => "intents",
+            ListKind::Shadow => "shadow",
         }
     }
 
@@ -120,6 +125,8 @@ struct State {
     runs: HashMap<String, (u64, u64)>,
     /// Runs by last activity, oldest first (may hold stale duplicates).
     run_order: VecDeque<(u64, String)>,
+    /// Shadow verdicts folded in.
+    shadow: ShadowTally,
 }
 
 /// The read model over one ledger file.
@@ -153,6 +160,8 @@ pub(crate) struct RowItem {
     /// True for a row `attest import` wrote (its confirm and level are the source's claim).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) imported: bool,
+    /// The verdict shadow mode did not enforce (`refuse`, `ask`), or "".
+    pub(crate) shadow: String,
 }
 
 impl ReadModel {
@@ -257,6 +266,7 @@ impl ReadModel {
                 system: &row.system,
             });
         }
+        state.shadow.add(seq, &row);
         let confirm = row.confirm_outcome();
         let kinds = [
             (
@@ -264,6 +274,7 @@ impl ReadModel {
                 confirm == "rejected" || confirm == "expired",
             ),
             (ListKind::Failed, status == "failed"),
+            (ListKind::Shadow, !row.shadow_decision().is_empty()),
         ];
         for (kind, hit) in kinds {
             if hit {
@@ -315,6 +326,7 @@ impl ReadModel {
             "hours": per_hour,
             "lists": lists,
             "runs": state.runs.len(),
+            "shadow": state.shadow,
             "folded_through": state.seen,
         }))
     }
@@ -332,7 +344,7 @@ impl ReadModel {
             ListKind::Intents | ListKind::Held => {
                 self.lock().open.get(&kind).map_or(0, |m| m.len() as u64)
             }
-            ListKind::Rejected | ListKind::Failed => {
+            ListKind::Rejected | ListKind::Failed | ListKind::Shadow => {
                 self.lock().list_totals.get(&kind).copied().unwrap_or(0)
             }
         }
@@ -379,7 +391,7 @@ impl ReadModel {
                 seqs.truncate(limit);
                 seqs
             }
-            ListKind::Rejected | ListKind::Failed => self
+            ListKind::Rejected | ListKind::Failed | ListKind::Shadow => self
                 .lock()
                 .lists
                 .get(&kind)
@@ -449,6 +461,7 @@ impl ReadModel {
                 status: view.status().to_owned(),
                 level: view.shown_level(),
                 imported: view.is_imported(),
+                shadow: view.shadow_decision().to_owned(),
             }));
             Ok(())
         })?;
@@ -573,6 +586,36 @@ mod tests {
             assert_eq!((seqs(page), total), (vec![seq], 1), "{kind:?}");
         }
         assert_eq!(model.recent_runs(10), [("r1".to_owned(), 3)]);
+    }
+
+    #[test]
+    fn shadow_rows_are_listed_and_counted_by_rule_never_as_refusals() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path().join("ledger.sqlite"), create()).unwrap();
+        let mut shadowed = record(1, (None, "act", attest_core::INTENT, None, None));
+        shadowed.shadow = Some(attest_ledger::Shadow {
+            decision: "refuse".into(),
+            reasons: vec!["no mail".into()],
+            rules_fired: vec!["no-mail".into()],
+        });
+        ledger.append(&shadowed).unwrap();
+        shadowed.execution.status = "ok".into();
+        ledger.append(&shadowed).unwrap();
+        ledger
+            .append(&record(2, (None, "act", "ok", Some("verified"), None)))
+            .unwrap();
+        let model = ReadModel::new(Arc::new(ledger), None);
+        model.catch_up(3).unwrap();
+        let summary = model.summary(24, SystemTime::now()).unwrap();
+        assert_eq!(summary["lists"]["refused"], 0, "{summary:#}");
+        assert_eq!(summary["lists"]["shadow"], 1, "{summary:#}");
+        assert_eq!(summary["shadow"]["would_refuse"], 1, "{summary:#}");
+        assert_eq!(summary["shadow"]["by_rule"][0]["rule"], "no-mail");
+        assert_eq!(summary["shadow"]["by_rule"][0]["seqs"], json!([2]));
+        let (page, total) = model.list_page(ListKind::Shadow, None, 50).unwrap();
+        assert_eq!(total, 1);
+        assert_eq!((page[0].seq, page[0].decision.as_str()), (2, "act"));
+        assert_eq!(page[0].shadow, "refuse");
     }
 
     fn create() -> LedgerOptions {

@@ -44,6 +44,17 @@ pub(crate) struct RowView<'a> {
     pub(crate) verification: Option<VerificationView<'a>>,
     #[serde(borrow, default)]
     pub(crate) imported: Option<ImportedView<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) shadow: Option<ShadowView<'a>>,
+}
+
+/// `shadow`: the verdict a call that ran in shadow mode was given and not held to.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ShadowView<'a> {
+    #[serde(borrow, default)]
+    pub(crate) decision: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(crate) rules_fired: Vec<Cow<'a, str>>,
 }
 
 /// `confirm`.
@@ -126,6 +137,11 @@ impl<'a> RowView<'a> {
     /// The verification level as a view shows it: an imported row's is the source's claim.
     pub(crate) fn shown_level(&self) -> String {
         claimed(self.is_imported(), self.level())
+    }
+
+    /// The decision policy gave and shadow mode did not enforce (`refuse`, `ask`), or "".
+    pub(crate) fn shadow_decision(&self) -> &str {
+        self.shadow.as_ref().map_or("", |s| s.decision.as_ref())
     }
 
     /// The agent, or `(none)`.

@@ -423,6 +423,11 @@ async fn send_head(
 /// An unrecorded read: the upstream's answer streams to the caller as it arrives. A body
 /// that runs past the cap without declaring its length is cut off there (the caller
 /// sees the connection end early), since the status line has already gone out.
+/// An `act` that policy gave (not shadow mode's stand-in for an ask or a refusal).
+fn is_plain_act(verdict: &attest_policy::Verdict) -> bool {
+    verdict.decision == Decision::Act && !attest_core::is_unenforced(verdict)
+}
+
 async fn pass_through(
     state: &Inner,
     method: &Method,
@@ -596,11 +601,12 @@ async fn forward(
     let action = action_for(&attest, &method, &url, &headers, &body);
     // Only a GET or HEAD detected as a read, which policy lets run, goes by unrecorded:
     // any other method may change state whatever its path says, and a read policy
-    // refuses or asks about (an organisation's `blocked` rule) is decided and recorded.
+    // refuses or asks about (an organisation's `blocked` rule) is decided and recorded,
+    // in shadow mode too (its row carries the verdict that was not enforced).
     if action.verb.is_read()
         && is_read_method(&method)
         && !state.options.record_reads
-        && attest.verdict(&action).decision == Decision::Act
+        && is_plain_act(&attest.verdict(&action))
     {
         return pass_through(&state, &method, &url, &headers, body).await;
     }

@@ -81,6 +81,7 @@ impl Act<'_> {
                 evidence: Default::default(),
             }),
             imported: None,
+            shadow: None,
         }
     }
 }

@@ -19,13 +19,13 @@ use crate::{attest, stderr, stdout};
 const TOKEN: &str = "Bearer sekret-token-42";
 
 #[derive(Default)]
-struct Vendor {
+pub(crate) struct Vendor {
     notes: HashMap<String, Value>,
     /// Every request that reached the vendor: `METHOD /path`.
-    hits: Vec<String>,
+    pub(crate) hits: Vec<String>,
 }
 
-type Shared = Arc<Mutex<Vendor>>;
+pub(crate) type Shared = Arc<Mutex<Vendor>>;
 
 fn authorised(headers: &HeaderMap) -> bool {
     headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(TOKEN)
@@ -102,7 +102,7 @@ async fn delete(State(v): State<Shared>, UrlPath(id): UrlPath<String>) -> Status
 }
 
 /// Starts the vendor on 127.0.0.1 on its own runtime; returns its base URL.
-fn start_vendor(vendor: Shared) -> String {
+pub(crate) fn start_vendor(vendor: Shared) -> String {
     serve_app(move || {
         Router::new()
             .route("/v1/notes", post(create))

@@ -33,7 +33,7 @@ pub(crate) fn hook(dir: &Path, event: &str) -> Output {
 }
 
 /// The answer JSON, after checking the hook exited 0 (Claude Code reads JSON only then).
-fn answer(dir: &Path, event: &Value) -> Value {
+pub(crate) fn answer(dir: &Path, event: &Value) -> Value {
     let output = hook(dir, &event.to_string());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     serde_json::from_str(stdout(&output).trim()).unwrap()

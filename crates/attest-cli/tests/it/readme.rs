@@ -1,5 +1,5 @@
-//! Every ```sh block of README.md, examples/README.md, policies/README.md and
-//! policies/recipes/README.md, run as written, so the documentation cannot drift from the
+//! Every ```sh block of README.md, examples/README.md, policies/README.md,
+//! policies/recipes/README.md and docs/rolling-out.md, run as written, so the documentation cannot drift from the
 //! tool. How blocks are marked is described in README's "Contributing" section:
 //!
 //! - `<!-- readme-test: skip (reason) -->` before a block: not run; the test prints how many
@@ -25,6 +25,7 @@ const DOCS: &[&str] = &[
     "examples/README.md",
     "policies/README.md",
     "policies/recipes/README.md",
+    "docs/rolling-out.md",
 ];
 
 /// How long one block may take.

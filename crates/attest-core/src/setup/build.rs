@@ -113,7 +113,8 @@ impl Settings {
             .registry(registry)
             .operations(operations)
             .readback(readback)
-            .shared_gate(gate);
+            .shared_gate(gate)
+            .shadow(self.shadow);
         if let Some(run) = run {
             builder = builder.run_id(run);
         }

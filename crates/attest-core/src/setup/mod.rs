@@ -116,6 +116,9 @@ pub struct Overrides {
     pub use_by: Option<Duration>,
     /// OpenAPI specs, instead of the file's `openapi` list.
     pub openapi: Vec<PathBuf>,
+    /// Shadow mode (`--shadow`, `shadow=True`): can turn the file's `mode` to shadow,
+    /// never back to enforcing.
+    pub shadow: bool,
 }
 
 /// Where a setting's value came from.
@@ -202,6 +205,8 @@ pub struct Settings {
     pub openapi: Sourced<Vec<PathBuf>>,
     /// The checkpoint signing key's file, when one is named (see [`Settings::key_path`]).
     pub key: Option<Sourced<PathBuf>>,
+    /// Shadow mode: verdicts recorded, not enforced (the door's flag or `mode: shadow`).
+    pub shadow: bool,
     /// Where secrets and `ATTEST_BASE_URL_*` are read from.
     env: Arc<dyn Env>,
 }
@@ -326,6 +331,7 @@ impl Settings {
                 var(vars::SIGNING_KEY).map(PathBuf::from),
                 file.key.clone(),
             ),
+            shadow: file.shadow(overrides.shadow),
             file,
             file_path,
             env,

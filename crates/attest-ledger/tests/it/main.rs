@@ -53,6 +53,7 @@ pub(crate) fn sample_record(n: u64) -> Record {
             evidence: serde_json::Map::new(),
         }),
         imported: None,
+        shadow: None,
     }
 }
 
