@@ -2,6 +2,8 @@
 //! for a shell command, a file write, a file read, an MCP tool call and a web fetch, and
 //! the answer in that agent's shape; input that is not the agent's is its deny.
 
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -529,4 +531,109 @@ fn a_session_in_a_subfolder_uses_the_projects_ledger() {
     assert_eq!(stdout(&output).trim(), "{}", "{}", stderr(&output));
     assert!(dir.path().join(".attest/ledger.sqlite").exists());
     assert!(!deep.join(".attest").exists());
+}
+
+/// A stand-in for GitHub's REST API on 127.0.0.1: issue 42 was stored with another title
+/// than the one asked for, issue 43 as asked. Serves until the test ends.
+fn fake_github() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0_u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let line = String::from_utf8_lossy(&request)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            let title = if line.contains("/repos/acme/app/issues/42 ") {
+                "Something else"
+            } else {
+                "Flaky test"
+            };
+            let body = json!({"number": 42, "title": title, "state": "open"}).to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    address
+}
+
+#[test]
+fn an_mcp_write_read_back_as_not_done_is_told_to_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let github = fake_github();
+    std::fs::create_dir_all(dir.path().join(".attest")).unwrap();
+    std::fs::write(
+        dir.path().join(".attest/config.yaml"),
+        format!("systems:\n  github:\n    base_url: {github}\n"),
+    )
+    .unwrap();
+    let env = [("GITHUB_TOKEN", "test-token")];
+    let input = json!({"owner": "acme", "repo": "app", "title": "Flaky test"});
+    for (agent, number, told) in [
+        ("claude-code", 42, true),
+        ("claude-code", 43, false),
+        ("gemini", 42, true),
+        ("codex", 42, true),
+    ] {
+        // The MCP result as the agent passes it on: the tool's content blocks.
+        let response = json!([{"type": "text", "text": json!({"number": number, "title": "Flaky test"}).to_string()}]);
+        let event = match agent {
+            "gemini" => {
+                let mut event = gemini("mcp__github__create_issue", input.clone());
+                event["hook_event_name"] = json!("AfterTool");
+                // Gemini's `llmContent`: the result as text parts.
+                let parts = json!([{"text": response[0]["text"]}]);
+                event["tool_response"] = json!({"llmContent": parts, "returnDisplay": "created"});
+                event
+            }
+            _ => {
+                let mut event = if agent == "codex" {
+                    codex("mcp__github__create_issue", input.clone())
+                } else {
+                    claude("mcp__github__create_issue", input.clone())
+                };
+                event["hook_event_name"] = json!("PostToolUse");
+                event["tool_response"] = response;
+                event
+            }
+        };
+        let answer = hook_answer(dir.path(), &[agent], &event, &env);
+        let context = answer["hookSpecificOutput"]["additionalContext"].as_str();
+        if told {
+            let context = context.unwrap_or_else(|| panic!("{agent} {number}: {answer}"));
+            assert!(
+                context.contains("unverified") && context.contains("do not report"),
+                "{context}"
+            );
+        } else {
+            assert_eq!(answer, json!({}), "{agent} {number}");
+        }
+    }
+    let levels: Vec<String> = exported_entries(dir.path())
+        .iter()
+        .filter(|e| e["execution"]["status"] == "ok")
+        .map(|e| {
+            e["verification"]["level"]
+                .as_str()
+                .unwrap_or("none")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        levels,
+        ["unverified", "verified", "unverified", "unverified"]
+    );
 }

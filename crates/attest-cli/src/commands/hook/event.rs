@@ -137,3 +137,30 @@ pub(crate) fn logged_after(note: &AfterNote) -> Value {
     }
     Value::Object(serde_json::Map::new())
 }
+
+/// What an MCP tool returned, as the value to hash and read back: its structured content,
+/// else its one text block when that is a JSON object (as the MCP proxy reads a result),
+/// else the output unchanged. Agents pass an MCP result on as the protocol's
+/// `{"content": [...]}`, as the content blocks alone, or (Gemini CLI) as text parts.
+pub(crate) fn tool_result(output: Value) -> Value {
+    if let Some(structured) = output.get("structuredContent").filter(|v| v.is_object()) {
+        return structured.clone();
+    }
+    let blocks = output.get("content").unwrap_or(&output);
+    if let Some([only]) = blocks.as_array().map(Vec::as_slice) {
+        // An MCP text block `{"type": "text", "text": …}`, or a Gemini part `{"text": …}`.
+        if matches!(
+            only.get("type").and_then(Value::as_str),
+            Some("text") | None
+        ) {
+            if let Some(Ok(value @ Value::Object(_))) = only
+                .get("text")
+                .and_then(Value::as_str)
+                .map(serde_json::from_str::<Value>)
+            {
+                return value;
+            }
+        }
+    }
+    output
+}

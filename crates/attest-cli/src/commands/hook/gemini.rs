@@ -38,7 +38,10 @@ impl Contract for Gemini {
                     Some(error) => Moment::After(Err(error
                         .as_str()
                         .map_or_else(|| error.to_string(), str::to_owned))),
-                    None => Moment::After(Ok(response)),
+                    // What the model gets is the tool's result.
+                    None => {
+                        Moment::After(Ok(response.get("llmContent").cloned().unwrap_or(response)))
+                    }
                 }
             }
             _ => {

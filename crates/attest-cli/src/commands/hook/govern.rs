@@ -11,7 +11,7 @@ use attest_core::{Gate, GateDecision, Level, RejectGate};
 use attest_policy::{Action, Decision, Verdict};
 use serde_json::Value;
 
-use super::event::{AfterNote, Contract, Ruling, ToolCall};
+use super::event::{self, AfterNote, Contract, Ruling, ToolCall};
 use super::{holds, pipeline, runtime};
 use crate::cli::{HookApprovalsArg, HookArgs};
 use crate::config::Config;
@@ -145,6 +145,7 @@ pub(crate) fn after(
 ) -> anyhow::Result<AfterNote> {
     let action = action(settings, call);
     let policy = settings.config.policy()?;
+    let outcome = outcome.map(event::tool_result);
     let tool = |_: Value| async move { outcome };
     let recorded = match settings.approvals {
         HookApprovals::Attest => match holds::take_claimed(settings, call)? {
