@@ -256,6 +256,18 @@ fn effective(config: &Config) -> Vec<Setting> {
     push("approvals.use_by_secs", value, source);
     let (value, source) = duration(file.approvals.wait, DEFAULT_WAIT);
     push("approvals.wait_secs", value, source);
+    let (value, source) = match file.hook.approvals {
+        Some(attest_core::config::HookApprovals::Attest) => (json!("attest"), Source::File),
+        Some(attest_core::config::HookApprovals::Prompt) => (json!("prompt"), Source::File),
+        None => (json!("prompt"), Source::Default),
+    };
+    push("hook.approvals", value, source);
+    // Unset, each agent's hook waits 10 s less than the agent's own hook timeout.
+    let (value, source) = match file.hook.wait {
+        Some(wait) => (json!(wait.as_secs()), Source::File),
+        None => (Value::Null, Source::Default),
+    };
+    push("hook.wait_secs", value, source);
     let optional = |value: &Option<String>, default: Option<&str>| match (value, default) {
         (Some(v), _) => (json!(v), Source::File),
         (None, Some(d)) => (json!(d), Source::Default),

@@ -51,7 +51,7 @@ impl Contract for ClaudeCode {
         };
         Ok(Event {
             moment,
-            call: Some(call(value, "CLAUDE_PROJECT_DIR")?),
+            call: Some(call(value, Some("CLAUDE_PROJECT_DIR"))?),
         })
     }
 
@@ -109,15 +109,15 @@ impl Contract for ClaudeCode {
 }
 
 /// The call in a Claude Code (or Claude-compatible, as Codex's) tool event; the project
-/// directory from `project_var`, else the event's `cwd`.
-pub(super) fn call(value: &Value, project_var: &str) -> Result<ToolCall, String> {
+/// directory from `project_var` when the agent sets one, else the event's `cwd`.
+pub(super) fn call(value: &Value, project_var: Option<&str>) -> Result<ToolCall, String> {
     let tool = event::required(value, "tool_name")?.to_owned();
     let input = value
         .get("tool_input")
         .cloned()
         .unwrap_or_else(|| json!({}));
     let cwd = event::text(value, "cwd").map(str::to_owned);
-    let project_dir = super::project_from_env(Some(project_var))
+    let project_dir = super::project_from_env(project_var)
         .or_else(|| cwd.as_deref().map(std::path::PathBuf::from));
     Ok(ToolCall {
         tool: tool.clone(),

@@ -50,7 +50,7 @@ impl Contract for Codex {
             }
         };
         // Codex sets no project variable; its `cwd` is the session's working directory.
-        let mut call = claude_code::call(value, "CODEX_PROJECT_DIR")?;
+        let mut call = claude_code::call(value, None)?;
         match call.tool.as_str() {
             "Bash" | "shell" | "local_shell" | "exec_command" => {
                 call.tool = "Bash".to_owned();

@@ -92,7 +92,7 @@ impl Contract for Cursor {
                 params,
                 cwd: event::text(value, "cwd").map(str::to_owned),
                 session: event::text(value, "conversation_id").map(str::to_owned),
-                project_dir: super::project_from_env(Some("CURSOR_PROJECT_DIR")).or(root),
+                project_dir: root,
             }),
         })
     }
