@@ -773,20 +773,66 @@ pub(crate) struct McpServerArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum HookCommand {
-    /// Read one Claude Code hook event (JSON on stdin) and answer in its JSON contract.
+    /// Answer one Claude Code hook event (PreToolUse, PermissionRequest, PostToolUse,
+    /// PostToolUseFailure; JSON on stdin) in Claude Code's JSON contract.
     ///
-    /// PreToolUse: policy decides the call (a Bash command by what it does, a file write
+    /// Before the call, policy decides it (a Bash command by what it does, a file write
     /// by its path, an MCP tool `mcp__server__tool` by its name) and the answer is
-    /// `allow`, `deny` (recorded as refused) or `ask` (Claude Code asks its user), with
-    /// the reason. PostToolUse / PostToolUseFailure: the outcome is recorded (the tool
-    /// output is hashed, never stored). Anything that cannot be decided is denied.
+    /// `allow`, `deny` (recorded as refused) or `ask`; after it, the outcome is recorded
+    /// (the tool output is hashed, never stored). Anything that cannot be decided is denied.
     ClaudeCode(HookArgs),
+    /// Answer one Codex CLI hook event (PreToolUse, PostToolUse) in Codex's contract.
+    ///
+    /// Codex honours only `deny` before a call: an `ask` is a deny with the reason.
+    Codex(HookArgs),
+    /// Answer one Gemini CLI hook event (BeforeTool, AfterTool) in Gemini's contract.
+    ///
+    /// Gemini has no `ask`: an `ask` is a deny with the reason.
+    Gemini(HookArgs),
+    /// Answer one Cursor hook event (beforeShellExecution, beforeMCPExecution,
+    /// afterFileEdit) in Cursor's contract.
+    Cursor(HookArgs),
+    /// Answer one GitHub Copilot CLI hook event (preToolUse, postToolUse) in its contract.
+    ///
+    /// An `ask` is a deny with the reason: only a deny is sure to be enforced.
+    Copilot(HookArgs),
+    /// Add Attest's hook to a coding agent's settings (or remove it with --remove).
+    ///
+    /// Adds one entry per hook event and keeps every other setting and hook as it was;
+    /// run again, it updates its own entry instead of adding a second. The file is
+    /// written atomically, the previous one kept beside it as `<file>.attest-backup`; a
+    /// file that is not valid JSON is refused untouched.
+    Install(InstallArgs),
+}
+
+/// Which coding agent a hook answers, or whose settings `hook install` edits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AgentKind {
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Google Gemini CLI.
+    Gemini,
+    /// Cursor.
+    Cursor,
+    /// GitHub Copilot CLI.
+    Copilot,
+}
+
+/// Who answers an `ask` from a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum HookApprovalsArg {
+    /// The agent's own permission prompt (nobody is authenticated; the row says so).
+    Prompt,
+    /// A durable Attest approval request, answered by a registered approver.
+    Attest,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
-    /// The agent recorded for the calls [env: ATTEST_AGENT; config: agent; default:
-    /// claude-code].
+    /// The agent recorded for the calls [env: ATTEST_AGENT; config: agent; default: the
+    /// agent's own name, `claude-code`, `codex`, `gemini`, `cursor`, `copilot`].
     #[arg(long)]
     pub(crate) agent: Option<String>,
     /// The actor recorded for the calls [env: ATTEST_ACTOR; config: actor].
@@ -797,6 +843,43 @@ pub(crate) struct HookArgs {
     /// enforcing it) [config: mode: shadow]. Not `--mode`, which says how asks wait.
     #[arg(long)]
     pub(crate) shadow: bool,
+    /// Who answers an `ask`: the agent's own prompt, or a durable Attest approval
+    /// request [config: hook.approvals; default: prompt].
+    #[arg(long, value_enum)]
+    pub(crate) approvals: Option<HookApprovalsArg>,
+    /// With `--approvals attest`, how long the hook waits for an approver before it
+    /// answers deny ("held for approval"); kept below the agent's own hook timeout
+    /// [config: hook.wait; default: 10 s under the agent's default timeout].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) wait: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InstallArgs {
+    /// The agent whose settings to edit.
+    #[arg(value_enum)]
+    pub(crate) agent: AgentKind,
+    /// The project's settings (`.claude/settings.json`, `.codex/hooks.json`,
+    /// `.gemini/settings.json`, `.cursor/hooks.json`, `.github/hooks/attest.json`) under
+    /// --dir [default].
+    #[arg(long, conflicts_with = "user")]
+    pub(crate) project: bool,
+    /// The user's settings (`~/.claude/settings.json`, `~/.codex/hooks.json`,
+    /// `~/.gemini/settings.json`, `~/.cursor/hooks.json`).
+    #[arg(long)]
+    pub(crate) user: bool,
+    /// The project directory [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Remove Attest's entries instead (other hooks and settings stay).
+    #[arg(long)]
+    pub(crate) remove: bool,
+    /// Show the change as a diff and write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// The command the hook runs [default: `attest`, as found on PATH when the agent runs it].
+    #[arg(long, value_name = "PROGRAM", default_value = "attest")]
+    pub(crate) program: String,
 }
 
 #[derive(Debug, Args)]

@@ -197,6 +197,9 @@ pub struct ConfigFile {
     /// The HTTP gateway (`attest gateway`).
     #[serde(default)]
     pub gateway: GatewaySettings,
+    /// Coding-agent hooks (`attest hook <agent>`).
+    #[serde(default)]
+    pub hook: HookSettings,
 }
 
 /// One system's settings.
@@ -365,6 +368,31 @@ pub struct GatewaySettings {
     /// Hosts (`HOST` or `HOST:PORT`) a request may name besides the upstream's.
     #[serde(default)]
     pub allow_upstream: Vec<String>,
+}
+
+/// Coding-agent hook settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HookSettings {
+    /// Who answers an `ask` [default: `prompt`].
+    pub approvals: Option<HookApprovals>,
+    /// How long a hook waits for an approver before it answers that the call is held
+    /// (`45s`); kept below the agent's own hook timeout.
+    #[serde(default, with = "duration")]
+    pub wait: Option<Duration>,
+}
+
+/// Who answers an `ask` that a coding agent's hook meets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookApprovals {
+    /// The agent's own permission prompt: whoever sits at it decides, and nobody is
+    /// authenticated (the row says so and names no approver).
+    Prompt,
+    /// A durable Attest approval request, announced by the notifiers and answered by a
+    /// registered approver; the agent retries the same call once it is approved.
+    Attest,
 }
 
 impl ConfigFile {

@@ -793,6 +793,17 @@ impl Attest {
 }
 
 fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>) -> Confirm {
+    // A gate that answers with no approver's name stands in for someone Attest did not
+    // authenticate (a coding agent's own permission prompt): the row names nobody and
+    // says so, rather than recording a made-up name as if a person had been identified.
+    if approver.is_empty() {
+        return Confirm {
+            outcome: outcome.to_owned(),
+            approver: None,
+            channel: Some(channel),
+            note: note.or_else(|| Some(UNAUTHENTICATED.to_owned())),
+        };
+    }
     Confirm {
         outcome: outcome.to_owned(),
         approver: Some(approver.to_owned()),
@@ -800,6 +811,9 @@ fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>)
         note,
     }
 }
+
+/// The note on a row whose `ask` was answered by a gate that names no approver.
+pub const UNAUTHENTICATED: &str = "nobody was authenticated: the agent's own prompt decided";
 
 /// A refusal standing in for a policy that could not decide: fail closed.
 fn undecided(action: &Action, why: &str) -> Verdict {

@@ -1,196 +1,201 @@
-//! `attest hook claude-code`: Claude Code's hook events in, its JSON contract out.
+//! `attest hook <agent>`: a coding agent's hook event in, its JSON contract out.
 //!
-//! Claude Code runs one process per event, so a call is two visits:
-//! - `PreToolUse`: policy decides. `act` answers `allow`; `ask` answers `ask` (Claude Code
-//!   puts the call to its user, who stands in for the approver); `refuse` answers `deny`
-//!   with the reasons, which Claude reads, and the refusal is recorded at once.
-//! - `PostToolUse` / `PostToolUseFailure`: the call ran (or failed); the pipeline records
-//!   it with the same decision, the output checked by its shape (hashed, never stored).
-//!   A call policy asks about is recorded as approved by `claude-code-prompt`: the person
-//!   at Claude Code's permission prompt, whom Attest does not authenticate.
+//! Each agent's contract (the JSON it sends on stdin, the JSON it reads back, and what
+//! it does with an `ask`) lives in a module of its own ([`claude_code`], [`codex`],
+//! [`gemini`], [`cursor`], [`copilot`]); they turn the agent's event into one
+//! agent-neutral [`event::ToolCall`] in the tool vocabulary `detect` knows, and a
+//! [`event::Ruling`] back into the agent's answer. What happens between is the same for
+//! every agent ([`govern`]):
 //!
-//! Anything that cannot be decided (bad JSON, a policy that does not load, a ledger that
-//! cannot record) is answered `deny`: a hook that fails open is no hook. A call that ran
-//! but cannot be recorded is answered `"decision": "block"` with the reason.
+//! - Before the call: policy decides. `act` allows; `refuse` denies with the reasons
+//!   (recorded at once); `ask` goes to the agent's own prompt where the agent enforces
+//!   one (the row then says the prompt decided and that nobody was authenticated), or,
+//!   with `--approvals attest`, becomes a durable approval request that outlives the
+//!   hook ([`holds`]).
+//! - After the call: the outcome is recorded (ran or failed, the output hashed, never
+//!   stored), read back where the system has a recipe; an `unverified` result is told
+//!   to the model in the agent's additional-context field.
+//!
+//! Anything that cannot be decided (input that is not the agent's JSON, too large, a
+//! policy or configuration that does not load, a ledger that cannot record) is that
+//! agent's deny: several agents treat a crashing hook as "allow", so the hook never
+//! crashes and always answers.
+//!
+//! Where the ledger lives: the hook runs in the project directory the agent names
+//! (`$CLAUDE_PROJECT_DIR`, `$GEMINI_PROJECT_DIR`, Cursor's first workspace root, else
+//! the event's `cwd`), so a session started in a subfolder extends the project's ledger
+//! instead of starting a second one. A ledger inside the project is one the agent can
+//! write to: point `ATTEST_LEDGER` (or `ledger:` in the configuration) at a place the
+//! agent's user cannot write, or a PostgreSQL database it has no credentials for, and
+//! keep a verifier key and checkpoints elsewhere so an edit is caught.
+
+mod claude_code;
+mod codex;
+mod copilot;
+mod cursor;
+mod event;
+mod gemini;
+mod govern;
+mod holds;
+mod install;
 
 use std::io::{Read, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use attest_core::setup::DoorParts;
-use attest_core::{Attest, AutoGate, CodingAgentCall, ProtocolCall, RejectGate};
-use attest_policy::{Action, Decision};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use attest_core::{Attest, Gate};
+use serde_json::Value;
 
-use crate::cli::HookCommand;
+use crate::cli::{AgentKind, Global, HookCommand};
 use crate::config::Config;
+
+use event::{Contract, Event, Moment, Ruling};
 
 /// The largest event read from stdin (a `PostToolUse` carries the tool's whole output).
 const MAX_EVENT_BYTES: u64 = 32 * 1024 * 1024;
 
-/// Who approved a call policy asked about: the person at Claude Code's permission prompt.
-pub(crate) const PROMPT_APPROVER: &str = "claude-code-prompt";
-
-/// The framework recorded for hook calls.
-const FRAMEWORK: &str = "claude-code";
-
-/// The agent recorded when nothing names one.
-pub(crate) const AGENT: &str = "claude-code";
-
-/// The fields of a hook event Attest reads; others are ignored.
-#[derive(Debug, Deserialize)]
-struct Event {
-    hook_event_name: String,
-    #[serde(default)]
-    tool_name: String,
-    #[serde(default)]
-    tool_input: Value,
-    #[serde(default)]
-    tool_response: Option<Value>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    session_id: Option<String>,
-}
-
-pub(crate) fn run(config: &Config, command: &HookCommand) -> anyhow::Result<ExitCode> {
-    // The agent and actor flags are settled with the other settings (commands/mod.rs).
-    let HookCommand::ClaudeCode(_) = command;
+pub(crate) fn run(global: &Global, command: &HookCommand) -> anyhow::Result<ExitCode> {
+    let (kind, args) = match command {
+        HookCommand::Install(args) => return install::run(args),
+        HookCommand::ClaudeCode(args) => (AgentKind::ClaudeCode, args),
+        HookCommand::Codex(args) => (AgentKind::Codex, args),
+        HookCommand::Gemini(args) => (AgentKind::Gemini, args),
+        HookCommand::Cursor(args) => (AgentKind::Cursor, args),
+        HookCommand::Copilot(args) => (AgentKind::Copilot, args),
+    };
+    let contract = contract(kind);
     let mut input = Vec::new();
-    std::io::stdin()
+    let read = std::io::stdin()
         .lock()
         .take(MAX_EVENT_BYTES + 1)
-        .read_to_end(&mut input)
-        .context("cannot read the hook event from stdin")?;
-    let answer = match answer(config, &input) {
-        Ok(answer) => answer,
-        Err(err) if is_post(&input) => {
-            // The call already ran: tell Claude its record is missing (`attest ledger`
-            // shows the intent row of a write that has no outcome).
-            eprintln!("attest: hook: {err:#}");
-            json!({
-                "decision": "block",
-                "reason": format!("The call ran, but Attest could not record it: {err:#}"),
-            })
-        }
-        Err(err) => {
-            eprintln!("attest: hook: {err:#}");
-            pre_answer(
-                "deny",
-                &format!("Attest could not decide this call, so it did not run: {err:#}"),
-            )
-        }
+        .read_to_end(&mut input);
+    let answer = match read {
+        Ok(_) => answer(global, args, contract, &input),
+        Err(err) => deny(contract, &format!("cannot read the hook event: {err}")),
     };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &answer)?;
     writeln!(out)?;
+    // Every agent reads the JSON only when the hook exits 0.
     Ok(ExitCode::SUCCESS)
 }
 
-/// True when `input` is a `PostToolUse` or `PostToolUseFailure` event (read again only
-/// when answering it failed).
-fn is_post(input: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(input)
-        .ok()
-        .and_then(|event| {
-            let name = event.get("hook_event_name")?.as_str()?.to_owned();
-            Some(name.starts_with("PostToolUse"))
-        })
-        .unwrap_or(false)
+/// The agent contract for `kind`.
+pub(crate) fn contract(kind: AgentKind) -> &'static dyn Contract {
+    match kind {
+        AgentKind::ClaudeCode => &claude_code::ClaudeCode,
+        AgentKind::Codex => &codex::Codex,
+        AgentKind::Gemini => &gemini::Gemini,
+        AgentKind::Cursor => &cursor::Cursor,
+        AgentKind::Copilot => &copilot::Copilot,
+    }
 }
 
-/// The answer to one event.
-fn answer(config: &Config, input: &[u8]) -> anyhow::Result<Value> {
+/// The answer to one event, in the agent's shape; never an error.
+fn answer(
+    global: &Global,
+    args: &crate::cli::HookArgs,
+    contract: &'static dyn Contract,
+    input: &[u8],
+) -> Value {
     if input.len() as u64 > MAX_EVENT_BYTES {
-        anyhow::bail!("the hook event is larger than {MAX_EVENT_BYTES} bytes");
+        return deny(
+            contract,
+            &format!("the hook event is larger than {MAX_EVENT_BYTES} bytes"),
+        );
     }
-    let event: Event = serde_json::from_slice(input)
-        .context("the hook event is not the JSON Claude Code sends")?;
-    match event.hook_event_name.as_str() {
-        "PreToolUse" => pre_tool_use(config, &event),
-        "PostToolUse" => {
-            let response = event.tool_response.clone().unwrap_or(Value::Null);
-            post_tool_use(config, &event, Ok(response))
-        }
-        "PostToolUseFailure" => {
-            let error = event
-                .error
-                .clone()
-                .unwrap_or_else(|| "the tool failed".to_owned());
-            post_tool_use(config, &event, Err(error))
-        }
-        // Events Attest has nothing to say about.
-        _ => Ok(json!({})),
-    }
-}
-
-/// The action a hook event describes: Claude Code's tool call as core's coding-agent
-/// call, detected with the configured registry.
-fn action(attest: &Attest, event: &Event) -> Action {
-    attest.action(ProtocolCall::CodingAgent(CodingAgentCall {
-        agent: FRAMEWORK,
-        tool: &event.tool_name,
-        input: event.tool_input.clone(),
-        session: event.session_id.as_deref(),
-        ..CodingAgentCall::default()
-    }))
-}
-
-fn pre_tool_use(config: &Config, event: &Event) -> anyhow::Result<Value> {
-    // Core decides, as for a governed call (a policy that fails refuses).
-    let attest = config.build(DoorParts::gate(RejectGate))?;
-    let action = action(&attest, event);
-    let verdict = attest.verdict(&action);
-    let reasons = verdict.reasons.join("; ");
-    let label = format!("{}.{}", action.system, action.verb.as_str());
-    Ok(match verdict.decision {
-        Decision::Act => pre_answer("allow", &format!("Attest: {label} acts ({reasons})")),
-        Decision::Ask => pre_answer(
-            "ask",
-            &format!("Attest: {label} needs a person's approval ({reasons})"),
-        ),
-        Decision::Refuse | Decision::Recorded => {
-            // Record the refusal: the pipeline decides again and never calls the tool.
-            let outcome = runtime()?.block_on(
-                attest
-                    .call(action)
-                    .run(|_| async { Err::<Value, _>("not run: refused before it ran") }),
-            );
-            let seq = outcome
-                .map(|outcome| format!(", ledger seq {}", outcome.receipt().seq))
-                .unwrap_or_default();
-            pre_answer(
-                "deny",
+    let parsed = serde_json::from_slice::<Value>(input)
+        .map_err(|err| format!("the hook event is not JSON: {err}"))
+        .and_then(|value| contract.parse(&value));
+    let event = match parsed {
+        Ok(event) => event,
+        Err(why) => {
+            return deny(
+                contract,
                 &format!(
-                    "Attest refused {label}: {reasons}{seq}. It did not run; do not retry it."
+                    "the hook event is not what {} sends: {why}",
+                    contract.title()
                 ),
             )
         }
-    })
+    };
+    let Event { moment, call } = event;
+    let Some(call) = call else {
+        // An event Attest has nothing to say about.
+        return contract.nothing();
+    };
+    if let Some(dir) = call.project_dir.as_deref().filter(|dir| dir.is_dir()) {
+        // Settings, policy and ledger are the project's, wherever in it the agent is.
+        if let Err(err) = std::env::set_current_dir(dir) {
+            return undecided(
+                contract,
+                &moment,
+                &format!("cannot enter {}: {err}", dir.display()),
+            );
+        }
+    }
+    let settings =
+        Config::load(global).and_then(|config| govern::Settings::new(config, args, contract));
+    let settings = match settings {
+        Ok(settings) => settings,
+        Err(err) => return undecided(contract, &moment, &format!("{err:#}")),
+    };
+    match &moment {
+        Moment::Before => match govern::before(&settings, &call) {
+            Ok(ruling) => contract.before(&moment, &ruling),
+            Err(err) => undecided(contract, &moment, &format!("{err:#}")),
+        },
+        Moment::Permission => contract.before(&moment, &govern::permission(&settings, &call)),
+        Moment::After(outcome) => match govern::after(&settings, &call, outcome.clone()) {
+            Ok(note) => contract.after(&note),
+            Err(err) => undecided(contract, &moment, &format!("{err:#}")),
+        },
+        Moment::Reported(result) => match govern::reported(&settings, &call, result) {
+            Ok(note) => contract.after(&note),
+            Err(err) => undecided(contract, &moment, &format!("{err:#}")),
+        },
+    }
 }
 
-fn post_tool_use(
+/// What cannot be decided: before a call, the agent's deny; after it, the agent is told
+/// the record is missing (`attest ledger` shows the intent row of a write with no outcome).
+fn undecided(contract: &dyn Contract, moment: &Moment, why: &str) -> Value {
+    eprintln!("attest: hook: {why}");
+    match moment {
+        Moment::After(_) | Moment::Reported(_) => contract.after(&event::AfterNote {
+            context: None,
+            unrecorded: Some(format!(
+                "The call ran, but Attest could not record it: {why}"
+            )),
+        }),
+        _ => contract.before(
+            moment,
+            &Ruling::Deny(format!(
+                "Attest could not decide this call, so it did not run: {why}"
+            )),
+        ),
+    }
+}
+
+/// The agent's deny for input that is not one of its events.
+fn deny(contract: &dyn Contract, why: &str) -> Value {
+    undecided(contract, &Moment::Before, why)
+}
+
+/// The pipeline for one event: the configured ledger, policy and read-back drivers, and
+/// `gate` for asks.
+fn pipeline(
     config: &Config,
-    event: &Event,
-    outcome: Result<Value, String>,
-) -> anyhow::Result<Value> {
-    // The call ran: a person at Claude Code's prompt let through what policy asked about.
-    let attest = config.build(DoorParts::gate(AutoGate::approve(PROMPT_APPROVER)))?;
-    let action = action(&attest, event);
-    let recorded = runtime()?.block_on(attest.call(action).run(|_| async move { outcome }));
-    let recorded = recorded.context("the call ran but could not be recorded")?;
-    if let Some(why) = recorded.why_not_run() {
-        // Policy refuses now what ran anyway (the policy changed in between, or no
-        // PreToolUse hook is installed): the refusal row says so.
-        anyhow::bail!("the call ran, but policy refuses it: {why}")
-    }
-    let receipt = recorded.into_receipt();
-    if let Some(warning) = &receipt.warning {
-        eprintln!("attest: hook: {warning}");
-    }
-    // Nothing for Claude to read: the row is the answer (`attest ledger` shows it).
-    Ok(json!({}))
+    policy: attest_policy::PolicyEngine,
+    gate: impl Gate + 'static,
+) -> anyhow::Result<Attest> {
+    let ledger = config.open_ledger(true)?;
+    Ok(Attest::builder()
+        .ledger(ledger)
+        .policy(policy)
+        .gate(gate)
+        .readback(config.readback()?)
+        .build()?)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -199,13 +204,8 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-/// A `PreToolUse` answer.
-fn pre_answer(decision: &str, reason: &str) -> Value {
-    json!({
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": reason,
-        }
-    })
+/// The directory an agent's settings name as its project: the variable when it is set.
+fn project_from_env(var: Option<&str>) -> Option<std::path::PathBuf> {
+    let value = crate::config::env_var(var?)?;
+    Some(Path::new(&value).to_path_buf())
 }

@@ -40,6 +40,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // Reports a file that does not load instead of failing on it.
         return config::run(&cli.global, command);
     }
+    if let Command::Hook(command) = &cli.command {
+        // Loads its settings in the agent's project directory, and answers a file that
+        // does not load with the agent's deny instead of failing.
+        return hook::run(&cli.global, command);
+    }
     // Pipeline spans feed `attest serve`'s /metrics histograms, and OTLP traces when
     // configured.
     let _telemetry = crate::review::telemetry::init(matches!(cli.command, Command::Serve(_)));
@@ -74,7 +79,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::McpProxy(args) => servers::mcp_proxy(&config, args),
         Command::McpServer(_) => servers::mcp_server(&config),
         Command::Gateway(args) => servers::gateway(&config, &args),
-        Command::Hook(command) => hook::run(&config, &command),
+        Command::Hook(command) => hook::run(&cli.global, &command),
         // review (issue 17)
         Command::Digest(args) => crate::review::digest_command(&config, &args),
     }

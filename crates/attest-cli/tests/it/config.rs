@@ -35,6 +35,7 @@ fn config_check_names_each_setting_source_and_never_a_secret() {
 durability: normal
 agent: claims-bot
 approvals: {use_by: 10m}
+hook: {approvals: attest, wait: 45s}
 systems:
   github: {base_url: 'http://127.0.0.1:9/api/v3', credential: GHE_TOKEN}
 notify:
@@ -68,6 +69,8 @@ notify:
     assert_eq!(setting(&report, "agent")["value"], "claims-bot");
     assert_eq!(setting(&report, "approvals.use_by_secs")["value"], 600);
     assert_eq!(setting(&report, "approvals.wait_secs")["source"], "default");
+    assert_eq!(setting(&report, "hook.approvals")["value"], "attest");
+    assert_eq!(setting(&report, "hook.wait_secs")["value"], 45);
     assert_eq!(
         setting(&report, "notify.webhook.secret")["value"],
         "$HOOK_SECRET (set)"

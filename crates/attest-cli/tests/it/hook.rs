@@ -10,30 +10,52 @@ use serde_json::{json, Value};
 use crate::{exported_entries, stderr, stdout};
 
 /// Runs the hook in `dir` (ledger `ledger.sqlite`) with `event` on stdin.
-pub(crate) fn hook(dir: &Path, event: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args(crate::store_args(
-            dir,
-            &["--ledger", "ledger.sqlite", "hook", "claude-code"],
-        ))
+fn hook(dir: &Path, event: &str) -> Output {
+    run_hook(dir, &["claude-code"], event, &[])
+}
+
+/// Runs `attest --ledger ledger.sqlite hook ARGS` in `dir` with `event` on stdin and
+/// only `env` set.
+pub(crate) fn run_hook(dir: &Path, args: &[&str], event: &str, env: &[(&str, &str)]) -> Output {
+    let mut all = vec!["--ledger", "ledger.sqlite", "hook"];
+    all.extend_from_slice(args);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_attest"));
+    command
+        .args(crate::store_args(dir, &all))
         .current_dir(dir)
         .env_clear()
+        .envs(env.iter().copied());
+    with_stdin(command, event)
+}
+
+/// Runs `command` with `input` on its stdin. A hook may stop reading an oversized event:
+/// a closed pipe is the hook refusing to read more, and its answer says why.
+pub(crate) fn with_stdin(mut command: Command, input: &str) -> Output {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(event.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.as_bytes().to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
+}
+
+/// The hook's answer as JSON, after checking it exited 0 (agents read JSON only then).
+pub(crate) fn hook_answer(dir: &Path, args: &[&str], event: &Value, env: &[(&str, &str)]) -> Value {
+    let output = run_hook(dir, args, &event.to_string(), env);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    serde_json::from_str(stdout(&output).trim()).unwrap()
 }
 
 /// The answer JSON, after checking the hook exited 0 (Claude Code reads JSON only then).
-pub(crate) fn answer(dir: &Path, event: &Value) -> Value {
+fn answer(dir: &Path, event: &Value) -> Value {
     let output = hook(dir, &event.to_string());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     serde_json::from_str(stdout(&output).trim()).unwrap()
@@ -166,7 +188,7 @@ fn risky_commands_ask_with_a_reason() {
 }
 
 #[test]
-fn an_asked_call_that_ran_is_recorded_as_approved_at_the_prompt() {
+fn an_asked_call_that_ran_is_recorded_as_decided_at_the_prompt_by_nobody_authenticated() {
     let dir = tempfile::tempdir().unwrap();
     let push = pre(
         "Bash",
@@ -182,8 +204,18 @@ fn an_asked_call_that_ran_is_recorded_as_approved_at_the_prompt() {
     let outcome = entries.last().unwrap();
     assert_eq!(outcome["decision"], "ask");
     assert_eq!(outcome["execution"]["status"], "ok");
+    // The agent's prompt decided; no name stands in for a person nobody identified.
+    assert!(outcome["confirm"].get("approver").is_none(), "{outcome}");
+    assert_eq!(outcome["confirm"]["outcome"], "approved", "{outcome}");
     assert_eq!(
-        outcome["confirm"]["approver"], "claude-code-prompt",
+        outcome["confirm"]["channel"], "claude-code-prompt",
+        "{outcome}"
+    );
+    assert!(
+        outcome["confirm"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("nobody was authenticated"),
         "{outcome}"
     );
 }

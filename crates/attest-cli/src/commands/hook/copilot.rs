@@ -1,0 +1,110 @@
+//! GitHub Copilot CLI's hook contract (<https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference>,
+//! hooks in `.github/hooks/*.json`).
+//!
+//! In: `preToolUse` gets `timestamp`, `cwd`, `toolName` and `toolArgs` (the arguments as
+//! a JSON text); `postToolUse` gets the same and `toolResult` (`resultType`: `success`,
+//! `failure` or `denied`, and `textResultForLlm`). There is no event name in the input:
+//! an event with a `toolResult` is the one after the call. Tools are `bash`
+//! (`command`), `create` / `edit` (`path`), `view` (`path`), `web_fetch` (`url`) and MCP
+//! tools.
+//!
+//! Out (exit 0): before a call, `permissionDecision` with `permissionDecisionReason`.
+//! A deny is what is sure to be enforced (an ask was not honoured by every release),
+//! so an ask is a deny with the reason, and an allow says nothing (`{}`). Output after a
+//! call is not read.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::event::{self, AfterNote, Contract, Event, Moment, Ruling, ToolCall};
+
+/// GitHub Copilot CLI.
+pub(crate) struct Copilot;
+
+impl Contract for Copilot {
+    fn name(&self) -> &'static str {
+        "copilot"
+    }
+
+    fn title(&self) -> &'static str {
+        "GitHub Copilot CLI"
+    }
+
+    fn parse(&self, value: &Value) -> Result<Event, String> {
+        if !value.is_object() {
+            return Err("not a JSON object".to_owned());
+        }
+        let agent_tool = event::required(value, "toolName")?.to_owned();
+        let params = event::input_value(value.get("toolArgs"));
+        let moment = match value.get("toolResult") {
+            None | Some(Value::Null) => Moment::Before,
+            Some(result) => match event::text(result, "resultType") {
+                Some("failure") => Moment::After(Err(event::text(result, "textResultForLlm")
+                    .unwrap_or("the tool failed")
+                    .to_owned())),
+                // A call the user or another hook denied did not run: nothing to record.
+                Some("denied") => {
+                    return Ok(Event {
+                        moment: Moment::Before,
+                        call: None,
+                    })
+                }
+                _ => Moment::After(Ok(result.clone())),
+            },
+        };
+        let (tool, input) = canonical(&agent_tool, &params);
+        let cwd = event::text(value, "cwd").map(str::to_owned);
+        Ok(Event {
+            moment,
+            call: Some(ToolCall {
+                tool,
+                input,
+                agent_tool,
+                params,
+                project_dir: cwd.as_deref().map(std::path::PathBuf::from),
+                cwd,
+                session: None,
+            }),
+        })
+    }
+
+    fn before(&self, _moment: &Moment, ruling: &Ruling) -> Value {
+        match ruling {
+            Ruling::Deny(reason) | Ruling::Ask(reason) => json!({
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }),
+            Ruling::Allow(_) | Ruling::Abstain => json!({}),
+        }
+    }
+
+    fn after(&self, note: &AfterNote) -> Value {
+        event::logged_after(note)
+    }
+
+    fn enforces_ask(&self) -> bool {
+        false
+    }
+
+    fn timeout(&self) -> Duration {
+        // `timeoutSec` defaults to 30.
+        Duration::from_secs(30)
+    }
+}
+
+/// Copilot's built-in tools under the names and fields `detect` reads.
+fn canonical(tool: &str, input: &Value) -> (String, Value) {
+    let field = |key: &str| event::text(input, key).unwrap_or_default();
+    match tool {
+        "bash" | "shell" | "powershell" => {
+            ("Bash".to_owned(), json!({"command": field("command")}))
+        }
+        "create" | "edit" | "write" | "str_replace_editor" => {
+            ("Write".to_owned(), json!({"file_path": field("path")}))
+        }
+        "view" | "read" | "glob" | "grep" => ("Read".to_owned(), json!({})),
+        "web_fetch" | "fetch" => ("WebFetch".to_owned(), json!({"url": field("url")})),
+        other => (other.to_owned(), input.clone()),
+    }
+}

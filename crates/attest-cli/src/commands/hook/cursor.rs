@@ -1,0 +1,125 @@
+//! Cursor's hook contract (<https://cursor.com/docs/agent/hooks>, `.cursor/hooks.json`).
+//!
+//! In: every event has `hook_event_name`, `conversation_id`, `generation_id` and
+//! `workspace_roots`. `beforeShellExecution` / `afterShellExecution` carry `command` and
+//! `cwd` (and after, `output`); `beforeMCPExecution` / `afterMCPExecution` carry
+//! `tool_name`, `tool_input` (a JSON text) and the server's `url` or `command` (and
+//! after, `result_json`); `afterFileEdit` carries `file_path` and `edits`.
+//!
+//! Out (exit 0): before a shell command or MCP tool, `permission` (`allow`, `deny`,
+//! `ask`) with `user_message` (shown to the person) and `agent_message` (sent to the
+//! model). After events are told nothing back; a file edit has no before-event here, so
+//! it is recorded as it happened.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::event::{self, AfterNote, Contract, Event, Moment, Ruling, ToolCall};
+
+/// Cursor.
+pub(crate) struct Cursor;
+
+impl Contract for Cursor {
+    fn name(&self) -> &'static str {
+        "cursor"
+    }
+
+    fn title(&self) -> &'static str {
+        "Cursor"
+    }
+
+    fn parse(&self, value: &Value) -> Result<Event, String> {
+        let name = event::event_name(value, "hook_event_name")?;
+        let (moment, agent_tool, params, tool, input) = match name {
+            "beforeShellExecution" | "afterShellExecution" => {
+                let command = event::required(value, "command")?;
+                let moment = if name == "beforeShellExecution" {
+                    Moment::Before
+                } else {
+                    Moment::After(Ok(json!({"output": event::text(value, "output")})))
+                };
+                let params = json!({"command": command});
+                (
+                    moment,
+                    "Shell".to_owned(),
+                    params.clone(),
+                    "Bash".to_owned(),
+                    params,
+                )
+            }
+            "beforeMCPExecution" | "afterMCPExecution" => {
+                let tool = event::required(value, "tool_name")?.to_owned();
+                let params = event::input_value(value.get("tool_input"));
+                let moment = if name == "beforeMCPExecution" {
+                    Moment::Before
+                } else {
+                    Moment::After(Ok(event::input_value(value.get("result_json"))))
+                };
+                (moment, tool.clone(), params.clone(), tool, params)
+            }
+            "afterFileEdit" => {
+                let path = event::required(value, "file_path")?;
+                let edits = value.get("edits").cloned().unwrap_or(Value::Null);
+                let params = json!({"file_path": path, "edits": edits});
+                (
+                    Moment::Reported(json!({"file_path": path})),
+                    "afterFileEdit".to_owned(),
+                    params,
+                    "Edit".to_owned(),
+                    json!({"file_path": path}),
+                )
+            }
+            _ => {
+                return Ok(Event {
+                    moment: Moment::Before,
+                    call: None,
+                })
+            }
+        };
+        let root = value
+            .get("workspace_roots")
+            .and_then(Value::as_array)
+            .and_then(|roots| roots.first())
+            .and_then(Value::as_str)
+            .map(std::path::PathBuf::from);
+        Ok(Event {
+            moment,
+            call: Some(ToolCall {
+                tool,
+                input,
+                agent_tool,
+                params,
+                cwd: event::text(value, "cwd").map(str::to_owned),
+                session: event::text(value, "conversation_id").map(str::to_owned),
+                project_dir: root,
+            }),
+        })
+    }
+
+    fn before(&self, _moment: &Moment, ruling: &Ruling) -> Value {
+        let (permission, reason) = match ruling {
+            Ruling::Allow(reason) => ("allow", reason),
+            Ruling::Ask(reason) => ("ask", reason),
+            Ruling::Deny(reason) => ("deny", reason),
+            Ruling::Abstain => return json!({}),
+        };
+        json!({
+            "permission": permission,
+            "user_message": reason,
+            "agent_message": reason,
+        })
+    }
+
+    fn after(&self, note: &AfterNote) -> Value {
+        event::logged_after(note)
+    }
+
+    fn enforces_ask(&self) -> bool {
+        true
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(60)
+    }
+}

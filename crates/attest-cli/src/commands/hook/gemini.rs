@@ -1,0 +1,140 @@
+//! Gemini CLI's hook contract (<https://geminicli.com/docs/hooks/reference>).
+//!
+//! In: `hook_event_name` (`BeforeTool`, `AfterTool`), `session_id`, `cwd`, `tool_name`,
+//! `tool_input`, and after the call `tool_response` (`llmContent`, `returnDisplay`,
+//! `error`). Built-in tools are `run_shell_command` (`command`), `write_file` and
+//! `replace` (`file_path`), `read_file`, `read_many_files`, `list_directory`, `glob`,
+//! `search_file_content`, `web_fetch` (`prompt`, holding the URLs), `google_web_search`;
+//! MCP tools are `mcp__<server>__<tool>`. Gemini CLI sets `GEMINI_PROJECT_DIR`.
+//!
+//! Out (exit 0): `decision` (`allow` or `deny`) with a `reason` the model reads. There is
+//! no ask, so an ask is a deny with the reason. After the call,
+//! `hookSpecificOutput.additionalContext` is appended to the tool result.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::event::{self, AfterNote, Contract, Event, Moment, Ruling, ToolCall};
+
+/// Gemini CLI.
+pub(crate) struct Gemini;
+
+impl Contract for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn title(&self) -> &'static str {
+        "Gemini CLI"
+    }
+
+    fn parse(&self, value: &Value) -> Result<Event, String> {
+        let moment = match event::event_name(value, "hook_event_name")? {
+            "BeforeTool" => Moment::Before,
+            "AfterTool" => {
+                let response = value.get("tool_response").cloned().unwrap_or(Value::Null);
+                match response.get("error").filter(|error| !error.is_null()) {
+                    Some(error) => Moment::After(Err(error
+                        .as_str()
+                        .map_or_else(|| error.to_string(), str::to_owned))),
+                    // What the model gets is the tool's result.
+                    None => {
+                        Moment::After(Ok(response.get("llmContent").cloned().unwrap_or(response)))
+                    }
+                }
+            }
+            _ => {
+                return Ok(Event {
+                    moment: Moment::Before,
+                    call: None,
+                })
+            }
+        };
+        let agent_tool = event::required(value, "tool_name")?.to_owned();
+        let params = value
+            .get("tool_input")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let (tool, input) = canonical(&agent_tool, &params);
+        let cwd = event::text(value, "cwd").map(str::to_owned);
+        let project_dir = super::project_from_env(Some("GEMINI_PROJECT_DIR"))
+            .or_else(|| cwd.as_deref().map(std::path::PathBuf::from));
+        Ok(Event {
+            moment,
+            call: Some(ToolCall {
+                tool,
+                input,
+                agent_tool,
+                params,
+                cwd,
+                session: event::text(value, "session_id").map(str::to_owned),
+                project_dir,
+            }),
+        })
+    }
+
+    fn before(&self, _moment: &Moment, ruling: &Ruling) -> Value {
+        match ruling {
+            Ruling::Allow(reason) => json!({"decision": "allow", "reason": reason}),
+            Ruling::Deny(reason) | Ruling::Ask(reason) => {
+                json!({"decision": "deny", "reason": reason})
+            }
+            Ruling::Abstain => json!({}),
+        }
+    }
+
+    fn after(&self, note: &AfterNote) -> Value {
+        let context = [note.unrecorded.as_deref(), note.context.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("\n");
+        if context.is_empty() {
+            return json!({});
+        }
+        json!({
+            "hookSpecificOutput": {
+                "hookEventName": "AfterTool",
+                "additionalContext": context,
+            }
+        })
+    }
+
+    fn enforces_ask(&self) -> bool {
+        false
+    }
+
+    fn timeout(&self) -> Duration {
+        // A hook's `timeout` defaults to 60000 ms.
+        Duration::from_secs(60)
+    }
+}
+
+/// Gemini's built-in tools under the names and fields `detect` reads.
+fn canonical(tool: &str, input: &Value) -> (String, Value) {
+    let field = |key: &str| event::text(input, key).unwrap_or_default();
+    match tool {
+        "run_shell_command" => ("Bash".to_owned(), json!({"command": field("command")})),
+        "write_file" | "replace" | "edit" => {
+            ("Write".to_owned(), json!({"file_path": field("file_path")}))
+        }
+        "read_file" | "read_many_files" | "list_directory" | "glob" | "search_file_content" => {
+            ("Read".to_owned(), json!({}))
+        }
+        "web_fetch" => match first_url(field("prompt")) {
+            Some(url) => ("WebFetch".to_owned(), json!({"url": url})),
+            None => ("WebFetch".to_owned(), json!({})),
+        },
+        "google_web_search" => ("WebSearch".to_owned(), json!({})),
+        other => (other.to_owned(), input.clone()),
+    }
+}
+
+/// The first `http://` or `https://` URL in a prompt (`web_fetch` takes URLs in prose).
+fn first_url(prompt: &str) -> Option<String> {
+    prompt
+        .split_whitespace()
+        .find(|word| word.starts_with("http://") || word.starts_with("https://"))
+        .map(|url| url.trim_end_matches(['.', ',', ')', '"', '\'']).to_owned())
+}

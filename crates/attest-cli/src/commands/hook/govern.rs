@@ -1,0 +1,236 @@
+//! What every agent's hook does between its contract's parse and its answer: the same
+//! detection, policy, approvals and record for Claude Code, Codex, Gemini, Cursor and
+//! Copilot.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use attest_core::config::HookApprovals;
+use attest_core::detect::{detect_action, DetectInput};
+use attest_core::{Gate, GateDecision, Level, RejectGate};
+use attest_policy::{Action, Decision, Verdict};
+use serde_json::Value;
+
+use super::event::{self, AfterNote, Contract, Ruling, ToolCall};
+use super::{holds, pipeline, runtime};
+use crate::cli::{HookApprovalsArg, HookArgs};
+use crate::config::Config;
+
+/// How long before the agent's own timeout a waiting hook answers.
+const TIMEOUT_MARGIN: Duration = Duration::from_secs(10);
+
+/// One event's settings: the configuration, and the hook's own flags over it.
+pub(crate) struct Settings {
+    pub(crate) config: Config,
+    /// The agent recorded.
+    pub(crate) agent: String,
+    /// The actor recorded.
+    pub(crate) actor: Option<String>,
+    /// Who answers an ask.
+    pub(crate) approvals: HookApprovals,
+    /// How long a held call waits for an approver before the hook answers.
+    pub(crate) wait: Duration,
+    /// The agent's contract.
+    pub(crate) contract: &'static dyn Contract,
+}
+
+impl Settings {
+    /// The flags, else the configuration file's `hook` settings, else the defaults.
+    pub(crate) fn new(
+        config: Config,
+        args: &HookArgs,
+        contract: &'static dyn Contract,
+    ) -> anyhow::Result<Settings> {
+        let approvals = match args.approvals {
+            Some(HookApprovalsArg::Prompt) => HookApprovals::Prompt,
+            Some(HookApprovalsArg::Attest) => HookApprovals::Attest,
+            None => config.file.hook.approvals.unwrap_or(HookApprovals::Prompt),
+        };
+        let wait = args
+            .wait
+            .map(Duration::from_secs)
+            .or(config.file.hook.wait)
+            .unwrap_or_else(|| contract.timeout().saturating_sub(TIMEOUT_MARGIN));
+        Ok(Settings {
+            agent: config
+                .agent(args.agent.as_deref())
+                .unwrap_or_else(|| contract.name().to_owned()),
+            actor: config.actor(args.actor.as_deref()),
+            approvals,
+            wait,
+            contract,
+            config,
+        })
+    }
+}
+
+/// The action a call describes, with the agent, actor and session recorded.
+pub(crate) fn action(settings: &Settings, call: &ToolCall) -> Action {
+    let input = DetectInput::CodingTool {
+        name: &call.tool,
+        input: &call.input,
+    };
+    let mut action = detect_action(&input, call.params.clone());
+    action.extra.framework = Some(settings.contract.name().to_owned());
+    action.agent = Some(settings.agent.clone());
+    action.actor.clone_from(&settings.actor);
+    action.run_id.clone_from(&call.session);
+    action
+}
+
+/// `github.create`.
+pub(crate) fn label(action: &Action) -> String {
+    format!("{}.{}", action.system, action.verb.as_str())
+}
+
+/// Before the call: policy decides; a refusal is recorded at once.
+pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Ruling> {
+    let action = action(settings, call);
+    // Core decides, as for a governed call (a policy that fails refuses).
+    let attest = pipeline(&settings.config, settings.config.policy()?, RejectGate)?;
+    let verdict = attest.verdict(&action);
+    let reasons = verdict.reasons.join("; ");
+    let label = label(&action);
+    Ok(match verdict.decision {
+        Decision::Act => Ruling::Allow(format!("Attest: {label} acts ({reasons})")),
+        Decision::Ask => match settings.approvals {
+            HookApprovals::Prompt if settings.contract.enforces_ask() => Ruling::Ask(format!(
+                "Attest: {label} needs a person's approval ({reasons})"
+            )),
+            HookApprovals::Prompt => Ruling::Deny(format!(
+                "Attest: {label} needs a person's approval ({reasons}), and {} cannot ask \
+                 for one, so it did not run. Tell the user; with Attest approvals \
+                 (`--approvals attest`) an approver can allow it.",
+                settings.contract.title()
+            )),
+            HookApprovals::Attest => holds::before(settings, call, action, &label)?,
+        },
+        Decision::Refuse | Decision::Recorded => {
+            // Record the refusal: the pipeline decides again and never calls the tool.
+            let outcome = runtime()?.block_on(attest.call(action).run(never_run));
+            let seq = outcome
+                .map(|outcome| format!(", ledger seq {}", outcome.receipt().seq))
+                .unwrap_or_default();
+            Ruling::Deny(format!(
+                "Attest refused {label}: {reasons}{seq}. It did not run; do not retry it."
+            ))
+        }
+    })
+}
+
+/// At the agent's own permission prompt: deny what policy refuses, leave the rest to the
+/// person there (the call was already decided before it).
+pub(crate) fn permission(settings: &Settings, call: &ToolCall) -> Ruling {
+    let verdict = settings
+        .config
+        .policy()
+        .and_then(|policy| pipeline(&settings.config, policy, RejectGate))
+        .map(|attest| attest.verdict(&action(settings, call)));
+    match verdict {
+        Ok(Verdict {
+            decision: Decision::Refuse,
+            reasons,
+            ..
+        }) => Ruling::Deny(format!("Attest refused it: {}", reasons.join("; "))),
+        Ok(_) => Ruling::Abstain,
+        Err(err) => Ruling::Deny(format!("Attest could not decide this call: {err:#}")),
+    }
+}
+
+/// After the call: the outcome recorded (ran or failed), read back where it can be.
+pub(crate) fn after(
+    settings: &Settings,
+    call: &ToolCall,
+    outcome: Result<Value, String>,
+) -> anyhow::Result<AfterNote> {
+    let action = action(settings, call);
+    let policy = settings.config.policy()?;
+    let outcome = outcome.map(event::tool_result);
+    let tool = |_: Value| async move { outcome };
+    let recorded = match settings.approvals {
+        HookApprovals::Attest => match holds::take_claimed(settings, call)? {
+            // The call an approver allowed, retried: the approval is used, and the row
+            // names who approved it.
+            Some(token) => {
+                let attest = pipeline(&settings.config, policy, RejectGate)?;
+                runtime()?.block_on(
+                    attest
+                        .call(attest_core::Start::retry(&token, action))
+                        .run(tool),
+                )
+            }
+            None => {
+                let attest = pipeline(&settings.config, policy, RejectGate)?;
+                runtime()?.block_on(attest.call(action).run(tool))
+            }
+        },
+        HookApprovals::Prompt => {
+            // The call ran: whoever sat at the agent's prompt let through what policy
+            // asked about. Nobody was authenticated, and the row says so.
+            let gate = PromptGate {
+                channel: format!("{}-prompt", settings.contract.name()),
+            };
+            let attest = pipeline(&settings.config, policy, gate)?;
+            runtime()?.block_on(attest.call(action).run(tool))
+        }
+    };
+    let recorded = recorded.map_err(anyhow::Error::from)?;
+    if let Some(why) = recorded.why_not_run() {
+        // Policy refuses now what ran anyway (the policy changed in between, no hook ran
+        // before the call, or an ask ran without an approval): the row says so.
+        anyhow::bail!("the call ran, but Attest did not allow it: {why}")
+    }
+    Ok(note_for(recorded.into_receipt()))
+}
+
+/// A call the agent reports after the fact (no hook could stop it first): recorded as
+/// it happened.
+pub(crate) fn reported(
+    settings: &Settings,
+    call: &ToolCall,
+    result: &Value,
+) -> anyhow::Result<AfterNote> {
+    let action = action(settings, call);
+    let attest = pipeline(&settings.config, settings.config.policy()?, RejectGate)?;
+    let receipt = runtime()?.block_on(attest.record(action, Some(result)))?;
+    Ok(note_for(receipt))
+}
+
+/// What the model must hear about a recorded call: a read-back that contradicted it.
+fn note_for(receipt: attest_core::Receipt) -> AfterNote {
+    if let Some(warning) = &receipt.warning {
+        eprintln!("attest: hook: {warning}");
+    }
+    let context = (receipt.level == Some(Level::Unverified)).then(|| {
+        format!(
+            "Attest read the result back from its system and it did not match (unverified, \
+             ledger seq {}): do not report this call as done; check it first.",
+            receipt.seq
+        )
+    });
+    AfterNote {
+        context,
+        unrecorded: None,
+    }
+}
+
+/// The tool of a call a hook decides before it runs: the hook never runs it.
+pub(crate) async fn never_run(_params: Value) -> Result<Value, &'static str> {
+    Err("not run: a hook decides before the agent runs its tool")
+}
+
+/// Stands in for the person at the agent's own permission prompt: it names no approver,
+/// so the row says nobody was authenticated.
+struct PromptGate {
+    channel: String,
+}
+
+#[async_trait]
+impl Gate for PromptGate {
+    async fn decide(&self, _action: &Action, _verdict: &Verdict) -> GateDecision {
+        GateDecision::Approve {
+            approver: String::new(),
+            channel: self.channel.clone(),
+        }
+    }
+}

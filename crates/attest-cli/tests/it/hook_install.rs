@@ -1,0 +1,196 @@
+//! `attest hook install <agent>`: one entry per event in the agent's settings, every
+//! other setting and hook kept as it was, installing twice updates it, `--remove`
+//! restores the file, `--dry-run` shows the diff, a broken file is refused untouched.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{json, Value};
+
+use crate::{attest, expect_ok as ok, stderr, stdout};
+
+fn install(dir: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["hook", "install"];
+    all.extend_from_slice(args);
+    let dir_text = dir.display().to_string();
+    all.extend_from_slice(&["--dir", dir_text.as_str()]);
+    attest(dir, &all)
+}
+
+/// A Claude Code project settings file with settings and a hook of the user's own, laid
+/// out as Claude Code writes it (two-space JSON).
+const CLAUDE_SETTINGS: &str = r#"{
+  "permissions": {
+    "allow": [
+      "Bash(npm run lint)"
+    ],
+    "deny": []
+  },
+  "hooks": {
+    "PostToolUse": [
+      {
+        "matcher": "Edit|Write",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "npx prettier --write \"$CLAUDE_FILE_PATHS\""
+          }
+        ]
+      }
+    ]
+  },
+  "model": "claude-sonnet-4-5"
+}
+"#;
+
+#[test]
+fn installing_twice_adds_one_entry_and_remove_restores_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".claude/settings.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, CLAUDE_SETTINGS).unwrap();
+
+    let said = ok(&install(dir.path(), &["claude-code", "--project"]));
+    assert!(
+        said.contains("installed `attest hook claude-code`"),
+        "{said}"
+    );
+    let once = std::fs::read_to_string(&path).unwrap();
+    ok(&install(dir.path(), &["claude-code"]));
+    let twice = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(once, twice, "a second install changes nothing");
+
+    let settings: Value = serde_json::from_str(&twice).unwrap();
+    // The user's own settings and hook are untouched, in place.
+    assert_eq!(settings["permissions"]["allow"][0], "Bash(npm run lint)");
+    assert_eq!(settings["model"], "claude-sonnet-4-5");
+    let post = settings["hooks"]["PostToolUse"].as_array().unwrap();
+    assert_eq!(post.len(), 2, "{twice}");
+    assert_eq!(post[0]["matcher"], "Edit|Write");
+    assert_eq!(post[1]["hooks"][0]["command"], "attest hook claude-code");
+    for event in [
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostToolUseFailure",
+    ] {
+        let ours: Vec<&Value> = settings["hooks"][event]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["hooks"][0]["command"] == "attest hook claude-code")
+            .collect();
+        assert_eq!(ours.len(), 1, "{event}: {twice}");
+        assert_eq!(ours[0]["matcher"], "*");
+    }
+    // Every line of the user's file is still there, byte for byte.
+    assert!(
+        twice.starts_with("{\n  \"permissions\": {\n    \"allow\": [\n"),
+        "{twice}"
+    );
+    assert!(
+        twice.contains(
+            "            \"command\": \"npx prettier --write \\\"$CLAUDE_FILE_PATHS\\\"\"\n"
+        ),
+        "{twice}"
+    );
+    // The file before it is kept beside it.
+    let backup =
+        std::fs::read_to_string(dir.path().join(".claude/settings.json.attest-backup")).unwrap();
+    assert_eq!(backup, CLAUDE_SETTINGS);
+
+    let said = ok(&install(dir.path(), &["claude-code", "--remove"]));
+    assert!(said.contains("removed"), "{said}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), CLAUDE_SETTINGS);
+}
+
+#[test]
+fn a_dry_run_shows_the_diff_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".claude/settings.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, CLAUDE_SETTINGS).unwrap();
+    let diff = ok(&install(dir.path(), &["claude-code", "--dry-run"]));
+    assert!(diff.starts_with("--- "), "{diff}");
+    assert!(
+        diff.contains("\n+            \"command\": \"attest hook claude-code\"\n"),
+        "{diff}"
+    );
+    assert!(!diff.contains("\n-  \"model\""), "{diff}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), CLAUDE_SETTINGS);
+}
+
+#[test]
+fn a_broken_settings_file_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    for (agent, file, text) in [
+        ("claude-code", ".claude/settings.json", "{\"hooks\": {,}}\n"),
+        ("codex", ".codex/hooks.json", "[1, 2]\n"),
+        ("gemini", ".gemini/settings.json", "{\"hooks\": []}\n"),
+        (
+            "cursor",
+            ".cursor/hooks.json",
+            "{\"version\": 1, \"hooks\": {\"afterFileEdit\": {}}}\n",
+        ),
+    ] {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        let output = install(dir.path(), &[agent]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{agent}: {}",
+            stdout(&output)
+        );
+        let said = stderr(&output);
+        assert!(
+            said.contains("left untouched") && said.contains(file),
+            "{agent}: {said}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{agent}");
+        assert!(!dir.path().join(format!("{file}.attest-backup")).exists());
+    }
+}
+
+#[test]
+fn every_agent_gets_its_own_file_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    for agent in ["codex", "gemini", "cursor", "copilot"] {
+        ok(&install(dir.path(), &[agent]));
+        ok(&install(dir.path(), &[agent]));
+    }
+    let read = |file: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(file)).unwrap()).unwrap()
+    };
+    let codex = read(".codex/hooks.json");
+    assert_eq!(
+        codex["hooks"]["PreToolUse"],
+        json!([{"hooks": [{"type": "command", "command": "attest hook codex"}]}])
+    );
+    let gemini = read(".gemini/settings.json");
+    assert_eq!(
+        gemini["hooks"]["BeforeTool"],
+        json!([{"matcher": ".*", "hooks": [{"type": "command", "command": "attest hook gemini"}]}])
+    );
+    let cursor = read(".cursor/hooks.json");
+    assert_eq!(cursor["version"], 1);
+    assert_eq!(
+        cursor["hooks"]["beforeShellExecution"],
+        json!([{"command": "attest hook cursor"}])
+    );
+    assert_eq!(cursor["hooks"].as_object().unwrap().len(), 5);
+    let copilot = read(".github/hooks/attest.json");
+    assert_eq!(copilot["version"], 1);
+    assert_eq!(
+        copilot["hooks"]["preToolUse"],
+        json!([{"type": "command", "bash": "attest hook copilot", "timeoutSec": 30}])
+    );
+    // Copilot's file is Attest's own: removing the hook removes it.
+    ok(&install(dir.path(), &["copilot", "--remove"]));
+    assert!(!dir.path().join(".github/hooks/attest.json").exists());
+    // Copilot has no user-level hooks file to install into.
+    let output = attest(dir.path(), &["hook", "install", "copilot", "--user"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--project"), "{}", stderr(&output));
+}
