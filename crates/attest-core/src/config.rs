@@ -524,20 +524,14 @@ impl ConfigFile {
         for path in &self.openapi {
             readback = readback.driver(OpenApiDriver::from_file(path).map_err(wrap)?);
         }
-        let mut credentials = BTreeMap::new();
         for (system, settings) in &self.systems {
             let from_env = env.var(&crate::verification::base_url_var(system));
             if let (Some(url), None) = (&settings.base_url, from_env) {
                 readback = readback.base_url(system, url);
             }
             if let Some(var) = &settings.credential {
-                credentials.insert(system.clone(), var.clone());
+                readback = readback.credential_var(system, var);
             }
-        }
-        if !credentials.is_empty() {
-            readback = readback.credentials(move |system: &str, _name: &str| {
-                credentials.get(system).and_then(|var| env.var(var))
-            });
         }
         Ok(readback)
     }

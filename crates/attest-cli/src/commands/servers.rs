@@ -25,7 +25,7 @@ pub(crate) fn pipeline(config: &Config) -> anyhow::Result<Attest> {
         AskMode::Block | AskMode::Auto => config.wait.value,
     };
     let notice: Arc<dyn Notifier> = Arc::new(WaitNotice { wait });
-    Ok(config.build(DoorParts::default().notifier(notice))?)
+    Ok(config.build(DoorParts::session().notifier(notice))?)
 }
 
 impl ModeArgs {

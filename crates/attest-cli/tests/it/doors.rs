@@ -267,8 +267,9 @@ pub(crate) fn check(scenario: &Scenario, door: &str, saw: &Saw, lying: bool) {
         assert!(notified, "{door}: the webhook was not told of the ask");
         let hooks = scenario.hooks.lock().unwrap();
         assert!(
-            hooks.iter().any(|h| h["type"] == "approval.requested"
-                && h["request"]["action"]["system"] == "acmecrm"),
+            hooks
+                .iter()
+                .any(|h| h["type"] == "approval.requested" && h["request"]["system"] == "acmecrm"),
             "{door}: {hooks:?}"
         );
     }
@@ -449,34 +450,7 @@ fn gateway(scenario: &Scenario) -> Option<Saw> {
     if curl_missing() {
         return None;
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args([
-            "gateway",
-            "--port",
-            "0",
-            "--mode",
-            "pending",
-            "--record-reads",
-        ])
-        .args(["--upstream", &scenario.vendor_url])
-        .current_dir(scenario.path())
-        .env_clear()
-        .envs(scenario.env())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let _gateway = crate::Running(child);
-    let address = line
-        .trim()
-        .strip_prefix("attest gateway listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
+    let (_gateway, address) = start_gateway(scenario, &scenario.env());
     let record = ["-H", "X-Attest-Agent: sales-bot"];
     let (status, _, body) = curl("GET", &format!("{address}/v1/widgets"), None, &record);
     assert_eq!(status, 200, "{body}");
@@ -676,4 +650,106 @@ fn hook(scenario: &Scenario) -> Option<Saw> {
 #[test]
 fn the_claude_code_hook_gets_all_of_attest() {
     through("hook claude-code", hook);
+}
+
+// --- bad input, from every door ---
+
+/// Starts `attest gateway` in the scenario's directory with `env`; returns it and its
+/// address.
+fn start_gateway(scenario: &Scenario, env: &[(&str, String)]) -> (crate::Running, String) {
+    let (running, line) = crate::start_first_line(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args([
+                "gateway",
+                "--port",
+                "0",
+                "--mode",
+                "pending",
+                "--record-reads",
+            ])
+            .args(["--upstream", &scenario.vendor_url])
+            .current_dir(scenario.path())
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str()))),
+    );
+    let address = line
+        .strip_prefix("attest gateway listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    (running, address)
+}
+
+#[test]
+fn a_bad_configuration_names_file_line_and_key_from_every_door() {
+    let scenario = Scenario::new(false);
+    let config = scenario.path().join(".attest/config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    // An unknown key on line 3 of the file.
+    let lines: Vec<&str> = text.lines().collect();
+    let bad = format!(
+        "{}\n{}\nnotfy: {{}}\n{}\n",
+        lines[0],
+        lines[1],
+        lines[2..].join("\n")
+    );
+    std::fs::write(&config, bad).unwrap();
+    let want = ".attest/config.yaml:3:1: unknown field `notfy`";
+    let run = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(args)
+            .current_dir(scenario.path())
+            .env_clear()
+            .envs(scenario.env())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes());
+        child.wait_with_output().unwrap()
+    };
+    for door in [
+        &["gateway", "--port", "0"][..],
+        &["mcp-proxy", "--", "true"],
+        &["mcp-server"],
+        &["config", "check"],
+    ] {
+        let output = run(door, "");
+        let said = format!("{}{}", stdout(&output), stderr(&output));
+        assert_ne!(output.status.code(), Some(0), "{door:?}: {said}");
+        assert!(said.contains(want), "{door:?}: {said}");
+    }
+    // The hook exits 2, which Claude Code reads as "blocked", and shows Claude stderr.
+    let event = hook_event("PreToolUse", "mcp__acmecrm__frobnicate_widget", json!({}));
+    let output = run(&["hook", "claude-code"], &event.to_string());
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains(want), "{}", stderr(&output));
+}
+
+#[test]
+fn a_missing_credential_names_the_configured_variable_and_the_write_is_acknowledged() {
+    if curl_missing() {
+        return;
+    }
+    let scenario = Scenario::new(false);
+    let env: Vec<(&str, String)> = scenario
+        .env()
+        .into_iter()
+        .filter(|(k, _)| *k != "ACME_TOKEN")
+        .collect();
+    let (_gateway, address) = start_gateway(&scenario, &env);
+    let deal = json!({"name": "Globex", "stage": "won"});
+    let (status, headers, body) = curl("POST", &format!("{address}/v1/deals"), Some(&deal), &[]);
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(headers["x-attest-level"], "acknowledged", "{headers:?}");
+    let row = scenario.outcome("create").unwrap();
+    assert_eq!(row["verification"]["level"], "acknowledged", "{row}");
+    let said = row["verification"].to_string();
+    // The variable the configuration file names for acmecrm, once; never the recipe's.
+    assert_eq!(said.matches("ACME_TOKEN").count(), 1, "{said}");
+    assert!(!said.contains("ACME_DEFAULT_TOKEN"), "{said}");
+    assert!(
+        !scenario.vendor_saw("GET /v1/deals/d1"),
+        "read back without a credential"
+    );
 }

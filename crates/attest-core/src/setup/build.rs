@@ -29,6 +29,9 @@ pub struct DoorParts {
     pub never_asks: bool,
     /// Open an existing ledger only; never create one (`attest pending`).
     pub existing_ledger: bool,
+    /// This build serves one session (a server's process): calls that name no run, and
+    /// no run is configured, are recorded under one run made for it.
+    pub session: bool,
 }
 
 impl DoorParts {
@@ -36,6 +39,14 @@ impl DoorParts {
     pub fn gate(gate: impl Gate + 'static) -> DoorParts {
         DoorParts {
             gate: Some(Arc::new(gate)),
+            ..DoorParts::default()
+        }
+    }
+
+    /// The configuration's parts for a server: one session, its own run.
+    pub fn session() -> DoorParts {
+        DoorParts {
+            session: true,
             ..DoorParts::default()
         }
     }
@@ -89,20 +100,23 @@ impl Settings {
                 notifiers,
             )),
         };
-        // One run per build unless one is named (a server's session; a call names its own).
-        let run = self
-            .run
-            .as_ref()
-            .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.value.clone());
+        // A server's session is one run unless one is named (a call may name its own).
+        let run = match &self.run {
+            Some(run) => Some(run.value.clone()),
+            None if parts.session => Some(uuid::Uuid::new_v4().to_string()),
+            None => None,
+        };
         let mut builder = Attest::builder()
             .ledger(ledger)
-            .run_id(run)
             .policy(policy)
             .approvals(store)
             .registry(registry)
             .operations(operations)
             .readback(readback)
             .shared_gate(gate);
+        if let Some(run) = run {
+            builder = builder.run_id(run);
+        }
         if let Some(agent) = &self.agent {
             builder = builder.agent(agent.value.clone());
         }

@@ -102,7 +102,8 @@ pub struct Overrides {
     pub agent: Option<String>,
     /// The person recorded as acted for, for calls that name none.
     pub actor: Option<String>,
-    /// The run recorded for calls that name none (without one, each build makes one).
+    /// The run recorded for calls that name none (without one, a server's session makes
+    /// one; see [`DoorParts::session`]).
     pub run: Option<String>,
     /// The agent recorded when nothing else names one (a door's own name:
     /// `claude-code` for its hook), below the file and the environment.
@@ -189,7 +190,7 @@ pub struct Settings {
     pub agent: Option<Sourced<String>>,
     /// The actor recorded for calls that name none.
     pub actor: Option<Sourced<String>>,
-    /// The run recorded for calls that name none; `None`: one per build.
+    /// The run recorded for calls that name none; `None`: one per server session.
     pub run: Option<Sourced<String>>,
     /// How `ask` is answered.
     pub ask: Sourced<AskMode>,

@@ -79,7 +79,10 @@ fn a_bad_value_names_the_setting_and_where_it_came_from() {
     assert!(err.contains("durability (from env)"), "{err}");
     assert!(err.contains("\"fast\""), "{err}");
 
-    let path = config(dir.path(), "agent: a\nsystems:\n  acmecrm: {base_url: 7}\n");
+    let path = config(
+        dir.path(),
+        "agent: a\nsystems:\n  acmecrm: {base_url: [x]}\n",
+    );
     let err = Settings::resolve(
         &Overrides {
             config: Some(path.clone()),

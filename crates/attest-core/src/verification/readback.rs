@@ -47,6 +47,7 @@ pub struct ReadContext<'a> {
     env: &'a dyn Env,
     credentials: Option<&'a dyn Credentials>,
     base_urls: &'a HashMap<String, String>,
+    credential_vars: &'a HashMap<String, String>,
 }
 
 impl fmt::Debug for ReadContext<'_> {
@@ -77,12 +78,22 @@ impl ReadContext<'_> {
     }
 
     /// The credential a recipe names `name` for `system`: from the reader configured in
-    /// code, else the environment variable `name`.
+    /// code, else the environment variable [`ReadContext::credential_var`] names.
     pub fn credential(&self, system: &str, name: &str) -> Option<String> {
         self.credentials
             .and_then(|c| c.credential(system, name))
             .filter(|v| !v.is_empty())
-            .or_else(|| self.env.var(name))
+            .or_else(|| self.env.var(self.credential_var(system, name)))
+    }
+
+    /// The variable `system`'s credential is read from: the one configured for it
+    /// ([`ReadBack::credential_var`], a configuration file's `systems.*.credential`),
+    /// else `name`, the one its recipe names. A message about a missing credential names
+    /// this one.
+    pub fn credential_var<'n>(&'n self, system: &str, name: &'n str) -> &'n str {
+        self.credential_vars
+            .get(system)
+            .map_or(name, String::as_str)
     }
 }
 
@@ -110,6 +121,7 @@ pub struct ReadBack {
     env: Arc<dyn Env>,
     credentials: Option<Arc<dyn Credentials>>,
     base_urls: HashMap<String, String>,
+    credential_vars: HashMap<String, String>,
 }
 
 impl fmt::Debug for ReadBack {
@@ -131,6 +143,7 @@ impl ReadBack {
             env: Arc::new(ProcessEnv),
             credentials: None,
             base_urls: HashMap::new(),
+            credential_vars: HashMap::new(),
         })
     }
 
@@ -160,6 +173,13 @@ impl ReadBack {
     /// A credential reader consulted before the environment.
     pub fn credentials(mut self, credentials: impl Credentials + 'static) -> Self {
         self.credentials = Some(Arc::new(credentials));
+        self
+    }
+
+    /// Reads `system`'s credential from the variable `var` instead of the one its
+    /// recipe names.
+    pub fn credential_var(mut self, system: impl Into<String>, var: impl Into<String>) -> Self {
+        self.credential_vars.insert(system.into(), var.into());
         self
     }
 
@@ -200,6 +220,7 @@ impl ReadBack {
             env: self.env.as_ref(),
             credentials: self.credentials.as_deref(),
             base_urls: &self.base_urls,
+            credential_vars: &self.credential_vars,
         };
         let finding = driver.read_back(&ctx, action, result).await;
         Some((driver.name().to_owned(), finding))

@@ -305,7 +305,8 @@ fn request(recipe: &Recipe, ctx: &ReadContext<'_>, vars: &Vars<'_>) -> Result<Re
         let secret = ctx.credential(&recipe.system, &auth.env).ok_or_else(|| {
             format!(
                 "missing credential: {} is not set, so {} cannot be read back",
-                auth.env, recipe.system
+                ctx.credential_var(&recipe.system, &auth.env),
+                recipe.system
             )
         })?;
         let value = match auth.scheme {
