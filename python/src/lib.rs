@@ -24,8 +24,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
 
-use check::{CheckKind, Judgement};
 use attest_core::setup::Overrides;
+use check::{CheckKind, Judgement};
 use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Started};
 
 pyo3::create_exception!(

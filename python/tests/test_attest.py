@@ -171,9 +171,7 @@ def test_the_run_context_sets_the_run_id(a, cli):
         a.record("sent_email", {"to": "bob@acme.com"}, system="gmail", verb="send", result={"id": "m1"})
     get_note("n2")
     rows = cli.entries()
-    assert [r.get("run_id") for r in rows][:2] == ["run-42", "run-42"]
-    # Outside the context, the pipeline's own run (one per Attest(), as the binary's).
-    assert rows[2]["run_id"] not in (None, "run-42")
+    assert [r.get("run_id") for r in rows] == ["run-42", "run-42", None]
     assert rows[1]["decision"] == "recorded"
 
 
@@ -287,3 +285,28 @@ def test_a_persons_edits_reach_the_function(a, cli):
     )
     assert create_note("draft", body="hello [NAME]") == {"id": "n9"}
     assert seen == [("draft", "hello Ada")]
+
+
+def test_the_adapters_are_reachable_from_import_attest_and_load_their_framework_on_use(a):
+    import subprocess
+    import sys
+
+    # A fresh interpreter: `import attest` alone reaches each adapter, importing none of
+    # the frameworks until an adapter is used.
+    script = (
+        "import sys, attest\n"
+        "names = ['langchain', 'openai_agents', 'claude_agent_sdk', 'crewai']\n"
+        "mods = [getattr(attest, n).__name__ for n in names]\n"
+        "loaded = [m for m in ('langchain_core', 'agents', 'claude_agent_sdk', 'crewai') if m in sys.modules]\n"
+        "print(mods, loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        "['attest.langchain', 'attest.openai_agents', 'attest.claude_agent_sdk', 'attest.crewai'] []"
+    )
+    # CrewAI is not installed beside the other frameworks: its adapter fails only when used.
+    with pytest.raises(ModuleNotFoundError, match="crewai"):
+        attest.crewai.wrap_tool(object(), a)
+    with pytest.raises(AttributeError):
+        attest.no_such_adapter

@@ -107,3 +107,14 @@ def test_async_tool_calls(a, cli):
     assert asyncio.run(main()) == "sunny in Rome"
     [row] = cli.entries()
     assert row["decision"] == "act"
+
+
+def test_wrapped_tools_take_verify_and_read_back(a, cli):
+    RAN.clear()
+    [checked] = attest.langchain.wrap_tools([get_weather], a, verify=lambda result: "sunny" in result)
+    assert checked.invoke({"city": "Oslo"}) == "sunny in Oslo"
+    [read] = attest.langchain.wrap_tools([get_weather], a, read_back=lambda result, params: {"city": "Bergen"})
+    read.invoke({"city": "Oslo"})
+    first, second = cli.outcomes()
+    assert (first["verification"]["method"], first["verification"]["level"]) == ("custom", "verified-custom")
+    assert (second["verification"]["method"], second["verification"]["level"]) == ("read-back:custom", "unverified")

@@ -164,3 +164,34 @@ def test_a_crew_reads_acts_refusals_are_observed_and_a_write_waits_for_approval(
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+# --- the doors scenario's CrewAI row (python/tests/test_doors.py holds the others) ---
+
+sys.path.insert(0, str(REPO / "python" / "tests"))
+from test_doors import CALLS, Crm, check, functions, write_configuration  # noqa: E402
+
+
+@pytest.fixture(params=[False, True], ids=["honest", "lying"])
+def scenario(request, tmp_path, monkeypatch):
+    crm = Crm(lying=request.param)
+    write_configuration(tmp_path, crm)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ACME_TOKEN", "acme-test-token")
+    monkeypatch.setenv("HOOK_SECRET", "whsec-doors")
+    for name in ("ATTEST_LEDGER", "ATTEST_POLICY", "ATTEST_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    yield crm
+    crm.close()
+
+
+def test_the_doors_scenario_through_a_crewai_tool(scenario, tmp_path):
+    from crewai.tools import tool as crew_tool
+
+    a = attest.Attest()
+    tools = {name: attest.crewai.wrap_tool(crew_tool(name)(fn), a, system="acmecrm") for name, fn in functions(scenario).items()}
+    for name, arguments in CALLS:
+        llm = ScriptedLLM(model="scripted", script=react(name, arguments), shown=[])
+        agent = Agent(role="sales", goal="deals", backstory="sales", llm=llm, tools=list(tools.values()), max_iter=3)
+        Crew(agents=[agent], tasks=[Task(description="do it", expected_output="done", agent=agent)]).kickoff()
+    check(scenario, "CrewAI tool", tmp_path)
