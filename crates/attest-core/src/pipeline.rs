@@ -154,6 +154,9 @@ impl AttestBuilder {
     /// The OpenAPI operation ids HTTP calls are described with ([`Attest::action`]).
     pub fn operations(mut self, operations: impl Into<Arc<OperationIds>>) -> Self {
         self.operations = Some(operations.into());
+        self
+    }
+
     /// Shadow mode (`mode: shadow`, `--shadow`, `shadow=True`): every call is decided as
     /// usual and runs as if policy said `act`; what policy decided is recorded in the
     /// row's `shadow` field. A policy that cannot decide still refuses.

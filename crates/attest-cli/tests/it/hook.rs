@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::{exported_entries, stderr, stdout};
 
 /// Runs the hook in `dir` (ledger `ledger.sqlite`) with `event` on stdin.
-fn hook(dir: &Path, event: &str) -> Output {
+pub(crate) fn hook(dir: &Path, event: &str) -> Output {
     run_hook(dir, &["claude-code"], event, &[])
 }
 
@@ -55,7 +55,7 @@ pub(crate) fn hook_answer(dir: &Path, args: &[&str], event: &Value, env: &[(&str
 }
 
 /// The answer JSON, after checking the hook exited 0 (Claude Code reads JSON only then).
-fn answer(dir: &Path, event: &Value) -> Value {
+pub(crate) fn answer(dir: &Path, event: &Value) -> Value {
     let output = hook(dir, &event.to_string());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     serde_json::from_str(stdout(&output).trim()).unwrap()
