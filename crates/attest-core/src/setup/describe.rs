@@ -240,18 +240,11 @@ impl Source {
     }
 }
 
-/// A URL without its password (the user name stays), query and fragment; text that is
-/// not a URL is shown as it is.
+/// A URL as settings may print it: one redaction for every printed value
+/// ([`attest_policy::redact_url_credentials`]: the password and credential parameters
+/// hidden, token shapes anywhere in it too).
 pub fn redact_url(text: &str) -> String {
-    let Ok(mut url) = url::Url::parse(text) else {
-        return text.to_owned();
-    };
-    if url.password().is_some() {
-        let _ = url.set_password(Some("***"));
-    }
-    url.set_query(None);
-    url.set_fragment(None);
-    url.to_string()
+    attest_policy::redact_url_credentials(text)
 }
 
 /// A URL cut to its scheme and host: a webhook's path often is its secret.
