@@ -55,6 +55,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
 use super::mcp_order::{ordered, InFlight};
+use super::mcp_resource::Authenticated;
 use super::mcp_transport::{connect, request_bearer, UpstreamSpec};
 use super::{chain, held_json, not_recorded_text, receipt_json, Mode};
 
@@ -73,6 +74,9 @@ pub(crate) struct ProxyOptions {
     pub(crate) mode: Mode,
     /// The upstream: a command, or a remote server's URL.
     pub(crate) upstream: UpstreamSpec,
+    /// Whether a `--listen` client's own bearer token goes to a `--url` upstream (not when
+    /// `--listen` is a protected resource: that token was issued for the proxy).
+    pub(crate) pass_bearer: bool,
 }
 
 /// Serves MCP on this process's stdio until the client goes away, then stops the upstream.
@@ -298,6 +302,9 @@ impl Proxy {
             tool.as_ref(),
         );
         action.run_id = run_from_meta(&context.meta);
+        if let Some(who) = authenticated(&context) {
+            action.agent = Some(who.subject);
+        }
         let check = self.pair_check(&name, peer);
         let started = AtomicBool::new(false);
         let execute = |_params: Value| {
@@ -555,7 +562,8 @@ impl Service<RoleServer> for Proxy {
     ) -> Result<ServerResult, ErrorData> {
         match request {
             ClientRequest::InitializeRequest(init) => {
-                if let Some(token) = request_bearer(&context) {
+                if let Some(token) = request_bearer(&context).filter(|_| self.0.options.pass_bearer)
+                {
                     let _ = self.0.bearer.set(token);
                 }
                 let upstream = self.upstream(Some(init.params), &context.peer).await?;
@@ -776,6 +784,12 @@ fn hints(annotations: &ToolAnnotations) -> ToolHints {
         destructive: annotations.destructive_hint,
         idempotent: annotations.idempotent_hint,
     }
+}
+
+/// The caller a `--listen` protected resource authenticated for this request.
+fn authenticated(context: &RequestContext<RoleServer>) -> Option<Authenticated> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    parts.extensions.get::<Authenticated>().cloned()
 }
 
 /// The run a `tools/call` names in its `_meta` (`attest/run`, else `runId`): a string

@@ -11,11 +11,11 @@ use crate::mcp::{drive_with, py, python_with};
 use crate::mcp_http::Session;
 use crate::{exported_entries, free_port, start_first_line, stderr, stdout, Running};
 
-const TOKEN: &str = "remote-bearer-token-42";
+pub(crate) const TOKEN: &str = "remote-bearer-token-42";
 
 /// The notes server over streamable HTTP on a free port, requiring [`TOKEN`]; returns it
 /// with its `/mcp` URL once it accepts connections.
-fn remote_notes(dir: &std::path::Path) -> (Running, String) {
+pub(crate) fn remote_notes(dir: &std::path::Path) -> (Running, String) {
     let port = free_port();
     let child = Command::new(crate::python())
         .arg(py("remote_notes.py"))
