@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use crate::mcp::{py, python_with};
 use crate::mcp_http::Session;
-use crate::mcp_remote::{remote_notes, TOKEN};
-use crate::{exported_entries, free_port, start_first_line, Running};
+use crate::mcp_remote::{listening_proxy_with, remote_notes, TOKEN};
+use crate::{exported_entries, free_port, start_first_line};
 
 #[tokio::test]
 async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_it() {
@@ -28,33 +28,13 @@ async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_i
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let listen = format!("127.0.0.1:{port}");
-    let (proxy, _) = start_first_line(
-        Command::new(env!("CARGO_BIN_EXE_attest"))
-            .args(crate::store_args(
-                dir.path(),
-                &[
-                    "--ledger",
-                    "ledger.sqlite",
-                    "mcp-proxy",
-                    "--server",
-                    "notes",
-                    "--mode",
-                    "auto",
-                    "--url",
-                    &url,
-                    "--bearer-env",
-                    "NOTES_TOKEN",
-                    "--listen",
-                    &listen,
-                    "--oauth-issuer",
-                    &issuer,
-                ],
-            ))
-            .current_dir(dir.path())
-            .env_clear()
-            .env("NOTES_TOKEN", TOKEN),
+    let (_proxy, _) = listening_proxy_with(
+        dir.path(),
+        &url,
+        &listen,
+        &["--bearer-env", "NOTES_TOKEN", "--oauth-issuer", &issuer],
+        &[("NOTES_TOKEN", TOKEN)],
     );
-    let _proxy: Running = proxy;
 
     // RFC 9728 metadata names the resource and its authorization server.
     let metadata_url = format!("http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp");
