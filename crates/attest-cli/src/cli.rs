@@ -749,6 +749,18 @@ pub(crate) struct McpProxyArgs {
     /// pages on its own loopback port; any other `Origin` is refused with 403. Repeatable.
     #[arg(long, value_name = "ORIGIN", requires = "listen")]
     pub(crate) allow_origin: Vec<String>,
+    /// Make --listen an OAuth protected resource of this authorization server (its issuer
+    /// URL): clients need an access token it issued for this resource; the token's subject
+    /// is the call's agent. The token is never passed upstream, recorded or logged.
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub(crate) oauth_issuer: Option<String>,
+    /// The authorization server's keys (JWKS URL), when its metadata does not name them.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub(crate) oauth_jwks: Option<String>,
+    /// This resource's URL as clients reach it (the tokens' audience), when not
+    /// `http://127.0.0.1:PORT/mcp` (behind a reverse proxy, its public URL).
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub(crate) resource: Option<String>,
     /// The upstream MCP server's command and arguments.
     #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     pub(crate) command: Vec<String>,

@@ -82,16 +82,26 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         server_named,
         mode: args.serve.mode,
         upstream,
+        // A token issued for this proxy as a protected resource is not the upstream's.
+        pass_bearer: args.oauth_issuer.is_none(),
     };
     if let Some(address) = listen {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        runtime.block_on(crate::servers::mcp_listen::serve_http(
-            attest,
-            options,
+        let listen = crate::servers::mcp_listen::ListenOptions {
             address,
-            args.allow_origin.clone(),
+            origins: args.allow_origin.clone(),
+            oauth: args.oauth_issuer.clone().map(|issuer| {
+                crate::servers::mcp_listen::OAuthOptions {
+                    issuer,
+                    jwks: args.oauth_jwks.clone(),
+                    resource: args.resource.clone(),
+                }
+            }),
+        };
+        runtime.block_on(crate::servers::mcp_listen::serve_http(
+            attest, options, listen,
         ))?;
         return Ok(ExitCode::SUCCESS);
     }

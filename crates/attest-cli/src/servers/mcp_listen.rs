@@ -39,21 +39,51 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::ServerHandler;
 
 use super::mcp_proxy::{Proxy, ProxyOptions};
+use super::mcp_resource::{Resource, METADATA_PATH};
 use super::mcp_sessions::SessionGuard;
 
-/// Serves MCP over streamable HTTP at `/mcp` on `address`. `origins` are browser origins
-/// allowed besides the loopback ones on the bound port.
+/// Where and how `--listen` serves.
+pub(crate) struct ListenOptions {
+    /// The loopback address.
+    pub(crate) address: SocketAddr,
+    /// Browser origins allowed besides the loopback ones on the bound port.
+    pub(crate) origins: Vec<String>,
+    /// The authorization server, when `--listen` is a protected resource.
+    pub(crate) oauth: Option<OAuthOptions>,
+}
+
+/// `--oauth-issuer`, `--oauth-jwks`, `--resource`.
+pub(crate) struct OAuthOptions {
+    pub(crate) issuer: String,
+    pub(crate) jwks: Option<String>,
+    pub(crate) resource: Option<String>,
+}
+
+/// Serves MCP over streamable HTTP at `/mcp`.
 pub(crate) async fn serve_http(
     attest: Attest,
     options: ProxyOptions,
-    address: SocketAddr,
-    origins: Vec<String>,
+    listen: ListenOptions,
 ) -> anyhow::Result<()> {
+    let address = listen.address;
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .with_context(|| format!("cannot listen on {address}"))?;
     let bound = listener.local_addr()?;
-    let router = router(attest, options, bound.port(), origins);
+    let resource = match &listen.oauth {
+        Some(oauth) => {
+            let resource = oauth
+                .resource
+                .clone()
+                .unwrap_or_else(|| format!("http://{bound}/mcp"));
+            let found = Resource::discover(&oauth.issuer, oauth.jwks.as_deref(), &resource)
+                .await
+                .context("--oauth-issuer: the authorization server's keys")?;
+            Some(Arc::new(found))
+        }
+        None => None,
+    };
+    let router = router(attest, options, bound.port(), listen.origins, resource);
     println!("attest mcp-proxy listening on http://{bound}/mcp");
     std::io::stdout().flush()?;
     axum::serve(listener, router)
@@ -64,8 +94,15 @@ pub(crate) async fn serve_http(
     Ok(())
 }
 
-/// The `/mcp` route: the session guard over the SDK's streamable-HTTP server.
-fn router(attest: Attest, options: ProxyOptions, port: u16, origins: Vec<String>) -> axum::Router {
+/// The `/mcp` route: the session guard over the SDK's streamable-HTTP server, and with a
+/// protected `resource` its token check in front and its metadata beside.
+fn router(
+    attest: Attest,
+    options: ProxyOptions,
+    port: u16,
+    origins: Vec<String>,
+    resource: Option<Arc<Resource>>,
+) -> axum::Router {
     let loopback = ["localhost", "127.0.0.1", "[::1]"];
     let hosts = loopback
         .iter()
@@ -86,12 +123,23 @@ fn router(attest: Attest, options: ProxyOptions, port: u16, origins: Vec<String>
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(
-            SessionGuard::new(),
-            super::mcp_sessions::guard,
-        ))
+    let mcp = axum::Router::new().nest_service("/mcp", service).layer(
+        axum::middleware::from_fn_with_state(SessionGuard::new(), super::mcp_sessions::guard),
+    );
+    let Some(resource) = resource else {
+        return mcp;
+    };
+    // Layered last, so it runs first: the session guard sees who the token named.
+    let mcp = mcp.layer(axum::middleware::from_fn_with_state(
+        Arc::clone(&resource),
+        super::mcp_resource::guard,
+    ));
+    let metadata = axum::routing::get(super::mcp_resource::metadata);
+    let well_known = axum::Router::new()
+        .route(METADATA_PATH, metadata.clone())
+        .route(&format!("{METADATA_PATH}/mcp"), metadata)
+        .with_state(resource);
+    mcp.merge(well_known)
 }
 
 /// The proxy as the typed handler the SDK's HTTP server wants: each method hands its

@@ -54,6 +54,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
 use super::mcp_order::{ordered, InFlight};
+use super::mcp_resource::Authenticated;
 use super::mcp_transport::{connect, request_bearer, UpstreamSpec};
 use super::{chain, held_json, not_recorded_text, receipt_json, Mode};
 
@@ -72,6 +73,9 @@ pub(crate) struct ProxyOptions {
     pub(crate) mode: Mode,
     /// The upstream: a command, or a remote server's URL.
     pub(crate) upstream: UpstreamSpec,
+    /// Whether a `--listen` client's own bearer token goes to a `--url` upstream (not when
+    /// `--listen` is a protected resource: that token was issued for the proxy).
+    pub(crate) pass_bearer: bool,
 }
 
 /// Serves MCP on this process's stdio until the client goes away, then stops the upstream.
@@ -288,7 +292,7 @@ impl Proxy {
         let tool = self.tool(peer, &name).await;
         let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
         let options = &self.0.options;
-        let action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
+        let mut action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
             server: &options.server,
             server_named: options.server_named,
             tool: &name,
@@ -301,6 +305,9 @@ impl Proxy {
             meta: Some(&*context.meta),
             ..McpCall::default()
         }));
+        if let Some(who) = authenticated(&context) {
+            action.agent = Some(who.subject);
+        }
         let check = self.pair_check(&name, peer);
         let started = AtomicBool::new(false);
         let execute = |_params: Value| {
@@ -558,7 +565,8 @@ impl Service<RoleServer> for Proxy {
     ) -> Result<ServerResult, ErrorData> {
         match request {
             ClientRequest::InitializeRequest(init) => {
-                if let Some(token) = request_bearer(&context) {
+                if let Some(token) = request_bearer(&context).filter(|_| self.0.options.pass_bearer)
+                {
                     let _ = self.0.bearer.set(token);
                 }
                 let upstream = self.upstream(Some(init.params), &context.peer).await?;
@@ -754,6 +762,12 @@ fn hints(annotations: &ToolAnnotations) -> ToolHints {
         destructive: annotations.destructive_hint,
         idempotent: annotations.idempotent_hint,
     }
+}
+
+/// The caller a `--listen` protected resource authenticated for this request.
+fn authenticated(context: &RequestContext<RoleServer>) -> Option<Authenticated> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    parts.extensions.get::<Authenticated>().cloned()
 }
 
 fn is_error(result: &ServerResult) -> bool {

@@ -23,6 +23,8 @@ use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::mcp_resource::Authenticated;
+
 /// The `Mcp-Session-Id` header.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -64,7 +66,7 @@ pub(crate) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
-    let credential = credential(request.headers());
+    let credential = credential(&request);
     let session = request
         .headers()
         .get(SESSION_HEADER)
@@ -106,10 +108,18 @@ pub(crate) async fn guard(
     }
 }
 
-/// SHA-256 of the request's `Authorization` header, or of nothing when it has none.
-fn credential(headers: &http::HeaderMap) -> [u8; 32] {
+/// What a session is bound to: the identity a protected resource authenticated (so a
+/// refreshed token keeps its session), else SHA-256 of the `Authorization` header, or of
+/// nothing when there is none.
+fn credential(request: &Request) -> [u8; 32] {
     let mut hash = Sha256::new();
-    if let Some(value) = headers.get(header::AUTHORIZATION) {
+    if let Some(who) = request.extensions().get::<Authenticated>() {
+        hash.update([2]);
+        for part in [&who.issuer, &who.subject] {
+            hash.update((part.len() as u64).to_be_bytes());
+            hash.update(part.as_bytes());
+        }
+    } else if let Some(value) = request.headers().get(header::AUTHORIZATION) {
         hash.update([1]);
         hash.update(value.as_bytes());
     } else {
@@ -195,15 +205,34 @@ mod tests {
         assert!(find_challenge(b"{\"result\":{}}").is_none());
     }
 
+    fn request(authorization: Option<&'static str>, who: Option<&str>) -> Request {
+        let mut request = Request::new(Body::empty());
+        if let Some(value) = authorization {
+            request
+                .headers_mut()
+                .insert(header::AUTHORIZATION, HeaderValue::from_static(value));
+        }
+        if let Some(subject) = who {
+            request.extensions_mut().insert(Authenticated {
+                issuer: "https://as".to_owned(),
+                subject: subject.to_owned(),
+            });
+        }
+        request
+    }
+
     #[test]
-    fn credentials_differ_with_and_without_a_header() {
-        let mut with = http::HeaderMap::new();
-        with.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer a"));
-        let mut other = http::HeaderMap::new();
-        other.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer b"));
-        let none = http::HeaderMap::new();
-        assert_ne!(credential(&with), credential(&other));
-        assert_ne!(credential(&with), credential(&none));
-        assert_eq!(credential(&with), credential(&with.clone()));
+    fn credentials_differ_with_and_without_a_header_and_follow_an_identity() {
+        let with = credential(&request(Some("Bearer a"), None));
+        assert_ne!(with, credential(&request(Some("Bearer b"), None)));
+        assert_ne!(with, credential(&request(None, None)));
+        assert_eq!(with, credential(&request(Some("Bearer a"), None)));
+        // One identity with a refreshed token is one credential; two identities are two.
+        let alice = credential(&request(Some("Bearer t1"), Some("alice")));
+        assert_eq!(
+            alice,
+            credential(&request(Some("Bearer t2"), Some("alice")))
+        );
+        assert_ne!(alice, credential(&request(Some("Bearer t1"), Some("bob"))));
     }
 }

@@ -21,6 +21,7 @@ pub(crate) mod inbox;
 pub(crate) mod mcp_listen;
 mod mcp_order;
 pub(crate) mod mcp_proxy;
+mod mcp_resource;
 pub(crate) mod mcp_server;
 mod mcp_sessions;
 pub(crate) mod mcp_transport;

@@ -11,11 +11,11 @@ use crate::mcp::{drive_with, py, python_with};
 use crate::mcp_http::Session;
 use crate::{exported_entries, free_port, start_first_line, stderr, stdout, Running};
 
-const TOKEN: &str = "remote-bearer-token-42";
+pub(crate) const TOKEN: &str = "remote-bearer-token-42";
 
 /// The notes server over streamable HTTP on a free port, requiring [`TOKEN`]; returns it
 /// with its `/mcp` URL once it accepts connections.
-fn remote_notes(dir: &std::path::Path) -> (Running, String) {
+pub(crate) fn remote_notes(dir: &std::path::Path) -> (Running, String) {
     let port = free_port();
     let child = Command::new(crate::python())
         .arg(py("remote_notes.py"))
@@ -113,26 +113,37 @@ fn a_remote_streamable_http_server_is_governed_with_the_bearer_passed_through() 
 /// `attest mcp-proxy --listen` in `dir` in front of the remote server at `url`, every
 /// `ask` approved: running, with its `/mcp` endpoint.
 fn listening_proxy(dir: &std::path::Path, url: &str) -> (Running, String) {
+    listening_proxy_with(dir, url, "127.0.0.1:0", &[], &[])
+}
+
+/// [`listening_proxy`] on `listen`, with `extra` arguments and `env` for the proxy.
+pub(crate) fn listening_proxy_with(
+    dir: &std::path::Path,
+    url: &str,
+    listen: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Running, String) {
+    let mut args = vec![
+        "--ledger",
+        "ledger.sqlite",
+        "mcp-proxy",
+        "--server",
+        "notes",
+        "--mode",
+        "auto",
+        "--url",
+        url,
+        "--listen",
+        listen,
+    ];
+    args.extend_from_slice(extra);
     let (proxy, line) = start_first_line(
         Command::new(env!("CARGO_BIN_EXE_attest"))
-            .args(crate::store_args(
-                dir,
-                &[
-                    "--ledger",
-                    "ledger.sqlite",
-                    "mcp-proxy",
-                    "--server",
-                    "notes",
-                    "--mode",
-                    "auto",
-                    "--url",
-                    url,
-                    "--listen",
-                    "127.0.0.1:0",
-                ],
-            ))
+            .args(crate::store_args(dir, &args))
             .current_dir(dir)
-            .env_clear(),
+            .env_clear()
+            .envs(env.iter().copied()),
     );
     let endpoint = line
         .strip_prefix("attest mcp-proxy listening on ")
