@@ -116,8 +116,12 @@ pub struct CodingAgentCall<'a> {
     pub agent: &'a str,
     /// The tool's name (`Bash`, `Write`, `mcp__github__create_issue`).
     pub tool: &'a str,
-    /// The tool's input (the action's params).
+    /// The tool's input as detection reads it (the action's params unless `params`).
     pub input: Value,
+    /// The input exactly as the agent sent it, when `input` is a translation of it into
+    /// the tool vocabulary detection knows (another agent's shell or edit tool): the
+    /// action's params.
+    pub params: Option<Value>,
     /// The agent's session: the run.
     pub session: Option<&'a str>,
     /// What the caller says beyond the protocol.
@@ -223,7 +227,8 @@ impl Attest {
                     name: call.tool,
                     input: &call.input,
                 };
-                let mut action = registry.detect_action(&input, call.input.clone());
+                let params = call.params.clone().unwrap_or_else(|| call.input.clone());
+                let mut action = registry.detect_action(&input, params);
                 action.extra.framework = Some(call.agent.to_owned());
                 let mut context = call.context;
                 context.run = context.run.or(call.session);

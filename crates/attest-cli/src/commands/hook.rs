@@ -43,6 +43,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+use attest_core::setup::{DoorParts, Overrides};
 use attest_core::{Attest, Gate};
 use serde_json::Value;
 
@@ -135,7 +136,8 @@ fn answer(
         }
     }
     let settings =
-        Config::load(global).and_then(|config| govern::Settings::new(config, args, contract));
+        Config::resolve(&overrides(global, args, contract))
+            .and_then(|config| govern::Settings::new(config, args, contract));
     let settings = match settings {
         Ok(settings) => settings,
         Err(err) => return undecided(contract, &moment, &format!("{err:#}")),
@@ -182,20 +184,22 @@ fn deny(contract: &dyn Contract, why: &str) -> Value {
     undecided(contract, &Moment::Before, why)
 }
 
-/// The pipeline for one event: the configured ledger, policy and read-back drivers, and
-/// `gate` for asks.
-fn pipeline(
-    config: &Config,
-    policy: attest_policy::PolicyEngine,
-    gate: impl Gate + 'static,
-) -> anyhow::Result<Attest> {
-    let ledger = config.open_ledger(true)?;
-    Ok(Attest::builder()
-        .ledger(ledger)
-        .policy(policy)
-        .gate(gate)
-        .readback(config.readback()?)
-        .build()?)
+/// The hook's flags as core's overrides, over the global ones: the agent recorded is the
+/// flag's, else the environment's or the file's, else the agent's own name.
+fn overrides(global: &Global, args: &crate::cli::HookArgs, contract: &dyn Contract) -> Overrides {
+    Overrides {
+        agent: args.agent.clone(),
+        actor: args.actor.clone(),
+        default_agent: Some(contract.name().to_owned()),
+        shadow: args.shadow,
+        ..global.overrides()
+    }
+}
+
+/// The pipeline for one event: everything the configuration builds (core's
+/// [`attest_core::setup::Settings::build`]), with `gate` answering asks.
+fn pipeline(config: &Config, gate: impl Gate + 'static) -> anyhow::Result<Attest> {
+    Ok(config.build(DoorParts::gate(gate))?)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

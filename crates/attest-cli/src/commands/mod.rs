@@ -104,13 +104,6 @@ fn overrides(cli: &Cli) -> Overrides {
             shadow: args.shadow,
             ..global
         },
-        Command::Hook(crate::cli::HookCommand::ClaudeCode(args)) => Overrides {
-            agent: args.agent.clone(),
-            actor: args.actor.clone(),
-            default_agent: Some(hook::AGENT.to_owned()),
-            shadow: args.shadow,
-            ..global
-        },
         _ => global,
     }
 }

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use attest_core::config::HookApprovals;
-use attest_core::detect::{detect_action, DetectInput};
-use attest_core::{Gate, GateDecision, Level, RejectGate};
+use attest_core::{
+    Attest, CallContext, CodingAgentCall, Gate, GateDecision, Level, ProtocolCall, RejectGate,
+};
 use attest_policy::{Action, Decision, Verdict};
 use serde_json::Value;
 
@@ -53,9 +54,10 @@ impl Settings {
             .unwrap_or_else(|| contract.timeout().saturating_sub(TIMEOUT_MARGIN));
         Ok(Settings {
             agent: config
-                .agent(args.agent.as_deref())
-                .unwrap_or_else(|| contract.name().to_owned()),
-            actor: config.actor(args.actor.as_deref()),
+                .agent
+                .as_ref()
+                .map_or_else(|| contract.name().to_owned(), |agent| agent.value.clone()),
+            actor: config.actor.as_ref().map(|actor| actor.value.clone()),
             approvals,
             wait,
             contract,
@@ -64,18 +66,21 @@ impl Settings {
     }
 }
 
-/// The action a call describes, with the agent, actor and session recorded.
-pub(crate) fn action(settings: &Settings, call: &ToolCall) -> Action {
-    let input = DetectInput::CodingTool {
-        name: &call.tool,
-        input: &call.input,
-    };
-    let mut action = detect_action(&input, call.params.clone());
-    action.extra.framework = Some(settings.contract.name().to_owned());
-    action.agent = Some(settings.agent.clone());
-    action.actor.clone_from(&settings.actor);
-    action.run_id.clone_from(&call.session);
-    action
+/// The action a call describes: the agent's tool call as core's coding-agent call,
+/// detected with the configured registry, with the agent, actor and session recorded.
+pub(crate) fn action(attest: &Attest, settings: &Settings, call: &ToolCall) -> Action {
+    attest.action(ProtocolCall::CodingAgent(CodingAgentCall {
+        agent: settings.contract.name(),
+        tool: &call.tool,
+        input: call.input.clone(),
+        params: Some(call.params.clone()),
+        session: call.session.as_deref(),
+        context: CallContext {
+            agent: Some(&settings.agent),
+            actor: settings.actor.as_deref(),
+            ..CallContext::default()
+        },
+    }))
 }
 
 /// `github.create`.
@@ -85,9 +90,9 @@ pub(crate) fn label(action: &Action) -> String {
 
 /// Before the call: policy decides; a refusal is recorded at once.
 pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Ruling> {
-    let action = action(settings, call);
     // Core decides, as for a governed call (a policy that fails refuses).
-    let attest = pipeline(&settings.config, settings.config.policy()?, RejectGate)?;
+    let attest = pipeline(&settings.config, RejectGate)?;
+    let action = action(&attest, settings, call);
     let verdict = attest.verdict(&action);
     let reasons = verdict.reasons.join("; ");
     let label = label(&action);
@@ -121,11 +126,8 @@ pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Rul
 /// At the agent's own permission prompt: deny what policy refuses, leave the rest to the
 /// person there (the call was already decided before it).
 pub(crate) fn permission(settings: &Settings, call: &ToolCall) -> Ruling {
-    let verdict = settings
-        .config
-        .policy()
-        .and_then(|policy| pipeline(&settings.config, policy, RejectGate))
-        .map(|attest| attest.verdict(&action(settings, call)));
+    let verdict = pipeline(&settings.config, RejectGate)
+        .map(|attest| attest.verdict(&action(&attest, settings, call)));
     match verdict {
         Ok(Verdict {
             decision: Decision::Refuse,
@@ -143,8 +145,6 @@ pub(crate) fn after(
     call: &ToolCall,
     outcome: Result<Value, String>,
 ) -> anyhow::Result<AfterNote> {
-    let action = action(settings, call);
-    let policy = settings.config.policy()?;
     let outcome = outcome.map(event::tool_result);
     let tool = |_: Value| async move { outcome };
     let recorded = match settings.approvals {
@@ -152,7 +152,8 @@ pub(crate) fn after(
             // The call an approver allowed, retried: the approval is used, and the row
             // names who approved it.
             Some(token) => {
-                let attest = pipeline(&settings.config, policy, RejectGate)?;
+                let attest = pipeline(&settings.config, RejectGate)?;
+                let action = action(&attest, settings, call);
                 runtime()?.block_on(
                     attest
                         .call(attest_core::Start::retry(&token, action))
@@ -160,7 +161,8 @@ pub(crate) fn after(
                 )
             }
             None => {
-                let attest = pipeline(&settings.config, policy, RejectGate)?;
+                let attest = pipeline(&settings.config, RejectGate)?;
+                let action = action(&attest, settings, call);
                 runtime()?.block_on(attest.call(action).run(tool))
             }
         },
@@ -170,7 +172,8 @@ pub(crate) fn after(
             let gate = PromptGate {
                 channel: format!("{}-prompt", settings.contract.name()),
             };
-            let attest = pipeline(&settings.config, policy, gate)?;
+            let attest = pipeline(&settings.config, gate)?;
+            let action = action(&attest, settings, call);
             runtime()?.block_on(attest.call(action).run(tool))
         }
     };
@@ -190,8 +193,8 @@ pub(crate) fn reported(
     call: &ToolCall,
     result: &Value,
 ) -> anyhow::Result<AfterNote> {
-    let action = action(settings, call);
-    let attest = pipeline(&settings.config, settings.config.policy()?, RejectGate)?;
+    let attest = pipeline(&settings.config, RejectGate)?;
+    let action = action(&attest, settings, call);
     let receipt = runtime()?.block_on(attest.record(action, Some(result)))?;
     Ok(note_for(receipt))
 }

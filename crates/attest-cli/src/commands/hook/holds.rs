@@ -31,8 +31,7 @@ use serde_json::json;
 use super::event::{Ruling, ToolCall};
 use super::govern::{never_run, Settings};
 use super::{pipeline, runtime};
-use crate::config::is_url;
-use crate::servers::{gate_for, Mode};
+use attest_core::setup::{is_url, AskMode};
 
 /// How often a waiting hook reads the store.
 const POLL: Duration = Duration::from_millis(200);
@@ -67,14 +66,13 @@ pub(crate) fn before(
         None => None,
     };
     if current.is_none() {
-        let gate = gate_for(
-            Mode::Pending,
-            Duration::ZERO,
-            settings.config.use_by(None),
+        let gate = AskMode::Pending.gate(
             Arc::clone(&store),
-            settings.config.notifiers()?,
+            Duration::ZERO,
+            settings.config.use_by.value,
+            settings.config.surface_notifiers()?,
         );
-        let attest = pipeline(&settings.config, settings.config.policy()?, gate)?;
+        let attest = pipeline(&settings.config, gate)?;
         let outcome = runtime()?.block_on(attest.call(action.clone()).run(never_run))?;
         match outcome {
             Outcome::Held { id, token, .. } => {
@@ -180,7 +178,7 @@ fn settle(
     // Ended (rejected, expired, cancelled, used): the pipeline records its end if nobody
     // has yet, and says how it ended.
     holds.remove();
-    let attest = pipeline(&settings.config, settings.config.policy()?, RejectGate)?;
+    let attest = pipeline(&settings.config, RejectGate)?;
     let token = ResumeToken::new(hold.token);
     let why = match runtime()?.block_on(attest.call(Start::retry(&token, action)).run(never_run)) {
         Ok(outcome) => outcome
@@ -204,7 +202,7 @@ impl Holds {
     /// The hold files of `call`, beside the ledger (`.attest/` for a database ledger).
     fn new(settings: &Settings, call: &ToolCall) -> anyhow::Result<Holds> {
         let digest = call_digest(&settings.agent, call)?;
-        let ledger = &settings.config.ledger_path;
+        let ledger = &settings.config.ledger_path.value;
         let base = if is_url(ledger) {
             Path::new(".attest")
         } else {
