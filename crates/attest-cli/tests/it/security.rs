@@ -133,6 +133,9 @@ pub(crate) fn utf16le(text: &str) -> Vec<u8> {
     text.encode_utf16().flat_map(u16::to_le_bytes).collect()
 }
 
+/// A probe: method, path and query, headers, body, and the status the gateway must answer.
+type ExpectedAnswer<'a> = (&'a str, String, Vec<&'a str>, Vec<u8>, u16);
+
 /// Cause 1: every shape below hides a delete from a reader that takes the request at face
 /// value, and a real server would run the delete. Each is refused (403) or cannot be read
 /// (413/415), and none reaches the upstream; an ordinary write still does.
@@ -178,7 +181,7 @@ fn the_gateway_takes_the_riskiest_reading_where_a_parser_gives_up() {
     let multipart_override = "--XyZ\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\n\
                               DELETE\r\n--XyZ\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\n\
                               x\r\n--XyZ--\r\n";
-    let probes: Vec<(&str, String, Vec<&str>, Vec<u8>, u16)> = vec![
+    let probes: Vec<ExpectedAnswer<'_>> = vec![
         // Bodies in a content coding.
         (
             "POST",

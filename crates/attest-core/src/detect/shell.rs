@@ -26,10 +26,9 @@ pub(super) fn detect_command(registry: &Registry, command: &str) -> Detection {
     let mut found: Option<Detection> = None;
     for simple in simple_commands(command) {
         let words = program_words(&simple.words);
-        let mut one = match words.split_first() {
-            Some((program, args)) => Some(detect_simple(registry, program, args)),
-            None => None,
-        };
+        let mut one = words
+            .split_first()
+            .map(|(program, args)| detect_simple(registry, program, args));
         // A redirection writes its file whatever the program is (`echo {} > .mcp.json`).
         for path in &simple.writes {
             let write = file_write(path);
