@@ -161,6 +161,7 @@ fn record(n: u64) -> Record {
         },
         verification: None,
         imported: None,
+        shadow: None,
     }
 }
 
