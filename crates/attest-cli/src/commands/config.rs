@@ -76,7 +76,7 @@ fn check(global: &Global, args: &ConfigCheckArgs) -> anyhow::Result<ExitCode> {
         for (part, outcome) in built {
             match outcome {
                 Ok(what) => parts.push((part, what)),
-                Err(err) => problems.push(format!("{}", attest_core::error_chain(&err))),
+                Err(err) => problems.push(attest_core::error_chain(&err)),
             }
         }
         if let Some(listen) = &config.file.inbox.listen {
