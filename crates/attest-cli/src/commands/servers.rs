@@ -19,6 +19,7 @@ use crate::servers::{gate_for, gateway, mcp_proxy, mcp_server, Mode};
 
 /// The pipeline the servers share: the configured policy, ledger, detection registry,
 /// read-back drivers and notifiers, and the mode's gate.
+#[allow(clippy::too_many_arguments)] // one per door setting, until core builds `Attest` from them
 fn pipeline(
     config: &Config,
     mode: Mode,
