@@ -162,11 +162,17 @@ struct Judged {
     to: Result<(String, Vec<String>), String>,
 }
 
+/// A transition's key: from, to and the candidate's rules.
+type TransitionKey = (String, String, Vec<String>);
+
+/// A transition's count and its first example rows (seqs and labels).
+type TransitionCount = (u64, Vec<u64>, Vec<String>);
+
 #[derive(Default)]
 struct Tally {
     actions: u64,
     unchanged: u64,
-    transitions: BTreeMap<(String, String, Vec<String>), (u64, Vec<u64>, Vec<String>)>,
+    transitions: BTreeMap<TransitionKey, TransitionCount>,
     undecidable: BTreeMap<String, u64>,
 }
 

@@ -45,7 +45,11 @@ policies:
 /// The record of action `i` of kind `i % 10`, as `stage` (its intent or pending row)
 /// or its outcome.
 fn record(i: u64, stage: bool) -> Record {
-    let agent = if i % 3 == 0 { "bot-a" } else { "bot-b" };
+    let agent = if i.is_multiple_of(3) {
+        "bot-a"
+    } else {
+        "bot-b"
+    };
     let (system, verb, tier) = match i % 10 {
         0 | 9 => ("crm", "read", "low"),
         1 | 6 | 8 => ("crm", "update", "medium"),
