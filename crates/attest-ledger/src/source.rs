@@ -85,3 +85,69 @@ pub(crate) fn tip_from(seq: u64, hash: &[u8]) -> Result<(u64, Hash), LedgerError
     })?;
     Ok((seq, hash))
 }
+
+/// Pairs each leaf with the stored tree hashes it completed, as a store reads both in
+/// index order (the same for every store): a leaf completes `1 + trailing zeros of
+/// (leaf + 1)` hashes, from `stored_hash_index(0, leaf)` on.
+pub(crate) struct LeafHashes {
+    leaf: u64,
+    unwritten: bool,
+    hashes: Vec<u8>,
+}
+
+impl LeafHashes {
+    /// Pairing from leaf `start` (seq `start + 1`) on.
+    pub(crate) fn new(start: u64) -> LeafHashes {
+        LeafHashes {
+            leaf: start,
+            unwritten: false,
+            hashes: Vec::with_capacity(32 * 8),
+        }
+    }
+
+    /// The next leaf to pair.
+    pub(crate) fn leaf(&self) -> u64 {
+        self.leaf
+    }
+
+    /// Reads the next leaf's hashes with `next` (which hands the next stored hash,
+    /// its index and bytes as read, to the sink it is given, and says whether there
+    /// was one), and returns the leaf's slot.
+    pub(crate) fn next_leaf(
+        &mut self,
+        mut next: impl FnMut(&mut dyn FnMut(Option<u64>, Option<&[u8]>)) -> Result<bool, LedgerError>,
+    ) -> Result<TreeSlot<'_>, LedgerError> {
+        let count = 1 + (self.leaf + 1).trailing_zeros() as u64;
+        let first = tlog_tiles::stored_hash_index(0, self.leaf);
+        let mut in_order = true;
+        self.hashes.clear();
+        for k in 0..count {
+            if self.unwritten {
+                break;
+            }
+            let hashes = &mut self.hashes;
+            let found = next(&mut |idx, bytes| match bytes {
+                Some(bytes) if idx == Some(first + k) && bytes.len() == 32 => {
+                    hashes.extend_from_slice(bytes)
+                }
+                _ => in_order = false,
+            })?;
+            if !found {
+                // The table ends at a leaf boundary: the rest is the unwritten tail.
+                if k == 0 {
+                    self.unwritten = true;
+                } else {
+                    in_order = false;
+                }
+            }
+        }
+        self.leaf += 1;
+        Ok(if self.unwritten {
+            TreeSlot::Unwritten
+        } else if in_order {
+            TreeSlot::Stored(&self.hashes)
+        } else {
+            TreeSlot::Bad
+        })
+    }
+}

@@ -12,7 +12,7 @@ use super::blocking::Held;
 use super::PgStore;
 use crate::canonical::Hash;
 use crate::merkle::TreeHash;
-use crate::source::{Source, TreeSlot, Visit, VisitTree};
+use crate::source::{LeafHashes, Source, Visit, VisitTree};
 use crate::{LedgerError, StoredCheckpoint, StoredRow};
 
 /// Rows read per page by listings, verification and copies.
@@ -171,14 +171,13 @@ impl Source for PgSource<'_, '_> {
 
     fn rows_with_tree(&self, start: u64, visit: &mut VisitTree<'_>) -> Result<(), LedgerError> {
         let mut after = start;
-        let mut leaf = start;
-        let mut unwritten = false;
-        let mut hashes = Vec::with_capacity(32 * 8);
+        let mut pairing = LeafHashes::new(start);
         loop {
             let rows = self.page(after)?;
             if rows.is_empty() {
                 return Ok(());
             }
+            let leaf = pairing.leaf();
             let first = stored_hash_index(0, leaf);
             let end = stored_hash_index(0, leaf + rows.len() as u64);
             let tree = self.query(
@@ -190,36 +189,15 @@ impl Source for PgSource<'_, '_> {
             for row in &rows {
                 let stored = stored_row(row);
                 after = stored.seq;
-                let count = 1 + (leaf + 1).trailing_zeros() as u64;
-                let first = stored_hash_index(0, leaf);
-                let mut in_order = true;
-                hashes.clear();
-                for k in 0..count {
-                    if unwritten {
-                        break;
-                    }
-                    match tree.next() {
-                        None if k == 0 => unwritten = true,
+                let slot = pairing.next_leaf(|sink| {
+                    Ok(match tree.next() {
                         Some(t) => {
-                            let idx = t.get::<_, i64>(0) as u64;
-                            let bytes: &[u8] = t.get(1);
-                            if idx == first + k && bytes.len() == 32 {
-                                hashes.extend_from_slice(bytes);
-                            } else {
-                                in_order = false;
-                            }
+                            sink(Some(t.get::<_, i64>(0) as u64), Some(t.get(1)));
+                            true
                         }
-                        None => in_order = false,
-                    }
-                }
-                leaf += 1;
-                let slot = if unwritten {
-                    TreeSlot::Unwritten
-                } else if in_order {
-                    TreeSlot::Stored(&hashes)
-                } else {
-                    TreeSlot::Bad
-                };
+                        None => false,
+                    })
+                })?;
                 if !visit(&stored, slot)? {
                     return Ok(());
                 }

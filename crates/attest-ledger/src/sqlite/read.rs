@@ -8,7 +8,7 @@ use super::tree::StoredHashes;
 use super::SqliteStore;
 use crate::canonical::Hash;
 use crate::merkle::TreeHash;
-use crate::source::{Source, TreeSlot, Visit, VisitTree};
+use crate::source::{LeafHashes, Source, Visit, VisitTree};
 use crate::{LedgerError, StoredCheckpoint, StoredRow};
 
 /// One SQLite snapshot.
@@ -73,46 +73,21 @@ impl Source for SqliteSource<'_> {
         let mut tree_rows = tree_stmt
             .query([stored_hash_index(0, start)])
             .map_err(store.sqlite("reading tree hashes"))?;
-        let mut leaf = start;
-        let mut unwritten = false;
-        let mut hashes = Vec::with_capacity(32 * 8);
+        let mut pairing = LeafHashes::new(start);
         store.for_each_row_in(self.conn, start + 1, |row| {
-            // The stored hashes this leaf completed: 1 + trailing zeros of leaf + 1.
-            let count = 1 + (leaf + 1).trailing_zeros() as u64;
-            let first = stored_hash_index(0, leaf);
-            let mut in_order = true;
-            hashes.clear();
-            for k in 0..count {
-                if unwritten {
-                    break;
-                }
+            let slot = pairing.next_leaf(|sink| {
                 match tree_rows
                     .next()
                     .map_err(store.sqlite("reading tree hashes"))?
                 {
-                    // The table ends at a leaf boundary: the rest is the unwritten tail.
-                    None if k == 0 => unwritten = true,
                     Some(stored) => {
-                        let idx: Option<u64> = stored.get(0).ok();
                         let bytes = stored.get_ref(1).ok().and_then(|v| v.as_blob().ok());
-                        match bytes {
-                            Some(bytes) if idx == Some(first + k) && bytes.len() == 32 => {
-                                hashes.extend_from_slice(bytes)
-                            }
-                            _ => in_order = false,
-                        }
+                        sink(stored.get(0).ok(), bytes);
+                        Ok(true)
                     }
-                    None => in_order = false,
+                    None => Ok(false),
                 }
-            }
-            leaf += 1;
-            let slot = if unwritten {
-                TreeSlot::Unwritten
-            } else if in_order {
-                TreeSlot::Stored(&hashes)
-            } else {
-                TreeSlot::Bad
-            };
+            })?;
             visit(row, slot)
         })
     }

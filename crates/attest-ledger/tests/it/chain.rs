@@ -3,74 +3,93 @@ use attest_ledger::{
 };
 use serde_json::Value;
 
+use crate::both::StoreTester;
 use crate::{ledger_with, sample_record};
 
 #[test]
 fn appends_link_each_body_to_the_previous_hash() {
-    let (_dir, ledger) = ledger_with(0);
-    let first = ledger.append(&sample_record(1)).unwrap();
-    let second = ledger.append(&sample_record(2)).unwrap();
-    assert_eq!((first.seq, second.seq), (1, 2));
+    StoreTester::new("appends_link_each_body_to_the_previous_hash", 0).run(|case| {
+        let ledger = &case.ledger;
+        let first = ledger.append(&sample_record(1)).unwrap();
+        let second = ledger.append(&sample_record(2)).unwrap();
+        assert_eq!((first.seq, second.seq), (1, 2));
 
-    let mut bodies = Vec::new();
-    ledger.export_jsonl(&mut bodies).unwrap();
-    let lines: Vec<&[u8]> = bodies
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty())
-        .collect();
-    assert_eq!(lines.len(), 2);
-    assert_eq!(entry_hash(lines[0]), first.hash);
-    assert_eq!(entry_hash(lines[1]), second.hash);
+        let mut bodies = Vec::new();
+        ledger.export_jsonl(&mut bodies).unwrap();
+        let lines: Vec<&[u8]> = bodies
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(entry_hash(lines[0]), first.hash);
+        assert_eq!(entry_hash(lines[1]), second.hash);
 
-    let one: Value = serde_json::from_slice(lines[0]).unwrap();
-    let two: Value = serde_json::from_slice(lines[1]).unwrap();
-    assert_eq!(one["v"], 1);
-    assert_eq!(one["prev"], to_hex(&GENESIS));
-    assert_eq!(two["prev"], to_hex(&first.hash));
-    assert_eq!(two["seq"], 2);
-    assert_eq!(from_hex(two["prev"].as_str().unwrap()), Some(first.hash));
-    // Absent optional fields are left out, not written as null.
-    assert!(one.get("owner").is_none());
-    assert!(!String::from_utf8_lossy(lines[0]).contains("null"));
+        let one: Value = serde_json::from_slice(lines[0]).unwrap();
+        let two: Value = serde_json::from_slice(lines[1]).unwrap();
+        assert_eq!(one["v"], 1);
+        assert_eq!(one["prev"], to_hex(&GENESIS));
+        assert_eq!(two["prev"], to_hex(&first.hash));
+        assert_eq!(two["seq"], 2);
+        assert_eq!(from_hex(two["prev"].as_str().unwrap()), Some(first.hash));
+        // Absent optional fields are left out, not written as null.
+        assert!(one.get("owner").is_none());
+        assert!(!String::from_utf8_lossy(lines[0]).contains("null"));
+    });
 }
 
 #[test]
 fn stored_bodies_are_canonical_json() {
-    let (_dir, ledger) = ledger_with(5);
-    let mut bodies = Vec::new();
-    ledger.export_jsonl(&mut bodies).unwrap();
-    for line in bodies.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        let value: Value = serde_json::from_slice(line).unwrap();
-        assert_eq!(attest_ledger::canonical_bytes(&value).unwrap(), line);
-    }
+    StoreTester::new("stored_bodies_are_canonical_json", 5).run(|case| {
+        let mut bodies = Vec::new();
+        case.ledger.export_jsonl(&mut bodies).unwrap();
+        for line in bodies.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let value: Value = serde_json::from_slice(line).unwrap();
+            assert_eq!(attest_ledger::canonical_bytes(&value).unwrap(), line);
+        }
+    });
 }
 
 #[test]
 fn an_intact_ledger_verifies_and_reports_its_tip() {
-    let (_dir, ledger) = ledger_with(50);
-    let report = ledger.verify().unwrap();
-    assert!(report.is_intact(), "{:?}", report.problems);
-    assert_eq!(report.checked, 50);
-    assert_eq!(report.tip, ledger.tip().unwrap());
+    StoreTester::new("an_intact_ledger_verifies_and_reports_its_tip", 50).run(|case| {
+        let report = case.ledger.verify().unwrap();
+        assert!(report.is_intact(), "{}: {:?}", case.name(), report.problems);
+        assert_eq!(report.checked, 50);
+        assert_eq!(report.tip, case.ledger.tip().unwrap());
+    });
 }
 
 #[test]
 fn listing_reads_columns_newest_first() {
-    let (_dir, ledger) = ledger_with(10);
-    let rows = ledger.list(3).unwrap();
-    let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
-    assert_eq!(seqs, vec![10, 9, 8]);
-    assert_eq!(rows[0].system, "gmail");
-    assert_eq!(rows[0].level.as_deref(), Some("acknowledged"));
+    StoreTester::new("listing_reads_columns_newest_first", 10).run(|case| {
+        let rows = case.ledger.list(3).unwrap();
+        let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, vec![10, 9, 8], "{}", case.name());
+        assert_eq!(rows[0].system, "gmail");
+        assert_eq!(rows[0].level.as_deref(), Some("acknowledged"));
+    });
 }
 
 #[test]
 fn reopening_continues_the_same_chain() {
-    let (dir, ledger) = ledger_with(3);
-    drop(ledger);
-    let ledger = Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default()).unwrap();
-    assert_eq!(ledger.append(&sample_record(4)).unwrap().seq, 4);
-    assert!(ledger.verify().unwrap().is_intact());
+    StoreTester::new("reopening_continues_the_same_chain", 3).run(|case| {
+        let ledger = case.reopen();
+        assert_eq!(
+            ledger.append(&sample_record(4)).unwrap().seq,
+            4,
+            "{}",
+            case.name()
+        );
+        assert!(ledger.verify().unwrap().is_intact());
+        // The ledger that was open chains onto the other's row, not its cached tip.
+        assert_eq!(
+            case.ledger.append(&sample_record(5)).unwrap().seq,
+            5,
+            "{}",
+            case.name()
+        );
+        assert!(case.ledger.verify().unwrap().is_intact());
+    });
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! Several threads and several processes appending to one file keep one linear chain.
 
 use std::process::Command;
-use std::sync::Arc;
 
 use attest_ledger::{Ledger, LedgerOptions};
 
+use crate::both::StoreTester;
 use crate::sample_record;
 
 /// Set in a child process: the ledger path to append to.
@@ -14,28 +14,30 @@ const WORKER_ROWS: &str = "ATTEST_TEST_WORKER_ROWS";
 
 #[test]
 fn threads_appending_at_once_keep_one_chain() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger =
-        Arc::new(Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default()).unwrap());
-    let handles: Vec<_> = (0..8)
-        .map(|t| {
-            let ledger = Arc::clone(&ledger);
-            std::thread::spawn(move || {
-                (0..50)
-                    .map(|i| ledger.append(&sample_record(t * 100 + i)).unwrap().seq)
-                    .collect::<Vec<_>>()
-            })
-        })
-        .collect();
-    let mut seqs: Vec<u64> = handles
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
-    seqs.sort_unstable();
-    assert_eq!(seqs, (1..=400).collect::<Vec<_>>());
-    let report = ledger.verify().unwrap();
-    assert!(report.is_intact(), "{:?}", report.problems);
-    assert_eq!(report.checked, 400);
+    StoreTester::new("threads_appending_at_once_keep_one_chain", 0).run(|case| {
+        let ledger = &case.ledger;
+        let mut seqs: Vec<u64> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|t| {
+                    scope.spawn(move || {
+                        (0..50)
+                            .map(|i| ledger.append(&sample_record(t * 100 + i)).unwrap().seq)
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        seqs.sort_unstable();
+        assert_eq!(seqs, (1..=400).collect::<Vec<_>>(), "{}", case.name());
+        let report = ledger.verify().unwrap();
+        assert!(report.is_intact(), "{}: {:?}", case.name(), report.problems);
+        assert_eq!(report.checked, 400);
+        assert_eq!(ledger.counts().unwrap().total, 400, "{}", case.name());
+    });
 }
 
 #[test]

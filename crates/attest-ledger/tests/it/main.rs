@@ -3,6 +3,7 @@
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod both;
 mod chain;
 mod concurrency;
 mod crash;

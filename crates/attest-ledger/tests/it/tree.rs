@@ -10,6 +10,7 @@ use attest_ledger::{
 };
 use rusqlite::Connection;
 
+use crate::both::StoreTester;
 use crate::{ledger_with, sample_record};
 
 fn key() -> SigningKey {
@@ -47,104 +48,122 @@ fn append(ledger: &Ledger, from: u64, count: u64) {
 
 #[test]
 fn the_stored_root_is_the_root_over_exported_entry_hashes() {
-    let (_dir, ledger) = ledger_with(37);
-    let mut bodies = Vec::new();
-    ledger.export_jsonl(&mut bodies).unwrap();
-    let mut range = CompactRange::new();
-    for line in bodies.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        range.push(leaf_hash(&entry_hash(line)));
-        assert_eq!(ledger.root_at(range.size()).unwrap(), range.root());
-    }
-    assert_eq!(range.size(), 37);
+    StoreTester::new("the_stored_root_is_the_root_over_exported_entry_hashes", 37).run(|case| {
+        let ledger = &case.ledger;
+        let mut bodies = Vec::new();
+        ledger.export_jsonl(&mut bodies).unwrap();
+        let mut range = CompactRange::new();
+        for line in bodies.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            range.push(leaf_hash(&entry_hash(line)));
+            assert_eq!(ledger.root_at(range.size()).unwrap(), range.root());
+        }
+        assert_eq!(range.size(), 37);
+    });
 }
 
 #[test]
 fn an_empty_ledger_cannot_be_checkpointed() {
-    let (_dir, ledger) = ledger_with(0);
-    assert!(matches!(
-        ledger.checkpoint(&key()),
-        Err(LedgerError::Empty { .. })
-    ));
+    StoreTester::new("an_empty_ledger_cannot_be_checkpointed", 0).run(|case| {
+        let ledger = &case.ledger;
+        assert!(matches!(
+            ledger.checkpoint(&key()),
+            Err(LedgerError::Empty { .. })
+        ));
+    });
 }
 
 #[test]
 fn a_checkpoint_is_a_signed_note_of_the_current_tree() {
-    let (_dir, ledger) = ledger_with(12);
-    let key = key();
-    let (cp, new) = ledger.checkpoint(&key).unwrap();
-    assert!(new);
-    assert_eq!(cp.size, 12);
-    assert_eq!(cp.root, ledger.root_at(12).unwrap());
-    let body = attest_ledger::open_checkpoint(cp.note.as_bytes(), &trusted(&key)).unwrap();
-    assert_eq!(
-        (body.size, body.root, body.origin.as_str()),
-        (12, cp.root, "attest.test/ledger")
-    );
-    let (again, new) = ledger.checkpoint(&key).unwrap();
-    assert!(!new);
-    assert_eq!(again, cp);
-    let report = verify(&ledger, &key, false);
-    assert!(report.is_intact(), "{:?}", report.problems);
-    assert!(report.signatures_checked);
-    assert_eq!(report.checkpoint.unwrap().size, 12);
+    StoreTester::new("a_checkpoint_is_a_signed_note_of_the_current_tree", 12).run(|case| {
+        let ledger = &case.ledger;
+        let key = key();
+        let (cp, new) = ledger.checkpoint(&key).unwrap();
+        assert!(new);
+        assert_eq!(cp.size, 12);
+        assert_eq!(cp.root, ledger.root_at(12).unwrap());
+        let body = attest_ledger::open_checkpoint(cp.note.as_bytes(), &trusted(&key)).unwrap();
+        assert_eq!(
+            (body.size, body.root, body.origin.as_str()),
+            (12, cp.root, "attest.test/ledger")
+        );
+        let (again, new) = ledger.checkpoint(&key).unwrap();
+        assert!(!new);
+        assert_eq!(again, cp);
+        let report = verify(ledger, &key, false);
+        assert!(report.is_intact(), "{:?}", report.problems);
+        assert!(report.signatures_checked);
+        assert_eq!(report.checkpoint.unwrap().size, 12);
+    });
 }
 
 #[test]
 fn without_a_trusted_key_the_report_says_signatures_were_not_checked() {
-    let (_dir, ledger) = ledger_with(3);
-    ledger.checkpoint(&key()).unwrap();
-    let report = ledger.verify().unwrap();
-    assert!(report.is_intact());
-    assert!(!report.signatures_checked);
-    assert!(
-        report.notes.iter().any(|n| n.contains("not checked")),
-        "{:?}",
-        report.notes
-    );
-    let err = ledger
-        .verify_with(VerifyOptions {
-            since_checkpoint: true,
-            ..VerifyOptions::default()
-        })
-        .unwrap_err();
-    assert!(matches!(err, LedgerError::NoTrustedKey));
+    StoreTester::new(
+        "without_a_trusted_key_the_report_says_signatures_were_not_checked",
+        3,
+    )
+    .run(|case| {
+        let ledger = &case.ledger;
+        ledger.checkpoint(&key()).unwrap();
+        let report = ledger.verify().unwrap();
+        assert!(report.is_intact());
+        assert!(!report.signatures_checked);
+        assert!(
+            report.notes.iter().any(|n| n.contains("not checked")),
+            "{:?}",
+            report.notes
+        );
+        let err = ledger
+            .verify_with(VerifyOptions {
+                since_checkpoint: true,
+                ..VerifyOptions::default()
+            })
+            .unwrap_err();
+        assert!(matches!(err, LedgerError::NoTrustedKey));
+    });
 }
 
 #[test]
 fn every_inclusion_and_consistency_proof_checks_and_a_flipped_bit_fails() {
-    let (_dir, ledger) = ledger_with(21);
-    let key = key();
-    ledger.checkpoint(&key).unwrap();
-    let trusted = trusted(&key);
-    for seq in 1..=21 {
-        let proof = ledger.prove_inclusion(seq, None).unwrap();
-        assert_eq!(proof.tree_size, 21);
-        proof.check(&trusted).unwrap();
-        for i in 0..proof.proof.len() {
+    StoreTester::new(
+        "every_inclusion_and_consistency_proof_checks_and_a_flipped_bit_fails",
+        21,
+    )
+    .run(|case| {
+        let ledger = &case.ledger;
+        let key = key();
+        ledger.checkpoint(&key).unwrap();
+        let trusted = trusted(&key);
+        for seq in 1..=21 {
+            let proof = ledger.prove_inclusion(seq, None).unwrap();
+            assert_eq!(proof.tree_size, 21);
+            proof.check(&trusted).unwrap();
+            for i in 0..proof.proof.len() {
+                let mut bad = proof.clone();
+                bad.proof[i] = flip_b64(&bad.proof[i]);
+                assert!(bad.check(&trusted).is_err(), "seq {seq} element {i}");
+            }
             let mut bad = proof.clone();
-            bad.proof[i] = flip_b64(&bad.proof[i]);
-            assert!(bad.check(&trusted).is_err(), "seq {seq} element {i}");
+            bad.entry_hash = attest_ledger::to_hex(&[1u8; 32]);
+            assert!(bad.check(&trusted).is_err());
         }
-        let mut bad = proof.clone();
-        bad.entry_hash = attest_ledger::to_hex(&[1u8; 32]);
-        assert!(bad.check(&trusted).is_err());
-    }
-    for old in 1..=21 {
-        let proof = ledger.prove_consistency(old, None).unwrap();
-        proof.check_path().unwrap();
-        for i in 0..proof.proof.len() {
-            let mut bad = proof.clone();
-            bad.proof[i] = flip_b64(&bad.proof[i]);
-            assert!(bad.check_path().is_err());
+        for old in 1..=21 {
+            let proof = ledger.prove_consistency(old, None).unwrap();
+            proof.check_path().unwrap();
+            for i in 0..proof.proof.len() {
+                let mut bad = proof.clone();
+                bad.proof[i] = flip_b64(&bad.proof[i]);
+                assert!(bad.check_path().is_err());
+            }
         }
-    }
-    let other = SigningKey::generate("attest.test/ledger").unwrap().0;
-    let proof = ledger.prove_inclusion(5, None).unwrap();
-    assert!(proof.check(&[other.verifier().clone()]).is_err());
-    assert!(matches!(
-        ledger.prove_inclusion(22, None),
-        Err(LedgerError::OutOfRange { .. })
-    ));
+        let other = SigningKey::generate("attest.test/ledger").unwrap().0;
+        let proof = ledger.prove_inclusion(5, None).unwrap();
+        assert!(proof.check(&[other.verifier().clone()]).is_err());
+        assert!(matches!(
+            ledger.prove_inclusion(22, None),
+            Err(LedgerError::OutOfRange { .. })
+        ));
+    });
 }
 
 fn flip_b64(text: &str) -> String {
@@ -157,23 +176,25 @@ fn flip_b64(text: &str) -> String {
 
 #[test]
 fn verify_since_checkpoint_checks_only_the_new_rows_and_their_extension() {
-    let (dir, ledger) = ledger_with(50);
-    let key = key();
-    ledger.checkpoint(&key).unwrap();
-    append(&ledger, 51, 100);
-    let report = verify(&ledger, &key, true);
-    assert!(report.is_intact(), "{:?}", report.problems);
-    assert_eq!(report.checked, 100);
-    assert_eq!(report.checkpoint.as_ref().unwrap().size, 50);
+    StoreTester::new("verify_since_checkpoint_checks_only_the_new_rows_and_their_extension", 50).run(|case| {
+        let ledger = &case.ledger;
+        let key = key();
+        ledger.checkpoint(&key).unwrap();
+        append(ledger, 51, 100);
+        let report = verify(ledger, &key, true);
+        assert!(report.is_intact(), "{:?}", report.problems);
+        assert_eq!(report.checked, 100);
+        assert_eq!(report.checkpoint.as_ref().unwrap().size, 50);
 
-    edit(
-        &dir,
-        "UPDATE entries SET body = replace(body, 'target-120', 'target-XXX') WHERE seq = 120",
-    );
-    assert_eq!(
-        kinds(&verify(&ledger, &key, true))[0],
-        (120, ProblemKind::HashMismatch)
-    );
+        case.edit(
+            "UPDATE entries SET body = replace(body, 'target-120', 'target-XXX') WHERE seq = 120",
+            "UPDATE entries SET body = convert_to(replace(convert_from(body, 'UTF8'), 'target-120', 'target-XXX'), 'UTF8') WHERE seq = 120",
+        );
+        assert_eq!(
+            kinds(&verify(ledger, &key, true))[0],
+            (120, ProblemKind::HashMismatch)
+        );
+    });
 }
 
 #[test]
@@ -203,29 +224,35 @@ fn verify_since_checkpoint_catches_a_rewritten_checkpointed_entry() {
 
 #[test]
 fn a_tail_truncated_below_the_newest_checkpoint_is_caught() {
-    let (dir, ledger) = ledger_with(10);
-    let key = key();
-    ledger.checkpoint(&key).unwrap();
-    edit(&dir, "DELETE FROM entries WHERE seq >= 9");
-    let report = verify(&ledger, &key, false);
-    assert_eq!(kinds(&report)[0], (9, ProblemKind::Truncated));
-    let report = verify(&ledger, &key, true);
-    assert!(
-        kinds(&report).contains(&(9, ProblemKind::Truncated)),
-        "{:?}",
-        report.problems
-    );
+    StoreTester::new("a_tail_truncated_below_the_newest_checkpoint_is_caught", 10).run(|case| {
+        let ledger = &case.ledger;
+        let key = key();
+        ledger.checkpoint(&key).unwrap();
+        case.edit(
+            "DELETE FROM entries WHERE seq >= 9",
+            "DELETE FROM entries WHERE seq >= 9",
+        );
+        let report = verify(ledger, &key, false);
+        assert_eq!(kinds(&report)[0], (9, ProblemKind::Truncated));
+        let report = verify(ledger, &key, true);
+        assert!(
+            kinds(&report).contains(&(9, ProblemKind::Truncated)),
+            "{:?}",
+            report.problems
+        );
+    });
 }
 
 #[test]
 fn a_checkpoint_signed_by_another_key_is_caught() {
-    let (dir, ledger) = ledger_with(6);
-    let key = key();
-    let stranger = SigningKey::generate("attest.test/ledger").unwrap().0;
-    ledger.checkpoint(&stranger).unwrap();
-    let report = verify(&ledger, &key, false);
-    assert_eq!(kinds(&report), vec![(6, ProblemKind::BadSignature)]);
-    let _ = dir;
+    StoreTester::new("a_checkpoint_signed_by_another_key_is_caught", 6).run(|case| {
+        let ledger = &case.ledger;
+        let key = key();
+        let stranger = SigningKey::generate("attest.test/ledger").unwrap().0;
+        ledger.checkpoint(&stranger).unwrap();
+        let report = verify(ledger, &key, false);
+        assert_eq!(kinds(&report), vec![(6, ProblemKind::BadSignature)]);
+    });
 }
 
 #[test]
