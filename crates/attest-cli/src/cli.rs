@@ -17,8 +17,10 @@ pub(crate) struct Cli {
 }
 
 /// Options every command takes. Each setting is taken from its flag, else its
-/// environment variable, else the configuration file, else the default.
+/// environment variable, else the configuration file, else the default. Listed under a
+/// heading of their own, after each command's own options.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub(crate) struct Global {
     /// The configuration file [env: ATTEST_CONFIG; default: .attest/config.yaml if present].
     #[arg(long, global = true, value_name = "FILE")]
@@ -29,7 +31,13 @@ pub(crate) struct Global {
     pub(crate) ledger: Option<String>,
     /// The tenant whose chain to use: its own seqs from 1, tree, checkpoints and signing
     /// key (in SQLite, a file of its own beside the ledger file).
-    #[arg(long, global = true, env = "ATTEST_TENANT", value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        env = "ATTEST_TENANT",
+        hide_env_values = true,
+        value_name = "NAME"
+    )]
     pub(crate) tenant: Option<String>,
     /// How hard appends work to survive a crash: full (survives power loss), normal, off
     /// [env: ATTEST_DURABILITY; config: durability; default: full].
@@ -80,7 +88,8 @@ pub(crate) enum Command {
     ///
     /// Verifies the rows since the previous checkpoint first, and refuses to sign a
     /// broken ledger. `attest checkpoint > cp.note` gives a file any signed-note
-    /// verifier opens.
+    /// verifier opens. To rotate keys, sign with the new key (same name) and pass the
+    /// old one's verifier with --vkey: the previous checkpoint must verify under it.
     Checkpoint(CheckpointArgs),
     /// Keep the newest checkpoint note somewhere the ledger's writers cannot rewrite (an
     /// anchor): append it to a file, commit it to a Git repository, or POST it to a URL;
@@ -226,6 +235,10 @@ pub(crate) struct CopyArgs {
     /// The target's tenant [default: --tenant].
     #[arg(long, value_name = "NAME")]
     pub(crate) to_tenant: Option<String>,
+    /// Show progress on standard error even when it is not a terminal (a line about
+    /// every second); on a terminal a bar shows anyway.
+    #[arg(long)]
+    pub(crate) progress: bool,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
 }
@@ -244,6 +257,7 @@ pub(crate) struct TrustArgs {
     #[arg(
         long = "vkey-env",
         env = "ATTEST_VKEY",
+        hide_env_values = true,
         hide = true,
         value_name = "KEYS"
     )]
@@ -252,6 +266,10 @@ pub(crate) struct TrustArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
+    /// Show progress on standard error even when it is not a terminal (a line about
+    /// every second); on a terminal a bar shows anyway.
+    #[arg(long)]
+    pub(crate) progress: bool,
     /// Check only the newest checkpoint's signature, the rows after it, and that they
     /// extend its tree (needs a trusted key).
     #[arg(long)]
@@ -317,7 +335,12 @@ pub(crate) enum ExportFormat {
 #[derive(Debug, Args)]
 pub(crate) struct KeyPathArgs {
     /// The private key file [default: signing.key beside the ledger].
-    #[arg(long = "key", env = "ATTEST_SIGNING_KEY", value_name = "PATH")]
+    #[arg(
+        long = "key",
+        env = "ATTEST_SIGNING_KEY",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
     pub(crate) key: Option<PathBuf>,
 }
 
@@ -328,7 +351,12 @@ pub(crate) struct KeygenArgs {
     #[arg(long)]
     pub(crate) name: Option<String>,
     /// Where to write the private key [default: signing.key beside the ledger].
-    #[arg(long = "out", env = "ATTEST_SIGNING_KEY", value_name = "PATH")]
+    #[arg(
+        long = "out",
+        env = "ATTEST_SIGNING_KEY",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
     pub(crate) out: Option<PathBuf>,
 }
 
@@ -347,6 +375,10 @@ pub(crate) struct CheckpointArgs {
     pub(crate) latest: bool,
     #[command(flatten)]
     pub(crate) witness: crate::cli_tiles::WitnessClientArgs,
+    /// Keys that signed earlier checkpoints (a key rotation: the retired key's verifier),
+    /// trusted beside the signing key's own.
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 }
 
 #[derive(Debug, Args)]
@@ -660,6 +692,10 @@ pub(crate) struct ApproverRevokeArgs {
 pub(crate) struct ImportArgs {
     /// The JSON-lines file (`-` for standard input).
     pub(crate) file: PathBuf,
+    /// Show progress on standard error even when it is not a terminal (a line about
+    /// every second); on a terminal a bar shows anyway.
+    #[arg(long)]
+    pub(crate) progress: bool,
 }
 
 /// Who the servers record as acting, and how they answer `ask`.
@@ -680,15 +716,20 @@ pub(crate) struct ModeArgs {
     #[arg(long, value_name = "SECS")]
     pub(crate) use_by: Option<u64>,
     /// The agent recorded for each call [config: agent].
-    #[arg(long, env = "ATTEST_AGENT")]
+    #[arg(long, env = "ATTEST_AGENT", hide_env_values = true)]
     pub(crate) agent: Option<String>,
     /// The person the agent acts for, recorded for each call [config: actor].
-    #[arg(long, env = "ATTEST_ACTOR")]
+    #[arg(long, env = "ATTEST_ACTOR", hide_env_values = true)]
     pub(crate) actor: Option<String>,
     /// The run (session, job) recorded for each call that names none; without it, one
     /// is generated for this session. An MCP request's `_meta` (`attest/run`, `runId`) or
     /// the gateway's `X-Attest-Run` header names a call's own.
-    #[arg(long = "run", env = "ATTEST_RUN", value_name = "ID")]
+    #[arg(
+        long = "run",
+        env = "ATTEST_RUN",
+        hide_env_values = true,
+        value_name = "ID"
+    )]
     pub(crate) run: Option<String>,
 }
 
@@ -722,10 +763,10 @@ pub(crate) struct McpProxyArgs {
 #[derive(Debug, Args)]
 pub(crate) struct McpServerArgs {
     /// The agent recorded by attest_record when the call names none [config: agent].
-    #[arg(long, env = "ATTEST_AGENT")]
+    #[arg(long, env = "ATTEST_AGENT", hide_env_values = true)]
     pub(crate) agent: Option<String>,
     /// The actor recorded by attest_record when the call names none [config: actor].
-    #[arg(long, env = "ATTEST_ACTOR")]
+    #[arg(long, env = "ATTEST_ACTOR", hide_env_values = true)]
     pub(crate) actor: Option<String>,
 }
 
@@ -744,10 +785,15 @@ pub(crate) enum HookCommand {
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
     /// The agent recorded for the calls.
-    #[arg(long, env = "ATTEST_AGENT", default_value = "claude-code")]
+    #[arg(
+        long,
+        env = "ATTEST_AGENT",
+        hide_env_values = true,
+        default_value = "claude-code"
+    )]
     pub(crate) agent: String,
     /// The actor recorded for the calls.
-    #[arg(long, env = "ATTEST_ACTOR")]
+    #[arg(long, env = "ATTEST_ACTOR", hide_env_values = true)]
     pub(crate) actor: Option<String>,
 }
 

@@ -71,7 +71,7 @@ pub use error::{error_chain, AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use intents::{open_intents, OpenIntent};
 pub use pipeline::call::{Call, Outcome, Start};
-pub use pipeline::{Attest, AttestBuilder, Decided, ImportItem};
+pub use pipeline::{Attest, AttestBuilder, Decided, ImportBatch, ImportItem};
 pub use receipt::Receipt;
 pub use record::INTENT;
 pub use tool::{Governed, Tool, ToolOutcome};

@@ -20,20 +20,40 @@ impl Ledger {
     /// Verify this ledger first: a copy carries tampering with it (and `verify` on
     /// the target finds it there too).
     pub fn copy_to(&self, target: &Ledger) -> Result<u64, LedgerError> {
+        self.copy_to_with(target, &mut |_, _| {})
+    }
+
+    /// [`Ledger::copy_to`], calling `progress(rows copied, rows to copy)` as rows go.
+    pub fn copy_to_with(
+        &self,
+        target: &Ledger,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64, LedgerError> {
         self.read(|source| {
+            let total = source.tip()?.map_or(0, |(seq, _)| seq)
+                - source.pruned()?.map_or(0, |(seq, _)| seq);
+            let mut copied_row = |copied: u64| {
+                if copied % CHUNK == 0 || copied == total {
+                    progress(copied, total);
+                }
+            };
             if let Some(pg) = target.pg() {
                 if !pg.is_empty()? {
                     return Err(LedgerError::NotEmpty {
                         path: target.path().to_path_buf(),
                     });
                 }
-                return pg.copy_from(source);
+                return pg.copy_from(source, &mut copied_row);
             }
-            target.copy_into_sqlite(source)
+            target.copy_into_sqlite(source, &mut copied_row)
         })
     }
 
-    fn copy_into_sqlite(&self, source: &dyn Source) -> Result<u64, LedgerError> {
+    fn copy_into_sqlite(
+        &self,
+        source: &dyn Source,
+        copied_row: &mut dyn FnMut(u64),
+    ) -> Result<u64, LedgerError> {
         let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -80,6 +100,7 @@ impl Ledger {
                     ])
                     .map_err(self.sqlite("copying entries"))?;
                 copied += 1;
+                copied_row(copied);
                 Ok(true)
             })?;
             let tip = source.tip()?.map_or(0, |(seq, _)| seq);

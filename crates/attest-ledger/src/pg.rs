@@ -309,6 +309,46 @@ fn is_local(config: &postgres::Config) -> bool {
     })
 }
 
+/// How long one connection attempt may take unless the URL says (`connect_timeout=`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One connection made at once, before the pool: a closed port, a database or a role
+/// that does not exist fails here with the server's own words, instead of the pool
+/// retrying for its 30 s and keeping only "db error" (the client's text for any
+/// server error, without its cause). On a thread of its own: the synchronous client
+/// cannot start inside a caller's async runtime.
+fn probe(config: &postgres::Config, connector: &Connector, name: &Path) -> Result<(), LedgerError> {
+    let attempt = std::thread::scope(|scope| {
+        scope
+            .spawn(|| config.connect(connector.clone()).map(drop))
+            .join()
+    });
+    match attempt {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => Err(LedgerError::Pool {
+            path: name.to_path_buf(),
+            detail: connect_failure(&err),
+        }),
+        Err(_) => Err(LedgerError::Internal("the connection attempt panicked")),
+    }
+}
+
+/// Why a connection failed, in the server's or the system's words: the client's own
+/// text for a server error is only "db error".
+fn connect_failure(err: &postgres::Error) -> String {
+    if let Some(db) = err.as_db_error() {
+        return format!("the server says: {} ({})", db.message(), db.code().code());
+    }
+    let mut text = err.to_string();
+    let mut cause = std::error::Error::source(err);
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}
+
 #[cfg(feature = "tls")]
 fn connector(_config: &postgres::Config) -> Result<Connector, LedgerError> {
     let mut roots = rustls::RootCertStore::empty();
@@ -361,6 +401,10 @@ impl PgStore {
         }
         let name = display_name(&config);
         let connector = connector(&config)?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        probe(&config, &connector, &name)?;
         let manager = PostgresConnectionManager::new(config, connector);
         let synchronous_commit = match durability {
             Durability::Full => "on",
@@ -1036,7 +1080,11 @@ impl PgStore {
 
     /// Writes a copy in one transaction: rows (with counters recomputed), every tree
     /// hash, checkpoints and the prune boundary, exactly as read from `source`.
-    pub(crate) fn copy_from(&self, source: &dyn Source) -> Result<u64, LedgerError> {
+    pub(crate) fn copy_from(
+        &self,
+        source: &dyn Source,
+        copied_row: &mut dyn FnMut(u64),
+    ) -> Result<u64, LedgerError> {
         let mut client = self.client()?;
         let mut tx = client.transaction().map_err(self.err("starting a copy"))?;
         let tenant = self.tenant.as_str();
@@ -1055,6 +1103,7 @@ impl PgStore {
         source.rows(from, &mut |row| {
             batch.push(OwnedRow::from(row));
             copied += 1;
+            copied_row(copied);
             if batch.len() as i64 >= PAGE {
                 flush(&mut tx, &mut batch)?;
             }

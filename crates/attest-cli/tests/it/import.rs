@@ -18,7 +18,7 @@ fn import_records_every_line_in_one_chain() {
     let output = attest(dir.path(), &["import", "past.jsonl"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
-        stdout(&output).contains("imported 250 actions as seq 1..=250"),
+        stdout(&output).contains("imported 250 actions as seq 1 to 250"),
         "{}",
         stdout(&output)
     );
@@ -206,4 +206,23 @@ fn terminal_output_escapes_control_characters_from_ledger_fields() {
     }
     assert!(text.contains("bot\\u{1b}]0;owned\\u{7}"), "{text}");
     assert!(text.contains("x\\u{202e}yap.send"), "{text}");
+}
+
+#[test]
+fn a_misspelt_field_is_named_with_the_line_it_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("past.jsonl"),
+        "{\"system\":\"gmail\",\"verb\":\"send\"}\n{\"sytem\":\"gmail\",\"verb\":\"send\"}\n",
+    )
+    .unwrap();
+    let output = attest(dir.path(), &["import", "past.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("past.jsonl:2:"), "{err}");
+    assert!(err.contains("missing field `system`"), "{err}");
+    assert!(err.contains("unknown field `sytem`"), "{err}");
+    // serde's own place is inside the one line it read: never "line 1" of the file.
+    assert!(!err.contains("line 1"), "{err}");
+    assert!(!ledger_file(dir.path()).exists());
 }

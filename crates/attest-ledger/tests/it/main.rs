@@ -8,6 +8,7 @@ mod concurrency;
 mod crash;
 mod filing;
 mod fuzz;
+mod peers;
 mod pg_db;
 mod pg_restart;
 mod postgres;
