@@ -125,7 +125,7 @@ fn each_item(
     while let Some(line) = next_line(&mut input, name, number + 1)? {
         number += 1;
         read += line.len() as u64 + 1;
-        if number % 4096 == 0 {
+        if number.is_multiple_of(4096) {
             progress.update(read.min(size), size);
         }
         if line.iter().all(u8::is_ascii_whitespace) {

@@ -411,7 +411,7 @@ fn span_words(window: Duration) -> String {
         (1, "second"),
     ]
     .into_iter()
-    .find(|&(size, _)| secs % size == 0)
+    .find(|&(size, _)| secs.is_multiple_of(size))
     .map_or((secs, "second"), |(size, unit)| (secs / size, unit));
     match n {
         1 => unit.to_owned(),

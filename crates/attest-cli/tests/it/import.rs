@@ -226,3 +226,66 @@ fn a_misspelt_field_is_named_with_the_line_it_is_on() {
     assert!(!err.contains("line 1"), "{err}");
     assert!(!ledger_file(dir.path()).exists());
 }
+
+#[test]
+fn long_work_shows_progress_on_stderr_when_asked() {
+    let dir = crate::demo_ledger();
+    let d = dir.path();
+    let copy = attest(
+        d,
+        &[
+            "copy",
+            "--from",
+            ".attest/ledger.sqlite",
+            "--to",
+            "copy.sqlite",
+            "--progress",
+        ],
+    );
+    assert_eq!(copy.status.code(), Some(0), "{}", stderr(&copy));
+    let err = stderr(&copy);
+    for line in [
+        "verifying the source: 6/6 rows",
+        "copying: 6/6 rows",
+        "verifying the copy: 6/6 rows",
+    ] {
+        assert!(err.contains(line), "{line:?} in {err}");
+    }
+    // Standard output stays the answer alone.
+    assert!(
+        stdout(&copy).starts_with("copied 6 entries"),
+        "{}",
+        stdout(&copy)
+    );
+    let verify = attest(d, &["verify", "--progress"]);
+    assert!(
+        stderr(&verify).contains("verifying: 6/6 rows"),
+        "{}",
+        stderr(&verify)
+    );
+    let export = stdout(&attest(d, &["export"]));
+    std::fs::write(d.join("past.jsonl"), &export).unwrap();
+    let import = attest(
+        d,
+        &[
+            "--ledger",
+            "other.sqlite",
+            "import",
+            "past.jsonl",
+            "--progress",
+        ],
+    );
+    assert_eq!(import.status.code(), Some(0), "{}", stderr(&import));
+    let bytes = export.len();
+    for phase in ["checking", "importing"] {
+        let line = format!("{phase}: {bytes}/{bytes} bytes");
+        assert!(
+            stderr(&import).contains(&line),
+            "{line:?} in {}",
+            stderr(&import)
+        );
+    }
+    // Without --progress and without a terminal: nothing but errors on stderr.
+    let quiet = attest(d, &["verify"]);
+    assert_eq!(stderr(&quiet), "");
+}
