@@ -57,7 +57,7 @@ def settled(what: str, response: requests.Response) -> requests.Response:
     held = response.json()
     print(
         f"  {what} waits for a person: approval {held['id']}; decide in the inbox "
-        f"(attest serve) or with `{held['approve_with']} approve`",
+        f"(attest serve) or with `attest confirm {held['id']} approve`",
         flush=True,
     )
     deadline = time.monotonic() + WAIT

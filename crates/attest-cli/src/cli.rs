@@ -17,8 +17,10 @@ pub(crate) struct Cli {
 }
 
 /// Options every command takes. Each setting is taken from its flag, else its
-/// environment variable, else the configuration file, else the default.
+/// environment variable, else the configuration file, else the default. Listed under a
+/// heading of their own, after each command's own options.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub(crate) struct Global {
     /// The configuration file [env: ATTEST_CONFIG; default: .attest/config.yaml if present].
     #[arg(long, global = true, value_name = "FILE")]
@@ -80,7 +82,8 @@ pub(crate) enum Command {
     ///
     /// Verifies the rows since the previous checkpoint first, and refuses to sign a
     /// broken ledger. `attest checkpoint > cp.note` gives a file any signed-note
-    /// verifier opens.
+    /// verifier opens. To rotate keys, sign with the new key (same name) and pass the
+    /// old one's verifier with --vkey: the previous checkpoint must verify under it.
     Checkpoint(CheckpointArgs),
     /// Keep the newest checkpoint note somewhere the ledger's writers cannot rewrite (an
     /// anchor): append it to a file, commit it to a Git repository, or POST it to a URL;
@@ -226,6 +229,10 @@ pub(crate) struct CopyArgs {
     /// The target's tenant [default: --tenant].
     #[arg(long, value_name = "NAME")]
     pub(crate) to_tenant: Option<String>,
+    /// Show progress on standard error even when it is not a terminal (a line about
+    /// every second); on a terminal a bar shows anyway.
+    #[arg(long)]
+    pub(crate) progress: bool,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
 }
@@ -244,6 +251,7 @@ pub(crate) struct TrustArgs {
     #[arg(
         long = "vkey-env",
         env = "ATTEST_VKEY",
+        hide_env_values = true,
         hide = true,
         value_name = "KEYS"
     )]
@@ -252,6 +260,10 @@ pub(crate) struct TrustArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
+    /// Show progress on standard error even when it is not a terminal (a line about
+    /// every second); on a terminal a bar shows anyway.
+    #[arg(long)]
+    pub(crate) progress: bool,
     /// Check only the newest checkpoint's signature, the rows after it, and that they
     /// extend its tree (needs a trusted key).
     #[arg(long)]
@@ -317,7 +329,12 @@ pub(crate) enum ExportFormat {
 #[derive(Debug, Args)]
 pub(crate) struct KeyPathArgs {
     /// The private key file [default: signing.key beside the ledger].
-    #[arg(long = "key", env = "ATTEST_SIGNING_KEY", value_name = "PATH")]
+    #[arg(
+        long = "key",
+        env = "ATTEST_SIGNING_KEY",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
     pub(crate) key: Option<PathBuf>,
 }
 
@@ -328,7 +345,12 @@ pub(crate) struct KeygenArgs {
     #[arg(long)]
     pub(crate) name: Option<String>,
     /// Where to write the private key [default: signing.key beside the ledger].
-    #[arg(long = "out", env = "ATTEST_SIGNING_KEY", value_name = "PATH")]
+    #[arg(
+        long = "out",
+        env = "ATTEST_SIGNING_KEY",
+        hide_env_values = true,
+        value_name = "PATH"
+    )]
     pub(crate) out: Option<PathBuf>,
 }
 
@@ -347,6 +369,10 @@ pub(crate) struct CheckpointArgs {
     pub(crate) latest: bool,
     #[command(flatten)]
     pub(crate) witness: crate::cli_tiles::WitnessClientArgs,
+    /// Keys that signed earlier checkpoints (a key rotation: the retired key's verifier),
+    /// trusted beside the signing key's own.
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 }
 
 #[derive(Debug, Args)]
@@ -685,6 +711,10 @@ pub(crate) struct ApproverRevokeArgs {
 pub(crate) struct ImportArgs {
     /// The JSON-lines file (`-` for standard input).
     pub(crate) file: PathBuf,
+    /// Show progress on standard error even when it is not a terminal (a line about
+    /// every second); on a terminal a bar shows anyway.
+    #[arg(long)]
+    pub(crate) progress: bool,
 }
 
 /// Who the servers record as acting, and how they answer `ask`.

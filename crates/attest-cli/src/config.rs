@@ -126,7 +126,14 @@ pub(crate) fn trusted_keys(args: &TrustArgs) -> anyhow::Result<Vec<VerifierKey>>
             keys.push(VerifierKey::parse(text, "ATTEST_VKEY")?);
         }
     }
-    Ok(keys)
+    // A key given twice would be ambiguous to the note verifier (and verify nothing).
+    let mut unique: Vec<VerifierKey> = Vec::with_capacity(keys.len());
+    for key in keys {
+        if !unique.contains(&key) {
+            unique.push(key);
+        }
+    }
+    Ok(unique)
 }
 
 /// Reads a small input file (a note, a proof) with a size cap, naming it in errors.

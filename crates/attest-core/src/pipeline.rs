@@ -47,7 +47,7 @@ mod import;
 mod resume;
 mod writer;
 use call::Ended;
-pub use import::ImportItem;
+pub use import::{ImportBatch, ImportItem};
 pub use resume::Decided;
 use writer::LedgerWriter;
 

@@ -46,6 +46,15 @@ pub fn open_checkpoint(
     note: &[u8],
     trusted: &[VerifierKey],
 ) -> Result<CheckpointBody, CheckpointError> {
+    open_checkpoint_signed(note, trusted).map(|(body, _)| body)
+}
+
+/// [`open_checkpoint`], with the trusted keys whose signatures verified: with several
+/// keys of one log trusted (a key rotation), which one signed this checkpoint.
+pub fn open_checkpoint_signed<'k>(
+    note: &[u8],
+    trusted: &'k [VerifierKey],
+) -> Result<(CheckpointBody, Vec<&'k VerifierKey>), CheckpointError> {
     if note.len() > MAX_NOTE_BYTES {
         return Err(CheckpointError::TooLarge(note.len()));
     }
@@ -73,7 +82,16 @@ pub fn open_checkpoint(
             body.origin
         )));
     }
-    Ok(body)
+    let signers = trusted
+        .iter()
+        .filter(|key| {
+            key.name() == body.origin
+                && verified
+                    .iter()
+                    .any(|sig| sig.name() == key.name() && sig.id() == key.key_id())
+        })
+        .collect();
+    Ok((body, signers))
 }
 
 /// Reads a checkpoint's text without checking any signature: for showing what a

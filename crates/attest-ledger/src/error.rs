@@ -230,3 +230,19 @@ pub enum LedgerError {
     #[error("internal error: {0}")]
     Internal(&'static str),
 }
+
+impl LedgerError {
+    /// Whether the ledger itself is damaged (a file cut short or overwritten, a row or a
+    /// tree hash that does not read): a broken ledger, as a failed verification is, not
+    /// a failure to reach one.
+    pub fn is_damaged(&self) -> bool {
+        match self {
+            LedgerError::Sqlite { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+            ),
+            LedgerError::BadRow { .. } | LedgerError::Tree { .. } => true,
+            _ => false,
+        }
+    }
+}

@@ -13,7 +13,7 @@ use crate::merkle::{leaf_hash, CompactRange, TreeHash};
 use crate::source::{Hashes, Source};
 use crate::walk::Walked;
 use crate::{
-    open_checkpoint, read_checkpoint_unverified, CheckpointBody, CheckpointError, Ledger,
+    open_checkpoint_signed, read_checkpoint_unverified, CheckpointBody, CheckpointError, Ledger,
     LedgerError, StoredRow, VerifierKey,
 };
 
@@ -298,7 +298,11 @@ impl ChainChecker {
                 self.problem(
                     row.seq,
                     ProblemKind::ColumnMismatch,
-                    format!("column {column} is {stored:?} but the body says {body:?}"),
+                    format!(
+                        "column {column} is {} but the body says {}",
+                        shown(stored),
+                        shown(body)
+                    ),
                 );
             }
         }
@@ -373,11 +377,17 @@ impl Ledger {
         };
         let mut checker = ChainChecker::default();
         let trusted = options.trusted;
-        // The key that verified a note is the one named by its origin (`open_checkpoint`).
-        let verified_by = |checker: &mut ChainChecker, origin: &str| {
+        // The keys whose signatures verified each note, and the sizes each one signed:
+        // after a key rotation, several keys of one log sign its checkpoints.
+        let mut signed_sizes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        let mut verified_by = |checker: &mut ChainChecker, size: u64, signers: &[&VerifierKey]| {
             checker.report.signatures_checked = true;
-            if let Some(key) = trusted.iter().find(|k| k.name() == origin) {
+            for key in signers {
                 let text = key.to_string();
+                let sizes = signed_sizes.entry(text.clone()).or_default();
+                if !sizes.contains(&size) {
+                    sizes.push(size);
+                }
                 if !checker.report.verified_by.contains(&text) {
                     checker.report.verified_by.push(text);
                 }
@@ -391,18 +401,19 @@ impl Ledger {
             let label = format!("stored checkpoint at size {}", cp.size);
             let body = open_note(cp.note.as_bytes(), options.trusted);
             match body {
-                Ok(body) if body.size != cp.size || body.root != cp.root => checker.report_problem(
-                    cp.size,
-                    ProblemKind::CheckpointMismatch,
-                    format!(
-                        "{label}: its columns disagree with its note (size {}, root {})",
-                        body.size,
-                        b64(&body.root)
+                Ok((body, _)) if body.size != cp.size || body.root != cp.root => checker
+                    .report_problem(
+                        cp.size,
+                        ProblemKind::CheckpointMismatch,
+                        format!(
+                            "{label}: its columns disagree with its note (size {}, root {})",
+                            body.size,
+                            b64(&body.root)
+                        ),
                     ),
-                ),
-                Ok(body) => {
+                Ok((body, signers)) => {
                     if !options.trusted.is_empty() {
-                        verified_by(&mut checker, &body.origin);
+                        verified_by(&mut checker, body.size, &signers);
                         signed.insert(body.size, body.root);
                     }
                     claims.insert(
@@ -442,9 +453,9 @@ impl Ledger {
             // Without a key an anchor's roots are still compared; its signature is not checked.
             let opened = open_note(note, options.trusted);
             match opened {
-                Ok(body) => {
+                Ok((body, signers)) => {
                     if !options.trusted.is_empty() {
-                        verified_by(&mut checker, &body.origin);
+                        verified_by(&mut checker, body.size, &signers);
                         signed.insert(body.size, body.root);
                     }
                     match stored.iter().find(|cp| cp.size == body.size) {
@@ -478,6 +489,16 @@ impl Ledger {
                     };
                     checker.report_problem(0, kind, format!("anchor {label}: {err}"))
                 }
+            }
+        }
+        if signed_sizes.len() > 1 {
+            // A rotation: say which key vouches for which part of the history.
+            for (key, sizes) in &signed_sizes {
+                let sizes: Vec<String> = sizes.iter().map(u64::to_string).collect();
+                checker.report.notes.push(format!(
+                    "key {key} signed the checkpoint(s) at size {}",
+                    sizes.join(", ")
+                ));
             }
         }
         if options.trusted.is_empty() && !options.anchors.is_empty() && stored.is_empty() {
@@ -700,17 +721,29 @@ fn consistent(src: &dyn Source, old: u64, old_root: &Hash, new: u64, new_root: &
         .is_ok()
 }
 
-/// The trusted keys' names, for messages (`none` when there is none).
-/// A checkpoint note's body: its signature checked against `trusted`, or, without a key,
-/// read for its size and root only (verify then says signatures were not checked).
-fn open_note(note: &[u8], trusted: &[VerifierKey]) -> Result<CheckpointBody, CheckpointError> {
-    if trusted.is_empty() {
-        read_checkpoint_unverified(note)
-    } else {
-        open_checkpoint(note, trusted)
+/// A column's or a body field's value for a message: quoted, or `absent`.
+fn shown(value: Option<&str>) -> String {
+    match value {
+        Some(text) => format!("\"{}\"", text.escape_debug()),
+        None => "absent".to_owned(),
     }
 }
 
+/// A checkpoint note's body and the trusted keys that signed it: its signature checked
+/// against `trusted`, or, without a key, read for its size and root only (verify then
+/// says signatures were not checked).
+fn open_note<'k>(
+    note: &[u8],
+    trusted: &'k [VerifierKey],
+) -> Result<(CheckpointBody, Vec<&'k VerifierKey>), CheckpointError> {
+    if trusted.is_empty() {
+        read_checkpoint_unverified(note).map(|body| (body, Vec::new()))
+    } else {
+        open_checkpoint_signed(note, trusted)
+    }
+}
+
+/// The trusted keys' names, for messages (`none` when there is none).
 fn key_names(trusted: &[VerifierKey]) -> String {
     if trusted.is_empty() {
         return "none".to_owned();

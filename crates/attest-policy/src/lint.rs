@@ -98,7 +98,13 @@ pub fn lint_slots<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> V
         let Err(error) = parsed.result else {
             break;
         };
-        problems.push(problem(&error, origin));
+        let found = problem(&error, origin);
+        // Skipping the slot did not get past it (a YAML syntax error fails every pass
+        // the same way): the same problem again is not a second one.
+        if problems.contains(&found) {
+            break;
+        }
+        problems.push(found);
         match parsed.failed_slot {
             Some(slot) if !skip.contains(&slot) && problems.len() < MAX_PROBLEMS => {
                 skip.push(slot);

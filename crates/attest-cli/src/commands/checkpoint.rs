@@ -5,7 +5,7 @@ use attest_ledger::{VerifyOptions, VerifyReport};
 
 use crate::cli::CheckpointArgs;
 use crate::commands::verify::print_report;
-use crate::config::Config;
+use crate::config::{trusted_keys, Config};
 
 pub(crate) fn run(config: &Config, args: &CheckpointArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
@@ -20,8 +20,15 @@ pub(crate) fn run(config: &Config, args: &CheckpointArgs) -> anyhow::Result<Exit
     }
     let key = config.signing_key(&args.key)?;
     let ledger = config.open_ledger(false)?;
-    // Never sign a broken ledger: check what the new checkpoint would vouch for.
-    let trusted = [key.verifier().clone()];
+    // Never sign a broken ledger: check what the new checkpoint would vouch for, from
+    // the previous checkpoint on, which the signing key or a key given with --vkey (the
+    // one it replaces, after a rotation) must have signed.
+    let mut trusted = vec![key.verifier().clone()];
+    for given in trusted_keys(&args.trust)? {
+        if !trusted.contains(&given) {
+            trusted.push(given);
+        }
+    }
     let since = ledger.latest_checkpoint()?.is_some();
     let report = ledger.verify_with(VerifyOptions {
         trusted: &trusted,
@@ -62,5 +69,16 @@ fn refuse(report: &VerifyReport) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
     writeln!(err, "attest: not signing: the ledger does not verify")?;
     print_report(&mut err, report)?;
+    if report
+        .problems
+        .iter()
+        .any(|p| p.kind == attest_ledger::ProblemKind::BadSignature)
+    {
+        writeln!(
+            err,
+            "attest: if the previous checkpoint was signed by a key this one replaces, pass \
+             that key's verifier: attest checkpoint --vkey OLD_KEY (README: rotating keys)"
+        )?;
+    }
     Ok(())
 }

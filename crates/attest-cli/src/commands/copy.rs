@@ -7,6 +7,7 @@ use attest_ledger::{Ledger, LedgerOptions, VerifyOptions, VerifyReport};
 use crate::cli::CopyArgs;
 use crate::commands::verify::print_report;
 use crate::config::{location_display, trusted_keys, Config};
+use crate::progress::Progress;
 
 /// `attest copy --from A --to B`: verify A, copy, verify both, compare what is signed.
 pub(crate) fn run(config: &Config, args: &CopyArgs) -> anyhow::Result<ExitCode> {
@@ -17,7 +18,7 @@ pub(crate) fn run(config: &Config, args: &CopyArgs) -> anyhow::Result<ExitCode> 
         .with_context(|| format!("cannot open ledger {}", location_display(&args.from)))?;
     let mut err = std::io::stderr().lock();
     // A copy carries tampering with it: only an intact ledger is copied.
-    let before = check(&source, &trusted)?;
+    let before = check(&source, &trusted, "verifying the source", args.progress)?;
     if !before.is_intact() {
         writeln!(
             err,
@@ -36,10 +37,12 @@ pub(crate) fn run(config: &Config, args: &CopyArgs) -> anyhow::Result<ExitCode> 
         },
     )
     .with_context(|| format!("cannot open ledger {}", location_display(&args.to)))?;
+    let mut shown = Progress::new("copying", "rows", args.progress, false);
     let copied = source
-        .copy_to(&target)
+        .copy_to_with(&target, &mut |done, total| shown.update(done, total))
         .with_context(|| format!("cannot copy into {}", location_display(&args.to)))?;
-    let after = check(&target, &trusted)?;
+    shown.finish();
+    let after = check(&target, &trusted, "verifying the copy", args.progress)?;
     let same_checkpoints = source.checkpoints()? == target.checkpoints()?;
     let same_tip = source.tip()? == target.tip()?;
     if !after.is_intact() || !same_checkpoints || !same_tip {
@@ -73,11 +76,21 @@ pub(crate) fn run(config: &Config, args: &CopyArgs) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-fn check(ledger: &Ledger, trusted: &[attest_ledger::VerifierKey]) -> anyhow::Result<VerifyReport> {
-    Ok(ledger.verify_with(VerifyOptions {
+fn check(
+    ledger: &Ledger,
+    trusted: &[attest_ledger::VerifierKey],
+    label: &str,
+    forced: bool,
+) -> anyhow::Result<VerifyReport> {
+    let mut shown = Progress::new(label, "rows", forced, false);
+    let mut progress = |done: u64, total: u64| shown.update(done, total);
+    let report = ledger.verify_with(VerifyOptions {
         trusted,
+        progress: Some(&mut progress),
         // A ledger with no checkpoint yet copies too; with a key, signatures are checked.
         require_signature: false,
         ..VerifyOptions::default()
-    })?)
+    });
+    shown.finish();
+    Ok(report?)
 }

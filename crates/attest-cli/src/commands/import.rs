@@ -1,5 +1,5 @@
 //! `attest import`: record actions that already happened, from JSON lines, in one
-//! transaction.
+//! transaction, holding rows rather than the parsed file.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::ImportArgs;
 use crate::config::Config;
+use crate::progress::Progress;
 
 /// Longest line accepted: one action, params included.
 const MAX_LINE: usize = 1 << 20;
@@ -49,27 +50,89 @@ struct Line {
 
 pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
-    let mut input: Box<dyn BufRead> = if name == "-" {
-        Box::new(std::io::stdin().lock())
+    // Standard input is read once into memory (its bytes, not parsed values), a file
+    // twice: the first pass checks every line, so a bad line imports nothing and
+    // leaves no ledger behind; the second turns each line into its row as it goes,
+    // so what is held is rows, never the whole file parsed.
+    let stdin = if name == "-" {
+        // Line by line, each through the bound: an endless line is refused, not read.
+        let mut input = std::io::stdin().lock();
+        let mut bytes = Vec::new();
+        let mut number = 0;
+        while let Some(line) = next_line(&mut input, &name, number + 1)? {
+            number += 1;
+            bytes.extend_from_slice(&line);
+            bytes.push(b'\n');
+        }
+        Some(bytes)
     } else {
-        let file =
-            std::fs::File::open(&args.file).with_context(|| format!("cannot open {name}"))?;
-        Box::new(std::io::BufReader::new(file))
+        None
     };
-    // Parse everything first: a bad line imports nothing.
-    let mut items = Vec::new();
-    // Each id's last line, and whether that line was a stage (an intent or an ask still
-    // pending) that a later line of the same action may follow, as in an export.
+    let open = || -> anyhow::Result<(Box<dyn BufRead + '_>, u64)> {
+        match &stdin {
+            Some(bytes) => Ok((Box::new(bytes.as_slice()), bytes.len() as u64)),
+            None => {
+                let file = std::fs::File::open(&args.file)
+                    .with_context(|| format!("cannot open {name}"))?;
+                let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+                Ok((Box::new(std::io::BufReader::new(file)), size))
+            }
+        }
+    };
+    let mut checking = Progress::new("checking", "bytes", args.progress, false);
+    let ids = each_item(open()?, &name, &mut checking, |_| Ok(()))?;
+    checking.finish();
+    let Some(ids) = ids else {
+        anyhow::bail!("{name} holds no actions");
+    };
+    let ledger = config.open_ledger(true)?;
+    already_recorded(&ledger, &ids, &name)?;
+    let attest = Attest::builder().ledger(ledger).build()?;
+    let mut batch = attest.import();
+    let mut reading = Progress::new("importing", "bytes", args.progress, false);
+    each_item(open()?, &name, &mut reading, |item| Ok(batch.push(item)?))?;
+    reading.finish();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let receipts = runtime.block_on(batch.commit())?;
+    let (first, last) = (
+        receipts.first().map(|r| r.seq),
+        receipts.last().map(|r| r.seq),
+    );
+    writeln!(
+        std::io::stdout().lock(),
+        "imported {} actions as seq {} to {} (marked imported; decisions and outcomes as the source records them)",
+        receipts.len(),
+        first.unwrap_or_default(),
+        last.unwrap_or_default()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each action line of `input` (of `size` bytes) given to `take`, in order, checked:
+/// every line parses, and an action id appears once (a stage, an intent or an ask
+/// still pending, may be followed by a later line of the same action, as in an
+/// export). Returns each id's last line, or `None` when there was no action.
+fn each_item(
+    (mut input, size): (Box<dyn BufRead + '_>, u64),
+    name: &str,
+    progress: &mut Progress,
+    mut take: impl FnMut(ImportItem) -> anyhow::Result<()>,
+) -> anyhow::Result<Option<HashMap<String, (usize, bool)>>> {
     let mut ids: HashMap<String, (usize, bool)> = HashMap::new();
-    let mut number = 0;
-    while let Some(line) = next_line(&mut input, &name, number + 1)? {
+    let (mut number, mut read, mut any) = (0, 0u64, false);
+    while let Some(line) = next_line(&mut input, name, number + 1)? {
         number += 1;
+        read += line.len() as u64 + 1;
+        if number.is_multiple_of(4096) {
+            progress.update(read.min(size), size);
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed: Line = serde_json::from_slice(&line).with_context(|| {
-            format!("{name}:{number}: not an action (needs at least \"system\" and \"verb\")")
-        })?;
+        let parsed: Line = serde_json::from_slice(&line)
+            .map_err(|err| not_an_action(name, number, &line, &err))?;
         let item = to_item(parsed).with_context(|| format!("{name}:{number}"))?;
         let id = &item.action.id;
         if !id.is_empty() {
@@ -83,30 +146,78 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
                 );
             }
         }
-        items.push(item);
+        any = true;
+        take(item).with_context(|| format!("{name}:{number}"))?;
     }
-    if items.is_empty() {
-        anyhow::bail!("{name} holds no actions");
+    progress.update(size, size);
+    Ok(any.then_some(ids))
+}
+
+/// The keys a line may hold: an action's, what a source records, and the rest of an
+/// `attest export` line. Others are ignored, but named when the line does not parse
+/// (a misspelt `sytem` is why `system` is missing).
+const KNOWN_KEYS: &[&str] = &[
+    "id",
+    "system",
+    "verb",
+    "target",
+    "target_class",
+    "params",
+    "actor",
+    "owner",
+    "agent",
+    "run_id",
+    "risk",
+    "source",
+    "recognised",
+    "extra",
+    "result",
+    "action_id",
+    "ts",
+    "decision",
+    "confirm",
+    "execution",
+    "verification",
+    "reasons",
+    "params_hash",
+    "params_preview",
+    "v",
+    "seq",
+    "prev",
+    "tier",
+    "rules_fired",
+    "result_ids",
+    "imported",
+    "call",
+];
+
+/// Why line `number` is not an action, at the place serde stopped: its column in that
+/// line (serde counts lines inside the one line it was given, always "line 1"), and
+/// the keys it holds that no action has.
+fn not_an_action(name: &str, number: usize, line: &[u8], err: &serde_json::Error) -> anyhow::Error {
+    let mut text = err.to_string();
+    let place = format!(" at line {} column {}", err.line(), err.column());
+    if let Some(cut) = text.rfind(&place) {
+        text.truncate(cut);
     }
-    let ledger = config.open_ledger(true)?;
-    already_recorded(&ledger, &ids, &name)?;
-    let attest = Attest::builder().ledger(ledger).build()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let receipts = runtime.block_on(attest.import_batch(items))?;
-    let (first, last) = (
-        receipts.first().map(|r| r.seq),
-        receipts.last().map(|r| r.seq),
-    );
-    writeln!(
-        std::io::stdout().lock(),
-        "imported {} actions as seq {}..={} (marked imported; decisions and outcomes as the source records them)",
-        receipts.len(),
-        first.unwrap_or_default(),
-        last.unwrap_or_default()
-    )?;
-    Ok(ExitCode::SUCCESS)
+    let unknown: Vec<String> = serde_json::from_slice::<Map<String, Value>>(line)
+        .map(|object| {
+            object
+                .keys()
+                .filter(|key| !KNOWN_KEYS.contains(&key.as_str()))
+                .map(|key| format!("`{}`", key.escape_debug()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let hint = match unknown.as_slice() {
+        [] => String::new(),
+        [one] => format!("; the line has an unknown field {one}"),
+        many => format!("; the line has unknown fields {}", many.join(", ")),
+    };
+    anyhow::anyhow!(
+        "{name}:{number}:{}: not an action: {text}{hint} (an action needs at least \"system\" and \"verb\")",
+        err.column()
+    )
 }
 
 /// The next line without its newline, read through a bound: a line over [`MAX_LINE`]

@@ -1,4 +1,4 @@
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::cli::VerifyArgs;
 use crate::commands::entries;
 use crate::config::{trusted_keys, Config};
+use crate::progress::Progress;
 use crate::terminal::escape;
 
 pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -33,28 +34,26 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
         match attest_ledger::Ledger::open_read_only_tenant(config.ledger_path(), config.tenant()) {
             Ok(ledger) => ledger,
             Err(err @ LedgerError::NotALedger { .. }) => return not_a_ledger(&err, args.json),
+            Err(err) if err.is_damaged() => return damaged(config, &err, args.json),
             Err(err) => {
                 return Err(anyhow::Error::new(err)
                     .context(format!("cannot open ledger {}", config.ledger_display())))
             }
         };
-    let bar = (!args.json && std::io::stderr().is_terminal()).then(progress_bar);
-    let mut progress = |done: u64, total: u64| {
-        if let Some(bar) = &bar {
-            bar.set_length(total);
-            bar.set_position(done);
-        }
-    };
+    let mut shown = Progress::new("verifying", "rows", args.progress, args.json);
+    let mut progress = |done: u64, total: u64| shown.update(done, total);
     let report = ledger.verify_with(VerifyOptions {
         trusted: &trusted,
         anchors: &anchors,
         since_checkpoint: args.since_checkpoint,
         progress: Some(&mut progress),
         require_signature: true,
-    })?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    });
+    shown.finish();
+    let report = match report {
+        Err(err) if err.is_damaged() => return damaged(config, &err, args.json),
+        other => other?,
+    };
     // With --since-checkpoint only the rows it walked are searched.
     let from = match (&report.checkpoint, args.since_checkpoint) {
         (Some(checkpoint), true) => checkpoint.size,
@@ -114,6 +113,25 @@ fn not_a_ledger(err: &LedgerError, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(1))
 }
 
+/// A ledger whose file or rows do not read (cut short, overwritten): broken (exit 1), as
+/// the help promises, with the cause in words rather than only SQLite's.
+fn damaged(config: &Config, err: &LedgerError, json: bool) -> anyhow::Result<ExitCode> {
+    let cause = attest_core::error_chain(err);
+    let text = format!(
+        "the ledger {} is damaged and cannot be read ({cause}); it was cut short or \
+         overwritten: restore it from a copy (`attest copy`) and verify that against your anchors",
+        config.ledger_display()
+    );
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, &json!({"ok": false, "error": text}))?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "BROKEN: {}", escape(&text))?;
+    }
+    Ok(ExitCode::from(1))
+}
+
 /// Writes that were cleared to run and never got an outcome row: the ledger is intact,
 /// but nothing in it says how these ended.
 pub(crate) fn print_open_intents(
@@ -140,15 +158,6 @@ pub(crate) fn print_open_intents(
         )?;
     }
     Ok(())
-}
-
-fn progress_bar() -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("verifying {bar:40} {pos}/{len} rows ({eta})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar
 }
 
 fn report_json(report: &VerifyReport) -> serde_json::Value {

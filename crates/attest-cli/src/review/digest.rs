@@ -81,6 +81,9 @@ pub(crate) struct Baseline {
     pub(crate) until: String,
     /// Window-length slices in it.
     pub(crate) windows: u64,
+    /// Actions in it, over all agents. With none there is nothing to compare with: the
+    /// ledger is younger than the window, and no flag is raised.
+    pub(crate) actions: u64,
 }
 
 /// One agent's window.
@@ -233,12 +236,19 @@ pub(crate) fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, 
         Ok(true)
     })?;
     let empty = History::default();
+    // No action before the window at all: every system would be "new" and every count a
+    // spike against nothing.
+    let baseline_actions: u64 = history.values().map(|h| h.actions).sum();
     let mut agents = Vec::new();
     let mut flag_count = 0;
     let mut actions = 0;
     for (agent, now) in current {
         let past = history.get(&agent).unwrap_or(&empty);
-        let flags = flags_for(&agent, &now, past, windows, options.window);
+        let flags = if baseline_actions == 0 {
+            Vec::new()
+        } else {
+            flags_for(&agent, &now, past, windows, options.window)
+        };
         flag_count += flags.len();
         actions += now.actions;
         agents.push(AgentDigest {
@@ -259,6 +269,7 @@ pub(crate) fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, 
             from: ts(baseline_from),
             until: ts(from),
             windows,
+            actions: baseline_actions,
         },
         actions,
         flag_count,
@@ -276,7 +287,8 @@ fn flags_for(
     window: Duration,
 ) -> Vec<Flag> {
     let mut flags = Vec::new();
-    let span = humantime::format_duration(window);
+    let span = span_words(window);
+    let previous = span_words(window.saturating_mul(u32::try_from(windows).unwrap_or(u32::MAX)));
     let flag = |kind, system: Option<&str>, verb: Option<&str>, value, baseline, why| Flag {
         kind,
         agent: agent.to_owned(),
@@ -342,7 +354,7 @@ fn flags_for(
             value,
             mean,
             format!(
-                "{} actions in {span}, against a mean of {mean:.1} (sd {sd:.1}) per {span} over the previous {windows} windows",
+                "{} actions in the last {span}, against a mean of {mean:.1} (sd {sd:.1}) per {span} over the previous {previous}",
                 now.actions
             ),
         ));
@@ -357,7 +369,7 @@ fn flags_for(
             count(bad),
             bad_mean,
             format!(
-                "{bad} of {} actions unverified or failed ({} unverified, {} failed), against a mean of {bad_mean:.1} per {span} ({} in the previous {windows} windows)",
+                "{bad} of {} actions unverified or failed ({} unverified, {} failed), against a mean of {bad_mean:.1} per {span} ({} in the previous {previous})",
                 now.actions, now.unverified, now.failed, past.bad
             ),
         ));
@@ -397,7 +409,7 @@ fn flags_for(
             count(now.external),
             ext_mean,
             format!(
-                "{} actions on external recipients ({} distinct targets) in {span}, against a mean of {ext_mean:.1} per {span} ({} in the previous {windows} windows)",
+                "{} actions on external recipients ({} distinct targets) in the last {span}, against a mean of {ext_mean:.1} per {span} ({} in the previous {previous})",
                 now.external,
                 now.external_targets.len(),
                 past.external
@@ -405,6 +417,25 @@ fn flags_for(
         ));
     }
     flags
+}
+
+/// A window's length in words: `day`, `6 hours`, `90 minutes` (humantime's `1day` reads
+/// badly in a sentence).
+fn span_words(window: Duration) -> String {
+    let secs = window.as_secs().max(1);
+    let (n, unit) = [
+        (86_400, "day"),
+        (3_600, "hour"),
+        (60, "minute"),
+        (1, "second"),
+    ]
+    .into_iter()
+    .find(|&(size, _)| secs.is_multiple_of(size))
+    .map_or((secs, "second"), |(size, unit)| (secs / size, unit));
+    match n {
+        1 => unit.to_owned(),
+        n => format!("{n} {unit}s"),
+    }
 }
 
 /// A count as a float, for rates and means.
@@ -418,7 +449,8 @@ fn count(n: u64) -> f64 {
 /// Mean and population standard deviation per window, empty windows included.
 fn mean_sd(per_window: &BTreeMap<u64, u64>, windows: u64) -> (f64, f64) {
     let n = count(windows.max(1));
-    let mean = per_window.values().map(|&c| count(c)).sum::<f64>() / n;
+    // Summed as integers: a float sum of nothing is -0.0, printed "-0.0".
+    let mean = count(per_window.values().sum::<u64>()) / n;
     let filled = per_window.len() as u64;
     let empty = count(windows.saturating_sub(filled));
     let var = (per_window
@@ -444,6 +476,14 @@ pub(crate) fn render_text(digest: &Digest) -> String {
         digest.actions,
         digest.flag_count
     );
+    if digest.baseline.actions == 0 {
+        let _ = writeln!(
+            out,
+            "no baseline: the ledger holds no action between {} and {}, so nothing is \
+             compared and no flag is raised (flags need history before the window)",
+            digest.baseline.from, digest.baseline.until
+        );
+    }
     for agent in &digest.agents {
         let _ = writeln!(
             out,

@@ -17,8 +17,9 @@
 //!
 //! Because it is a browser app, every request's `Host` must be the address the inbox
 //! listens on (or `--public-url`'s), else 421 (DNS rebinding); a state-changing request
-//! from a browser must come from the inbox's own origin (`Origin`, else 403) and an API
-//! one must be `application/json` (CSRF); every answer forbids framing. Connections are
+//! must come from the inbox's own origin (`Origin`, else 403) unless it is an API call
+//! with a bearer token and no `Origin` (a script), and an API one must be
+//! `application/json` (CSRF); every answer forbids framing. Connections are
 //! limited in number and must send their headers in time.
 //!
 //! No decision logic lives here: every answer goes through [`Attest::decide`].
@@ -244,12 +245,23 @@ fn check_browser_request(origins: &Origins, request: &Request) -> Option<ApiErro
         return None;
     }
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-    if !origin.is_some_and(|origin| {
-        origins
+    // A bearer token is not something a browser attaches by itself (the page keeps it in
+    // sessionStorage, never a cookie), so a call carrying one and no Origin is a script
+    // (curl, a ChatOps bot), not a forged cross-site request; browsers send Origin on
+    // every cross-site POST, and a wrong one is still refused. A session the browser does
+    // add by itself (the proxy's trusted identity header) keeps the origin check.
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer "));
+    let same_origin = match origin {
+        Some(origin) => origins
             .origins
             .iter()
-            .any(|o| o.eq_ignore_ascii_case(origin))
-    }) {
+            .any(|o| o.eq_ignore_ascii_case(origin)),
+        None => bearer && path.starts_with("/api/"),
+    };
+    if !same_origin {
         return Some(ApiError::new(
             StatusCode::FORBIDDEN,
             "a state-changing request must come from the inbox's own origin (Origin header)",

@@ -505,7 +505,8 @@ async fn the_inbox_is_a_browser_app_that_refuses_rebinding_csrf_and_framing() {
         .await
         .unwrap();
     assert_eq!(local.status().as_u16(), 200);
-    // CSRF: a state-changing request from another origin, or none, or not JSON.
+    // CSRF: a state-changing request from another origin, or not JSON (a bearer token
+    // with no Origin at all is a script: `scripts_decide_with_a_bearer_token_and_no_origin`).
     let post = |origin: Option<String>, content_type: &'static str| {
         let mut request = client
             .post(&decision)
@@ -525,7 +526,7 @@ async fn the_inbox_is_a_browser_app_that_refuses_rebinding_csrf_and_framing() {
             403,
         ),
         (Some("null".to_owned()), "application/json", 403),
-        (None, "application/json", 403),
+        (None, "text/plain", 415),
         (Some(same.clone()), "text/plain", 415),
         (Some(same.clone()), "application/x-www-form-urlencoded", 415),
     ] {
@@ -724,6 +725,49 @@ pub(crate) fn form_urlencoded_body(payload: &str) -> String {
         }
     }
     out
+}
+
+#[tokio::test]
+async fn scripts_decide_with_a_bearer_token_and_no_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _token) = pend(dir.path()).await;
+    let raj = add_approver(dir.path(), "raj@acme.com", &[]);
+    let server = serve(
+        dir.path(),
+        &["--trusted-identity-header", "X-Forwarded-User"],
+    );
+    let decision = format!("{}/api/requests/{id}/decision", server.url);
+    let client = reqwest::Client::new();
+    // A session the browser adds by itself (the proxy's header) still needs the Origin.
+    let header_session = client
+        .post(&decision)
+        .header("x-forwarded-user", "raj@acme.com")
+        .header("content-type", "application/json")
+        .body(r#"{"decision":"approve"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header_session.status().as_u16(), 403);
+    assert!(stdout(&attest(dir.path(), &["pending"])).contains(&id));
+    // curl or a ChatOps bot: the approver's own token, no Origin header; decided.
+    let curl = std::process::Command::new("curl")
+        .args(["-sS", "-o", "-", "-w", "\n%{http_code}", "-X", "POST"])
+        .args(["-H", "Content-Type: application/json"])
+        .args(["-H", &format!("Authorization: Bearer {raj}")])
+        .args([
+            "-d",
+            r#"{"decision": "approve", "note": "from a script"}"#,
+            &decision,
+        ])
+        .output();
+    let Ok(curl) = curl else {
+        crate::peer_missing("curl is missing");
+        return;
+    };
+    let out = stdout(&curl);
+    assert!(out.ends_with("\n200"), "{out}{}", crate::stderr(&curl));
+    assert!(out.contains("\"approved\""), "{out}");
+    assert!(!stdout(&attest(dir.path(), &["pending"])).contains(&id));
 }
 
 #[tokio::test]

@@ -98,3 +98,31 @@ fn a_closed_stdout_is_not_an_error() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_commands_help_shows_its_own_options_before_the_global_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    for (command, own) in [("verify", "--since-checkpoint"), ("gateway", "--upstream")] {
+        let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_attest"));
+        let out = run
+            .args([command, "--help"])
+            .current_dir(dir.path())
+            .env_clear()
+            // Set, so clap would show its value if it showed values.
+            .env("ATTEST_TENANT", "zqtenantx")
+            .output()
+            .unwrap();
+        let help = crate::stdout(&out);
+        let at = |text: &str| {
+            help.find(text)
+                .unwrap_or_else(|| panic!("{command}: no {text:?} in\n{help}"))
+        };
+        assert!(at(own) < at("Global options:"), "{command}:\n{help}");
+        assert!(at("Global options:") < at("--ledger"), "{command}:\n{help}");
+        assert!(help.contains("[env: ATTEST_TENANT]"), "{command}:\n{help}");
+        assert!(
+            !help.contains("=]") && !help.contains("zqtenantx"),
+            "{command}:\n{help}"
+        );
+    }
+}

@@ -14,10 +14,7 @@ use crate::review::known_ledger;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_counts_lists_and_a_run() {
     let Some(chromium) = find_chromium() else {
-        crate::peer_missing(
-            "the_dashboard_shows_counts_lists_and_a_run: no Chromium found \
-             (install Debian's `chromium`, or set ATTEST_CHROMIUM)",
-        );
+        crate::peer_missing("no Chromium (install Debian's `chromium`, or set ATTEST_CHROMIUM)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -316,3 +316,21 @@ fn imported_rows_count_at_the_time_their_source_gives() {
     assert_eq!(digest["actions"], 12, "{digest:#}");
     assert_eq!(flags(&digest), Vec::new(), "{digest:#}");
 }
+
+#[test]
+fn a_ledger_with_no_baseline_raises_no_flag_and_says_why() {
+    let dir = crate::demo_ledger();
+    for _ in 0..3 {
+        expect_ok(&attest(dir.path(), &["demo"]));
+    }
+    let text = expect_ok(&attest(dir.path(), &["digest"]));
+    assert!(text.contains("0 flags"), "{text}");
+    assert!(text.contains("no baseline"), "{text}");
+    for nonsense in ["-0.0", "1day", "! "] {
+        assert!(!text.contains(nonsense), "{nonsense:?} in {text}");
+    }
+    let json: Value =
+        serde_json::from_str(&expect_ok(&attest(dir.path(), &["digest", "--json"]))).unwrap();
+    assert_eq!(json["flag_count"], 0, "{json:#}");
+    assert_eq!(json["baseline"]["actions"], 0, "{json:#}");
+}

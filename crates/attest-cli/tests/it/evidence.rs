@@ -315,3 +315,55 @@ fn go_sumdb_note_and_tlog_accept_our_checkpoint_and_proofs() {
     assert!(!forged.status.success());
     assert!(String::from_utf8_lossy(&forged.stdout).contains("note.Open"));
 }
+
+#[test]
+fn a_rotated_key_continues_the_chain_and_verify_names_each_signer() {
+    let (dir, old) = keyed_ledger();
+    let d = dir.path();
+    checkpoint(d);
+    std::fs::rename(d.join(".attest/signing.key"), d.join("retired.key")).unwrap();
+    let new = stdout(&attest(d, &["keygen", "--name", "attest.test/cli"]))
+        .trim()
+        .to_owned();
+    assert_ne!(new, old);
+    assert_eq!(attest(d, &["demo"]).status.code(), Some(0));
+    // The new key alone does not vouch for the old checkpoint: no signing on its word.
+    let refused = attest(d, &["checkpoint"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--vkey OLD_KEY"),
+        "{}",
+        stderr(&refused)
+    );
+    let signed = attest(d, &["checkpoint", "--vkey", &old]);
+    assert_eq!(signed.status.code(), Some(0), "{}", stderr(&signed));
+    let (code, report) = verify_json(d, &["--vkey", &old, "--vkey", &new]);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(
+        report["verified_by"],
+        serde_json::json!([old, new]),
+        "{report:#}"
+    );
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains(&format!("key {old} signed the checkpoint(s) at size 6")),
+        "{notes}"
+    );
+    assert!(
+        notes.contains(&format!("key {new} signed the checkpoint(s) at size 12")),
+        "{notes}"
+    );
+    // Trusting only one of them: the other's checkpoint does not verify.
+    let (code, report) = verify_json(d, &["--vkey", &new]);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["problems"][0]["kind"], "bad_signature", "{report:#}");
+    // The same through ATTEST_VKEY, a comma-separated list.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["verify"])
+        .current_dir(d)
+        .env_clear()
+        .env("ATTEST_VKEY", format!("{old},{new}"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+}

@@ -18,7 +18,7 @@ fn import_records_every_line_in_one_chain() {
     let output = attest(dir.path(), &["import", "past.jsonl"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
-        stdout(&output).contains("imported 250 actions as seq 1..=250"),
+        stdout(&output).contains("imported 250 actions as seq 1 to 250"),
         "{}",
         stdout(&output)
     );
@@ -206,4 +206,86 @@ fn terminal_output_escapes_control_characters_from_ledger_fields() {
     }
     assert!(text.contains("bot\\u{1b}]0;owned\\u{7}"), "{text}");
     assert!(text.contains("x\\u{202e}yap.send"), "{text}");
+}
+
+#[test]
+fn a_misspelt_field_is_named_with_the_line_it_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("past.jsonl"),
+        "{\"system\":\"gmail\",\"verb\":\"send\"}\n{\"sytem\":\"gmail\",\"verb\":\"send\"}\n",
+    )
+    .unwrap();
+    let output = attest(dir.path(), &["import", "past.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("past.jsonl:2:"), "{err}");
+    assert!(err.contains("missing field `system`"), "{err}");
+    assert!(err.contains("unknown field `sytem`"), "{err}");
+    // serde's own place is inside the one line it read: never "line 1" of the file.
+    assert!(!err.contains("line 1"), "{err}");
+    assert!(!ledger_file(dir.path()).exists());
+}
+
+#[test]
+fn long_work_shows_progress_on_stderr_when_asked() {
+    let dir = crate::demo_ledger();
+    let d = dir.path();
+    let copy = attest(
+        d,
+        &[
+            "copy",
+            "--from",
+            ".attest/ledger.sqlite",
+            "--to",
+            "copy.sqlite",
+            "--progress",
+        ],
+    );
+    assert_eq!(copy.status.code(), Some(0), "{}", stderr(&copy));
+    let err = stderr(&copy);
+    for line in [
+        "verifying the source: 6/6 rows",
+        "copying: 6/6 rows",
+        "verifying the copy: 6/6 rows",
+    ] {
+        assert!(err.contains(line), "{line:?} in {err}");
+    }
+    // Standard output stays the answer alone.
+    assert!(
+        stdout(&copy).starts_with("copied 6 entries"),
+        "{}",
+        stdout(&copy)
+    );
+    let verify = attest(d, &["verify", "--progress"]);
+    assert!(
+        stderr(&verify).contains("verifying: 6/6 rows"),
+        "{}",
+        stderr(&verify)
+    );
+    let export = stdout(&attest(d, &["export"]));
+    std::fs::write(d.join("past.jsonl"), &export).unwrap();
+    let import = attest(
+        d,
+        &[
+            "--ledger",
+            "other.sqlite",
+            "import",
+            "past.jsonl",
+            "--progress",
+        ],
+    );
+    assert_eq!(import.status.code(), Some(0), "{}", stderr(&import));
+    let bytes = export.len();
+    for phase in ["checking", "importing"] {
+        let line = format!("{phase}: {bytes}/{bytes} bytes");
+        assert!(
+            stderr(&import).contains(&line),
+            "{line:?} in {}",
+            stderr(&import)
+        );
+    }
+    // Without --progress and without a terminal: nothing but errors on stderr.
+    let quiet = attest(d, &["verify"]);
+    assert_eq!(stderr(&quiet), "");
 }

@@ -230,10 +230,7 @@ pub(crate) fn artifacts() -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approving_in_the_browser_runs_the_waiting_action() {
     let Some(chromium) = find_chromium() else {
-        crate::peer_missing(
-            "approving_in_the_browser_runs_the_waiting_action: no Chromium found \
-             (install Debian's `chromium`, or set ATTEST_CHROMIUM)",
-        );
+        crate::peer_missing("no Chromium (install Debian's `chromium`, or set ATTEST_CHROMIUM)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

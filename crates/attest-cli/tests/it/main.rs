@@ -39,6 +39,7 @@ mod replay;
 pub(crate) mod review;
 pub(crate) mod security;
 mod shadow;
+mod skips;
 mod surfaces;
 mod tamper;
 mod tiles;
@@ -59,16 +60,9 @@ pub(crate) fn attest(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// Reports a test peer that is missing (a Debian package, an npm MCP server, a Python
-/// module). On a developer's machine the test says so and skips; `.ci/run` sets
-/// `ATTEST_REQUIRE_PEERS`, because it installs every peer, so there a missing one fails.
-pub(crate) fn peer_missing(reason: &str) {
-    assert!(
-        std::env::var_os("ATTEST_REQUIRE_PEERS").is_none(),
-        "{reason} (ATTEST_REQUIRE_PEERS is set, and .ci/run installs every peer)"
-    );
-    eprintln!("SKIPPED: {reason}");
-}
+#[path = "../../../attest-ledger/tests/it/peers.rs"]
+mod peers;
+pub(crate) use peers::{peer_missing, peer_missing_because};
 
 /// The Python interpreter for the client tests: `.ci/run`'s virtualenv when it exists
 /// (Debian's system Python refuses `pip install`), else `python3` from `PATH`.

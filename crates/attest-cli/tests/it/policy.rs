@@ -348,3 +348,18 @@ fn check_lists_every_mistake_with_file_line_and_column() {
         "empty.yaml: empty policy (write `policies: []` for the built-in rules alone)\n"
     );
 }
+
+#[test]
+fn a_yaml_syntax_error_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "version: 1\npolicies:\n  - name: a\n    match: {system: gmail\n    decision: ask\n",
+    )
+    .unwrap();
+    let out = attest(dir.path(), &["policy", "check", "bad.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = crate::stdout(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with("bad.yaml:5:13: "), "{text}");
+}

@@ -326,3 +326,32 @@ fn four_processes_on_two_connection_strings_write_one_chain() {
     let out = expect_ok(&attest(dir.path(), &["--ledger", &db.url, "verify"]));
     assert!(out.contains("intact: 72 entries"), "{out}");
 }
+
+/// A URL that cannot connect fails at once with the cause, in the server's or the
+/// system's words: not the pool's 30 s wait ending in "timed out … db error".
+#[test]
+fn a_postgres_url_that_cannot_connect_names_the_cause() {
+    let Some(db) = pg_db("a_postgres_url_that_cannot_connect") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let closed = format!("postgres://postgres@127.0.0.1:{}/test", crate::free_port());
+    let missing = format!("{}_missing", db.url);
+    let stranger = db.url.replacen("postgres@", "no_such_role@", 1);
+    for (url, cause) in [
+        (closed.as_str(), "Connection refused"),
+        (missing.as_str(), "does not exist (3D000)"),
+        (
+            stranger.as_str(),
+            "role \"no_such_role\" does not exist (28000)",
+        ),
+    ] {
+        for command in [&["ledger"][..], &["demo"][..]] {
+            let out = at(dir.path(), url, command);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{url} {command:?}: {err}");
+            assert!(err.contains(cause), "{url} {command:?}: {err}");
+            assert!(!err.contains("timed out"), "{url} {command:?}: {err}");
+        }
+    }
+}

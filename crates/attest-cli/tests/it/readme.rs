@@ -13,11 +13,16 @@
 //! `PATH` (instead of `cargo run`), `.ci/venv`'s Python next (its `requests` and `mcp`),
 //! `HOME` inside the directory and nothing else from the environment. A block must exit 0.
 //! Background jobs a block starts are stopped when it ends.
+//!
+//! One line is checked rather than run: `cargo install --path DIR --locked`, the install
+//! step (a release build inside the test suite would take minutes, and the running cargo
+//! holds the target directory). DIR must be the package that builds the `attest` binary
+//! the test put on `PATH`, so the commands after it run against exactly what it installs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{peer_missing, python};
+use crate::{peer_missing_because, python};
 
 /// The documents whose blocks run, relative to the repository's root.
 const DOCS: &[&str] = &[
@@ -105,6 +110,40 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// `code` with each `cargo install --path DIR --locked` line checked (DIR must be the
+/// package whose binary is `attest`, and the lock file must be used) and made a no-op:
+/// the `attest` it would install is already first on `PATH`.
+fn installed(place: &str, code: &str) -> Result<String, String> {
+    let mut out = String::new();
+    for line in code.lines() {
+        let command = line.split('#').next().unwrap_or("").trim();
+        let Some(rest) = command.strip_prefix("cargo install ") else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let dir = match words.as_slice() {
+            ["--path", dir, "--locked"] | ["--locked", "--path", dir] => *dir,
+            _ => {
+                return Err(format!(
+                    "{place}: `{command}` is not `cargo install --path DIR --locked`"
+                ))
+            }
+        };
+        let manifest = repo_root().join(dir).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest)
+            .map_err(|err| format!("{place}: `{command}`: no {}: {err}", manifest.display()))?;
+        if !text.contains("[[bin]]\nname = \"attest\"") {
+            return Err(format!(
+                "{place}: `{command}`: {dir} does not build the `attest` binary"
+            ));
+        }
+        out.push_str(": installed\n");
+    }
+    Ok(out)
+}
+
 /// Runs `script` with bash in `dir`, with only `path` and `home` from the environment.
 fn bash(dir: &Path, path: &str, script: &str) -> std::process::Output {
     // Background jobs the block starts end with it.
@@ -158,7 +197,7 @@ fn every_command_block_in_the_docs_runs_as_written() {
                 continue;
             }
             if block.code.contains("examples/python/") && !has_peers {
-                peer_missing(&format!("{place}: Python's requests and mcp (.ci/venv)"));
+                peer_missing_because("Python's requests and mcp (.ci/venv)", &place);
                 skipped.push(format!("{place}: no .ci/venv with requests and mcp"));
                 continue;
             }
@@ -175,7 +214,14 @@ fn every_command_block_in_the_docs_runs_as_written() {
                     String::from_utf8_lossy(&output.stderr)
                 );
             }
-            let output = bash(dir.path(), &path, &block.code);
+            let code = match installed(&place, &block.code) {
+                Ok(code) => code,
+                Err(failure) => {
+                    failures.push(failure);
+                    continue;
+                }
+            };
+            let output = bash(dir.path(), &path, &code);
             ran += 1;
             let stdout = String::from_utf8_lossy(&output.stdout);
             let stderr = String::from_utf8_lossy(&output.stderr);
@@ -225,4 +271,20 @@ fn directives_attach_to_the_next_block_only() {
     assert_eq!(found[2].setup, ["attest demo"]);
     assert_eq!(found[2].expect, ["x y"]);
     assert_eq!(found[2].code, "c\nd\n");
+}
+
+#[test]
+fn the_install_line_names_the_package_of_the_attest_binary() {
+    let ok = installed(
+        "t",
+        "cargo install --path crates/attest-cli --locked   # note\nattest demo\n",
+    );
+    assert_eq!(ok.unwrap(), ": installed\nattest demo\n");
+    for wrong in [
+        "cargo install --path crates/attest-core --locked",
+        "cargo install --path crates/attest-cli",
+        "cargo install attest",
+    ] {
+        assert!(installed("t", wrong).is_err(), "{wrong}");
+    }
 }

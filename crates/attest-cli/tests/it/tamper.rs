@@ -62,3 +62,47 @@ fn a_changed_hash_is_named() {
     assert_eq!(report["broken_at"], 7);
     assert_eq!(report["problems"][0]["kind"], "hash_mismatch");
 }
+
+#[test]
+fn an_edited_agent_column_is_quoted_not_debug_text() {
+    let (report, text) = verify_after("UPDATE entries SET agent = 'mallory' WHERE seq = 4");
+    assert_eq!(report["broken_at"], 4);
+    assert!(
+        text.contains("column agent is \"mallory\" but the body says \"demo-agent\""),
+        "{text}"
+    );
+    assert!(!text.contains("Some("), "{text}");
+    let (_, text) = verify_after("UPDATE entries SET agent = NULL WHERE seq = 4");
+    assert!(text.contains("column agent is absent"), "{text}");
+}
+
+#[test]
+fn a_ledger_file_cut_short_is_broken_not_an_error() {
+    let dir = demo_ledger();
+    for _ in 0..20 {
+        assert_eq!(attest(dir.path(), &["demo"]).status.code(), Some(0));
+    }
+    let file = ledger_file(dir.path());
+    let size = std::fs::metadata(&file).unwrap().len();
+    let cut = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    cut.set_len(size / 2).unwrap();
+    drop(cut);
+    let text = attest(dir.path(), &["verify"]);
+    assert_eq!(
+        text.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&text),
+        crate::stderr(&text)
+    );
+    assert!(
+        stdout(&text).starts_with("BROKEN: the ledger"),
+        "{}",
+        stdout(&text)
+    );
+    assert!(stdout(&text).contains("is damaged"), "{}", stdout(&text));
+    let json = attest(dir.path(), &["verify", "--json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+}

@@ -258,12 +258,23 @@ fn route(
 }
 
 /// The system an MCP server's name points to (`@modelcontextprotocol/server-github` → github).
+/// The system a server name names; when it names several, the last: a host
+/// application puts its own name first (Claude Code calls claude.ai's Gmail connector
+/// `claude_ai_Gmail`, which is Gmail, not Anthropic).
 fn server_system(registry: &Registry, server: &str) -> Option<SysId> {
     let words = Words::new(server, Segments::Dotted);
-    (0..words.len())
-        .filter(|&i| !registry.is_filler(words.word(i)))
-        .find_map(|i| registry.system_at(&words, i))
-        .map(|(id, _)| id)
+    let mut named = None;
+    let mut i = 0;
+    while i < words.len() {
+        match registry.system_at(&words, i) {
+            Some((id, width)) if !registry.is_filler(words.word(i)) => {
+                named = Some(id);
+                i += width.max(1);
+            }
+            _ => i += 1,
+        }
+    }
+    named
 }
 
 fn find_override(

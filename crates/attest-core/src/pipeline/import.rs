@@ -1,6 +1,6 @@
 //! Importing actions that happened elsewhere, keeping what the source says of them.
 
-use attest_ledger::{Confirm, Execution, Imported, Verification};
+use attest_ledger::{Confirm, Execution, Imported, Record, Verification};
 use attest_policy::{Action, Decision};
 use serde_json::{Map, Value};
 
@@ -59,46 +59,91 @@ impl Attest {
     /// execution and verification; the row's own `ts` is the append time (the chain's
     /// times only move forward).
     pub async fn import_batch(&self, items: Vec<ImportItem>) -> Result<Vec<Receipt>, AttestError> {
-        let mut records = Vec::with_capacity(items.len());
-        let mut receipts = Vec::with_capacity(items.len());
+        let mut batch = self.import();
         for item in items {
-            let (mut record, mut receipt) = self.recorded(item.action, item.result.as_ref())?;
-            if let Some(decision) = item.decision {
-                record.decision = decision.as_str().to_owned();
-                receipt.decision = decision;
-            }
-            if let Some(reasons) = item.reasons {
-                // A source's text crosses the same redaction as a live row's.
-                let reasons: Vec<String> = reasons
-                    .iter()
-                    .map(|reason| attest_policy::redact_text(reason))
-                    .collect();
-                record.reasons.clone_from(&reasons);
-                receipt.reasons = reasons;
-            }
-            if item.confirm.is_some() {
-                record.confirm = item.confirm;
-            }
-            if let Some(execution) = item.execution {
-                record.execution = execution;
-                // What the source says ran (or not) replaces the shape check of a result.
-                record.verification = item.verification;
-                receipt.level = None;
-            } else if let Some(verification) = item.verification {
-                record.verification = Some(verification);
-                receipt.level = None;
-            }
-            if let Some(hash) = item.params_hash {
-                record.params_hash = hash;
-                // A source's preview is filtered by the same allow-list as a live one.
-                let preview = item.params_preview.unwrap_or_default();
-                record.params_preview =
-                    attest_policy::params_preview(&serde_json::Value::Object(preview));
-            }
-            record.imported = Some(Imported { ts: item.ts });
-            records.push(record);
-            receipts.push(receipt);
+            batch.push(item)?;
         }
-        self.append_recorded(records, receipts).await
+        batch.commit().await
+    }
+
+    /// [`Attest::import_batch`] an item at a time: each is reduced to its row when it is
+    /// pushed (params and result hashed, previewed and dropped), so a long import holds
+    /// rows, not the source's JSON; [`ImportBatch::commit`] appends them all in one
+    /// transaction.
+    pub fn import(&self) -> ImportBatch<'_> {
+        ImportBatch {
+            attest: self,
+            records: Vec::new(),
+            receipts: Vec::new(),
+        }
+    }
+}
+
+/// An import under way (see [`Attest::import`]): nothing is written until
+/// [`ImportBatch::commit`].
+#[derive(Debug)]
+pub struct ImportBatch<'a> {
+    attest: &'a Attest,
+    records: Vec<Record>,
+    receipts: Vec<Receipt>,
+}
+
+impl ImportBatch<'_> {
+    /// Adds one item, reduced to the row it will append.
+    pub fn push(&mut self, item: ImportItem) -> Result<(), AttestError> {
+        let (mut record, mut receipt) = self.attest.recorded(item.action, item.result.as_ref())?;
+        if let Some(decision) = item.decision {
+            record.decision = decision.as_str().to_owned();
+            receipt.decision = decision;
+        }
+        if let Some(reasons) = item.reasons {
+            // A source's text crosses the same redaction as a live row's.
+            let reasons: Vec<String> = reasons
+                .iter()
+                .map(|reason| attest_policy::redact_text(reason))
+                .collect();
+            record.reasons.clone_from(&reasons);
+            receipt.reasons = reasons;
+        }
+        if item.confirm.is_some() {
+            record.confirm = item.confirm;
+        }
+        if let Some(execution) = item.execution {
+            record.execution = execution;
+            // What the source says ran (or not) replaces the shape check of a result.
+            record.verification = item.verification;
+            receipt.level = None;
+        } else if let Some(verification) = item.verification {
+            record.verification = Some(verification);
+            receipt.level = None;
+        }
+        if let Some(hash) = item.params_hash {
+            record.params_hash = hash;
+            // A source's preview is filtered by the same allow-list as a live one.
+            let preview = item.params_preview.unwrap_or_default();
+            record.params_preview =
+                attest_policy::params_preview(&serde_json::Value::Object(preview));
+        }
+        record.imported = Some(Imported { ts: item.ts });
+        self.records.push(record);
+        self.receipts.push(receipt);
+        Ok(())
+    }
+
+    /// How many items were pushed.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Appends every pushed item in one transaction, all or none.
+    pub async fn commit(self) -> Result<Vec<Receipt>, AttestError> {
+        self.attest
+            .append_recorded(self.records, self.receipts)
+            .await
     }
 }

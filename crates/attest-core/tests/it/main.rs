@@ -8,6 +8,8 @@ mod approvals;
 mod detect;
 mod fake;
 mod group_commit;
+#[path = "../../../attest-ledger/tests/it/peers.rs"]
+mod peers;
 #[path = "../../../attest-ledger/tests/it/pg_db.rs"]
 mod pg_db;
 mod pipeline;

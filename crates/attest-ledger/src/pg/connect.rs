@@ -177,6 +177,46 @@ fn connector(config: &postgres::Config) -> Result<Connector, LedgerError> {
     }
 }
 
+/// How long one connection attempt may take unless the URL says (`connect_timeout=`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One connection made at once, before the pool: a closed port, a database or a role
+/// that does not exist fails here with the server's own words, instead of the pool
+/// retrying for its 30 s and keeping only "db error" (the client's text for any
+/// server error, without its cause). On a thread of its own: the synchronous client
+/// cannot start inside a caller's async runtime.
+fn probe(config: &postgres::Config, connector: &Connector, name: &Path) -> Result<(), LedgerError> {
+    let attempt = std::thread::scope(|scope| {
+        scope
+            .spawn(|| config.connect(connector.clone()).map(drop))
+            .join()
+    });
+    match attempt {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => Err(LedgerError::Pool {
+            path: name.to_path_buf(),
+            detail: connect_failure(&err),
+        }),
+        Err(_) => Err(LedgerError::Internal("the connection attempt panicked")),
+    }
+}
+
+/// Why a connection failed, in the server's or the system's words: the client's own
+/// text for a server error is only "db error".
+fn connect_failure(err: &postgres::Error) -> String {
+    if let Some(db) = err.as_db_error() {
+        return format!("the server says: {} ({})", db.message(), db.code().code());
+    }
+    let mut text = err.to_string();
+    let mut cause = std::error::Error::source(err);
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}
+
 /// A pool of connections to the server `url` names, each set to `durability`; the
 /// display name (no password) beside it.
 pub(crate) fn pool(url: &str, durability: Durability) -> Result<(Pool, PathBuf), LedgerError> {
@@ -192,6 +232,10 @@ pub(crate) fn pool(url: &str, durability: Durability) -> Result<(Pool, PathBuf),
     }
     let name = display_name(&config);
     let connector = connector(&config)?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    probe(&config, &connector, &name)?;
     let manager = PostgresConnectionManager::new(config, connector);
     let synchronous_commit = match durability {
         Durability::Full => "on",

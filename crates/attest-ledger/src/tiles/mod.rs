@@ -89,7 +89,7 @@ pub enum TileError {
         detail: String,
     },
     /// The rows needed are no longer in the ledger (pruned) and not yet published.
-    #[error("entries {from}..={to} are pruned from the ledger and not in {dir}: publish before pruning, or restore the directory")]
+    #[error("entries {from} to {to} are pruned from the ledger and not in {dir}: publish before pruning, or restore the directory")]
     Pruned {
         /// The first missing seq.
         from: u64,

@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod filing;
 mod fuzz;
+mod peers;
 mod pg_db;
 mod pg_restart;
 mod pg_runtime;
