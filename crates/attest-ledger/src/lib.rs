@@ -101,6 +101,10 @@ mod ledger;
 mod merkle;
 mod options;
 mod pg;
+// The shared test helpers' skip reporting, for the fault-injection store's PostgreSQL half.
+#[cfg(test)]
+#[path = "../tests/it/peers.rs"]
+mod peers;
 mod private;
 mod proofs;
 mod prune;
