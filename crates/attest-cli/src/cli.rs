@@ -903,7 +903,7 @@ pub(crate) struct InstallArgs {
     pub(crate) agent: AgentKind,
     /// The project's settings (`.claude/settings.json`, `.codex/hooks.json`,
     /// `.gemini/settings.json`, `.cursor/hooks.json`, `.github/hooks/attest.json`) under
-    /// --dir [default].
+    /// --dir (the default).
     #[arg(long, conflicts_with = "user")]
     pub(crate) project: bool,
     /// The user's settings (`~/.claude/settings.json`, `~/.codex/hooks.json`,

@@ -115,8 +115,8 @@ impl Ledger {
 
     /// Appends records in order, in one transaction and one sync.
     ///
-    /// Each attempt reads the chain's end, builds the rows on it ([`crate::chain`]) and
-    /// commits them ([`Store::extend`]). Another writer taking the next seq first is
+    /// Each attempt reads the chain's end, builds the rows on it (`chain.rs`) and
+    /// commits them (`Store::extend`). Another writer taking the next seq first is
     /// retried on a fresh edge after a random wait. A commit whose outcome is unknown
     /// (its acknowledgement may be lost) leaves its rows pending: before anything is
     /// written again they are looked for, and if the row at the first seq is there

@@ -8,7 +8,7 @@
 //! except `tools/call`, which goes through [`Attest::call`]:
 //!
 //! - the action is detected from the tool name, with `--server` as the system hint, and
-//!   then from the upstream's tool annotations (attest-core's [`apply_hints`]);
+//!   then from the upstream's tool annotations (attest-core's `apply_hints`);
 //! - a refusal or a rejection becomes an `isError` result that says why, and the upstream
 //!   is never called;
 //! - the upstream's result comes back unchanged except for an `_attest` receipt

@@ -185,6 +185,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// retrying for its 30 s and keeping only "db error" (the client's text for any
 /// server error, without its cause). On a thread of its own: the synchronous client
 /// cannot start inside a caller's async runtime.
+// `Connector` is rustls's connector with TLS and the `Copy` `NoTls` without it.
+#[allow(clippy::clone_on_copy)]
 fn probe(config: &postgres::Config, connector: &Connector, name: &Path) -> Result<(), LedgerError> {
     let attempt = std::thread::scope(|scope| {
         scope
