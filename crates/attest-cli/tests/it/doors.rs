@@ -2,7 +2,8 @@
 //! a registry entry maps the in-house tool `frobnicate_widget` to `acmecrm.list`; a
 //! recipe reads deals back from a fake of the CRM's API on 127.0.0.1 (the file's
 //! `systems.acmecrm.base_url`, its credential in the variable the file names); a webhook
-//! on 127.0.0.1 is told of each ask; the policy blocks `acmecrm.search` organisation-wide.
+//! on 127.0.0.1 is told of each ask; the policy blocks `acmecrm.search` organisation-wide;
+//! a coding agent's hook turns an ask into an Attest approval request (`hook.approvals`).
 //!
 //! Each door is a row: a function that plays the scenario through it and reports what it
 //! [`Saw`]; [`check`] holds every row to the same promises. The Python doors are added as
@@ -145,6 +146,7 @@ systems:
   acmecrm: {{base_url: '{vendor_url}', credential: ACME_TOKEN}}
 notify:
   webhook: {{url: '{hook_url}', secret_env: HOOK_SECRET}}
+hook: {{approvals: attest, wait: 1s}}
 ",
                 ledger = crate::test_ledger_at(dir.path()),
             ),
@@ -232,8 +234,8 @@ pub(crate) struct Saw {
     pub(crate) created: Option<String>,
     /// The blocked search's decision.
     pub(crate) blocked: String,
-    /// Whether the webhook was told of the delete that asks; `None` where the door's
-    /// ask goes to a person of its own (Claude Code's prompt) or records nothing.
+    /// Whether the webhook was told of the delete that asks; `None` where the door
+    /// only decides (`attest_decide` is read-only: it answers `ask` and makes no request).
     pub(crate) notified: Option<bool>,
 }
 
@@ -495,6 +497,7 @@ fn mcp_server(scenario: &Scenario) -> Option<Saw> {
     let plan = json!({"calls": [
         {"tool": "attest_decide", "args": {"tool": "frobnicate_widget"}},
         {"tool": "attest_decide", "args": {"tool": "search_widgets", "server": "acmecrm"}},
+        {"tool": "attest_decide", "args": {"tool": "delete_deal", "server": "acmecrm"}},
     ]});
     let plan_file = scenario.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
@@ -519,7 +522,11 @@ fn mcp_server(scenario: &Scenario) -> Option<Saw> {
     let decided = |n: usize| -> Value {
         serde_json::from_str(report["calls"][n]["text"].as_str().unwrap()).unwrap()
     };
-    let (frobnicate, blocked) = (decided(0), decided(1));
+    let (frobnicate, blocked, asked) = (decided(0), decided(1), decided(2));
+    // The delete asks, and deciding it makes no request: nobody is told, nothing recorded.
+    assert_eq!(asked["decision"], "ask", "{asked}");
+    assert!(scenario.hooks.lock().unwrap().is_empty(), "{asked}");
+    assert!(exported_entries(scenario.path()).is_empty());
     Some(Saw {
         frobnicate: (
             format!(
@@ -529,7 +536,7 @@ fn mcp_server(scenario: &Scenario) -> Option<Saw> {
             ),
             frobnicate["decision"].as_str().unwrap().to_owned(),
         ),
-        // attest_decide decides and records nothing: no read-back, no ask to tell.
+        // attest_decide decides and records nothing: no read-back, no request to announce.
         created: None,
         blocked: blocked["decision"].as_str().unwrap().to_owned(),
         notified: None,
@@ -620,10 +627,19 @@ fn hook(scenario: &Scenario) -> Option<Saw> {
             "tool_response": answered,
         }),
     );
-    assert_eq!(post, json!({}), "{post}");
     let created = scenario
         .outcome("create")
         .and_then(|row| row["verification"]["level"].as_str().map(str::to_owned));
+    // Claude is told of a read-back that contradicted the call, and of nothing else.
+    let context = post["hookSpecificOutput"]["additionalContext"].as_str();
+    if created.as_deref() == Some("unverified") {
+        assert!(
+            context.is_some_and(|c| c.contains("did not match")),
+            "{post}"
+        );
+    } else {
+        assert_eq!(post, json!({}), "{post}");
+    }
     let blocked = hook_answer(
         scenario,
         &hook_event(
@@ -638,12 +654,34 @@ fn hook(scenario: &Scenario) -> Option<Saw> {
         "?"
     }
     .to_owned();
+    // The delete asks: with `hook.approvals: attest` it becomes an approval request the
+    // webhook is told of; after `hook.wait` the hook denies, naming the request.
+    let asked = hook_answer(
+        scenario,
+        &hook_event(
+            "PreToolUse",
+            "mcp__acmecrm__delete_deal",
+            json!({"id": "d1"}),
+        ),
+    );
+    assert_eq!(decision(&asked), "deny", "{asked}");
+    let reason = asked["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("is held for approval"), "{asked}");
+    assert!(!scenario.vendor_saw("DELETE /v1/deals/d1"));
+    let notified = {
+        let hooks = scenario.hooks.lock().unwrap();
+        let id = hooks
+            .iter()
+            .find_map(|h| h["request"]["id"].as_str().map(str::to_owned));
+        id.is_some_and(|id| reason.contains(&id))
+    };
     Some(Saw {
         frobnicate,
         created,
         blocked,
-        // Claude Code's own prompt is the person asked: Attest has no request to post.
-        notified: None,
+        notified: Some(notified),
     })
 }
 
@@ -719,11 +757,18 @@ fn a_bad_configuration_names_file_line_and_key_from_every_door() {
         assert_ne!(output.status.code(), Some(0), "{door:?}: {said}");
         assert!(said.contains(want), "{door:?}: {said}");
     }
-    // The hook exits 2, which Claude Code reads as "blocked", and shows Claude stderr.
+    // The hook answers Claude Code's deny (a hook that crashes or exits non-zero is not
+    // one every agent reads as "blocked"), the reason naming the same place.
     let event = hook_event("PreToolUse", "mcp__acmecrm__frobnicate_widget", json!({}));
     let output = run(&["hook", "claude-code"], &event.to_string());
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains(want), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let answer: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    let answer = &answer["hookSpecificOutput"];
+    assert_eq!(answer["permissionDecision"], "deny", "{answer}");
+    let reason = answer["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains(want), "{answer}");
 }
 
 #[test]
