@@ -5,7 +5,8 @@
 //! never riskier than what Attest judged: no delete it would run gets through.
 //!
 //! The frameworks (`frameworks/`): Express with body-parser, method-override and graphql-js
-//! (npm), and Flask on Werkzeug with graphql-core (PyPI); `.ci/run` installs both, pinned.
+//! (npm), Flask on Werkzeug with graphql-core (PyPI), and a Rack app on WEBrick with
+//! Rack::MethodOverride (Debian's ruby-rack, ruby-webrick); `.ci/run` installs them, pinned.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -316,4 +317,23 @@ fn flask_never_runs_a_delete_the_gateway_let_through() {
     }
     let app = start_app(&python, "flask_app.py", &[]);
     never_riskier_than_judged(&app, "flask");
+}
+
+#[test]
+fn rack_never_runs_a_delete_the_gateway_let_through() {
+    if curl_missing() {
+        return;
+    }
+    let installed = Command::new("ruby")
+        .args(["-e", "require 'rack'; require 'webrick'"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed || Command::new("node").arg("--version").output().is_err() {
+        crate::peer_missing(
+            "ruby with ruby-rack and ruby-webrick, or node (its zlib), are missing",
+        );
+        return;
+    }
+    let app = start_app(Path::new("ruby"), "rack_app.rb", &[]);
+    never_riskier_than_judged(&app, "rack");
 }

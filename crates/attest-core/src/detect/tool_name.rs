@@ -6,12 +6,13 @@
 //! 3. the system: two words then one off the front (`google_calendar_…`), else the MCP
 //!    server, else a system named later in the name (`search_gmail_messages`); an umbrella
 //!    system (`google`, `microsoft`) is narrowed by a noun (`list-mail-messages` → outlook);
-//! 4. the verb: the first verb word of a tool or function name, or a delete word anywhere
-//!    after it (`get_delete_repository` deletes), the last of an SDK path
+//! 4. the verb: the first verb word of a tool or function name, or a riskier write verb
+//!    word anywhere after it (`get_delete_repository` deletes, `get_send_email` sends), the
+//!    last of an SDK path
 //!    (`github.get_repo().create_issue` creates);
 //! 5. noun rules (`create_refund` → pay), then the target from the words left over.
 
-use attest_policy::{Source, Verb};
+use attest_policy::{Risk, Source, Verb};
 
 use super::registry::{Registry, SysId};
 use super::tokenize::{Segments, Words, MAX_WORDS};
@@ -23,7 +24,7 @@ pub(crate) const MAX_TARGET_WORDS: usize = 8;
 /// Which kind of name is being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Style {
-    /// An MCP tool name: the first verb word decides, unless a delete word follows.
+    /// An MCP tool name: the first verb word decides, unless a riskier write word follows.
     Tool,
     /// An SDK path: the last verb word decides, the target is the nearest resource.
     Sdk,
@@ -157,16 +158,22 @@ pub(crate) fn detect_name(
                     .clone()
                     .find(|&i| words.segment(i) == words.segment(last) && verbs[i].is_some())
             }),
-        // The first verb word, unless a delete word stands anywhere after it:
-        // `get_delete_repository`, `list_and_delete` and `search_and_destroy` delete
-        // whatever word leads. Only deletes: the words of other verbs double as nouns
-        // (`get_commit`, `merge_pull_request`, `create_refund`, `archive_email`).
+        // The first verb word, unless a riskier verb word stands anywhere after it:
+        // `get_delete_repository`, `list_and_delete` and `search_and_destroy` delete,
+        // `get_send_email` sends, whatever word leads.
         Style::Tool | Style::Function => {
             let first = candidates.clone().find(|&i| verbs[i].is_some());
-            let later_delete = candidates
+            let riskiest_later = candidates
                 .clone()
-                .find(|&i| Some(i) > first && verbs[i] == Some(Verb::Delete));
-            later_delete.or(first)
+                .filter(|&i| Some(i) > first && counts_anywhere(words.word(i), verbs[i]))
+                .fold(None, |best: Option<usize>, i| match best {
+                    Some(b) if rank(verbs[b]) >= rank(verbs[i]) => Some(b),
+                    _ => Some(i),
+                });
+            match (first, riskiest_later) {
+                (Some(f), Some(l)) if rank(verbs[l]) > rank(verbs[f]) => Some(l),
+                _ => first,
+            }
         }
     };
     let verb = verb_at.and_then(|i| verbs[i]);
@@ -358,6 +365,30 @@ fn key_in<'b>(
     std::str::from_utf8(buffer.get(..len)?).ok()
 }
 
+/// Verb words that name their verb wherever they stand in a tool name: the canonical
+/// write verbs and the synonyms that are not also nouns. The others count only first,
+/// because tool names use them as nouns (`get_pull_request`, `get_commit`, `list_tags`,
+/// `get_run`, `get_refund`, `read_email`, `get_merge_request_diffs`).
+const ANYWHERE_WORDS: [&str; 20] = [
+    "create", "update", "delete", "send", "reply", "share", "upload", "pay", "approve", "execute",
+    "write", "remove", "destroy", "drop", "purge", "erase", "wipe", "post", "publish", "transfer",
+];
+
+/// Whether a verb word after the first one can take over: every delete word (a delete
+/// hidden behind a read is the case that matters most), and [`ANYWHERE_WORDS`].
+fn counts_anywhere(word: &str, verb: Option<Verb>) -> bool {
+    match verb {
+        Some(Verb::Delete) => true,
+        Some(verb) => !verb.is_read() && ANYWHERE_WORDS.contains(&word),
+        None => false,
+    }
+}
+
+/// How risky a verb word reads: its tier, a delete above a payment of the same tier.
+fn rank(verb: Option<Verb>) -> (Option<Risk>, bool) {
+    (verb.map(Verb::default_risk), verb == Some(Verb::Delete))
+}
+
 /// The verb of each word, looked up once.
 fn verb_table(registry: &Registry, words: &Words) -> [Option<Verb>; MAX_WORDS] {
     let mut verbs = [None; MAX_WORDS];
@@ -537,6 +568,33 @@ mod tests {
         );
         assert_eq!(found.verb, Verb::Send);
         assert_eq!(found.target.as_deref(), Some("messages"));
+    }
+
+    #[test]
+    fn the_riskiest_write_word_anywhere_wins_and_noun_like_words_only_lead() {
+        for (name, verb) in [
+            ("get_send_email", Verb::Send),
+            ("list_and_create_user", Verb::Create),
+            ("search_and_destroy", Verb::Delete),
+            ("get_delete_repository", Verb::Delete),
+            ("read_then_upload_file", Verb::Upload),
+            ("list_and_pay_invoice", Verb::Pay),
+            ("create_and_delete_branch", Verb::Delete),
+            ("update_and_publish_page", Verb::Send),
+            // A less risky word after the first does not lower it.
+            ("create_or_update_file", Verb::Create),
+            ("send_and_update_status", Verb::Send),
+            // Noun-like synonyms count only first.
+            ("get_pull_request", Verb::Get),
+            ("get_commit", Verb::Get),
+            ("list_tags", Verb::List),
+            ("get_run", Verb::Get),
+            ("get_refund", Verb::Get),
+            ("read_email", Verb::Read),
+            ("get_merge_request_diffs", Verb::Get),
+        ] {
+            assert_eq!(tool(name, None).verb, verb, "{name}");
+        }
     }
 
     #[test]
