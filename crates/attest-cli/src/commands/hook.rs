@@ -135,9 +135,8 @@ fn answer(
             );
         }
     }
-    let settings =
-        Config::resolve(&overrides(global, args, contract))
-            .and_then(|config| govern::Settings::new(config, args, contract));
+    let settings = Config::resolve(&overrides(global, args, contract))
+        .and_then(|config| govern::Settings::new(config, args, contract));
     let settings = match settings {
         Ok(settings) => settings,
         Err(err) => return undecided(contract, &moment, &format!("{err:#}")),
