@@ -2,9 +2,10 @@
 //! that runs actions (`serve` at `/metrics`, `mcp-proxy --listen` at `/metrics`,
 //! `gateway` at `/_attest/metrics`):
 //!
-//! - `attest_actions_total{decision}`, `attest_actions_by_level_total{level}` and
-//!   `attest_actions_by_system_total{system}`: the ledger's entries, read from its
-//!   counters at scrape time ([`attest_ledger::Ledger::counts`], the dashboard's read
+//! - `attest_entries_total{decision}`, `attest_entries_by_level_total{level}` and
+//!   `attest_entries_by_system_total{system}`: the ledger's entries (stage rows such as
+//!   a write's intent included: the counters count entries), read from its counters at
+//!   scrape time ([`attest_ledger::Ledger::counts`], the dashboard's read
 //!   model), so every process that shares a ledger reports the same counts;
 //! - `attest_pipeline_seconds` and `attest_append_seconds`: histograms of one action's
 //!   whole pipeline and of one ledger append, in this process, from the pipeline's
@@ -134,8 +135,8 @@ impl Metrics {
     ) -> Result<String, std::fmt::Error> {
         let mut registry = Registry::default();
         registry.register(
-            "attest_actions",
-            "Entries in the ledger by decision, from its counters",
+            "attest_entries",
+            "Entries in the ledger by decision, from its counters (a write's intent and outcome are two)",
             counted(counts.by_decision.iter().map(|(decision, n)| {
                 (
                     Decision {
@@ -146,7 +147,7 @@ impl Metrics {
             })),
         );
         registry.register(
-            "attest_actions_by_level",
+            "attest_entries_by_level",
             "Entries in the ledger by verification level, from its counters",
             counted(counts.by_level.iter().map(|(level, n)| {
                 (
@@ -158,7 +159,7 @@ impl Metrics {
             })),
         );
         registry.register(
-            "attest_actions_by_system",
+            "attest_entries_by_system",
             "Entries in the ledger by system, from its counters",
             counted(
                 capped(&counts.by_system)

@@ -55,14 +55,14 @@ fn scrape_checked(url: &str, approver: &str) -> Option<Value> {
     parse_metrics(&text)
 }
 
-/// The count of `attest_actions_total{decision}`.
+/// The count of `attest_entries_total{decision}`.
 fn actions(families: &Value, decision: &str) -> f64 {
-    families["attest_actions"]["samples"]
+    families["attest_entries"]["samples"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|s| {
-            s["name"] == "attest_actions_total" && s["labels"] == json!({"decision": decision})
+            s["name"] == "attest_entries_total" && s["labels"] == json!({"decision": decision})
         })
         .map(|s| s["value"].as_f64().unwrap())
         .sum()
@@ -105,7 +105,8 @@ fn the_gateway_serves_its_actions_and_latencies_to_the_scrape_token_only() {
     let Some(families) = scrape_checked(&format!("{address}/_attest/metrics"), &approver) else {
         return;
     };
-    assert_eq!(actions(&families, "act"), 1.0, "{families:#}");
+    // The write's intent and its outcome: the counters count entries.
+    assert_eq!(actions(&families, "act"), 2.0, "{families:#}");
     assert!(observed(&families, "attest_pipeline_seconds") >= 1.0);
     assert!(observed(&families, "attest_append_seconds") >= 1.0);
     // Not a serve: none of the dashboard's figures.
@@ -144,7 +145,8 @@ fn mcp_proxy_listen_serves_its_actions_and_latencies_to_the_scrape_token_only() 
     let Some(families) = scrape_checked(&format!("{base}/metrics"), &approver) else {
         return;
     };
-    assert!(actions(&families, "act") >= 1.0, "{families:#}");
+    // An unknown write asks (approved by --mode auto): its intent and its outcome.
+    assert_eq!(actions(&families, "ask"), 2.0, "{families:#}");
     assert!(observed(&families, "attest_pipeline_seconds") >= 1.0);
 }
 

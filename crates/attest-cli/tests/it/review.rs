@@ -305,12 +305,12 @@ async fn metrics_parse_with_the_prometheus_client_and_count_the_ledger() {
     let Some(families) = parse_metrics(&text) else {
         return;
     };
-    let actions = &families["attest_actions"];
+    let actions = &families["attest_entries"];
     assert_eq!(actions["type"], "counter", "{families:#}");
     let samples = actions["samples"].as_array().unwrap();
     let total: f64 = samples
         .iter()
-        .filter(|s| s["name"] == "attest_actions_total")
+        .filter(|s| s["name"] == "attest_entries_total")
         .map(|s| s["value"].as_f64().unwrap())
         .sum();
     // From the ledger's counters: every entry, stage rows included.
@@ -321,7 +321,7 @@ async fn metrics_parse_with_the_prometheus_client_and_count_the_ledger() {
             .any(|s| s["labels"] == serde_json::json!({"decision": "refuse"}) && s["value"] == 1.0),
         "{samples:#?}"
     );
-    let systems = &families["attest_actions_by_system"]["samples"];
+    let systems = &families["attest_entries_by_system"]["samples"];
     assert!(
         systems
             .as_array()
