@@ -74,7 +74,13 @@ impl ScrapeAccess {
                 })
             }
             None => {
-                let loopback = peer.is_some_and(|peer| peer.ip().is_loopback());
+                // A loopback name in `Host` too: a page elsewhere that rebinds its DNS
+                // name to 127.0.0.1 reaches a loopback peer's port under its own name.
+                let loopback = peer.is_some_and(|peer| peer.ip().is_loopback())
+                    && headers
+                        .get(header::HOST)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(loopback_host);
                 (!loopback).then(|| {
                     (
                         StatusCode::FORBIDDEN,
@@ -85,6 +91,18 @@ impl ScrapeAccess {
             }
         }
     }
+}
+
+/// Whether `host` (a `Host` header: `name[:port]`) names this machine's loopback.
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default(),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The peer a connection came from, when the server recorded it.
@@ -150,11 +168,26 @@ mod tests {
     fn a_token_is_needed_when_set_and_loopback_otherwise() {
         let loopback: SocketAddr = "127.0.0.1:5000".parse().unwrap();
         let remote: SocketAddr = "192.0.2.7:5000".parse().unwrap();
+        let host = |h: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, h.parse().unwrap());
+            headers
+        };
         let open = ScrapeAccess::default();
-        assert!(open.refusal(Some(loopback), &HeaderMap::new()).is_none());
-        let refused = open.refusal(Some(remote), &HeaderMap::new()).unwrap();
+        for name in ["127.0.0.1:9", "localhost:9", "[::1]:9", "LOCALHOST"] {
+            assert!(
+                open.refusal(Some(loopback), &host(name)).is_none(),
+                "{name}"
+            );
+        }
+        let refused = open.refusal(Some(remote), &host("127.0.0.1:9")).unwrap();
         assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-        assert!(open.refusal(None, &HeaderMap::new()).is_some());
+        assert!(open.refusal(None, &host("127.0.0.1:9")).is_some());
+        // A rebound name reaching a loopback port is not a loopback scrape.
+        assert!(open
+            .refusal(Some(loopback), &host("evil.example:9"))
+            .is_some());
+        assert!(open.refusal(Some(loopback), &HeaderMap::new()).is_some());
         let tokened = ScrapeAccess {
             token: Some(Sha256::digest(b"s3cret").into()),
         };

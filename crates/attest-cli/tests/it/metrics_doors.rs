@@ -203,3 +203,29 @@ fn a_metrics_token_file_others_may_read_is_refused() {
         crate::stderr(&out)
     );
 }
+
+#[test]
+fn without_a_metrics_token_the_gateway_answers_loopback_scrapes_only() {
+    if crate::gateway::curl_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), crate::gateway::POLICY).unwrap();
+    let upstream = crate::gateway::start_vendor(Arc::default());
+    let (_gateway, address) = crate::gateway::start_gateway(dir.path(), &upstream, &[]);
+    let url = format!("{address}/_attest/metrics");
+    let (status, text) = scrape(&url, None);
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains("# TYPE attest_pipeline_seconds histogram"),
+        "{text}"
+    );
+    // A page whose DNS name was rebound to 127.0.0.1 is not a loopback scrape.
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .args(["-H", "Host: rebound.example"])
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
+}
