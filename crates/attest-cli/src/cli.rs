@@ -662,6 +662,10 @@ pub(crate) struct ServeArgs {
     /// [config: inbox.trusted_identity_header].
     #[arg(long, value_name = "HEADER")]
     pub(crate) trusted_identity_header: Option<String>,
+    /// A file (mode 0600) holding the token a metrics scrape must send as
+    /// `Authorization: Bearer …` (/metrics); without it, only loopback peers may scrape.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) metrics_token_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) review: crate::review::ServeReviewArgs,
 }
@@ -791,6 +795,10 @@ pub(crate) struct McpProxyArgs {
     /// `http://127.0.0.1:PORT/mcp` (behind a reverse proxy, its public URL).
     #[arg(long, value_name = "URL", requires = "oauth_issuer")]
     pub(crate) resource: Option<String>,
+    /// A file (mode 0600) holding the token a metrics scrape must send as
+    /// `Authorization: Bearer …` (/metrics on --listen); without it, only loopback peers may scrape.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub(crate) metrics_token_file: Option<PathBuf>,
     /// The upstream MCP server's command and arguments.
     #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     pub(crate) command: Vec<String>,
@@ -964,6 +972,10 @@ pub(crate) struct GatewayArgs {
     /// 400; not with --tenant, which pins the gateway to one tenant (another is a 403).
     #[arg(long = "allow-tenant", value_name = "NAME")]
     pub(crate) allow_tenant: Vec<String>,
+    /// A file (mode 0600) holding the token a metrics scrape must send as
+    /// `Authorization: Bearer …` (/_attest/metrics); without it, only loopback peers may scrape.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) metrics_token_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) serve: ModeArgs,
 }

@@ -304,6 +304,8 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         NotifyBy::Inbox => configured,
         NotifyBy::Surfaces => Vec::new(),
     };
+    let metrics =
+        crate::servers::scrape::ScrapeAccess::from_file(args.metrics_token_file.as_deref())?;
     let attest = pipeline(config, true)?;
     let review = Arc::new(crate::review::Review::open(config, alerts)?);
     let runtime = runtime()?;
@@ -325,6 +327,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             clock: Arc::new(attest_ledger::SystemClock),
             slack_updates,
             review: Some(review),
+            metrics,
         };
         if !notifiers.is_empty() {
             let store = state.attest.approvals()?;

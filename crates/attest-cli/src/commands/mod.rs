@@ -45,9 +45,14 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // does not load with the agent's deny instead of failing.
         return hook::run(&cli.global, command);
     }
-    // Pipeline spans feed `attest serve`'s /metrics histograms, and OTLP traces when
-    // configured.
-    let _telemetry = crate::review::telemetry::init(matches!(cli.command, Command::Serve(_)));
+    // Pipeline spans feed the metrics histograms of the processes that serve metrics
+    // (serve, gateway, mcp-proxy --listen), and OTLP traces when configured.
+    let serves_metrics = match &cli.command {
+        Command::Serve(_) | Command::Gateway(_) => true,
+        Command::McpProxy(args) => args.listen.is_some(),
+        _ => false,
+    };
+    let _telemetry = crate::review::telemetry::init(serves_metrics);
     let config = Config::resolve(&overrides(&cli))?;
     match cli.command {
         Command::Demo => demo::run(&config),

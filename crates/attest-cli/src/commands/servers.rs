@@ -92,6 +92,9 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         let listen = crate::servers::mcp_listen::ListenOptions {
             address,
             origins: args.allow_origin.clone(),
+            metrics: crate::servers::scrape::ScrapeAccess::from_file(
+                args.metrics_token_file.as_deref(),
+            )?,
             oauth: args.oauth_issuer.clone().map(|issuer| {
                 crate::servers::mcp_listen::OAuthOptions {
                     issuer,
@@ -169,6 +172,9 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         upstream_timeout: Duration::from_secs(args.upstream_timeout),
         allow_upstream,
         token,
+        metrics: crate::servers::scrape::ScrapeAccess::from_file(
+            args.metrics_token_file.as_deref(),
+        )?,
     };
     let state = gateway::GatewayState::with_tenants(attest, tenants, options)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

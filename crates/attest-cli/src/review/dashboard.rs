@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -332,20 +332,18 @@ async fn row(
     .await
 }
 
-async fn metrics(State(state): State<Shared>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let review = authorized(&state, &headers).await?;
+/// `/metrics`: the one renderer's text with the dashboard's figures, for the scrape
+/// credential (never an approver's token).
+async fn metrics(State(state): State<Shared>, request: Request) -> Response {
+    let Some(review) = state.review.clone() else {
+        return ApiError::new(StatusCode::NOT_FOUND, "the dashboard is not enabled")
+            .into_response();
+    };
     let store = state.attest.approvals().ok();
-    let text = tokio::task::spawn_blocking(move || -> Result<String, ApiError> {
-        let generation = review
-            .model
-            .generation()
-            .map_err(|e| ApiError::internal(&e))?;
-        // A bounded share, so a scrape never waits for a whole chain: the action
-        // counters rise to the ledger's as the background fold goes on.
-        review
-            .model
-            .catch_up_at_most(generation, FOLD_PER_POLL)
-            .map_err(|e| ApiError::internal(&e))?;
+    let ledger = Arc::clone(state.attest.ledger());
+    crate::servers::scrape::respond(&state.metrics, request, move || {
+        let generation = review.model.generation()?;
+        let counts = ledger.counts()?;
         let status = review.verifier.status();
         let secs = |ts: &Option<String>| {
             ts.as_deref()
@@ -360,18 +358,7 @@ async fn metrics(State(state): State<Shared>, headers: HeaderMap) -> Result<Resp
             last_full_verify: secs(&status.last_full_pass),
             broken_seq: status.first_broken_seq,
         };
-        super::metrics::global()
-            .render(&scrape)
-            .map_err(|e| ApiError::internal(&e))
+        Ok(super::metrics::global().render(&counts, Some(&scrape))?)
     })
     .await
-    .map_err(|e| ApiError::internal(&e))??;
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response())
 }

@@ -1,22 +1,27 @@
-//! `/metrics`: the figures in Prometheus (OpenMetrics) text format.
+//! Metrics in Prometheus (OpenMetrics) text format, one renderer for every process
+//! that runs actions (`serve` at `/metrics`, `mcp-proxy --listen` at `/metrics`,
+//! `gateway` at `/_attest/metrics`):
 //!
-//! - `attest_actions_total{decision,level,system}`: actions in the ledger (stage rows
-//!   not counted), from the dashboard's read model;
+//! - `attest_entries_total{decision}`, `attest_entries_by_level_total{level}` and
+//!   `attest_entries_by_system_total{system}`: the ledger's entries (stage rows such as
+//!   a write's intent included: the counters count entries), read from its counters at
+//!   scrape time ([`attest_ledger::Ledger::counts`], the dashboard's read
+//!   model), so every process that shares a ledger reports the same counts;
 //! - `attest_pipeline_seconds` and `attest_append_seconds`: histograms of one action's
 //!   whole pipeline and of one ledger append, in this process, from the pipeline's
 //!   tracing spans (see [`super::telemetry`]);
-//! - `attest_pending_approvals`: approval requests nobody has decided;
-//! - `attest_last_verify_timestamp_seconds`, `attest_last_full_verify_timestamp_seconds`,
-//!   `attest_chain_broken`, `attest_chain_first_broken_seq`: the background verifier;
-//! - `attest_ledger_seq`: the newest seq.
+//! - on `serve` only, from its dashboard: `attest_pending_approvals`,
+//!   `attest_last_verify_timestamp_seconds`, `attest_last_full_verify_timestamp_seconds`,
+//!   `attest_chain_broken`, `attest_chain_first_broken_seq`, `attest_ledger_seq`.
 //!
 //! Systems come from tool calls, so the `system` label is capped at
-//! [`MAX_SYSTEMS`] distinct values; later ones are counted as `other`.
+//! [`MAX_SYSTEMS`] distinct values; the rest are summed as `other`.
 
-use std::collections::HashSet;
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::OnceLock;
 
+use attest_ledger::Counts;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,29 +32,31 @@ use prometheus_client::registry::Registry;
 /// Distinct `system` label values kept.
 pub(crate) const MAX_SYSTEMS: usize = 200;
 
-/// The label set of `attest_actions_total`.
+/// The content type of a scrape's answer.
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// A one-label set (`decision`, `level` or `system`).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct ActionLabels {
+struct Decision {
     decision: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Level {
     level: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct System {
     system: String,
 }
 
-/// The process's metrics.
+/// The latency histograms of this process (the only state kept between scrapes).
 pub(crate) struct Metrics {
-    registry: Registry,
-    actions: Family<ActionLabels, Counter>,
-    systems: Mutex<HashSet<String>>,
     /// One action through the pipeline, seconds.
     pub(crate) pipeline: Histogram,
     /// One ledger append, seconds.
     pub(crate) append: Histogram,
-    pending: Gauge,
-    seq: Gauge,
-    last_verify: Gauge<f64, AtomicU64>,
-    last_full_verify: Gauge<f64, AtomicU64>,
-    broken: Gauge,
-    broken_seq: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -58,7 +65,7 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
-/// The figures `/metrics` sets when it is scraped.
+/// The dashboard's figures `serve` adds when it is scraped.
 #[derive(Debug, Default)]
 pub(crate) struct Scrape {
     pub(crate) pending: Option<u64>,
@@ -68,124 +75,160 @@ pub(crate) struct Scrape {
     pub(crate) broken_seq: Option<u64>,
 }
 
-/// The metrics of this process (one registry, shared by the tracing layer and `/metrics`).
+/// The metrics of this process (shared by the tracing layer and every scrape).
 pub(crate) fn global() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
-    METRICS.get_or_init(Metrics::new)
+    METRICS.get_or_init(|| Metrics {
+        // 0.25 ms .. ~8 s.
+        pipeline: Histogram::new(exponential_buckets(0.000_25, 2.0, 16)),
+        append: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
+    })
+}
+
+/// A counter family with one sample per `(label, n)`.
+fn counted<L>(values: impl IntoIterator<Item = (L, u64)>) -> Family<L, Counter>
+where
+    L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send + Sync + 'static,
+{
+    let family = Family::<L, Counter>::default();
+    for (labels, n) in values {
+        family.get_or_create(&labels).inc_by(n);
+    }
+    family
+}
+
+/// `by_system` with at most [`MAX_SYSTEMS`] names, the rest summed as `other`.
+fn capped(by_system: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut kept = BTreeMap::new();
+    for (system, n) in by_system {
+        let name = if kept.len() < MAX_SYSTEMS || kept.contains_key(system) {
+            system.clone()
+        } else {
+            "other".to_owned()
+        };
+        *kept.entry(name).or_insert(0) += n;
+    }
+    kept
+}
+
+fn gauge(n: u64) -> Gauge {
+    let gauge = Gauge::default();
+    gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+    gauge
+}
+
+fn seconds(at: Option<f64>) -> Gauge<f64, AtomicU64> {
+    let gauge = Gauge::<f64, AtomicU64>::default();
+    if let Some(at) = at {
+        gauge.set(at);
+    }
+    gauge
 }
 
 impl Metrics {
-    fn new() -> Metrics {
+    /// The text a scrape answers: `counts` (the ledger's, read now), this process's
+    /// histograms, and `serve`'s dashboard figures when given.
+    pub(crate) fn render(
+        &self,
+        counts: &Counts,
+        serve: Option<&Scrape>,
+    ) -> Result<String, std::fmt::Error> {
         let mut registry = Registry::default();
-        let actions = Family::<ActionLabels, Counter>::default();
         registry.register(
-            "attest_actions",
-            "Actions recorded in the ledger, by decision, verification level and system",
-            actions.clone(),
+            "attest_entries",
+            "Entries in the ledger by decision, from its counters (a write's intent and outcome are two)",
+            counted(counts.by_decision.iter().map(|(decision, n)| {
+                (
+                    Decision {
+                        decision: decision.clone(),
+                    },
+                    *n,
+                )
+            })),
         );
-        // 0.25 ms .. ~8 s.
-        let pipeline = Histogram::new(exponential_buckets(0.000_25, 2.0, 16));
+        registry.register(
+            "attest_entries_by_level",
+            "Entries in the ledger by verification level, from its counters",
+            counted(counts.by_level.iter().map(|(level, n)| {
+                (
+                    Level {
+                        level: level.clone(),
+                    },
+                    *n,
+                )
+            })),
+        );
+        registry.register(
+            "attest_entries_by_system",
+            "Entries in the ledger by system, from its counters",
+            counted(
+                capped(&counts.by_system)
+                    .into_iter()
+                    .map(|(system, n)| (System { system }, n)),
+            ),
+        );
         registry.register(
             "attest_pipeline_seconds",
-            "Time one action spent in the pipeline (policy, gate, run, verify, append)",
-            pipeline.clone(),
+            "Time one action spent in the pipeline (policy, gate, run, verify, append), in this process",
+            self.pipeline.clone(),
         );
-        let append = Histogram::new(exponential_buckets(0.000_05, 2.0, 16));
         registry.register(
             "attest_append_seconds",
-            "Time one ledger append took, until durable",
-            append.clone(),
+            "Time one ledger append took, until durable, in this process",
+            self.append.clone(),
         );
-        let pending = Gauge::default();
-        registry.register(
-            "attest_pending_approvals",
-            "Approval requests nobody has decided yet",
-            pending.clone(),
-        );
-        let seq = Gauge::default();
-        registry.register(
-            "attest_ledger_seq",
-            "The newest seq in the ledger",
-            seq.clone(),
-        );
-        let last_verify = Gauge::<f64, AtomicU64>::default();
-        registry.register(
-            "attest_last_verify_timestamp_seconds",
-            "When the background verifier last checked new entries (Unix time)",
-            last_verify.clone(),
-        );
-        let last_full_verify = Gauge::<f64, AtomicU64>::default();
-        registry.register(
-            "attest_last_full_verify_timestamp_seconds",
-            "When the background verifier last checked the whole chain (Unix time)",
-            last_full_verify.clone(),
-        );
-        let broken = Gauge::default();
-        registry.register(
-            "attest_chain_broken",
-            "1 when the background verifier found the chain broken",
-            broken.clone(),
-        );
-        let broken_seq = Gauge::default();
-        registry.register(
-            "attest_chain_first_broken_seq",
-            "The first broken seq (0 when intact)",
-            broken_seq.clone(),
-        );
-        Metrics {
-            registry,
-            actions,
-            systems: Mutex::new(HashSet::new()),
-            pipeline,
-            append,
-            pending,
-            seq,
-            last_verify,
-            last_full_verify,
-            broken,
-            broken_seq,
-        }
-    }
-
-    /// Counts one action.
-    pub(crate) fn action(&self, decision: &str, level: &str, system: &str) {
-        let system = {
-            let mut systems = self.systems.lock().unwrap_or_else(PoisonError::into_inner);
-            if systems.contains(system) {
-                system
-            } else if systems.len() < MAX_SYSTEMS {
-                systems.insert(system.to_owned());
-                system
-            } else {
-                "other"
+        if let Some(scrape) = serve {
+            if let Some(pending) = scrape.pending {
+                registry.register(
+                    "attest_pending_approvals",
+                    "Approval requests nobody has decided yet",
+                    gauge(pending),
+                );
             }
-        };
-        self.actions
-            .get_or_create(&ActionLabels {
-                decision: decision.to_owned(),
-                level: level.to_owned(),
-                system: system.to_owned(),
-            })
-            .inc();
-    }
-
-    /// The text a scrape answers, after setting the scrape-time figures.
-    pub(crate) fn render(&self, scrape: &Scrape) -> Result<String, std::fmt::Error> {
-        let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        if let Some(pending) = scrape.pending {
-            self.pending.set(gauge(pending));
+            registry.register(
+                "attest_ledger_seq",
+                "The newest seq in the ledger",
+                gauge(scrape.seq),
+            );
+            registry.register(
+                "attest_last_verify_timestamp_seconds",
+                "When the background verifier last checked new entries (Unix time)",
+                seconds(scrape.last_verify),
+            );
+            registry.register(
+                "attest_last_full_verify_timestamp_seconds",
+                "When the background verifier last checked the whole chain (Unix time)",
+                seconds(scrape.last_full_verify),
+            );
+            registry.register(
+                "attest_chain_broken",
+                "1 when the background verifier found the chain broken",
+                gauge(u64::from(scrape.broken_seq.is_some())),
+            );
+            registry.register(
+                "attest_chain_first_broken_seq",
+                "The first broken seq (0 when intact)",
+                gauge(scrape.broken_seq.unwrap_or(0)),
+            );
         }
-        self.seq.set(gauge(scrape.seq));
-        if let Some(at) = scrape.last_verify {
-            self.last_verify.set(at);
-        }
-        if let Some(at) = scrape.last_full_verify {
-            self.last_full_verify.set(at);
-        }
-        self.broken.set(i64::from(scrape.broken_seq.is_some()));
-        self.broken_seq.set(gauge(scrape.broken_seq.unwrap_or(0)));
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        prometheus_client::encoding::text::encode(&mut out, &registry)?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn systems_beyond_the_cap_are_summed_as_other() {
+        let many: BTreeMap<String, u64> = (0..MAX_SYSTEMS + 5)
+            .map(|i| (format!("s{i:04}"), 1))
+            .collect();
+        let kept = capped(&many);
+        assert_eq!(kept.len(), MAX_SYSTEMS + 1);
+        assert_eq!(kept["other"], 5);
+        assert_eq!(kept.values().sum::<u64>(), many.len() as u64);
     }
 }

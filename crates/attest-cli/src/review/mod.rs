@@ -55,11 +55,8 @@ impl Review {
                     .context("opening it for review")?,
             ))
         };
-        let hook: model::FoldHook = Box::new(|folded: model::Folded<'_>| {
-            metrics::global().action(folded.decision, folded.level, folded.system);
-        });
         Ok(Review {
-            model: model::ReadModel::new(open()?, Some(hook)),
+            model: model::ReadModel::new(open()?),
             cache: dashboard::Cache::default(),
             verifier: Arc::new(verifier::Verifier::new(open()?, alerts.clone())),
             alerts,

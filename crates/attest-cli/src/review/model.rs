@@ -102,17 +102,6 @@ pub(crate) struct Counts {
     pub(crate) system: BTreeMap<String, u64>,
 }
 
-/// One action as it is folded in: what the counters and metrics see.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Folded<'a> {
-    pub(crate) decision: &'a str,
-    pub(crate) level: &'a str,
-    pub(crate) system: &'a str,
-}
-
-/// Called for each action folded in (the metrics' counters).
-pub(crate) type FoldHook = Box<dyn Fn(Folded<'_>) + Send + Sync>;
-
 #[derive(Default)]
 struct State {
     /// The highest seq folded in.
@@ -133,7 +122,6 @@ struct State {
 pub(crate) struct ReadModel {
     ledger: Arc<Ledger>,
     state: Mutex<State>,
-    hook: Option<FoldHook>,
 }
 
 impl std::fmt::Debug for ReadModel {
@@ -165,13 +153,11 @@ pub(crate) struct RowItem {
 }
 
 impl ReadModel {
-    /// A model over `ledger` (best a read-only connection of its own); `hook` sees every
-    /// action folded in.
-    pub(crate) fn new(ledger: Arc<Ledger>, hook: Option<FoldHook>) -> ReadModel {
+    /// A model over `ledger` (best a read-only connection of its own).
+    pub(crate) fn new(ledger: Arc<Ledger>) -> ReadModel {
         ReadModel {
             ledger,
             state: Mutex::new(State::default()),
-            hook,
         }
     }
 
@@ -253,18 +239,6 @@ impl ReadModel {
                 open_item(state, ListKind::Held, id, seq);
             }
             return;
-        }
-        let level = if row.level().is_empty() {
-            "none"
-        } else {
-            row.level()
-        };
-        if let Some(hook) = &self.hook {
-            hook(Folded {
-                decision: &row.decision,
-                level,
-                system: &row.system,
-            });
         }
         state.shadow.add(seq, &row);
         let confirm = row.confirm_outcome();
@@ -547,7 +521,7 @@ mod tests {
         for (n, row) in rows.into_iter().enumerate() {
             ledger.append(&record(n as u64 + 1, row)).unwrap();
         }
-        let model = ReadModel::new(Arc::new(ledger), None);
+        let model = ReadModel::new(Arc::new(ledger));
         let generation = model.generation().unwrap();
         assert_eq!(generation, 8);
         // Counts and the indexed lists need no fold.
@@ -604,7 +578,7 @@ mod tests {
         ledger
             .append(&record(2, (None, "act", "ok", Some("verified"), None)))
             .unwrap();
-        let model = ReadModel::new(Arc::new(ledger), None);
+        let model = ReadModel::new(Arc::new(ledger));
         model.catch_up(3).unwrap();
         let summary = model.summary(24, SystemTime::now()).unwrap();
         assert_eq!(summary["lists"]["refused"], 0, "{summary:#}");

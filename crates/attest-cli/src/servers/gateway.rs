@@ -69,6 +69,9 @@ pub(crate) const TOKEN_HEADER: &str = "x-attest-token";
 /// The gateway's own path prefix: never forwarded.
 const OWN_PREFIX: &str = "/_attest";
 
+/// Where the gateway serves its metrics (its own path: never forwarded).
+const METRICS_PATH: &str = "/_attest/metrics";
+
 /// What `attest gateway` was asked to do.
 #[derive(Debug, Clone)]
 pub(crate) struct GatewayOptions {
@@ -85,6 +88,8 @@ pub(crate) struct GatewayOptions {
     pub(crate) allow_upstream: Vec<String>,
     /// The token callers must send in `X-Attest-Token`, when set.
     pub(crate) token: Option<GatewayToken>,
+    /// Who may scrape `/_attest/metrics`.
+    pub(crate) metrics: super::scrape::ScrapeAccess,
 }
 
 /// The gateway's token, kept as its SHA-256 so that comparing it takes the same time
@@ -152,11 +157,17 @@ impl GatewayState {
 /// The gateway's routes: every method and path goes to the forwarder.
 pub(crate) fn router(state: GatewayState) -> Router {
     let limit = state.0.options.max_body;
+    let metrics = super::scrape::route(
+        METRICS_PATH,
+        state.0.options.metrics.clone(),
+        Arc::clone(state.0.attest.ledger()),
+    );
     Router::new()
         .route("/_attest/resume/{token}", post(resume))
         .fallback(forward)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
+        .merge(metrics)
 }
 
 /// Serves `router(state)` on `listener` until the process is stopped.
@@ -164,7 +175,8 @@ pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     state: GatewayState,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, router(state))
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
         .await
         .context("the gateway stopped")
 }
@@ -820,6 +832,7 @@ mod tests {
             upstream_timeout: Duration::from_secs(1),
             allow_upstream: allow.iter().map(|a| (*a).to_owned()).collect(),
             token: None,
+            metrics: crate::servers::scrape::ScrapeAccess::default(),
         }
     }
 

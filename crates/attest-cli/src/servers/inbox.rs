@@ -81,6 +81,8 @@ pub(crate) struct InboxState {
     pub(crate) clock: Arc<dyn Clock>,
     /// The dashboard, metrics and background verifier (issue 17).
     pub(crate) review: Option<Arc<crate::review::Review>>,
+    /// Who may scrape `/metrics`.
+    pub(crate) metrics: super::scrape::ScrapeAccess,
 }
 
 /// The `Host` header values (`host:port`) and the origins (`http://host:port`) of the
@@ -181,7 +183,7 @@ pub(crate) async fn serve(
         };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(err) => {
                     // Out of file descriptors or a connection reset before accept: go on.
                     eprintln!("attest serve: accept: {err}");
@@ -191,7 +193,12 @@ pub(crate) async fn serve(
             },
             () = &mut shutdown => return Ok(()),
         };
-        let service = TowerToHyperService::new(app.clone());
+        let (stream, peer) = stream;
+        // The peer, for the checks that depend on it (metrics answer loopback peers).
+        let service = TowerToHyperService::new(
+            app.clone()
+                .layer(axum::Extension(axum::extract::ConnectInfo(peer))),
+        );
         tokio::spawn(async move {
             let _permit = permit;
             let connection = hyper::server::conn::http1::Builder::new()

@@ -48,6 +48,8 @@ pub(crate) struct ListenOptions {
     pub(crate) address: SocketAddr,
     /// Browser origins allowed besides the loopback ones on the bound port.
     pub(crate) origins: Vec<String>,
+    /// Who may scrape `/metrics`.
+    pub(crate) metrics: super::scrape::ScrapeAccess,
     /// The authorization server, when `--listen` is a protected resource.
     pub(crate) oauth: Option<OAuthOptions>,
 }
@@ -83,7 +85,10 @@ pub(crate) async fn serve_http(
         }
         None => None,
     };
-    let router = router(attest, options, bound.port(), listen.origins, resource);
+    let metrics = super::scrape::route("/metrics", listen.metrics, Arc::clone(attest.ledger()));
+    let router = router(attest, options, bound.port(), listen.origins, resource)
+        .merge(metrics)
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
     println!("attest mcp-proxy listening on http://{bound}/mcp");
     std::io::stdout().flush()?;
     axum::serve(listener, router)

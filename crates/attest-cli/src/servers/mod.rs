@@ -26,6 +26,7 @@ pub(crate) mod mcp_server;
 mod mcp_sessions;
 pub(crate) mod mcp_transport;
 pub(crate) mod notices;
+pub(crate) mod scrape;
 
 use std::time::Duration;
 

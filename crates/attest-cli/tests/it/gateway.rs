@@ -306,7 +306,7 @@ pub(crate) fn curl_missing() -> bool {
     missing
 }
 
-const POLICY: &str = r#"
+pub(crate) const POLICY: &str = r#"
 version: 1
 policies:
   - name: no-deletes

@@ -18,8 +18,6 @@ use crate::{ledger_file, python};
 pub(crate) struct Known {
     /// Entries, stage rows included (the counters count each once).
     pub(crate) entries: u64,
-    /// Actions: entries but the stage rows (what `/metrics` counts).
-    pub(crate) actions: u64,
     pub(crate) refused: u64,
     pub(crate) rejected: u64,
     pub(crate) unverified: u64,
@@ -121,7 +119,6 @@ pub(crate) fn known_ledger(dir: &Path) -> Known {
     Known {
         // Eight actions and three stage rows (the pending ask, the two intents).
         entries: 11,
-        actions: 8,
         refused: 1,
         rejected: 1,
         unverified: 1,
@@ -164,7 +161,6 @@ async fn the_dashboard_api_counts_lists_and_shows_a_run_and_a_row_with_its_proof
         "/api/review/lists/refused",
         "/api/review/runs/run-7",
         "/api/review/rows/1",
-        "/metrics",
     ] {
         assert_eq!(get(&server, path, None).await.0, 401, "{path}");
         assert_eq!(
@@ -248,7 +244,7 @@ async fn the_dashboard_api_counts_lists_and_shows_a_run_and_a_row_with_its_proof
 
 /// Parses `text` with the Prometheus client's parsers (OpenMetrics, and the classic
 /// text format) and returns `{family: {sample name + labels: value}}`.
-fn parse_metrics(text: &str) -> Option<Value> {
+pub(crate) fn parse_metrics(text: &str) -> Option<Value> {
     let script = r##"
 import json, sys
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
@@ -309,19 +305,30 @@ async fn metrics_parse_with_the_prometheus_client_and_count_the_ledger() {
     let Some(families) = parse_metrics(&text) else {
         return;
     };
-    let actions = &families["attest_actions"];
+    let actions = &families["attest_entries"];
     assert_eq!(actions["type"], "counter", "{families:#}");
     let samples = actions["samples"].as_array().unwrap();
     let total: f64 = samples
         .iter()
-        .filter(|s| s["name"] == "attest_actions_total")
+        .filter(|s| s["name"] == "attest_entries_total")
         .map(|s| s["value"].as_f64().unwrap())
         .sum();
-    assert_eq!(total, known.actions as f64);
+    // From the ledger's counters: every entry, stage rows included.
+    assert_eq!(total, known.entries as f64);
     assert!(
-        samples.iter().any(|s| s["labels"]
-            == serde_json::json!({"decision": "refuse", "level": "none", "system": "stripe"})),
+        samples
+            .iter()
+            .any(|s| s["labels"] == serde_json::json!({"decision": "refuse"}) && s["value"] == 1.0),
         "{samples:#?}"
+    );
+    let systems = &families["attest_entries_by_system"]["samples"];
+    assert!(
+        systems
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["labels"] == serde_json::json!({"system": "stripe"}) && s["value"] == 2.0),
+        "{systems:#?}"
     );
     assert_eq!(families["attest_pipeline_seconds"]["type"], "histogram");
     assert_eq!(families["attest_append_seconds"]["type"], "histogram");
