@@ -215,6 +215,29 @@ impl Settings {
             json!(allow),
             Source::File.when(!allow.is_empty()),
         );
+        // The coding-agent hooks' asks: the agent's own prompt, or Attest's approvals.
+        let approvals = match file.hook.approvals {
+            Some(crate::config::HookApprovals::Attest) => "attest",
+            Some(crate::config::HookApprovals::Prompt) | None => "prompt",
+        };
+        push(
+            "hook.approvals",
+            json!(approvals),
+            Source::File.when(file.hook.approvals.is_some()),
+        );
+        // Unset, each agent's hook waits 10 s less than the agent's own hook timeout.
+        push(
+            "hook.wait_secs",
+            file.hook
+                .wait
+                .map_or(Value::Null, |wait| json!(wait.as_secs())),
+            Source::File.when(file.hook.wait.is_some()),
+        );
+        push(
+            "mode",
+            json!(if self.shadow { "shadow" } else { "enforce" }),
+            Source::File.when(file.mode.is_some()),
+        );
         out
     }
 
