@@ -17,6 +17,7 @@ mod evidence;
 mod export;
 mod fail_closed;
 pub(crate) mod gateway;
+mod held_probes;
 pub(crate) mod hook;
 mod hook_agents;
 mod hook_approvals;

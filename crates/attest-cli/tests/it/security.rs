@@ -31,9 +31,9 @@ policies:
 "#;
 
 /// What reached the upstream: `METHOD path?query` and the body.
-type Reached = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+pub(crate) type Reached = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
-fn start_recording_upstream(reached: Reached) -> String {
+pub(crate) fn start_recording_upstream(reached: Reached) -> String {
     serve_app(move || {
         Router::new().fallback(
             move |method: axum::http::Method, uri: axum::http::Uri, body: Bytes| {
@@ -52,7 +52,7 @@ fn start_recording_upstream(reached: Reached) -> String {
 
 /// What reached the upstream besides the gateway's own read-backs (a `GET` of the item
 /// `n1` a write returned).
-fn writes(reached: &Reached) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn writes(reached: &Reached) -> Vec<(String, Vec<u8>)> {
     let reached = reached.lock().unwrap();
     reached
         .iter()
@@ -395,7 +395,7 @@ fn the_gateway_takes_the_riskiest_reading_where_a_parser_gives_up() {
 }
 
 /// The hook's answer (`allow`, `ask`, `deny`) for one Claude Code `PreToolUse` event.
-fn hook_decision(dir: &Path, tool: &str, input: Value) -> String {
+pub(crate) fn hook_decision(dir: &Path, tool: &str, input: Value) -> String {
     let event = json!({
         "session_id": "s-28", "cwd": dir.display().to_string(), "hook_event_name": "PreToolUse",
         "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_28",

@@ -3,7 +3,7 @@
 //!
 //! A command line is split into simple commands at `;`, `&`, `&&`, `||`, `|`, newlines
 //! and command substitutions, each is read as words (quotes and backslashes honoured,
-//! leading `VAR=value`, `sudo`, `env`, `nohup`, `time`, `command`, `exec` skipped), and
+//! leading `VAR=value`, `sudo`, `env`, `nohup`, `time`, `command`, `exec`, `xargs` skipped), and
 //! the riskiest reading of the whole line wins. A program this module does not know is
 //! an unrecognised `shell`/`execute`, which policy asks about.
 
@@ -443,7 +443,8 @@ fn infra(args: &[String]) -> Detection {
 }
 
 /// The words from the program on: leading assignments and wrappers that run the rest of
-/// the line as a command (`sudo`, `env`, `nohup`, …) skipped.
+/// the line as a command (`sudo`, `env`, `nohup`, `xargs`, …) skipped: `… | xargs rm` is
+/// the `rm` it runs.
 fn program_words(words: &[String]) -> Vec<String> {
     let mut rest = words;
     loop {
@@ -465,6 +466,7 @@ fn program_words(words: &[String]) -> Vec<String> {
                 | "nice"
                 | "timeout"
                 | "stdbuf"
+                | "xargs"
         );
         if assignment || (wrapper && !tail.is_empty()) {
             rest = tail;
@@ -502,6 +504,10 @@ fn takes_value(program: &str, flag: &str) -> bool {
         "nice" => flag == "-n",
         "timeout" => matches!(flag, "-s" | "-k"),
         "stdbuf" => matches!(flag, "-i" | "-o" | "-e"),
+        "xargs" => matches!(
+            flag,
+            "-I" | "-n" | "-P" | "-L" | "-d" | "-E" | "-s" | "-a" | "--delimiter" | "--max-args"
+        ),
         _ => false,
     }
 }
@@ -711,6 +717,8 @@ mod tests {
             ("ls -la | grep foo > out.txt", "files", Verb::Write),
             ("ls -la 2>&1 >/dev/null", "shell", Verb::Read),
             ("FOO=1 sudo -u root rm x", "files", Verb::Delete),
+            ("find . -name '*.tmp' | xargs rm", "files", Verb::Delete),
+            ("xargs -0 -I {} rm -rf {} < list", "files", Verb::Delete),
             ("echo $(rm -rf /)", "files", Verb::Delete),
             ("echo `git push`", "git", Verb::Share),
         ];

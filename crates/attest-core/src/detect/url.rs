@@ -159,6 +159,16 @@ fn host_of(authority: &str) -> &str {
     }
 }
 
+/// A Unicode host as clients resolve it: its IDNA ASCII form, so `ａｐｉ．ｇｉｔｈｕｂ．ｃｏｍ`
+/// (full-width letters and dots) is the `api.github.com` a client would reach. A host IDNA
+/// rejects stays as written (lower-cased): an unknown system, whose writes ask.
+fn ascii_host(host: &str) -> String {
+    match url::Host::parse(host) {
+        Ok(url::Host::Domain(ascii)) => ascii,
+        _ => host.to_lowercase(),
+    }
+}
+
 /// The HTTP methods detection tells apart. Only `GET` and `HEAD` are reads: anything else
 /// (`OPTIONS` and unknown methods included) may change state on some server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -442,7 +452,9 @@ fn detect_one(
     }
     let segments = segments.get(..kept_len).unwrap_or(&[]);
 
-    let host: Cow<'_, str> = if parts.host.bytes().any(|b| b.is_ascii_uppercase()) {
+    let host: Cow<'_, str> = if !parts.host.is_ascii() {
+        Cow::Owned(ascii_host(parts.host))
+    } else if parts.host.bytes().any(|b| b.is_ascii_uppercase()) {
         Cow::Owned(parts.host.to_ascii_lowercase())
     } else {
         Cow::Borrowed(parts.host)
