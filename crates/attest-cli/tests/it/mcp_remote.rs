@@ -283,6 +283,30 @@ async fn an_initialize_from_another_origin_gets_no_session() {
     assert_eq!(plain.initialize().await.status, 200);
 }
 
+/// A page on a rebound DNS name (`evil.example` resolving to 127.0.0.1) reaches the
+/// proxy with its own `Host`: it gets no session (issue 28's held probe).
+#[tokio::test]
+async fn an_initialize_naming_another_host_gets_no_session() {
+    let Some(remote) = RemoteBehindProxy::start() else {
+        return;
+    };
+    let endpoint = remote.endpoint.clone();
+    let port = endpoint
+        .trim_end_matches("/mcp")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let rebound = format!("evil.example:{port}");
+    let mut evil = Session::new(&endpoint, &[BEARER, ("host", rebound.as_str())]);
+    let answer = evil.initialize().await;
+    assert!(answer.status.is_client_error(), "{}", answer.status);
+    assert!(answer.headers.get("mcp-session-id").is_none());
+    assert!(evil.id.is_none());
+    let mut plain = Session::new(&endpoint, &[BEARER]);
+    assert_eq!(plain.initialize().await.status, 200);
+}
+
 #[tokio::test]
 async fn an_upstream_401_and_its_challenge_reach_the_client() {
     let Some(remote) = RemoteBehindProxy::start() else {

@@ -106,3 +106,32 @@ fn a_ledger_file_cut_short_is_broken_not_an_error() {
     let report: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(report["ok"], false);
 }
+
+/// A copy of a ledger someone edited is refused before anything is written: the target
+/// stays absent, so a broken chain never gains a clean-looking twin (issue 28's held probe).
+#[test]
+fn a_tampered_source_is_not_copied() {
+    let dir = demo_ledger();
+    let conn = Connection::open(ledger_file(dir.path())).unwrap();
+    conn.execute_batch("UPDATE entries SET body = body || ' ' WHERE seq = 4")
+        .unwrap();
+    drop(conn);
+    let target = dir.path().join("copy.sqlite");
+    let copy = attest(
+        dir.path(),
+        &[
+            "copy",
+            "--from",
+            ".attest/ledger.sqlite",
+            "--to",
+            "copy.sqlite",
+        ],
+    );
+    assert_eq!(copy.status.code(), Some(1), "{}", stdout(&copy));
+    let said = String::from_utf8_lossy(&copy.stderr);
+    assert!(said.contains("does not verify"), "{said}");
+    assert!(
+        !target.exists(),
+        "a copy was written from a tampered source"
+    );
+}
