@@ -133,7 +133,7 @@ pub use keys::{SigningKey, VerifierKey};
 pub use ledger::Ledger;
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
 pub use options::LedgerOptions;
-pub use pg::{check_tenant, PgConnection, PgDatabase};
+pub use pg::{check_tenant, off_runtime, PgConnection, PgDatabase};
 pub use proofs::{ConsistencyProof, InclusionProof, ProofError};
 pub use prune::PruneReport;
 pub use query::{Counts, Filter};

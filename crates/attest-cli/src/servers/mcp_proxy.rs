@@ -37,7 +37,8 @@ use attest_core::approvals::ResumeToken;
 use attest_core::detect::ToolHints;
 use attest_core::verification::{ListedTool, McpPair, ToolCaller};
 use attest_core::{
-    Attest, AttestError, CustomCheck, McpCall, Outcome, ProtocolCall, Receipt, ToolError,
+    Attest, AttestError, CallContext, CustomCheck, McpCall, Outcome, ProtocolCall, Receipt,
+    ToolError,
 };
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
@@ -292,7 +293,9 @@ impl Proxy {
         let tool = self.tool(peer, &name).await;
         let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
         let options = &self.0.options;
-        let mut action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
+        // The agent a `--listen` protected resource authenticated, else whatever names one.
+        let who = authenticated(&context);
+        let action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
             server: &options.server,
             server_named: options.server_named,
             tool: &name,
@@ -303,11 +306,11 @@ impl Proxy {
                 .map(hints)
                 .unwrap_or_default(),
             meta: Some(&*context.meta),
-            ..McpCall::default()
+            context: CallContext {
+                agent: who.as_ref().map(|who| who.subject.as_str()),
+                ..CallContext::default()
+            },
         }));
-        if let Some(who) = authenticated(&context) {
-            action.agent = Some(who.subject);
-        }
         let check = self.pair_check(&name, peer);
         let started = AtomicBool::new(false);
         let execute = |_params: Value| {

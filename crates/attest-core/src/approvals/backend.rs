@@ -187,7 +187,7 @@ impl Backend {
                     .map_err(self.sqlite_error(during))?;
                 Ok(u64::try_from(changed).unwrap_or(u64::MAX))
             }
-            Home::Postgres(db) => outside_runtime(|| {
+            Home::Postgres(db) => attest_ledger::off_runtime(|| {
                 let mut client = Backend::connect(db, during)?;
                 client
                     .execute(sql.as_str(), &pg_args(&self.tenant, args))
@@ -224,7 +224,7 @@ impl Backend {
                 rows.collect::<Result<_, _>>()
                     .map_err(self.sqlite_error(during))
             }
-            Home::Postgres(db) => outside_runtime(|| {
+            Home::Postgres(db) => attest_ledger::off_runtime(|| {
                 let mut client = Backend::connect(db, during)?;
                 let rows = client
                     .query(sql.as_str(), &pg_args(&self.tenant, args))
@@ -240,21 +240,6 @@ impl Backend {
             }),
         }
     }
-}
-
-/// Runs `work`, which uses the synchronous PostgreSQL client, on a thread of its own
-/// when called from inside a tokio runtime (the client blocks on a runtime of its own,
-/// which tokio refuses to start on a runtime's thread); else right here. Store calls come
-/// from both: blocking tasks, and async code that calls the store directly (a notifier
-/// noting its failure, a waiting call cancelled on drop).
-pub(super) fn outside_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return work();
-    }
-    std::thread::scope(|scope| match scope.spawn(work).join() {
-        Ok(done) => done,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
 }
 
 /// Whether `err` is a unique-key violation (a second row with a taken key).

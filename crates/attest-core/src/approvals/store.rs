@@ -20,7 +20,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use serde_json::Value;
 
 use super::approvers;
-use super::backend::{outside_runtime, Backend, Cell, Home, EMPTY_PARAMS};
+use super::backend::{Backend, Cell, Home, EMPTY_PARAMS};
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
@@ -160,7 +160,7 @@ impl ApprovalStore {
     ) -> Result<ApprovalStore, ApprovalError> {
         let home = match ledger.postgres() {
             Some(db) => {
-                outside_runtime(|| init_postgres(&db))?;
+                attest_ledger::off_runtime(|| init_postgres(&db))?;
                 Home::Postgres(db)
             }
             None => Home::Sqlite {

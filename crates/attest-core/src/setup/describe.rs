@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::{is_url, Settings, Source, Sourced, DEFAULT_INBOX};
+use super::{is_url, redact_url, Settings, Source, Sourced, DEFAULT_INBOX};
 use crate::config::vars;
 
 /// One setting as shown.
@@ -261,13 +261,6 @@ impl Source {
             Source::Default
         }
     }
-}
-
-/// A URL as settings may print it: one redaction for every printed value
-/// ([`attest_policy::redact_url_credentials`]: the password and credential parameters
-/// hidden, token shapes anywhere in it too).
-pub fn redact_url(text: &str) -> String {
-    attest_policy::redact_url_credentials(text)
 }
 
 /// A URL cut to its scheme and host: a webhook's path often is its secret.

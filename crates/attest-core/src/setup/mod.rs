@@ -43,8 +43,10 @@ use std::time::Duration;
 use attest_ledger::Durability;
 
 pub use ask::{AskMode, TimeoutGate};
+/// A URL as settings print it: the one redaction every printed value crosses.
+pub use attest_policy::redact_url_credentials as redact_url;
 pub use build::DoorParts;
-pub use describe::{location_display, redact_url, Shown};
+pub use describe::{location_display, Shown};
 
 use crate::approvals::DEFAULT_USE_BY;
 use crate::config::{ConfigError, ConfigFile, CONFIG_VAR, DEFAULT_CONFIG_PATH};

@@ -11,7 +11,7 @@
 
 /// Runs `work` where a blocking client may block: here, unless this thread is in a
 /// tokio runtime, in which case on a thread of its own (the caller waits).
-pub(crate) fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+pub fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     if tokio::runtime::Handle::try_current().is_err() {
         return work();
     }

@@ -33,7 +33,8 @@ use crate::query::{Counts, Filter};
 use crate::source::Source;
 use crate::store::{Build, Cut, Extended, Read, Sign, Store};
 use crate::{Durability, LedgerError, Record, RowSummary, StoredCheckpoint, StoredRow};
-use blocking::{off_runtime, Held};
+pub use blocking::off_runtime;
+use blocking::Held;
 pub use connect::{check_tenant, PgConnection, PgDatabase};
 use connect::{Conn, Pool};
 
