@@ -165,9 +165,9 @@ pub(crate) enum Command {
     /// run, verified and recorded; a refused call returns an error result and never
     /// reaches the server.
     McpProxy(McpProxyArgs),
-    /// Serve Attest itself as MCP tools on stdin/stdout (attest_decide, attest_record,
-    /// attest_verify, attest_ledger, attest_confirm_status). None of them approves: an
-    /// agent may ask and wait, only a registered approver decides.
+    /// Serve Attest itself as MCP tools on stdin/stdout (attest_decide, attest_ask,
+    /// attest_confirm_status, attest_record, attest_verify, attest_ledger). None of them
+    /// approves: an agent may ask and wait, only a registered approver decides.
     McpServer(McpServerArgs),
     /// Answer a coding agent's hook: `attest hook claude-code` in Claude Code's settings.
     #[command(subcommand)]

@@ -337,12 +337,7 @@ impl Attest {
         let (record, level) = match &seen {
             Ok(result) => {
                 // Before the append: no ledger lock is held while the vendor is read.
-                let readback = self.readback.as_deref();
-                let step = telemetry::step("verify");
-                let (level, verification) = verify(&action, result, check, readback)
-                    .instrument(step.clone())
-                    .await;
-                step.record("attest.level", level.as_str());
+                let (level, verification) = self.verified(&action, result, check).await;
                 let ran = RowOutcome::Ran(result, verification);
                 (
                     self.to_record(&action, params_hash, &cleared, ran)?,
@@ -392,6 +387,22 @@ impl Attest {
         }
     }
 
+    /// `result` verified by the ladder (read-back, custom check, acknowledgement), in
+    /// its own telemetry step.
+    async fn verified(
+        &self,
+        action: &Action,
+        result: &Value,
+        check: Option<&CustomCheck>,
+    ) -> (Level, attest_ledger::Verification) {
+        let step = telemetry::step("verify");
+        let (level, verification) = verify(action, result, check, self.readback.as_deref())
+            .instrument(step.clone())
+            .await;
+        step.record("attest.level", level.as_str());
+        (level, verification)
+    }
+
     fn to_record(
         &self,
         action: &Action,
@@ -413,20 +424,23 @@ impl Attest {
 
     /// Records an action that already happened, outside Attest (decision `recorded`).
     ///
-    /// `result`, when given, is hashed and checked for an acknowledgement; it is not stored.
+    /// `result`, when given, is hashed, never stored, and verified as a governed call's
+    /// result is: read back from the vendor where a driver knows the action, else checked
+    /// for an acknowledgement.
     pub async fn record(
         &self,
         action: Action,
         result: Option<&Value>,
     ) -> Result<Receipt, AttestError> {
-        let (record, receipt) = self.recorded(action, result)?;
+        let (record, receipt) = self.recorded(action, result).await?;
         let appended = self.append(record).await?;
         Ok(receipt.with_row(appended))
     }
 
     /// Records many actions that already happened, in one transaction: all or none.
     ///
-    /// Each item is an action and, optionally, the result it had (hashed, never stored).
+    /// Each item is an action and, optionally, the result it had (hashed, never stored,
+    /// verified as in [`Attest::record`] before the transaction begins).
     pub async fn record_batch(
         &self,
         items: Vec<(Action, Option<Value>)>,
@@ -434,7 +448,7 @@ impl Attest {
         let mut records = Vec::with_capacity(items.len());
         let mut receipts = Vec::with_capacity(items.len());
         for (action, result) in items {
-            let (record, receipt) = self.recorded(action, result.as_ref())?;
+            let (record, receipt) = self.recorded(action, result.as_ref()).await?;
             records.push(record);
             receipts.push(receipt);
         }
@@ -459,15 +473,40 @@ impl Attest {
     }
 
     /// The record and the receipt (without its row) of an action reported after the fact.
-    fn recorded(
+    async fn recorded(
         &self,
         action: Action,
         result: Option<&Value>,
     ) -> Result<(Record, Receipt), AttestError> {
+        let prepared = self.prepare(action)?;
+        let judged = match result {
+            // Before the append: no ledger lock is held while the vendor is read.
+            Some(result) => self.verified(&prepared.action, result, None).await,
+            None => acknowledgement(None),
+        };
+        self.recorded_as(prepared, result, judged)
+    }
+
+    /// The record and receipt of an imported action: its result, when the source had
+    /// one, is checked for an acknowledgement only (an import reads no vendor).
+    pub(crate) fn imported(
+        &self,
+        action: Action,
+        result: Option<&Value>,
+    ) -> Result<(Record, Receipt), AttestError> {
+        self.recorded_as(self.prepare(action)?, result, acknowledgement(result))
+    }
+
+    fn recorded_as(
+        &self,
+        prepared: Prepared,
+        result: Option<&Value>,
+        (level, verification): (Level, attest_ledger::Verification),
+    ) -> Result<(Record, Receipt), AttestError> {
         let Prepared {
             action,
             params_hash,
-        } = self.prepare(action)?;
+        } = prepared;
         let tier = action.base_risk();
         let verdict = Verdict::new(
             Decision::Recorded,
@@ -475,16 +514,6 @@ impl Attest {
             "recorded",
             "reported after it happened; not decided by policy",
         );
-        let level = match result {
-            Some(result) if acknowledges(result) => Level::Acknowledged,
-            _ => Level::AttestedOnly,
-        };
-        let verification = attest_ledger::Verification {
-            level: level.as_str().to_owned(),
-            method: if result.is_some() { "ack" } else { "none" }.to_owned(),
-            matched: None,
-            evidence: Default::default(),
-        };
         let record = to_record(
             &action,
             params_hash,
@@ -826,4 +855,21 @@ fn undecided(action: &Action, why: &str) -> Verdict {
         crate::shadow::POLICY_ERROR_RULE,
         format!("policy could not decide, so the action does not run: {why}"),
     )
+}
+
+/// How sure a result is without reading the vendor: acknowledged by its shape, or
+/// attested only (no result at all: method `none`).
+fn acknowledgement(result: Option<&Value>) -> (Level, attest_ledger::Verification) {
+    let (level, method) = match result {
+        Some(result) if acknowledges(result) => (Level::Acknowledged, "ack"),
+        Some(_) => (Level::AttestedOnly, "ack"),
+        None => (Level::AttestedOnly, "none"),
+    };
+    let verification = attest_ledger::Verification {
+        level: level.as_str().to_owned(),
+        method: method.to_owned(),
+        matched: None,
+        evidence: Default::default(),
+    };
+    (level, verification)
 }

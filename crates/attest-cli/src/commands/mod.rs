@@ -100,11 +100,12 @@ fn overrides(cli: &Cli) -> Overrides {
             openapi: args.openapi.iter().cloned().collect(),
             ..args.serve.overrides(global)
         },
-        // The MCP server's calls never wait: an agent asks and comes back for the answer.
+        // The MCP server's asks are held at once (`attest_ask`): an agent asks and comes
+        // back for the answer, then makes the call itself.
         Command::McpServer(args) => Overrides {
             agent: args.agent.clone(),
             actor: args.actor.clone(),
-            ask: Some(AskMode::Block),
+            ask: Some(AskMode::Pending),
             wait: Some(Duration::ZERO),
             shadow: args.shadow,
             ..global

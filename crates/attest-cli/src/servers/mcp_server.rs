@@ -1,27 +1,32 @@
 //! `attest mcp-server`: Attest itself as MCP tools, so an agent can consult it.
 //!
-//! Five tools, each annotated for what it does:
+//! Six tools, each annotated for what it does:
 //!
 //! | tool | does | annotations |
 //! |---|---|---|
 //! | `attest_decide` | detects and decides a call; records nothing | read-only, idempotent |
+//! | `attest_ask` | asks a person about a call policy holds: files the approval request, tells the notifiers, records the ask | not read-only, not destructive, not idempotent (each call files a request) |
 //! | `attest_confirm_status` | says whether a held call was answered | read-only, idempotent |
-//! | `attest_record` | records an action that already happened | not read-only, not destructive, not idempotent (each call appends) |
+//! | `attest_record` | records an action that already happened (with the `attest_ask` token once approved), read back from its vendor where a recipe knows it | not read-only, not destructive, not idempotent (each call appends) |
 //! | `attest_verify` | checks the whole ledger | read-only, idempotent |
 //! | `attest_ledger` | lists the newest rows | read-only, idempotent |
 //!
 //! None of them decides a held call: an agent may ask and wait
 //! (`attest_confirm_status`), never approve. People decide with their own approver
 //! credential (`attest confirm`, the inbox, Slack, a signed link).
-//! None of the tools reaches outside this machine, so none is open-world.
+//! None of the tools reaches outside this machine, so none is open-world (the vendor
+//! reads behind `attest_record`'s verification are Attest's own, to the configured
+//! recipes' hosts).
 
 use std::sync::Arc;
 
 use anyhow::Context;
 use attest_core::approvals::ResumeToken;
-use attest_core::{Attest, CallContext, FunctionCall, HttpCall, McpCall, ProtocolCall};
+use attest_core::{
+    Attest, CallContext, FunctionCall, HttpCall, McpCall, Outcome, ProtocolCall, Receipt, Start,
+};
 use attest_ledger::to_hex;
-use attest_policy::{Action, Verb};
+use attest_policy::{Action, Decision, Verb};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
@@ -37,7 +42,10 @@ use crate::commands::policy::decision_report;
 /// Largest `limit` `attest_ledger` accepts.
 const MAX_LEDGER_ROWS: u64 = 1000;
 
-/// Serves the five tools on this process's stdio until the client goes away; bad frames get
+/// Why `attest_ask` never runs the call it asks about.
+const NOT_HERE: &str = "attest_ask files a request; the agent makes the call itself";
+
+/// Serves the six tools on this process's stdio until the client goes away; bad frames get
 /// JSON-RPC errors ([`super::frames`]).
 pub(crate) async fn serve(attest: Attest) -> anyhow::Result<()> {
     let server = AttestServer { attest };
@@ -60,8 +68,9 @@ impl ServerHandler for AttestServer {
             .with_server_info(Implementation::new("attest", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Attest decides, records and verifies agent actions. Call attest_decide before \
-                 a consequential action, attest_record after one that happened outside Attest, \
-                 and attest_verify to check the ledger.",
+                 a consequential action; when it says ask, call attest_ask and wait for \
+                 attest_confirm_status to say approved. After the action, call attest_record \
+                 (with the token when it was approved), and attest_verify to check the ledger.",
             )
     }
 
@@ -81,6 +90,7 @@ impl ServerHandler for AttestServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let outcome = match request.name.as_ref() {
             "attest_decide" => self.decide(&args),
+            "attest_ask" => self.ask(&args).await,
             "attest_record" => self.record(&args).await,
             "attest_verify" => self.verify().await,
             "attest_ledger" => self.ledger(&args).await,
@@ -112,15 +122,90 @@ impl AttestServer {
         Ok(decision_report(&action, &verdict))
     }
 
+    /// Files an approval request for a call policy asks about (the notifiers are told,
+    /// the ask is recorded) and answers its id and token. A call policy lets through or
+    /// refuses needs no person: the verdict is answered and nothing is filed.
+    async fn ask(&self, args: &Value) -> Result<Value, String> {
+        let action = action_from(&self.attest, args)?;
+        let verdict = self.attest.verdict(&action);
+        if verdict.decision != Decision::Ask {
+            let mut report = decision_report(&action, &verdict);
+            report["requested"] = json!(false);
+            return Ok(report);
+        }
+        // This server's gate holds at once (it never waits, never approves), so the
+        // call ends held; it is the agent that makes the call, after an approval.
+        let outcome = self
+            .attest
+            .call(action)
+            .run(|_| async { Err::<Value, _>(NOT_HERE) })
+            .await
+            .map_err(|err| format!("could not ask: {}", chain(&err)))?;
+        match outcome {
+            Outcome::Held { id, token, receipt } => {
+                let mut answer = receipt_json(&receipt);
+                answer["requested"] = json!(true);
+                answer["id"] = json!(id);
+                answer["token"] = json!(token.expose());
+                answer["next"] = json!(
+                    "wait until attest_confirm_status says approved, then make the call and \
+                     report it with attest_record, passing this token"
+                );
+                Ok(answer)
+            }
+            other => Err(format!(
+                "not held for a person: {}",
+                other.why_not_run().unwrap_or_else(|| "it ran".to_owned())
+            )),
+        }
+    }
+
+    /// Records an action that happened: with an approved `token` as the approved call
+    /// (the approver on the row, the approval used once), else as reported after the
+    /// fact. Either way its result is verified as a governed call's is.
     async fn record(&self, args: &Value) -> Result<Value, String> {
         let action = action_from(&self.attest, args)?;
-        let result = args.get("result").filter(|r| !r.is_null());
-        let receipt = self
+        let result = args.get("result").filter(|r| !r.is_null()).cloned();
+        let Some(token) = text_arg(args, "token")? else {
+            return self.reported(action, result.as_ref(), None).await;
+        };
+        // The approved call, run as the pipeline runs one: its "tool" is what happened.
+        let reported = result.clone().unwrap_or(Value::Null);
+        let start = Start::retry(&ResumeToken::new(token), action.clone());
+        let outcome = self
+            .attest
+            .call(start)
+            .run(|_| async move { Ok::<Value, String>(reported) })
+            .await
+            .map_err(|err| format!("could not record: {}", chain(&err)))?;
+        match outcome {
+            Outcome::Ran { receipt, .. } | Outcome::Failed { receipt, .. } => {
+                Ok(receipt_json(&receipt))
+            }
+            // It happened without an approval: recorded as reported, and said so.
+            not_approved => {
+                let why = not_approved.why_not_run().unwrap_or_default();
+                self.reported(action, result.as_ref(), Some(why)).await
+            }
+        }
+    }
+
+    async fn reported(
+        &self,
+        action: Action,
+        result: Option<&Value>,
+        not_approved: Option<String>,
+    ) -> Result<Value, String> {
+        let receipt: Receipt = self
             .attest
             .record(action, result)
             .await
             .map_err(|err| format!("could not record: {}", chain(&err)))?;
-        Ok(receipt_json(&receipt))
+        let mut answer = receipt_json(&receipt);
+        if let Some(why) = not_approved {
+            answer["warning"] = json!(format!("recorded without an approval ({why})"));
+        }
+        Ok(answer)
     }
 
     async fn confirm_status(&self, args: &Value) -> Result<Value, String> {
@@ -306,7 +391,11 @@ pub(crate) fn tools() -> Vec<Tool> {
     if let Some(map) = record.as_object_mut() {
         map.insert(
             "result".to_owned(),
-            json!({"description": "what the action returned (hashed, never stored)"}),
+            json!({"description": "what the action returned (hashed, never stored; read back from its vendor where a recipe knows the action)"}),
+        );
+        map.insert(
+            "token".to_owned(),
+            json!({"type": "string", "description": "the token attest_ask returned, once attest_confirm_status says approved"}),
         );
     }
     vec![
@@ -317,6 +406,12 @@ pub(crate) fn tools() -> Vec<Tool> {
             Hints { read_only: true, destructive: false, idempotent: true },
         ),
         tool(
+            "attest_ask",
+            "Ask a person about a call attest_decide answered `ask` for: files an approval request, tells the configured notifiers, records the ask, and returns its id and token. A call policy lets through or refuses files nothing.",
+            json!({"type": "object", "properties": call}),
+            Hints { read_only: false, destructive: false, idempotent: false },
+        ),
+        tool(
             "attest_confirm_status",
             "Whether a held call has been approved, rejected, or is still waiting.",
             json!({"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"]}),
@@ -324,7 +419,7 @@ pub(crate) fn tools() -> Vec<Tool> {
         ),
         tool(
             "attest_record",
-            "Record an action that already happened outside Attest (decision `recorded`). Appends one ledger row per call.",
+            "Record an action that already happened: with `token`, the call a person approved through attest_ask (the approver named on its row); without, one made outside Attest (decision `recorded`). The result is read back from its vendor where a recipe knows the action. Appends one ledger row per call.",
             json!({"type": "object", "properties": record}),
             Hints { read_only: false, destructive: false, idempotent: false },
         ),
@@ -379,14 +474,60 @@ mod tests {
         assert!(server.attest.ledger().list(10).unwrap().is_empty());
     }
 
+    /// A call policy asks about, made without waiting for the person: asking files one
+    /// request; recording it with the token before anyone decided records what happened,
+    /// says it ran without an approval, and leaves the request pending.
+    #[tokio::test]
+    async fn a_call_recorded_before_its_approval_says_so() {
+        use attest_core::approvals::{ApprovalStore, Status, StoreGate};
+        let dir = tempfile::tempdir().unwrap();
+        let ledger =
+            Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+        let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
+        let attest = Attest::builder()
+            .ledger(Arc::clone(&ledger))
+            .policy(PolicyEngine::from_yaml("{}\n", "attest.yaml").unwrap())
+            .approvals(Arc::clone(&store))
+            .gate(StoreGate::new(Arc::clone(&store)))
+            .build()
+            .unwrap();
+        let server = AttestServer { attest };
+        let call = json!({"system": "stripe", "verb": "pay", "params": {"amount": 5}});
+        // Nothing to ask about a read: nothing is filed.
+        let read = server
+            .ask(&json!({"system": "stripe", "verb": "get"}))
+            .await
+            .unwrap();
+        assert_eq!(read["requested"], false, "{read}");
+        let asked = server.ask(&call).await.unwrap();
+        assert_eq!(asked["requested"], true, "{asked}");
+        let token = asked["token"].as_str().unwrap().to_owned();
+        let mut recorded = call.clone();
+        recorded["token"] = json!(token);
+        recorded["result"] = json!({"id": "pi_1", "status": "succeeded"});
+        let answer = server.record(&recorded).await.unwrap();
+        assert_eq!(answer["decision"], "recorded", "{answer}");
+        assert!(
+            answer["warning"]
+                .as_str()
+                .unwrap()
+                .contains("without an approval"),
+            "{answer}"
+        );
+        let request = store.get_by_token(&ResumeToken::new(token)).unwrap();
+        assert_eq!(request.status, Status::Pending);
+        assert_eq!(store.pending().unwrap().len(), 1);
+    }
+
     #[test]
-    fn five_tools_with_honest_annotations_and_none_decides() {
+    fn six_tools_with_honest_annotations_and_none_decides() {
         let tools = tools();
         let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
         assert_eq!(
             names,
             [
                 "attest_decide",
+                "attest_ask",
                 "attest_confirm_status",
                 "attest_record",
                 "attest_verify",
@@ -395,7 +536,7 @@ mod tests {
         );
         for tool in &tools {
             let hints = tool.annotations.as_ref().unwrap();
-            let writes = tool.name == "attest_record";
+            let writes = ["attest_record", "attest_ask"].contains(&tool.name.as_ref());
             assert_eq!(hints.read_only_hint, Some(!writes), "{}", tool.name);
             assert_eq!(hints.destructive_hint, Some(false));
             assert_eq!(hints.open_world_hint, Some(false));

@@ -230,12 +230,11 @@ policies:
 pub(crate) struct Saw {
     /// `frobnicate_widget`: its system.verb and decision.
     pub(crate) frobnicate: (String, String),
-    /// The created deal's verification level; `None` where the door runs nothing.
+    /// The created deal's verification level.
     pub(crate) created: Option<String>,
     /// The blocked search's decision.
     pub(crate) blocked: String,
-    /// Whether the webhook was told of the delete that asks; `None` where the door
-    /// only decides (`attest_decide` is read-only: it answers `ask` and makes no request).
+    /// Whether the webhook was told of the delete that asks.
     pub(crate) notified: Option<bool>,
 }
 
@@ -246,7 +245,12 @@ pub(crate) fn check(scenario: &Scenario, door: &str, saw: &Saw, lying: bool) {
         ("acmecrm.list".to_owned(), "act".to_owned()),
         "{door}: the registry entry decides"
     );
-    if let Some(level) = &saw.created {
+    // Every door reads the created deal back and announces the ask: no cell is "not from here".
+    {
+        let level = saw
+            .created
+            .as_deref()
+            .unwrap_or_else(|| panic!("{door}: no level for the created deal"));
         let want = if lying { "unverified" } else { "verified" };
         assert_eq!(level, want, "{door}: the created deal, read back");
         let row = scenario.outcome("create").expect("a create row");
@@ -265,7 +269,10 @@ pub(crate) fn check(scenario: &Scenario, door: &str, saw: &Saw, lying: bool) {
         !scenario.vendor_saw("GET /v1/widgets/search"),
         "{door}: the blocked read reached the vendor"
     );
-    if let Some(notified) = saw.notified {
+    {
+        let notified = saw
+            .notified
+            .unwrap_or_else(|| panic!("{door}: the ask was not announced"));
         assert!(notified, "{door}: the webhook was not told of the ask");
         let hooks = scenario.hooks.lock().unwrap();
         assert!(
@@ -488,16 +495,51 @@ fn the_gateway_gets_all_of_attest() {
     through("gateway", gateway);
 }
 
-// --- attest mcp-server (attest_decide) ---
+// --- attest mcp-server (attest_decide, attest_ask, attest_record) ---
 
+/// The agent consults Attest and makes its calls itself: it decides each call, creates the
+/// deal at the vendor and reports it (`attest_record`, read back by the recipe), asks a
+/// person about the delete (`attest_ask`: the webhook is told), and once a registered
+/// approver said yes reports the delete with the request's token.
 fn mcp_server(scenario: &Scenario) -> Option<Saw> {
-    if !python_with("mcp") {
+    if !python_with("mcp") || curl_missing() {
         return None;
     }
+    let deal = json!({"name": "Globex", "stage": "won"});
+    let (status, _, created) = curl(
+        "POST",
+        &format!("{}/v1/deals", scenario.vendor_url),
+        Some(&deal),
+        &[],
+    );
+    assert_eq!(status, 201, "{created}");
+    let created: Value = serde_json::from_str(&created).unwrap();
+    let token_file = scenario.path().join("ann.token");
+    let added = crate::attest(
+        scenario.path(),
+        &[
+            "approvers",
+            "add",
+            "ann",
+            "--token-file",
+            token_file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let delete = json!({"tool": "delete_deal", "server": "acmecrm", "params": {"id": "d1"}});
+    let mut record_delete = delete.clone();
+    record_delete["token"] = json!("{token}");
+    record_delete["result"] = json!({"deleted": true});
     let plan = json!({"calls": [
         {"tool": "attest_decide", "args": {"tool": "frobnicate_widget"}},
+        {"tool": "attest_decide", "args": {"tool": "create_deal", "server": "acmecrm", "params": deal}},
+        {"tool": "attest_record", "args": {"tool": "create_deal", "server": "acmecrm", "params": deal, "result": created}},
         {"tool": "attest_decide", "args": {"tool": "search_widgets", "server": "acmecrm"}},
-        {"tool": "attest_decide", "args": {"tool": "delete_deal", "server": "acmecrm"}},
+        {"tool": "attest_decide", "args": delete},
+        {"tool": "attest_ask", "args": delete},
+        {"tool": "attest_confirm_status", "args": {"token": "{token}"}},
+        {"run": [env!("CARGO_BIN_EXE_attest"), "confirm", "{id}", "approve", "--token-file", token_file]},
+        {"tool": "attest_record", "args": record_delete},
     ]});
     let plan_file = scenario.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_string()).unwrap();
@@ -519,14 +561,32 @@ fn mcp_server(scenario: &Scenario) -> Option<Saw> {
         stderr(&output)
     );
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let decided = |n: usize| -> Value {
-        serde_json::from_str(report["calls"][n]["text"].as_str().unwrap()).unwrap()
+    let answer = |n: usize| -> Value {
+        let call = &report["calls"][n];
+        assert_eq!(call["is_error"], false, "call {n}: {report}");
+        serde_json::from_str(call["text"].as_str().unwrap()).unwrap()
     };
-    let (frobnicate, blocked, asked) = (decided(0), decided(1), decided(2));
-    // The delete asks, and deciding it makes no request: nobody is told, nothing recorded.
-    assert_eq!(asked["decision"], "ask", "{asked}");
-    assert!(scenario.hooks.lock().unwrap().is_empty(), "{asked}");
-    assert!(exported_entries(scenario.path()).is_empty());
+    let (frobnicate, blocked) = (answer(0), answer(3));
+    assert_eq!(answer(1)["decision"], "act", "{report}");
+    let recorded = answer(2);
+    assert_eq!(answer(4)["decision"], "ask", "{report}");
+    // Asking files a request and records the ask, but nothing the agent could approve with.
+    let asked = answer(5);
+    assert_eq!(asked["requested"], true, "{asked}");
+    assert!(
+        !report["calls"][5].to_string().contains("attest confirm"),
+        "{report}"
+    );
+    assert_eq!(answer(6)["status"], "pending", "{report}");
+    assert_eq!(report["calls"][7]["run"], 0, "{report}");
+    // The approved delete is the call asked about, the approver named on its row.
+    let deleted = answer(8);
+    assert_eq!(deleted["decision"], "ask", "{deleted}");
+    assert_eq!(deleted["approver"], "ann", "{deleted}");
+    assert!(deleted.get("warning").is_none(), "{deleted}");
+    let row = scenario.outcome("delete").expect("a delete row");
+    assert_eq!(row["execution"]["status"], "ok", "{row}");
+    assert_eq!(row["confirm"]["outcome"], "approved", "{row}");
     Some(Saw {
         frobnicate: (
             format!(
@@ -536,10 +596,9 @@ fn mcp_server(scenario: &Scenario) -> Option<Saw> {
             ),
             frobnicate["decision"].as_str().unwrap().to_owned(),
         ),
-        // attest_decide decides and records nothing: no read-back, no request to announce.
-        created: None,
+        created: recorded["level"].as_str().map(str::to_owned),
         blocked: blocked["decision"].as_str().unwrap().to_owned(),
-        notified: None,
+        notified: Some(!scenario.hooks.lock().unwrap().is_empty()),
     })
 }
 

@@ -403,7 +403,7 @@ fn proxy_block_mode_holds_unanswered_asks_without_calling_the_upstream() {
 }
 
 #[test]
-fn mcp_server_offers_five_tools_that_decide_record_and_verify_and_none_approves() {
+fn mcp_server_offers_six_tools_that_decide_ask_record_and_verify_and_none_approves() {
     if !python_with("mcp") {
         return;
     }
@@ -433,7 +433,8 @@ fn mcp_server_offers_five_tools_that_decide_record_and_verify_and_none_approves(
     assert!(output.status.success(), "{}", stderr(&output));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let tools = report["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 5, "{report}");
+    assert_eq!(tools.len(), 6, "{report}");
+    assert!(tools.iter().any(|t| t == "attest_ask"), "{report}");
     assert!(!tools.iter().any(|t| t == "attest_confirm"), "{report}");
     let calls = report["calls"].as_array().unwrap();
     let decide: Value = serde_json::from_str(calls[0]["text"].as_str().unwrap()).unwrap();

@@ -607,3 +607,39 @@ async fn a_redirect_to_another_origin_is_not_followed_with_the_credentials() {
     let hits = first.hits();
     assert_eq!(hits.last().unwrap().headers["x-api-key"], "tok-APIKEY");
 }
+
+/// An action reported after the fact (`Attest::record`, what `attest_record`, the hook's
+/// after-call and Python's `record()` use) is read back like a governed call: the
+/// vendor's record decides `verified` or `unverified`. An import reads no vendor.
+#[tokio::test]
+async fn a_recorded_action_is_read_back_and_an_imported_one_is_not() {
+    let fake = Fake::start().await;
+    fake.route("GET", REFUND_PATH, vec![Answer::json(&refund(1500))]);
+    fake.route("GET", "/v1/refunds/re_2", vec![Answer::json(&refund(99))]);
+    let dir = tempfile::tempdir().unwrap();
+    let (ledger, attest) = attest_reading_back(dir.path(), readback(&fake));
+    let (action, result) = refund_action();
+    let receipt = attest.record(action, Some(&result)).await.unwrap();
+    assert_eq!(receipt.level, Some(Level::Verified));
+    let body = row(&ledger, receipt.seq);
+    assert_eq!(body["decision"], "recorded", "{body}");
+    assert_eq!(body["verification"]["method"], "read-back:recipe", "{body}");
+    // The vendor holds another amount than the one reported: unverified.
+    let (action, _) = refund_action();
+    let lied = json!({"id": "re_2", "object": "refund", "amount": 1500, "status": "succeeded"});
+    let receipt = attest.record(action, Some(&lied)).await.unwrap();
+    assert_eq!(receipt.level, Some(Level::Unverified));
+    // Without a result there is nothing to read back by.
+    let (action, _) = refund_action();
+    let receipt = attest.record(action, None).await.unwrap();
+    assert_eq!(receipt.level, Some(Level::AttestedOnly));
+    let reads_before = fake.hits().len();
+    let (action, result) = refund_action();
+    let mut batch = attest.import();
+    batch
+        .push(attest_core::ImportItem::new(action, Some(result)))
+        .unwrap();
+    let receipts = batch.commit().await.unwrap();
+    assert_eq!(receipts[0].level, Some(Level::Acknowledged));
+    assert_eq!(fake.hits().len(), reads_before, "an import read the vendor");
+}
