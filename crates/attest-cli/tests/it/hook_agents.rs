@@ -297,6 +297,15 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
         ),
         (
             "cursor",
+            "file read",
+            cursor(
+                "beforeReadFile",
+                json!({"file_path": "/home/dev/app/README.md", "content": "# app", "attachments": [{"type": "rule", "file_path": "/home/dev/app/.cursorrules"}]}),
+            ),
+            "allow",
+        ),
+        (
+            "cursor",
             "web fetch",
             cursor(
                 "beforeShellExecution",
@@ -636,4 +645,117 @@ fn an_mcp_write_read_back_as_not_done_is_told_to_the_model() {
         levels,
         ["unverified", "verified", "unverified", "unverified"]
     );
+}
+
+/// Cursor's `beforeReadFile` answers allow or deny only: a read policy asks about is
+/// denied with the reason, while a shell command it asks about stays an ask; the file's
+/// content never reaches the ledger.
+#[test]
+fn a_cursor_read_that_asks_is_a_deny() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("attest.yaml"),
+        "version: 1\npolicies:\n  - name: reads-are-reviewed\n    match: {action: files.read}\n    decision: ask\n    reason: reads are reviewed\n",
+    )
+    .unwrap();
+    let read = cursor(
+        "beforeReadFile",
+        json!({"file_path": "/home/dev/app/.env", "content": "API_KEY=sk-CONTENT-MUST-NOT-LEAK", "attachments": []}),
+    );
+    let answer = answer(dir.path(), "cursor", &read);
+    assert_eq!(answer["permission"], "deny", "{answer}");
+    assert!(reason(&answer).contains("approval"), "{answer}");
+    let shell = cursor(
+        "beforeShellExecution",
+        json!({"command": "git push origin main", "cwd": "/home/dev/app"}),
+    );
+    assert_eq!(answer_of(dir.path(), &shell)["permission"], "ask");
+    // Both spellings Cursor's documentation has used carry the message.
+    let denied = answer_of(dir.path(), &read);
+    assert_eq!(denied["agentMessage"], denied["agent_message"], "{denied}");
+    assert_eq!(denied["userMessage"], denied["user_message"], "{denied}");
+    let ledger = std::fs::read(dir.path().join("ledger.sqlite")).unwrap_or_default();
+    assert!(
+        !String::from_utf8_lossy(&ledger).contains("CONTENT-MUST-NOT-LEAK"),
+        "the file's content reached the ledger"
+    );
+}
+
+fn answer_of(dir: &Path, event: &Value) -> Value {
+    answer(dir, "cursor", event)
+}
+
+/// `--shadow` on every agent's hook: a call policy refuses runs (the agent is not told
+/// to stop), and the row its after-event writes carries the verdict that was not enforced.
+#[test]
+fn shadow_mode_never_blocks_on_any_agent_and_records_the_verdict() {
+    let push = json!({"command": "git push --force origin main"});
+    let cases: Vec<(&str, Value, Value)> = {
+        let mut codex_post = codex("Bash", push.clone());
+        codex_post["hook_event_name"] = json!("PostToolUse");
+        codex_post["tool_response"] = json!("forced update");
+        let mut gemini_after = gemini("run_shell_command", push.clone());
+        gemini_after["hook_event_name"] = json!("AfterTool");
+        gemini_after["tool_response"] = json!({"llmContent": "forced update"});
+        let cursor_before = cursor(
+            "beforeShellExecution",
+            json!({"command": "git push --force origin main", "cwd": "/home/dev/app"}),
+        );
+        let cursor_after = cursor(
+            "afterShellExecution",
+            json!({"command": "git push --force origin main", "cwd": "/home/dev/app", "output": "forced update"}),
+        );
+        let mut copilot_post = copilot("bash", push.clone());
+        copilot_post["toolResult"] =
+            json!({"resultType": "success", "textResultForLlm": "forced update"});
+        vec![
+            ("codex", codex("Bash", push.clone()), codex_post),
+            (
+                "gemini",
+                gemini("run_shell_command", push.clone()),
+                gemini_after,
+            ),
+            ("cursor", cursor_before, cursor_after),
+            ("copilot", copilot("bash", push.clone()), copilot_post),
+        ]
+    };
+    for (agent, before, after) in cases {
+        for shadow in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(
+                dir.path().join("attest.yaml"),
+                "version: 1\npolicies:\n  - name: no-force-push\n    match: {action: git.delete}\n    decision: refuse\n    reason: history is kept\n",
+            )
+            .unwrap();
+            let args: &[&str] = if shadow {
+                &[agent, "--shadow"]
+            } else {
+                &[agent]
+            };
+            let answer = hook_answer(dir.path(), args, &before, &[]);
+            if !shadow {
+                assert_eq!(verdict(agent, &answer), "deny", "{agent}: {answer}");
+                continue;
+            }
+            assert!(
+                ["allow", "none"].contains(&verdict(agent, &answer).as_str()),
+                "{agent} in shadow mode: {answer}"
+            );
+            hook_answer(dir.path(), args, &after, &[]);
+            let rows: Vec<Value> = exported_entries(dir.path())
+                .into_iter()
+                .filter(|row| row["execution"]["status"] != "intent")
+                .collect();
+            assert_eq!(rows.len(), 1, "{agent}: {rows:?}");
+            let row = &rows[0];
+            assert_eq!(row["decision"], "act", "{agent}: {row}");
+            assert_eq!(row["shadow"]["decision"], "refuse", "{agent}: {row}");
+            assert_eq!(
+                row["shadow"]["rules_fired"],
+                json!(["no-force-push"]),
+                "{agent}: {row}"
+            );
+            assert_eq!(row["agent"], agent, "{row}");
+        }
+    }
 }

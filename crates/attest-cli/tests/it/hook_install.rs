@@ -179,7 +179,11 @@ fn every_agent_gets_its_own_file_shape() {
         cursor["hooks"]["beforeShellExecution"],
         json!([{"command": "attest hook cursor"}])
     );
-    assert_eq!(cursor["hooks"].as_object().unwrap().len(), 5);
+    assert_eq!(
+        cursor["hooks"]["beforeReadFile"],
+        json!([{"command": "attest hook cursor"}])
+    );
+    assert_eq!(cursor["hooks"].as_object().unwrap().len(), 6);
     let copilot = read(".github/hooks/attest.json");
     assert_eq!(copilot["version"], 1);
     assert_eq!(

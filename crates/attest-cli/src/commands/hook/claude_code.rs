@@ -98,7 +98,7 @@ impl Contract for ClaudeCode {
         answer
     }
 
-    fn enforces_ask(&self) -> bool {
+    fn enforces_ask(&self, _call: &ToolCall) -> bool {
         true
     }
 

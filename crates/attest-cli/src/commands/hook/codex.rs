@@ -21,7 +21,7 @@ use attest_core::detect::{detect, DetectInput};
 use serde_json::{json, Value};
 
 use super::claude_code;
-use super::event::{self, AfterNote, Contract, Event, Moment, Ruling};
+use super::event::{self, AfterNote, Contract, Event, Moment, Ruling, ToolCall};
 
 /// Codex CLI.
 pub(crate) struct Codex;
@@ -86,7 +86,7 @@ impl Contract for Codex {
         claude_code::ClaudeCode.after(note)
     }
 
-    fn enforces_ask(&self) -> bool {
+    fn enforces_ask(&self, _call: &ToolCall) -> bool {
         false
     }
 

@@ -83,7 +83,7 @@ impl Contract for Copilot {
         event::logged_after(note)
     }
 
-    fn enforces_ask(&self) -> bool {
+    fn enforces_ask(&self, _call: &ToolCall) -> bool {
         false
     }
 

@@ -4,11 +4,16 @@
 //! `workspace_roots`. `beforeShellExecution` / `afterShellExecution` carry `command` and
 //! `cwd` (and after, `output`); `beforeMCPExecution` / `afterMCPExecution` carry
 //! `tool_name`, `tool_input` (a JSON text) and the server's `url` or `command` (and
-//! after, `result_json`); `afterFileEdit` carries `file_path` and `edits`.
+//! after, `result_json`); `beforeReadFile` carries `file_path`, the file's `content` and
+//! `attachments` (only the path is read: the content never reaches the ledger);
+//! `afterFileEdit` carries `file_path` and `edits`.
 //!
 //! Out (exit 0): before a shell command or MCP tool, `permission` (`allow`, `deny`,
-//! `ask`) with `user_message` (shown to the person) and `agent_message` (sent to the
-//! model). After events are told nothing back; a file edit has no before-event here, so
+//! `ask`) with the message shown to the person and the one sent to the model, under both
+//! spellings Cursor's documentation has used (`userMessage`/`agentMessage` at hooks'
+//! launch in 1.7, `user_message`/`agent_message` since); before a file read,
+//! `permission` `allow` or `deny` only (there is no ask: an ask is a deny, with the
+//! reason). After events are told nothing back; a file edit has no before-event here, so
 //! it is recorded as it happened.
 
 use std::time::Duration;
@@ -16,6 +21,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::event::{self, AfterNote, Contract, Event, Moment, Ruling, ToolCall};
+
+/// The agent tool a `beforeReadFile` event is recorded under.
+const READ_FILE: &str = "beforeReadFile";
 
 /// Cursor.
 pub(crate) struct Cursor;
@@ -57,6 +65,17 @@ impl Contract for Cursor {
                     Moment::After(Ok(event::input_value(value.get("result_json"))))
                 };
                 (moment, tool.clone(), params.clone(), tool, params)
+            }
+            "beforeReadFile" => {
+                let path = event::required(value, "file_path")?;
+                let params = json!({"file_path": path});
+                (
+                    Moment::Before,
+                    READ_FILE.to_owned(),
+                    params.clone(),
+                    "Read".to_owned(),
+                    params,
+                )
             }
             "afterFileEdit" => {
                 let path = event::required(value, "file_path")?;
@@ -108,6 +127,8 @@ impl Contract for Cursor {
             "permission": permission,
             "user_message": reason,
             "agent_message": reason,
+            "userMessage": reason,
+            "agentMessage": reason,
         })
     }
 
@@ -115,8 +136,9 @@ impl Contract for Cursor {
         event::logged_after(note)
     }
 
-    fn enforces_ask(&self) -> bool {
-        true
+    fn enforces_ask(&self, call: &ToolCall) -> bool {
+        // `beforeReadFile` answers allow or deny only.
+        call.agent_tool != READ_FILE
     }
 
     fn timeout(&self) -> Duration {

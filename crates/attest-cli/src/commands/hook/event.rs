@@ -90,9 +90,9 @@ pub(crate) trait Contract: Sync {
     fn nothing(&self) -> Value {
         serde_json::json!({})
     }
-    /// Whether the agent enforces an `ask` (puts the call to its user and waits); where
-    /// it does not, an ask is answered as a deny with the reason.
-    fn enforces_ask(&self) -> bool;
+    /// Whether the agent enforces an `ask` for `call` (puts it to its user and waits);
+    /// where it does not, an ask is answered as a deny with the reason.
+    fn enforces_ask(&self, call: &ToolCall) -> bool;
     /// The agent's own default hook timeout: a hook waiting for an approver answers well
     /// before it.
     fn timeout(&self) -> Duration;

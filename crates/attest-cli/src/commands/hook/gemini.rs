@@ -101,7 +101,7 @@ impl Contract for Gemini {
         })
     }
 
-    fn enforces_ask(&self) -> bool {
+    fn enforces_ask(&self, _call: &ToolCall) -> bool {
         false
     }
 

@@ -99,7 +99,7 @@ pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Rul
     Ok(match verdict.decision {
         Decision::Act => Ruling::Allow(format!("Attest: {label} acts ({reasons})")),
         Decision::Ask => match settings.approvals {
-            HookApprovals::Prompt if settings.contract.enforces_ask() => Ruling::Ask(format!(
+            HookApprovals::Prompt if settings.contract.enforces_ask(call) => Ruling::Ask(format!(
                 "Attest: {label} needs a person's approval ({reasons})"
             )),
             HookApprovals::Prompt => Ruling::Deny(format!(

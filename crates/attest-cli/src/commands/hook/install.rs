@@ -138,6 +138,7 @@ impl Layout {
                     "afterShellExecution",
                     "beforeMCPExecution",
                     "afterMCPExecution",
+                    "beforeReadFile",
                     "afterFileEdit",
                 ],
                 shape: Shape::Flat,
