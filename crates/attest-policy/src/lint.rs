@@ -182,6 +182,30 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_key_inside_match_does_not_hide_the_rules_other_mistakes() {
+        let text = concat!(
+            "policies:\n",                           // 1
+            "  - name: a\n",                         // 2
+            "    match: {sytem: x, verb: create}\n", // 3
+            "    decision: maybe\n",                 // 4
+            "  - name: b\n",                         // 5
+            "    decision: act\n",                   // 6
+        );
+        let found: Vec<(usize, String)> = lint(text, "p.yaml")
+            .into_iter()
+            .map(|p| (p.line, p.message))
+            .collect();
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found[0].1.contains("unknown field `sytem`"), "{found:?}");
+        assert_eq!(found[1].0, 4, "{found:?}");
+        assert!(
+            found[1].1.contains("unknown decision \"maybe\""),
+            "{found:?}"
+        );
+        assert!(found[2].1.contains("missing field `match`"), "{found:?}");
+    }
+
+    #[test]
     fn reports_every_bad_rule_and_section() {
         let text = concat!(
             "domains: {internal: [bob@acme.com]}\n",       // 1

@@ -259,8 +259,10 @@ impl Word for RuleName {
 struct RawRule {
     #[serde(default)]
     name: Leaf<W<RuleName>>,
-    #[serde(rename = "match")]
-    matcher: Match,
+    // A leaf of its own: an unknown key inside `match` is reported, and the rule's other
+    // values are still read for their own mistakes.
+    #[serde(rename = "match", default)]
+    matcher: Leaf<Match>,
     #[serde(default)]
     decision: Leaf<W<RuleDecision>>,
     #[serde(default)]
@@ -289,6 +291,7 @@ impl Rule {
         // A name or decision the lint skipped (its mistake is reported) leaves nothing to
         // check against: the rest of the rule is still read for its own mistakes.
         let name = raw.name.required("name")?.map(|W(RuleName(name))| name);
+        let matcher = raw.matcher.required("match")?.unwrap_or_default();
         let decision = raw
             .decision
             .required("decision")?
@@ -318,7 +321,7 @@ impl Rule {
         };
         Ok(Rule {
             name,
-            matcher: raw.matcher,
+            matcher,
             decision,
             approvers,
             reason,
