@@ -1,7 +1,11 @@
-//! Every ```sh block of README.md, examples/README.md, policies/README.md,
-//! policies/recipes/README.md and docs/rolling-out.md, run as written, so the documentation cannot drift from the
-//! tool. How blocks are marked is described in README's "Contributing" section:
+//! Every code block of README.md, docs/*.md, benchmarks/README.md, examples/README.md,
+//! policies/README.md and policies/recipes/README.md, run or checked as written, so the
+//! documentation cannot drift from the tool; and every relative link among them leads to a file
+//! and heading that exist. How blocks are marked is described in docs/contributing.md:
 //!
+//! - a ```` ```sh ```` block runs; a ```` ```json ```` or ```` ```yaml ```` block must parse; a
+//!   ```` ```text ```` block or one with no language is output or usage, shown and not run;
+//!   a block in any other language (`rust`, `python`, …) must say why it is not run;
 //! - `<!-- readme-test: skip (reason) -->` before a block: not run; the test prints how many
 //!   it skipped and why;
 //! - `<!-- readme-test: setup COMMANDS -->`: run first, in the same directory (for example
@@ -24,37 +28,54 @@ use std::process::Command;
 
 use crate::{peer_missing_because, python};
 
-/// The documents whose blocks run, relative to the repository's root.
+/// The documents whose blocks run, relative to the repository's root, besides every
+/// `docs/*.md` (found by [`docs`]).
 const DOCS: &[&str] = &[
     "README.md",
+    "benchmarks/README.md",
     "examples/README.md",
     "policies/README.md",
     "policies/recipes/README.md",
-    "docs/rolling-out.md",
 ];
+
+/// The documents whose blocks run and whose links are checked: [`DOCS`] and `docs/*.md`.
+fn docs() -> Vec<String> {
+    let mut found: Vec<String> = DOCS.iter().map(|doc| doc.to_string()).collect();
+    let mut guides: Vec<String> = std::fs::read_dir(repo_root().join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    guides.sort();
+    found.extend(guides);
+    found
+}
 
 /// How long one block may take.
 const BLOCK_TIMEOUT_SECS: &str = "180";
 
-/// One ```sh block and the directives before it.
+/// One fenced block, its language (`sh`, `json`, `` for none) and the directives before it.
 #[derive(Debug, Default)]
 struct Block {
-    doc: &'static str,
+    doc: String,
     line: usize,
+    lang: String,
     code: String,
     skip: Option<String>,
     setup: Vec<String>,
     expect: Vec<String>,
 }
 
-/// The ```sh blocks of `text`, each with the `readme-test` comments just before it (blank
+/// The fenced blocks of `text`, each with the `readme-test` comments just before it (blank
 /// lines between them are fine; any other line in between drops them).
-fn blocks(doc: &'static str, text: &str) -> Vec<Block> {
-    let mut found = Vec::new();
-    let mut next = Block {
-        doc,
+fn blocks(doc: &str, text: &str) -> Vec<Block> {
+    let fresh = || Block {
+        doc: doc.to_owned(),
         ..Block::default()
     };
+    let mut found = Vec::new();
+    let mut next = fresh();
     let mut lines = text.lines().enumerate();
     while let Some((at, line)) = lines.next() {
         let trimmed = line.trim();
@@ -80,8 +101,9 @@ fn blocks(doc: &'static str, text: &str) -> Vec<Block> {
                     at + 1
                 );
             }
-        } else if trimmed == "```sh" {
+        } else if let Some(lang) = fence(trimmed) {
             next.line = at + 1;
+            next.lang = lang.trim().to_owned();
             for (_, line) in lines.by_ref() {
                 if line.trim() == "```" {
                     break;
@@ -89,21 +111,19 @@ fn blocks(doc: &'static str, text: &str) -> Vec<Block> {
                 next.code.push_str(line);
                 next.code.push('\n');
             }
-            found.push(std::mem::replace(
-                &mut next,
-                Block {
-                    doc,
-                    ..Block::default()
-                },
-            ));
+            found.push(std::mem::replace(&mut next, fresh()));
         } else if !trimmed.is_empty() {
-            next = Block {
-                doc,
-                ..Block::default()
-            };
+            next = fresh();
         }
     }
     found
+}
+
+/// The language of a line that opens or closes a fenced block (`` when it names none); a
+/// line that only starts with a code span (```` ```sh ````) is not one.
+fn fence(line: &str) -> Option<&str> {
+    let lang = line.strip_prefix("```")?.trim();
+    (!lang.contains('`')).then_some(lang)
 }
 
 fn repo_root() -> PathBuf {
@@ -186,15 +206,33 @@ fn every_command_block_in_the_docs_runs_as_written() {
         .output()
         .is_ok_and(|o| o.status.success());
 
-    let (mut ran, mut skipped) = (0, Vec::new());
+    let (mut ran, mut checked, mut skipped) = (0, 0, Vec::new());
     let mut failures = Vec::new();
-    for doc in DOCS {
-        let text = std::fs::read_to_string(root.join(doc)).unwrap();
-        for block in blocks(doc, &text) {
+    for doc in docs() {
+        let text = std::fs::read_to_string(root.join(&doc)).unwrap();
+        for block in blocks(&doc, &text) {
             let place = format!("{}:{}", block.doc, block.line);
             if let Some(reason) = &block.skip {
                 skipped.push(format!("{place}: {reason}"));
                 continue;
+            }
+            match block.lang.as_str() {
+                "sh" => {}
+                "" | "text" => continue,
+                "json" | "yaml" => {
+                    checked += 1;
+                    if let Err(failure) = parses(&block) {
+                        failures.push(format!("{place}: {failure}"));
+                    }
+                    continue;
+                }
+                other => {
+                    failures.push(format!(
+                        "{place}: a ```{other} block is not run: say why with \
+                         <!-- readme-test: skip (reason) -->"
+                    ));
+                    continue;
+                }
             }
             if block.code.contains("examples/python/") && !has_peers {
                 peer_missing_because("Python's requests and mcp (.ci/venv)", &place);
@@ -243,7 +281,7 @@ fn every_command_block_in_the_docs_runs_as_written() {
         }
     }
     eprintln!(
-        "readme: {ran} blocks ran, {} skipped{}",
+        "readme: {ran} blocks ran, {checked} parsed, {} skipped{}",
         skipped.len(),
         skipped
             .iter()
@@ -257,6 +295,18 @@ fn every_command_block_in_the_docs_runs_as_written() {
     );
 }
 
+/// A ```json or ```yaml block's text, parsed as its language says.
+fn parses(block: &Block) -> Result<(), String> {
+    match block.lang.as_str() {
+        "json" => serde_json::from_str::<serde_json::Value>(&block.code)
+            .map(drop)
+            .map_err(|err| format!("not JSON: {err}")),
+        _ => serde_yaml::from_str::<serde_yaml::Value>(&block.code)
+            .map(drop)
+            .map_err(|err| format!("not YAML: {err}")),
+    }
+}
+
 #[test]
 fn directives_attach_to_the_next_block_only() {
     let text = "<!-- readme-test: skip (needs a vendor) -->\n\n```sh\na\n```\n\
@@ -264,7 +314,9 @@ fn directives_attach_to_the_next_block_only() {
                 <!-- readme-test: setup attest demo -->\n<!-- readme-test: expect x y -->\n```sh\nc\nd\n```\n\
                 ```rust\nnot shell\n```\n";
     let found = blocks("t.md", text);
-    assert_eq!(found.len(), 3);
+    assert_eq!(found.len(), 4);
+    assert_eq!(found[3].lang, "rust");
+    assert_eq!(found[2].lang, "sh");
     assert_eq!(found[0].skip.as_deref(), Some("needs a vendor"));
     assert_eq!((found[0].line, found[0].code.as_str()), (3, "a\n"));
     assert!(found[1].skip.is_none() && found[1].expect.is_empty());
@@ -287,4 +339,143 @@ fn the_install_line_names_the_package_of_the_attest_binary() {
     ] {
         assert!(installed("t", wrong).is_err(), "{wrong}");
     }
+}
+
+/// GitHub's anchor for a heading: lower case, spaces as hyphens, punctuation and code marks
+/// gone.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The lines of `text` outside fenced blocks, numbered from 1.
+fn prose(text: &str) -> Vec<(usize, &str)> {
+    let mut fenced = false;
+    let mut found = Vec::new();
+    for (at, line) in text.lines().enumerate() {
+        if fence(line.trim()).is_some() {
+            fenced = !fenced;
+        } else if !fenced {
+            found.push((at + 1, line));
+        }
+    }
+    found
+}
+
+/// The anchors of `text`'s headings; a repeated heading's get GitHub's `-1`, `-2`, ….
+fn anchors(text: &str) -> std::collections::HashSet<String> {
+    let mut times = std::collections::HashMap::new();
+    let mut found = std::collections::HashSet::new();
+    for (_, line) in prose(text) {
+        let heading = line.trim_start_matches('#');
+        if heading.len() == line.len() || !heading.starts_with(' ') {
+            continue;
+        }
+        let base = anchor(heading);
+        let seen: &mut usize = times.entry(base.clone()).or_default();
+        found.insert(match *seen {
+            0 => base,
+            n => format!("{base}-{n}"),
+        });
+        *seen += 1;
+    }
+    found
+}
+
+/// The targets of `text`'s Markdown links (`[text](target)`, images too) outside fenced
+/// blocks and code spans, each with its line.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (line_no, line) in prose(text) {
+        // Outside code spans: every other piece between backticks.
+        for piece in line.split('`').step_by(2) {
+            for (at, _) in piece.match_indices("](") {
+                let rest = &piece[at + 2..];
+                if let Some(end) = rest.find(')') {
+                    found.push((line_no, rest[..end].to_owned()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// What is wrong with a relative link from `doc` to `target`: a file that does not exist, or
+/// an anchor that no heading of its Markdown file has.
+fn broken(doc: &str, target: &str) -> Option<String> {
+    if target.contains("://") || target.starts_with("mailto:") {
+        return None;
+    }
+    let root = repo_root();
+    let (path, fragment) = match target.split_once('#') {
+        Some((path, fragment)) => (path, Some(fragment)),
+        None => (target, None),
+    };
+    let file = if path.is_empty() {
+        root.join(doc)
+    } else {
+        root.join(doc).parent().unwrap().join(path)
+    };
+    if !file.exists() {
+        return Some(format!("no file {path}"));
+    }
+    let fragment = fragment?;
+    if file.extension().is_some_and(|ext| ext == "md") {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if !anchors(&text).contains(fragment) {
+            return Some(format!("no heading #{fragment} in {}", file.display()));
+        }
+    }
+    None
+}
+
+#[test]
+fn every_link_in_the_docs_leads_to_a_file_and_heading_that_exist() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for doc in docs() {
+        let text = std::fs::read_to_string(repo_root().join(&doc)).unwrap();
+        for (line, target) in links(&text) {
+            checked += 1;
+            if let Some(problem) = broken(&doc, &target) {
+                failures.push(format!("{doc}:{line}: ({target}): {problem}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        checked >= 20,
+        "only {checked} links found: the extraction finds nothing"
+    );
+}
+
+#[test]
+fn anchors_and_links_are_read_as_github_reads_them() {
+    assert_eq!(
+        anchor(" Coding agents: `attest hook <agent>`"),
+        "coding-agents-attest-hook-agent"
+    );
+    assert_eq!(
+        anchor(" MCP proxy (Claude Desktop, Cursor, VS Code)"),
+        "mcp-proxy-claude-desktop-cursor-vs-code"
+    );
+    let text = "# A\n## A\n```sh\n# not a heading\n[x](in-code.md)\n```\nsee [b](b.md#a-1) \
+                and `[c](code-span.md)` ![d](d.png)\n";
+    let found = anchors(text);
+    assert!(found.contains("a") && found.contains("a-1") && !found.contains("not-a-heading"));
+    assert_eq!(
+        links(text),
+        [(7, "b.md#a-1".to_owned()), (7, "d.png".to_owned())]
+    );
+    assert!(broken("README.md", "docs/no-such-guide.md").is_some());
+    assert!(broken("README.md", "#no-such-heading").is_some());
+    assert!(broken("README.md", "https://example.com/#anything").is_none());
 }
