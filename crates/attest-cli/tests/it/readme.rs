@@ -479,3 +479,109 @@ fn anchors_and_links_are_read_as_github_reads_them() {
     assert!(broken("README.md", "#no-such-heading").is_some());
     assert!(broken("README.md", "https://example.com/#anything").is_none());
 }
+
+/// Where docs/cli.md's generated reference begins and ends.
+const CLI_BEGIN: &str = "<!-- cli-reference: generated from `attest … --help` by \
+    readme::the_cli_reference_is_what_attest_help_prints; ATTEST_UPDATE_DOCS=1 rewrites it -->";
+const CLI_END: &str = "<!-- cli-reference: end -->";
+
+/// `attest ARGS… --help`, run in an empty directory with nothing from the environment (a
+/// variable that is set shows in the help's `[env: …]`).
+fn help(args: &[String]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(args)
+        .arg("--help")
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "attest {args:?} --help failed");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The subcommands a help text lists under `Commands:`, `help` aside.
+fn subcommands(help: &str) -> Vec<String> {
+    let Some((_, listed)) = help.split_once("\nCommands:\n") else {
+        return Vec::new();
+    };
+    listed
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter(|line| line.starts_with("  ") && !line[2..].starts_with(' '))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The reference: a heading and the `--help` of `attest` and of every subcommand, depth
+/// first in the order the help lists them; the global options shown once, under `attest`.
+fn cli_reference() -> String {
+    fn walk(path: &mut Vec<String>, out: &mut String) {
+        let text = help(path);
+        let own = match path.is_empty() {
+            true => text.as_str(),
+            false => text.split("\nGlobal options:\n").next().unwrap(),
+        };
+        let name = std::iter::once("attest")
+            .chain(path.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.push_str(&format!(
+            "### `{name}`\n\n```text\n{}\n```\n\n",
+            own.trim_end()
+        ));
+        for sub in subcommands(&text) {
+            path.push(sub);
+            walk(path, out);
+            path.pop();
+        }
+    }
+    let mut out = String::new();
+    walk(&mut Vec::new(), &mut out);
+    out
+}
+
+#[test]
+fn the_cli_reference_is_what_attest_help_prints() {
+    let file = repo_root().join("docs/cli.md");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (before, rest) = text
+        .split_once(CLI_BEGIN)
+        .expect("docs/cli.md lacks the cli-reference begin marker");
+    let (_, after) = rest
+        .split_once(CLI_END)
+        .expect("docs/cli.md lacks the cli-reference end marker");
+    let want = format!("{before}{CLI_BEGIN}\n\n{}{CLI_END}{after}", cli_reference());
+    if want == text {
+        return;
+    }
+    if std::env::var_os("ATTEST_UPDATE_DOCS").is_some() {
+        std::fs::write(&file, want).unwrap();
+        return;
+    }
+    let (line, (have, wanted)) = text
+        .lines()
+        .zip(want.lines())
+        .enumerate()
+        .find(|(_, (have, wanted))| have != wanted)
+        .unwrap_or((
+            text.lines().count().min(want.lines().count()),
+            ("(end)", "(end)"),
+        ));
+    panic!(
+        "docs/cli.md:{}: the reference differs from `attest … --help`:\n  file: {have}\n  help: {wanted}\n\
+         regenerate it: ATTEST_UPDATE_DOCS=1 cargo test -p attest-cli --test it readme::the_cli_reference",
+        line + 1
+    );
+}
+
+#[test]
+fn subcommands_are_read_from_the_commands_list() {
+    let text = "Usage: attest policy <COMMAND>\n\nCommands:\n  check    Lint a policy\n  \
+                explain  Show one call\n  help     Print this message\n\nOptions:\n  -h, --help\n";
+    assert_eq!(subcommands(text), ["check", "explain"]);
+    assert!(subcommands("Usage: attest demo\n\nOptions:\n  -h\n").is_empty());
+}
