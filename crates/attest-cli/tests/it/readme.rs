@@ -10,7 +10,9 @@
 //!   it skipped and why;
 //! - `<!-- readme-test: setup COMMANDS -->`: run first, in the same directory (for example
 //!   to put rows in the ledger a block reads);
-//! - `<!-- readme-test: expect TEXT -->`: the block's standard output must contain TEXT.
+//! - `<!-- readme-test: expect TEXT -->`: the block's standard output must contain TEXT;
+//! - `<!-- readme-test: compiled FILE -->`: the block is FILE's code, which cargo builds (an
+//!   example): each of its lines, without indentation, must be a line of FILE, in order.
 //!
 //! Each block runs with `bash -e -o pipefail` in a fresh temporary directory that links
 //! `examples/` and `policies/` from the repository, with the built `attest` first on
@@ -65,6 +67,7 @@ struct Block {
     skip: Option<String>,
     setup: Vec<String>,
     expect: Vec<String>,
+    compiled: Option<String>,
 }
 
 /// The fenced blocks of `text`, each with the `readme-test` comments just before it (blank
@@ -95,6 +98,8 @@ fn blocks(doc: &str, text: &str) -> Vec<Block> {
                 next.setup.push(commands.trim().to_owned());
             } else if let Some(text) = directive.strip_prefix("expect") {
                 next.expect.push(text.trim().to_owned());
+            } else if let Some(file) = directive.strip_prefix("compiled") {
+                next.compiled = Some(file.trim().to_owned());
             } else {
                 panic!(
                     "{doc}:{}: unknown readme-test directive {directive:?}",
@@ -216,6 +221,13 @@ fn every_command_block_in_the_docs_runs_as_written() {
                 skipped.push(format!("{place}: {reason}"));
                 continue;
             }
+            if let Some(file) = &block.compiled {
+                checked += 1;
+                if let Err(failure) = compiled_in(&block.code, file) {
+                    failures.push(format!("{place}: {failure}"));
+                }
+                continue;
+            }
             match block.lang.as_str() {
                 "sh" => {}
                 "" | "text" => continue,
@@ -295,6 +307,20 @@ fn every_command_block_in_the_docs_runs_as_written() {
     );
 }
 
+/// Whether every line of `code`, without its indentation, is a line of `file` (relative to
+/// the repository), in the same order: the block is code cargo compiles.
+fn compiled_in(code: &str, file: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(repo_root().join(file))
+        .map_err(|err| format!("no {file}: {err}"))?;
+    let mut lines = text.lines().map(str::trim);
+    for want in code.lines().map(str::trim).filter(|line| !line.is_empty()) {
+        if !lines.any(|line| line == want) {
+            return Err(format!("`{want}` is not in {file} (in this order)"));
+        }
+    }
+    Ok(())
+}
+
 /// A ```json or ```yaml block's text, parsed as its language says.
 fn parses(block: &Block) -> Result<(), String> {
     match block.lang.as_str() {
@@ -316,6 +342,13 @@ fn directives_attach_to_the_next_block_only() {
     let found = blocks("t.md", text);
     assert_eq!(found.len(), 4);
     assert_eq!(found[3].lang, "rust");
+    let compiled = blocks(
+        "t.md",
+        "<!-- readme-test: compiled examples/q.rs -->\n```rust\nfn main() {}\n```\n\
+         Every ```` ```sh ```` block\n```sh\nx\n```\n",
+    );
+    assert_eq!(compiled[0].compiled.as_deref(), Some("examples/q.rs"));
+    assert_eq!((compiled.len(), compiled[1].code.as_str()), (2, "x\n"));
     assert_eq!(found[2].lang, "sh");
     assert_eq!(found[0].skip.as_deref(), Some("needs a vendor"));
     assert_eq!((found[0].line, found[0].code.as_str()), (3, "a\n"));
@@ -323,6 +356,23 @@ fn directives_attach_to_the_next_block_only() {
     assert_eq!(found[2].setup, ["attest demo"]);
     assert_eq!(found[2].expect, ["x y"]);
     assert_eq!(found[2].code, "c\nd\n");
+}
+
+#[test]
+fn a_compiled_block_must_be_its_files_code_in_order() {
+    let file = "crates/attest-core/examples/quickstart.rs";
+    assert!(compiled_in(
+        "use attest_core::{Attest, AutoGate, Outcome};\n  Ok(())\n",
+        file
+    )
+    .is_ok());
+    assert!(compiled_in(
+        "Ok(())\nuse attest_core::{Attest, AutoGate, Outcome};\n",
+        file
+    )
+    .is_err());
+    assert!(compiled_in("let drifted = 1;\n", file).is_err());
+    assert!(compiled_in("x\n", "no/such/file.rs").is_err());
 }
 
 #[test]
