@@ -246,7 +246,7 @@ fn every_command_block_in_the_docs_runs_as_written() {
                     continue;
                 }
             }
-            if block.code.contains("examples/python/") && !has_peers {
+            if needs_python_peers(&block.code) && !has_peers {
                 peer_missing_because("Python's requests and mcp (.ci/venv)", &place);
                 skipped.push(format!("{place}: no .ci/venv with requests and mcp"));
                 continue;
@@ -321,6 +321,17 @@ fn compiled_in(code: &str, file: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The examples that need nothing but Python's standard library.
+const STDLIB_EXAMPLES: &[&str] = &["notes_api.py"];
+
+/// Whether `code` runs an example of `examples/python/` that needs `.ci/venv`'s modules.
+fn needs_python_peers(code: &str) -> bool {
+    code.split("examples/python/").skip(1).any(|rest| {
+        let script = rest.split(|c: char| c.is_whitespace()).next().unwrap_or("");
+        !STDLIB_EXAMPLES.contains(&script)
+    })
+}
+
 /// A ```json or ```yaml block's text, parsed as its language says.
 fn parses(block: &Block) -> Result<(), String> {
     match block.lang.as_str() {
@@ -356,6 +367,17 @@ fn directives_attach_to_the_next_block_only() {
     assert_eq!(found[2].setup, ["attest demo"]);
     assert_eq!(found[2].expect, ["x y"]);
     assert_eq!(found[2].code, "c\nd\n");
+}
+
+#[test]
+fn only_examples_beyond_the_standard_library_need_the_python_peers() {
+    assert!(!needs_python_peers(
+        "python3 examples/python/notes_api.py --port 1 &\nattest gateway\n"
+    ));
+    assert!(needs_python_peers(
+        "python3 examples/python/notes_api.py &\npython3 examples/python/gateway_requests.py\n"
+    ));
+    assert!(!needs_python_peers("attest demo\n"));
 }
 
 #[test]
