@@ -588,10 +588,11 @@ fn subcommands(help: &str) -> Vec<String> {
         .collect()
 }
 
-/// The reference: a heading and the `--help` of `attest` and of every subcommand, depth
-/// first in the order the help lists them; the global options shown once, under `attest`.
+/// The reference: an index, then a heading and the `--help` of `attest` and of every
+/// subcommand, depth first in the order the help lists them; the global options shown once,
+/// under `attest`.
 fn cli_reference() -> String {
-    fn walk(path: &mut Vec<String>, out: &mut String) {
+    fn walk(path: &mut Vec<String>, index: &mut Vec<String>, out: &mut String) {
         let text = help(path);
         let own = match path.is_empty() {
             true => text.as_str(),
@@ -601,19 +602,21 @@ fn cli_reference() -> String {
             .chain(path.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ");
+        let heading = format!("`{name}`");
+        index.push(format!("[{heading}](#{})", anchor(&heading)));
         out.push_str(&format!(
-            "### `{name}`\n\n```text\n{}\n```\n\n",
+            "### {heading}\n\n```text\n{}\n```\n\n",
             own.trim_end()
         ));
         for sub in subcommands(&text) {
             path.push(sub);
-            walk(path, out);
+            walk(path, index, out);
             path.pop();
         }
     }
-    let mut out = String::new();
-    walk(&mut Vec::new(), &mut out);
-    out
+    let (mut index, mut out) = (Vec::new(), String::new());
+    walk(&mut Vec::new(), &mut index, &mut out);
+    format!("{}\n\n{out}", index.join(" ·\n"))
 }
 
 #[test]
