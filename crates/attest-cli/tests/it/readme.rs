@@ -12,7 +12,9 @@
 //!   to put rows in the ledger a block reads);
 //! - `<!-- readme-test: expect TEXT -->`: the block's standard output must contain TEXT;
 //! - `<!-- readme-test: compiled FILE -->`: the block is FILE's code, which cargo builds (an
-//!   example): each of its lines, without indentation, must be a line of FILE, in order.
+//!   example): each of its lines, without indentation, must be a line of FILE, in order;
+//! - `<!-- readme-test: check COMMAND -->`: the block (a configuration, a policy) is saved as
+//!   `block.LANG` in the directory, and COMMAND runs there as a ```` ```sh ```` block would.
 //!
 //! Each block runs with `bash -e -o pipefail` in a fresh temporary directory that links
 //! `examples/` and `policies/` from the repository, with the built `attest` first on
@@ -68,6 +70,7 @@ struct Block {
     setup: Vec<String>,
     expect: Vec<String>,
     compiled: Option<String>,
+    check: Option<String>,
 }
 
 /// The fenced blocks of `text`, each with the `readme-test` comments just before it (blank
@@ -100,6 +103,8 @@ fn blocks(doc: &str, text: &str) -> Vec<Block> {
                 next.expect.push(text.trim().to_owned());
             } else if let Some(file) = directive.strip_prefix("compiled") {
                 next.compiled = Some(file.trim().to_owned());
+            } else if let Some(command) = directive.strip_prefix("check") {
+                next.check = Some(command.trim().to_owned());
             } else {
                 panic!(
                     "{doc}:{}: unknown readme-test directive {directive:?}",
@@ -228,25 +233,28 @@ fn every_command_block_in_the_docs_runs_as_written() {
                 }
                 continue;
             }
-            match block.lang.as_str() {
-                "sh" => {}
-                "" | "text" => continue,
-                "json" | "yaml" => {
+            // What runs: the block itself, or the command that checks a block saved as a file.
+            let script = match (&block.check, block.lang.as_str()) {
+                (Some(command), _) => command.clone(),
+                (None, "sh") => block.code.clone(),
+                (None, "" | "text") => continue,
+                (None, "json" | "yaml") => {
                     checked += 1;
                     if let Err(failure) = parses(&block) {
                         failures.push(format!("{place}: {failure}"));
                     }
                     continue;
                 }
-                other => {
+                (None, other) => {
                     failures.push(format!(
                         "{place}: a ```{other} block is not run: say why with \
-                         <!-- readme-test: skip (reason) -->"
+                         <!-- readme-test: skip (reason) -->, or check it with \
+                         <!-- readme-test: check COMMAND -->"
                     ));
                     continue;
                 }
-            }
-            if needs_python_peers(&block.code) && !has_peers {
+            };
+            if needs_python_peers(&script) && !has_peers {
                 peer_missing_because("Python's requests and mcp (.ci/venv)", &place);
                 skipped.push(format!("{place}: no .ci/venv with requests and mcp"));
                 continue;
@@ -256,6 +264,13 @@ fn every_command_block_in_the_docs_runs_as_written() {
             for linked in ["examples", "policies"] {
                 std::os::unix::fs::symlink(root.join(linked), dir.path().join(linked)).unwrap();
             }
+            if block.check.is_some() {
+                std::fs::write(
+                    dir.path().join(format!("block.{}", block.lang)),
+                    &block.code,
+                )
+                .unwrap();
+            }
             for setup in &block.setup {
                 let output = bash(dir.path(), &path, setup);
                 assert!(
@@ -264,7 +279,7 @@ fn every_command_block_in_the_docs_runs_as_written() {
                     String::from_utf8_lossy(&output.stderr)
                 );
             }
-            let code = match installed(&place, &block.code) {
+            let code = match installed(&place, &script) {
                 Ok(code) => code,
                 Err(failure) => {
                     failures.push(failure);
@@ -277,7 +292,7 @@ fn every_command_block_in_the_docs_runs_as_written() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             if !output.status.success() {
                 failures.push(format!(
-                    "{place}: exit {:?}\n--- block\n{}--- stdout\n{stdout}--- stderr\n{stderr}",
+                    "{place}: exit {:?}\n--- block\n{}--- ran\n{script}\n--- stdout\n{stdout}--- stderr\n{stderr}",
                     output.status.code(),
                     block.code
                 ));
@@ -359,6 +374,14 @@ fn directives_attach_to_the_next_block_only() {
          Every ```` ```sh ```` block\n```sh\nx\n```\n",
     );
     assert_eq!(compiled[0].compiled.as_deref(), Some("examples/q.rs"));
+    let check = blocks(
+        "t.md",
+        "<!-- readme-test: check attest policy check block.yaml -->\n```yaml\nrules: []\n```\n",
+    );
+    assert_eq!(
+        check[0].check.as_deref(),
+        Some("attest policy check block.yaml")
+    );
     assert_eq!((compiled.len(), compiled[1].code.as_str()), (2, "x\n"));
     assert_eq!(found[2].lang, "sh");
     assert_eq!(found[0].skip.as_deref(), Some("needs a vendor"));
