@@ -3,7 +3,8 @@
 //! documentation cannot drift from the tool; and every relative link among them leads to a file
 //! and heading that exist. How blocks are marked is described in docs/contributing.md:
 //!
-//! - a ```` ```sh ```` block runs; a ```` ```json ```` or ```` ```yaml ```` block must parse; a
+//! - a ```` ```sh ```` block runs; a ```` ```json ```` or ```` ```yaml ```` block must parse
+//!   (or pass its `check`, below); a
 //!   ```` ```text ```` block or one with no language is output or usage, shown and not run;
 //!   a block in any other language (`rust`, `python`, …) must say why it is not run;
 //! - `<!-- readme-test: skip (reason) -->` before a block: not run; the test prints how many
@@ -59,7 +60,8 @@ fn docs() -> Vec<String> {
 /// How long one block may take.
 const BLOCK_TIMEOUT_SECS: &str = "180";
 
-/// One fenced block, its language (`sh`, `json`, `` for none) and the directives before it.
+/// One fenced block, its language (`sh`, `json`, …; empty for none) and the directives before
+/// it.
 #[derive(Debug, Default)]
 struct Block {
     doc: String,
