@@ -2,7 +2,8 @@
 //!
 //! `cargo run -p attest-core --example quickstart`, offline, in a directory of your own (the
 //! ledger is `.attest/ledger.sqlite` there). The docs test (`readme::`) checks that README's
-//! block is this file's code, line for line; `cargo test` and clippy build it, and `.ci/run` runs it.
+//! block is this file's code, line for line; `cargo test` and clippy build it, `.ci/run` runs
+//! it.
 
 use attest_core::{Attest, AutoGate, Outcome};
 use attest_ledger::{Ledger, LedgerOptions};
