@@ -6,7 +6,7 @@ acknowledged), beside that figure from benchmarks/peer/results-quick.json.
 
 Needs the package installed (`maturin develop -m python/Cargo.toml` into a virtualenv, as
 .ci/run does). A separate script, not a row of `benchmarks/src/main.rs`: the Rust program
-does not start Python. README's Performance section quotes its output. Statistics as in
+does not start Python. benchmarks/README.md quotes its output. Statistics as in
 benchmarks/src/measure.rs: p50/p95 are sorted[round((n-1)*q)]. Ledgers go in a temporary
 directory on the repository's disk (the disk the other rows use) and are removed after.
 """

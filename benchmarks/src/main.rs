@@ -1,4 +1,4 @@
-//! The benchmark program behind every number in README.md.
+//! The benchmark program behind every number in benchmarks/README.md.
 //!
 //! `cargo run --release -p benchmarks -- [--quick] [--json FILE] [--peer FILE]` prints
 //! one table (mean, p50, p95, ops/s per row) and writes the same rows as JSON.

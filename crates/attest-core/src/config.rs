@@ -151,7 +151,7 @@ pub enum ConfigError {
 
 /// The settings of a configuration file; every field is optional.
 ///
-/// See README's "Configuration" section for every key with an example.
+/// See docs/configuration.md for every key with an example.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]

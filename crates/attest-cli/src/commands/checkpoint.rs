@@ -77,7 +77,7 @@ fn refuse(report: &VerifyReport) -> anyhow::Result<()> {
         writeln!(
             err,
             "attest: if the previous checkpoint was signed by a key this one replaces, pass \
-             that key's verifier: attest checkpoint --vkey OLD_KEY (README: rotating keys)"
+             that key's verifier: attest checkpoint --vkey OLD_KEY (docs/operations.md: rotating keys)"
         )?;
     }
     Ok(())

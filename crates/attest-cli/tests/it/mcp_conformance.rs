@@ -196,7 +196,7 @@ fn every_scenario_that_passes_directly_passes_through_both_proxy_shapes() {
 /// What may differ between the two: the governed call's receipt; and log messages sent
 /// during a request, which the proxy's HTTP server (rmcp's session manager routes only
 /// progress and cancellation to a request's own stream) sends on the session's standalone
-/// stream instead of the request's — a known difference, left out here and in README.
+/// stream instead of the request's — a known difference, left out here and in docs/mcp.md.
 fn comparable(mut answer: Value) -> Value {
     numbers_as_json_reads_them(&mut answer);
     if let Some(meta) = answer
