@@ -116,6 +116,7 @@ mod store;
 pub mod tiles;
 mod verify;
 mod walk;
+mod windows;
 
 pub use archive::Archive;
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
@@ -142,3 +143,4 @@ pub use sqlite::SCHEMA_VERSION;
 pub use verify::{
     ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,
 };
+pub use windows::{Reservation, WindowClaim};

@@ -18,6 +18,7 @@ mod tamper;
 mod tiles;
 mod tree;
 mod upgrade;
+mod windows;
 
 use attest_ledger::{Execution, Ledger, LedgerOptions, Record, Verification};
 
