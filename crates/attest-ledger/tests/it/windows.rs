@@ -60,12 +60,19 @@ fn a_window_counts_up_to_its_cap_and_reports_the_crossing_figure() {
                 figure: 500.5
             }
         );
-        assert_eq!(ledger.window_figures(&[other.clone()]).unwrap(), [0.0]);
+        assert_eq!(
+            ledger.window_figures(std::slice::from_ref(&other)).unwrap(),
+            [0.0]
+        );
         assert!(matches!(
-            ledger.reserve_windows("a5", &[other.clone()]).unwrap(),
+            ledger
+                .reserve_windows("a5", std::slice::from_ref(&other))
+                .unwrap(),
             Reservation::Counted { .. }
         ));
-        ledger.release_windows("a5", &[other.clone()]).unwrap();
+        ledger
+            .release_windows("a5", std::slice::from_ref(&other))
+            .unwrap();
         assert_eq!(ledger.window_figures(&[other]).unwrap(), [0.0]);
         // Another process sees the same figure.
         assert_eq!(
