@@ -45,10 +45,12 @@ pub struct Attest {
 pub(crate) mod call;
 mod import;
 mod resume;
+mod windows;
 mod writer;
 use call::Ended;
 pub use import::{ImportBatch, ImportItem};
 pub use resume::Decided;
+use windows::Counting;
 use writer::LedgerWriter;
 
 impl std::fmt::Debug for Attest {
@@ -195,6 +197,8 @@ struct Cleared {
     approver: Option<String>,
     /// In shadow mode, the verdict policy gave and that was not enforced.
     shadow: Option<Shadow>,
+    /// The budget and rate windows the call counts in when it runs.
+    counting: Counting,
 }
 
 /// What the gate step leaves: an action cleared to run, a stored request whose answer
@@ -309,6 +313,9 @@ impl Attest {
             action,
             params_hash,
         } = prepared;
+        // Counted in its windows before it runs (a budget is spent by what ran, and a
+        // window that cannot be written stops the call).
+        self.count_before_run(&action.id, &cleared.counting).await?;
         // Commit point before the call: a write runs only once the ledger durably holds a
         // row naming it. A crash or a full disk after this leaves an intent without an
         // outcome, which `attest verify` and `attest ledger` report.
@@ -317,10 +324,14 @@ impl Attest {
         } else {
             let record =
                 self.to_record(&action, params_hash.clone(), &cleared, RowOutcome::Intent)?;
-            let row = self
-                .append(record)
-                .await
-                .map_err(|err| AttestError::NotRecorded(Box::new(err)))?;
+            let row = match self.append(record).await {
+                Ok(row) => row,
+                Err(err) => {
+                    // It does not run: what it counted is taken back.
+                    self.release(&action.id, &cleared.counting).await;
+                    return Err(AttestError::NotRecorded(Box::new(err)));
+                }
+            };
             Some(row)
         };
         let run = telemetry::step("run");
@@ -528,7 +539,11 @@ impl Attest {
     /// names the stored request whose answer decides).
     async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
         let step = telemetry::step("policy");
-        let (verdict, shadow) = step.in_scope(|| self.enforced(&prepared.action));
+        let verdict = step.in_scope(|| self.evaluate(&prepared.action));
+        // Budgets and rates: checked against what ran, and counted when the call would
+        // run now (in shadow mode nothing is enforced: it counts when it runs).
+        let (verdict, counting) = self.windowed(&prepared.action, verdict, !self.shadow).await;
+        let (verdict, shadow) = self.shadowed(verdict);
         telemetry::decided(&step, verdict.decision.as_str());
         match verdict.decision {
             Decision::Act => Ok(Gated::Run(Box::new((
@@ -538,6 +553,7 @@ impl Attest {
                     confirm: None,
                     approver: None,
                     shadow,
+                    counting,
                 },
             )))),
             Decision::Ask => {
@@ -546,7 +562,7 @@ impl Attest {
                     .decide(&prepared.action, &verdict)
                     .instrument(telemetry::step("gate"))
                     .await;
-                self.settle(prepared, verdict, answer).await
+                self.settle(prepared, verdict, counting, answer).await
             }
             Decision::Refuse | Decision::Recorded => {
                 let receipt = self.record_not_run(&prepared, &verdict, None).await?;
@@ -563,6 +579,9 @@ impl Attest {
     ///
     /// In shadow mode this is the verdict enforced: `act` (rule `shadow`) for what policy
     /// would ask about or refuse.
+    ///
+    /// Budget and rate windows (a rule's `limit:`) are not checked here: they need the
+    /// ledger, and a call is checked against them when it is made.
     pub fn verdict(&self, action: &Action) -> Verdict {
         match self.prepare(action.clone()) {
             Ok(prepared) => self.enforced(&prepared.action).0,
@@ -570,9 +589,14 @@ impl Attest {
         }
     }
 
-    /// The verdict to enforce and, in shadow mode, the policy verdict it stands in for.
+    /// The verdict to enforce and, in shadow mode, the policy verdict it stands in for
+    /// (windows not checked: see [`Attest::verdict`]).
     fn enforced(&self, action: &Action) -> (Verdict, Option<Shadow>) {
-        let verdict = self.evaluate(action);
+        self.shadowed(self.evaluate(action))
+    }
+
+    /// `verdict` to enforce and, in shadow mode, the verdict it stands in for.
+    fn shadowed(&self, verdict: Verdict) -> (Verdict, Option<Shadow>) {
         if self.shadow {
             crate::shadow::unenforced(verdict)
         } else {
@@ -597,6 +621,7 @@ impl Attest {
         &self,
         prepared: Prepared,
         verdict: Verdict,
+        counting: Counting,
         answer: GateDecision,
     ) -> Result<Gated, AttestError> {
         match answer {
@@ -622,6 +647,7 @@ impl Attest {
                         confirm: Some(confirm),
                         approver: Some(approver),
                         shadow: None,
+                        counting,
                     },
                 ))))
             }
@@ -678,7 +704,10 @@ impl Attest {
         confirm: Confirm,
         approver: String,
     ) -> Result<Result<(Prepared, Cleared), Ended>, AttestError> {
-        let mut verdict = self.evaluate(&prepared.action);
+        // A window crossed is named in the row; the approved call counts when it runs,
+        // over the cap if it must.
+        let evaluated = self.evaluate(&prepared.action);
+        let (mut verdict, counting) = self.windowed(&prepared.action, evaluated, false).await;
         let refusal = match verdict.decision {
             Decision::Refuse | Decision::Recorded => Some(None),
             _ if verdict.hold => Some(Some("the edited action still holds unfilled placeholders")),
@@ -708,6 +737,7 @@ impl Attest {
                 confirm: Some(confirm),
                 approver: Some(approver),
                 shadow: None,
+                counting,
             },
         )))
     }

@@ -80,13 +80,17 @@ impl Ledger {
         claims: &[WindowClaim],
     ) -> Result<Reservation, LedgerError> {
         let mut crossed = None;
-        let figures = self.settle_windows(action_id, claims, &mut |figures| {
-            crossed = claims
-                .iter()
-                .zip(figures)
-                .position(|(claim, figure)| figure + claim.adds > claim.max);
-            crossed.is_none()
-        })?;
+        let figures = self.settle_windows(
+            action_id,
+            claims,
+            Some(&mut |figures: &[f64]| {
+                crossed = claims
+                    .iter()
+                    .zip(figures)
+                    .position(|(claim, figure)| figure + claim.adds > claim.max);
+                crossed.is_none()
+            }),
+        )?;
         Ok(match crossed {
             Some(index) => Reservation::Crossed {
                 index,
@@ -103,13 +107,14 @@ impl Ledger {
         action_id: &str,
         claims: &[WindowClaim],
     ) -> Result<(), LedgerError> {
-        self.settle_windows(action_id, claims, &mut |_| true)
+        self.settle_windows(action_id, claims, Some(&mut |_: &[f64]| true))
             .map(drop)
     }
 
-    /// Each window's current figure, in claim order; counts nothing.
+    /// Each window's current figure, in claim order: a read, which counts nothing (and
+    /// works on a ledger opened read-only).
     pub fn window_figures(&self, claims: &[WindowClaim]) -> Result<Vec<f64>, LedgerError> {
-        self.settle_windows("", claims, &mut |_| false)
+        self.settle_windows("", claims, None)
     }
 
     /// Takes back what [`Ledger::reserve_windows`] counted for a call that then did not
@@ -127,7 +132,7 @@ impl Ledger {
         &self,
         action_id: &str,
         claims: &[WindowClaim],
-        settle: &mut Settle<'_>,
+        settle: Option<&mut Settle<'_>>,
     ) -> Result<Vec<f64>, LedgerError> {
         if claims.is_empty() {
             return Ok(Vec::new());

@@ -185,7 +185,7 @@ impl Store for PgStore {
         now_ms: i64,
         action_id: &str,
         claims: &[StoredClaim],
-        settle: &mut Settle<'_>,
+        settle: Option<&mut Settle<'_>>,
     ) -> Result<Vec<f64>, LedgerError> {
         off_runtime(|| self.settle_windows(now_ms, action_id, claims, settle))
     }

@@ -13,12 +13,17 @@ impl PgStore {
         now_ms: i64,
         action_id: &str,
         claims: &[StoredClaim],
-        settle: &mut Settle<'_>,
+        settle: Option<&mut Settle<'_>>,
     ) -> Result<Vec<f64>, LedgerError> {
         let during = "counting a window";
         let mut client = self.client()?;
         let mut tx = client.transaction().map_err(self.err(during))?;
-        for key in lock_order(claims) {
+        let keys = if settle.is_some() {
+            lock_order(claims)
+        } else {
+            Vec::new()
+        };
+        for key in keys {
             tx.execute(
                 "INSERT INTO window_keys (tenant, key) VALUES ($1, $2)
                  ON CONFLICT (tenant, key) DO UPDATE SET key = EXCLUDED.key",
@@ -28,24 +33,29 @@ impl PgStore {
         }
         let mut figures = Vec::with_capacity(claims.len());
         for claim in claims {
-            tx.execute(
-                "DELETE FROM window_entries WHERE tenant = $1 AND key = $2 AND at_ms <= $3",
-                &[&self.tenant, &&claim.key[..], &claim.since_ms],
-            )
-            .map_err(self.err(during))?;
+            if settle.is_some() {
+                tx.execute(
+                    "DELETE FROM window_entries WHERE tenant = $1 AND key = $2 AND at_ms <= $3",
+                    &[&self.tenant, &&claim.key[..], &claim.since_ms],
+                )
+                .map_err(self.err(during))?;
+            }
             // Read committed: this statement sees every entry committed by the writers
             // that held the key's lock before this one.
             let row = tx
                 .with(|tx| {
                     tx.query_one(
                         "SELECT coalesce(sum(amount), 0)::float8 FROM window_entries
-                         WHERE tenant = $1 AND key = $2",
-                        &[&self.tenant, &&claim.key[..]],
+                         WHERE tenant = $1 AND key = $2 AND at_ms > $3",
+                        &[&self.tenant, &&claim.key[..], &claim.since_ms],
                     )
                 })
                 .map_err(self.err(during))?;
             figures.push(row.get::<_, f64>(0));
         }
+        let Some(settle) = settle else {
+            return Ok(figures);
+        };
         if settle(&figures) {
             for claim in claims {
                 tx.execute(

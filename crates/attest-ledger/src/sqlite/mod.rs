@@ -498,7 +498,7 @@ impl Store for SqliteStore {
         now_ms: i64,
         action_id: &str,
         claims: &[StoredClaim],
-        settle: &mut Settle<'_>,
+        settle: Option<&mut Settle<'_>>,
     ) -> Result<Vec<f64>, LedgerError> {
         self.settle_windows(now_ms, action_id, claims, settle)
     }

@@ -24,29 +24,39 @@ impl SqliteStore {
         now_ms: i64,
         action_id: &str,
         claims: &[StoredClaim],
-        settle: &mut Settle<'_>,
+        settle: Option<&mut Settle<'_>>,
     ) -> Result<Vec<f64>, LedgerError> {
         let mut conn = self.lock();
         let during = "counting a window";
+        let behavior = match settle {
+            Some(_) => TransactionBehavior::Immediate,
+            None => TransactionBehavior::Deferred,
+        };
         let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .transaction_with_behavior(behavior)
             .map_err(self.sqlite(during))?;
         let mut figures = Vec::with_capacity(claims.len());
         for claim in claims {
-            tx.execute(
-                "DELETE FROM window_entries WHERE key = ?1 AND at_ms <= ?2",
-                params![&claim.key[..], claim.since_ms],
-            )
-            .map_err(self.sqlite(during))?;
+            if settle.is_some() {
+                tx.execute(
+                    "DELETE FROM window_entries WHERE key = ?1 AND at_ms <= ?2",
+                    params![&claim.key[..], claim.since_ms],
+                )
+                .map_err(self.sqlite(during))?;
+            }
             let figure: f64 = tx
                 .query_row(
-                    "SELECT coalesce(sum(amount), 0.0) FROM window_entries WHERE key = ?1",
-                    [&claim.key[..]],
+                    "SELECT coalesce(sum(amount), 0.0) FROM window_entries
+                     WHERE key = ?1 AND at_ms > ?2",
+                    params![&claim.key[..], claim.since_ms],
                     |row| row.get(0),
                 )
                 .map_err(self.sqlite(during))?;
             figures.push(figure);
         }
+        let Some(settle) = settle else {
+            return Ok(figures);
+        };
         if settle(&figures) {
             for claim in claims {
                 tx.execute(

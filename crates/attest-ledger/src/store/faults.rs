@@ -133,7 +133,7 @@ impl Store for Faulty {
         now_ms: i64,
         action_id: &str,
         claims: &[crate::windows::StoredClaim],
-        settle: &mut crate::windows::Settle<'_>,
+        settle: Option<&mut crate::windows::Settle<'_>>,
     ) -> Result<Vec<f64>, LedgerError> {
         self.inner.windows(now_ms, action_id, claims, settle)
     }

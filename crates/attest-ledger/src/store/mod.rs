@@ -126,16 +126,17 @@ pub(crate) trait Store: Send + Sync {
     /// in one transaction; the store must be empty.
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError>;
 
-    /// In one write transaction that no other writer of these keys can interleave with:
-    /// drops each claim's expired entries, reads its figure, and counts the call in
-    /// every window (at `now_ms`, once per key) when `settle` says so; returns the
-    /// figures before the call (see [`crate::windows`]).
+    /// Each claim's figure (what was counted after its `since_ms`), in claim order. With
+    /// `settle`, in one write transaction that no other writer of these keys can
+    /// interleave with: also drops each claim's expired entries and counts the call in
+    /// every window (at `now_ms`, once per key) when `settle` says so, the figures read
+    /// before (see [`crate::windows`]). Without, a plain read.
     fn windows(
         &self,
         now_ms: i64,
         action_id: &str,
         claims: &[StoredClaim],
-        settle: &mut Settle<'_>,
+        settle: Option<&mut Settle<'_>>,
     ) -> Result<Vec<f64>, LedgerError>;
 
     /// Removes what the action counted under `keys`.
