@@ -222,25 +222,39 @@ fn budget_holds_at_the_cap(dir: &Path, ledger: &str, gateways: usize) {
     verify(dir, ledger);
 }
 
-#[test]
-fn eight_processes_on_one_sqlite_ledger_never_spend_past_the_cap() {
+/// A scenario run on `gateways` gateway processes sharing the ledger at `ledger`.
+type Scenario = fn(&Path, &str, usize);
+
+/// `scenario` on 8 processes sharing one SQLite file.
+fn on_sqlite(scenario: Scenario) {
     if curl_missing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    budget_holds_at_the_cap(dir.path(), "ledger.sqlite", 8);
+    scenario(dir.path(), "ledger.sqlite", 8);
+}
+
+/// `scenario` on two "hosts" (processes with their own connection pools) sharing one
+/// PostgreSQL database.
+fn on_postgres(test: &str, scenario: Scenario) {
+    if curl_missing() {
+        return;
+    }
+    let Some(db) = crate::pg_db(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    scenario(dir.path(), &db.url, 2);
+}
+
+#[test]
+fn eight_processes_on_one_sqlite_ledger_never_spend_past_the_cap() {
+    on_sqlite(budget_holds_at_the_cap);
 }
 
 #[test]
 fn two_hosts_on_postgres_never_spend_past_the_cap() {
-    if curl_missing() {
-        return;
-    }
-    let Some(db) = crate::pg_db("two_hosts_on_postgres_never_spend_past_the_cap") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    budget_holds_at_the_cap(dir.path(), &db.url, 2);
+    on_postgres("two_hosts_on_postgres_never_spend", budget_holds_at_the_cap);
 }
 
 /// 12 payments at a rate of 5 an hour through `gateways` processes on `ledger`.
@@ -265,23 +279,15 @@ fn rate_holds_at_the_count(dir: &Path, ledger: &str, gateways: usize) {
 
 #[test]
 fn a_count_limit_on_eight_sqlite_processes_holds_the_sixth_call() {
-    if curl_missing() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    rate_holds_at_the_count(dir.path(), "ledger.sqlite", 8);
+    on_sqlite(rate_holds_at_the_count);
 }
 
 #[test]
 fn a_count_limit_on_two_postgres_hosts_holds_the_sixth_call() {
-    if curl_missing() {
-        return;
-    }
-    let Some(db) = crate::pg_db("a_count_limit_on_two_postgres_hosts") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    rate_holds_at_the_count(dir.path(), &db.url, 2);
+    on_postgres(
+        "a_count_limit_on_two_postgres_hosts",
+        rate_holds_at_the_count,
+    );
 }
 
 #[test]

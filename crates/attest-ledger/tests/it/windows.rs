@@ -2,11 +2,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use attest_ledger::{Clock, LedgerOptions, Reservation, WindowClaim};
+use attest_ledger::{LedgerOptions, Reservation, WindowClaim};
 
 use crate::both::StoreTester;
+use crate::ManualClock;
 
 fn budget(adds: f64) -> WindowClaim {
     WindowClaim {
@@ -80,15 +81,6 @@ fn a_window_counts_up_to_its_cap_and_reports_the_crossing_figure() {
             [500.5]
         );
     });
-}
-
-/// A clock tests move by hand.
-struct ManualClock(AtomicU64);
-
-impl Clock for ManualClock {
-    fn now(&self) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(self.0.load(Ordering::SeqCst))
-    }
 }
 
 #[test]
