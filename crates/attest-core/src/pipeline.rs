@@ -581,10 +581,28 @@ impl Attest {
     /// would ask about or refuse.
     ///
     /// Budget and rate windows (a rule's `limit:`) are not checked here: they need the
-    /// ledger, and a call is checked against them when it is made.
+    /// ledger ([`Attest::verdict_now`] reads them), and a call is checked against them
+    /// when it is made. A verdict that still carries windows (`verdict.windows`) is not
+    /// a plain `act`: a surface must not let such a call by unrecorded.
     pub fn verdict(&self, action: &Action) -> Verdict {
         match self.prepare(action.clone()) {
             Ok(prepared) => self.enforced(&prepared.action).0,
+            Err(err) => undecided(action, &error_chain(&err)),
+        }
+    }
+
+    /// [`Attest::verdict`] with its budget and rate windows read from the ledger now: a
+    /// crossed window's verdict applies (the call is not counted; it counts when it is
+    /// made through [`Attest::call`]). For a door whose agent runs the call itself once
+    /// Attest allows it (a coding agent's hook, before the tool runs). A window that
+    /// cannot be read refuses.
+    pub async fn verdict_now(&self, action: &Action) -> Verdict {
+        match self.prepare(action.clone()) {
+            Ok(prepared) => {
+                let verdict = self.evaluate(&prepared.action);
+                let (verdict, _) = self.windowed(&prepared.action, verdict, false).await;
+                self.shadowed(verdict).0
+            }
             Err(err) => undecided(action, &error_chain(&err)),
         }
     }
