@@ -207,7 +207,7 @@ impl Limit {
             key.push(value.unwrap_or(""));
         }
         // A JSON array of strings: no value can run into the next.
-        let key = serde_json::to_string(&key).unwrap_or_default();
+        let key = Value::from(key).to_string();
         let scope = if scope.is_empty() {
             "all matching calls".to_owned()
         } else {

@@ -174,3 +174,106 @@ impl Attest {
             .map_err(AttestError::Ledger)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use attest_ledger::LedgerOptions;
+    use attest_policy::{PolicyEngine, Verb};
+    use serde_json::json;
+
+    use crate::{AutoGate, Gate, Outcome};
+
+    use super::*;
+
+    const BUDGET: &str = "policies:
+  - name: budget
+    match: {system: stripe, verb: pay}
+    limit: {sum: /amount, max: 100, per: 24h, by: [agent]}
+  - name: payments
+    match: {system: stripe, verb: pay}
+    decision: act
+";
+
+    fn attest(dir: &tempfile::TempDir, gate: impl Gate + 'static) -> Attest {
+        let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
+        Attest::builder()
+            .ledger(ledger)
+            .policy(PolicyEngine::from_yaml(BUDGET, "budget.yaml").unwrap())
+            .gate(gate)
+            .agent("pay-bot")
+            .build()
+            .unwrap()
+    }
+
+    /// Pays `amount` through `attest`; the tool counts how often it ran.
+    async fn pay(attest: &Attest, amount: u64, ran: &AtomicUsize) -> Outcome<serde_json::Value> {
+        let action = Action::new("stripe", Verb::Pay).with_params(json!({"amount": amount}));
+        attest
+            .call(action)
+            .run(|_| async {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, crate::ToolError>(json!({"id": "ch_1"}))
+            })
+            .await
+            .unwrap()
+    }
+
+    fn figure(attest: &Attest) -> f64 {
+        let claim = WindowClaim {
+            key: r#"["budget","agent","pay-bot"]"#.to_owned(),
+            per: std::time::Duration::from_secs(24 * 3600),
+            max: 100.0,
+            adds: 0.0,
+        };
+        attest.ledger().window_figures(&[claim]).unwrap()[0]
+    }
+
+    #[tokio::test]
+    async fn a_crossing_call_asks_and_a_rejection_counts_nothing_an_approval_runs_over_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = AtomicUsize::new(0);
+        let rejecting = attest(&dir, AutoGate::reject("ops"));
+        for _ in 0..2 {
+            assert!(matches!(
+                pay(&rejecting, 50, &ran).await,
+                Outcome::Ran { .. }
+            ));
+        }
+        let Outcome::Rejected { receipt, .. } = pay(&rejecting, 1, &ran).await else {
+            panic!("the call over the cap is asked about, and this gate rejects")
+        };
+        assert_eq!(receipt.decision, Decision::Ask);
+        assert_eq!(
+            receipt.reasons,
+            ["agent pay-bot spent 100 of 100 in 24h; this call adds 1 (/amount)"]
+        );
+        assert_eq!((ran.load(Ordering::SeqCst), figure(&rejecting)), (2, 100.0));
+
+        let approving = attest(&dir, AutoGate::approve("ann"));
+        let Outcome::Ran { receipt, .. } = pay(&approving, 5, &ran).await else {
+            panic!("an approved call runs over the cap")
+        };
+        assert_eq!(receipt.approver.as_deref(), Some("ann"));
+        assert_eq!((ran.load(Ordering::SeqCst), figure(&approving)), (3, 105.0));
+    }
+
+    #[tokio::test]
+    async fn a_window_that_cannot_be_read_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = AtomicUsize::new(0);
+        let attest = attest(&dir, AutoGate::approve("ann"));
+        let conn = rusqlite::Connection::open(dir.path().join("l.sqlite")).unwrap();
+        conn.execute_batch("DROP TABLE window_entries").unwrap();
+        let Outcome::Refused { receipt } = pay(&attest, 5, &ran).await else {
+            panic!("fail closed")
+        };
+        assert!(
+            receipt.reasons[0].contains("a budget or rate window could not be checked"),
+            "{:?}",
+            receipt.reasons
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+    }
+}
