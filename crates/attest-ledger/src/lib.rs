@@ -5,6 +5,10 @@
 //! tools: callers hand it a [`Record`], and it adds `v`, `seq`, `prev` and `ts`,
 //! canonicalizes, hashes, and stores.
 //!
+//! Beside the chain, and not part of its format, the store keeps window counts for
+//! policy's budgets and rates ([`Ledger::reserve_windows`]): what ran per key within a
+//! time window, checked and counted atomically across processes and hosts.
+//!
 //! # Format v1
 //!
 //! Each row's body is one JSON object in RFC 8785 canonical form, stored byte for byte:
