@@ -343,13 +343,20 @@ fn in_shadow_mode_a_crossing_call_runs_and_says_it_would_have_asked() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (dir, ledger) = (dir.path(), "ledger.sqlite");
-    let pushed = push(dir, ledger, BUDGET, 2, 13, 45.0, &["--shadow"]);
-    assert_eq!(
-        pushed.ran(),
-        13,
-        "shadow mode enforces nothing: {:?}",
-        pushed.answers
-    );
+    // Eleven at once fit under the cap; two more, one after the other, cross it. (In shadow
+    // mode the figure is read, not reserved: nothing is enforced, so nothing races.)
+    let pushed = push(dir, ledger, BUDGET, 2, 11, 45.0, &["--shadow"]);
+    assert_eq!(pushed.ran(), 11, "{:?}", pushed.answers);
+    for _ in 0..2 {
+        let (status, _, body) = curl(
+            "POST",
+            &format!("{}/v1/charges", pushed.addresses[1]),
+            Some(&json!({"amount": 45})),
+            &[],
+        );
+        assert_eq!(status, 201, "shadow mode enforces nothing: {body}");
+    }
+    assert_eq!(pushed.spent(), 585.0);
     let rows: Vec<Value> = stdout(&attest(dir, &["--ledger", ledger, "export"]))
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
