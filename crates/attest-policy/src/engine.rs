@@ -208,7 +208,13 @@ impl PolicyEngine {
     /// [`Replayed::Undecidable`], naming the rule, never guessed.
     pub fn replay(&self, action: &Action, recorded: Recorded) -> Replayed {
         match self.decide(action, recorded) {
-            Ok(verdict) => Replayed::Decided(verdict),
+            // A window's figure is what had run by then, which one row does not say.
+            Ok(verdict) => match verdict.windows.first() {
+                Some(window) => Replayed::Undecidable {
+                    rule: window.rule.clone(),
+                },
+                None => Replayed::Decided(verdict),
+            },
             Err(rule) => Replayed::Undecidable { rule },
         }
     }
@@ -672,15 +678,17 @@ mod tests {
     fn a_limit_rule_cannot_be_replayed_from_one_row() {
         let policy = engine(BUDGET);
         let pay = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 5}));
-        let recorded = Recorded {
-            params_complete: false,
-            placeholders: Some(false),
-        };
-        assert_eq!(
-            policy.replay(&pay, recorded),
-            Replayed::Undecidable {
-                rule: "budget".to_owned()
-            }
-        );
+        for params_complete in [false, true] {
+            let recorded = Recorded {
+                params_complete,
+                placeholders: Some(false),
+            };
+            assert_eq!(
+                policy.replay(&pay, recorded),
+                Replayed::Undecidable {
+                    rule: "budget".to_owned()
+                }
+            );
+        }
     }
 }

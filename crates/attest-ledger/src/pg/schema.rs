@@ -100,8 +100,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
             at_ms     BIGINT NOT NULL,
             amount    DOUBLE PRECISION NOT NULL,
             PRIMARY KEY (tenant, key, action_id)
-        );
-        CREATE INDEX IF NOT EXISTS window_entries_at ON window_entries (tenant, key, at_ms);",
+        );",
     ),
 ];
 
