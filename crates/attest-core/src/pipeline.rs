@@ -425,19 +425,23 @@ impl Attest {
     /// Records an action that already happened, outside Attest (decision `recorded`).
     ///
     /// `result`, when given, is hashed and checked for an acknowledgement; it is not stored.
+    /// It ran, so it counts in the budget and rate windows of the `limit:` rules it matches
+    /// (a batch of imported history does not: see [`Attest::record_batch`]).
     pub async fn record(
         &self,
         action: Action,
         result: Option<&Value>,
     ) -> Result<Receipt, AttestError> {
-        let (record, receipt) = self.recorded(action, result)?;
+        let (record, receipt, action) = self.recorded(action, result)?;
         let appended = self.append(record).await?;
+        self.count_recorded(&action).await;
         Ok(receipt.with_row(appended))
     }
 
     /// Records many actions that already happened, in one transaction: all or none.
     ///
     /// Each item is an action and, optionally, the result it had (hashed, never stored).
+    /// History brought in this way is not counted in budget and rate windows.
     pub async fn record_batch(
         &self,
         items: Vec<(Action, Option<Value>)>,
@@ -445,7 +449,7 @@ impl Attest {
         let mut records = Vec::with_capacity(items.len());
         let mut receipts = Vec::with_capacity(items.len());
         for (action, result) in items {
-            let (record, receipt) = self.recorded(action, result.as_ref())?;
+            let (record, receipt, _) = self.recorded(action, result.as_ref())?;
             records.push(record);
             receipts.push(receipt);
         }
@@ -470,11 +474,13 @@ impl Attest {
     }
 
     /// The record and the receipt (without its row) of an action reported after the fact.
+    /// The record, the receipt (without its row) and the action with this pipeline's
+    /// defaults filled in, of an action reported after the fact.
     fn recorded(
         &self,
         action: Action,
         result: Option<&Value>,
-    ) -> Result<(Record, Receipt), AttestError> {
+    ) -> Result<(Record, Receipt, Action), AttestError> {
         let Prepared {
             action,
             params_hash,
@@ -506,7 +512,7 @@ impl Attest {
         )?;
         let mut receipt = Receipt::unwritten(&action.id, Decision::Recorded, verdict.reasons);
         receipt.level = Some(level);
-        Ok((record, receipt))
+        Ok((record, receipt, action))
     }
 
     fn prepare(&self, mut action: Action) -> Result<Prepared, AttestError> {

@@ -162,6 +162,25 @@ impl Attest {
         }
     }
 
+    /// Counts an action reported after it ran in the windows of the `limit:` rules it
+    /// matches. Its row is already written: a window that cannot be counted is logged,
+    /// and the record stands.
+    pub(super) async fn count_recorded(&self, action: &Action) {
+        let Ok(verdict) = self.policy.evaluate(action) else {
+            return;
+        };
+        if verdict.windows.is_empty() {
+            return;
+        }
+        let counting = Counting {
+            claims: verdict.windows.iter().map(claim).collect(),
+            reserved: false,
+        };
+        if let Err(err) = self.count_before_run(&action.id, &counting).await {
+            tracing::warn!(error = %crate::error_chain(&err), "a recorded action was not counted in its windows");
+        }
+    }
+
     /// Runs a blocking ledger call off the async workers.
     async fn on_ledger<T: Send + 'static>(
         &self,
