@@ -38,7 +38,8 @@ struct Args {
     /// `dashboard` (`attest serve` polled at 1,000,000 rows; 20,000 with --quick) or
     /// `stores` (SQLite's one-row appends and verify beside the PostgreSQL rows; no `attest`
     /// binary needed) or `ledger` (the SQLite ledger's rows and their limit rows: appends,
-    /// the whole action, batched appends, full and since-checkpoint verify).
+    /// the whole action, batched appends, full and since-checkpoint verify) or `windows`
+    /// (a decision and a whole action with a budget or rate window, beside the plain ones).
     #[arg(long, value_name = "GROUP")]
     only: Option<String>,
     /// Internal: verify a ledger and print the peak resident memory.
@@ -69,9 +70,10 @@ fn main() -> anyhow::Result<()> {
         Some("dashboard") => scenarios::dashboard_only(&scale)?,
         Some("stores") => scenarios::stores(&scale)?,
         Some("ledger") => scenarios::ledger_only(&scale)?,
+        Some("windows") => scenarios::windows_only(&scale)?,
         Some(other) => {
             anyhow::bail!(
-                "--only {other:?}: the groups are `tiles`, `dashboard`, `stores` and `ledger`"
+                "--only {other:?}: the groups are `tiles`, `dashboard`, `stores`, `ledger` and `windows`"
             )
         }
     };

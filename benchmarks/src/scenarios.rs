@@ -213,6 +213,12 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     for durability in [Durability::Full, Durability::Normal, Durability::Off] {
         rows.push(action_row(&dir, &runtime, &policy, durability, scale)?);
     }
+    // Beside the plain decision: the same decision through a window condition.
+    rows.extend(
+        window_rows(&dir, &runtime, &policy, scale)?
+            .into_iter()
+            .filter(|row| !row.name.starts_with("whole action: act + ack, file-backed")),
+    );
 
     let ask_ledger = open(&dir, "ask.sqlite", Durability::Normal)?;
     let attest = Attest::builder()
@@ -311,6 +317,15 @@ fn compare_with_limits(rows: &mut [Row], scale: &Scale) {
             "MCP tools/call through attest mcp-proxy (normal)".to_owned(),
             "MCP tools/call, direct to the server".to_owned(),
         ),
+        // What a window condition adds to the same decision and action.
+        (
+            WINDOW_ACTION.to_owned(),
+            "whole action: act + ack, file-backed (normal)".to_owned(),
+        ),
+        (
+            "policy evaluate: the update, a rule with a window condition".to_owned(),
+            "policy evaluate: the update, default policy".to_owned(),
+        ),
     ];
     for (row, limit) in pairs {
         against(rows, &row, &limit);
@@ -405,25 +420,115 @@ fn action_row(
     durability: Durability,
     scale: &Scale,
 ) -> anyhow::Result<Row> {
-    let ledger = open(dir, &format!("action-{durability}.sqlite"), durability)?;
+    let name = format!("whole action: act + ack, file-backed ({durability})");
+    let file = format!("action-{durability}.sqlite");
+    whole_action(
+        dir,
+        runtime,
+        policy,
+        durability,
+        samples_for(durability, scale),
+        &name,
+        &file,
+    )
+}
+
+/// A policy that decides the update as the default policy does (`act`), but through a
+/// rule with a window condition that is never crossed: the cost a window adds.
+const WINDOW_POLICY: &str = "policies:
+  - name: update-rate
+    match: {system: hubspot, verb: update}
+    limit: {count: 1000000000, per: 24h, by: [agent, system]}
+  - name: updates
+    match: {system: hubspot, verb: update}
+    decision: act
+";
+
+/// The row of the whole action under [`WINDOW_POLICY`].
+const WINDOW_ACTION: &str = "whole action: act + ack with a window condition, file-backed (normal)";
+
+/// The decision rows with a window condition beside the plain ones: the pure policy
+/// evaluation (what window to check), and the whole action, which also reads and counts
+/// the window in the ledger before the call runs.
+fn window_rows(
+    dir: &tempfile::TempDir,
+    runtime: &tokio::runtime::Runtime,
+    policy: &PolicyEngine,
+    scale: &Scale,
+) -> anyhow::Result<Vec<Row>> {
+    let windowed = PolicyEngine::from_yaml(WINDOW_POLICY, "bench:window")?;
+    let update = update_action().with_agent("bench");
+    let mut rows = Vec::new();
+    rows.push(per_call_batched(
+        "policy evaluate: the update, default policy",
+        scale.samples,
+        100,
+        || {
+            std::hint::black_box(policy.evaluate(&update)?);
+            Ok(())
+        },
+    )?);
+    rows.push(per_call_batched(
+        "policy evaluate: the update, a rule with a window condition",
+        scale.samples,
+        100,
+        || {
+            std::hint::black_box(windowed.evaluate(&update)?);
+            Ok(())
+        },
+    )?);
+    let durability = Durability::Normal;
+    rows.push(action_row(dir, runtime, policy, durability, scale)?);
+    rows.push(whole_action(
+        dir,
+        runtime,
+        &windowed,
+        durability,
+        scale.samples,
+        WINDOW_ACTION,
+        "action-window.sqlite",
+    )?);
+    Ok(rows)
+}
+
+/// The update through the whole pipeline under `policy`, on a ledger file of its own.
+fn whole_action(
+    dir: &tempfile::TempDir,
+    runtime: &tokio::runtime::Runtime,
+    policy: &PolicyEngine,
+    durability: Durability,
+    samples: usize,
+    name: &str,
+    file: &str,
+) -> anyhow::Result<Row> {
+    let ledger = open(dir, file, durability)?;
     let attest = Attest::builder()
         .ledger(ledger)
         .policy(policy.clone())
         .agent("bench")
         .build()?;
-    per_call(
-        &format!("whole action: act + ack, file-backed ({durability})"),
-        samples_for(durability, scale),
-        || {
-            let action = update_action();
-            runtime.block_on(
-                attest
-                    .call(action)
-                    .run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "8812"})) }),
-            )?;
-            Ok(())
-        },
-    )
+    per_call(name, samples, || {
+        let action = update_action();
+        runtime.block_on(
+            attest
+                .call(action)
+                .run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "8812"})) }),
+        )?;
+        Ok(())
+    })
+}
+
+/// Only the decision rows with and without a window condition (`--only windows`).
+pub(crate) fn windows_only(scale: &Scale) -> anyhow::Result<Report> {
+    let dir = tempfile::tempdir_in(".")?;
+    let runtime = runtime()?;
+    let policy = PolicyEngine::default_policy()?;
+    let mut rows = window_rows(&dir, &runtime, &policy, scale)?;
+    compare_with_limits(&mut rows, scale);
+    Ok(Report {
+        rows,
+        facts: Vec::new(),
+    })
 }
 
 /// `N appends, one at a time (normal)`, into `ledger`.

@@ -544,7 +544,8 @@ pub(crate) struct PolicyExplainArgs {
     /// The agent making the call.
     #[arg(long)]
     pub(crate) agent: Option<String>,
-    /// Print `{"system","verb","target","tier","decision","reasons","rules_fired","target_class","approvers","hold"}`.
+    /// Print `{"system","verb","target","tier","decision","reasons","rules_fired","target_class","approvers","hold","windows"}`
+    /// (`windows`: each `limit:` rule met, with its current `figure` in the ledger).
     #[arg(long)]
     pub(crate) json: bool,
 }

@@ -45,10 +45,12 @@ pub struct Attest {
 pub(crate) mod call;
 mod import;
 mod resume;
+mod windows;
 mod writer;
 use call::Ended;
 pub use import::{ImportBatch, ImportItem};
 pub use resume::Decided;
+use windows::Counting;
 use writer::LedgerWriter;
 
 impl std::fmt::Debug for Attest {
@@ -195,6 +197,8 @@ struct Cleared {
     approver: Option<String>,
     /// In shadow mode, the verdict policy gave and that was not enforced.
     shadow: Option<Shadow>,
+    /// The budget and rate windows the call counts in when it runs.
+    counting: Counting,
 }
 
 /// What the gate step leaves: an action cleared to run, a stored request whose answer
@@ -309,6 +313,9 @@ impl Attest {
             action,
             params_hash,
         } = prepared;
+        // Counted in its windows before it runs (a budget is spent by what ran, and a
+        // window that cannot be written stops the call).
+        self.count_before_run(&action.id, &cleared.counting).await?;
         // Commit point before the call: a write runs only once the ledger durably holds a
         // row naming it. A crash or a full disk after this leaves an intent without an
         // outcome, which `attest verify` and `attest ledger` report.
@@ -317,10 +324,14 @@ impl Attest {
         } else {
             let record =
                 self.to_record(&action, params_hash.clone(), &cleared, RowOutcome::Intent)?;
-            let row = self
-                .append(record)
-                .await
-                .map_err(|err| AttestError::NotRecorded(Box::new(err)))?;
+            let row = match self.append(record).await {
+                Ok(row) => row,
+                Err(err) => {
+                    // It does not run: what it counted is taken back.
+                    self.release(&action.id, &cleared.counting).await;
+                    return Err(AttestError::NotRecorded(Box::new(err)));
+                }
+            };
             Some(row)
         };
         let run = telemetry::step("run");
@@ -426,21 +437,25 @@ impl Attest {
     ///
     /// `result`, when given, is hashed, never stored, and verified as a governed call's
     /// result is: read back from the vendor where a driver knows the action, else checked
-    /// for an acknowledgement.
+    /// for an acknowledgement. It ran, so it counts in the budget and rate windows of the
+    /// `limit:` rules it matches (a batch of imported history does not: see
+    /// [`Attest::record_batch`]).
     pub async fn record(
         &self,
         action: Action,
         result: Option<&Value>,
     ) -> Result<Receipt, AttestError> {
-        let (record, receipt) = self.recorded(action, result).await?;
+        let (record, receipt, action) = self.recorded(action, result).await?;
         let appended = self.append(record).await?;
+        self.count_recorded(&action).await;
         Ok(receipt.with_row(appended))
     }
 
     /// Records many actions that already happened, in one transaction: all or none.
     ///
     /// Each item is an action and, optionally, the result it had (hashed, never stored,
-    /// verified as in [`Attest::record`] before the transaction begins).
+    /// verified as in [`Attest::record`] before the transaction begins). History brought
+    /// in this way is not counted in budget and rate windows.
     pub async fn record_batch(
         &self,
         items: Vec<(Action, Option<Value>)>,
@@ -448,7 +463,7 @@ impl Attest {
         let mut records = Vec::with_capacity(items.len());
         let mut receipts = Vec::with_capacity(items.len());
         for (action, result) in items {
-            let (record, receipt) = self.recorded(action, result.as_ref()).await?;
+            let (record, receipt, _) = self.recorded(action, result.as_ref()).await?;
             records.push(record);
             receipts.push(receipt);
         }
@@ -472,12 +487,13 @@ impl Attest {
             .collect())
     }
 
-    /// The record and the receipt (without its row) of an action reported after the fact.
+    /// The record, the receipt (without its row) and the action with this pipeline's
+    /// defaults filled in, of an action reported after the fact.
     async fn recorded(
         &self,
         action: Action,
         result: Option<&Value>,
-    ) -> Result<(Record, Receipt), AttestError> {
+    ) -> Result<(Record, Receipt, Action), AttestError> {
         let prepared = self.prepare(action)?;
         let judged = match result {
             // Before the append: no ledger lock is held while the vendor is read.
@@ -493,7 +509,7 @@ impl Attest {
         &self,
         action: Action,
         result: Option<&Value>,
-    ) -> Result<(Record, Receipt), AttestError> {
+    ) -> Result<(Record, Receipt, Action), AttestError> {
         self.recorded_as(self.prepare(action)?, result, acknowledgement(result))
     }
 
@@ -502,7 +518,7 @@ impl Attest {
         prepared: Prepared,
         result: Option<&Value>,
         (level, verification): (Level, attest_ledger::Verification),
-    ) -> Result<(Record, Receipt), AttestError> {
+    ) -> Result<(Record, Receipt, Action), AttestError> {
         let Prepared {
             action,
             params_hash,
@@ -524,7 +540,7 @@ impl Attest {
         )?;
         let mut receipt = Receipt::unwritten(&action.id, Decision::Recorded, verdict.reasons);
         receipt.level = Some(level);
-        Ok((record, receipt))
+        Ok((record, receipt, action))
     }
 
     fn prepare(&self, mut action: Action) -> Result<Prepared, AttestError> {
@@ -557,7 +573,11 @@ impl Attest {
     /// names the stored request whose answer decides).
     async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
         let step = telemetry::step("policy");
-        let (verdict, shadow) = step.in_scope(|| self.enforced(&prepared.action));
+        let verdict = step.in_scope(|| self.evaluate(&prepared.action));
+        // Budgets and rates: checked against what ran, and counted when the call would
+        // run now (in shadow mode nothing is enforced: it counts when it runs).
+        let (verdict, counting) = self.windowed(&prepared.action, verdict, !self.shadow).await;
+        let (verdict, shadow) = self.shadowed(verdict);
         telemetry::decided(&step, verdict.decision.as_str());
         match verdict.decision {
             Decision::Act => Ok(Gated::Run(Box::new((
@@ -567,6 +587,7 @@ impl Attest {
                     confirm: None,
                     approver: None,
                     shadow,
+                    counting,
                 },
             )))),
             Decision::Ask => {
@@ -575,7 +596,7 @@ impl Attest {
                     .decide(&prepared.action, &verdict)
                     .instrument(telemetry::step("gate"))
                     .await;
-                self.settle(prepared, verdict, answer).await
+                self.settle(prepared, verdict, counting, answer).await
             }
             Decision::Refuse | Decision::Recorded => {
                 let receipt = self.record_not_run(&prepared, &verdict, None).await?;
@@ -592,6 +613,11 @@ impl Attest {
     ///
     /// In shadow mode this is the verdict enforced: `act` (rule `shadow`) for what policy
     /// would ask about or refuse.
+    ///
+    /// Budget and rate windows (a rule's `limit:`) are not checked here: they need the
+    /// ledger ([`Attest::verdict_now`] reads them), and a call is checked against them
+    /// when it is made. A verdict that still carries windows (`verdict.windows`) is not
+    /// a plain `act`: a surface must not let such a call by unrecorded.
     pub fn verdict(&self, action: &Action) -> Verdict {
         match self.prepare(action.clone()) {
             Ok(prepared) => self.enforced(&prepared.action).0,
@@ -599,9 +625,30 @@ impl Attest {
         }
     }
 
-    /// The verdict to enforce and, in shadow mode, the policy verdict it stands in for.
+    /// [`Attest::verdict`] with its budget and rate windows read from the ledger now: a
+    /// crossed window's verdict applies (the call is not counted; it counts when it is
+    /// made through [`Attest::call`]). For a door whose agent runs the call itself once
+    /// Attest allows it (a coding agent's hook, before the tool runs). A window that
+    /// cannot be read refuses.
+    pub async fn verdict_now(&self, action: &Action) -> Verdict {
+        match self.prepare(action.clone()) {
+            Ok(prepared) => {
+                let verdict = self.evaluate(&prepared.action);
+                let (verdict, _) = self.windowed(&prepared.action, verdict, false).await;
+                self.shadowed(verdict).0
+            }
+            Err(err) => undecided(action, &error_chain(&err)),
+        }
+    }
+
+    /// The verdict to enforce and, in shadow mode, the policy verdict it stands in for
+    /// (windows not checked: see [`Attest::verdict`]).
     fn enforced(&self, action: &Action) -> (Verdict, Option<Shadow>) {
-        let verdict = self.evaluate(action);
+        self.shadowed(self.evaluate(action))
+    }
+
+    /// `verdict` to enforce and, in shadow mode, the verdict it stands in for.
+    fn shadowed(&self, verdict: Verdict) -> (Verdict, Option<Shadow>) {
         if self.shadow {
             crate::shadow::unenforced(verdict)
         } else {
@@ -626,6 +673,7 @@ impl Attest {
         &self,
         prepared: Prepared,
         verdict: Verdict,
+        counting: Counting,
         answer: GateDecision,
     ) -> Result<Gated, AttestError> {
         match answer {
@@ -651,6 +699,7 @@ impl Attest {
                         confirm: Some(confirm),
                         approver: Some(approver),
                         shadow: None,
+                        counting,
                     },
                 ))))
             }
@@ -707,7 +756,10 @@ impl Attest {
         confirm: Confirm,
         approver: String,
     ) -> Result<Result<(Prepared, Cleared), Ended>, AttestError> {
-        let mut verdict = self.evaluate(&prepared.action);
+        // A window crossed is named in the row; the approved call counts when it runs,
+        // over the cap if it must.
+        let evaluated = self.evaluate(&prepared.action);
+        let (mut verdict, counting) = self.windowed(&prepared.action, evaluated, false).await;
         let refusal = match verdict.decision {
             Decision::Refuse | Decision::Recorded => Some(None),
             _ if verdict.hold => Some(Some("the edited action still holds unfilled placeholders")),
@@ -737,6 +789,7 @@ impl Attest {
                 confirm: Some(confirm),
                 approver: Some(approver),
                 shadow: None,
+                counting,
             },
         )))
     }

@@ -5,6 +5,10 @@
 //! tools: callers hand it a [`Record`], and it adds `v`, `seq`, `prev` and `ts`,
 //! canonicalizes, hashes, and stores.
 //!
+//! Beside the chain, and not part of its format, the store keeps window counts for
+//! policy's budgets and rates ([`Ledger::reserve_windows`]): what ran per key within a
+//! time window, checked and counted atomically across processes and hosts.
+//!
 //! # Format v1
 //!
 //! Each row's body is one JSON object in RFC 8785 canonical form, stored byte for byte:
@@ -116,6 +120,7 @@ mod store;
 pub mod tiles;
 mod verify;
 mod walk;
+mod windows;
 
 pub use archive::Archive;
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
@@ -142,3 +147,4 @@ pub use sqlite::SCHEMA_VERSION;
 pub use verify::{
     ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,
 };
+pub use windows::{Reservation, WindowClaim};

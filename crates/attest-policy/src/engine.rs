@@ -1,8 +1,11 @@
 //! [`PolicyEngine`]: the built-in rules R0–R4 plus a YAML policy's rules.
 
+use std::ops::ControlFlow;
+
 use crate::action_pattern::ActionPattern;
 use crate::file::{parse, PolicyFile};
 use crate::glob::Glob;
+use crate::limit::Reading;
 use crate::lint::{check_policy_text, problem};
 use crate::placeholder::find_placeholder;
 use crate::policy::risk_rule;
@@ -67,24 +70,30 @@ impl RuleList {
         self.rules.len()
     }
 
-    /// The first rule that matches; `Err` names the first rule whose match turns on
-    /// params a record does not have (only when `params_complete` is false).
-    fn first(
-        &self,
+    /// Shows `visit` the rules that match, in order, until it breaks; `Err` names the
+    /// first rule whose match turns on params a record does not have (only when
+    /// `params_complete` is false).
+    fn each_match<'r>(
+        &'r self,
         facts: &Facts<'_>,
         params_complete: bool,
-    ) -> Result<Option<&CompiledRule>, &CompiledRule> {
+        visit: &mut dyn FnMut(&'r CompiledRule) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, &'r CompiledRule> {
         for (filter, rule) in self.filters.iter().zip(&self.rules) {
             if !filter.admits(facts) {
                 continue;
             }
             match rule.rule.matcher.matches_recorded(facts, params_complete) {
-                Some(true) => return Ok(Some(rule)),
+                Some(true) => {
+                    if visit(rule).is_break() {
+                        return Ok(ControlFlow::Break(()));
+                    }
+                }
                 Some(false) => {}
                 None => return Err(rule),
             }
         }
-        Ok(None)
+        Ok(ControlFlow::Continue(()))
     }
 }
 
@@ -172,23 +181,26 @@ impl PolicyEngine {
         }
     }
 
-    /// The first matching YAML rule: the action's agent's rules, then the rest (`Err`:
-    /// see [`RuleList::first`]).
-    fn first_match(
-        &self,
+    /// Shows `visit` the matching YAML rules in order, the action's agent's rules first,
+    /// until it breaks (`Err`: see [`RuleList::each_match`]).
+    fn each_match<'r>(
+        &'r self,
         facts: &Facts<'_>,
         params_complete: bool,
-    ) -> Result<Option<&CompiledRule>, &CompiledRule> {
+        visit: &mut dyn FnMut(&'r CompiledRule) -> ControlFlow<()>,
+    ) -> Result<(), &'r CompiledRule> {
         if let Some(agent) = facts.action.agent.as_deref() {
             for (glob, rules) in &self.agents {
-                if glob.matches(agent) {
-                    if let Some(rule) = rules.first(facts, params_complete)? {
-                        return Ok(Some(rule));
-                    }
+                if glob.matches(agent)
+                    && rules.each_match(facts, params_complete, visit)?.is_break()
+                {
+                    return Ok(());
                 }
             }
         }
-        self.rules.first(facts, params_complete)
+        self.rules
+            .each_match(facts, params_complete, visit)
+            .map(drop)
     }
 
     /// Decides a recorded action again, from what its ledger row kept: see
@@ -196,7 +208,13 @@ impl PolicyEngine {
     /// [`Replayed::Undecidable`], naming the rule, never guessed.
     pub fn replay(&self, action: &Action, recorded: Recorded) -> Replayed {
         match self.decide(action, recorded) {
-            Ok(verdict) => Replayed::Decided(verdict),
+            // A window's figure is what had run by then, which one row does not say.
+            Ok(verdict) => match verdict.windows.first() {
+                Some(window) => Replayed::Undecidable {
+                    rule: window.rule.clone(),
+                },
+                None => Replayed::Decided(verdict),
+            },
             Err(rule) => Replayed::Undecidable { rule },
         }
     }
@@ -286,6 +304,7 @@ impl PolicyEngine {
             approvers: Vec::new(),
             approver_members: Vec::new(),
             hold: false,
+            windows: Vec::new(),
         };
         // The strictest built-in decision so far, and the rule that made it.
         let mut floor: Option<(Decision, &'static str)> = None;
@@ -416,37 +435,102 @@ impl PolicyEngine {
             tier,
             class: verdict.target_class,
         };
-        let floor_decision = floor.map_or(Decision::Act, |(d, _)| d);
-        let first = self
-            .first_match(&facts, complete)
-            .map_err(|rule| rule.rule.name.clone())?;
-        if let Some(compiled) = first {
+        // The first matching rule without a limit decides, else R4. A limit rule met on
+        // the way decides only if its window is crossed: its window goes with the
+        // verdict, carrying the verdict it would make.
+        let mut windows = Vec::new();
+        let mut chosen: Option<(&CompiledRule, Option<String>)> = None;
+        let mut replay_blind: Option<&CompiledRule> = None;
+        self.each_match(&facts, complete, &mut |compiled| {
             let rule = &compiled.rule;
-            let decision = stricter(floor_decision, rule.decision);
-            let reason = match floor {
-                Some((d, by)) if strictness(d) > strictness(rule.decision) => {
-                    format!("{} (but {by} makes it {d})", rule.reason)
-                }
-                _ => rule.reason.clone(),
+            let Some(limit) = &rule.limit else {
+                chosen = Some((compiled, None));
+                return ControlFlow::Break(());
             };
-            verdict.note(&rule.name, reason);
-            if decision == Decision::Ask && rule.decision == Decision::Ask {
-                verdict.approvers.clone_from(&rule.approvers);
-                verdict
-                    .approver_members
-                    .clone_from(&compiled.approver_members);
+            if !complete {
+                // What ran then is not in a record of one row.
+                replay_blind = Some(compiled);
+                return ControlFlow::Break(());
             }
-            verdict.decision = decision;
-        } else {
-            let (decision, reason) = risk_rule(action, tier);
-            if strictness(decision) >= strictness(floor_decision) {
-                verdict.note("R4", reason);
+            match limit.read(&rule.name, action) {
+                Reading::Applies(why) => {
+                    chosen = Some((compiled, Some(why)));
+                    ControlFlow::Break(())
+                }
+                Reading::Window { key, scope, adds } => {
+                    let mut over = verdict.clone();
+                    let base = rule.reason_written.then(|| rule.reason.clone());
+                    let at = conclude(
+                        &mut over,
+                        (floor, placeholder),
+                        Some((compiled, Some(base.unwrap_or_default()))),
+                        action,
+                        tier,
+                    );
+                    windows.push(limit.window(&rule.name, key, scope, adds, over, at));
+                    ControlFlow::Continue(())
+                }
             }
-            verdict.decision = stricter(floor_decision, decision);
+        })
+        .map_err(|rule| rule.rule.name.clone())?;
+        if let Some(rule) = replay_blind {
+            return Err(rule.rule.name.clone());
         }
-        verdict.hold = placeholder && verdict.decision == Decision::Ask;
+        let chosen = chosen.map(|(compiled, why)| {
+            let reason = why.map(|why| {
+                if compiled.rule.reason_written {
+                    format!("{}: {why}", compiled.rule.reason)
+                } else {
+                    why
+                }
+            });
+            (compiled, reason)
+        });
+        conclude(&mut verdict, (floor, placeholder), chosen, action, tier);
+        verdict.windows = windows;
         Ok(verdict)
     }
+}
+
+/// Ends a verdict with the rule that decides (its reason, or `reason` in its stead), or
+/// R4 when none does, under the built-in rules' `floor`; returns where the deciding
+/// rule's reason is in `verdict.reasons`.
+fn conclude(
+    verdict: &mut Verdict,
+    (floor, placeholder): (Option<(Decision, &'static str)>, bool),
+    rule: Option<(&CompiledRule, Option<String>)>,
+    action: &Action,
+    tier: Risk,
+) -> usize {
+    let floor_decision = floor.map_or(Decision::Act, |(d, _)| d);
+    let at = verdict.reasons.len();
+    if let Some((compiled, reason)) = rule {
+        let rule = &compiled.rule;
+        let decision = stricter(floor_decision, rule.decision);
+        let own = reason.unwrap_or_else(|| rule.reason.clone());
+        let reason = match floor {
+            Some((d, by)) if strictness(d) > strictness(rule.decision) => {
+                format!("{own} (but {by} makes it {d})")
+            }
+            _ => own,
+        };
+        verdict.note(&rule.name, reason);
+        if decision == Decision::Ask && rule.decision == Decision::Ask {
+            verdict.approvers.clone_from(&rule.approvers);
+            verdict
+                .approver_members
+                .clone_from(&compiled.approver_members);
+        }
+        verdict.decision = decision;
+    } else {
+        let (decision, reason) = risk_rule(action, tier);
+        if strictness(decision) >= strictness(floor_decision) {
+            verdict.note("R4", reason);
+        }
+        verdict.decision = stricter(floor_decision, decision);
+    }
+    verdict.hold = placeholder && verdict.decision == Decision::Ask;
+    at
 }
 
 #[cfg(test)]
@@ -536,5 +620,75 @@ mod tests {
             .unwrap();
         assert!(!read.hold);
         assert_eq!(read.decision, Decision::Act);
+    }
+
+    const BUDGET: &str = concat!(
+        "policies:\n",
+        "  - name: budget\n",
+        "    match: {system: stripe, verb: pay}\n",
+        "    limit: {sum: /amount, max: 500, per: 24h, by: [agent]}\n",
+        "  - name: payments-act\n",
+        "    match: {system: stripe}\n",
+        "    decision: act\n",
+    );
+
+    #[test]
+    fn a_limit_rule_returns_its_window_and_the_next_rule_decides_under_it() {
+        let policy = engine(BUDGET);
+        let pay = Action::new("stripe", Verb::Pay)
+            .with_agent("bot")
+            .with_params(json!({"amount": 45}));
+        let v = policy.evaluate(&pay).unwrap();
+        assert_eq!(v.decision, Decision::Act);
+        assert_eq!(v.rules_fired, ["payments-act"]);
+        let [window] = v.windows.as_slice() else {
+            panic!("one window: {:?}", v.windows)
+        };
+        assert_eq!(
+            (window.rule.as_str(), window.max, window.adds),
+            ("budget", 500.0, 45.0)
+        );
+        assert_eq!(window.per_secs, 24 * 3600);
+        let crossed = window.crossed(480.0);
+        assert_eq!(crossed.decision, Decision::Ask, "a limit asks by default");
+        assert_eq!(crossed.rules_fired, ["budget"]);
+        assert_eq!(
+            crossed.reasons,
+            ["agent bot spent 480 of 500 in 24h; this call adds 45 (/amount)"]
+        );
+        assert!(crossed.windows.is_empty());
+    }
+
+    #[test]
+    fn an_amount_that_is_not_a_number_is_the_riskiest_reading() {
+        let policy = engine(BUDGET);
+        let pay = Action::new("stripe", Verb::Pay).with_params(json!({"amount": "a lot"}));
+        let v = policy.evaluate(&pay).unwrap();
+        assert_eq!(v.decision, Decision::Ask);
+        assert_eq!(v.rules_fired, ["budget"]);
+        assert!(v.windows.is_empty());
+        assert!(
+            v.reasons[0].contains("/amount is not a number") && v.reasons[0].contains("applies"),
+            "{:?}",
+            v.reasons
+        );
+    }
+
+    #[test]
+    fn a_limit_rule_cannot_be_replayed_from_one_row() {
+        let policy = engine(BUDGET);
+        let pay = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 5}));
+        for params_complete in [false, true] {
+            let recorded = Recorded {
+                params_complete,
+                placeholders: Some(false),
+            };
+            assert_eq!(
+                policy.replay(&pay, recorded),
+                Replayed::Undecidable {
+                    rule: "budget".to_owned()
+                }
+            );
+        }
     }
 }

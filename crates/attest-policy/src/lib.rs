@@ -12,6 +12,9 @@
 //! - [`PolicyEngine`]: the built-in rules R0–R4 with a YAML policy's rules
 //!   ([`PolicyEngine::from_yaml`], [`PolicyEngine::default_policy`]).
 //! - [`RiskTierPolicy`]: the fallback rule R4 alone (low/medium act, high/very_high ask).
+//! - [`Window`]: a budget or rate a rule's `limit:` puts on calls; a verdict names the
+//!   windows to check against what ran ([`Verdict::windows`]), and the caller, who can
+//!   read the ledger, checks them.
 //!
 //! Around them: [`lint`] lists every problem of a policy file with its line, and
 //! [`run_cases`] runs a policy's expected-decision cases.
@@ -47,6 +50,7 @@ mod engine;
 mod error;
 mod file;
 mod glob;
+mod limit;
 mod lint;
 mod params;
 mod placeholder;
@@ -66,6 +70,7 @@ pub use de::checked_map;
 pub use engine::{PolicyEngine, DEFAULT_POLICY_YAML};
 pub use error::PolicyError;
 pub use file::{check_slot, Leaf};
+pub use limit::{Measure, Window};
 pub use lint::{lint, lint_slots, Problem, MAX_POLICY_BYTES};
 pub use policy::{Policy, RiskTierPolicy};
 pub use preview::{params_preview, preview_allows, PREVIEW_MAX_CHARS};

@@ -333,4 +333,41 @@ mod tests {
         assert_eq!(problems[0].line, 0);
         assert!(problems[0].message.contains("more than the limit"));
     }
+
+    #[test]
+    fn bad_limits_name_their_line_and_field() {
+        let text = concat!(
+            "policies:\n",
+            "  - name: a\n",
+            "    match: {}\n",
+            "    limit: {count: 5, per: 1h, every: 2}\n",
+            "  - name: b\n",
+            "    match: {}\n",
+            "    limit: {sum: amount, max: 5, per: 1h}\n",
+            "  - name: c\n",
+            "    match: {}\n",
+            "    limit: {count: 5, per: 0s}\n",
+            "  - name: d\n",
+            "    match: {}\n",
+            "    limit: {count: 5, sum: /a, max: 1, per: 1h}\n",
+        );
+        let problems = lint(text, "p.yaml");
+        let found: Vec<(usize, &str)> = problems
+            .iter()
+            .map(|p| (p.line, p.message.as_str()))
+            .collect();
+        assert_eq!(problems.len(), 4, "{found:#?}");
+        for ((line, message), (want_line, field, says)) in found.iter().zip([
+            (4, "policies[0].limit", "unknown field `every`"),
+            (7, "policies[1].limit.sum", "not a JSON pointer"),
+            (10, "policies[2].limit.per", "shorter than a second"),
+            (13, "policies[3].limit", "not both"),
+        ]) {
+            assert_eq!(*line, want_line, "{message}");
+            assert!(
+                message.contains(field) && message.contains(says),
+                "{message}"
+            );
+        }
+    }
 }

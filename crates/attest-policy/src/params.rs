@@ -51,6 +51,11 @@ struct Token {
 }
 
 impl Pointer {
+    /// The pointer as written.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
     /// Looks the pointer up in `value`; `None` when it is missing or `null`.
     pub(crate) fn resolve<'v>(&self, value: &'v Value) -> Option<&'v Value> {
         let mut current = value;
@@ -279,7 +284,7 @@ impl Op {
     }
 }
 
-fn number(value: &Value) -> Option<f64> {
+pub(crate) fn number(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => s.trim().parse::<f64>().ok().filter(|n| n.is_finite()),

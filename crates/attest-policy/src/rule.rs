@@ -1,4 +1,5 @@
-//! One YAML rule: `name`, `match`, `decision`, `approvers`, `reason`.
+//! One YAML rule: `name`, `match`, `decision`, `approvers`, `reason`, and a window
+//! condition `limit` (see `limit.rs`).
 
 use serde::de::Deserializer;
 use serde::Deserialize;
@@ -7,6 +8,7 @@ use crate::action_pattern::ActionPattern;
 use crate::de::{checked_map, OneOrMany, Text, Word, W};
 use crate::file::Leaf;
 use crate::glob::Glob;
+use crate::limit::Limit;
 use crate::params::ParamConditions;
 use crate::recipients::for_each_recipient_host;
 use crate::sets::{ClassSet, RiskSet, VerbSet};
@@ -269,6 +271,8 @@ struct RawRule {
     approvers: Leaf<OneOrMany<Text>>,
     #[serde(default)]
     reason: Leaf<W<Text>>,
+    #[serde(default)]
+    limit: Leaf<Limit>,
 }
 
 /// A compiled rule.
@@ -284,6 +288,10 @@ pub(crate) struct Rule {
     pub(crate) approvers: Vec<String>,
     /// Its reason, recorded in `reasons`.
     pub(crate) reason: String,
+    /// Its window condition: the rule fires only when the call would cross it.
+    pub(crate) limit: Option<Limit>,
+    /// Whether `reason` was written (a limit's figures follow a written reason).
+    pub(crate) reason_written: bool,
 }
 
 impl Rule {
@@ -292,10 +300,18 @@ impl Rule {
         // check against: the rest of the rule is still read for its own mistakes.
         let name = raw.name.required("name")?.map(|W(RuleName(name))| name);
         let matcher = raw.matcher.required("match")?.unwrap_or_default();
-        let decision = raw
-            .decision
-            .required("decision")?
-            .map(|W(RuleDecision(decision))| decision);
+        let has_limit = !matches!(raw.limit, Leaf::Absent);
+        let limit = match raw.limit {
+            Leaf::Value(limit) => Some(limit),
+            Leaf::Absent | Leaf::Skipped => None,
+        };
+        // A rule with a limit asks by default: a person decides whether to go over.
+        let decision = match raw.decision {
+            Leaf::Absent if has_limit => Some(Decision::Ask),
+            decision => decision
+                .required("decision")?
+                .map(|W(RuleDecision(decision))| decision),
+        };
         let approvers: Vec<String> = raw
             .approvers
             .or_default()
@@ -315,9 +331,9 @@ impl Rule {
             crate::file::claim_rule_name(name)?;
         }
         let (name, decision) = (name.unwrap_or_default(), decision.unwrap_or(Decision::Ask));
-        let reason = match raw.reason {
-            Leaf::Value(W(Text(reason))) => reason,
-            Leaf::Absent | Leaf::Skipped => format!("rule {name}: {decision}"),
+        let (reason, reason_written) = match raw.reason {
+            Leaf::Value(W(Text(reason))) => (reason, true),
+            Leaf::Absent | Leaf::Skipped => (format!("rule {name}: {decision}"), false),
         };
         Ok(Rule {
             name,
@@ -325,6 +341,8 @@ impl Rule {
             decision,
             approvers,
             reason,
+            limit,
+            reason_written,
         })
     }
 }

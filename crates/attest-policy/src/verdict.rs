@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Risk;
+use crate::{Risk, Window};
 
 /// What happens to an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -81,6 +81,11 @@ pub struct Verdict {
     pub approver_members: Vec<String>,
     /// True when the action must be held until a person edits it (unfilled placeholders).
     pub hold: bool,
+    /// The windows of the `limit:` rules that matched, in rule order: this verdict holds
+    /// while none would be crossed; the first crossed one's [`Window::crossed`] verdict
+    /// applies otherwise. The pipeline checks them against what ran (see `limit.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<Window>,
 }
 
 impl Verdict {
@@ -95,6 +100,7 @@ impl Verdict {
             approvers: Vec::new(),
             approver_members: Vec::new(),
             hold: false,
+            windows: Vec::new(),
         }
     }
 }

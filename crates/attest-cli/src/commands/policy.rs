@@ -5,7 +5,10 @@ use anyhow::Context;
 use attest_core::detect::detect_action;
 use attest_core::http_body::body_params;
 use attest_core::DetectInput;
-use attest_policy::{lint, run_cases_with, Action, CaseCall, Policy, Verdict, MAX_POLICY_BYTES};
+use attest_ledger::{LedgerError, WindowClaim};
+use attest_policy::{
+    lint, run_cases_with, Action, CaseCall, Policy, Verdict, Window, MAX_POLICY_BYTES,
+};
 use serde_json::{json, Value};
 
 use crate::cli::{
@@ -58,10 +61,35 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
     call.fill_extra(&mut action.extra);
     action.actor.clone_from(&args.actor);
     action.agent.clone_from(&args.agent);
-    let verdict = policy.evaluate(&action)?;
+    let mut verdict = policy.evaluate(&action)?;
+    let windows = window_figures(config, &verdict);
+    // As a call made now would be decided: the first window this call would cross.
+    let crossed = windows.iter().find_map(|(window, figure)| match figure {
+        Ok(figure) if window.crosses(*figure) => Some(window.crossed(*figure)),
+        _ => None,
+    });
+    if let Some(crossed) = crossed {
+        verdict = crossed;
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
-        let report = decision_report(&action, &verdict);
+        let mut report = decision_report(&action, &verdict);
+        report["windows"] = windows
+            .iter()
+            .map(|(window, figure)| {
+                json!({
+                    "rule": window.rule,
+                    "scope": window.scope,
+                    "measure": window.measure,
+                    "per": window.per,
+                    "max": window.max,
+                    "figure": figure.as_ref().ok(),
+                    "adds": window.adds,
+                    "crosses": figure.as_ref().ok().map(|f| window.crosses(*f)),
+                    "error": figure.as_ref().err(),
+                })
+            })
+            .collect();
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
@@ -88,7 +116,70 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
     if !verdict.approver_members.is_empty() {
         writeln!(out, "approvers: {}", verdict.approver_members.join(", "))?;
     }
+    for (window, figure) in &windows {
+        let line = match figure {
+            Ok(figure) => format!(
+                "{}; this call {}",
+                window.standing(*figure),
+                if window.crosses(*figure) {
+                    "would cross it"
+                } else {
+                    "fits"
+                }
+            ),
+            Err(err) => format!("{} (the figure could not be read: {err})", window.scope),
+        };
+        let line = crate::terminal::escape(&line);
+        writeln!(out, "window {}: {line}", window.rule)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The verdict's windows with their current figures in the configured ledger (0 when
+/// there is no ledger yet); a figure that cannot be read is said so, per window.
+fn window_figures(config: &Config, verdict: &Verdict) -> Vec<(Window, Result<f64, String>)> {
+    if verdict.windows.is_empty() {
+        return Vec::new();
+    }
+    let claims: Vec<WindowClaim> = verdict
+        .windows
+        .iter()
+        .map(|w| WindowClaim {
+            key: w.key.clone(),
+            per: std::time::Duration::from_secs(w.per_secs),
+            max: w.max,
+            adds: w.adds,
+        })
+        .collect();
+    let figures: Result<Vec<f64>, String> = match config.open_ledger_read_only() {
+        Ok(ledger) => ledger
+            .window_figures(&claims)
+            .map_err(|err| attest_core::error_chain(&err)),
+        // No ledger yet: nothing ran.
+        Err(err)
+            if err
+                .chain()
+                .any(|c| matches!(c.downcast_ref(), Some(LedgerError::NotFound { .. }))) =>
+        {
+            Ok(vec![0.0; claims.len()])
+        }
+        Err(err) => Err(format!("{err:#}")),
+    };
+    verdict
+        .windows
+        .iter()
+        .enumerate()
+        .map(|(i, window)| {
+            let figure = match &figures {
+                Ok(figures) => figures
+                    .get(i)
+                    .copied()
+                    .ok_or_else(|| "no figure".to_owned()),
+                Err(err) => Err(err.clone()),
+            };
+            (window.clone(), figure)
+        })
+        .collect()
 }
 
 /// `attest policy replay`: the candidate is the policy this invocation names

@@ -437,7 +437,10 @@ async fn send_head(
 /// sees the connection end early), since the status line has already gone out.
 /// An `act` that policy gave (not shadow mode's stand-in for an ask or a refusal).
 fn is_plain_act(verdict: &attest_policy::Verdict) -> bool {
-    verdict.decision == Decision::Act && !attest_core::is_unenforced(verdict)
+    // A read under a rate limit counts against it: it is decided and recorded.
+    verdict.decision == Decision::Act
+        && !attest_core::is_unenforced(verdict)
+        && verdict.windows.is_empty()
 }
 
 async fn pass_through(

@@ -89,7 +89,7 @@ impl ServerHandler for AttestServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let outcome = match request.name.as_ref() {
-            "attest_decide" => self.decide(&args),
+            "attest_decide" => self.decide(&args).await,
             "attest_ask" => self.ask(&args).await,
             "attest_record" => self.record(&args).await,
             "attest_verify" => self.verify().await,
@@ -115,10 +115,11 @@ impl ServerHandler for AttestServer {
 }
 
 impl AttestServer {
-    /// Core's verdict, as a governed call would get it (a policy that fails refuses).
-    fn decide(&self, args: &Value) -> Result<Value, String> {
+    /// Core's verdict, as a governed call would get it now (a policy that fails refuses;
+    /// a budget or rate window the call would cross applies).
+    async fn decide(&self, args: &Value) -> Result<Value, String> {
         let action = action_from(&self.attest, args)?;
-        let verdict = self.attest.verdict(&action);
+        let verdict = self.attest.verdict_now(&action).await;
         Ok(decision_report(&action, &verdict))
     }
 
@@ -127,7 +128,7 @@ impl AttestServer {
     /// refuses needs no person: the verdict is answered and nothing is filed.
     async fn ask(&self, args: &Value) -> Result<Value, String> {
         let action = action_from(&self.attest, args)?;
-        let verdict = self.attest.verdict(&action);
+        let verdict = self.attest.verdict_now(&action).await;
         if verdict.decision != Decision::Ask {
             let mut report = decision_report(&action, &verdict);
             report["requested"] = json!(false);
@@ -458,17 +459,37 @@ mod tests {
         AttestServer { attest }
     }
 
-    #[test]
-    fn decide_is_the_verdict_a_governed_call_gets_and_records_nothing() {
+    #[tokio::test]
+    async fn a_recorded_call_counts_in_its_window_and_decide_reads_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let rate = "policies:\n  - name: update-rate\n    match: {system: crm, verb: update}\n    limit: {count: 1, per: 1h, by: [agent]}\n  - name: updates\n    match: {system: crm}\n    decision: act\n";
+        let server = server(&dir, rate);
+        let update = json!({"system": "crm", "verb": "update"});
+        let report = server.decide(&update).await.unwrap();
+        assert_eq!(report["decision"], "act", "{report}");
+        server.record(&update).await.unwrap();
+        let report = server.decide(&update).await.unwrap();
+        assert_eq!(report["decision"], "ask", "{report}");
+        assert_eq!(
+            report["reasons"][0],
+            "agent bot made 1 of 1 calls allowed in 1h; this call would be call 2",
+            "{report}"
+        );
+    }
+
+    #[tokio::test]
+    async fn decide_is_the_verdict_a_governed_call_gets_and_records_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let server = server(&dir, "org:\n  blocked: [\"crm.list\"]\n");
         // An organisation `blocked` rule refuses even a read, as it does for a governed call.
         let report = server
             .decide(&json!({"system": "crm", "verb": "list"}))
+            .await
             .unwrap();
         assert_eq!(report["decision"], "refuse", "{report}");
         let report = server
             .decide(&json!({"system": "crm", "verb": "get"}))
+            .await
             .unwrap();
         assert_eq!(report["decision"], "act", "{report}");
         assert!(server.attest.ledger().list(10).unwrap().is_empty());

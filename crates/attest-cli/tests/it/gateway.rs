@@ -260,7 +260,7 @@ fn add_ann(dir: &Path) {
 }
 
 /// [`add_ann`] beside the ledger at `ledger`.
-fn add_ann_on(dir: &Path, ledger: &str) {
+pub(crate) fn add_ann_on(dir: &Path, ledger: &str) {
     let added = attest(
         dir,
         &[
@@ -282,7 +282,7 @@ fn confirm_as_ann(dir: &Path, id: &str) {
 }
 
 /// [`confirm_as_ann`] beside the ledger at `ledger`.
-fn confirm_as_ann_on(dir: &Path, ledger: &str, id: &str) {
+pub(crate) fn confirm_as_ann_on(dir: &Path, ledger: &str, id: &str) {
     let confirm = attest(
         dir,
         &[

@@ -7,6 +7,7 @@
 mod alerts;
 pub(crate) mod approvals;
 mod bad_input;
+mod budgets;
 mod config;
 mod dashboard_browser;
 mod demo;

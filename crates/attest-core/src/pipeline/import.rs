@@ -91,7 +91,8 @@ pub struct ImportBatch<'a> {
 impl ImportBatch<'_> {
     /// Adds one item, reduced to the row it will append.
     pub fn push(&mut self, item: ImportItem) -> Result<(), AttestError> {
-        let (mut record, mut receipt) = self.attest.imported(item.action, item.result.as_ref())?;
+        let (mut record, mut receipt, _) =
+            self.attest.imported(item.action, item.result.as_ref())?;
         if let Some(decision) = item.decision {
             record.decision = decision.as_str().to_owned();
             receipt.decision = decision;

@@ -23,6 +23,7 @@ mod connect;
 mod query;
 mod read;
 mod schema;
+mod windows;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ use crate::chain::ChainEdge;
 use crate::query::{Counts, Filter};
 use crate::source::Source;
 use crate::store::{Build, Cut, Extended, Read, Sign, Store};
+use crate::windows::{Settle, StoredClaim};
 use crate::{Durability, LedgerError, Record, RowSummary, StoredCheckpoint, StoredRow};
 pub use blocking::off_runtime;
 use blocking::Held;
@@ -176,6 +178,20 @@ impl Store for PgStore {
 
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError> {
         self.copy_from(source)
+    }
+
+    fn windows(
+        &self,
+        now_ms: i64,
+        action_id: &str,
+        claims: &[StoredClaim],
+        settle: Option<&mut Settle<'_>>,
+    ) -> Result<Vec<f64>, LedgerError> {
+        off_runtime(|| self.settle_windows(now_ms, action_id, claims, settle))
+    }
+
+    fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError> {
+        off_runtime(|| self.release_window_entries(action_id, keys))
     }
 
     fn database(&self) -> Option<PgDatabase> {

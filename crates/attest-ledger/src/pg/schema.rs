@@ -10,7 +10,7 @@ use crate::clock::format_ts;
 use crate::LedgerError;
 
 /// The newest schema version this build writes and reads.
-pub(crate) const PG_SCHEMA_VERSION: i32 = 2;
+pub(crate) const PG_SCHEMA_VERSION: i32 = 3;
 
 /// Migrations, in order: version `n` brings a database from `n - 1` to `n`.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -83,6 +83,24 @@ const MIGRATIONS: &[(i32, &str)] = &[
             ON CONFLICT (tenant, key) DO UPDATE SET value = EXCLUDED.value;
         DROP INDEX IF EXISTS entries_action;
         DROP INDEX IF EXISTS entries_run;",
+    ),
+    // 3: window counts for policy's budgets and rates, beside the chain (see
+    // `crate::windows`): a row per key to lock, and the entries.
+    (
+        3,
+        "CREATE TABLE IF NOT EXISTS window_keys (
+            tenant TEXT NOT NULL,
+            key    BYTEA NOT NULL,
+            PRIMARY KEY (tenant, key)
+        );
+        CREATE TABLE IF NOT EXISTS window_entries (
+            tenant    TEXT NOT NULL,
+            key       BYTEA NOT NULL,
+            action_id TEXT NOT NULL,
+            at_ms     BIGINT NOT NULL,
+            amount    DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (tenant, key, action_id)
+        );",
     ),
 ];
 

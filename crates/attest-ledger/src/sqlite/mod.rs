@@ -10,6 +10,7 @@ pub(crate) mod read;
 pub(crate) mod readonly;
 mod tree;
 mod wal;
+mod windows;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use crate::clock::format_ts;
 use crate::query::{Counts, Filter, Unfiled};
 use crate::source::Source;
 use crate::store::{Build, Cut, Extended, Read, Sign, Store};
+use crate::windows::{Settle, StoredClaim};
 use crate::{
     Clock, Hash, LedgerError, LedgerOptions, Record, RowSummary, StoredCheckpoint, StoredRow,
     SystemClock,
@@ -32,7 +34,7 @@ use wal::{WalCheckpointer, WAL_SIZE_LIMIT};
 
 /// The schema version stored in `attest_meta` (and, from version 2 on, in
 /// `attest_schema`); bump it with a migration in `MIGRATIONS`.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Migrations, in order: entry `n` brings a file from version `n + 1` to `n + 2`.
 /// Each runs in the opening transaction; a file written by any earlier release opens
@@ -84,6 +86,9 @@ const MIGRATIONS: &[&str] = &[
          SELECT 'action_id:' || action_id, seq FROM entries WHERE action_id IS NOT NULL;
      INSERT OR REPLACE INTO attest_meta (key, value)
          SELECT 'filed_through', coalesce(max(seq), 0) FROM entries;",
+    // 4: window counts for policy's budgets and rates, beside the chain (see
+    // `crate::windows`); nothing to fill: counting starts with the first limit.
+    windows::WINDOWS_SCHEMA,
 ];
 
 /// How long a writer waits for another writer's lock before giving up.
@@ -341,7 +346,7 @@ impl SqliteStore {
             .map_err(self.sqlite("reading the schema"))?;
         let has_other_tables: bool = tx
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups'))",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries'))",
                 [],
                 |row| row.get(0),
             )
@@ -487,5 +492,18 @@ impl Store for SqliteStore {
 
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError> {
         self.copy_from(source)
+    }
+    fn windows(
+        &self,
+        now_ms: i64,
+        action_id: &str,
+        claims: &[StoredClaim],
+        settle: Option<&mut Settle<'_>>,
+    ) -> Result<Vec<f64>, LedgerError> {
+        self.settle_windows(now_ms, action_id, claims, settle)
+    }
+
+    fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError> {
+        self.release_window_entries(action_id, keys)
     }
 }

@@ -128,6 +128,20 @@ impl Store for Faulty {
         self.inner.counts()
     }
 
+    fn windows(
+        &self,
+        now_ms: i64,
+        action_id: &str,
+        claims: &[crate::windows::StoredClaim],
+        settle: Option<&mut crate::windows::Settle<'_>>,
+    ) -> Result<Vec<f64>, LedgerError> {
+        self.inner.windows(now_ms, action_id, claims, settle)
+    }
+
+    fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError> {
+        self.inner.release_windows(action_id, keys)
+    }
+
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError> {
         self.inner.copy_in(source)
     }

@@ -33,6 +33,7 @@ use std::path::Path;
 use crate::chain::{Built, ChainEdge};
 use crate::query::{Counts, Filter};
 use crate::source::Source;
+use crate::windows::{Settle, StoredClaim};
 use crate::{Appended, LedgerError, Record, RowSummary, StoredCheckpoint, StoredRow};
 
 /// How an attempt to extend the chain ended.
@@ -124,6 +125,22 @@ pub(crate) trait Store: Send + Sync {
     /// Copies every row, tree hash, checkpoint and the prune boundary of `source` in,
     /// in one transaction; the store must be empty.
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError>;
+
+    /// Each claim's figure (what was counted after its `since_ms`), in claim order. With
+    /// `settle`, in one write transaction that no other writer of these keys can
+    /// interleave with: also drops each claim's expired entries and counts the call in
+    /// every window (at `now_ms`, once per key) when `settle` says so, the figures read
+    /// before (see [`crate::windows`]). Without, a plain read.
+    fn windows(
+        &self,
+        now_ms: i64,
+        action_id: &str,
+        claims: &[StoredClaim],
+        settle: Option<&mut Settle<'_>>,
+    ) -> Result<Vec<f64>, LedgerError>;
+
+    /// Removes what the action counted under `keys`.
+    fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError>;
 
     /// The PostgreSQL database, for a store that lives in one.
     fn database(&self) -> Option<crate::PgDatabase> {

@@ -47,6 +47,11 @@ impl Case {
         Ledger::open(&self.location, LedgerOptions::default()).unwrap()
     }
 
+    /// A second ledger on the same store, opened with `options`.
+    pub(crate) fn reopen_with(&self, options: LedgerOptions) -> Ledger {
+        Ledger::open(&self.location, options).unwrap()
+    }
+
     /// Where the ledger lives, for messages.
     pub(crate) fn name(&self) -> String {
         format!("{:?}", self.kind)

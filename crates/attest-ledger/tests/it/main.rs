@@ -18,8 +18,19 @@ mod tamper;
 mod tiles;
 mod tree;
 mod upgrade;
+mod windows;
 
 use attest_ledger::{Execution, Ledger, LedgerOptions, Record, Verification};
+
+/// A clock tests move by hand: seconds since the epoch.
+pub(crate) struct ManualClock(pub(crate) std::sync::atomic::AtomicU64);
+
+impl attest_ledger::Clock for ManualClock {
+    fn now(&self) -> std::time::SystemTime {
+        std::time::SystemTime::UNIX_EPOCH
+            + std::time::Duration::from_secs(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
 
 /// A realistic record; `n` varies the fields so bodies differ.
 pub(crate) fn sample_record(n: u64) -> Record {

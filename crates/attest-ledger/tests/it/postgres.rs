@@ -385,8 +385,10 @@ fn a_postgres_ledger_of_schema_1_upgrades_to_filing_in_bulk() {
     client
         .batch_execute(
             "DROP TABLE lookups;
+             DROP TABLE window_keys;
+             DROP TABLE window_entries;
              DELETE FROM attest_meta WHERE key = 'filed_through';
-             DELETE FROM attest_schema WHERE version = 2;
+             DELETE FROM attest_schema WHERE version IN (2, 3);
              DELETE FROM counters;
              INSERT INTO counters (tenant, dim, key, hour, n)
                  SELECT tenant, 'decision', decision, '', count(*) FROM entries GROUP BY tenant, decision
@@ -411,7 +413,7 @@ fn a_postgres_ledger_of_schema_1_upgrades_to_filing_in_bulk() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     let filed: String = client
         .query_one(
             "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'filed_through'",

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use attest_ledger::{
     entry_hash, leaf_hash, sign_checkpoint, Clock, CompactRange, Ledger, LedgerError,
@@ -11,7 +11,7 @@ use attest_ledger::{
 use rusqlite::Connection;
 
 use crate::both::StoreTester;
-use crate::{ledger_with, sample_record};
+use crate::{ledger_with, sample_record, ManualClock};
 
 fn key() -> SigningKey {
     SigningKey::generate("attest.test/ledger").unwrap().0
@@ -330,15 +330,6 @@ fn an_edited_tree_hash_is_caught() {
     );
     let report = ledger.verify().unwrap();
     assert_eq!(kinds(&report), vec![(3, ProblemKind::TreeMismatch)]);
-}
-
-/// A clock tests move by hand.
-struct ManualClock(AtomicU64);
-
-impl Clock for ManualClock {
-    fn now(&self) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(self.0.load(Ordering::SeqCst))
-    }
 }
 
 #[test]

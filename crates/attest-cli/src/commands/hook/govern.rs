@@ -93,7 +93,8 @@ pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Rul
     // Core decides, as for a governed call (a policy that fails refuses).
     let attest = pipeline(&settings.config, RejectGate)?;
     let action = action(&attest, settings, call);
-    let verdict = attest.verdict(&action);
+    // Budgets and rates read now: a call past one is asked about before it runs.
+    let verdict = runtime()?.block_on(attest.verdict_now(&action));
     let reasons = verdict.reasons.join("; ");
     let label = label(&action);
     Ok(match verdict.decision {
