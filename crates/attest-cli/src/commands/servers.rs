@@ -11,9 +11,9 @@ use attest_core::setup::{AskMode, DoorParts, Overrides};
 use attest_core::Attest;
 
 use crate::cli::{GatewayArgs, McpLoginArgs, McpProxyArgs, ModeArgs, OAuthClientArgs};
-use crate::servers::mcp_oauth_client::{self, LoginMode, OAuthClientOptions};
 use crate::config::Config;
 use crate::servers::gateway_tenants::Tenants;
+use crate::servers::mcp_oauth_client::{self, LoginMode, OAuthClientOptions};
 use crate::servers::mcp_transport::{self, UpstreamSpec};
 use crate::servers::{gateway, mcp_proxy, mcp_server, WaitNotice};
 
@@ -64,7 +64,12 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
                 None => None,
             },
             oauth: if args.oauth {
-                Some(Box::new(oauth_options(url, &args.oauth_client, args.login, 0)?))
+                Some(Box::new(oauth_options(
+                    url,
+                    &args.oauth_client,
+                    args.login,
+                    0,
+                )?))
             } else {
                 None
             },
@@ -168,7 +173,12 @@ pub(crate) fn mcp_login(args: &McpLoginArgs) -> anyhow::Result<ExitCode> {
         args.login != LoginMode::Never,
         "--login never: nothing to do (sign in with browser or headless)"
     );
-    let options = oauth_options(&args.url, &args.oauth_client, args.login, args.redirect_port)?;
+    let options = oauth_options(
+        &args.url,
+        &args.oauth_client,
+        args.login,
+        args.redirect_port,
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -184,7 +194,10 @@ pub(crate) fn mcp_login(args: &McpLoginArgs) -> anyhow::Result<ExitCode> {
     } else if signed_in {
         println!("signed in to {}; token stored in {file}", args.url);
     } else {
-        println!("{} needs no OAuth token (it answered without one)", args.url);
+        println!(
+            "{} needs no OAuth token (it answered without one)",
+            args.url
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

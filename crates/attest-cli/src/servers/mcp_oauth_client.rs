@@ -26,8 +26,8 @@ use rmcp::transport::auth::{
     CredentialStore, OAuthClientConfig, StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::{
-    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-    SseError, StreamableHttpResponseLimits,
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
 };
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
@@ -165,10 +165,7 @@ impl TokenFile {
         let fail = |err: &dyn std::fmt::Display| {
             AuthError::CredentialStoreError(format!("{}: {err}", self.path.display()))
         };
-        let dir = self
-            .path
-            .parent()
-            .ok_or_else(|| fail(&"no directory"))?;
+        let dir = self.path.parent().ok_or_else(|| fail(&"no directory"))?;
         create_private_dir(dir).map_err(|err| fail(&err))?;
         // A temporary file is created 0600 and renamed over: never a moment with the
         // token in a file others may read, nor a half-written one.
@@ -344,7 +341,11 @@ async fn follow_headless(url: &str, redirect_uri: &str) -> anyhow::Result<String
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
-    let response = client.get(url).send().await.context("authorization request")?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .context("authorization request")?;
     let status = response.status();
     let location = response
         .headers()
@@ -458,7 +459,7 @@ pub(crate) async fn client(options: OAuthClientOptions) -> Result<OAuthHttpClien
     let manager = match stored_manager(&options).await {
         Ok(Some(manager)) => manager,
         Ok(None) => manager(&options).await.map_err(|err| err.to_string())?,
-        Err(err) => return Err(format!("the stored OAuth token: {err}")),
+        Err(err) => return Err(format!("the stored OAuth token: {}", super::chain(&err))),
     };
     Ok(OAuthHttpClient {
         inner: AuthClient::new(reqwest_rmcp::Client::new(), manager),
