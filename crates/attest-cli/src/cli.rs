@@ -847,6 +847,11 @@ pub(crate) struct OAuthClientArgs {
     /// says.
     #[arg(long = "oauth-scope", value_name = "SCOPE")]
     pub(crate) oauth_scopes: Vec<String>,
+    /// `authorization-code`: a person signs in once, the token is refreshed after;
+    /// `client-credentials`: Attest's own client ID and secret get the token, with no
+    /// person (needs --oauth-client-id and --oauth-client-secret-env).
+    #[arg(long, value_enum, default_value = "authorization-code")]
+    pub(crate) oauth_grant: crate::servers::mcp_oauth_client::Grant,
 }
 
 #[derive(Debug, Args)]

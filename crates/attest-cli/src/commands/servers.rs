@@ -13,7 +13,7 @@ use attest_core::Attest;
 use crate::cli::{GatewayArgs, McpLoginArgs, McpProxyArgs, ModeArgs, OAuthClientArgs};
 use crate::config::Config;
 use crate::servers::gateway_tenants::Tenants;
-use crate::servers::mcp_oauth_client::{self, LoginMode, OAuthClientOptions};
+use crate::servers::mcp_oauth_client::{self, Grant, LoginMode, OAuthClientOptions};
 use crate::servers::mcp_transport::{self, UpstreamSpec};
 use crate::servers::{gateway, mcp_proxy, mcp_server, WaitNotice};
 
@@ -149,6 +149,11 @@ fn oauth_options(
             "--oauth-client-metadata-url: an https:// URL with a path (the document's own URL)"
         );
     }
+    anyhow::ensure!(
+        args.oauth_grant != Grant::ClientCredentials
+            || (args.oauth_client_id.is_some() && client_secret.is_some()),
+        "--oauth-grant client-credentials: give --oauth-client-id and --oauth-client-secret-env"
+    );
     Ok(OAuthClientOptions {
         url: url.to_owned(),
         token_file: mcp_oauth_client::token_file(&dir, url),
@@ -157,6 +162,7 @@ fn oauth_options(
         client_metadata_url: args.oauth_client_metadata_url.clone(),
         scopes: args.oauth_scopes.clone(),
         login,
+        grant: args.oauth_grant,
         redirect_port,
     })
 }

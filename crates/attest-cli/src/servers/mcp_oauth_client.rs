@@ -23,7 +23,7 @@ use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
-    CredentialStore, OAuthClientConfig, StoredCredentials,
+    ClientCredentialsConfig, CredentialStore, OAuthClientConfig, StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -51,6 +51,16 @@ pub(crate) enum LoginMode {
     Never,
 }
 
+/// How Attest gets a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Grant {
+    /// A person signs in (the authorization code with PKCE), the token refreshed after.
+    AuthorizationCode,
+    /// Attest is the client itself: its ID and secret get a token, no person involved
+    /// (the MCP client credentials extension, SEP-1046).
+    ClientCredentials,
+}
+
 /// Who Attest is to the authorization server, and how it signs in.
 #[derive(Clone)]
 pub(crate) struct OAuthClientOptions {
@@ -68,6 +78,8 @@ pub(crate) struct OAuthClientOptions {
     pub(crate) scopes: Vec<String>,
     /// How a token is obtained when there is none or it falls short.
     pub(crate) login: LoginMode,
+    /// The grant that gets a token.
+    pub(crate) grant: Grant,
     /// The loopback port the browser is sent back to (0: any free one).
     pub(crate) redirect_port: u16,
 }
@@ -82,6 +94,7 @@ impl std::fmt::Debug for OAuthClientOptions {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("login", &self.login)
+            .field("grant", &self.grant)
             .finish()
     }
 }
@@ -278,6 +291,9 @@ async fn authorize(
         .await
         .context("OAuth discovery")?;
     manager.set_metadata(resolution.metadata);
+    if options.grant == Grant::ClientCredentials {
+        return client_credentials(manager, options).await;
+    }
     let file = TokenFile::new(options.token_file.clone(), &options.url);
 
     let redirect = Redirect::bind(options.redirect_port).await?;
@@ -333,6 +349,34 @@ async fn authorize(
         .context("OAuth token exchange")?;
     file.remember_client(client_secret, &redirect_uri).await?;
     Ok(session.auth_manager)
+}
+
+/// A token for Attest's own client ID and secret (`client_secret_basic` when that is all
+/// the server takes, else `client_secret_post`), for the MCP server as the resource.
+async fn client_credentials(
+    mut manager: AuthorizationManager,
+    options: &OAuthClientOptions,
+) -> anyhow::Result<AuthorizationManager> {
+    let (Some(client_id), Some(client_secret)) = (&options.client_id, &options.client_secret)
+    else {
+        anyhow::bail!(
+            "the client credentials grant needs --oauth-client-id and --oauth-client-secret-env"
+        );
+    };
+    let config = ClientCredentialsConfig::ClientSecret {
+        client_id: client_id.clone(),
+        client_secret: client_secret.clone(),
+        scopes: options.scopes.clone(),
+        resource: Some(options.url.clone()),
+    };
+    manager
+        .configure_client_credentials(&config)
+        .context("OAuth client credentials")?;
+    manager
+        .exchange_client_credentials(&config)
+        .await
+        .context("OAuth client credentials token request")?;
+    Ok(manager)
 }
 
 /// The authorization server's redirect, taken without a browser: the URL is requested
@@ -554,9 +598,11 @@ impl StreamableHttpClient for OAuthHttpClient {
                 ),
                 _ => return sent,
             };
-            if self.options.login == LoginMode::Never
-                || authorizations >= MAX_AUTHORIZATIONS_PER_REQUEST
-            {
+            // A client credentials token is replaced without a person; any other only
+            // when a sign-in is allowed.
+            let may_sign_in = self.options.grant == Grant::ClientCredentials
+                || self.options.login != LoginMode::Never;
+            if !may_sign_in || authorizations >= MAX_AUTHORIZATIONS_PER_REQUEST {
                 return Err(self.refused(why));
             }
             authorizations += 1;

@@ -29,6 +29,8 @@ async function run(scenario, serverUrl) {
   ];
   const env = { PATH: process.env.PATH || "", HOME: dir };
   const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}");
+  // The machine-to-machine scenarios: Attest's own client ID and secret, no person.
+  if (scenario.startsWith("auth/client-credentials")) args.push("--oauth-grant", "client-credentials");
   if (ctx.client_id) {
     args.push("--oauth-client-id", ctx.client_id);
     if (ctx.client_secret) {
