@@ -827,9 +827,8 @@ pub(crate) struct McpProxyArgs {
 /// Who Attest is to a remote MCP server's authorization server, and where its tokens are.
 #[derive(Debug, Args)]
 pub(crate) struct OAuthClientArgs {
-    /// The directory of OAuth token files, one per server URL (mode 0600) [env:
-    /// ATTEST_OAUTH_TOKENS; default: $XDG_STATE_HOME/attest/oauth or
-    /// ~/.local/state/attest/oauth].
+    /// The directory of OAuth token files, one per server URL (mode 0600); default:
+    /// $XDG_STATE_HOME/attest/oauth, else ~/.local/state/attest/oauth.
     #[arg(long, value_name = "DIR", env = "ATTEST_OAUTH_TOKENS")]
     pub(crate) oauth_tokens: Option<PathBuf>,
     /// A client ID registered with the authorization server out of band (else a client

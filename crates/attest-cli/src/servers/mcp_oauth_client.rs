@@ -47,7 +47,7 @@ pub(crate) enum LoginMode {
     /// Request the authorization URL itself and take the code from the redirect: for
     /// authorization servers that approve without a person (test servers, CI).
     Headless,
-    /// Never: without a usable token the upstream is not reached (run `attest mcp-login`).
+    /// No sign-in: without a usable token the upstream is not reached (run `attest mcp-login`).
     Never,
 }
 
@@ -585,7 +585,7 @@ impl StreamableHttpClient for OAuthHttpClient {
                     session_id.clone(),
                     auth_header.clone(),
                     custom_headers.clone(),
-                    limits.clone(),
+                    limits,
                 )
                 .await;
             let (challenge, why) = match &sent {
