@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
 /// How long a person has to finish signing in in the browser.
-const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How many times one request may send the person back to sign in (a server that keeps
 /// asking for more scope is not followed forever).
@@ -640,5 +640,75 @@ impl StreamableHttpClient for OAuthHttpClient {
         self.inner
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_files_are_named_by_a_hash_of_the_url_and_secrets_are_not_printed() {
+        let dir = Path::new("/tokens");
+        let file = token_file(dir, "https://mcp.example.com/mcp?team=secret-team");
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(name.ends_with(".json") && !name.contains("team"), "{name}");
+        assert_eq!(
+            file,
+            token_file(dir, "https://mcp.example.com/mcp?team=secret-team")
+        );
+        assert_ne!(file, token_file(dir, "https://mcp.example.com/other"));
+
+        let options = OAuthClientOptions {
+            url: "https://mcp.example.com/mcp".to_owned(),
+            token_file: file,
+            client_id: Some("attest".to_owned()),
+            client_secret: Some("s3cret".to_owned()),
+            client_metadata_url: None,
+            scopes: Vec::new(),
+            login: LoginMode::Never,
+            grant: Grant::AuthorizationCode,
+            redirect_port: 0,
+        };
+        assert!(!format!("{options:?}").contains("s3cret"));
+    }
+
+    #[tokio::test]
+    async fn the_token_file_is_private_and_keeps_the_secret_beside_the_credentials() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("oauth/one.json");
+        let store = TokenFile::new(path.clone(), "https://mcp.example.com/mcp");
+        assert!(store.load().await.unwrap().is_none());
+        store
+            .remember_client(Some("s3cret".to_owned()), "http://127.0.0.1:1/callback")
+            .await
+            .unwrap();
+        store
+            .save(StoredCredentials::new(
+                "client-1".to_owned(),
+                None,
+                Vec::new(),
+                Some(7),
+            ))
+            .await
+            .unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        let loaded = store.load().await.unwrap().unwrap();
+        assert_eq!(loaded.client_id, "client-1");
+        assert_eq!(store.client().unwrap().0.as_deref(), Some("s3cret"));
+        store.clear().await.unwrap();
+        assert!(store.load().await.unwrap().is_none());
+        // The client survives a cleared token: a new sign-in reuses it.
+        assert_eq!(store.client().unwrap().0.as_deref(), Some("s3cret"));
+
+        std::fs::write(&path, "not json").unwrap();
+        let err = store.load().await.unwrap_err().to_string();
+        assert!(
+            err.contains("one.json") && err.contains("not a token file"),
+            "{err}"
+        );
     }
 }

@@ -26,7 +26,7 @@ use rmcp::transport::streamable_http_client::{
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 
 use super::chain;
-use super::mcp_oauth_client::{self, OAuthClientOptions};
+use super::mcp_oauth_client::{self, LoginMode, OAuthClientOptions};
 use super::mcp_order::{InFlight, Ordered};
 use super::mcp_sessions::upstream_challenge;
 
@@ -165,7 +165,12 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             let transport = StreamableHttpClientTransport::with_client(client, config);
             let transport = Ordered::new(transport, in_flight);
-            tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, Box::pin(service.serve(transport))).await
+            // A person signing in in a browser takes longer than a server's answer.
+            let timeout = match oauth.login {
+                LoginMode::Browser => UPSTREAM_INIT_TIMEOUT + mcp_oauth_client::LOGIN_TIMEOUT,
+                LoginMode::Headless | LoginMode::Never => UPSTREAM_INIT_TIMEOUT,
+            };
+            tokio::time::timeout(timeout, Box::pin(service.serve(transport))).await
         }
         UpstreamSpec::Url {
             url, bearer: own, ..
