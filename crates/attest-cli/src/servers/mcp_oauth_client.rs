@@ -336,10 +336,12 @@ async fn authorize(
     let callback = match options.login {
         LoginMode::Headless => follow_headless(&url, &redirect_uri).await?,
         LoginMode::Browser | LoginMode::Never => {
-            eprintln!(
-                "attest: sign in to {} in a browser:\n  {url}\nwaiting for the redirect to {redirect_uri} …",
+            // One write, and no panic when nobody reads stderr any more.
+            let message = format!(
+                "attest: sign in to {} in a browser:\n  {url}\nwaiting for the redirect to {redirect_uri} …\n",
                 options.url
             );
+            let _ = std::io::stderr().write_all(message.as_bytes());
             redirect.wait().await?
         }
     };

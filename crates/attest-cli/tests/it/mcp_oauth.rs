@@ -6,8 +6,10 @@
 //!
 //! And Attest as the OAuth client of a protected upstream (`mcp-login`, `mcp-proxy --url
 //! --oauth`), against a local authorization server and MCP server (`py/oauth_notes.py`):
-//! the token is stored 0600 and never recorded, printed or logged; an expired one is
-//! refreshed once; a revoked one fails closed with the reason.
+//! the first-run login in a browser (the URL printed, the loopback redirect taken) or
+//! headless; the token stored 0600 and never recorded, printed or logged; an expired one
+//! refreshed once; a revoked one failing closed with the reason; and both at once, a
+//! protected `--listen` in front of a protected upstream, each token kept to its side.
 
 use std::process::Command;
 
@@ -333,4 +335,121 @@ fn a_governed_call_through_an_oauth_upstream_refreshes_once_and_fails_closed_whe
         .as_str()
         .unwrap();
     assert!(!exported.contains(refresh) && !said.contains(refresh));
+}
+
+#[tokio::test]
+async fn an_oauth_protected_listen_in_front_of_an_oauth_upstream_keeps_both_tokens_apart() {
+    if !python_with("mcp") || !python_with("uvicorn") || !python_with("jwt") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = oauth_notes(dir.path());
+    let tokens = dir.path().join("tokens");
+    let tokens_arg = tokens.to_string_lossy().into_owned();
+    let login = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args([
+            "mcp-login",
+            &url,
+            "--login",
+            "headless",
+            "--oauth-tokens",
+            &tokens_arg,
+        ])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(login.status.success(), "{}", crate::stderr(&login));
+    let upstream_token = access_token(&token_file(&tokens).1);
+
+    let (_issuer, issuer) = start_first_line(
+        Command::new(crate::python())
+            .arg(py("oauth_issuer.py"))
+            .arg(free_port().to_string()),
+    );
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let (_proxy, _) = listening_proxy_with(
+        dir.path(),
+        &url,
+        &format!("127.0.0.1:{port}"),
+        &[
+            "--oauth",
+            "--oauth-tokens",
+            &tokens_arg,
+            "--oauth-issuer",
+            &issuer,
+        ],
+        &[],
+    );
+    let token = reqwest::get(format!("{issuer}/mint?sub=alice&aud={resource}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let bearer = format!("Bearer {token}");
+    let mut alice = Session::open(&resource, &[("authorization", &bearer)]).await;
+    let created = alice
+        .request(
+            "tools/call",
+            json!({"name": "create_note", "arguments": {"title": "both", "body": "b"}}),
+        )
+        .await;
+    assert_eq!(created["result"]["isError"], false, "{created}");
+    // The upstream took Attest's own token (it knows no other), alice's stayed here.
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(log.contains("both"), "{log}");
+    let rows = crate::outcome_entries(dir.path());
+    let create = rows.iter().find(|row| row["verb"] == "create").unwrap();
+    assert_eq!(create["agent"], "alice", "{create}");
+    let all = serde_json::to_string(&exported_entries(dir.path())).unwrap();
+    assert!(!all.contains(&token) && !all.contains(&upstream_token));
+}
+
+#[tokio::test]
+async fn mcp_login_prints_the_browser_url_and_takes_the_loopback_redirect() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = oauth_notes(dir.path());
+    let tokens = dir.path().join("tokens");
+    let mut login = crate::Running(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(["mcp-login", &url, "--oauth-tokens"])
+            .arg(&tokens)
+            .env_clear()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // The person's part: open the printed URL; the browser follows the redirect back.
+    // (The pipe stays open to the end: the rest of the message is still to come.)
+    let mut said = std::io::BufReader::new(login.0.stderr.take().unwrap()).lines();
+    let printed = said
+        .by_ref()
+        .map(Result::unwrap)
+        .find_map(|line| {
+            line.trim()
+                .starts_with("http")
+                .then(|| line.trim().to_owned())
+        })
+        .expect("no authorization URL printed");
+    assert!(printed.contains("code_challenge="), "{printed}");
+    let page = reqwest::get(&printed).await.unwrap();
+    assert!(
+        page.url().as_str().starts_with("http://127.0.0.1:"),
+        "{}",
+        page.url()
+    );
+    assert!(page.text().await.unwrap().contains("signed in"));
+    let status = login.0.wait().unwrap();
+    let rest: Vec<String> = said.map(Result::unwrap).collect();
+    assert!(status.success(), "{rest:?}");
+    let (_, stored, mode) = token_file(&tokens);
+    assert_eq!(mode, 0o600);
+    assert!(!access_token(&stored).is_empty());
+    assert_eq!(grants(dir.path()), ["register", "authorization_code"]);
 }
