@@ -23,7 +23,8 @@ use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
-    ClientCredentialsConfig, CredentialStore, OAuthClientConfig, StoredCredentials,
+    ClientCredentialsConfig, CredentialRefreshGuard, CredentialStore, OAuthClientConfig,
+    StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -142,16 +143,34 @@ struct TokenFileContents {
 pub(crate) struct TokenFile {
     path: PathBuf,
     url: String,
-    /// One writer at a time within this process (refresh and save are rmcp's, the secret ours).
-    lock: Arc<tokio::sync::Mutex<()>>,
+    /// This file's locks, shared by every store on it in this process.
+    locks: Arc<FileLocks>,
+}
+
+/// A token file's locks. The sessions of one `--listen` each have a manager on the same
+/// file: one read-modify-write at a time, and one refresh at a time, so that a rotated
+/// refresh token is used once (the second refresh starts from the first one's token).
+#[derive(Default)]
+struct FileLocks {
+    write: tokio::sync::Mutex<()>,
+    refresh: Arc<tokio::sync::Mutex<()>>,
+}
+
+fn file_locks(path: &Path) -> Arc<FileLocks> {
+    static LOCKS: std::sync::Mutex<std::collections::BTreeMap<PathBuf, Arc<FileLocks>>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let mut locks = LOCKS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    locks.entry(path.to_owned()).or_default().clone()
 }
 
 impl TokenFile {
     pub(crate) fn new(path: PathBuf, url: &str) -> TokenFile {
         TokenFile {
+            locks: file_locks(&path),
             path,
             url: url.to_owned(),
-            lock: Arc::default(),
         }
     }
 
@@ -201,7 +220,7 @@ impl TokenFile {
         secret: Option<String>,
         redirect_uri: &str,
     ) -> Result<(), AuthError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.locks.write.lock().await;
         let mut contents = self.read()?;
         contents.client_secret = secret;
         contents.redirect_uri = Some(redirect_uri.to_owned());
@@ -216,17 +235,22 @@ impl CredentialStore for TokenFile {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.locks.write.lock().await;
         let mut contents = self.read()?;
         contents.credentials = Some(credentials);
         self.write(&contents)
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        let _guard = self.lock.lock().await;
+        let _guard = self.locks.write.lock().await;
         let mut contents = self.read()?;
         contents.credentials = None;
         self.write(&contents)
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let guard = self.locks.refresh.clone().lock_owned().await;
+        Ok(Some(CredentialRefreshGuard::new(guard)))
     }
 }
 
@@ -712,5 +736,21 @@ mod tests {
             err.contains("one.json") && err.contains("not a token file"),
             "{err}"
         );
+    }
+
+    #[tokio::test]
+    async fn stores_on_one_file_refresh_one_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared.json");
+        let one = TokenFile::new(path.clone(), "https://mcp.example.com/mcp");
+        let other = TokenFile::new(path, "https://mcp.example.com/mcp");
+        let held = one.acquire_refresh_guard().await.unwrap();
+        let mut waiting = Box::pin(other.acquire_refresh_guard());
+        // Never ready while the first refresh holds the file's guard.
+        assert!(futures_util::poll!(waiting.as_mut()).is_pending());
+        drop(held);
+        assert!(waiting.await.unwrap().is_some());
+        let elsewhere = TokenFile::new(dir.path().join("other.json"), "https://b.example/mcp");
+        assert!(futures_util::poll!(Box::pin(elsewhere.acquire_refresh_guard())).is_ready());
     }
 }
