@@ -319,8 +319,21 @@ async fn authorize(
         return client_credentials(manager, options).await;
     }
     let file = TokenFile::new(options.token_file.clone(), &options.url);
+    let (stored_secret, stored_redirect) = file.client()?;
 
-    let redirect = Redirect::bind(options.redirect_port).await?;
+    // The port of the last sign-in when none is given: the client registered for that
+    // redirect is used again (step-up, a new login), not registered twice.
+    let earlier_port = stored_redirect
+        .as_deref()
+        .and_then(|uri| reqwest::Url::parse(uri).ok())
+        .and_then(|uri| uri.port());
+    let redirect = match (options.redirect_port, earlier_port) {
+        (0, Some(port)) => match Redirect::bind(port).await {
+            Ok(redirect) => redirect,
+            Err(_) => Redirect::bind(0).await?,
+        },
+        (port, _) => Redirect::bind(port).await?,
+    };
     let redirect_uri = redirect.uri.clone();
     let mut request = AuthorizationRequest::new(redirect_uri.clone())
         .with_client_name("Attest")
@@ -334,15 +347,12 @@ async fn authorize(
     if let Some(url) = &options.client_metadata_url {
         request = request.with_client_metadata_url(url);
     }
-    let (stored_secret, stored_redirect) = file.client()?;
     let stored_client = file.load().await?.map(|stored| stored.client_id);
     let client_secret = match (&options.client_id, stored_client) {
         (Some(id), _) => {
             request = request.with_preregistered_client(id);
             options.client_secret.clone()
         }
-        // A client registered before for the same redirect is used again (step-up,
-        // re-login), not registered twice.
         (None, Some(id)) if stored_redirect.as_deref() == Some(redirect_uri.as_str()) => {
             request = request.with_preregistered_client(id);
             stored_secret

@@ -335,6 +335,32 @@ fn a_governed_call_through_an_oauth_upstream_refreshes_once_and_fails_closed_whe
         .as_str()
         .unwrap();
     assert!(!exported.contains(refresh) && !said.contains(refresh));
+
+    // Signing in again after the revocation uses the client registered the first time.
+    let again = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args([
+            "mcp-login",
+            &url,
+            "--login",
+            "headless",
+            "--oauth-tokens",
+            &tokens_arg,
+        ])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", crate::stderr(&again));
+    assert_eq!(
+        grants(dir.path()).last().map(String::as_str),
+        Some("authorization_code")
+    );
+    assert_eq!(
+        grants(dir.path())
+            .iter()
+            .filter(|g| *g == "register")
+            .count(),
+        1
+    );
 }
 
 #[tokio::test]
