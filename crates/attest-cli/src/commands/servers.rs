@@ -53,6 +53,28 @@ fn stdio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<ExitCode> {
+    if !args.oauth {
+        let client = &args.oauth_client;
+        let given = [
+            ("--oauth-client-id", client.oauth_client_id.is_some()),
+            (
+                "--oauth-client-secret-env",
+                client.oauth_client_secret_env.is_some(),
+            ),
+            (
+                "--oauth-client-metadata-url",
+                client.oauth_client_metadata_url.is_some(),
+            ),
+            ("--oauth-scope", !client.oauth_scopes.is_empty()),
+            (
+                "--oauth-grant",
+                client.oauth_grant != Grant::AuthorizationCode,
+            ),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+            anyhow::bail!("{flag} is for an OAuth upstream: add --oauth (with --url)");
+        }
+    }
     let upstream = match &args.url {
         Some(url) => UpstreamSpec::Url {
             url: url.clone(),

@@ -479,3 +479,68 @@ async fn mcp_login_prints_the_browser_url_and_takes_the_loopback_redirect() {
     assert!(!access_token(&stored).is_empty());
     assert_eq!(grants(dir.path()), ["register", "authorization_code"]);
 }
+
+#[test]
+fn oauth_client_flags_that_cannot_work_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    let tokens = tokens.to_string_lossy();
+    let refused = [
+        (
+            vec![
+                "--ledger",
+                "l.sqlite",
+                "mcp-proxy",
+                "--url",
+                "http://127.0.0.1:9/mcp",
+                "--oauth-scope",
+                "notes",
+            ],
+            "--oauth-scope is for an OAuth upstream",
+        ),
+        (
+            vec![
+                "mcp-login",
+                "http://127.0.0.1:9/mcp",
+                "--oauth-tokens",
+                &tokens,
+                "--oauth-grant",
+                "client-credentials",
+            ],
+            "--oauth-grant client-credentials: give --oauth-client-id",
+        ),
+        (
+            vec![
+                "mcp-login",
+                "http://127.0.0.1:9/mcp",
+                "--oauth-tokens",
+                &tokens,
+                "--oauth-client-metadata-url",
+                "http://example.com/client.json",
+            ],
+            "--oauth-client-metadata-url: an https:// URL",
+        ),
+        (
+            vec![
+                "mcp-login",
+                "https://user:pw@mcp.example.com/mcp",
+                "--oauth-tokens",
+                &tokens,
+            ],
+            "no credentials in the URL",
+        ),
+    ];
+    for (args, said) in refused {
+        let output = Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let text = crate::stderr(&output);
+        assert!(text.contains(said), "{args:?}: {text}");
+    }
+    // Nothing was written: no token directory for a refused login.
+    assert!(!dir.path().join("tokens").exists());
+}
