@@ -165,6 +165,15 @@ pub(crate) enum Command {
     /// run, verified and recorded; a refused call returns an error result and never
     /// reaches the server.
     McpProxy(McpProxyArgs),
+    /// Sign in to a remote MCP server that requires OAuth, and store the token for
+    /// `attest mcp-proxy --url URL --oauth`.
+    ///
+    /// Finds the server's authorization server (protected resource metadata, then its
+    /// metadata), uses the configured client, a client ID metadata document or registers
+    /// one, prints the authorization URL and waits for the browser's redirect on a
+    /// loopback port (PKCE throughout). The token is stored in a file of mode 0600 under
+    /// --oauth-tokens, never in the ledger, and never printed.
+    McpLogin(McpLoginArgs),
     /// Serve Attest itself as MCP tools on stdin/stdout (attest_decide, attest_ask,
     /// attest_confirm_status, attest_record, attest_verify, attest_ledger). None of them
     /// approves: an agent may ask and wait, only a registered approver decides.
@@ -771,6 +780,17 @@ pub(crate) struct McpProxyArgs {
     /// of a command.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub(crate) url: Option<String>,
+    /// Sign in to the --url upstream with OAuth (a token from `attest mcp-login URL`,
+    /// refreshed when it expires) instead of a fixed bearer token.
+    #[arg(long, requires = "url", conflicts_with = "bearer_env")]
+    pub(crate) oauth: bool,
+    #[command(flatten)]
+    pub(crate) oauth_client: OAuthClientArgs,
+    /// With --oauth, how a missing token or one short of scope is replaced: `never`
+    /// (the upstream is not reached; run `attest mcp-login`), `browser` (the URL is
+    /// printed on stderr, the redirect awaited) or `headless`.
+    #[arg(long, value_enum, default_value = "never", requires = "oauth")]
+    pub(crate) login: crate::servers::mcp_oauth_client::LoginMode,
     /// The variable holding the bearer token sent to the --url upstream for a client on
     /// stdio (a client on --listen sends its own, which is passed through). The token is
     /// never recorded or logged.
@@ -803,6 +823,56 @@ pub(crate) struct McpProxyArgs {
     /// The upstream MCP server's command and arguments.
     #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
     pub(crate) command: Vec<String>,
+}
+
+/// Who Attest is to a remote MCP server's authorization server, and where its tokens are.
+#[derive(Debug, Args)]
+pub(crate) struct OAuthClientArgs {
+    /// The directory of OAuth token files, one per server URL (mode 0600); default:
+    /// $XDG_STATE_HOME/attest/oauth, else ~/.local/state/attest/oauth.
+    #[arg(long, value_name = "DIR", env = "ATTEST_OAUTH_TOKENS")]
+    pub(crate) oauth_tokens: Option<PathBuf>,
+    /// A client ID registered with the authorization server out of band (else a client
+    /// ID metadata document, else dynamic registration).
+    #[arg(long, value_name = "ID")]
+    pub(crate) oauth_client_id: Option<String>,
+    /// The variable holding that client's secret (never printed).
+    #[arg(long, value_name = "VAR", requires = "oauth_client_id")]
+    pub(crate) oauth_client_secret_env: Option<String>,
+    /// The HTTPS URL of a client ID metadata document naming Attest, used as the client
+    /// ID by authorization servers that accept one.
+    #[arg(long, value_name = "URL")]
+    pub(crate) oauth_client_metadata_url: Option<String>,
+    /// A scope to ask for (repeatable); without one, the server's challenge or metadata
+    /// says.
+    #[arg(long = "oauth-scope", value_name = "SCOPE")]
+    pub(crate) oauth_scopes: Vec<String>,
+    /// `authorization-code`: a person signs in once, the token is refreshed after;
+    /// `client-credentials`: Attest's own client ID and secret get the token, with no
+    /// person (needs --oauth-client-id and --oauth-client-secret-env).
+    #[arg(long, value_enum, default_value = "authorization-code")]
+    pub(crate) oauth_grant: crate::servers::mcp_oauth_client::Grant,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpLoginArgs {
+    /// The MCP server's streamable-HTTP endpoint (`https://…/mcp`).
+    #[arg(value_name = "URL")]
+    pub(crate) url: String,
+    #[command(flatten)]
+    pub(crate) oauth_client: OAuthClientArgs,
+    /// `browser`: print the authorization URL and wait for the redirect; `headless`:
+    /// request it and take the code from the redirect (authorization servers that
+    /// approve without a person).
+    #[arg(long, value_enum, default_value = "browser")]
+    pub(crate) login: crate::servers::mcp_oauth_client::LoginMode,
+    /// The loopback port the browser is sent back to (`http://127.0.0.1:PORT/callback`);
+    /// 0 picks a free one.
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub(crate) redirect_port: u16,
+    /// Print the result as JSON (`{"url", "token_file", "signed_in"}`; no token in it).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -40,6 +40,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // Reports a file that does not load instead of failing on it.
         return config::run(&cli.global, command);
     }
+    if let Command::McpLogin(args) = &cli.command {
+        // Needs no ledger or policy: it only signs in and stores a token.
+        return servers::mcp_login(args);
+    }
     if let Command::Hook(command) = &cli.command {
         // Loads its settings in the agent's project directory, and answers a file that
         // does not load with the agent's deny instead of failing.
@@ -83,6 +87,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // servers (issue 8)
         Command::McpProxy(args) => servers::mcp_proxy(&config, args),
         Command::McpServer(_) => servers::mcp_server(&config),
+        Command::McpLogin(args) => servers::mcp_login(&args),
         Command::Gateway(args) => servers::gateway(&config, &args),
         Command::Hook(command) => hook::run(&cli.global, &command),
         // review (issue 17)

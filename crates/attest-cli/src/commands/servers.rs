@@ -10,9 +10,10 @@ use attest_core::approvals::Notifier;
 use attest_core::setup::{AskMode, DoorParts, Overrides};
 use attest_core::Attest;
 
-use crate::cli::{GatewayArgs, McpProxyArgs, ModeArgs};
+use crate::cli::{GatewayArgs, McpLoginArgs, McpProxyArgs, ModeArgs, OAuthClientArgs};
 use crate::config::Config;
 use crate::servers::gateway_tenants::Tenants;
+use crate::servers::mcp_oauth_client::{self, Grant, LoginMode, OAuthClientOptions};
 use crate::servers::mcp_transport::{self, UpstreamSpec};
 use crate::servers::{gateway, mcp_proxy, mcp_server, WaitNotice};
 
@@ -52,6 +53,28 @@ fn stdio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<ExitCode> {
+    if !args.oauth {
+        let client = &args.oauth_client;
+        let given = [
+            ("--oauth-client-id", client.oauth_client_id.is_some()),
+            (
+                "--oauth-client-secret-env",
+                client.oauth_client_secret_env.is_some(),
+            ),
+            (
+                "--oauth-client-metadata-url",
+                client.oauth_client_metadata_url.is_some(),
+            ),
+            ("--oauth-scope", !client.oauth_scopes.is_empty()),
+            (
+                "--oauth-grant",
+                client.oauth_grant != Grant::AuthorizationCode,
+            ),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+            anyhow::bail!("{flag} is for an OAuth upstream: add --oauth (with --url)");
+        }
+    }
     let upstream = match &args.url {
         Some(url) => UpstreamSpec::Url {
             url: url.clone(),
@@ -61,6 +84,16 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
                         .with_context(|| format!("--bearer-env {var}: the variable is not set"))?,
                 ),
                 None => None,
+            },
+            oauth: if args.oauth {
+                Some(Box::new(oauth_options(
+                    url,
+                    &args.oauth_client,
+                    args.login,
+                    0,
+                )?))
+            } else {
+                None
             },
         },
         None => UpstreamSpec::Command(args.command.clone()),
@@ -113,6 +146,87 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
     // A read of stdin may still be parked on a blocking thread; do not wait for it.
     runtime.shutdown_timeout(Duration::from_secs(1));
     outcome?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The OAuth client settings of `--url`, from the flags.
+fn oauth_options(
+    url: &str,
+    args: &OAuthClientArgs,
+    login: LoginMode,
+    redirect_port: u16,
+) -> anyhow::Result<OAuthClientOptions> {
+    let dir = mcp_oauth_client::token_dir(args.oauth_tokens.as_deref())?;
+    let client_secret = match &args.oauth_client_secret_env {
+        Some(var) => Some(crate::config::env_var(var).with_context(|| {
+            format!("--oauth-client-secret-env {var}: the variable is not set")
+        })?),
+        None => None,
+    };
+    if let Some(metadata) = &args.oauth_client_metadata_url {
+        let parsed = reqwest::Url::parse(metadata)
+            .map_err(|err| anyhow::anyhow!("--oauth-client-metadata-url: not a URL ({err})"))?;
+        anyhow::ensure!(
+            parsed.scheme() == "https" && parsed.path() != "/",
+            "--oauth-client-metadata-url: an https:// URL with a path (the document's own URL)"
+        );
+    }
+    anyhow::ensure!(
+        args.oauth_grant != Grant::ClientCredentials
+            || (args.oauth_client_id.is_some() && client_secret.is_some()),
+        "--oauth-grant client-credentials: give --oauth-client-id and --oauth-client-secret-env"
+    );
+    Ok(OAuthClientOptions {
+        url: url.to_owned(),
+        token_file: mcp_oauth_client::token_file(&dir, url),
+        client_id: args.oauth_client_id.clone(),
+        client_secret,
+        client_metadata_url: args.oauth_client_metadata_url.clone(),
+        scopes: args.oauth_scopes.clone(),
+        login,
+        grant: args.oauth_grant,
+        redirect_port,
+    })
+}
+
+/// `attest mcp-login URL`.
+pub(crate) fn mcp_login(args: &McpLoginArgs) -> anyhow::Result<ExitCode> {
+    let spec = UpstreamSpec::Url {
+        url: args.url.clone(),
+        bearer: None,
+        oauth: None,
+    };
+    spec.validate()?;
+    anyhow::ensure!(
+        args.login != LoginMode::Never,
+        "--login never: nothing to do (sign in with browser or headless)"
+    );
+    let options = oauth_options(
+        &args.url,
+        &args.oauth_client,
+        args.login,
+        args.redirect_port,
+    )?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let signed_in = runtime
+        .block_on(mcp_oauth_client::login(&options))
+        .with_context(|| format!("mcp-login {}", args.url))?;
+    let file = options.token_file.display().to_string();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"url": args.url, "token_file": file, "signed_in": signed_in})
+        );
+    } else if signed_in {
+        println!("signed in to {}; token stored in {file}", args.url);
+    } else {
+        println!(
+            "{} needs no OAuth token (it answered without one)",
+            args.url
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

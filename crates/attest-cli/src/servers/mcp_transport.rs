@@ -26,6 +26,7 @@ use rmcp::transport::streamable_http_client::{
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 
 use super::chain;
+use super::mcp_oauth_client::{self, LoginMode, OAuthClientOptions};
 use super::mcp_order::{InFlight, Ordered};
 use super::mcp_sessions::upstream_challenge;
 
@@ -43,6 +44,8 @@ pub(crate) enum UpstreamSpec {
         url: String,
         /// The bearer token for a client on stdio (from `--bearer-env`).
         bearer: Option<String>,
+        /// Attest signs in to the server itself (`--oauth`), instead of a fixed bearer.
+        oauth: Option<Box<OAuthClientOptions>>,
     },
 }
 
@@ -51,10 +54,11 @@ impl std::fmt::Debug for UpstreamSpec {
         // The token is never printed.
         match self {
             UpstreamSpec::Command(command) => f.debug_tuple("Command").field(command).finish(),
-            UpstreamSpec::Url { url, bearer } => f
+            UpstreamSpec::Url { url, bearer, oauth } => f
                 .debug_struct("Url")
                 .field("url", url)
                 .field("bearer", &bearer.as_ref().map(|_| "…"))
+                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -146,7 +150,31 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
             let transport = Ordered::new(transport, in_flight);
             tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, Box::pin(service.serve(transport))).await
         }
-        UpstreamSpec::Url { url, bearer: own } => {
+        UpstreamSpec::Url {
+            url,
+            oauth: Some(oauth),
+            ..
+        } => {
+            install_tls_provider();
+            // The client's own token is not sent: Attest holds the upstream's.
+            let client = mcp_oauth_client::client((**oauth).clone())
+                .await
+                .map_err(|err| {
+                    ErrorData::internal_error(format!("upstream `{label}`: {err}"), None)
+                })?;
+            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            let transport = Ordered::new(transport, in_flight);
+            // A person signing in in a browser takes longer than a server's answer.
+            let timeout = match oauth.login {
+                LoginMode::Browser => UPSTREAM_INIT_TIMEOUT + mcp_oauth_client::LOGIN_TIMEOUT,
+                LoginMode::Headless | LoginMode::Never => UPSTREAM_INIT_TIMEOUT,
+            };
+            tokio::time::timeout(timeout, Box::pin(service.serve(transport))).await
+        }
+        UpstreamSpec::Url {
+            url, bearer: own, ..
+        } => {
             install_tls_provider();
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             if let Some(token) = bearer.or_else(|| own.clone()) {
@@ -241,12 +269,14 @@ mod tests {
         let spec = UpstreamSpec::Url {
             url: "https://user:pw@mcp.example.com/mcp".to_owned(),
             bearer: Some("s3cret".to_owned()),
+            oauth: None,
         };
         assert!(spec.validate().is_err());
         assert!(!format!("{spec:?}").contains("s3cret"));
         let spec = UpstreamSpec::Url {
             url: "https://mcp.example.com:8443/mcp?key=1".to_owned(),
             bearer: None,
+            oauth: None,
         };
         assert!(spec.validate().is_ok());
         assert_eq!(spec.label(), "https://mcp.example.com:8443");

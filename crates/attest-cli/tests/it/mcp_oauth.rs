@@ -3,6 +3,13 @@
 //! JWKS on 127.0.0.1). Only that server's unexpired tokens for this resource get in; the
 //! token's subject is the recorded agent; the token never reaches the upstream or the
 //! ledger.
+//!
+//! And Attest as the OAuth client of a protected upstream (`mcp-login`, `mcp-proxy --url
+//! --oauth`), against a local authorization server and MCP server (`py/oauth_notes.py`):
+//! the first-run login in a browser (the URL printed, the loopback redirect taken) or
+//! headless; the token stored 0600 and never recorded, printed or logged; an expired one
+//! refreshed once; a revoked one failing closed with the reason; and both at once, a
+//! protected `--listen` in front of a protected upstream, each token kept to its side.
 
 use std::process::Command;
 
@@ -11,7 +18,7 @@ use serde_json::{json, Value};
 use crate::mcp::{py, python_with};
 use crate::mcp_http::Session;
 use crate::mcp_remote::{listening_proxy_with, remote_notes, TOKEN};
-use crate::{exported_entries, free_port, start_first_line};
+use crate::{exported_entries, free_port, start_first_line, stdout};
 
 #[tokio::test]
 async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_it() {
@@ -111,4 +118,429 @@ async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_i
     assert!(log.contains("create_note"), "{log}");
     let all = serde_json::to_string(&exported_entries(dir.path())).unwrap();
     assert!(!all.contains(&token) && !all.contains(TOKEN));
+}
+
+/// The OAuth-protected notes server with its own authorization server
+/// (`py/oauth_notes.py`), once it accepts connections: running, with its `/mcp` URL.
+fn oauth_notes(dir: &std::path::Path) -> (crate::Running, String) {
+    let port = free_port();
+    let (server, url) = start_first_line(
+        Command::new(crate::python())
+            .arg(py("oauth_notes.py"))
+            .arg(port.to_string())
+            .env("NOTES_LOG", dir.join("notes.log"))
+            .env("OAUTH_LOG", dir.join("oauth.log")),
+    );
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    (server, url)
+}
+
+/// The authorization server's grants so far, in order (`register`, `authorization_code`,
+/// `refresh_token`, `revoked`).
+fn grants(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("oauth.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["grant"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The one token file in `tokens`, parsed, with its mode.
+fn token_file(tokens: &std::path::Path) -> (std::path::PathBuf, Value, u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let files: Vec<_> = std::fs::read_dir(tokens)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let path = files[0].clone();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    let contents = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    (path, contents, mode)
+}
+
+fn access_token(contents: &Value) -> String {
+    contents["credentials"]["token_response"]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_governed_call_through_an_oauth_upstream_refreshes_once_and_fails_closed_when_revoked() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = oauth_notes(dir.path());
+    let tokens = dir.path().join("tokens");
+    let tokens_arg = tokens.to_string_lossy().into_owned();
+
+    // Without a token, the proxy does not reach the upstream, and says how to sign in.
+    let plan = json!({"calls": []});
+    let plan_file = dir.path().join("plan0.json");
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let refused = Command::new(crate::python())
+        .arg(py("mcp_driver.py"))
+        .arg(&plan_file)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_attest"))
+        .args(crate::store_args(
+            dir.path(),
+            &[
+                "--ledger",
+                "ledger.sqlite",
+                "mcp-proxy",
+                "--url",
+                &url,
+                "--oauth",
+                "--oauth-tokens",
+                &tokens_arg,
+            ],
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = format!("{}{}", stdout(&refused), crate::stderr(&refused));
+    assert!(said.contains("attest mcp-login"), "{said}");
+
+    // The first-run login: discovery, registration, PKCE, the code exchanged.
+    let login = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args([
+            "mcp-login",
+            &url,
+            "--login",
+            "headless",
+            "--oauth-tokens",
+            &tokens_arg,
+            "--json",
+        ])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(login.status.success(), "{}", crate::stderr(&login));
+    let printed: Value = serde_json::from_slice(&login.stdout).unwrap();
+    assert_eq!(printed["signed_in"], true, "{printed}");
+    assert_eq!(grants(dir.path()), ["register", "authorization_code"]);
+    let (path, stored, mode) = token_file(&tokens);
+    assert_eq!(mode, 0o600, "{}", path.display());
+    assert_eq!(printed["token_file"], path.to_string_lossy().as_ref());
+    let first = access_token(&stored);
+    assert!(!stdout(&login).contains(&first) && !crate::stderr(&login).contains(&first));
+
+    // A governed call; then the token expires (its clock set back) and the next call
+    // refreshes it once; then every token is revoked and the call after fails closed.
+    let python = crate::python().to_string_lossy().into_owned();
+    let helper = py("oauth_notes.py").to_string_lossy().into_owned();
+    let file = path.to_string_lossy().into_owned();
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "first", "body": "b"}},
+        {"run": [python, helper, "expire", file]},
+        {"tool": "create_note", "args": {"title": "second", "body": "b"}},
+        {"run": [python, helper, "revoke", url]},
+        {"tool": "create_note", "args": {"title": "third", "body": "b"}},
+    ]});
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let output = Command::new(crate::python())
+        .arg(py("mcp_driver.py"))
+        .arg(&plan_file)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_attest"))
+        .args(crate::store_args(
+            dir.path(),
+            &[
+                "--ledger",
+                "ledger.sqlite",
+                "mcp-proxy",
+                "--server",
+                "notes",
+                "--mode",
+                "auto",
+                "--url",
+                &url,
+                "--oauth",
+                "--oauth-tokens",
+                &tokens_arg,
+            ],
+        ))
+        .current_dir(dir.path())
+        .env("RUST_LOG", "trace")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&output), crate::stderr(&output)));
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["is_error"], false, "{report}");
+    assert_eq!(calls[0]["meta"]["_attest"]["approver"], "auto", "{report}");
+    assert_eq!(calls[2]["is_error"], false, "{report}");
+    let (_, refreshed, mode) = token_file(&tokens);
+    assert_eq!(mode, 0o600);
+    let second = access_token(&refreshed);
+    assert_ne!(first, second, "the expired token was not replaced");
+    // Refreshed once, then revoked; no second login.
+    assert_eq!(
+        grants(dir.path()),
+        [
+            "register",
+            "authorization_code",
+            "refresh_token",
+            "revoked",
+            "refresh_token"
+        ]
+    );
+    // The revoked token: the call fails, with the reason, and never reaches the server.
+    let third = calls[4].to_string();
+    assert!(
+        third.contains("refused the OAuth token") && third.contains("attest mcp-login"),
+        "{report}"
+    );
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(
+        log.contains("first") && log.contains("second") && !log.contains("third"),
+        "{log}"
+    );
+    // Recorded as tried and failed: decided, then refused upstream.
+    // Recorded as tried and failed: decided, then refused upstream.
+    let rows = crate::outcome_entries(dir.path());
+    let statuses: Vec<&Value> = rows
+        .iter()
+        .filter(|row| row["verb"] == "create")
+        .map(|row| &row["execution"]["status"])
+        .collect();
+    assert_eq!(
+        statuses,
+        [&json!("ok"), &json!("ok"), &json!("failed")],
+        "{rows:?}"
+    );
+
+    // No token in the ledger, its export, the proxy's output or its logs.
+    let exported = serde_json::to_string(&exported_entries(dir.path())).unwrap();
+    let said = format!("{}{}", stdout(&output), crate::stderr(&output));
+    for token in [&first, &second] {
+        assert!(!exported.contains(token.as_str()));
+        assert!(!said.contains(token.as_str()));
+    }
+    let refresh = stored["credentials"]["token_response"]["refresh_token"]
+        .as_str()
+        .unwrap();
+    assert!(!exported.contains(refresh) && !said.contains(refresh));
+
+    // Signing in again after the revocation uses the client registered the first time.
+    let again = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args([
+            "mcp-login",
+            &url,
+            "--login",
+            "headless",
+            "--oauth-tokens",
+            &tokens_arg,
+        ])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", crate::stderr(&again));
+    assert_eq!(
+        grants(dir.path()).last().map(String::as_str),
+        Some("authorization_code")
+    );
+    assert_eq!(
+        grants(dir.path())
+            .iter()
+            .filter(|g| *g == "register")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn an_oauth_protected_listen_in_front_of_an_oauth_upstream_keeps_both_tokens_apart() {
+    if !python_with("mcp") || !python_with("uvicorn") || !python_with("jwt") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = oauth_notes(dir.path());
+    let tokens = dir.path().join("tokens");
+    let tokens_arg = tokens.to_string_lossy().into_owned();
+    let login = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args([
+            "mcp-login",
+            &url,
+            "--login",
+            "headless",
+            "--oauth-tokens",
+            &tokens_arg,
+        ])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(login.status.success(), "{}", crate::stderr(&login));
+    let upstream_token = access_token(&token_file(&tokens).1);
+
+    let (_issuer, issuer) = start_first_line(
+        Command::new(crate::python())
+            .arg(py("oauth_issuer.py"))
+            .arg(free_port().to_string()),
+    );
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let (_proxy, _) = listening_proxy_with(
+        dir.path(),
+        &url,
+        &format!("127.0.0.1:{port}"),
+        &[
+            "--oauth",
+            "--oauth-tokens",
+            &tokens_arg,
+            "--oauth-issuer",
+            &issuer,
+        ],
+        &[],
+    );
+    let token = reqwest::get(format!("{issuer}/mint?sub=alice&aud={resource}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let bearer = format!("Bearer {token}");
+    let mut alice = Session::open(&resource, &[("authorization", &bearer)]).await;
+    let created = alice
+        .request(
+            "tools/call",
+            json!({"name": "create_note", "arguments": {"title": "both", "body": "b"}}),
+        )
+        .await;
+    assert_eq!(created["result"]["isError"], false, "{created}");
+    // The upstream took Attest's own token (it knows no other), alice's stayed here.
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(log.contains("both"), "{log}");
+    let rows = crate::outcome_entries(dir.path());
+    let create = rows.iter().find(|row| row["verb"] == "create").unwrap();
+    assert_eq!(create["agent"], "alice", "{create}");
+    let all = serde_json::to_string(&exported_entries(dir.path())).unwrap();
+    assert!(!all.contains(&token) && !all.contains(&upstream_token));
+}
+
+#[tokio::test]
+async fn mcp_login_prints_the_browser_url_and_takes_the_loopback_redirect() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = oauth_notes(dir.path());
+    let tokens = dir.path().join("tokens");
+    let mut login = crate::Running(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(["mcp-login", &url, "--oauth-tokens"])
+            .arg(&tokens)
+            .env_clear()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // The person's part: open the printed URL; the browser follows the redirect back.
+    // (The pipe stays open to the end: the rest of the message is still to come.)
+    let mut said = std::io::BufReader::new(login.0.stderr.take().unwrap()).lines();
+    let printed = said
+        .by_ref()
+        .map(Result::unwrap)
+        .find_map(|line| {
+            line.trim()
+                .starts_with("http")
+                .then(|| line.trim().to_owned())
+        })
+        .expect("no authorization URL printed");
+    assert!(printed.contains("code_challenge="), "{printed}");
+    let page = reqwest::get(&printed).await.unwrap();
+    assert!(
+        page.url().as_str().starts_with("http://127.0.0.1:"),
+        "{}",
+        page.url()
+    );
+    assert!(page.text().await.unwrap().contains("signed in"));
+    let status = login.0.wait().unwrap();
+    let rest: Vec<String> = said.map(Result::unwrap).collect();
+    assert!(status.success(), "{rest:?}");
+    let (_, stored, mode) = token_file(&tokens);
+    assert_eq!(mode, 0o600);
+    assert!(!access_token(&stored).is_empty());
+    assert_eq!(grants(dir.path()), ["register", "authorization_code"]);
+}
+
+#[test]
+fn oauth_client_flags_that_cannot_work_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    let tokens = tokens.to_string_lossy();
+    let refused = [
+        (
+            vec![
+                "--ledger",
+                "l.sqlite",
+                "mcp-proxy",
+                "--url",
+                "http://127.0.0.1:9/mcp",
+                "--oauth-scope",
+                "notes",
+            ],
+            "--oauth-scope is for an OAuth upstream",
+        ),
+        (
+            vec![
+                "mcp-login",
+                "http://127.0.0.1:9/mcp",
+                "--oauth-tokens",
+                &tokens,
+                "--oauth-grant",
+                "client-credentials",
+            ],
+            "--oauth-grant client-credentials: give --oauth-client-id",
+        ),
+        (
+            vec![
+                "mcp-login",
+                "http://127.0.0.1:9/mcp",
+                "--oauth-tokens",
+                &tokens,
+                "--oauth-client-metadata-url",
+                "http://example.com/client.json",
+            ],
+            "--oauth-client-metadata-url: an https:// URL",
+        ),
+        (
+            vec![
+                "mcp-login",
+                "https://user:pw@mcp.example.com/mcp",
+                "--oauth-tokens",
+                &tokens,
+            ],
+            "no credentials in the URL",
+        ),
+    ];
+    for (args, said) in refused {
+        let output = Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let text = crate::stderr(&output);
+        assert!(text.contains(said), "{args:?}: {text}");
+    }
+    // Nothing was written: no token directory for a refused login.
+    assert!(!dir.path().join("tokens").exists());
 }
