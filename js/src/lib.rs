@@ -16,9 +16,7 @@
 //! its typed errors. Params and results cross as JSON text; the tool's own value is never
 //! converted back: the caller keeps the object its function made.
 
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,15 +24,14 @@ use attest_core::config::ConfigError;
 use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
 use attest_core::verification::ProcessEnv;
 use attest_core::{
-    error_chain, Attest, AttestError, CallContext, FunctionCall, Outcome, ProtocolCall,
-    Receipt as CoreReceipt, ResumeToken, Start, ToolError,
+    error_chain, handoff, Attest, AttestError, CallContext, Cleared, FunctionCall, HandoffOutcome,
+    Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
 };
 use attest_ledger::{SigningKey, VerifyOptions};
 use attest_policy::{Action, Verb};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 /// How `new Attest(options)` opens the engine; each option beats its `ATTEST_*` variable,
 /// which beats the configuration file, which beats the default.
@@ -132,22 +129,7 @@ pub struct CallSpec {
 }
 
 /// How a call ended, over the tool's answer as JSON.
-type CallOutcome = Outcome<Value, ToolError>;
-
-/// The pipeline of one call, suspended while its tool runs.
-type Pipeline = Pin<Box<dyn Future<Output = std::result::Result<CallOutcome, AttestError>> + Send>>;
-
-/// What the pipeline's `execute` step hands the caller: the params, and where to answer.
-type Handover = (
-    Value,
-    oneshot::Sender<std::result::Result<Value, ToolError>>,
-);
-
-/// The `execute` step handed to the pipeline.
-type Executor = Box<
-    dyn FnOnce(Value) -> Pin<Box<dyn Future<Output = std::result::Result<Value, ToolError>> + Send>>
-        + Send,
->;
+type CallOutcome = HandoffOutcome;
 
 /// The opened engine: the pipeline, and what `checkpoint` and held calls' links need.
 struct Opened {
@@ -309,13 +291,8 @@ pub struct Started {
     receipt: Option<Receipt>,
     params: Option<String>,
     edited: bool,
-    running: Mutex<Option<Running>>,
-}
-
-/// The suspended pipeline of a call cleared to run, and where to hand the tool's answer.
-struct Running {
-    answer: oneshot::Sender<std::result::Result<Value, ToolError>>,
-    pipeline: Pipeline,
+    /// The suspended pipeline of a call cleared to run, until its tool answers.
+    running: Mutex<Option<Cleared>>,
 }
 
 #[napi]
@@ -437,9 +414,8 @@ impl Started {
             .map_err(|_| failure("the call's state was poisoned"))?
             .take()
             .ok_or_else(|| failure("this call was already finished, or was not cleared to run"))?;
-        let _ = running.answer.send(answer.map_err(ToolError::from));
         // Once the tool has run, the call ends `Ran` or `Failed`: either way, its row.
-        match running.pipeline.await {
+        match running.finish(answer.map_err(ToolError::from)).await {
             Ok(outcome) => Ok(Receipt::from(outcome.receipt())),
             Err(err) => Err(failure(error_chain(&err))),
         }
@@ -522,40 +498,18 @@ fn describe(attest: &Attest, spec: &CallSpec, params: Value) -> Result<Action> {
 /// the tool (resolving `run`) or ends without it.
 async fn governed(opened: &Opened, start: Start, presented: Option<Value>) -> Started {
     let attest = opened.attest.clone();
-    let (handover, mut handed) = oneshot::channel::<Handover>();
-    let execute: Executor = Box::new(move |params| {
-        Box::pin(async move {
-            let (answer, answered) = oneshot::channel();
-            if handover.send((params, answer)).is_err() {
-                return Err("the caller stopped waiting before the tool ran".into());
-            }
-            answered
-                .await
-                .unwrap_or_else(|_| Err("the tool did not answer".into()))
-        })
-    });
-    let mut pipeline: Pipeline = Box::pin(async move { attest.call(start).run(execute).await });
-    let first = tokio::select! {
-        biased;
-        outcome = &mut pipeline => Err(outcome),
-        handed = &mut handed => match handed {
-            Ok(handover) => Ok(handover),
-            // The pipeline dropped its `execute` step without calling it (a refusal):
-            // it finishes without the tool.
-            Err(_) => Err((&mut pipeline).await),
-        },
-    };
-    match first {
-        Ok((params, answer)) => Started {
+    let call = handoff(move |tool| async move { attest.call(start).run(tool).await });
+    match call.cleared().await {
+        Ok(cleared) => Started {
             status: "run".to_owned(),
             message: None,
             request_id: None,
             token: None,
             approver: None,
             receipt: None,
-            edited: presented.as_ref() != Some(&params),
-            params: Some(params.to_string()),
-            running: Mutex::new(Some(Running { answer, pipeline })),
+            edited: presented.as_ref() != Some(&cleared.params),
+            params: Some(cleared.params.to_string()),
+            running: Mutex::new(Some(cleared)),
         },
         Err(Ok(outcome)) => Started::not_run(outcome),
         Err(Err(err)) => Started::error(error_chain(&err), err.receipt()),
