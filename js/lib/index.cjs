@@ -114,12 +114,13 @@ class Attest {
       framework: spec.framework,
     };
     const attest = this;
+    const checks = checksOf(spec);
     const withReceipt = async (params, ...rest) =>
-      attest._call(call, params, (use) => fn(use, ...rest), spec.token);
+      attest._call(call, params, (use) => fn(use, ...rest), spec.token, checks);
     const governed = async (params, ...rest) => (await withReceipt(params, ...rest)).value;
     Object.defineProperty(governed, "name", { value: call.name });
     governed.withReceipt = withReceipt;
-    governed.resume = async (token) => (await attest._resume(token, fn)).value;
+    governed.resume = async (token) => (await attest._resume(token, fn, checks)).value;
     return governed;
   }
 
@@ -136,12 +137,15 @@ class Attest {
       framework: spec.framework,
       runId: spec.runId,
     };
-    return this._call(call, params, run, spec.token);
+    return this._call(call, params, run, spec.token, checksOf(spec));
   }
 
-  /** Runs the approved call `token` stands for with the approved params; resolves with `fn`'s value. */
-  async resume(token, fn) {
-    return (await this._resume(token, fn)).value;
+  /**
+   * Runs the approved call `token` stands for with the approved params; resolves with
+   * `fn`'s value. `options.verify` / `options.readBack`: as for `tool`.
+   */
+  async resume(token, fn, options = {}) {
+    return (await this._resume(token, fn, checksOf(options))).value;
   }
 
   /**
@@ -182,13 +186,13 @@ class Attest {
     this._engine.close();
   }
 
-  async _call(call, params, run, token) {
+  async _call(call, params, run, token, checks) {
     const paramsJson = toJson(params ?? {});
     // A call that came back Held and is made again (the agent retrying) presents its
     // resume token: once a person has approved, the retry runs.
     const key = JSON.stringify([call.name, call.system, call.verb, call.target, paramsJson]);
     token = token ?? this._held.get(key);
-    const started = await rethrow(() => this._engine.start(call, paramsJson, token));
+    const started = await rethrow(() => this._engine.start(call, paramsJson, token, checks.engine));
     if (started.status === "held") {
       this._held.delete(key);
       this._held.set(key, started.token);
@@ -198,13 +202,14 @@ class Attest {
     }
     this._refuse(started);
     const use = started.edited ? approved(started) : params;
-    return finish(started, () => run(use));
+    return finish(started, use, () => run(use), checks);
   }
 
-  async _resume(token, fn) {
-    const started = await rethrow(() => this._engine.resume(token));
+  async _resume(token, fn, checks) {
+    const started = await rethrow(() => this._engine.resume(token, checks.engine));
     this._refuse(started);
-    return finish(started, () => fn(approved(started)));
+    const use = approved(started);
+    return finish(started, use, () => fn(use), checks);
   }
 
   // Throws the typed error of a call that may not run.
@@ -241,8 +246,28 @@ function approved(started) {
     : { input: params };
 }
 
+// The caller's own checks of a call (`verify`, `readBack`), and what the engine is told of them.
+function checksOf({ verify, readBack } = {}) {
+  for (const [what, check] of [["verify", verify], ["readBack", readBack]]) {
+    if (check !== undefined && typeof check !== "function") throw new TypeError(`${what} must be a function`);
+  }
+  const engine = readBack ? { readBack: readBack.name || "readBack" } : verify ? { verify: true } : undefined;
+  return { verify, readBack, engine };
+}
+
+// What the caller's own check says of `value` (a read-back beats a verify, as in core).
+async function judge(checks, value, params) {
+  try {
+    if (checks.readBack) return { record: toJson((await checks.readBack(value, params)) ?? null) };
+    if (checks.verify) return { verified: Boolean(await checks.verify(value, params)) };
+  } catch {
+    return { checkFailed: true };
+  }
+  return undefined;
+}
+
 // Runs the tool of a cleared call and hands its answer to the engine.
-async function finish(started, run) {
+async function finish(started, params, run, checks) {
   let value;
   try {
     value = await run();
@@ -252,7 +277,8 @@ async function finish(started, run) {
     await started.fail(String(error?.name ?? typeof error)).catch(() => undefined);
     throw error;
   }
-  const receipt = await rethrow(() => started.finish(toJson(value)));
+  const judged = await judge(checks, value, params);
+  const receipt = await rethrow(() => started.finish(toJson(value), judged));
   return { value, receipt };
 }
 

@@ -37,6 +37,15 @@ export interface ToolSpec {
   framework?: string;
   /** The resume token of this call when it was held before (possibly in another process). */
   token?: string;
+  /** Whether the action landed (sync or async): `verified-custom` or `unverified`; throwing degrades the row. */
+  verify?: (result: any, params: any) => boolean | Promise<boolean>;
+  /** Fetches the record the call wrote (`null` when none); Attest compares it with the params (`read-back:<name>`). */
+  readBack?: (result: any, params: any) => unknown | Promise<unknown>;
+}
+
+export interface CheckOptions {
+  verify?: ToolSpec["verify"];
+  readBack?: ToolSpec["readBack"];
 }
 
 export interface CallSpec extends ToolSpec {
@@ -68,7 +77,7 @@ export declare class Attest {
   tool<P, A extends unknown[], R>(spec: ToolSpec, fn: (params: P, ...rest: A) => R | Promise<R>): GovernedTool<P, A, R>;
   tool<P, A extends unknown[], R>(fn: (params: P, ...rest: A) => R | Promise<R>): GovernedTool<P, A, R>;
   call<P, R>(spec: CallSpec, params: P, run: (params: P) => R | Promise<R>): Promise<{ value: R; receipt: Receipt }>;
-  resume<R>(token: string, fn: (params: Record<string, unknown>) => R | Promise<R>): Promise<R>;
+  resume<R>(token: string, fn: (params: Record<string, unknown>) => R | Promise<R>, options?: CheckOptions): Promise<R>;
   record(name: string, params?: Record<string, unknown>, options?: RecordOptions): Promise<Receipt>;
   inboxLink(requestId: string): string;
   request(requestId: string): Promise<Record<string, unknown>>;

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use attest_core::config::ConfigError;
 use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
-use attest_core::verification::ProcessEnv;
+use attest_core::verification::{caller_check, CallerCheck, Judgement, JudgementSlot, ProcessEnv};
 use attest_core::{
     error_chain, handoff, Attest, AttestError, CallContext, Cleared, FunctionCall, HandoffOutcome,
     Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
@@ -128,6 +128,28 @@ pub struct CallSpec {
     pub run_id: Option<String>,
 }
 
+/// The caller's own check of the result, which it runs itself after the tool and
+/// answers in `finish`: a read-back (by its name) beats a yes/no `verify`, as in core.
+#[napi(object)]
+pub struct CheckSpec {
+    /// A yes/no check (`verify`): recorded as `verified-custom` or `unverified`.
+    pub verify: Option<bool>,
+    /// A read-back's name (`readBack`): Attest compares the record it returns with the
+    /// params, recorded as `read-back:<name>`.
+    pub read_back: Option<String>,
+}
+
+/// What the caller's own check said, handed over with the tool's result.
+#[napi(object)]
+pub struct Judged {
+    /// What a `verify` check returned.
+    pub verified: Option<bool>,
+    /// The record a `readBack` returned, as JSON text (`null` when it found none).
+    pub record: Option<String>,
+    /// The check threw: it could not run (the row degrades, never to `unverified`).
+    pub check_failed: Option<bool>,
+}
+
 /// How a call ended, over the tool's answer as JSON.
 type CallOutcome = HandoffOutcome;
 
@@ -184,6 +206,7 @@ impl Engine {
         spec: CallSpec,
         params: String,
         token: Option<String>,
+        check: Option<CheckSpec>,
     ) -> Result<Started> {
         let opened = match self.opened() {
             Ok(opened) => opened,
@@ -195,17 +218,17 @@ impl Engine {
             Some(token) => Start::retry(&ResumeToken::new(token), action),
             None => action.into(),
         };
-        Ok(governed(&opened, start, Some(presented)).await)
+        Ok(governed(&opened, start, Some(presented), check).await)
     }
 
     /// Resumes the approved call `token` stands for, with the approved params.
     #[napi]
-    pub async fn resume(&self, token: String) -> Result<Started> {
+    pub async fn resume(&self, token: String, check: Option<CheckSpec>) -> Result<Started> {
         let opened = match self.opened() {
             Ok(opened) => opened,
             Err(closed) => return Ok(Started::error(closed, None)),
         };
-        Ok(governed(&opened, ResumeToken::new(token).into(), None).await)
+        Ok(governed(&opened, ResumeToken::new(token).into(), None, check).await)
     }
 
     /// Records an action that already happened (decision `recorded`); `result`, when
@@ -293,6 +316,8 @@ pub struct Started {
     edited: bool,
     /// The suspended pipeline of a call cleared to run, until its tool answers.
     running: Mutex<Option<Cleared>>,
+    /// Where the caller's own check leaves its judgement, when it brought one.
+    judged: Option<JudgementSlot>,
 }
 
 #[napi]
@@ -347,11 +372,34 @@ impl Started {
         self.edited
     }
 
-    /// The tool returned `result` (JSON text): the pipeline verifies and records it;
-    /// resolves with the outcome row's receipt.
+    /// The tool returned `result` (JSON text): the pipeline verifies and records it
+    /// (with what the caller's own check said, when it brought one); resolves with the
+    /// outcome row's receipt.
     #[napi]
-    pub async fn finish(&self, result: String) -> Result<Receipt> {
+    pub async fn finish(&self, result: String, judged: Option<Judged>) -> Result<Receipt> {
         let value = parse_json(&result, "result")?;
+        let judged = match judged {
+            None => None,
+            Some(Judged {
+                check_failed: Some(true),
+                ..
+            }) => Some(Judgement::CouldNotRun),
+            Some(Judged {
+                verified: Some(ok), ..
+            }) => Some(Judgement::Verified(ok)),
+            Some(Judged {
+                record: Some(text), ..
+            }) => {
+                let record = parse_json(&text, "record")?;
+                Some(Judgement::Record(Some(record).filter(|r| !r.is_null())))
+            }
+            Some(_) => None,
+        };
+        if let (Some(slot), Some(judged)) = (&self.judged, judged) {
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(judged);
+            }
+        }
         self.answer(Ok(value)).await
     }
 
@@ -379,6 +427,7 @@ impl Started {
             params: None,
             edited: false,
             running: Mutex::new(None),
+            judged: None,
         }
     }
 
@@ -496,9 +545,27 @@ fn describe(attest: &Attest, spec: &CallSpec, params: Value) -> Result<Action> {
 
 /// The one governed call every entry point makes: runs the pipeline until it asks for
 /// the tool (resolving `run`) or ends without it.
-async fn governed(opened: &Opened, start: Start, presented: Option<Value>) -> Started {
+async fn governed(
+    opened: &Opened,
+    start: Start,
+    presented: Option<Value>,
+    check: Option<CheckSpec>,
+) -> Started {
     let attest = opened.attest.clone();
-    let call = handoff(move |tool| async move { attest.call(start).run(tool).await });
+    let kind = check.and_then(|check| match (check.read_back, check.verify) {
+        (Some(name), _) => Some(CallerCheck::ReadBack { name }),
+        (None, Some(true)) => Some(CallerCheck::Verify),
+        (None, _) => None,
+    });
+    let slot = JudgementSlot::default();
+    let custom = kind.as_ref().map(|kind| caller_check(kind, &slot));
+    let call = handoff(move |tool| async move {
+        let call = attest.call(start);
+        match &custom {
+            Some(custom) => call.check(custom).run(tool).await,
+            None => call.run(tool).await,
+        }
+    });
     match call.cleared().await {
         Ok(cleared) => Started {
             status: "run".to_owned(),
@@ -510,6 +577,7 @@ async fn governed(opened: &Opened, start: Start, presented: Option<Value>) -> St
             edited: presented.as_ref() != Some(&cleared.params),
             params: Some(cleared.params.to_string()),
             running: Mutex::new(Some(cleared)),
+            judged: kind.map(|_| slot),
         },
         Err(Ok(outcome)) => Started::not_run(outcome),
         Err(Err(err)) => Started::error(error_chain(&err), err.receipt()),

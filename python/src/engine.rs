@@ -27,7 +27,7 @@ use attest_ledger::{LedgerError, SigningKey, VerifyOptions};
 use attest_policy::{Action, Verb};
 use serde_json::Value;
 
-use crate::check::{custom_check, CheckKind, Judgement, Slot};
+use attest_core::verification::{caller_check, CallerCheck as CheckKind, Judgement, JudgementSlot};
 
 /// Why the engine could not be opened or could not do what it was asked; outcomes of
 /// calls (refused, rejected, held, the tool failed) are [`Outcome`]s.
@@ -121,7 +121,7 @@ pub(crate) struct Running {
     cleared: Cleared,
     runtime: Arc<tokio::runtime::Runtime>,
     /// Where the caller's own check leaves its judgement, when it brought one.
-    judged: Option<Slot>,
+    judged: Option<JudgementSlot>,
 }
 
 /// Where a call stands after [`Engine::start`].
@@ -219,8 +219,8 @@ impl Engine {
     /// The one governed call every entry point makes.
     fn governed(&self, start: Start, check: Option<CheckKind>) -> Started {
         let attest = self.attest.clone();
-        let slot = Slot::default();
-        let custom = check.as_ref().map(|kind| custom_check(kind, &slot));
+        let slot = JudgementSlot::default();
+        let custom = check.as_ref().map(|kind| caller_check(kind, &slot));
         let mut started = self.handshake(move |execute| async move {
             let call = attest.call(start);
             match &custom {
