@@ -126,18 +126,16 @@ class Attest {
 
   /**
    * Governs one call of `run(params)` described by `spec` (`name`, `system`, `verb`,
-   * `target`, `framework`, `token`); resolves with `{ value, receipt }`. What adapters call.
+   * `target`, `framework`, `runId`, `token`, `verify`, `readBack`; for an MCP tool,
+   * `mcpServer`, `mcpServerNamed` and its hints); resolves with `{ value, receipt }`.
+   * What adapters call.
    */
   async call(spec, params, run) {
-    const call = {
-      name: spec.name || "tool",
-      system: spec.system,
-      verb: spec.verb,
-      target: spec.target,
-      framework: spec.framework,
-      runId: spec.runId,
-    };
-    return this._call(call, params, run, spec.token, checksOf(spec));
+    // The description the engine reads (`mcpServer` and the MCP hints included); the
+    // token and the checks are this side's.
+    const { token, verify, readBack, ...described } = spec;
+    const call = { ...described, name: spec.name || "tool" };
+    return this._call(call, params, run, token, checksOf({ verify, readBack }));
   }
 
   /**

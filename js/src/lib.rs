@@ -21,11 +21,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use attest_core::config::ConfigError;
+use attest_core::detect::ToolHints;
 use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
 use attest_core::verification::{caller_check, CallerCheck, Judgement, JudgementSlot, ProcessEnv};
 use attest_core::{
     error_chain, handoff, Attest, AttestError, CallContext, Cleared, FunctionCall, HandoffOutcome,
-    Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
+    McpCall, Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
 };
 use attest_ledger::{SigningKey, VerifyOptions};
 use attest_policy::{Action, Verb};
@@ -126,6 +127,18 @@ pub struct CallSpec {
     pub framework: Option<String>,
     /// The run id, when one is set.
     pub run_id: Option<String>,
+    /// The call is an MCP `tools/call` to this server (`name` is the tool): described as
+    /// the MCP proxy describes one.
+    pub mcp_server: Option<String>,
+    /// The caller named the MCP server itself (it is then the system, known or not),
+    /// rather than taking the name the server gives.
+    pub mcp_server_named: Option<bool>,
+    /// The MCP tool's `readOnlyHint` (untrusted: it may make a call stricter, never a write a read).
+    pub read_only_hint: Option<bool>,
+    /// The MCP tool's `destructiveHint`.
+    pub destructive_hint: Option<bool>,
+    /// The MCP tool's `idempotentHint`.
+    pub idempotent_hint: Option<bool>,
 }
 
 /// The caller's own check of the result, which it runs itself after the tool and
@@ -533,14 +546,30 @@ fn describe(attest: &Attest, spec: &CallSpec, params: Value) -> Result<Action> {
         target: spec.target.as_deref(),
         ..CallContext::default()
     };
-    Ok(attest.action(ProtocolCall::Function(FunctionCall {
-        framework: spec.framework.as_deref(),
-        name: &spec.name,
-        arguments: params,
-        system: spec.system.as_deref(),
-        verb,
-        context,
-    })))
+    let call = match spec.mcp_server.as_deref() {
+        Some(server) => ProtocolCall::Mcp(McpCall {
+            server,
+            server_named: spec.mcp_server_named.unwrap_or(false),
+            tool: &spec.name,
+            arguments: params,
+            annotations: ToolHints {
+                read_only: spec.read_only_hint,
+                destructive: spec.destructive_hint,
+                idempotent: spec.idempotent_hint,
+            },
+            meta: None,
+            context,
+        }),
+        None => ProtocolCall::Function(FunctionCall {
+            framework: spec.framework.as_deref(),
+            name: &spec.name,
+            arguments: params,
+            system: spec.system.as_deref(),
+            verb,
+            context,
+        }),
+    };
+    Ok(attest.action(call))
 }
 
 /// The one governed call every entry point makes: runs the pipeline until it asks for
