@@ -185,6 +185,19 @@ class Attest {
   }
 
   async _call(call, params, run, token, checks) {
+    const { started, use } = await this._start(call, params, token, checks);
+    return finish(started, use, () => run(use), checks);
+  }
+
+  // Runs the tool of a call `_start` cleared (the OpenAI Agents adapter decides a call
+  // before the SDK invokes its tool).
+  async _finish(started, use, run, checks = checksOf()) {
+    return finish(started, use, () => run(use), checks);
+  }
+
+  // Decides a call; resolves with it cleared to run (and the params to run it with), or
+  // throws the typed error of a call that may not run.
+  async _start(call, params, token, checks = checksOf()) {
     const paramsJson = toJson(params ?? {});
     // A call that came back Held and is made again (the agent retrying) presents its
     // resume token: once a person has approved, the retry runs.
@@ -199,8 +212,7 @@ class Attest {
       this._held.delete(key);
     }
     this._refuse(started);
-    const use = started.edited ? approved(started) : params;
-    return finish(started, use, () => run(use), checks);
+    return { started, use: started.edited ? approved(started) : params };
   }
 
   async _resume(token, fn, checks) {
