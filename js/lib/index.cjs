@@ -256,6 +256,16 @@ function approved(started) {
     : { input: params };
 }
 
+// The result as the engine hashes it; one JSON cannot say (a cycle) is described by its
+// text, so the call still gets its outcome row.
+function resultJson(value) {
+  try {
+    return toJson(value);
+  } catch {
+    return JSON.stringify(String(value));
+  }
+}
+
 // The caller's own checks of a call (`verify`, `readBack`), and what the engine is told of them.
 function checksOf({ verify, readBack } = {}) {
   for (const [what, check] of [["verify", verify], ["readBack", readBack]]) {
@@ -288,7 +298,7 @@ async function finish(started, params, run, checks) {
     throw error;
   }
   const judged = await judge(checks, value, params);
-  const receipt = await rethrow(() => started.finish(toJson(value), judged));
+  const receipt = await rethrow(() => started.finish(resultJson(value), judged));
   return { value, receipt };
 }
 

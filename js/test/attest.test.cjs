@@ -135,6 +135,17 @@ test("a tool that throws is recorded as failed and its error reaches the caller 
   assert.ok(!JSON.stringify(row).includes("no note n9"), "only the failure's hash is recorded");
 });
 
+test("a result JSON cannot say (a cycle) still reaches the caller unchanged, with its row", async (t) => {
+  const where = project(t);
+  const attest = open(t, where);
+  const node = { id: "n1" };
+  node.self = node;
+  const getNote = attest.tool({ system: "notes", verb: "read" }, async () => node);
+  assert.equal(await getNote({ noteId: "n1" }), node);
+  const [row] = new Cli(where).entries();
+  assert.equal(row.execution.status, "ok");
+});
+
 test("record writes a recorded row and resolves with its receipt", async (t) => {
   const where = project(t);
   const attest = open(t, where);
