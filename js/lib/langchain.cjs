@@ -43,8 +43,11 @@ function wrapTool(tool, attest, spec = {}) {
     func: async (input, _runManager, config) => {
       try {
         // The original tool, invoked with the (possibly edited) arguments: its own
-        // validation and callbacks run as they would have.
-        const { value } = await attest.call(call, input, (use) => tool.invoke(use, config));
+        // validation and callbacks run as they would have. Without the tool call in its
+        // config, it answers with its own value (not a ToolMessage): that value is what
+        // Attest checks and records, and the wrapper makes the ToolMessage.
+        const { toolCall: _toolCall, ...own } = config ?? {};
+        const { value } = await attest.call(call, input, (use) => tool.invoke(use, own));
         return value;
       } catch (error) {
         if (!(error instanceof AttestError)) throw error;
