@@ -4,7 +4,7 @@
 //!
 //! The engine is opened as every door opens it (core's `setup`: options beat the
 //! environment, which beats the configuration file, which beats the defaults). A call is
-//! a handshake, as in the Python package: [`Engine::start`] runs the pipeline (on napi's
+//! a handshake (core's `handoff`, as in the Python package): [`Engine::start`] runs the pipeline (on napi's
 //! tokio runtime, never on Node's main thread) until its `execute` step hands over the
 //! params, and resolves with a [`Started`] that holds the suspended pipeline; JavaScript
 //! runs the tool (it must run on the JS thread) and hands its answer to

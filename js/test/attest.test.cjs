@@ -3,6 +3,7 @@
 "use strict";
 
 const assert = require("node:assert/strict");
+const path = require("node:path");
 const { test } = require("node:test");
 
 const { Attest, AttestError, Held, Refused, Rejected } = require("attest");
@@ -197,4 +198,16 @@ test("the event loop runs while a call waits: a person answers it from a timer",
   assert.ok(await answered);
   assert.deepEqual(value, { id: "n1", title: "plan" });
   assert.equal(receipt.approver, "bob@acme.com");
+});
+
+test("checkpoint signs the ledger's head with the key beside it, and the binary verifies it", async (t) => {
+  const where = project(t);
+  const cli = new Cli(where);
+  const vkey = cli.run(["keygen"]).stdout.trim().split("\n").at(-1);
+  const attest = open(t, where, { key: path.join(path.dirname(where.ledger), "signing.key") });
+  await attest.record("deploy", { service: "web" }, { system: "k8s", verb: "update" });
+  const note = await attest.checkpoint();
+  assert.ok(note.startsWith("attest-ledger\n1\n"), note);
+  assert.ok(note.includes("\n\u2014 attest-ledger "), note);
+  assert.match(cli.run(["verify", "--vkey", vkey]).stdout.toLowerCase(), /intact/);
 });
