@@ -160,7 +160,7 @@ class Attest {
       runId: options.runId,
     };
     const result = options.result === undefined ? undefined : toJson(options.result);
-    return rethrow(() => this._engine.record(call, toJson(params), result));
+    return rethrow(() => this._engine.record(call, paramsText(params), result));
   }
 
   /** Where a person decides request `requestId`: the inbox's view of it. */
@@ -198,7 +198,7 @@ class Attest {
   // Decides a call; resolves with it cleared to run (and the params to run it with), or
   // throws the typed error of a call that may not run.
   async _start(call, params, token, checks = checksOf()) {
-    const paramsJson = toJson(params ?? {});
+    const paramsJson = paramsText(params);
     // A call that came back Held and is made again (the agent retrying) presents its
     // resume token: once a person has approved, the retry runs.
     const key = JSON.stringify([call.name, call.system, call.verb, call.target, paramsJson]);
@@ -254,6 +254,16 @@ function approved(started) {
   return params !== null && typeof params === "object" && !Array.isArray(params)
     ? params
     : { input: params };
+}
+
+// The params as the engine hashes them; params JSON cannot say (a cycle) cannot be
+// described, so the call does not run.
+function paramsText(params) {
+  try {
+    return toJson(params ?? {});
+  } catch (error) {
+    throw new AttestError(`cannot describe the call: its params have no JSON form (${error.message})`);
+  }
 }
 
 // The result as the engine hashes it; one JSON cannot say (a cycle) is described by its

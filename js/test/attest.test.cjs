@@ -211,3 +211,18 @@ test("checkpoint signs the ledger's head with the key beside it, and the binary 
   assert.ok(note.includes("\n\u2014 attest-ledger "), note);
   assert.match(cli.run(["verify", "--vkey", vkey]).stdout.toLowerCase(), /intact/);
 });
+
+test("bad input never runs the tool and never crashes: an unknown verb, params JSON cannot say", async (t) => {
+  const where = project(t);
+  const attest = open(t, where);
+  const ran = [];
+  const badVerb = attest.tool({ system: "notes", verb: "frobnicate" }, async () => ran.push("verb"));
+  await assert.rejects(badVerb({ noteId: "n1" }), (error) => error instanceof AttestError && /frobnicate/.test(error.message));
+  const cyclic = {};
+  cyclic.self = cyclic;
+  const getNote = attest.tool({ system: "notes", verb: "read" }, async () => ran.push("cycle"));
+  await assert.rejects(getNote(cyclic), (error) => error instanceof AttestError && /no JSON form/.test(error.message));
+  await assert.rejects(attest.resume("atr_not-a-token", async () => ran.push("token")), AttestError);
+  assert.deepEqual(ran, []);
+  assert.deepEqual(new Cli(where).entries(), []);
+});
