@@ -97,7 +97,8 @@ class Attest {
   /**
    * Governs `fn`: returns an async function taking the same arguments, whose first is the
    * call's params (an object). Without `system`/`verb` they are detected from the name
-   * (`name`, else `fn.name`: `sendEmail`/`send_email` is `email`/`send`). It resolves with
+   * (`name`, else `fn.name`; `sendEmail` reads as `send_email`) and the configured
+   * registry, as core detects any framework's function call. It resolves with
    * `fn`'s own value, or throws `Refused`, `Rejected`, `Held` or `AttestError` without
    * running `fn`; an error `fn` throws is recorded as a failed execution and rethrown
    * unchanged. `.withReceipt(...)` resolves with `{ value, receipt }`; `.resume(token)`
