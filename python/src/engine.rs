@@ -13,7 +13,6 @@
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,15 +20,14 @@ use attest_core::config::ConfigError;
 use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
 use attest_core::verification::ProcessEnv;
 use attest_core::{
-    Attest, AttestError, CallContext, CodingAgentCall, FunctionCall, Outcome, ProtocolCall,
-    Receipt, ResumeToken, Start, ToolError,
+    handoff, Attest, AttestError, CallContext, Cleared, CodingAgentCall, FunctionCall, HandedTool,
+    HandoffOutcome, ProtocolCall, Receipt, ResumeToken, Start, ToolError,
 };
 use attest_ledger::{LedgerError, SigningKey, VerifyOptions};
 use attest_policy::{Action, Verb};
 use serde_json::Value;
-use tokio::sync::oneshot;
 
-use crate::check::{custom_check, CheckKind, Judgement, Slot};
+use attest_core::verification::{caller_check, CallerCheck as CheckKind, Judgement, JudgementSlot};
 
 /// Why the engine could not be opened or could not do what it was asked; outcomes of
 /// calls (refused, rejected, held, the tool failed) are [`Outcome`]s.
@@ -112,25 +110,18 @@ impl CallSpec {
     }
 }
 
-/// The pipeline of one call, suspended while its tool runs.
-type Pipeline = Pin<Box<dyn Future<Output = Result<CallOutcome, AttestError>> + Send>>;
-
 /// How a call ended, over the tool's answer as JSON.
-pub(crate) type CallOutcome = Outcome<Value, ToolError>;
-
-/// What the pipeline's `execute` step hands the caller: the params, and where to answer.
-type Handover = (Value, oneshot::Sender<Result<Value, ToolError>>);
+pub(crate) type CallOutcome = HandoffOutcome;
 
 /// A call cleared to run: the caller runs its tool with [`Running::params`] and hands the
 /// answer to [`Running::finish`].
 pub(crate) struct Running {
     /// The params to run with: the call's own, or a person's edits on approval.
     pub(crate) params: Value,
-    answer: oneshot::Sender<Result<Value, ToolError>>,
-    pipeline: Pipeline,
+    cleared: Cleared,
     runtime: Arc<tokio::runtime::Runtime>,
     /// Where the caller's own check leaves its judgement, when it brought one.
-    judged: Option<Slot>,
+    judged: Option<JudgementSlot>,
 }
 
 /// Where a call stands after [`Engine::start`].
@@ -228,8 +219,8 @@ impl Engine {
     /// The one governed call every entry point makes.
     fn governed(&self, start: Start, check: Option<CheckKind>) -> Started {
         let attest = self.attest.clone();
-        let slot = Slot::default();
-        let custom = check.as_ref().map(|kind| custom_check(kind, &slot));
+        let slot = JudgementSlot::default();
+        let custom = check.as_ref().map(|kind| caller_check(kind, &slot));
         let mut started = self.handshake(move |execute| async move {
             let call = attest.call(start);
             match &custom {
@@ -289,39 +280,13 @@ impl Engine {
     /// until it asks for the tool to run or finishes.
     fn handshake<C, Fut>(&self, call: C) -> Started
     where
-        C: FnOnce(Executor) -> Fut,
+        C: FnOnce(HandedTool) -> Fut,
         Fut: Future<Output = Result<CallOutcome, AttestError>> + Send + 'static,
     {
-        let (handover, mut handed) = oneshot::channel::<Handover>();
-        let execute: Executor = Box::new(move |params| {
-            Box::pin(async move {
-                let (answer, answered) = oneshot::channel();
-                if handover.send((params, answer)).is_err() {
-                    return Err("the caller stopped waiting before the tool ran".into());
-                }
-                answered
-                    .await
-                    .unwrap_or_else(|_| Err("the tool did not answer".into()))
-            })
-        });
-        let mut pipeline: Pipeline = Box::pin(call(execute));
-        let first = self.runtime.block_on(async {
-            tokio::select! {
-                biased;
-                outcome = &mut pipeline => Err(outcome),
-                handed = &mut handed => match handed {
-                    Ok(handover) => Ok(handover),
-                    // The pipeline dropped its `execute` step without calling it (a
-                    // refusal): it finishes without the tool.
-                    Err(_) => Err((&mut pipeline).await),
-                },
-            }
-        });
-        match first {
-            Ok((params, answer)) => Started::Run(Running {
-                params,
-                answer,
-                pipeline,
+        match self.runtime.block_on(handoff(call).cleared()) {
+            Ok(cleared) => Started::Run(Running {
+                params: cleared.params.clone(),
+                cleared,
                 runtime: Arc::clone(&self.runtime),
                 judged: None,
             }),
@@ -329,10 +294,6 @@ impl Engine {
         }
     }
 }
-
-/// The `execute` step handed to the pipeline.
-type Executor =
-    Box<dyn FnOnce(Value) -> Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>> + Send>;
 
 impl Running {
     /// Hands the tool's answer (its result as JSON, or its failure) to the pipeline,
@@ -351,9 +312,9 @@ impl Running {
                 *slot = Some(judged);
             }
         }
-        let _ = self.answer.send(answer.map_err(ToolError::from));
         // Once the tool has run, the call ends `Ran` or `Failed`: either way, its row.
-        match self.runtime.block_on(self.pipeline) {
+        let finished = self.cleared.finish(answer.map_err(ToolError::from));
+        match self.runtime.block_on(finished) {
             Ok(outcome) => Ok(outcome.into_receipt()),
             Err(err) => Err(EngineError::Attest(err)),
         }

@@ -8,7 +8,6 @@
 //!
 //! This module only translates: all calls into core go through the `engine` module.
 
-mod check;
 mod engine;
 
 use std::path::PathBuf;
@@ -25,7 +24,7 @@ use pyo3::types::PyDict;
 use serde_json::Value;
 
 use attest_core::setup::Overrides;
-use check::{CheckKind, Judgement};
+use attest_core::verification::{CallerCheck as CheckKind, Judgement};
 use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Started};
 
 pyo3::create_exception!(

@@ -78,6 +78,7 @@ pub use error::{error_chain, AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use intents::{open_intents, OpenIntent};
 pub use pipeline::call::{Call, Outcome, Start};
+pub use pipeline::handoff::{handoff, Cleared, HandedTool, Handoff, HandoffOutcome};
 pub use pipeline::{Attest, AttestBuilder, Decided, ImportBatch, ImportItem, UNAUTHENTICATED};
 pub use protocol_call::{
     CallContext, CodingAgentCall, FunctionCall, HttpCall, McpCall, ProtocolCall, ShellCall,

@@ -43,6 +43,7 @@ pub struct Attest {
 }
 
 pub(crate) mod call;
+pub(crate) mod handoff;
 mod import;
 mod resume;
 mod windows;

@@ -1,21 +1,24 @@
-//! A Python caller's own check of a call's result (`verify=` or `read_back=`), as a core
-//! [`CustomCheck`].
+//! A caller's own check of a call's result (`verify=` / `verify`, `read_back=` /
+//! `readBack`) that runs on the caller's side, as a [`CustomCheck`]: for the language
+//! bindings, whose callables must run on their own thread (a Python function under the
+//! GIL, a JavaScript callback on Node's event loop), never inside a core future.
 //!
-//! The Python callable runs on the Python side, after the tool returned and before the
-//! answer is handed to the pipeline (in the caller's thread, or awaited in its event
-//! loop), so no core future ever has to take the GIL. What it said travels with the
-//! tool's answer ([`Judgement`]) into a slot the [`CustomCheck`] reads when the
-//! pipeline's verification step asks.
+//! The callable runs after the tool returned and before the answer is handed to the
+//! pipeline ([`crate::Cleared::finish`]). What it said travels with the tool's answer
+//! ([`Judgement`]) into a slot the [`CustomCheck`] reads when the pipeline's verification
+//! step asks.
 
 use std::sync::{Arc, Mutex};
 
-use attest_core::{CustomCheck, Evidence, Finding, ToolError};
 use attest_policy::Action;
 use serde_json::Value;
 
+use super::{CustomCheck, Evidence, Finding};
+use crate::ToolError;
+
 /// Which check the caller brings for one call.
 #[derive(Debug, Clone)]
-pub(crate) enum CheckKind {
+pub enum CallerCheck {
     /// `verify=`: a yes/no check, recorded as method `custom`.
     Verify,
     /// `read_back=`: fetches the record; Attest compares it with the params (recorded
@@ -28,7 +31,7 @@ pub(crate) enum CheckKind {
 
 /// What the caller's check said about the result.
 #[derive(Debug, Clone)]
-pub(crate) enum Judgement {
+pub enum Judgement {
     /// `verify=` returned true or false.
     Verified(bool),
     /// `read_back=` returned the record (JSON), or `None` when it found nothing.
@@ -37,18 +40,18 @@ pub(crate) enum Judgement {
     CouldNotRun,
 }
 
-/// Where the Python side leaves its [`Judgement`] for the check to read.
-pub(crate) type Slot = Arc<Mutex<Option<Judgement>>>;
+/// Where the caller leaves its [`Judgement`] for the check to read.
+pub type JudgementSlot = Arc<Mutex<Option<Judgement>>>;
 
 /// The core check for `kind`, reading the caller's judgement from `slot`.
-pub(crate) fn custom_check(kind: &CheckKind, slot: &Slot) -> CustomCheck {
+pub fn caller_check(kind: &CallerCheck, slot: &JudgementSlot) -> CustomCheck {
     let slot = Arc::clone(slot);
     match kind {
-        CheckKind::Verify => CustomCheck::sync(move |_action, _result| match take(&slot) {
+        CallerCheck::Verify => CustomCheck::sync(move |_action, _result| match take(&slot) {
             Some(Judgement::Verified(ok)) => Ok(ok),
             _ => Err(ToolError::from("the verify= check did not answer")),
         }),
-        CheckKind::ReadBack { name } => {
+        CallerCheck::ReadBack { name } => {
             let name = name.clone();
             CustomCheck::read_back(name.clone(), move |action, result| {
                 let finding = read_back_finding(&name, action, result, take(&slot));
@@ -58,7 +61,7 @@ pub(crate) fn custom_check(kind: &CheckKind, slot: &Slot) -> CustomCheck {
     }
 }
 
-fn take(slot: &Slot) -> Option<Judgement> {
+fn take(slot: &JudgementSlot) -> Option<Judgement> {
     slot.lock().ok().and_then(|mut judged| judged.take())
 }
 

@@ -1,0 +1,2 @@
+// The ES module face of attest/ai.
+export * from "./ai.cjs";

@@ -1,0 +1,2 @@
+// The ES module face of attest/langchain.
+export * from "./langchain.cjs";

@@ -1,0 +1,15 @@
+// The types of attest/mcp (lib/mcp.cjs).
+import type { Attest } from "./index";
+
+export interface WrapClientOptions {
+  /** The server's name as the system (default: the name the server gives, a hint only). */
+  server?: string;
+}
+
+export declare const FRAMEWORK: "mcp";
+/** `client` with `callTool` governed by `attest`; every other method is the client's own. */
+export declare function wrapClient<C extends { callTool: (...args: any[]) => Promise<unknown> }>(
+  client: C,
+  attest: Attest,
+  options?: WrapClientOptions,
+): C;

@@ -1,0 +1,2 @@
+// The ES module face of attest/mcp.
+export * from "./mcp.cjs";

@@ -1,0 +1,2 @@
+// The ES module face of attest/openai-agents.
+export * from "./openai-agents.cjs";
