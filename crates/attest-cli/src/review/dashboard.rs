@@ -3,12 +3,15 @@
 //! and its browser checks (Host, Origin, framing):
 //!
 //! - `GET /dashboard`: the page (inline SVG charts, no external script or style);
-//! - `GET /api/review/summary?hours=N`: actions per hour by decision, level and
-//!   system, totals, list sizes, pending approvals;
-//! - `GET /api/review/lists/{refused|rejected|unverified|failed|held|intents}?before=SEQ&limit=N`:
-//!   a list, newest first, a keyset page with its total;
-//! - `GET /api/review/runs` and `GET /api/review/runs/{run_id}`: recent runs, and one
-//!   run's actions in order with their receipts;
+//! - `GET /api/review/summary?hours=N`: per hour and in total, rows (`totals`,
+//!   `hours[].counts`) and actions (`actions`, `hours[].actions`: an intent and its
+//!   outcome are one) by decision, level, system and agent; actions by agent
+//!   (`agents`), list sizes, pending approvals;
+//! - `GET /api/review/lists/{refused|asked|rejected|unverified|failed|held|intents|shadow}?before=SEQ&limit=N`:
+//!   a list, newest first, a keyset page with its total, each row with its reasons;
+//! - `GET /api/review/runs` and `GET /api/review/runs/{run_id}`: recent runs (agent,
+//!   first and last time, actions by decision), and one run's rows in order with their
+//!   receipts;
 //! - `GET /api/review/rows/{seq}`: one entry, its hash and its inclusion proof;
 //! - `GET /api/review/chain`: the background verifier's status;
 //! - `GET /metrics`: Prometheus text ([`super::metrics`]).
@@ -256,15 +259,7 @@ async fn runs(
         review,
         format!("runs:{limit}"),
         Reads::Fold,
-        move |review| {
-            let runs: Vec<Value> = review
-                .model
-                .recent_runs(limit)
-                .into_iter()
-                .map(|(run, actions)| json!({"run_id": run, "rows": actions}))
-                .collect();
-            Ok(json!({"runs": runs}))
-        },
+        move |review| Ok(json!({"runs": review.model.recent_runs(limit)})),
     )
     .await
 }
