@@ -3,7 +3,8 @@
 //! - `GET /` the page (plain HTML and JS; it asks for the approver's token once per tab
 //!   and keeps it in `sessionStorage`);
 //! - `GET /healthz`;
-//! - `GET /api/me` (`{"approver"}`), `GET /api/pending`, `GET /api/requests/{id}`, `POST /api/requests/{id}/decision`
+//! - `GET /api/me` (`{"approver"}`), `GET /api/pending`, `GET /api/decided?limit=N` (the
+//!   newest decisions, newest first), `GET /api/requests/{id}`, `POST /api/requests/{id}/decision`
 //!   (`{"decision": "approve"|"reject", "edits"?, "note"?}`), `GET /api/ledger`: each
 //!   needs `Authorization: Bearer <approver token>` (or the configured trusted identity
 //!   header); the decision is recorded under that token's approver. 400 bad body, 401 no
@@ -147,6 +148,7 @@ pub(crate) fn router(state: InboxState) -> Router {
         .route("/healthz", get(healthz))
         .route("/api/me", get(me))
         .route("/api/pending", get(pending))
+        .route("/api/decided", get(decided))
         .route("/api/requests/{id}", get(request))
         .route("/api/requests/{id}/decision", post(decision))
         .route("/api/ledger", get(ledger))
@@ -412,6 +414,32 @@ async fn pending(State(state): State<Shared>, headers: HeaderMap) -> Result<Json
     state.attest.expire_due().await?;
     let store = state.attest.approvals()?;
     let requests = tokio::task::spawn_blocking(move || store.pending())
+        .await
+        .map_err(|err| ApiError::internal(&err))?
+        .map_err(AttestError::from)?;
+    let list: Vec<Value> = requests.iter().map(ApprovalRequest::summary).collect();
+    Ok(Json(json!({"requests": list})))
+}
+
+/// The most a decision history page holds.
+const MAX_DECIDED: usize = 100;
+
+/// `GET /api/decided?limit=N`: the newest decisions (who, when, how), newest first.
+async fn decided(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    approver(&state, &headers).await?;
+    let limit = match query.get("limit") {
+        Some(text) => text.parse::<usize>().map_err(|_| {
+            ApiError::new(StatusCode::BAD_REQUEST, "`limit` must be a whole number")
+        })?,
+        None => 20,
+    }
+    .clamp(1, MAX_DECIDED);
+    let store = state.attest.approvals()?;
+    let requests = tokio::task::spawn_blocking(move || store.decided(limit))
         .await
         .map_err(|err| ApiError::internal(&err))?
         .map_err(AttestError::from)?;

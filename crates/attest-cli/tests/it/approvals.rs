@@ -1017,3 +1017,44 @@ async fn behind_an_authenticating_proxy_its_identity_header_names_the_approver()
         .unwrap();
     assert_eq!(answer.status().as_u16(), 401);
 }
+
+/// `attest serve`'s standard error up to its dashboard line.
+fn serve_notices(dir: &Path) -> String {
+    use std::io::{BufRead, BufReader};
+    let child = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["serve", "--port", "0"])
+        .args(crate::store_args(dir, &[]))
+        .current_dir(dir)
+        .env_clear()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut running = crate::Running(child);
+    let stderr = running.0.stderr.take().unwrap();
+    let mut shown = String::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        shown.push_str(&line);
+        shown.push('\n');
+        if line.contains("dashboard on") {
+            break;
+        }
+    }
+    shown
+}
+
+#[test]
+fn serve_with_no_approvers_says_nobody_can_sign_in_and_how_to_add_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let shown = serve_notices(dir.path());
+    assert!(
+        shown.contains("no approvers are registered")
+            && shown.contains("attest approvers add NAME"),
+        "{shown}"
+    );
+    add_approver(dir.path(), "ann@acme.com", &[]);
+    let shown = serve_notices(dir.path());
+    assert!(shown.contains("dashboard on"), "{shown}");
+    assert!(!shown.contains("no approvers"), "{shown}");
+}
