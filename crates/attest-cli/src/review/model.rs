@@ -467,7 +467,7 @@ impl ReadModel {
 
     /// The counters less the completed stage rows: each action once, by its latest
     /// row; an open stage under `running` (an intent) or `awaiting decision` (an ask)
-    /// instead of its verification level.
+    /// instead of its verification level, and the rest of level `none` as `not checked`.
     fn actions(&self, state: &State, counts: &attest_ledger::Counts) -> Value {
         let done = &state.completed;
         let mut level = less(&counts.by_level, Some(&done.level));
@@ -479,6 +479,10 @@ impl ReadModel {
             } else {
                 awaiting += 1;
             }
+        }
+        // `none` in the counters: the action did not run, or nothing checked it.
+        if let Some(n) = level.remove("none") {
+            level.insert("not checked".to_owned(), n);
         }
         for (name, n) in [("running", running), ("awaiting decision", awaiting)] {
             if n > 0 {
@@ -894,7 +898,7 @@ mod tests {
         // The open intent is running, not a verification level of `none`.
         assert_eq!(
             actions["level"],
-            json!({"verified": 2, "none": 1, "running": 1}),
+            json!({"verified": 2, "not checked": 1, "running": 1}),
             "{summary:#}"
         );
         assert_eq!(actions["agent"], json!({"bot": 4}));

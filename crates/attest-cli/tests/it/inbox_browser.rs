@@ -19,6 +19,11 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::approvals::{add_approver, payment, pipeline, serve};
 
+/// How long one DevTools call may take to answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a page may take to show what a test waits for.
+const WAIT_TIMEOUT: Duration = Duration::from_secs(120);
+
 pub(crate) fn find_chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ATTEST_CHROMIUM") {
         return Some(PathBuf::from(path));
@@ -88,7 +93,7 @@ pub(crate) fn launch(binary: &Path) -> Browser {
         }
     });
     let ws_url = rx
-        .recv_timeout(Duration::from_secs(30))
+        .recv_timeout(ANSWER_TIMEOUT)
         .expect("chromium did not print its DevTools address");
     Browser {
         child,
@@ -127,12 +132,13 @@ impl Cdp {
             .to_owned()
     }
 
-    pub(crate) async fn call(
+    /// A DevTools call's result, or its error.
+    pub(crate) async fn try_call(
         &mut self,
         session: Option<&str>,
         method: &str,
         params: Value,
-    ) -> Value {
+    ) -> Result<Value, Value> {
         self.next += 1;
         let id = self.next;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -144,17 +150,32 @@ impl Cdp {
             .await
             .unwrap();
         loop {
-            let frame = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+            // Generous: Chromium answers slowly on a loaded 2-core machine.
+            let frame = tokio::time::timeout(ANSWER_TIMEOUT, self.ws.next())
                 .await
-                .unwrap_or_else(|_| panic!("no answer to {method}"))
+                .unwrap_or_else(|_| panic!("no answer to {method} in {ANSWER_TIMEOUT:?}"))
                 .unwrap()
                 .unwrap();
             let Message::Text(text) = frame else { continue };
             let value: Value = serde_json::from_str(&text).unwrap();
             if value["id"] == id {
-                assert!(value.get("error").is_none(), "{method}: {value}");
-                return value["result"].clone();
+                return match value.get("error") {
+                    None => Ok(value["result"].clone()),
+                    Some(error) => Err(error.clone()),
+                };
             }
+        }
+    }
+
+    pub(crate) async fn call(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Value {
+        match self.try_call(session, method, params).await {
+            Ok(result) => result,
+            Err(error) => panic!("{method}: {error}"),
         }
     }
 
@@ -174,22 +195,46 @@ impl Cdp {
         result["result"]["value"].clone()
     }
 
-    /// Polls `expression` until it is `true`.
+    /// Waits until `expression` is `true`: in the page, re-checked on every change to the
+    /// document (a MutationObserver), so it answers as soon as the page shows it, not at
+    /// the next poll. A page still loading (its context replaced) is waited for again.
     pub(crate) async fn wait_for(&mut self, session: &str, expression: &str, what: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.eval(session, expression).await != json!(true) {
+        let deadline = Instant::now() + WAIT_TIMEOUT;
+        let waiting = format!(
+            "new Promise((resolve) => {{
+               const holds = () => {{ try {{ return ({expression}) === true; }} catch (e) {{ return false; }} }};
+               if (holds()) return resolve(true);
+               const observer = new MutationObserver(() => {{
+                 if (holds()) {{ observer.disconnect(); clearTimeout(timer); resolve(true); }}
+               }});
+               observer.observe(document, {{ subtree: true, childList: true, attributes: true, characterData: true }});
+               const timer = setTimeout(() => {{ observer.disconnect(); resolve(holds()); }}, 5000);
+             }})"
+        );
+        loop {
+            let answer = self
+                .try_call(
+                    Some(session),
+                    "Runtime.evaluate",
+                    json!({"expression": waiting, "returnByValue": true, "awaitPromise": true}),
+                )
+                .await;
+            if answer.is_ok_and(|a| a["result"]["value"] == json!(true)) {
+                return;
+            }
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    /// A real mouse click at the centre of the element `selector` matches.
+    /// A real mouse click at the centre of the element `selector` matches, scrolled into
+    /// view first (a click outside the viewport reaches nothing).
     pub(crate) async fn click(&mut self, session: &str, selector: &str) {
         let rect = self
             .eval(
                 session,
                 &format!(
-                    "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); \
+                    "(() => {{ const e = document.querySelector({selector:?}); e.scrollIntoView({{block: 'center'}}); \
+                     const r = e.getBoundingClientRect(); \
                      return {{x: r.x + r.width / 2, y: r.y + r.height / 2}}; }})()"
                 ),
             )
