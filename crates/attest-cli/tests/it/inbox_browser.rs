@@ -1,6 +1,8 @@
 //! The approval inbox in a real browser: headless Chromium, driven over the DevTools
 //! protocol, loads the page, fills in who approves, clicks Approve, and the action
-//! waiting in this process runs. Screenshots go to `target/test-artifacts/`.
+//! waiting in this process runs; the page then confirms the decision and lists it in its
+//! history. Screenshots go to `target/test-artifacts/` (and with
+//! `ATTEST_UPDATE_SCREENSHOTS=1`, `docs/inbox.png` and `docs/inbox-pending.png`).
 //!
 //! Skipped, with a message, only when no Chromium is installed (`.ci/run` installs
 //! Debian's `chromium`; `ATTEST_CHROMIUM` names another binary).
@@ -303,6 +305,12 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     let browser = launch(&chromium);
     let mut cdp = Cdp::connect(&browser.ws_url).await;
     let session = cdp.open_page(&format!("{}/", server.url)).await;
+    cdp.call(
+        Some(&session),
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
+    )
+    .await;
     // Signed out, the page shows nothing but the login; sign in the way a person would.
     cdp.wait_for(
         &session,
@@ -310,6 +318,25 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
         "the login form",
     )
     .await;
+    // It says where a token comes from, and links to the dashboard.
+    let help = cdp
+        .eval(
+            &session,
+            "document.getElementById('signin-help').checkVisibility() && document.getElementById('signin-help').textContent",
+        )
+        .await;
+    assert!(
+        help.as_str().unwrap().contains("attest approvers add"),
+        "{help}"
+    );
+    assert_eq!(
+        cdp.eval(
+            &session,
+            "document.getElementById('dashboard-link').getAttribute('href')"
+        )
+        .await,
+        json!("/dashboard")
+    );
     assert_eq!(
         cdp.eval(&session, "document.querySelectorAll('section.card').length")
             .await,
@@ -343,10 +370,21 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     assert!(shown.contains("stripe.pay → acct_42"), "{shown}");
     assert!(shown.contains("payments need finance"), "{shown}");
     assert!(shown.contains("ann@acme.com, raj@acme.com"), "{shown}");
+    // Times are relative, the local time on hover; never raw ISO with microseconds.
+    assert!(shown.contains("asked just now · expires in "), "{shown}");
+    let iso = r"/\d{4}-\d\d-\d\dT/.test(document.querySelector('section.card').innerText)";
+    assert_eq!(cdp.eval(&session, iso).await, json!(false), "{shown}");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
-    cdp.screenshot(&session, &artifacts().join("inbox-pending.png"))
-        .await;
+    assert_eq!(
+        cdp.eval(
+            &session,
+            "document.getElementById('signin-help').checkVisibility()"
+        )
+        .await,
+        json!(false)
+    );
+    crate::dashboard_browser::shoot(&mut cdp, &session, "inbox-pending.png").await;
     cdp.click(&session, "section.card button.approve").await;
 
     let receipt = tokio::time::timeout(Duration::from_secs(30), waiting)
@@ -366,8 +404,44 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
         "the inbox to empty",
     )
     .await;
-    let shot = artifacts().join("inbox-approved.png");
-    cdp.screenshot(&session, &shot).await;
-    assert!(std::fs::metadata(&shot).unwrap().len() > 1000);
+    // The card is gone, and the page says what was decided and what happens next.
+    let notice = cdp
+        .eval(
+            &session,
+            "document.getElementById('notice').checkVisibility() && document.getElementById('notice').innerText",
+        )
+        .await;
+    let notice = notice.as_str().unwrap();
+    assert!(
+        notice.contains("Approved stripe.pay → acct_42") && notice.contains("ann@acme.com"),
+        "{notice}"
+    );
+    // The decision heads the history, with who decided and when.
+    cdp.wait_for(
+        &session,
+        "document.querySelectorAll('#decided li[data-status]').length === 1",
+        "the decision history",
+    )
+    .await;
+    let history = cdp
+        .eval(
+            &session,
+            "(() => { const li = document.querySelector('#decided li'); const t = li.querySelector('time'); \
+             return [li.dataset.status, li.innerText, t.textContent, t.title === new Date(t.getAttribute('datetime')).toLocaleString()]; })()",
+        )
+        .await;
+    assert_eq!(history[0], json!("approved"));
+    assert!(
+        history[1]
+            .as_str()
+            .unwrap()
+            .contains("stripe.pay → acct_42 · by ann@acme.com"),
+        "{history}"
+    );
+    assert_eq!(
+        (&history[2], &history[3]),
+        (&json!("just now"), &json!(true))
+    );
+    crate::dashboard_browser::shoot(&mut cdp, &session, "inbox.png").await;
     let _ = cdp.call(None, "Browser.close", json!({})).await;
 }
