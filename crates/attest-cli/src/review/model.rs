@@ -228,7 +228,12 @@ pub(crate) struct RunTally {
 }
 
 fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
-    *map.entry(key.to_owned()).or_default() += 1;
+    match map.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            map.insert(key.to_owned(), 1);
+        }
+    }
 }
 
 fn drop_one(map: &mut BTreeMap<String, u64>, key: &str) {
@@ -675,7 +680,8 @@ fn remember_run(state: &mut State, run: &str, seq: u64, row: &RowView<'_>) {
         });
     tally.last_seq = seq;
     tally.rows += 1;
-    tally.last_ts = row.ts.to_string();
+    tally.last_ts.clear();
+    tally.last_ts.push_str(&row.ts);
     state.run_order.push_back((seq, run.to_owned()));
     // Forget the least recently active runs; stale order entries are skipped.
     while state.runs.len() > RUNS_KEPT || state.run_order.len() > RUNS_KEPT * 4 {
@@ -703,31 +709,39 @@ fn count_action(state: &mut State, id: &str, row: &RowView<'_>) {
             drop_one(&mut run.decision, &stage.decision);
         }
     }
-    let keys = StageKeys::of(row);
-    if let Some(run) = keys.run.as_deref().and_then(|r| state.runs.get_mut(r)) {
+    // Borrowed keys: most rows are not stages, and this runs for every row folded.
+    let decision = if row.decision.is_empty() {
+        "none"
+    } else {
+        row.decision.as_ref()
+    };
+    let run_id = row.run_id.as_deref();
+    if let Some(run) = run_id.and_then(|r| state.runs.get_mut(r)) {
         run.actions += 1;
-        bump(&mut run.decision, &keys.decision);
+        bump(&mut run.decision, decision);
     }
-    let known = state.agents.contains_key(&keys.agent_name);
-    if known || state.agents.len() < AGENTS_KEPT {
-        let agent = state
-            .agents
-            .entry(keys.agent_name.clone())
-            .or_insert_with(|| AgentTally {
-                agent: keys.agent_name.clone(),
+    let first_of_run = run_id.is_some_and(|r| state.runs.get(r).is_some_and(|t| t.rows == 1));
+    let name = row.agent_name();
+    if !state.agents.contains_key(name) && state.agents.len() < AGENTS_KEPT {
+        state.agents.insert(
+            name.to_owned(),
+            AgentTally {
+                agent: name.to_owned(),
                 ..AgentTally::default()
-            });
+            },
+        );
+    }
+    if let Some(agent) = state.agents.get_mut(name) {
         agent.actions += 1;
-        bump(&mut agent.decision, &keys.decision);
+        bump(&mut agent.decision, decision);
         if row.status() == "failed" {
             agent.failed += 1;
         }
-        agent.last_ts = row.ts.to_string();
-        if let Some(run) = keys.run.as_deref() {
-            // A run's first row names it once.
-            if state.runs.get(run).is_some_and(|r| r.rows == 1) {
-                agent.runs += 1;
-            }
+        agent.last_ts.clear();
+        agent.last_ts.push_str(&row.ts);
+        if first_of_run {
+            // A run is the agent's once, at its first row.
+            agent.runs += 1;
         }
     }
     if row.is_stage() && !id.is_empty() {
@@ -737,7 +751,7 @@ fn count_action(state: &mut State, id: &str, row: &RowView<'_>) {
                 state.stages.remove(&any);
             }
         }
-        state.stages.insert(id.to_owned(), keys);
+        state.stages.insert(id.to_owned(), StageKeys::of(row));
     }
 }
 
