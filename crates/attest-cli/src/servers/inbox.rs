@@ -421,6 +421,14 @@ async fn pending(State(state): State<Shared>, headers: HeaderMap) -> Result<Json
     Ok(Json(json!({"requests": list})))
 }
 
+/// The query's `limit`, else `default`; 400 when it is not a whole number.
+fn limit(query: &HashMap<String, String>, default: usize) -> Result<usize, ApiError> {
+    query.get("limit").map_or(Ok(default), |text| {
+        text.parse::<usize>()
+            .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "`limit` must be a whole number"))
+    })
+}
+
 /// The most a decision history page holds.
 const MAX_DECIDED: usize = 100;
 
@@ -431,13 +439,7 @@ async fn decided(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     approver(&state, &headers).await?;
-    let limit = match query.get("limit") {
-        Some(text) => text.parse::<usize>().map_err(|_| {
-            ApiError::new(StatusCode::BAD_REQUEST, "`limit` must be a whole number")
-        })?,
-        None => 20,
-    }
-    .clamp(1, MAX_DECIDED);
+    let limit = limit(&query, 20)?.clamp(1, MAX_DECIDED);
     let store = state.attest.approvals()?;
     let requests = tokio::task::spawn_blocking(move || store.decided(limit))
         .await
@@ -520,13 +522,7 @@ async fn ledger(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     approver(&state, &headers).await?;
-    let limit = match query.get("limit") {
-        Some(text) => text.parse::<usize>().map_err(|_| {
-            ApiError::new(StatusCode::BAD_REQUEST, "`limit` must be a whole number")
-        })?,
-        None => 50,
-    }
-    .min(MAX_LEDGER_ROWS);
+    let limit = limit(&query, 50)?.min(MAX_LEDGER_ROWS);
     let ledger = Arc::clone(state.attest.ledger());
     let rows = tokio::task::spawn_blocking(move || ledger.list(limit))
         .await

@@ -46,11 +46,7 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
         help.as_str().unwrap().contains("attest approvers add"),
         "{help}"
     );
-    cdp.eval(&session, "document.getElementById('token').focus()")
-        .await;
-    cdp.call(Some(&session), "Input.insertText", json!({"text": token}))
-        .await;
-    cdp.click(&session, "#login button").await;
+    cdp.sign_in(&session, &token).await;
     cdp.wait_for(
         &session,
         "document.body.dataset.generation === '11'",
@@ -168,14 +164,7 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
         json!("3 min ago|3 h ago")
     );
     // The asks list names why a person was asked, and who answered.
-    cdp.click(&session, "#tabs button[data-list=\"asked\"]")
-        .await;
-    cdp.wait_for(
-        &session,
-        "document.getElementById('list').dataset.list === 'asked'",
-        "the asks list",
-    )
-    .await;
+    show_list(&mut cdp, &session, "asked").await;
     let asked = cdp
         .eval(&session, "document.getElementById('list').innerText")
         .await;
@@ -184,14 +173,7 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
         asked.contains("refunds need finance") && asked.contains("rejected by ann@acme.com"),
         "{asked}"
     );
-    cdp.click(&session, "#tabs button[data-list=\"intents\"]")
-        .await;
-    cdp.wait_for(
-        &session,
-        "document.getElementById('list').dataset.list === 'intents'",
-        "the intents list",
-    )
-    .await;
+    show_list(&mut cdp, &session, "intents").await;
     let shown = cdp
         .eval(&session, "document.getElementById('list').innerText")
         .await;
@@ -270,14 +252,7 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
         "{raw}"
     );
     // A refusal's card says why, in words.
-    cdp.click(&session, "#tabs button[data-list=\"refused\"]")
-        .await;
-    cdp.wait_for(
-        &session,
-        "document.getElementById('list').dataset.list === 'refused'",
-        "the refused list",
-    )
-    .await;
+    show_list(&mut cdp, &session, "refused").await;
     cdp.click(&session, "#list tr[data-seq=\"4\"]").await;
     cdp.wait_for(
         &session,
@@ -329,6 +304,15 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
     .await;
     shoot(&mut cdp, &session, "dashboard-runs.png").await;
     let _ = cdp.call(None, "Browser.close", json!({})).await;
+}
+
+/// Clicks list `name`'s tab and waits for the list to show.
+async fn show_list(cdp: &mut Cdp, session: &str, name: &str) {
+    cdp.click(session, &format!("#tabs button[data-list=\"{name}\"]"))
+        .await;
+    let shown = format!("document.getElementById('list').dataset.list === '{name}'");
+    cdp.wait_for(session, &shown, &format!("the {name} list"))
+        .await;
 }
 
 /// Saves a screenshot of the page as it shows to `target/test-artifacts/NAME`, and with

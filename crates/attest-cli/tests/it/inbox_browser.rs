@@ -184,11 +184,7 @@ impl Cdp {
     /// Evaluates `expression` in the page and returns its value.
     pub(crate) async fn eval(&mut self, session: &str, expression: &str) -> Value {
         let result = self
-            .call(
-                Some(session),
-                "Runtime.evaluate",
-                json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-            )
+            .call(Some(session), "Runtime.evaluate", evaluating(expression))
             .await;
         assert!(
             result.get("exceptionDetails").is_none(),
@@ -215,17 +211,22 @@ impl Cdp {
         );
         loop {
             let answer = self
-                .try_call(
-                    Some(session),
-                    "Runtime.evaluate",
-                    json!({"expression": waiting, "returnByValue": true, "awaitPromise": true}),
-                )
+                .try_call(Some(session), "Runtime.evaluate", evaluating(&waiting))
                 .await;
             if answer.is_ok_and(|a| a["result"]["value"] == json!(true)) {
                 return;
             }
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
         }
+    }
+
+    /// Types `token` into the page's sign-in form and submits it, as a person would.
+    pub(crate) async fn sign_in(&mut self, session: &str, token: &str) {
+        self.eval(session, "document.getElementById('token').focus()")
+            .await;
+        self.call(Some(session), "Input.insertText", json!({"text": token}))
+            .await;
+        self.click(session, "#login button").await;
     }
 
     /// A real mouse click at the centre of the element `selector` matches, scrolled into
@@ -265,6 +266,11 @@ impl Cdp {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, png).unwrap();
     }
+}
+
+/// `Runtime.evaluate`'s parameters for `expression`: its value, a promise awaited.
+fn evaluating(expression: &str) -> Value {
+    json!({"expression": expression, "returnByValue": true, "awaitPromise": true})
 }
 
 pub(crate) fn artifacts() -> PathBuf {
@@ -342,11 +348,7 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
             .await,
         json!(0)
     );
-    cdp.eval(&session, "document.getElementById('token').focus()")
-        .await;
-    cdp.call(Some(&session), "Input.insertText", json!({"text": token}))
-        .await;
-    cdp.click(&session, "#login button").await;
+    cdp.sign_in(&session, &token).await;
     cdp.wait_for(
         &session,
         "document.querySelectorAll('section.card button.approve').length === 1",
