@@ -35,7 +35,7 @@ use attest_core::approvals::{
     verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackNotifier,
     SlackPress, SLACK_TOLERANCE,
 };
-use attest_core::{Answer, ApprovalRequest, Attest, AttestError, ResumeToken};
+use attest_core::{Answer, ApprovalRequest, ApprovalStore, Attest, AttestError, ResumeToken};
 use attest_ledger::Clock;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
@@ -412,8 +412,16 @@ async fn me(State(state): State<Shared>, headers: HeaderMap) -> Result<Json<Valu
 async fn pending(State(state): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     approver(&state, &headers).await?;
     state.attest.expire_due().await?;
+    summaries(&state, ApprovalStore::pending).await
+}
+
+/// `{"requests": [...]}`: the summaries of the requests `read` finds in the store.
+async fn summaries(
+    state: &InboxState,
+    read: impl FnOnce(&ApprovalStore) -> Result<Vec<ApprovalRequest>, ApprovalError> + Send + 'static,
+) -> Result<Json<Value>, ApiError> {
     let store = state.attest.approvals()?;
-    let requests = tokio::task::spawn_blocking(move || store.pending())
+    let requests = tokio::task::spawn_blocking(move || read(&store))
         .await
         .map_err(|err| ApiError::internal(&err))?
         .map_err(AttestError::from)?;
@@ -440,13 +448,7 @@ async fn decided(
 ) -> Result<Json<Value>, ApiError> {
     approver(&state, &headers).await?;
     let limit = limit(&query, 20)?.clamp(1, MAX_DECIDED);
-    let store = state.attest.approvals()?;
-    let requests = tokio::task::spawn_blocking(move || store.decided(limit))
-        .await
-        .map_err(|err| ApiError::internal(&err))?
-        .map_err(AttestError::from)?;
-    let list: Vec<Value> = requests.iter().map(ApprovalRequest::summary).collect();
-    Ok(Json(json!({"requests": list})))
+    summaries(&state, move |store| store.decided(limit)).await
 }
 
 /// Loads a request by id (never by token: tokens are not accepted in URLs).

@@ -57,19 +57,14 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
     // Counts of actions (an intent and its outcome are one), not of ledger rows.
     let total =
         |key: &str| format!("document.querySelector('[data-total=\"{key}\"] b').textContent");
-    for (key, n) in [
+    let totals = [
         ("actions", known.actions),
         ("decision.act", 7),
         ("decision.ask", 2),
         ("decision.refuse", 1),
         ("in_progress", 2),
-    ] {
-        assert_eq!(
-            cdp.eval(&session, &total(key)).await,
-            json!(n.to_string()),
-            "{key}"
-        );
-    }
+    ];
+    assert_numbers(&mut cdp, &session, totals.map(|(key, n)| (total(key), n))).await;
     // The hourly chart's bars add up to the actions.
     let charted = cdp
         .eval(&session, "[...document.querySelectorAll('#chart-decision rect')].reduce((n, r) => n + Number(r.dataset.count), 0)")
@@ -121,7 +116,7 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
     let tab = |list: &str| {
         format!("document.querySelector('#tabs button[data-list=\"{list}\"] b').textContent")
     };
-    for (list, n) in [
+    let lists = [
         ("refused", known.refused),
         ("asked", 1),
         ("rejected", known.rejected),
@@ -129,13 +124,8 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
         ("failed", known.failed),
         ("held", known.held),
         ("intents", known.intents),
-    ] {
-        assert_eq!(
-            cdp.eval(&session, &tab(list)).await,
-            json!(n.to_string()),
-            "{list}"
-        );
-    }
+    ];
+    assert_numbers(&mut cdp, &session, lists.map(|(list, n)| (tab(list), n))).await;
     // The refusal is listed with its reason, at a relative time with the local time on hover.
     let refused = cdp
         .eval(&session, "document.getElementById('list').innerText")
@@ -304,6 +294,17 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
     .await;
     shoot(&mut cdp, &session, "dashboard-runs.png").await;
     let _ = cdp.call(None, "Browser.close", json!({})).await;
+}
+
+/// Asserts that each expression shows its number.
+async fn assert_numbers<const N: usize>(cdp: &mut Cdp, session: &str, shown: [(String, u64); N]) {
+    for (expression, n) in shown {
+        assert_eq!(
+            cdp.eval(session, &expression).await,
+            json!(n.to_string()),
+            "{expression}"
+        );
+    }
 }
 
 /// Clicks list `name`'s tab and waits for the list to show.
