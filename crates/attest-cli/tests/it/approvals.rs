@@ -395,6 +395,7 @@ async fn the_inbox_api_lists_shows_and_decides_as_the_token_owner() {
     // Every API call needs an approver credential.
     for path in [
         "/api/pending",
+        "/api/decided",
         "/api/me",
         "/api/ledger",
         &format!("/api/requests/{id}"),
@@ -409,6 +410,8 @@ async fn the_inbox_api_lists_shows_and_decides_as_the_token_owner() {
     let (status, body) = get("/api/pending".into(), Some(&raj)).await;
     assert_eq!(status, 200);
     assert_eq!(body["requests"][0]["id"], id.as_str());
+    let (_, history) = get("/api/decided".into(), Some(&raj)).await;
+    assert_eq!(history, json!({"requests": []}));
     assert_eq!(
         body["requests"][0]["approver_members"],
         json!(["ann@acme.com", "raj@acme.com"])
@@ -461,6 +464,25 @@ async fn the_inbox_api_lists_shows_and_decides_as_the_token_owner() {
     assert_eq!(body["request"]["status"], "rejected");
     assert_eq!(body["request"]["approver"], "raj@acme.com");
     assert_eq!(body["seq"], 2);
+    // Before the decision the history was empty; now it leads with it.
+    let (status, body) = get("/api/decided?limit=5".into(), Some(&ann)).await;
+    assert_eq!(status, 200, "{body}");
+    let decided = body["requests"].as_array().unwrap();
+    assert_eq!(decided.len(), 1, "{body}");
+    assert_eq!(decided[0]["id"], id.as_str());
+    assert_eq!(
+        (
+            &decided[0]["status"],
+            &decided[0]["approver"],
+            &decided[0]["note"]
+        ),
+        (
+            &json!("rejected"),
+            &json!("raj@acme.com"),
+            &json!("not now")
+        )
+    );
+    assert_eq!(get("/api/decided?limit=x".into(), Some(&ann)).await.0, 400);
     let (status, _) = decide(&ann, json!({"decision": "approve"})).await;
     assert_eq!(status, 409);
     let (status, _) = call(
