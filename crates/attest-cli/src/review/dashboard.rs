@@ -12,6 +12,8 @@
 //! - `GET /api/review/runs` and `GET /api/review/runs/{run_id}`: recent runs (agent,
 //!   first and last time, actions by decision), and one run's rows in order with their
 //!   receipts;
+//! - `GET /api/review/agents/{agent}`: the agent's newest rows, in order (the by-agent
+//!   view's timeline);
 //! - `GET /api/review/rows/{seq}`: one entry, its hash and its inclusion proof;
 //! - `GET /api/review/chain`: the background verifier's status;
 //! - `GET /metrics`: Prometheus text ([`super::metrics`]).
@@ -80,6 +82,7 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/api/review/lists/{kind}", get(list))
         .route("/api/review/runs", get(runs))
         .route("/api/review/runs/{run}", get(run))
+        .route("/api/review/agents/{agent}", get(agent))
         .route("/api/review/rows/{seq}", get(row))
         .route("/metrics", get(metrics))
 }
@@ -281,6 +284,28 @@ async fn run(
             }
             let truncated = rows.len() >= super::model::RUN_ROWS_SHOWN;
             Ok(json!({"run_id": run, "rows": rows, "truncated": truncated}))
+        },
+    )
+    .await
+}
+
+async fn agent(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path(agent): Path<String>,
+) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    cached(
+        review,
+        format!("agent:{agent}"),
+        Reads::Fold,
+        move |review| {
+            let rows = review
+                .model
+                .agent(&agent)
+                .map_err(|e| ApiError::internal(&e))?
+                .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no such agent"))?;
+            Ok(json!({"agent": agent, "rows": rows}))
         },
     )
     .await

@@ -50,6 +50,8 @@ pub(crate) const RUN_ROWS_SHOWN: usize = 2_000;
 pub(crate) const OPEN_KEPT: usize = 10_000;
 /// Agents the by-agent view keeps (the first seen; the counters still count the rest).
 pub(crate) const AGENTS_KEPT: usize = 1_000;
+/// Rows kept per agent for its timeline (its newest).
+pub(crate) const AGENT_ROWS_KEPT: usize = 200;
 
 /// The lists a reviewer works through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -208,6 +210,9 @@ pub(crate) struct AgentTally {
     pub(crate) runs: u64,
     /// The newest row's time.
     pub(crate) last_ts: String,
+    /// The seqs of the agent's newest [`AGENT_ROWS_KEPT`] rows, oldest first.
+    #[serde(skip)]
+    recent: VecDeque<u64>,
 }
 
 /// One run as the list of runs shows it.
@@ -377,7 +382,7 @@ impl ReadModel {
         if let Some(run) = row.run_id.as_deref() {
             remember_run(state, run, seq, &row);
         }
-        count_action(state, id, &row);
+        count_action(state, seq, id, &row);
         // A row after a stage closes it.
         for kind in [ListKind::Intents, ListKind::Held] {
             if let Some(open) = state.open.get_mut(&kind) {
@@ -599,6 +604,17 @@ impl ReadModel {
         self.rows(&seqs)
     }
 
+    /// Agent `agent`'s newest [`AGENT_ROWS_KEPT`] rows, in order (from the fold), or
+    /// `None` for an agent the fold has not seen.
+    pub(crate) fn agent(&self, agent: &str) -> Result<Option<Vec<RowItem>>, LedgerError> {
+        let seqs: Option<Vec<u64>> = self
+            .lock()
+            .agents
+            .get(agent)
+            .map(|a| a.recent.iter().copied().collect());
+        seqs.map(|seqs| self.rows(&seqs)).transpose()
+    }
+
     /// The newest runs, most recently active first, at most `limit`.
     pub(crate) fn recent_runs(&self, limit: usize) -> Vec<RunTally> {
         let state = self.lock();
@@ -697,7 +713,7 @@ fn remember_run(state: &mut State, run: &str, seq: u64, row: &RowView<'_>) {
 
 /// Counts `row` as its action's latest row: a stage row it completes stops counting
 /// (in the completed tally, its agent's and its run's), and `row` counts instead.
-fn count_action(state: &mut State, id: &str, row: &RowView<'_>) {
+fn count_action(state: &mut State, seq: u64, id: &str, row: &RowView<'_>) {
     if let Some(stage) = state.stages.remove(id) {
         state.completed.add(&stage);
         if let Some(agent) = state.agents.get_mut(&stage.agent_name) {
@@ -739,6 +755,10 @@ fn count_action(state: &mut State, id: &str, row: &RowView<'_>) {
         }
         agent.last_ts.clear();
         agent.last_ts.push_str(&row.ts);
+        agent.recent.push_back(seq);
+        if agent.recent.len() > AGENT_ROWS_KEPT {
+            agent.recent.pop_front();
+        }
         if first_of_run {
             // A run is the agent's once, at its first row.
             agent.runs += 1;
@@ -924,6 +944,12 @@ mod tests {
         assert_eq!(summary["agents"][0]["runs"], 1);
         let runs = model.recent_runs(10);
         assert_eq!((runs[0].rows, runs[0].actions), (4, 2), "{runs:?}");
+        let agent = model.agent("bot").unwrap().unwrap();
+        assert_eq!(
+            agent.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5, 6]
+        );
+        assert!(model.agent("nobody").unwrap().is_none());
         assert_eq!(summary["lists"]["asked"], 1);
         let (page, _) = model.list_page(ListKind::Asked, None, 10).unwrap();
         assert_eq!(page[0].seq, 4);

@@ -13,6 +13,10 @@ use crate::approvals::{add_approver, serve};
 use crate::inbox_browser::{artifacts, find_chromium, launch, Cdp};
 use crate::review::known_ledger;
 
+/// The action ids the timeline marks, in order.
+const TIMELINE: &str =
+    "[...document.querySelectorAll('#run-timeline svg circle[data-action]')].map(c => c.dataset.action).join(',')";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_card() {
     let Some(chromium) = find_chromium() else {
@@ -112,6 +116,21 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
         json!("ops-bot,2,2,0,0")
     );
 
+    // An agent's actions on the timeline: the open intent and the one its outcome closed.
+    cdp.click(&session, "#agents tr[data-agent=\"ops-bot\"]")
+        .await;
+    cdp.wait_for(
+        &session,
+        "document.getElementById('run').dataset.agent === 'ops-bot'",
+        "the agent's timeline",
+    )
+    .await;
+    assert_eq!(cdp.eval(&session, TIMELINE).await, json!("a9,a10"));
+    let title = cdp
+        .eval(&session, "document.getElementById('run-title').textContent")
+        .await;
+    assert_eq!(title, json!("Agent ops-bot, newest: 2 actions"));
+
     // Each list's tab shows its size.
     let tab = |list: &str| {
         format!("document.querySelector('#tabs button[data-list=\"{list}\"] b').textContent")
@@ -191,13 +210,7 @@ async fn the_dashboard_shows_actions_agents_reasons_a_run_timeline_and_an_entry_
         )
         .await;
     assert_eq!(seqs, json!("1,2,3"));
-    let marks = cdp
-        .eval(
-            &session,
-            "[...document.querySelectorAll('#run-timeline svg circle[data-action]')].map(c => c.dataset.action).join(',')",
-        )
-        .await;
-    assert_eq!(marks, json!("a1,a2,a3"));
+    assert_eq!(cdp.eval(&session, TIMELINE).await, json!("a1,a2,a3"));
     let run = cdp
         .eval(&session, "document.getElementById('run').innerText")
         .await;
