@@ -21,6 +21,8 @@
 //! ([`Completed`]); the counters less that tally count each action once, by its
 //! latest row. An open stage (an intent still running, an ask still waiting) is one
 //! action too, shown under its stage rather than as a verification level of `none`.
+//! A stage row the fold never saw (pruned away before `serve` started, or one of more
+//! than [`OPEN_KEPT`] open at once) stays counted as an action of its own.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
