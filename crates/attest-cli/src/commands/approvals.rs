@@ -334,6 +334,16 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             tokio::spawn(crate::servers::notices::post_pending(store, notifiers));
         }
         println!("attest: approval inbox on http://{addr}/");
+        let store = state.attest.approvals()?;
+        let approvers = tokio::task::spawn_blocking(move || store.approvers()).await??;
+        if approvers.iter().all(|a| a.revoked_at.is_some()) {
+            // Every page asks for an approver's token: without one, nobody can sign in.
+            eprintln!(
+                "attest: no approvers are registered, so nobody can sign in to the inbox or \
+                 the dashboard yet: `attest approvers add NAME` registers one and prints their \
+                 token (once)"
+            );
+        }
         eprintln!("attest: dashboard on http://{addr}/dashboard, metrics on http://{addr}/metrics");
         std::io::stdout().flush()?;
         inbox::serve(listener, state).await?;

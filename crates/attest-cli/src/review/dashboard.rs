@@ -3,12 +3,17 @@
 //! and its browser checks (Host, Origin, framing):
 //!
 //! - `GET /dashboard`: the page (inline SVG charts, no external script or style);
-//! - `GET /api/review/summary?hours=N`: actions per hour by decision, level and
-//!   system, totals, list sizes, pending approvals;
-//! - `GET /api/review/lists/{refused|rejected|unverified|failed|held|intents}?before=SEQ&limit=N`:
-//!   a list, newest first, a keyset page with its total;
-//! - `GET /api/review/runs` and `GET /api/review/runs/{run_id}`: recent runs, and one
-//!   run's actions in order with their receipts;
+//! - `GET /api/review/summary?hours=N`: per hour and in total, rows (`totals`,
+//!   `hours[].counts`) and actions (`actions`, `hours[].actions`: an intent and its
+//!   outcome are one) by decision, level, system and agent; actions by agent
+//!   (`agents`), list sizes, pending approvals;
+//! - `GET /api/review/lists/{refused|asked|rejected|unverified|failed|held|intents|shadow}?before=SEQ&limit=N`:
+//!   a list, newest first, a keyset page with its total, each row with its reasons;
+//! - `GET /api/review/runs` and `GET /api/review/runs/{run_id}`: recent runs (agent,
+//!   first and last time, actions by decision), and one run's rows in order with their
+//!   receipts;
+//! - `GET /api/review/agents/{agent}`: the agent's newest rows, in order (the by-agent
+//!   view's timeline);
 //! - `GET /api/review/rows/{seq}`: one entry, its hash and its inclusion proof;
 //! - `GET /api/review/chain`: the background verifier's status;
 //! - `GET /metrics`: Prometheus text ([`super::metrics`]).
@@ -77,6 +82,7 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/api/review/lists/{kind}", get(list))
         .route("/api/review/runs", get(runs))
         .route("/api/review/runs/{run}", get(run))
+        .route("/api/review/agents/{agent}", get(agent))
         .route("/api/review/rows/{seq}", get(row))
         .route("/metrics", get(metrics))
 }
@@ -256,15 +262,7 @@ async fn runs(
         review,
         format!("runs:{limit}"),
         Reads::Fold,
-        move |review| {
-            let runs: Vec<Value> = review
-                .model
-                .recent_runs(limit)
-                .into_iter()
-                .map(|(run, actions)| json!({"run_id": run, "rows": actions}))
-                .collect();
-            Ok(json!({"runs": runs}))
-        },
+        move |review| Ok(json!({"runs": review.model.recent_runs(limit)})),
     )
     .await
 }
@@ -286,6 +284,28 @@ async fn run(
             }
             let truncated = rows.len() >= super::model::RUN_ROWS_SHOWN;
             Ok(json!({"run_id": run, "rows": rows, "truncated": truncated}))
+        },
+    )
+    .await
+}
+
+async fn agent(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Path(agent): Path<String>,
+) -> Result<Response, ApiError> {
+    let review = authorized(&state, &headers).await?;
+    cached(
+        review,
+        format!("agent:{agent}"),
+        Reads::Fold,
+        move |review| {
+            let rows = review
+                .model
+                .agent(&agent)
+                .map_err(|e| ApiError::internal(&e))?
+                .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no such agent"))?;
+            Ok(json!({"agent": agent, "rows": rows}))
         },
     )
     .await

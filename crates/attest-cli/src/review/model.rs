@@ -14,6 +14,15 @@
 //! reaches the tip, those lists say how far it got (`folded_through`). Memory is
 //! bounded: the newest [`LIST_KEPT`] seqs of each list, [`RUNS_KEPT`] runs, and at most
 //! [`OPEN_KEPT`] open intents and held requests.
+//!
+//! People count actions, not rows: an intent and its outcome, or an ask and its later
+//! outcome, are one action (one action id). The counters count rows, so the fold also
+//! tallies the counter keys of every stage row a later row of its action completed
+//! ([`Completed`]); the counters less that tally count each action once, by its
+//! latest row. An open stage (an intent still running, an ask still waiting) is one
+//! action too, shown under its stage rather than as a verification level of `none`.
+//! A stage row the fold never saw (pruned away before `serve` started, or one of more
+//! than [`OPEN_KEPT`] open at once) stays counted as an action of its own.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -38,8 +47,13 @@ pub(crate) const LIST_KEPT: usize = 500;
 pub(crate) const RUNS_KEPT: usize = 1_000;
 /// The most rows the run view shows (the run's newest).
 pub(crate) const RUN_ROWS_SHOWN: usize = 2_000;
-/// Open intents and held requests tracked.
+/// Open intents and held requests tracked (and open stage rows of any action, for
+/// counting by action; one evicted stays counted as an action of its own).
 pub(crate) const OPEN_KEPT: usize = 10_000;
+/// Agents the by-agent view keeps (the first seen; the counters still count the rest).
+pub(crate) const AGENTS_KEPT: usize = 1_000;
+/// Rows kept per agent for its timeline (its newest).
+pub(crate) const AGENT_ROWS_KEPT: usize = 200;
 
 /// The lists a reviewer works through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -59,12 +73,15 @@ pub(crate) enum ListKind {
     Intents,
     /// Ran in shadow mode, and policy would have refused or asked about it.
     Shadow,
+    /// Asked a person (whatever they answered), once the ask has an outcome.
+    Asked,
 }
 
 impl ListKind {
     /// Every list, in the order the dashboard shows them.
-    pub(crate) const ALL: [ListKind; 7] = [
+    pub(crate) const ALL: [ListKind; 8] = [
         ListKind::Refused,
+        ListKind::Asked,
         ListKind::Rejected,
         ListKind::Unverified,
         ListKind::Failed,
@@ -83,6 +100,7 @@ impl ListKind {
             ListKind::Held => "held",
             ListKind::Intents => "intents",
             ListKind::Shadow => "shadow",
+            ListKind::Asked => "asked",
         }
     }
 
@@ -102,6 +120,138 @@ pub(crate) struct Counts {
     pub(crate) system: BTreeMap<String, u64>,
 }
 
+/// The counter keys of one stage row, kept until a later row of its action completes it.
+#[derive(Debug, Clone)]
+struct StageKeys {
+    decision: String,
+    level: String,
+    system: String,
+    /// The counters' agent key (`none` for no agent).
+    agent: String,
+    /// The by-agent view's name for the agent.
+    agent_name: String,
+    /// The counters' hour key (`2026-12-01T09`).
+    hour: String,
+    run: Option<String>,
+    /// An intent (else an ask waiting for its answer).
+    intent: bool,
+}
+
+impl StageKeys {
+    /// The keys [`attest_ledger::Counts`] files `row` under (empty keys are `none`).
+    fn of(row: &RowView<'_>) -> StageKeys {
+        let none = |key: &str| if key.is_empty() { "none" } else { key }.to_owned();
+        StageKeys {
+            decision: none(&row.decision),
+            level: none(row.level()),
+            system: none(&row.system),
+            agent: none(row.agent.as_deref().unwrap_or("")),
+            agent_name: row.agent_name().to_owned(),
+            hour: row.ts.get(..13).unwrap_or(&row.ts).to_owned(),
+            run: row.run_id.as_deref().map(str::to_owned),
+            intent: row.status() == attest_core::INTENT,
+        }
+    }
+}
+
+/// The counter keys of stage rows a later row of the same action completed: the
+/// ledger's counters less these count each action once.
+#[derive(Debug, Clone, Default)]
+struct Completed {
+    total: u64,
+    decision: BTreeMap<String, u64>,
+    level: BTreeMap<String, u64>,
+    system: BTreeMap<String, u64>,
+    agent: BTreeMap<String, u64>,
+    by_hour: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+impl Completed {
+    fn add(&mut self, keys: &StageKeys) {
+        self.total += 1;
+        for (map, key) in [
+            (&mut self.decision, &keys.decision),
+            (&mut self.level, &keys.level),
+            (&mut self.system, &keys.system),
+            (&mut self.agent, &keys.agent),
+        ] {
+            *map.entry(key.clone()).or_default() += 1;
+        }
+        *self
+            .by_hour
+            .entry(keys.hour.clone())
+            .or_default()
+            .entry(keys.decision.clone())
+            .or_default() += 1;
+    }
+}
+
+/// `rows` less `completed`, key by key (a key left at zero is dropped).
+fn less(
+    rows: &BTreeMap<String, u64>,
+    completed: Option<&BTreeMap<String, u64>>,
+) -> BTreeMap<String, u64> {
+    rows.iter()
+        .filter_map(|(key, &n)| {
+            let done = completed.and_then(|c| c.get(key)).copied().unwrap_or(0);
+            let left = n.saturating_sub(done);
+            (left > 0).then(|| (key.clone(), left))
+        })
+        .collect()
+}
+
+/// One agent's actions, by decision, as the by-agent view shows them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct AgentTally {
+    pub(crate) agent: String,
+    pub(crate) actions: u64,
+    pub(crate) decision: BTreeMap<String, u64>,
+    /// Actions that ran and failed.
+    pub(crate) failed: u64,
+    /// Runs the agent's rows name.
+    pub(crate) runs: u64,
+    /// The newest row's time.
+    pub(crate) last_ts: String,
+    /// The seqs of the agent's newest [`AGENT_ROWS_KEPT`] rows, oldest first.
+    #[serde(skip)]
+    recent: VecDeque<u64>,
+}
+
+/// One run as the list of runs shows it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub(crate) struct RunTally {
+    pub(crate) run_id: String,
+    /// Rows (stage rows included; kept for the API's older readers).
+    pub(crate) rows: u64,
+    /// Actions (an intent and its outcome are one).
+    pub(crate) actions: u64,
+    pub(crate) decision: BTreeMap<String, u64>,
+    /// The agent of the run's first row.
+    pub(crate) agent: Option<String>,
+    pub(crate) first_ts: String,
+    pub(crate) last_ts: String,
+    #[serde(skip)]
+    last_seq: u64,
+}
+
+fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
+    match map.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            map.insert(key.to_owned(), 1);
+        }
+    }
+}
+
+fn drop_one(map: &mut BTreeMap<String, u64>, key: &str) {
+    if let Some(n) = map.get_mut(key) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            map.remove(key);
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// The highest seq folded in.
@@ -110,8 +260,14 @@ struct State {
     list_totals: HashMap<ListKind, u64>,
     /// Open intents and held requests: action id -> seq.
     open: HashMap<ListKind, BTreeMap<String, u64>>,
-    /// Runs: run id -> (last seq, rows).
-    runs: HashMap<String, (u64, u64)>,
+    /// Runs by id.
+    runs: HashMap<String, RunTally>,
+    /// Open stage rows of any action: action id -> their counter keys.
+    stages: HashMap<String, StageKeys>,
+    /// Stage rows completed since, as the counters filed them.
+    completed: Completed,
+    /// Actions by agent.
+    agents: BTreeMap<String, AgentTally>,
     /// Runs by last activity, oldest first (may hold stale duplicates).
     run_order: VecDeque<(u64, String)>,
     /// Shadow verdicts folded in.
@@ -150,6 +306,10 @@ pub(crate) struct RowItem {
     pub(crate) imported: bool,
     /// The verdict shadow mode did not enforce (`refuse`, `ask`), or "".
     pub(crate) shadow: String,
+    /// Why policy decided as it did (a refusal's or an ask's reasons).
+    pub(crate) reasons: Vec<String>,
+    /// Who answered the ask, when one did.
+    pub(crate) approver: Option<String>,
 }
 
 impl ReadModel {
@@ -222,8 +382,9 @@ impl ReadModel {
         let status = row.status();
         let id = row.action_id.as_ref();
         if let Some(run) = row.run_id.as_deref() {
-            remember_run(state, run, seq);
+            remember_run(state, run, seq, &row);
         }
+        count_action(state, seq, id, &row);
         // A row after a stage closes it.
         for kind in [ListKind::Intents, ListKind::Held] {
             if let Some(open) = state.open.get_mut(&kind) {
@@ -243,6 +404,7 @@ impl ReadModel {
         state.shadow.add(seq, &row);
         let confirm = row.confirm_outcome();
         let kinds = [
+            (ListKind::Asked, row.decision == "ask"),
             (
                 ListKind::Rejected,
                 confirm == "rejected" || confirm == "expired",
@@ -266,6 +428,7 @@ impl ReadModel {
     /// the ledger's counters, list sizes.
     pub(crate) fn summary(&self, hours: usize, now: SystemTime) -> Result<Value, LedgerError> {
         let counts = self.ledger.counts()?;
+        let state = self.lock();
         let newest = unix_secs(now) / 3_600;
         let first = newest.saturating_sub(hours.clamp(1, HOURS_KEPT) as u64 - 1);
         let per_hour: Vec<Value> = (first..=newest)
@@ -279,17 +442,24 @@ impl ReadModel {
                     .and_then(|key| counts.by_hour.get(key))
                     .cloned()
                     .unwrap_or_default();
+                let key = start.get(..13).unwrap_or_default();
+                let actions = less(&decision, state.completed.by_hour.get(key));
                 json!({
                     "hour": start,
                     "counts": {"entries": decision.values().sum::<u64>(), "decision": decision},
+                    "actions": {"total": actions.values().sum::<u64>(), "decision": actions},
                 })
             })
             .collect();
+        drop(state);
         let lists: BTreeMap<&str, u64> = ListKind::ALL
             .iter()
             .map(|&kind| (kind.as_str(), self.list_total(kind, &counts)))
             .collect();
         let state = self.lock();
+        let actions = self.actions(&state, &counts);
+        let mut agents: Vec<&AgentTally> = state.agents.values().collect();
+        agents.sort_by(|a, b| b.actions.cmp(&a.actions).then(a.agent.cmp(&b.agent)));
         Ok(json!({
             "totals": Counts {
                 entries: counts.total,
@@ -297,12 +467,49 @@ impl ReadModel {
                 level: counts.by_level,
                 system: counts.by_system,
             },
+            "actions": actions,
+            "agents": agents,
             "hours": per_hour,
             "lists": lists,
             "runs": state.runs.len(),
             "shadow": state.shadow,
             "folded_through": state.seen,
         }))
+    }
+
+    /// The counters less the completed stage rows: each action once, by its latest
+    /// row; an open stage under `running` (an intent) or `awaiting decision` (an ask)
+    /// instead of its verification level, and the rest of level `none` as `not checked`.
+    fn actions(&self, state: &State, counts: &attest_ledger::Counts) -> Value {
+        let done = &state.completed;
+        let mut level = less(&counts.by_level, Some(&done.level));
+        let (mut running, mut awaiting) = (0, 0);
+        for stage in state.stages.values() {
+            drop_one(&mut level, &stage.level);
+            if stage.intent {
+                running += 1;
+            } else {
+                awaiting += 1;
+            }
+        }
+        // `none` in the counters: the action did not run, or nothing checked it.
+        if let Some(n) = level.remove("none") {
+            level.insert("not checked".to_owned(), n);
+        }
+        for (name, n) in [("running", running), ("awaiting decision", awaiting)] {
+            if n > 0 {
+                level.insert(name.to_owned(), n);
+            }
+        }
+        json!({
+            "total": counts.total.saturating_sub(done.total),
+            "rows": counts.total,
+            "decision": less(&counts.by_decision, Some(&done.decision)),
+            "level": level,
+            "system": less(&counts.by_system, Some(&done.system)),
+            "agent": less(&counts.by_agent, Some(&done.agent)),
+            "in_progress": running + awaiting,
+        })
     }
 
     /// Whether list `kind` is read from the indexed columns (else from the fold).
@@ -318,7 +525,7 @@ impl ReadModel {
             ListKind::Intents | ListKind::Held => {
                 self.lock().open.get(&kind).map_or(0, |m| m.len() as u64)
             }
-            ListKind::Rejected | ListKind::Failed | ListKind::Shadow => {
+            ListKind::Rejected | ListKind::Failed | ListKind::Shadow | ListKind::Asked => {
                 self.lock().list_totals.get(&kind).copied().unwrap_or(0)
             }
         }
@@ -365,7 +572,7 @@ impl ReadModel {
                 seqs.truncate(limit);
                 seqs
             }
-            ListKind::Rejected | ListKind::Failed | ListKind::Shadow => self
+            ListKind::Rejected | ListKind::Failed | ListKind::Shadow | ListKind::Asked => self
                 .lock()
                 .lists
                 .get(&kind)
@@ -399,8 +606,19 @@ impl ReadModel {
         self.rows(&seqs)
     }
 
-    /// The newest runs, most recently active first, at most `limit`, with their rows.
-    pub(crate) fn recent_runs(&self, limit: usize) -> Vec<(String, u64)> {
+    /// Agent `agent`'s newest [`AGENT_ROWS_KEPT`] rows, in order (from the fold), or
+    /// `None` for an agent the fold has not seen.
+    pub(crate) fn agent(&self, agent: &str) -> Result<Option<Vec<RowItem>>, LedgerError> {
+        let seqs: Option<Vec<u64>> = self
+            .lock()
+            .agents
+            .get(agent)
+            .map(|a| a.recent.iter().copied().collect());
+        seqs.map(|seqs| self.rows(&seqs)).transpose()
+    }
+
+    /// The newest runs, most recently active first, at most `limit`.
+    pub(crate) fn recent_runs(&self, limit: usize) -> Vec<RunTally> {
         let state = self.lock();
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
@@ -409,8 +627,8 @@ impl ReadModel {
                 break;
             }
             if seen.insert(run.as_str()) {
-                if let Some(&(_, rows)) = state.runs.get(run) {
-                    out.push((run.clone(), rows));
+                if let Some(tally) = state.runs.get(run) {
+                    out.push(tally.clone());
                 }
             }
         }
@@ -421,21 +639,29 @@ impl ReadModel {
     pub(crate) fn rows(&self, seqs: &[u64]) -> Result<Vec<RowItem>, LedgerError> {
         let mut out = Vec::with_capacity(seqs.len());
         self.ledger.for_each_row_at(seqs, |row| {
-            out.extend(RowView::parse(row.body).map(|view| RowItem {
-                seq: row.seq,
-                ts: row.ts.to_owned(),
-                hash: attest_ledger::to_hex(&attest_ledger::entry_hash(row.body)),
-                action_id: view.action_id.to_string(),
-                agent: view.agent.as_deref().map(str::to_owned),
-                system: view.system.to_string(),
-                verb: view.verb.to_string(),
-                target: view.target.as_deref().map(str::to_owned),
-                decision: view.decision.to_string(),
-                confirm: view.shown_confirm(),
-                status: view.status().to_owned(),
-                level: view.shown_level(),
-                imported: view.is_imported(),
-                shadow: view.shadow_decision().to_owned(),
+            out.extend(RowView::parse(row.body).map(|view| {
+                RowItem {
+                    seq: row.seq,
+                    ts: row.ts.to_owned(),
+                    hash: attest_ledger::to_hex(&attest_ledger::entry_hash(row.body)),
+                    action_id: view.action_id.to_string(),
+                    agent: view.agent.as_deref().map(str::to_owned),
+                    system: view.system.to_string(),
+                    verb: view.verb.to_string(),
+                    target: view.target.as_deref().map(str::to_owned),
+                    decision: view.decision.to_string(),
+                    confirm: view.shown_confirm(),
+                    status: view.status().to_owned(),
+                    level: view.shown_level(),
+                    imported: view.is_imported(),
+                    shadow: view.shadow_decision().to_owned(),
+                    reasons: view.reasons.iter().map(|r| r.to_string()).collect(),
+                    approver: view
+                        .confirm
+                        .as_ref()
+                        .and_then(|c| c.approver.as_deref())
+                        .map(str::to_owned),
+                }
             }));
             Ok(())
         })?;
@@ -460,19 +686,94 @@ fn open_item(state: &mut State, kind: ListKind, id: &str, seq: u64) {
     }
 }
 
-fn remember_run(state: &mut State, run: &str, seq: u64) {
-    let entry = state.runs.entry(run.to_owned()).or_insert((seq, 0));
-    *entry = (seq, entry.1 + 1);
+fn remember_run(state: &mut State, run: &str, seq: u64, row: &RowView<'_>) {
+    let tally = state
+        .runs
+        .entry(run.to_owned())
+        .or_insert_with(|| RunTally {
+            run_id: run.to_owned(),
+            agent: row.agent.as_deref().map(str::to_owned),
+            first_ts: row.ts.to_string(),
+            ..RunTally::default()
+        });
+    tally.last_seq = seq;
+    tally.rows += 1;
+    tally.last_ts.clear();
+    tally.last_ts.push_str(&row.ts);
     state.run_order.push_back((seq, run.to_owned()));
     // Forget the least recently active runs; stale order entries are skipped.
     while state.runs.len() > RUNS_KEPT || state.run_order.len() > RUNS_KEPT * 4 {
         let Some((at, oldest)) = state.run_order.pop_front() else {
             break;
         };
-        let last = state.runs.get(&oldest).map(|&(last, _)| last);
+        let last = state.runs.get(&oldest).map(|tally| tally.last_seq);
         if last == Some(at) && state.runs.len() > RUNS_KEPT {
             state.runs.remove(&oldest);
         }
+    }
+}
+
+/// Counts `row` as its action's latest row: a stage row it completes stops counting
+/// (in the completed tally, its agent's and its run's), and `row` counts instead.
+fn count_action(state: &mut State, seq: u64, id: &str, row: &RowView<'_>) {
+    if let Some(stage) = state.stages.remove(id) {
+        state.completed.add(&stage);
+        if let Some(agent) = state.agents.get_mut(&stage.agent_name) {
+            agent.actions = agent.actions.saturating_sub(1);
+            drop_one(&mut agent.decision, &stage.decision);
+        }
+        if let Some(run) = stage.run.as_deref().and_then(|r| state.runs.get_mut(r)) {
+            run.actions = run.actions.saturating_sub(1);
+            drop_one(&mut run.decision, &stage.decision);
+        }
+    }
+    // Borrowed keys: most rows are not stages, and this runs for every row folded.
+    let decision = if row.decision.is_empty() {
+        "none"
+    } else {
+        row.decision.as_ref()
+    };
+    let run_id = row.run_id.as_deref();
+    if let Some(run) = run_id.and_then(|r| state.runs.get_mut(r)) {
+        run.actions += 1;
+        bump(&mut run.decision, decision);
+    }
+    let first_of_run = run_id.is_some_and(|r| state.runs.get(r).is_some_and(|t| t.rows == 1));
+    let name = row.agent_name();
+    if !state.agents.contains_key(name) && state.agents.len() < AGENTS_KEPT {
+        state.agents.insert(
+            name.to_owned(),
+            AgentTally {
+                agent: name.to_owned(),
+                ..AgentTally::default()
+            },
+        );
+    }
+    if let Some(agent) = state.agents.get_mut(name) {
+        agent.actions += 1;
+        bump(&mut agent.decision, decision);
+        if row.status() == "failed" {
+            agent.failed += 1;
+        }
+        agent.last_ts.clear();
+        agent.last_ts.push_str(&row.ts);
+        agent.recent.push_back(seq);
+        if agent.recent.len() > AGENT_ROWS_KEPT {
+            agent.recent.pop_front();
+        }
+        if first_of_run {
+            // A run is the agent's once, at its first row.
+            agent.runs += 1;
+        }
+    }
+    if row.is_stage() && !id.is_empty() {
+        if state.stages.len() >= OPEN_KEPT {
+            // Forget one (it stays counted as an action of its own).
+            if let Some(any) = state.stages.keys().next().cloned() {
+                state.stages.remove(&any);
+            }
+        }
+        state.stages.insert(id.to_owned(), StageKeys::of(row));
     }
 }
 
@@ -559,7 +860,12 @@ mod tests {
             let (page, total) = model.list_page(kind, None, 50).unwrap();
             assert_eq!((seqs(page), total), (vec![seq], 1), "{kind:?}");
         }
-        assert_eq!(model.recent_runs(10), [("r1".to_owned(), 3)]);
+        let runs = model.recent_runs(10);
+        assert_eq!(runs.len(), 1);
+        assert_eq!(
+            (runs[0].run_id.as_str(), runs[0].rows, runs[0].actions),
+            ("r1", 3, 3)
+        );
     }
 
     #[test]
@@ -590,6 +896,65 @@ mod tests {
         assert_eq!(total, 1);
         assert_eq!((page[0].seq, page[0].decision.as_str()), (2, "act"));
         assert_eq!(page[0].shadow, "refuse");
+    }
+
+    #[test]
+    fn an_intent_and_its_outcome_or_an_ask_and_its_answer_count_as_one_action() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path().join("ledger.sqlite"), create()).unwrap();
+        let rows = [
+            // a1: an intent, then its outcome.
+            (1, (Some("r1"), "act", attest_core::INTENT, None, None)),
+            (1, (Some("r1"), "act", "ok", Some("verified"), None)),
+            // a2: an ask waiting, then approved and run.
+            (2, (Some("r1"), "ask", "pending", None, None)),
+            (
+                2,
+                (Some("r1"), "ask", "ok", Some("verified"), Some("approved")),
+            ),
+            // a3: refused.
+            (3, (None, "refuse", "not_run", None, None)),
+            // a4: an intent still running.
+            (4, (None, "act", attest_core::INTENT, None, None)),
+        ];
+        for (n, row) in rows {
+            ledger.append(&record(n, row)).unwrap();
+        }
+        let model = ReadModel::new(Arc::new(ledger));
+        model.catch_up(6).unwrap();
+        let summary = model.summary(24, SystemTime::now()).unwrap();
+        let actions = &summary["actions"];
+        assert_eq!(summary["totals"]["entries"], 6, "{summary:#}");
+        assert_eq!(actions["total"], 4, "{summary:#}");
+        assert_eq!(actions["rows"], 6);
+        assert_eq!(
+            actions["decision"],
+            json!({"act": 2, "ask": 1, "refuse": 1})
+        );
+        // The open intent is running, not a verification level of `none`.
+        assert_eq!(
+            actions["level"],
+            json!({"verified": 2, "not checked": 1, "running": 1}),
+            "{summary:#}"
+        );
+        assert_eq!(actions["agent"], json!({"bot": 4}));
+        assert_eq!(actions["in_progress"], 1);
+        assert_eq!(summary["hours"][23]["actions"]["total"], 4);
+        assert_eq!(summary["agents"][0]["agent"], "bot");
+        assert_eq!(summary["agents"][0]["actions"], 4);
+        assert_eq!(summary["agents"][0]["decision"]["refuse"], 1);
+        assert_eq!(summary["agents"][0]["runs"], 1);
+        let runs = model.recent_runs(10);
+        assert_eq!((runs[0].rows, runs[0].actions), (4, 2), "{runs:?}");
+        let agent = model.agent("bot").unwrap().unwrap();
+        assert_eq!(
+            agent.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5, 6]
+        );
+        assert!(model.agent("nobody").unwrap().is_none());
+        assert_eq!(summary["lists"]["asked"], 1);
+        let (page, _) = model.list_page(ListKind::Asked, None, 10).unwrap();
+        assert_eq!(page[0].seq, 4);
     }
 
     fn create() -> LedgerOptions {

@@ -37,6 +37,8 @@ pub(crate) struct RowView<'a> {
     #[serde(borrow, default)]
     pub(crate) rules_fired: Vec<Cow<'a, str>>,
     #[serde(borrow, default)]
+    pub(crate) reasons: Vec<Cow<'a, str>>,
+    #[serde(borrow, default)]
     pub(crate) confirm: Option<ConfirmView<'a>>,
     #[serde(borrow, default)]
     pub(crate) execution: Option<ExecutionView<'a>>,
@@ -62,6 +64,8 @@ pub(crate) struct ShadowView<'a> {
 pub(crate) struct ConfirmView<'a> {
     #[serde(borrow, default)]
     pub(crate) outcome: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(crate) approver: Option<Cow<'a, str>>,
 }
 
 /// `execution`.

@@ -3,7 +3,8 @@
 //! - `GET /` the page (plain HTML and JS; it asks for the approver's token once per tab
 //!   and keeps it in `sessionStorage`);
 //! - `GET /healthz`;
-//! - `GET /api/me` (`{"approver"}`), `GET /api/pending`, `GET /api/requests/{id}`, `POST /api/requests/{id}/decision`
+//! - `GET /api/me` (`{"approver"}`), `GET /api/pending`, `GET /api/decided?limit=N` (the
+//!   newest decisions, newest first), `GET /api/requests/{id}`, `POST /api/requests/{id}/decision`
 //!   (`{"decision": "approve"|"reject", "edits"?, "note"?}`), `GET /api/ledger`: each
 //!   needs `Authorization: Bearer <approver token>` (or the configured trusted identity
 //!   header); the decision is recorded under that token's approver. 400 bad body, 401 no
@@ -34,7 +35,7 @@ use attest_core::approvals::{
     verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackNotifier,
     SlackPress, SLACK_TOLERANCE,
 };
-use attest_core::{Answer, ApprovalRequest, Attest, AttestError, ResumeToken};
+use attest_core::{Answer, ApprovalRequest, ApprovalStore, Attest, AttestError, ResumeToken};
 use attest_ledger::Clock;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
@@ -147,6 +148,7 @@ pub(crate) fn router(state: InboxState) -> Router {
         .route("/healthz", get(healthz))
         .route("/api/me", get(me))
         .route("/api/pending", get(pending))
+        .route("/api/decided", get(decided))
         .route("/api/requests/{id}", get(request))
         .route("/api/requests/{id}/decision", post(decision))
         .route("/api/ledger", get(ledger))
@@ -410,13 +412,43 @@ async fn me(State(state): State<Shared>, headers: HeaderMap) -> Result<Json<Valu
 async fn pending(State(state): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     approver(&state, &headers).await?;
     state.attest.expire_due().await?;
+    summaries(&state, ApprovalStore::pending).await
+}
+
+/// `{"requests": [...]}`: the summaries of the requests `read` finds in the store.
+async fn summaries(
+    state: &InboxState,
+    read: impl FnOnce(&ApprovalStore) -> Result<Vec<ApprovalRequest>, ApprovalError> + Send + 'static,
+) -> Result<Json<Value>, ApiError> {
     let store = state.attest.approvals()?;
-    let requests = tokio::task::spawn_blocking(move || store.pending())
+    let requests = tokio::task::spawn_blocking(move || read(&store))
         .await
         .map_err(|err| ApiError::internal(&err))?
         .map_err(AttestError::from)?;
     let list: Vec<Value> = requests.iter().map(ApprovalRequest::summary).collect();
     Ok(Json(json!({"requests": list})))
+}
+
+/// The query's `limit`, else `default`; 400 when it is not a whole number.
+fn limit(query: &HashMap<String, String>, default: usize) -> Result<usize, ApiError> {
+    query.get("limit").map_or(Ok(default), |text| {
+        text.parse::<usize>()
+            .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "`limit` must be a whole number"))
+    })
+}
+
+/// The most a decision history page holds.
+const MAX_DECIDED: usize = 100;
+
+/// `GET /api/decided?limit=N`: the newest decisions (who, when, how), newest first.
+async fn decided(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    approver(&state, &headers).await?;
+    let limit = limit(&query, 20)?.clamp(1, MAX_DECIDED);
+    summaries(&state, move |store| store.decided(limit)).await
 }
 
 /// Loads a request by id (never by token: tokens are not accepted in URLs).
@@ -492,13 +524,7 @@ async fn ledger(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     approver(&state, &headers).await?;
-    let limit = match query.get("limit") {
-        Some(text) => text.parse::<usize>().map_err(|_| {
-            ApiError::new(StatusCode::BAD_REQUEST, "`limit` must be a whole number")
-        })?,
-        None => 50,
-    }
-    .min(MAX_LEDGER_ROWS);
+    let limit = limit(&query, 50)?.min(MAX_LEDGER_ROWS);
     let ledger = Arc::clone(state.attest.ledger());
     let rows = tokio::task::spawn_blocking(move || ledger.list(limit))
         .await

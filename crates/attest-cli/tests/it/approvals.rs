@@ -395,6 +395,7 @@ async fn the_inbox_api_lists_shows_and_decides_as_the_token_owner() {
     // Every API call needs an approver credential.
     for path in [
         "/api/pending",
+        "/api/decided",
         "/api/me",
         "/api/ledger",
         &format!("/api/requests/{id}"),
@@ -409,6 +410,8 @@ async fn the_inbox_api_lists_shows_and_decides_as_the_token_owner() {
     let (status, body) = get("/api/pending".into(), Some(&raj)).await;
     assert_eq!(status, 200);
     assert_eq!(body["requests"][0]["id"], id.as_str());
+    let (_, history) = get("/api/decided".into(), Some(&raj)).await;
+    assert_eq!(history, json!({"requests": []}));
     assert_eq!(
         body["requests"][0]["approver_members"],
         json!(["ann@acme.com", "raj@acme.com"])
@@ -461,6 +464,25 @@ async fn the_inbox_api_lists_shows_and_decides_as_the_token_owner() {
     assert_eq!(body["request"]["status"], "rejected");
     assert_eq!(body["request"]["approver"], "raj@acme.com");
     assert_eq!(body["seq"], 2);
+    // Before the decision the history was empty; now it leads with it.
+    let (status, body) = get("/api/decided?limit=5".into(), Some(&ann)).await;
+    assert_eq!(status, 200, "{body}");
+    let decided = body["requests"].as_array().unwrap();
+    assert_eq!(decided.len(), 1, "{body}");
+    assert_eq!(decided[0]["id"], id.as_str());
+    assert_eq!(
+        (
+            &decided[0]["status"],
+            &decided[0]["approver"],
+            &decided[0]["note"]
+        ),
+        (
+            &json!("rejected"),
+            &json!("raj@acme.com"),
+            &json!("not now")
+        )
+    );
+    assert_eq!(get("/api/decided?limit=x".into(), Some(&ann)).await.0, 400);
     let (status, _) = decide(&ann, json!({"decision": "approve"})).await;
     assert_eq!(status, 409);
     let (status, _) = call(
@@ -1016,4 +1038,45 @@ async fn behind_an_authenticating_proxy_its_identity_header_names_the_approver()
         .await
         .unwrap();
     assert_eq!(answer.status().as_u16(), 401);
+}
+
+/// `attest serve`'s standard error up to its dashboard line.
+fn serve_notices(dir: &Path) -> String {
+    use std::io::{BufRead, BufReader};
+    let child = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["serve", "--port", "0"])
+        .args(crate::store_args(dir, &[]))
+        .current_dir(dir)
+        .env_clear()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut running = crate::Running(child);
+    let stderr = running.0.stderr.take().unwrap();
+    let mut shown = String::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        shown.push_str(&line);
+        shown.push('\n');
+        if line.contains("dashboard on") {
+            break;
+        }
+    }
+    shown
+}
+
+#[test]
+fn serve_with_no_approvers_says_nobody_can_sign_in_and_how_to_add_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let shown = serve_notices(dir.path());
+    assert!(
+        shown.contains("no approvers are registered")
+            && shown.contains("attest approvers add NAME"),
+        "{shown}"
+    );
+    add_approver(dir.path(), "ann@acme.com", &[]);
+    let shown = serve_notices(dir.path());
+    assert!(shown.contains("dashboard on"), "{shown}");
+    assert!(!shown.contains("no approvers"), "{shown}");
 }

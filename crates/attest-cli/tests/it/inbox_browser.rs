@@ -1,6 +1,8 @@
 //! The approval inbox in a real browser: headless Chromium, driven over the DevTools
 //! protocol, loads the page, fills in who approves, clicks Approve, and the action
-//! waiting in this process runs. Screenshots go to `target/test-artifacts/`.
+//! waiting in this process runs; the page then confirms the decision and lists it in its
+//! history. Screenshots go to `target/test-artifacts/` (and with
+//! `ATTEST_UPDATE_SCREENSHOTS=1`, `docs/inbox.png` and `docs/inbox-pending.png`).
 //!
 //! Skipped, with a message, only when no Chromium is installed (`.ci/run` installs
 //! Debian's `chromium`; `ATTEST_CHROMIUM` names another binary).
@@ -18,6 +20,11 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::approvals::{add_approver, payment, pipeline, serve};
+
+/// How long one DevTools call may take to answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a page may take to show what a test waits for.
+const WAIT_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub(crate) fn find_chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ATTEST_CHROMIUM") {
@@ -88,7 +95,7 @@ pub(crate) fn launch(binary: &Path) -> Browser {
         }
     });
     let ws_url = rx
-        .recv_timeout(Duration::from_secs(30))
+        .recv_timeout(ANSWER_TIMEOUT)
         .expect("chromium did not print its DevTools address");
     Browser {
         child,
@@ -127,12 +134,13 @@ impl Cdp {
             .to_owned()
     }
 
-    pub(crate) async fn call(
+    /// A DevTools call's result, or its error.
+    pub(crate) async fn try_call(
         &mut self,
         session: Option<&str>,
         method: &str,
         params: Value,
-    ) -> Value {
+    ) -> Result<Value, Value> {
         self.next += 1;
         let id = self.next;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -144,28 +152,39 @@ impl Cdp {
             .await
             .unwrap();
         loop {
-            let frame = tokio::time::timeout(Duration::from_secs(30), self.ws.next())
+            // Generous: Chromium answers slowly on a loaded 2-core machine.
+            let frame = tokio::time::timeout(ANSWER_TIMEOUT, self.ws.next())
                 .await
-                .unwrap_or_else(|_| panic!("no answer to {method}"))
+                .unwrap_or_else(|_| panic!("no answer to {method} in {ANSWER_TIMEOUT:?}"))
                 .unwrap()
                 .unwrap();
             let Message::Text(text) = frame else { continue };
             let value: Value = serde_json::from_str(&text).unwrap();
             if value["id"] == id {
-                assert!(value.get("error").is_none(), "{method}: {value}");
-                return value["result"].clone();
+                return match value.get("error") {
+                    None => Ok(value["result"].clone()),
+                    Some(error) => Err(error.clone()),
+                };
             }
+        }
+    }
+
+    pub(crate) async fn call(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Value {
+        match self.try_call(session, method, params).await {
+            Ok(result) => result,
+            Err(error) => panic!("{method}: {error}"),
         }
     }
 
     /// Evaluates `expression` in the page and returns its value.
     pub(crate) async fn eval(&mut self, session: &str, expression: &str) -> Value {
         let result = self
-            .call(
-                Some(session),
-                "Runtime.evaluate",
-                json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-            )
+            .call(Some(session), "Runtime.evaluate", evaluating(expression))
             .await;
         assert!(
             result.get("exceptionDetails").is_none(),
@@ -174,22 +193,51 @@ impl Cdp {
         result["result"]["value"].clone()
     }
 
-    /// Polls `expression` until it is `true`.
+    /// Waits until `expression` is `true`: in the page, re-checked on every change to the
+    /// document (a MutationObserver), so it answers as soon as the page shows it, not at
+    /// the next poll. A page still loading (its context replaced) is waited for again.
     pub(crate) async fn wait_for(&mut self, session: &str, expression: &str, what: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.eval(session, expression).await != json!(true) {
+        let deadline = Instant::now() + WAIT_TIMEOUT;
+        let waiting = format!(
+            "new Promise((resolve) => {{
+               const holds = () => {{ try {{ return ({expression}) === true; }} catch (e) {{ return false; }} }};
+               if (holds()) return resolve(true);
+               const observer = new MutationObserver(() => {{
+                 if (holds()) {{ observer.disconnect(); clearTimeout(timer); resolve(true); }}
+               }});
+               observer.observe(document, {{ subtree: true, childList: true, attributes: true, characterData: true }});
+               const timer = setTimeout(() => {{ observer.disconnect(); resolve(holds()); }}, 5000);
+             }})"
+        );
+        loop {
+            let answer = self
+                .try_call(Some(session), "Runtime.evaluate", evaluating(&waiting))
+                .await;
+            if answer.is_ok_and(|a| a["result"]["value"] == json!(true)) {
+                return;
+            }
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    /// A real mouse click at the centre of the element `selector` matches.
+    /// Types `token` into the page's sign-in form and submits it, as a person would.
+    pub(crate) async fn sign_in(&mut self, session: &str, token: &str) {
+        self.eval(session, "document.getElementById('token').focus()")
+            .await;
+        self.call(Some(session), "Input.insertText", json!({"text": token}))
+            .await;
+        self.click(session, "#login button").await;
+    }
+
+    /// A real mouse click at the centre of the element `selector` matches, scrolled into
+    /// view first (a click outside the viewport reaches nothing).
     pub(crate) async fn click(&mut self, session: &str, selector: &str) {
         let rect = self
             .eval(
                 session,
                 &format!(
-                    "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); \
+                    "(() => {{ const e = document.querySelector({selector:?}); e.scrollIntoView({{block: 'center'}}); \
+                     const r = e.getBoundingClientRect(); \
                      return {{x: r.x + r.width / 2, y: r.y + r.height / 2}}; }})()"
                 ),
             )
@@ -218,6 +266,11 @@ impl Cdp {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, png).unwrap();
     }
+}
+
+/// `Runtime.evaluate`'s parameters for `expression`: its value, a promise awaited.
+fn evaluating(expression: &str) -> Value {
+    json!({"expression": expression, "returnByValue": true, "awaitPromise": true})
 }
 
 pub(crate) fn artifacts() -> PathBuf {
@@ -258,6 +311,12 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     let browser = launch(&chromium);
     let mut cdp = Cdp::connect(&browser.ws_url).await;
     let session = cdp.open_page(&format!("{}/", server.url)).await;
+    cdp.call(
+        Some(&session),
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
+    )
+    .await;
     // Signed out, the page shows nothing but the login; sign in the way a person would.
     cdp.wait_for(
         &session,
@@ -265,16 +324,31 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
         "the login form",
     )
     .await;
+    // It says where a token comes from, and links to the dashboard.
+    let help = cdp
+        .eval(
+            &session,
+            "document.getElementById('signin-help').checkVisibility() && document.getElementById('signin-help').textContent",
+        )
+        .await;
+    assert!(
+        help.as_str().unwrap().contains("attest approvers add"),
+        "{help}"
+    );
+    assert_eq!(
+        cdp.eval(
+            &session,
+            "document.getElementById('dashboard-link').getAttribute('href')"
+        )
+        .await,
+        json!("/dashboard")
+    );
     assert_eq!(
         cdp.eval(&session, "document.querySelectorAll('section.card').length")
             .await,
         json!(0)
     );
-    cdp.eval(&session, "document.getElementById('token').focus()")
-        .await;
-    cdp.call(Some(&session), "Input.insertText", json!({"text": token}))
-        .await;
-    cdp.click(&session, "#login button").await;
+    cdp.sign_in(&session, &token).await;
     cdp.wait_for(
         &session,
         "document.querySelectorAll('section.card button.approve').length === 1",
@@ -298,10 +372,21 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     assert!(shown.contains("stripe.pay → acct_42"), "{shown}");
     assert!(shown.contains("payments need finance"), "{shown}");
     assert!(shown.contains("ann@acme.com, raj@acme.com"), "{shown}");
+    // Times are relative, the local time on hover; never raw ISO with microseconds.
+    assert!(shown.contains("asked just now · expires in "), "{shown}");
+    let iso = r"/\d{4}-\d\d-\d\dT/.test(document.querySelector('section.card').innerText)";
+    assert_eq!(cdp.eval(&session, iso).await, json!(false), "{shown}");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 
-    cdp.screenshot(&session, &artifacts().join("inbox-pending.png"))
-        .await;
+    assert_eq!(
+        cdp.eval(
+            &session,
+            "document.getElementById('signin-help').checkVisibility()"
+        )
+        .await,
+        json!(false)
+    );
+    crate::dashboard_browser::shoot(&mut cdp, &session, "inbox-pending.png").await;
     cdp.click(&session, "section.card button.approve").await;
 
     let receipt = tokio::time::timeout(Duration::from_secs(30), waiting)
@@ -321,8 +406,44 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
         "the inbox to empty",
     )
     .await;
-    let shot = artifacts().join("inbox-approved.png");
-    cdp.screenshot(&session, &shot).await;
-    assert!(std::fs::metadata(&shot).unwrap().len() > 1000);
+    // The card is gone, and the page says what was decided and what happens next.
+    let notice = cdp
+        .eval(
+            &session,
+            "document.getElementById('notice').checkVisibility() && document.getElementById('notice').innerText",
+        )
+        .await;
+    let notice = notice.as_str().unwrap();
+    assert!(
+        notice.contains("Approved stripe.pay → acct_42") && notice.contains("ann@acme.com"),
+        "{notice}"
+    );
+    // The decision heads the history, with who decided and when.
+    cdp.wait_for(
+        &session,
+        "document.querySelectorAll('#decided li[data-status]').length === 1",
+        "the decision history",
+    )
+    .await;
+    let history = cdp
+        .eval(
+            &session,
+            "(() => { const li = document.querySelector('#decided li'); const t = li.querySelector('time'); \
+             return [li.dataset.status, li.innerText, t.textContent, t.title === new Date(t.getAttribute('datetime')).toLocaleString()]; })()",
+        )
+        .await;
+    assert_eq!(history[0], json!("approved"));
+    assert!(
+        history[1]
+            .as_str()
+            .unwrap()
+            .contains("stripe.pay → acct_42 · by ann@acme.com"),
+        "{history}"
+    );
+    assert_eq!(
+        (&history[2], &history[3]),
+        (&json!("just now"), &json!(true))
+    );
+    crate::dashboard_browser::shoot(&mut cdp, &session, "inbox.png").await;
     let _ = cdp.call(None, "Browser.close", json!({})).await;
 }

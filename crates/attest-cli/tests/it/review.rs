@@ -18,6 +18,8 @@ use crate::{ledger_file, python};
 pub(crate) struct Known {
     /// Entries, stage rows included (the counters count each once).
     pub(crate) entries: u64,
+    /// Actions: an intent and its outcome are one; an open intent or ask is one too.
+    pub(crate) actions: u64,
     pub(crate) refused: u64,
     pub(crate) rejected: u64,
     pub(crate) unverified: u64,
@@ -54,6 +56,7 @@ pub(crate) fn known_ledger(dir: &Path) -> Known {
     }
     .record(id());
     refused.decision = "refuse".into();
+    refused.reasons = vec!["payments need a person's approval over $500".into()];
     refused.execution.status = "not_run".into();
     refused.verification = None;
     rows.push(refused);
@@ -64,6 +67,7 @@ pub(crate) fn known_ledger(dir: &Path) -> Known {
     }
     .record(id());
     rejected.decision = "ask".into();
+    rejected.reasons = vec!["refunds need finance".into()];
     rejected.confirm = Some(Confirm {
         outcome: "rejected".into(),
         approver: Some("ann@acme.com".into()),
@@ -117,8 +121,10 @@ pub(crate) fn known_ledger(dir: &Path) -> Known {
         ledger.append(row).unwrap();
     }
     Known {
-        // Eight actions and three stage rows (the pending ask, the two intents).
+        // Eight finished actions and three stage rows (the pending ask, the two intents),
+        // one of which its outcome completes: ten actions, two of them still open.
         entries: 11,
+        actions: 10,
         refused: 1,
         rejected: 1,
         unverified: 1,
@@ -177,6 +183,50 @@ async fn the_dashboard_api_counts_lists_and_shows_a_run_and_a_row_with_its_proof
     assert_eq!(summary["totals"]["level"]["unverified"], 1);
     assert_eq!(summary["totals"]["system"]["stripe"], 2);
     assert_eq!(summary["hours"].as_array().unwrap().len(), 24);
+    // Actions, not rows: an intent and its outcome are one; the open intent and the
+    // held ask are in progress, not a verification level of `none`.
+    let actions = &summary["actions"];
+    assert_eq!(actions["total"], known.actions, "{summary:#}");
+    assert_eq!(actions["rows"], known.entries);
+    assert_eq!(
+        actions["decision"],
+        serde_json::json!({"act": 7, "ask": 2, "refuse": 1})
+    );
+    assert_eq!(actions["level"]["running"], 1, "{summary:#}");
+    assert_eq!(actions["level"]["awaiting decision"], 1, "{summary:#}");
+    assert_eq!(actions["level"]["verified"], 4, "{summary:#}");
+    // Refused, rejected, failed: did not run or nothing checked it.
+    assert_eq!(actions["level"]["not checked"], 3, "{summary:#}");
+    assert!(actions["level"].get("none").is_none(), "{summary:#}");
+    assert_eq!(actions["in_progress"], 2);
+    let agents: Vec<(String, u64)> = summary["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["agent"].as_str().unwrap().to_owned(),
+                a["actions"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        agents,
+        [
+            ("sales-bot".into(), 6),
+            ("billing-bot".into(), 2),
+            ("ops-bot".into(), 2)
+        ]
+    );
+    let refused = get_json(&server, "/api/review/lists/refused", &token).await;
+    assert_eq!(
+        refused["rows"][0]["reasons"][0],
+        "payments need a person's approval over $500"
+    );
+    let runs = get_json(&server, "/api/review/runs", &token).await;
+    assert_eq!(runs["runs"][0]["run_id"], "run-7");
+    assert_eq!(runs["runs"][0]["actions"], 3);
+    assert_eq!(runs["runs"][0]["agent"], "sales-bot");
     let this_hour = summary["hours"].as_array().unwrap().last().unwrap();
     assert_eq!(this_hour["counts"]["entries"], known.entries, "{summary:#}");
     for (list, total) in [

@@ -279,6 +279,23 @@ impl ApprovalStore {
             .collect()
     }
 
+    /// The `limit` most recently decided requests (approved, edited, rejected, expired
+    /// or cancelled), newest first: the inbox's decision history.
+    pub fn decided(&self, limit: usize) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        let rows = self.backend.query(
+            "listing decided requests",
+            &format!(
+                "SELECT {COLUMNS} FROM approvals
+                 WHERE tenant = ?1 AND status <> 'pending' AND decided_at IS NOT NULL
+                 ORDER BY decided_at DESC, id DESC LIMIT ?2"
+            ),
+            &[i64::try_from(limit).unwrap_or(i64::MAX).into()],
+        )?;
+        rows.into_iter()
+            .map(|row| RawRow::read(row)?.parse())
+            .collect()
+    }
+
     /// Records `answer` on the request with this id or token, if it is still pending,
     /// has not expired, and the approver may decide it. The first decision wins.
     pub fn decide(

@@ -1606,3 +1606,48 @@ async fn a_version_2_store_gets_its_tenant_column_and_keeps_its_approvers() {
     assert_eq!(tool.calls(), 1);
     assert!(ledger.verify().unwrap().is_intact());
 }
+
+#[tokio::test]
+async fn decided_lists_the_newest_decisions_first() {
+    newest_decisions_first(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn decided_lists_the_newest_decisions_first_on_postgres() {
+    if let Some(f) = Fixture::postgres("decided_lists_the_newest_decisions_first") {
+        newest_decisions_first(&f).await;
+        f.close();
+    }
+}
+
+async fn newest_decisions_first(f: &Fixture) {
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (first, _) = pend(&attest, send(), &tool).await;
+    let (second, _) = pend(&attest, send(), &tool).await;
+    let store = attest.approvals().unwrap();
+    assert!(store.decided(10).unwrap().is_empty());
+    attest
+        .decide(&first, Answer::reject("maria", "cli").with_note("no"))
+        .await
+        .unwrap();
+    f.clock.advance(Duration::from_secs(1));
+    attest
+        .decide(&second, Answer::approve("ann", "cli"))
+        .await
+        .unwrap();
+    let decided = store.decided(10).unwrap();
+    let seen: Vec<(&str, Status, Option<&str>)> = decided
+        .iter()
+        .map(|r| (r.id.as_str(), r.status, r.approver.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (second.as_str(), Status::Approved, Some("ann")),
+            (first.as_str(), Status::Rejected, Some("maria")),
+        ]
+    );
+    assert_eq!(store.decided(1).unwrap().len(), 1);
+    assert!(store.pending().unwrap().is_empty());
+}
