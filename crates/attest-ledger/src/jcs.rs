@@ -510,32 +510,76 @@ mod tests {
             )
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
-
-        #[test]
-        fn canonical_entry_matches_the_library(
-            record in record(),
-            seq in prop_oneof![1u64..1_000_000, Just(1u64 << 53), Just((1u64 << 53) + 1), Just(u64::MAX)],
-            prev in text(),
-            ts in text(),
-        ) {
-            let entry = Entry { v: crate::FORMAT_VERSION, seq, prev: &prev, ts: &ts, record: &record };
-            let mut fast = Vec::new();
-            write_entry(&mut fast, &entry).unwrap();
-            let oracle = serde_json_canonicalizer::to_vec(&entry).unwrap();
-            prop_assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&oracle));
-            prop_assert_eq!(fast, oracle);
+    /// Runs `cases` generated inputs through `check` on a thread with a large stack: in
+    /// an unoptimised build a generated entry's value tree, the writer and the oracle
+    /// together can outgrow a test thread's 2 MiB (about one case in 20,000 overflowed).
+    fn on_a_large_stack<S: Strategy + 'static>(
+        strategy: fn() -> S,
+        check: fn(S::Value) -> Result<(), TestCaseError>,
+    ) {
+        // Strategies are not `Send`: the thread makes its own.
+        let run = move || {
+            let mut runner =
+                proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(512));
+            if let Err(failure) = runner.run(&strategy(), check) {
+                panic!("{failure}");
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(run)
+            .unwrap();
+        if let Err(panic) = thread.join() {
+            std::panic::resume_unwind(panic);
         }
+    }
 
-        #[test]
-        fn canonical_value_matches_the_library(value in value()) {
+    #[test]
+    fn canonical_entry_matches_the_library() {
+        on_a_large_stack(
+            || {
+                let seq = prop_oneof![
+                    1u64..1_000_000,
+                    Just(1u64 << 53),
+                    Just((1u64 << 53) + 1),
+                    Just(u64::MAX)
+                ];
+                (record(), seq, text(), text())
+            },
+            |(record, seq, prev, ts)| {
+                let entry = Entry {
+                    v: crate::FORMAT_VERSION,
+                    seq,
+                    prev: &prev,
+                    ts: &ts,
+                    record: &record,
+                };
+                let mut fast = Vec::new();
+                write_entry(&mut fast, &entry).unwrap();
+                let oracle = serde_json_canonicalizer::to_vec(&entry).unwrap();
+                prop_assert_eq!(
+                    String::from_utf8_lossy(&fast),
+                    String::from_utf8_lossy(&oracle)
+                );
+                prop_assert_eq!(fast, oracle);
+                Ok(())
+            },
+        );
+    }
+
+    #[test]
+    fn canonical_value_matches_the_library() {
+        on_a_large_stack(value, |value| {
             let mut fast = Vec::new();
             write_value(&mut fast, &value).unwrap();
             let oracle = serde_json_canonicalizer::to_vec(&value).unwrap();
-            prop_assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&oracle));
+            prop_assert_eq!(
+                String::from_utf8_lossy(&fast),
+                String::from_utf8_lossy(&oracle)
+            );
             prop_assert_eq!(fast, oracle);
-        }
+            Ok(())
+        });
     }
 
     /// The cases the UTF-16 shortcut must get right, against the library.
