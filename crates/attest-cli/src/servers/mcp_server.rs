@@ -293,13 +293,7 @@ fn text_arg<'a>(args: &'a Value, field: &str) -> Result<Option<&'a str>, String>
 /// Core describes it as the protocol it names (an MCP tool call, an HTTP request, a
 /// declared call), with this server's configured registry.
 fn action_from(attest: &Attest, args: &Value) -> Result<Action, String> {
-    let text = |field: &str| -> Result<Option<&str>, String> {
-        match args.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(format!("`{field}` must be a string")),
-        }
-    };
+    let text = |field: &str| text_arg(args, field);
     let verb = match text("verb")? {
         Some(word) => Some(
             serde_json::from_value::<Verb>(json!(word))

@@ -648,8 +648,8 @@ fn an_mcp_write_read_back_as_not_done_is_told_to_the_model() {
 }
 
 /// Cursor's `beforeReadFile` answers allow or deny only: a read policy asks about is
-/// denied with the reason, while a shell command it asks about stays an ask; the file's
-/// content never reaches the ledger.
+/// denied with the reason, while a shell command it asks about stays an ask (that the
+/// file's content is never read into the call: `hook::cursor::tests`).
 #[test]
 fn a_cursor_read_that_asks_is_a_deny() {
     let dir = tempfile::tempdir().unwrap();
@@ -674,11 +674,6 @@ fn a_cursor_read_that_asks_is_a_deny() {
     let denied = answer_of(dir.path(), &read);
     assert_eq!(denied["agentMessage"], denied["agent_message"], "{denied}");
     assert_eq!(denied["userMessage"], denied["user_message"], "{denied}");
-    let ledger = std::fs::read(dir.path().join("ledger.sqlite")).unwrap_or_default();
-    assert!(
-        !String::from_utf8_lossy(&ledger).contains("CONTENT-MUST-NOT-LEAK"),
-        "the file's content reached the ledger"
-    );
 }
 
 fn answer_of(dir: &Path, event: &Value) -> Value {

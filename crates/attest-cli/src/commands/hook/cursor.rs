@@ -145,3 +145,27 @@ impl Contract for Cursor {
         Duration::from_secs(60)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file read is judged by its path: the content Cursor sends along never becomes
+    /// the call's params (hashed, previewed) or its input.
+    #[test]
+    fn a_file_read_is_its_path_and_never_its_content() {
+        let event = json!({
+            "hook_event_name": "beforeReadFile",
+            "conversation_id": "c", "generation_id": "g", "workspace_roots": ["/app"],
+            "file_path": "/app/.env", "content": "API_KEY=sk-CONTENT", "attachments": [],
+        });
+        let call = Cursor.parse(&event).unwrap().call.unwrap();
+        assert_eq!(call.params, json!({"file_path": "/app/.env"}));
+        assert_eq!(call.input, json!({"file_path": "/app/.env"}));
+        assert_eq!(
+            (call.tool.as_str(), call.agent_tool.as_str()),
+            ("Read", READ_FILE)
+        );
+        assert!(!Cursor.enforces_ask(&call));
+    }
+}
