@@ -24,9 +24,9 @@ let ledger = Ledger::open(".attest/ledger.sqlite", LedgerOptions::default())?;
 let attest = Attest::builder().ledger(ledger).gate(AutoGate::approve("ops")).agent("sales-bot").build()?;
 let action = Action::new("gmail", Verb::Send).with_params(json!({"to": "bob@example.com", "subject": "Hi"}));
 match attest.call(action).run(|params| async move { send_email(params).await }).await? {
-    Outcome::Ran { output, receipt } => println!("sent {output:?}: seq {} level {:?}", receipt.seq, receipt.level),
+    Outcome::Ran { output, receipt } => println!("sent {output}: seq {} level {}", receipt.seq, receipt.level.map_or("none", |l| l.as_str())),
     Outcome::Held { token, .. } => println!("waiting for a person; resume with attest.call(token)"),
-    other => println!("not run: {:?}", other.receipt().reasons),
+    other => println!("not run: {}", other.receipt().reasons.join("; ")),
 }
     Ok(())
 }

@@ -642,6 +642,35 @@ impl Attest {
         }
     }
 
+    /// [`Attest::verdict_now`] for a door whose agent runs the call itself once Attest
+    /// allows it and which records it afterwards through [`Attest::call`] under the same
+    /// action id (a coding agent's hook): a verdict of `act` also counts the call in its
+    /// budget and rate windows now, in the same atomic step as the check, so of two
+    /// agents racing at a cap only one is allowed. `action.id` is given one when empty;
+    /// the row made after the call must carry it, and then checks and counts nothing
+    /// again. A call counted here that then does not run stays counted (the window errs
+    /// strict). In shadow mode nothing is counted before the call.
+    pub async fn verdict_counted(&self, action: &mut Action) -> CountedVerdict {
+        if action.id.is_empty() {
+            action.id = uuid::Uuid::now_v7().to_string();
+        }
+        match self.prepare(action.clone()) {
+            Ok(prepared) => {
+                let verdict = self.evaluate(&prepared.action);
+                let (verdict, counting) =
+                    self.windowed(&prepared.action, verdict, !self.shadow).await;
+                CountedVerdict {
+                    verdict: self.shadowed(verdict).0,
+                    counted: counting.counted_now(),
+                }
+            }
+            Err(err) => CountedVerdict {
+                verdict: undecided(action, &error_chain(&err)),
+                counted: false,
+            },
+        }
+    }
+
     /// The verdict to enforce and, in shadow mode, the policy verdict it stands in for
     /// (windows not checked: see [`Attest::verdict`]).
     fn enforced(&self, action: &Action) -> (Verdict, Option<Shadow>) {
@@ -909,6 +938,16 @@ fn undecided(action: &Action, why: &str) -> Verdict {
         crate::shadow::POLICY_ERROR_RULE,
         format!("policy could not decide, so the action does not run: {why}"),
     )
+}
+
+/// What [`Attest::verdict_counted`] decided, and whether it counted the call in its
+/// windows (only a verdict of `act` under a `limit:` rule is counted before the call).
+#[derive(Debug, Clone)]
+pub struct CountedVerdict {
+    /// The verdict to enforce.
+    pub verdict: Verdict,
+    /// Whether the call is now counted in its budget and rate windows under its id.
+    pub counted: bool,
 }
 
 /// How sure a result is without reading the vendor: acknowledged by its shape, or

@@ -67,13 +67,27 @@ pub(crate) struct StoredClaim {
     pub(crate) adds: f64,
 }
 
+/// What a store reads of one claim's window, inside the transaction that counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Figure {
+    /// What every other action counted in the window adds up to.
+    pub(crate) others: f64,
+    /// Whether this action is already counted in it.
+    pub(crate) counted: bool,
+}
+
 /// Decides, from each claim's figure, whether the call is counted.
-pub(crate) type Settle<'s> = dyn FnMut(&[f64]) -> bool + Send + 's;
+pub(crate) type Settle<'s> = dyn FnMut(&[Figure]) -> bool + Send + 's;
 
 impl Ledger {
     /// Checks the call against every window and, unless one would be crossed, counts
     /// it in all of them, atomically across processes and hosts: a call that passes
     /// is counted before any other call reads the figure.
+    ///
+    /// A window the action is already counted in is not checked again: it passed when
+    /// it was counted (a coding agent's hook counts a call before the agent runs it, and
+    /// the row made after it ran reserves under the same action id). The figures are
+    /// what the other actions add up to.
     pub fn reserve_windows(
         &self,
         action_id: &str,
@@ -83,14 +97,14 @@ impl Ledger {
         let figures = self.settle_windows(
             action_id,
             claims,
-            Some(&mut |figures: &[f64]| {
-                crossed = claims
-                    .iter()
-                    .zip(figures)
-                    .position(|(claim, figure)| figure + claim.adds > claim.max);
+            Some(&mut |figures: &[Figure]| {
+                crossed = claims.iter().zip(figures).position(|(claim, figure)| {
+                    !figure.counted && figure.others + claim.adds > claim.max
+                });
                 crossed.is_none()
             }),
         )?;
+        let figures: Vec<f64> = figures.iter().map(|figure| figure.others).collect();
         Ok(match crossed {
             Some(index) => Reservation::Crossed {
                 index,
@@ -107,14 +121,15 @@ impl Ledger {
         action_id: &str,
         claims: &[WindowClaim],
     ) -> Result<(), LedgerError> {
-        self.settle_windows(action_id, claims, Some(&mut |_: &[f64]| true))
+        self.settle_windows(action_id, claims, Some(&mut |_: &[Figure]| true))
             .map(drop)
     }
 
     /// Each window's current figure, in claim order: a read, which counts nothing (and
     /// works on a ledger opened read-only).
     pub fn window_figures(&self, claims: &[WindowClaim]) -> Result<Vec<f64>, LedgerError> {
-        self.settle_windows("", claims, None)
+        let figures = self.settle_windows("", claims, None)?;
+        Ok(figures.iter().map(|figure| figure.others).collect())
     }
 
     /// Takes back what [`Ledger::reserve_windows`] counted for a call that then did not
@@ -133,7 +148,7 @@ impl Ledger {
         action_id: &str,
         claims: &[WindowClaim],
         settle: Option<&mut Settle<'_>>,
-    ) -> Result<Vec<f64>, LedgerError> {
+    ) -> Result<Vec<Figure>, LedgerError> {
         if claims.is_empty() {
             return Ok(Vec::new());
         }

@@ -32,6 +32,7 @@
 mod claude_code;
 mod codex;
 mod copilot;
+mod counted;
 mod cursor;
 mod event;
 mod gemini;

@@ -18,7 +18,8 @@ use serde_json::{json, Value};
 use crate::gateway::{
     add_ann_on, confirm_as_ann_on, curl, curl_missing, serve_app, start_gateway_on,
 };
-use crate::{attest, expect_ok, stdout};
+use crate::hook::{hook_answer, run_hook};
+use crate::{attest, expect_ok, exported_entries, stderr, stdout};
 
 /// What reached the fake payment vendor: each charge's amount.
 type Charges = Arc<Mutex<Vec<f64>>>;
@@ -418,4 +419,107 @@ policies:
     ] {
         assert!(text.contains(want), "{want:?} in:\n{text}");
     }
+}
+
+const ISSUE_RATE: &str = "version: 1
+policies:
+  - name: issue-rate
+    match: {system: github, verb: create}
+    limit: {count: 3, per: 1h, by: [system]}
+    reason: three new issues an hour
+  - name: issues
+    match: {system: github, verb: create}
+    decision: act
+";
+
+/// Claude Code's `PreToolUse` for a new GitHub issue titled `title`, in `session`.
+fn create_issue(session: &str, title: &str) -> Value {
+    json!({
+        "session_id": session,
+        "transcript_path": "/home/dev/.claude/projects/app/s.jsonl",
+        "cwd": "/home/dev/app",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__github__create_issue",
+        "tool_input": {"owner": "acme", "repo": "app", "title": title},
+        "tool_use_id": format!("toolu_{title}"),
+    })
+}
+
+/// A coding agent's hook allows a call before the agent runs it and records it after, in
+/// another process: the call is counted when it is allowed, so of 8 sessions racing at a
+/// rate of 3, three are allowed and the others asked; each allowed call's after-event is
+/// recorded as allowed (nothing counted twice), and the window holds 3.
+#[test]
+fn hook_sessions_racing_at_a_cap_are_allowed_only_up_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(dir.join("policy.yaml"), ISSUE_RATE).unwrap();
+    let env = [("ATTEST_POLICY", "policy.yaml")];
+    let events: Vec<Value> = (0..8)
+        .map(|n| create_issue(&format!("session-{}", n % 2), &format!("bug-{n}")))
+        .collect();
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let handles: Vec<_> = events
+            .iter()
+            .map(|event| {
+                scope.spawn(move || hook_answer(dir, &["claude-code"], event, &env))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let decisions: Vec<&str> = answers
+        .iter()
+        .map(|a| a["hookSpecificOutput"]["permissionDecision"].as_str().unwrap())
+        .collect();
+    let allowed: Vec<usize> = (0..8).filter(|&n| decisions[n] == "allow").collect();
+    assert_eq!(allowed.len(), 3, "{decisions:?}");
+    assert_eq!(
+        decisions.iter().filter(|d| **d == "ask").count(),
+        5,
+        "{decisions:?}"
+    );
+    let asked = answers.iter().find(|a| a["hookSpecificOutput"]["permissionDecision"] == "ask");
+    assert!(
+        asked.unwrap()["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("made 3 of 3 calls allowed in 1h"),
+        "{asked:?}"
+    );
+    // The allowed calls ran; each after-event is recorded as the call Attest allowed.
+    for &n in &allowed {
+        let mut post = events[n].clone();
+        post["hook_event_name"] = json!("PostToolUse");
+        post["tool_response"] = json!({"number": n, "html_url": "https://github.com/acme/app/issues/1"});
+        let output = run_hook(dir, &["claude-code"], &post.to_string(), &env);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(
+            !stdout(&output).contains("did not allow"),
+            "{}",
+            stdout(&output)
+        );
+    }
+    let ran: Vec<Value> = exported_entries(dir)
+        .into_iter()
+        .filter(|e| e["execution"]["status"] == "ran")
+        .collect();
+    assert_eq!(ran.len(), 3, "{ran:#?}");
+    assert!(ran.iter().all(|e| e["decision"] == "act"), "{ran:#?}");
+    // Nothing was counted twice: the window holds the three, so a fourth is asked about,
+    // and nothing is left for another after-event to take.
+    let fourth = hook_answer(dir, &["claude-code"], &create_issue("session-9", "late"), &env);
+    assert_eq!(fourth["hookSpecificOutput"]["permissionDecision"], "ask");
+    assert!(
+        fourth["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("made 3 of 3 calls allowed in 1h"),
+        "{fourth}"
+    );
+    for kept in ["hook-counted", ".attest/hook-counted"] {
+        let left = std::fs::read_dir(dir.join(kept)).map_or(0, Iterator::count);
+        assert_eq!(left, 0, "{kept} still holds counted calls");
+    }
+    verify(dir, "ledger.sqlite");
 }

@@ -36,6 +36,11 @@ impl Counting {
     pub(super) fn none() -> Counting {
         Counting::default()
     }
+
+    /// Whether the check counted the call already (in at least one window).
+    pub(super) fn counted_now(&self) -> bool {
+        self.reserved && !self.claims.is_empty()
+    }
 }
 
 /// The ledger's claim for a policy window.

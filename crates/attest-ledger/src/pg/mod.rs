@@ -186,7 +186,7 @@ impl Store for PgStore {
         action_id: &str,
         claims: &[StoredClaim],
         settle: Option<&mut Settle<'_>>,
-    ) -> Result<Vec<f64>, LedgerError> {
+    ) -> Result<Vec<crate::windows::Figure>, LedgerError> {
         off_runtime(|| self.settle_windows(now_ms, action_id, claims, settle))
     }
 

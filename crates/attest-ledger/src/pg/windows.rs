@@ -4,7 +4,7 @@
 //! advisory lock, so that PostgreSQL-compatible databases without advisory locks run it.
 
 use super::PgStore;
-use crate::windows::{lock_order, Settle, StoredClaim};
+use crate::windows::{lock_order, Figure, Settle, StoredClaim};
 use crate::LedgerError;
 
 impl PgStore {
@@ -14,7 +14,7 @@ impl PgStore {
         action_id: &str,
         claims: &[StoredClaim],
         settle: Option<&mut Settle<'_>>,
-    ) -> Result<Vec<f64>, LedgerError> {
+    ) -> Result<Vec<Figure>, LedgerError> {
         let during = "counting a window";
         let mut client = self.client()?;
         let mut tx = client.transaction().map_err(self.err(during))?;
@@ -45,13 +45,17 @@ impl PgStore {
             let row = tx
                 .with(|tx| {
                     tx.query_one(
-                        "SELECT coalesce(sum(amount), 0)::float8 FROM window_entries
-                         WHERE tenant = $1 AND key = $2 AND at_ms > $3",
-                        &[&self.tenant, &&claim.key[..], &claim.since_ms],
+                        "SELECT coalesce(sum(CASE WHEN action_id = $4 THEN 0 ELSE amount END), 0)::float8,
+                                count(*) FILTER (WHERE action_id = $4)
+                         FROM window_entries WHERE tenant = $1 AND key = $2 AND at_ms > $3",
+                        &[&self.tenant, &&claim.key[..], &claim.since_ms, &action_id],
                     )
                 })
                 .map_err(self.err(during))?;
-            figures.push(row.get::<_, f64>(0));
+            figures.push(Figure {
+                others: row.get::<_, f64>(0),
+                counted: row.get::<_, i64>(1) > 0,
+            });
         }
         let Some(settle) = settle else {
             return Ok(figures);

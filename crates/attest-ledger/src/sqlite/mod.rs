@@ -499,7 +499,7 @@ impl Store for SqliteStore {
         action_id: &str,
         claims: &[StoredClaim],
         settle: Option<&mut Settle<'_>>,
-    ) -> Result<Vec<f64>, LedgerError> {
+    ) -> Result<Vec<crate::windows::Figure>, LedgerError> {
         self.settle_windows(now_ms, action_id, claims, settle)
     }
 

@@ -4,7 +4,7 @@
 use rusqlite::{params, TransactionBehavior};
 
 use super::SqliteStore;
-use crate::windows::{Settle, StoredClaim};
+use crate::windows::{Figure, Settle, StoredClaim};
 use crate::LedgerError;
 
 /// The window entries table; created by schema version 4. No index on `at_ms`: every
@@ -26,7 +26,7 @@ impl SqliteStore {
         action_id: &str,
         claims: &[StoredClaim],
         settle: Option<&mut Settle<'_>>,
-    ) -> Result<Vec<f64>, LedgerError> {
+    ) -> Result<Vec<Figure>, LedgerError> {
         let mut conn = self.lock();
         let during = "counting a window";
         let behavior = match settle {
@@ -45,12 +45,18 @@ impl SqliteStore {
                 )
                 .map_err(self.sqlite(during))?;
             }
-            let figure: f64 = tx
+            let figure = tx
                 .query_row(
-                    "SELECT coalesce(sum(amount), 0.0) FROM window_entries
-                     WHERE key = ?1 AND at_ms > ?2",
-                    params![&claim.key[..], claim.since_ms],
-                    |row| row.get(0),
+                    "SELECT coalesce(sum(CASE WHEN action_id = ?3 THEN 0.0 ELSE amount END), 0.0),
+                            count(CASE WHEN action_id = ?3 THEN 1 END)
+                     FROM window_entries WHERE key = ?1 AND at_ms > ?2",
+                    params![&claim.key[..], claim.since_ms, action_id],
+                    |row| {
+                        Ok(Figure {
+                            others: row.get(0)?,
+                            counted: row.get::<_, i64>(1)? > 0,
+                        })
+                    },
                 )
                 .map_err(self.sqlite(during))?;
             figures.push(figure);

@@ -134,7 +134,7 @@ impl Store for Faulty {
         action_id: &str,
         claims: &[crate::windows::StoredClaim],
         settle: Option<&mut crate::windows::Settle<'_>>,
-    ) -> Result<Vec<f64>, LedgerError> {
+    ) -> Result<Vec<crate::windows::Figure>, LedgerError> {
         self.inner.windows(now_ms, action_id, claims, settle)
     }
 

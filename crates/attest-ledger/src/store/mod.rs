@@ -137,7 +137,7 @@ pub(crate) trait Store: Send + Sync {
         action_id: &str,
         claims: &[StoredClaim],
         settle: Option<&mut Settle<'_>>,
-    ) -> Result<Vec<f64>, LedgerError>;
+    ) -> Result<Vec<crate::windows::Figure>, LedgerError>;
 
     /// Removes what the action counted under `keys`.
     fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError>;

@@ -84,6 +84,40 @@ fn a_window_counts_up_to_its_cap_and_reports_the_crossing_figure() {
 }
 
 #[test]
+fn an_action_counted_already_is_not_checked_again_nor_counted_twice() {
+    StoreTester::new("an_action_counted_already", 0).run(|case| {
+        let ledger = &case.ledger;
+        // A hook counts the call before the agent runs it ...
+        assert!(matches!(
+            ledger.reserve_windows("hooked", &[budget(450.0)]).unwrap(),
+            Reservation::Counted { .. }
+        ));
+        // ... another call fills the window to its cap meanwhile ...
+        ledger.count_windows("approved", &[budget(60.0)]).unwrap();
+        // ... and the row made after the call ran reserves under the same id: it passed
+        // when it was counted, so it is not checked against the window again (the figure
+        // is what the others add up to), and nothing is counted twice.
+        assert_eq!(
+            ledger.reserve_windows("hooked", &[budget(450.0)]).unwrap(),
+            Reservation::Counted {
+                figures: vec![60.0]
+            },
+            "{}",
+            case.name()
+        );
+        assert_eq!(ledger.window_figures(&[budget(0.0)]).unwrap(), [510.0]);
+        // A new action is checked against all of it.
+        assert_eq!(
+            ledger.reserve_windows("fresh", &[budget(1.0)]).unwrap(),
+            Reservation::Crossed {
+                index: 0,
+                figure: 510.0
+            }
+        );
+    });
+}
+
+#[test]
 fn what_ran_before_the_window_no_longer_counts() {
     StoreTester::new("what_ran_before_the_window", 0).run(|case| {
         let clock = Arc::new(ManualClock(AtomicU64::new(1_800_000_000)));

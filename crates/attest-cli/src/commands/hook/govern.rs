@@ -7,11 +7,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use attest_core::config::HookApprovals;
 use attest_core::{
-    Attest, CallContext, CodingAgentCall, Gate, GateDecision, Level, ProtocolCall, RejectGate,
+    Attest, CallContext, CodingAgentCall, CountedVerdict, Gate, GateDecision, Level, ProtocolCall, RejectGate,
 };
 use attest_policy::{Action, Decision, Verdict};
 use serde_json::Value;
 
+use super::counted::CountedCalls;
 use super::event::{self, AfterNote, Contract, Ruling, ToolCall};
 use super::{holds, pipeline, runtime};
 use crate::cli::{HookApprovalsArg, HookArgs};
@@ -92,9 +93,15 @@ pub(crate) fn label(action: &Action) -> String {
 pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Ruling> {
     // Core decides, as for a governed call (a policy that fails refuses).
     let attest = pipeline(&settings.config, RejectGate)?;
-    let action = action(&attest, settings, call);
-    // Budgets and rates read now: a call past one is asked about before it runs.
-    let verdict = runtime()?.block_on(attest.verdict_now(&action));
+    let mut action = action(&attest, settings, call);
+    // Budgets and rates checked now: a call past one is asked about before it runs, and
+    // a call allowed under one is counted now, so two sessions racing at a cap are not
+    // both allowed (see `counted`).
+    let CountedVerdict { verdict, counted } =
+        runtime()?.block_on(attest.verdict_counted(&mut action));
+    if counted {
+        CountedCalls::new(settings, call)?.keep(&action.id)?;
+    }
     let reasons = verdict.reasons.join("; ");
     let label = label(&action);
     Ok(match verdict.decision {
@@ -148,13 +155,22 @@ pub(crate) fn after(
 ) -> anyhow::Result<AfterNote> {
     let outcome = outcome.map(event::tool_result);
     let tool = |_: Value| async move { outcome };
+    // A call counted in its windows when it was allowed is recorded under that id.
+    let counted_as = CountedCalls::new(settings, call)?.take()?;
+    let recorded_action = |attest: &Attest| {
+        let mut action = action(attest, settings, call);
+        if let Some(id) = &counted_as {
+            action.id.clone_from(id);
+        }
+        action
+    };
     let recorded = match settings.approvals {
         HookApprovals::Attest => match holds::take_claimed(settings, call)? {
             // The call an approver allowed, retried: the approval is used, and the row
             // names who approved it.
             Some(token) => {
                 let attest = pipeline(&settings.config, RejectGate)?;
-                let action = action(&attest, settings, call);
+                let action = recorded_action(&attest);
                 runtime()?.block_on(
                     attest
                         .call(attest_core::Start::retry(&token, action))
@@ -163,7 +179,7 @@ pub(crate) fn after(
             }
             None => {
                 let attest = pipeline(&settings.config, RejectGate)?;
-                let action = action(&attest, settings, call);
+                let action = recorded_action(&attest);
                 runtime()?.block_on(attest.call(action).run(tool))
             }
         },
@@ -174,7 +190,7 @@ pub(crate) fn after(
                 channel: format!("{}-prompt", settings.contract.name()),
             };
             let attest = pipeline(&settings.config, gate)?;
-            let action = action(&attest, settings, call);
+            let action = recorded_action(&attest);
             runtime()?.block_on(attest.call(action).run(tool))
         }
     };

@@ -202,13 +202,7 @@ impl Holds {
     /// The hold files of `call`, beside the ledger (`.attest/` for a database ledger).
     fn new(settings: &Settings, call: &ToolCall) -> anyhow::Result<Holds> {
         let digest = call_digest(&settings.agent, call)?;
-        let ledger = &settings.config.ledger_path.value;
-        let base = if is_url(ledger) {
-            Path::new(".attest")
-        } else {
-            ledger.parent().unwrap_or_else(|| Path::new(""))
-        };
-        let dir = base.join("hook-holds");
+        let dir = state_dir(settings, "hook-holds");
         Ok(Holds {
             pending: dir.join(format!("{digest}.json")),
             claimed: dir.join(format!("{digest}.claimed.json")),
@@ -269,7 +263,19 @@ fn read_hold(path: &Path) -> anyhow::Result<Option<Hold>> {
     }
 }
 
-fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+/// A directory of the hooks' own state beside the ledger (`.attest/` for a database
+/// ledger), one per kind of state.
+pub(super) fn state_dir(settings: &Settings, name: &str) -> PathBuf {
+    let ledger = &settings.config.ledger_path.value;
+    let base = if is_url(ledger) {
+        Path::new(".attest")
+    } else {
+        ledger.parent().unwrap_or_else(|| Path::new(""))
+    };
+    base.join(name)
+}
+
+pub(super) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -281,7 +287,7 @@ fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// The call's digest: SHA-256 of the canonical (RFC 8785) `{agent, tool, input, cwd}`,
 /// the tool and input as the agent sent them.
-fn call_digest(agent: &str, call: &ToolCall) -> anyhow::Result<String> {
+pub(super) fn call_digest(agent: &str, call: &ToolCall) -> anyhow::Result<String> {
     let hash = attest_ledger::value_hash(&json!({
         "agent": agent,
         "tool": call.agent_tool,
