@@ -502,7 +502,7 @@ fn hook_sessions_racing_at_a_cap_are_allowed_only_up_to_it() {
     }
     let ran: Vec<Value> = exported_entries(dir)
         .into_iter()
-        .filter(|e| e["execution"]["status"] == "ran")
+        .filter(|e| e["execution"]["status"] == "ok")
         .collect();
     assert_eq!(ran.len(), 3, "{ran:#?}");
     assert!(ran.iter().all(|e| e["decision"] == "act"), "{ran:#?}");
