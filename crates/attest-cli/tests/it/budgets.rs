@@ -462,15 +462,17 @@ fn hook_sessions_racing_at_a_cap_are_allowed_only_up_to_it() {
     let answers: Vec<Value> = std::thread::scope(|scope| {
         let handles: Vec<_> = events
             .iter()
-            .map(|event| {
-                scope.spawn(move || hook_answer(dir, &["claude-code"], event, &env))
-            })
+            .map(|event| scope.spawn(move || hook_answer(dir, &["claude-code"], event, &env)))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let decisions: Vec<&str> = answers
         .iter()
-        .map(|a| a["hookSpecificOutput"]["permissionDecision"].as_str().unwrap())
+        .map(|a| {
+            a["hookSpecificOutput"]["permissionDecision"]
+                .as_str()
+                .unwrap()
+        })
         .collect();
     let allowed: Vec<usize> = (0..8).filter(|&n| decisions[n] == "allow").collect();
     assert_eq!(allowed.len(), 3, "{decisions:?}");
@@ -479,7 +481,9 @@ fn hook_sessions_racing_at_a_cap_are_allowed_only_up_to_it() {
         5,
         "{decisions:?}"
     );
-    let asked = answers.iter().find(|a| a["hookSpecificOutput"]["permissionDecision"] == "ask");
+    let asked = answers
+        .iter()
+        .find(|a| a["hookSpecificOutput"]["permissionDecision"] == "ask");
     assert!(
         asked.unwrap()["hookSpecificOutput"]["permissionDecisionReason"]
             .as_str()
@@ -491,7 +495,8 @@ fn hook_sessions_racing_at_a_cap_are_allowed_only_up_to_it() {
     for &n in &allowed {
         let mut post = events[n].clone();
         post["hook_event_name"] = json!("PostToolUse");
-        post["tool_response"] = json!({"number": n, "html_url": "https://github.com/acme/app/issues/1"});
+        post["tool_response"] =
+            json!({"number": n, "html_url": "https://github.com/acme/app/issues/1"});
         let output = run_hook(dir, &["claude-code"], &post.to_string(), &env);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         assert!(
@@ -508,7 +513,12 @@ fn hook_sessions_racing_at_a_cap_are_allowed_only_up_to_it() {
     assert!(ran.iter().all(|e| e["decision"] == "act"), "{ran:#?}");
     // Nothing was counted twice: the window holds the three, so a fourth is asked about,
     // and nothing is left for another after-event to take.
-    let fourth = hook_answer(dir, &["claude-code"], &create_issue("session-9", "late"), &env);
+    let fourth = hook_answer(
+        dir,
+        &["claude-code"],
+        &create_issue("session-9", "late"),
+        &env,
+    );
     assert_eq!(fourth["hookSpecificOutput"]["permissionDecision"], "ask");
     assert!(
         fourth["hookSpecificOutput"]["permissionDecisionReason"]

@@ -7,7 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use attest_core::config::HookApprovals;
 use attest_core::{
-    Attest, CallContext, CodingAgentCall, CountedVerdict, Gate, GateDecision, Level, ProtocolCall, RejectGate,
+    Attest, CallContext, CodingAgentCall, CountedVerdict, Gate, GateDecision, Level, ProtocolCall,
+    RejectGate,
 };
 use attest_policy::{Action, Decision, Verdict};
 use serde_json::Value;
