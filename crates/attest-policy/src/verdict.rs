@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Risk, Window};
+use crate::{Escalation, Quorum, Risk, Window};
 
 /// What happens to an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -86,6 +86,14 @@ pub struct Verdict {
     /// applies otherwise. The pipeline checks them against what ran (see `limit.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Window>,
+    /// How many distinct approvers must approve, when the rule set a quorum
+    /// (`approvers: {from: [finance], count: 2}`); `None`: the first decision wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<Quorum>,
+    /// The rule's reminder, escalation and expiry (`remind_after`, `escalate_after`,
+    /// `escalate_to`, `expire_after`).
+    #[serde(default, skip_serializing_if = "Escalation::is_empty")]
+    pub escalation: Escalation,
 }
 
 impl Verdict {
@@ -101,6 +109,8 @@ impl Verdict {
             approver_members: Vec::new(),
             hold: false,
             windows: Vec::new(),
+            quorum: None,
+            escalation: Escalation::default(),
         }
     }
 }
