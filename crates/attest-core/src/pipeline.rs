@@ -888,6 +888,7 @@ fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>)
             approver: None,
             channel: Some(channel),
             note: note.or_else(|| Some(UNAUTHENTICATED.to_owned())),
+            approvers: Vec::new(),
         };
     }
     Confirm {
@@ -895,6 +896,7 @@ fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>)
         approver: Some(approver.to_owned()),
         channel: Some(channel),
         note,
+        approvers: Vec::new(),
     }
 }
 

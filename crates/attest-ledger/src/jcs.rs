@@ -402,6 +402,7 @@ mod tests {
                     approver,
                     channel,
                     note,
+                    approvers: Vec::new(),
                 }),
         );
         let execution = (

@@ -55,10 +55,7 @@ impl Quorum {
         // A small bipartite matching (Kuhn's): groups on one side, approvers on the other.
         let fits = |person: &str, group: &QuorumGroup| {
             wildcards.iter().any(|w| w.eq_ignore_ascii_case(person))
-                || group
-                    .members
-                    .iter()
-                    .any(|m| m.eq_ignore_ascii_case(person))
+                || group.members.iter().any(|m| m.eq_ignore_ascii_case(person))
         };
         let mut holder: Vec<Option<usize>> = vec![None; approvers.len()];
         let mut matched = 0;
@@ -313,9 +310,15 @@ mod tests {
         let spec = |yaml: &str| serde_yaml::from_str::<ApproversSpec>(yaml);
         let from = spec("{from: [finance], count: 2}").unwrap();
         assert_eq!(from.names, ["finance"]);
-        assert_eq!(from.quorum.as_ref().map(|q| (q.count, q.each)), Some((2, false)));
+        assert_eq!(
+            from.quorum.as_ref().map(|q| (q.count, q.each)),
+            Some((2, false))
+        );
         let each = spec("{each: [finance, legal], reject: 2}").unwrap();
-        assert_eq!(each.quorum.map(|q| (q.count, q.each, q.reject)), Some((2, true, 2)));
+        assert_eq!(
+            each.quorum.map(|q| (q.count, q.each, q.reject)),
+            Some((2, true, 2))
+        );
         assert!(spec("[ann, finance]").unwrap().quorum.is_none());
         for (bad, says) in [
             ("{from: [a], count: 0}", "at least 1"),

@@ -43,8 +43,8 @@
 //! ```
 
 mod action;
-mod approval;
 mod action_pattern;
+mod approval;
 mod cases;
 mod de;
 mod engine;

@@ -283,9 +283,8 @@ pub(crate) fn positive_duration(word: &str, what: &str) -> Result<Duration, Stri
             "{what} {text:?} is negative (write a length such as 24h)"
         ));
     }
-    let duration = humantime::parse_duration(text).map_err(|err| {
-        format!("{what} {text:?} is not a length such as 1h, 24h or 7d ({err})")
-    })?;
+    let duration = humantime::parse_duration(text)
+        .map_err(|err| format!("{what} {text:?} is not a length such as 1h, 24h or 7d ({err})"))?;
     if duration.as_secs() == 0 {
         return Err(format!(
             "{what} {text:?} is shorter than a second: nothing would count"

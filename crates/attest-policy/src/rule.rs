@@ -565,14 +565,21 @@ mod tests {
         assert_eq!(ok.approvers, ["finance"]);
         assert_eq!(ok.quorum.as_ref().map(|q| q.count), Some(2));
         assert_eq!(
-            (ok.waits.remind_after, ok.waits.escalate_after, ok.waits.expire_after),
+            (
+                ok.waits.remind_after,
+                ok.waits.escalate_after,
+                ok.waits.expire_after
+            ),
             (Some(3600), Some(4 * 3600), Some(86400))
         );
         assert_eq!(ok.waits.escalate_to, ["cfo"]);
         for (bad, says) in [
             ("escalate_after: 1h\n", "escalate_after needs escalate_to"),
             ("escalate_to: cfo\n", "escalate_to needs escalate_after"),
-            ("remind_after: 2h\nexpire_after: 1h\n", "remind_after must be shorter"),
+            (
+                "remind_after: 2h\nexpire_after: 1h\n",
+                "remind_after must be shorter",
+            ),
             ("expire_after: soon\n", "is not a length"),
             ("remind_after: 0s\n", "shorter than a second"),
         ] {

@@ -176,6 +176,8 @@ fn is_no(err: &ApprovalError) -> bool {
             | ApprovalError::AlreadyDecided { .. }
             | ApprovalError::Expired { .. }
             | ApprovalError::NotAnApprover { .. }
+            | ApprovalError::OwnRequest { .. }
+            | ApprovalError::AlreadyVoted { .. }
             | ApprovalError::NoApprover { .. }
             | ApprovalError::HoldNeedsEdits { .. }
             | ApprovalError::BadCredential
@@ -300,13 +302,16 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
     if args.review.digest_every.is_some() && !alerts.has_notifiers() {
         anyhow::bail!("--digest-every needs a notifier under `notify:` in the configuration file");
     }
+    // Reminders and escalations go through every configured notifier, whichever door
+    // stored the request: only a long-running server can send them.
+    let follow_ups = configured.clone();
     let notifiers = match config.file.notify.by {
         NotifyBy::Inbox => configured,
         NotifyBy::Surfaces => Vec::new(),
     };
     let metrics =
         crate::servers::scrape::ScrapeAccess::from_file(args.metrics_token_file.as_deref())?;
-    let attest = pipeline(config, true)?;
+    let attest = Arc::new(pipeline(config, true)?);
     let review = Arc::new(crate::review::Review::open(config, alerts)?);
     let runtime = runtime()?;
     runtime.block_on(async move {
@@ -333,6 +338,10 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             let store = state.attest.approvals()?;
             tokio::spawn(crate::servers::notices::post_pending(store, notifiers));
         }
+        tokio::spawn(crate::servers::notices::follow_up(
+            Arc::clone(&state.attest),
+            follow_ups,
+        ));
         println!("attest: approval inbox on http://{addr}/");
         let store = state.attest.approvals()?;
         let approvers = tokio::task::spawn_blocking(move || store.approvers()).await??;

@@ -33,7 +33,7 @@ use std::time::Duration;
 use anyhow::Context;
 use attest_core::approvals::{
     verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackNotifier,
-    SlackPress, SLACK_TOLERANCE,
+    SlackPress, Status, SLACK_TOLERANCE,
 };
 use attest_core::{Answer, ApprovalRequest, ApprovalStore, Attest, AttestError, ResumeToken};
 use attest_ledger::Clock;
@@ -66,7 +66,7 @@ const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
 #[derive(Clone)]
 pub(crate) struct InboxState {
     /// The pipeline decisions go through.
-    pub(crate) attest: Attest,
+    pub(crate) attest: Arc<Attest>,
     /// The `Host` values and origins the inbox answers to.
     pub(crate) origins: Origins,
     /// A header an authenticating reverse proxy sets to the approver's name.
@@ -323,10 +323,11 @@ impl From<AttestError> for ApiError {
         let status = match &err {
             AttestError::Approval(approval) => match approval {
                 ApprovalError::NotFound => StatusCode::NOT_FOUND,
-                ApprovalError::AlreadyDecided { .. } | ApprovalError::Expired { .. } => {
-                    StatusCode::CONFLICT
-                }
+                ApprovalError::AlreadyDecided { .. }
+                | ApprovalError::AlreadyVoted { .. }
+                | ApprovalError::Expired { .. } => StatusCode::CONFLICT,
                 ApprovalError::NotAnApprover { .. }
+                | ApprovalError::OwnRequest { .. }
                 | ApprovalError::NoApprover { .. }
                 | ApprovalError::UnknownApprover { .. } => StatusCode::FORBIDDEN,
                 ApprovalError::BadCredential => StatusCode::UNAUTHORIZED,
@@ -591,6 +592,11 @@ async fn slack(
         }
     }
     let text = match decided {
+        Ok(decided) if decided.request.status == Status::Pending => format!(
+            "{}: your decision is recorded; {}",
+            decided.request.id,
+            decided.request.progress().text()
+        ),
         Ok(decided) => format!(
             "{} {} by {}",
             decided.request.id,
@@ -661,11 +667,12 @@ async fn link_page(
         .finish();
     let verb = choice.as_str();
     let body = format!(
-        "<p>{verb} <b>{}</b> as <b>{}</b>?</p><p>{}</p>\
+        "<p>{verb} <b>{}</b> as <b>{}</b>?</p><p>{}</p><p>{}</p>\
          <form method=\"post\" action=\"?{}\"><button type=\"submit\">{verb}</button></form>",
         escape(&action),
         escape(approver),
         escape(&request.verdict.reasons.join("; ")),
+        escape(&request.progress().text()),
         escape(&query_string),
     );
     Html(message_page("Attest approval", &body)).into_response()
@@ -685,14 +692,17 @@ async fn link_decide(
         Choice::Reject => Answer::reject(approver, "link"),
     };
     match state.attest.decide(&id, answer).await {
-        Ok(decided) => Html(message_page(
-            "Recorded",
-            &escape(&format!(
-                "{} {}",
-                decided.request.id, decided.request.status
-            )),
-        ))
-        .into_response(),
+        Ok(decided) => {
+            let text = match decided.request.status {
+                Status::Pending => format!(
+                    "{} is still waiting: {}",
+                    decided.request.id,
+                    decided.request.progress().text()
+                ),
+                status => format!("{} {status}", decided.request.id),
+            };
+            Html(message_page("Recorded", &escape(&text))).into_response()
+        }
         Err(err) => {
             let err = ApiError::from(err);
             (
