@@ -74,12 +74,16 @@ pub(crate) fn pending(config: &Config, args: &PendingArgs) -> anyhow::Result<Exi
                 escape(&who).into_owned()
             },
             format!(
-                "{}{}",
+                "{}{}{}",
                 escape(&request.verdict.reasons.join("; ")),
                 if request.verdict.hold {
                     " [held: approve with --edits]"
                 } else {
                     ""
+                },
+                match request.verdict.quorum {
+                    Some(_) => format!(" [{}]", escape(&request.progress().text())),
+                    None => String::new(),
                 }
             ),
         ]);
@@ -145,6 +149,16 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
         answer = answer.with_note(note.clone());
     }
     match runtime()?.block_on(attest.decide(&args.id, answer)) {
+        Ok(decided) if decided.request.status == attest_core::approvals::Status::Pending => {
+            // Under a quorum, a decision that does not meet it leaves the request waiting.
+            writeln!(
+                std::io::stdout().lock(),
+                "{}: recorded; still pending: {}",
+                decided.request.id,
+                decided.request.progress().text()
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(decided) => {
             let mut out = std::io::stdout().lock();
             write!(
@@ -288,6 +302,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         .clone()
         .or_else(|| config.file.inbox.trusted_identity_header.clone());
     let slack_updates = config.slack()?;
+    let teams_updates = config.teams()?;
     // Alerts and digests go through the configured notifiers. With `notify.by:
     // surfaces` their secrets may live with the surfaces only: alerts then go to stderr.
     let configured = match (config.notifiers(), config.file.notify.by) {
@@ -331,6 +346,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             links: link_key.map(|key| LinkSigner::new(Secret::new(key), public.clone(), LINK_TTL)),
             clock: Arc::new(attest_ledger::SystemClock),
             slack_updates,
+            teams_updates,
             review: Some(review),
             metrics,
         };

@@ -33,7 +33,7 @@ use std::time::Duration;
 use anyhow::Context;
 use attest_core::approvals::{
     verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackNotifier,
-    SlackPress, Status, SLACK_TOLERANCE,
+    SlackPress, Status, TeamsNotifier, SLACK_TOLERANCE,
 };
 use attest_core::{Answer, ApprovalRequest, ApprovalStore, Attest, AttestError, ResumeToken};
 use attest_ledger::Clock;
@@ -78,6 +78,8 @@ pub(crate) struct InboxState {
     /// The configured Slack notifier: a card whose button decided is updated with the
     /// outcome.
     pub(crate) slack_updates: Option<Arc<SlackNotifier>>,
+    /// The Teams notifier, when configured: the card is posted again once decided.
+    pub(crate) teams_updates: Option<Arc<TeamsNotifier>>,
     /// The clock for signature freshness and link expiry.
     pub(crate) clock: Arc<dyn Clock>,
     /// The dashboard, metrics and background verifier (issue 17).
@@ -513,6 +515,7 @@ async fn decision(
         return Err(AttestError::from(ApprovalError::NotFound).into());
     }
     let decided = state.attest.decide(&id, answer).await?;
+    tell_teams(&state, &decided.request).await;
     Ok(Json(json!({
         "request": decided.request.summary(),
         "seq": decided.receipt.map(|r| r.seq),
@@ -577,6 +580,9 @@ async fn slack(
         }
         Err(err) => Err(AttestError::from(err)),
     };
+    if let Ok(decided) = &decided {
+        tell_teams(&state, &decided.request).await;
+    }
     if let (Ok(decided), Some(slack), Some(channel), Some(ts)) = (
         &decided,
         &state.slack_updates,
@@ -613,6 +619,21 @@ async fn slack(
         "replace_original": false,
         "text": text,
     })))
+}
+
+/// Posts the request's card again to Teams after a decision (decided, or a quorum's
+/// progress): incoming webhooks cannot edit the first card. A failure is logged; the
+/// decision stands.
+async fn tell_teams(state: &InboxState, request: &ApprovalRequest) {
+    if let Some(teams) = &state.teams_updates {
+        if let Err(err) = teams.update(request).await {
+            eprintln!(
+                "attest: could not post the decided Teams card of {}: {}",
+                request.id,
+                crate::servers::chain(&err)
+            );
+        }
+    }
 }
 
 /// The link's fields from the path and query, checked against the link key.
@@ -693,6 +714,7 @@ async fn link_decide(
     };
     match state.attest.decide(&id, answer).await {
         Ok(decided) => {
+            tell_teams(&state, &decided.request).await;
             let text = match decided.request.status {
                 Status::Pending => format!(
                     "{} is still waiting: {}",

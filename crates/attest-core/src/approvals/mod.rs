@@ -2,7 +2,7 @@
 //!
 //! When policy says `ask` and the gate is a [`StoreGate`], the request is stored in the
 //! `approvals` table of the ledger's SQLite file, people are told ([`Notifier`]s:
-//! [`WebhookNotifier`], [`SlackNotifier`], `EmailNotifier` (feature `email`), one-click links from a [`LinkSigner`]), and
+//! [`WebhookNotifier`], [`SlackNotifier`], [`TeamsNotifier`], `EmailNotifier` (feature `email`), one-click links from a [`LinkSigner`]), and
 //! the call either waits or returns [`crate::Outcome::Held`] with a
 //! [`ResumeToken`]. Whoever holds the token resumes with [`crate::Attest::call`], in
 //! this process or another.
@@ -40,6 +40,8 @@ mod signature;
 #[cfg(feature = "http")]
 mod slack;
 mod store;
+#[cfg(feature = "http")]
+mod teams;
 mod token;
 #[cfg(feature = "http")]
 mod webhook;
@@ -61,6 +63,8 @@ pub use slack::{
     SLACK_REJECT_ACTION, SLACK_TOLERANCE,
 };
 pub use store::{ApprovalStore, APPROVALS_SCHEMA_VERSION, TEST_CLOCK_VAR};
+#[cfg(feature = "http")]
+pub use teams::{TeamsNotifier, TEAMS_CARD_TYPE, TEAMS_CARD_VERSION};
 pub use token::{ResumeToken, TOKEN_PREFIX};
 #[cfg(feature = "http")]
 pub use webhook::{
