@@ -735,10 +735,12 @@ impl Attest {
                 };
                 let confirm = confirm("edited", &approver, channel, note);
                 let prepared = self.prepare(edited)?;
-                Ok(match self.recheck(prepared, confirm, approver).await? {
-                    Ok(cleared) => Gated::Run(Box::new(cleared)),
-                    Err(ended) => Gated::Ended(ended),
-                })
+                Ok(
+                    match self.recheck(prepared, confirm, approver, &[]).await? {
+                        Ok(cleared) => Gated::Run(Box::new(cleared)),
+                        Err(ended) => Gated::Ended(ended),
+                    },
+                )
             }
             GateDecision::Pending { id, token } => {
                 let receipt = self.record_ask(&prepared, &verdict, &id).await?;
@@ -756,6 +758,7 @@ impl Attest {
         prepared: Prepared,
         confirm: Confirm,
         approver: String,
+        escalated_to: &[String],
     ) -> Result<Result<(Prepared, Cleared), Ended>, AttestError> {
         // A window crossed is named in the row; the approved call counts when it runs,
         // over the cap if it must.
@@ -764,7 +767,12 @@ impl Attest {
         let refusal = match verdict.decision {
             Decision::Refuse | Decision::Recorded => Some(None),
             _ if verdict.hold => Some(Some("the edited action still holds unfilled placeholders")),
-            _ if !may_decide(&verdict, &approver) => {
+            // Someone the request was escalated to decides as a listed approver.
+            _ if !may_decide(&verdict, &approver)
+                && !escalated_to
+                    .iter()
+                    .any(|person| person.eq_ignore_ascii_case(&approver)) =>
+            {
                 Some(Some("the approver is not listed for the edited action"))
             }
             _ => None,

@@ -273,10 +273,8 @@ impl ApprovalStore {
         let digest = action_digest(action)?;
         let now = self.now();
         let waits = &verdict.escalation;
-        // The rule's `expire_after` shortens the door's wait, never lengthens it.
-        let ttl = waits
-            .expire_after
-            .map_or(ttl, |secs| ttl.min(Duration::from_secs(secs)));
+        // The rule's `expire_after`, when it sets one, is how long its requests wait.
+        let ttl = waits.expire_after.map_or(ttl, Duration::from_secs);
         let expires = now.checked_add(ttl).unwrap_or(now);
         let after = |secs: Option<u64>| {
             secs.map(|secs| millis(now.checked_add(Duration::from_secs(secs)).unwrap_or(now)))

@@ -241,7 +241,14 @@ impl Attest {
                 confirm.approvers = quorum_approvers(&request);
                 // Policy is asked again: a rule changed to `refuse` since the ask wins.
                 let prepared = self.prepare(action)?;
-                match self.recheck(prepared, confirm, approver).await? {
+                let escalated_to = match request.escalated_at {
+                    Some(_) => request.verdict.escalation.escalate_members.clone(),
+                    None => Vec::new(),
+                };
+                match self
+                    .recheck(prepared, confirm, approver, &escalated_to)
+                    .await?
+                {
                     Ok((prepared, cleared)) => self.execute(prepared, cleared, tool, check).await,
                     Err(ended) => Ok(ended.widen()),
                 }

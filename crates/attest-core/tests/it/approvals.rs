@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use attest_core::approvals::{
-    verify_webhook, ApprovalError, Notifier, NotifyError, Secret, SlackNotifier, Status,
+    verify_webhook, ApprovalError, FollowUp, Notifier, NotifyError, Secret, SlackNotifier, Status,
     WebhookNotifier, WEBHOOK_TOLERANCE,
 };
 use attest_core::{
@@ -129,7 +129,7 @@ impl Fixture {
 
     /// A fresh pipeline on the same ledger: a new `Ledger`, store and `Attest`, as a new
     /// process would open them.
-    fn attest(&self, policy: AskPolicy, wait: Duration) -> (Attest, Arc<Ledger>) {
+    fn attest(&self, policy: impl Policy + 'static, wait: Duration) -> (Attest, Arc<Ledger>) {
         let ledger = Arc::new(blocking(|| Ledger::open(self.path(), self.options())).unwrap());
         let clock: Arc<dyn Clock> = self.clock.clone();
         let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
@@ -157,8 +157,10 @@ impl Fixture {
 }
 
 /// The people the tests decide as: only registered approvers decide.
-const PEOPLE: [&str; 14] = [
+const PEOPLE: [&str; 16] = [
     "maria",
+    "cfo@acme.com",
+    "cat@acme.com",
     "ann",
     "ann@acme.com",
     "raj@acme.com",
@@ -1650,4 +1652,280 @@ async fn newest_decisions_first(f: &Fixture) {
     );
     assert_eq!(store.decided(1).unwrap().len(), 1);
     assert!(store.pending().unwrap().is_empty());
+}
+
+/// Payments need two of finance; unanswered, they remind after 1 h, escalate to the CFO
+/// after 2 h and expire after 3 h.
+const QUORUM_POLICY: &str = "version: 1
+groups:
+  finance: [ann@acme.com, raj@acme.com, bob@acme.com]
+policies:
+  - name: payments
+    match: {verb: pay}
+    decision: ask
+    approvers: {from: [finance], count: 2}
+    remind_after: 1h
+    escalate_after: 2h
+    escalate_to: [cfo@acme.com]
+    expire_after: 3h
+    reason: payments need two of finance
+";
+
+fn quorum_policy() -> attest_policy::PolicyEngine {
+    attest_policy::PolicyEngine::from_yaml(QUORUM_POLICY, "attest.yaml").unwrap()
+}
+
+/// A payment asked for by Ann, who is in finance herself.
+fn payment_by_ann() -> Action {
+    Action::new("stripe", Verb::Pay)
+        .with_target("acct_42")
+        .with_actor("ann@acme.com")
+        .with_params(json!({"amount": 900, "currency": "usd"}))
+}
+
+fn approval_error(result: Result<attest_core::Decided, AttestError>) -> ApprovalError {
+    match result {
+        Err(AttestError::Approval(err)) => err,
+        other => panic!("expected an approval error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_quorum_needs_two_other_members_and_names_them_in_the_row() {
+    quorum_of_two(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn a_quorum_needs_two_other_members_and_names_them_in_the_row_on_postgres() {
+    if let Some(f) = Fixture::postgres("a_quorum_needs_two_other_members") {
+        quorum_of_two(&f).await;
+        f.close();
+    }
+}
+
+async fn quorum_of_two(f: &Fixture) {
+    let (attest, ledger) = f.attest(quorum_policy(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
+    // The actor's own approval never counts, though she is in finance.
+    let own = attest
+        .decide(&id, Answer::approve("ann@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(own),
+        ApprovalError::OwnRequest { .. }
+    ));
+    // Nor does anyone outside finance.
+    let outsider = attest.decide(&id, Answer::approve("maria", "cli")).await;
+    assert!(matches!(
+        approval_error(outsider),
+        ApprovalError::NotAnApprover { .. }
+    ));
+    // One approval: still pending, and it says so.
+    let one = attest
+        .decide(
+            &id,
+            Answer::approve("raj@acme.com", "inbox").with_note("ok by me"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(one.request.status, Status::Pending);
+    assert!(one.receipt.is_none());
+    let progress = one.request.progress();
+    assert_eq!((progress.have, progress.need), (1, 2));
+    assert_eq!(progress.text(), "1 of 2 approvals, waiting for finance");
+    assert_eq!(one.request.summary()["approvals"]["have"], 1);
+    assert_eq!(one.request.summary()["approvals"]["need"], 2);
+    // Held, not run, while waiting.
+    match attest.call(&token).run(tool.run()).await.unwrap() {
+        Outcome::Held { .. } => {}
+        other => panic!("expected held, got {other:?}"),
+    }
+    // The same person twice counts once.
+    let again = attest
+        .decide(&id, Answer::approve("raj@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(again),
+        ApprovalError::AlreadyVoted { .. }
+    ));
+    // A second member meets it, a minute later.
+    f.clock.advance(Duration::from_secs(60));
+    let two = attest
+        .decide(&id, Answer::approve("bob@acme.com", "slack"))
+        .await
+        .unwrap();
+    assert_eq!(two.request.status, Status::Approved);
+    assert_eq!(two.request.approved_by, ["raj@acme.com", "bob@acme.com"]);
+    let votes: Vec<(&str, bool, &str, Option<&str>)> = two
+        .request
+        .votes
+        .iter()
+        .map(|v| {
+            (
+                v.approver.as_str(),
+                v.approve,
+                v.channel.as_str(),
+                v.note.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        votes,
+        [
+            ("raj@acme.com", true, "inbox", Some("ok by me")),
+            ("bob@acme.com", true, "slack", None),
+        ]
+    );
+    let late = attest
+        .decide(&id, Answer::reject("cfo@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(late),
+        ApprovalError::NotAnApprover { .. } | ApprovalError::AlreadyDecided { .. }
+    ));
+    let receipt = resume_ran(&attest, &token, &tool).await;
+    assert_eq!(tool.calls(), 1);
+    let outcome = row(&ledger, receipt.seq);
+    assert_eq!(outcome["confirm"]["approver"], "bob@acme.com");
+    assert_eq!(
+        outcome["confirm"]["approvers"],
+        json!(["raj@acme.com", "bob@acme.com"])
+    );
+    // Used once.
+    assert!(attest.call(&token).run(tool.run()).await.is_err());
+    assert_eq!(tool.calls(), 1);
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn a_rejection_ends_a_quorum() {
+    quorum_rejected(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn a_rejection_ends_a_quorum_on_postgres() {
+    if let Some(f) = Fixture::postgres("a_rejection_ends_a_quorum") {
+        quorum_rejected(&f).await;
+        f.close();
+    }
+}
+
+async fn quorum_rejected(f: &Fixture) {
+    let (attest, ledger) = f.attest(quorum_policy(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("raj@acme.com", "cli"))
+        .await
+        .unwrap();
+    let rejected = attest
+        .decide(
+            &id,
+            Answer::reject("bob@acme.com", "cli").with_note("wrong account"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rejected.request.status, Status::Rejected);
+    let receipt = rejected.receipt.expect("a rejection is recorded at once");
+    assert_eq!(row(&ledger, receipt.seq)["confirm"]["outcome"], "rejected");
+    assert!(matches!(
+        attest.call(&token).run(tool.run()).await,
+        Ok(Outcome::Rejected { .. })
+    ));
+    assert_eq!(tool.calls(), 0);
+    let after = attest
+        .decide(&id, Answer::approve("cat@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(after),
+        ApprovalError::AlreadyDecided { .. } | ApprovalError::NotAnApprover { .. }
+    ));
+}
+
+#[tokio::test]
+async fn reminders_and_escalations_fire_once_and_expiry_follows_the_rule() {
+    follow_ups_once(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn reminders_and_escalations_fire_once_and_expiry_follows_the_rule_on_postgres() {
+    if let Some(f) = Fixture::postgres("reminders_and_escalations_fire_once") {
+        follow_ups_once(&f).await;
+        f.close();
+    }
+}
+
+async fn follow_ups_once(f: &Fixture) {
+    let (attest, ledger) = f.attest(quorum_policy(), Duration::ZERO);
+    // A second pipeline on the same store, as a second server would open it.
+    let (other, _other_ledger) = f.attest(quorum_policy(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
+    let request = attest.approvals().unwrap().get(&id).unwrap();
+    // The rule's expire_after (3 h) replaces the gate's wait (10 minutes here).
+    let ttl = request
+        .expires_at
+        .duration_since(request.requested_at)
+        .unwrap();
+    assert_eq!(ttl, Duration::from_secs(3 * 3600));
+    let steps = |attest: &Attest| {
+        let attest = attest.clone();
+        async move {
+            attest
+                .follow_ups_due()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|(r, step)| (r.id, step))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert!(steps(&attest).await.is_empty());
+    // The CFO may not decide before the escalation.
+    let early = attest
+        .decide(&id, Answer::approve("cfo@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(early),
+        ApprovalError::NotAnApprover { .. }
+    ));
+    // An hour on: one reminder, to whichever asks first, never twice.
+    f.clock.advance(Duration::from_secs(3600));
+    assert_eq!(steps(&attest).await, [(id.clone(), FollowUp::Reminder)]);
+    assert!(steps(&other).await.is_empty());
+    assert!(steps(&attest).await.is_empty());
+    // Two hours on: one escalation, this time to the other server.
+    f.clock.advance(Duration::from_secs(3600));
+    assert_eq!(steps(&other).await, [(id.clone(), FollowUp::Escalation)]);
+    assert!(steps(&attest).await.is_empty());
+    assert!(steps(&other).await.is_empty());
+    // Escalated: the CFO may decide now, and counts towards the two.
+    let cfo = attest
+        .decide(&id, Answer::approve("cfo@acme.com", "cli"))
+        .await
+        .unwrap();
+    assert_eq!(cfo.request.status, Status::Pending);
+    assert!(cfo.request.escalated_at.is_some() && cfo.request.reminded_at.is_some());
+    assert_eq!(
+        cfo.request.progress().text(),
+        "1 of 2 approvals, waiting for finance, cfo@acme.com"
+    );
+    // Three hours on: expired, recorded once, and the agent is told.
+    f.clock.advance(Duration::from_secs(3600));
+    let expired = other.expire_due().await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert!(attest.expire_due().await.unwrap().is_empty());
+    assert_eq!(
+        row(&ledger, expired[0].seq)["confirm"]["outcome"],
+        "expired"
+    );
+    assert!(matches!(
+        attest.call(&token).run(tool.run()).await,
+        Ok(Outcome::Expired { .. })
+    ));
+    assert_eq!(tool.calls(), 0);
+    assert!(steps(&attest).await.is_empty());
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+    drop((attest, other));
 }
