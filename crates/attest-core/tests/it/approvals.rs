@@ -1929,3 +1929,119 @@ async fn follow_ups_once(f: &Fixture) {
     assert!(blocking(|| ledger.verify()).unwrap().is_intact());
     drop((attest, other));
 }
+
+/// Set in a quorum worker: the resume token it tries after deciding.
+const WORKER_TOKEN: &str = "ATTEST_TEST_DECIDE_TOKEN";
+
+#[tokio::test]
+async fn two_processes_approving_a_quorum_at_once_run_it_once() {
+    processes_meet_a_quorum(|| Some(Fixture::new())).await;
+}
+
+#[tokio::test]
+async fn two_processes_approving_a_quorum_at_once_run_it_once_on_postgres() {
+    processes_meet_a_quorum(|| Fixture::postgres("two_processes_approving_a_quorum")).await;
+}
+
+async fn processes_meet_a_quorum(fixture: impl Fn() -> Option<Fixture>) {
+    let exe = std::env::current_exe().unwrap();
+    let people = ["raj@acme.com", "bob@acme.com"];
+    for round in 0..3 {
+        let Some(f) = fixture() else { return };
+        let (attest, ledger) = f.attest(quorum_policy(), Duration::ZERO);
+        let (id, token) = pend(&attest, payment_by_ann(), &Tool::default()).await;
+        let go = SystemTime::now() + Duration::from_millis(700);
+        let go_ms = go
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        // Both approve at the same instant, then each tries to run the payment.
+        let children: Vec<_> = people
+            .iter()
+            .map(|who| {
+                Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "approvals::quorum_worker",
+                        "--ignored",
+                        "--nocapture",
+                    ])
+                    .env(WORKER_LEDGER, f.path())
+                    .env(WORKER_ID, &id)
+                    .env(WORKER_WHO, who)
+                    .env(WORKER_GO, go_ms.to_string())
+                    .env(WORKER_TOKEN, token.expose())
+                    .output()
+            })
+            .collect();
+        let mut ran = 0;
+        for child in children {
+            let out = child.unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(text.contains("QUORUM-VOTED"), "round {round}: {text}");
+            ran += text.matches("QUORUM-RAN").count();
+        }
+        assert_eq!(ran, 1, "round {round}: the payment runs exactly once");
+        let request = attest.approvals().unwrap().get(&id).unwrap();
+        assert_eq!(request.status, Status::Approved);
+        assert!(request.consumed);
+        let mut by = request.approved_by.clone();
+        by.sort();
+        assert_eq!(by, ["bob@acme.com", "raj@acme.com"]);
+        // The ask, the intent, the outcome: one run.
+        assert_eq!(rows(&ledger), 3);
+        assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+        drop((attest, ledger));
+        f.close();
+    }
+}
+
+/// The child half of the quorum race: approves, then resumes with the token once.
+#[test]
+#[ignore = "a child process of two_processes_approving_a_quorum_at_once_run_it_once"]
+fn quorum_worker() {
+    let path = std::env::var(WORKER_LEDGER).expect("run by the parent test");
+    let id = std::env::var(WORKER_ID).unwrap();
+    let who = std::env::var(WORKER_WHO).unwrap();
+    let go: u128 = std::env::var(WORKER_GO).unwrap().parse().unwrap();
+    let token = ResumeToken::new(std::env::var(WORKER_TOKEN).unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ledger = Arc::new(Ledger::open(path, LedgerOptions::default()).unwrap());
+    let attest = Attest::builder()
+        .ledger(ledger)
+        .policy(quorum_policy())
+        .agent("bot")
+        .build()
+        .unwrap();
+    attest.approvals().unwrap();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    std::thread::sleep(Duration::from_millis(
+        u64::try_from(go.saturating_sub(now)).unwrap(),
+    ));
+    match runtime.block_on(attest.decide(&id, Answer::approve(&who, "cli"))) {
+        Ok(decided) => println!("QUORUM-VOTED {}", decided.request.status),
+        Err(other) => panic!("{other:?}"),
+    }
+    let outcome = runtime.block_on(
+        attest
+            .call(&token)
+            .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) }),
+    );
+    match outcome {
+        Ok(Outcome::Ran { .. }) => println!("QUORUM-RAN"),
+        Ok(Outcome::Held { .. }) => println!("QUORUM-HELD"),
+        Err(AttestError::Approval(ApprovalError::AlreadyUsed { .. })) => println!("QUORUM-USED"),
+        other => panic!("{other:?}"),
+    }
+}
