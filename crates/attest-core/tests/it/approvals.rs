@@ -1567,7 +1567,13 @@ async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
     // What an older release left: no use-by, purge or tenant columns, the old digest.
     let conn = rusqlite::Connection::open(f.path()).unwrap();
     conn.execute_batch(
-        "ALTER TABLE approvals DROP COLUMN use_by_ms;
+        "ALTER TABLE approvals DROP COLUMN remind_at;
+         ALTER TABLE approvals DROP COLUMN escalate_at;
+         ALTER TABLE approvals DROP COLUMN reminded_at;
+         ALTER TABLE approvals DROP COLUMN escalated_at;
+         ALTER TABLE approvals DROP COLUMN approved_by;
+         DROP TABLE approval_decisions;
+         ALTER TABLE approvals DROP COLUMN use_by_ms;
          ALTER TABLE approvals DROP COLUMN purged_at;
          ALTER TABLE approvals DROP COLUMN tenant;
          ALTER TABLE approvers DROP COLUMN tenant;
@@ -1592,7 +1598,13 @@ async fn a_version_2_store_gets_its_tenant_column_and_keeps_its_approvers() {
     // What the release before tenants left: the same tables without the tenant column.
     let conn = rusqlite::Connection::open(f.path()).unwrap();
     conn.execute_batch(
-        "ALTER TABLE approvals DROP COLUMN tenant;
+        "ALTER TABLE approvals DROP COLUMN remind_at;
+         ALTER TABLE approvals DROP COLUMN escalate_at;
+         ALTER TABLE approvals DROP COLUMN reminded_at;
+         ALTER TABLE approvals DROP COLUMN escalated_at;
+         ALTER TABLE approvals DROP COLUMN approved_by;
+         DROP TABLE approval_decisions;
+         ALTER TABLE approvals DROP COLUMN tenant;
          ALTER TABLE approvers DROP COLUMN tenant;
          UPDATE attest_meta SET value = '2' WHERE key = 'approvals_schema_version';",
     )
@@ -2044,4 +2056,70 @@ fn quorum_worker() {
         Err(AttestError::Approval(ApprovalError::AlreadyUsed { .. })) => println!("QUORUM-USED"),
         other => panic!("{other:?}"),
     }
+}
+
+/// What the release before quorums left (approvals schema 3): no decisions table, no
+/// reminder, escalation or approved-by columns.
+const BACK_TO_VERSION_3: &str = "
+ALTER TABLE approvals DROP COLUMN remind_at;
+ALTER TABLE approvals DROP COLUMN escalate_at;
+ALTER TABLE approvals DROP COLUMN reminded_at;
+ALTER TABLE approvals DROP COLUMN escalated_at;
+ALTER TABLE approvals DROP COLUMN approved_by;
+DROP TABLE approval_decisions;
+UPDATE attest_meta SET value = '3' WHERE key = 'approvals_schema_version';";
+
+#[tokio::test]
+async fn a_version_3_store_gets_decisions_and_its_requests_still_resume() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    drop(attest);
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    conn.execute_batch(BACK_TO_VERSION_3).unwrap();
+    drop(conn);
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let decided = attest
+        .decide(&id, Answer::approve("maria", "cli").with_note("fine"))
+        .await
+        .unwrap();
+    assert_eq!(decided.request.votes.len(), 1);
+    assert_eq!(decided.request.votes[0].note.as_deref(), Some("fine"));
+    resume_ran(&attest, &token, &tool).await;
+    assert_eq!(tool.calls(), 1);
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn a_version_3_store_on_postgres_gets_decisions_and_its_requests_still_resume() {
+    let Some(f) = Fixture::postgres("a_version_3_store_gets_decisions") else {
+        return;
+    };
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    let url = f.path().display().to_string();
+    blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .batch_execute(
+                "ALTER TABLE approvals DROP COLUMN remind_at, DROP COLUMN escalate_at,
+                     DROP COLUMN reminded_at, DROP COLUMN escalated_at, DROP COLUMN approved_by;
+                 DROP TABLE approval_decisions;
+                 UPDATE attest_meta SET value = '3'
+                 WHERE tenant = '' AND key = 'approvals_schema_version';",
+            )
+            .unwrap();
+    });
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    resume_ran(&attest, &token, &tool).await;
+    assert_eq!(tool.calls(), 1);
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+    drop((attest, ledger));
+    f.close();
 }
