@@ -163,19 +163,33 @@ impl ApprovalRequest {
         }
     }
 
+    /// Whether `person` asked for the action (its actor) or owns the connection it uses:
+    /// under a quorum, they never count.
+    pub fn is_own(&self, person: &str) -> bool {
+        [&self.action.actor, &self.action.owner]
+            .into_iter()
+            .flatten()
+            .any(|p| p.trim().eq_ignore_ascii_case(person.trim()))
+    }
+
+    /// Who decided, for a message: everyone a quorum's approval was given by, else the
+    /// one approver (or "nobody").
+    pub fn decided_by(&self) -> String {
+        match self.approved_by.as_slice() {
+            [_, _, ..] => self.approved_by.join(", "),
+            _ => self.approver.clone().unwrap_or_else(|| "nobody".to_owned()),
+        }
+    }
+
     /// How far it is from being approved: approvals counted and needed, rejections, and
     /// whom it waits for.
     pub fn progress(&self) -> Progress {
-        let own = |person: &str| {
-            [&self.action.actor, &self.action.owner]
-                .into_iter()
-                .flatten()
-                .any(|p| p.trim().eq_ignore_ascii_case(person))
-        };
         let approving: Vec<String> = self
             .votes
             .iter()
-            .filter(|vote| vote.approve && !(self.verdict.quorum.is_some() && own(&vote.approver)))
+            .filter(|vote| {
+                vote.approve && !(self.verdict.quorum.is_some() && self.is_own(&vote.approver))
+            })
             .map(|vote| vote.approver.clone())
             .collect();
         let rejections = self.votes.iter().filter(|vote| !vote.approve).count();

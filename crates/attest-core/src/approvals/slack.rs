@@ -132,13 +132,7 @@ impl SlackNotifier {
     /// The `chat.update` body that replaces the card for `request` (message `ts` in
     /// `channel`) once it is decided: the outcome and who decided, no more buttons.
     pub fn decided_message(&self, channel: &str, ts: &str, request: &ApprovalRequest) -> Value {
-        let by = match request.approved_by.as_slice() {
-            [_, _, ..] => request.approved_by.join(", "),
-            _ => request
-                .approver
-                .clone()
-                .unwrap_or_else(|| "nobody".to_owned()),
-        };
+        let by = request.decided_by();
         let via = request.channel.as_deref().unwrap_or("-");
         let text = format!(
             "{}: {} ({} risk), {} by {by} via {via}",

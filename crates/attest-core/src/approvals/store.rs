@@ -434,11 +434,7 @@ impl ApprovalStore {
         let quorum = request.verdict.quorum.clone();
         if quorum.is_some() {
             // Separation of duties: who asked, and whose connection it uses, never count.
-            let own = [&request.action.actor, &request.action.owner]
-                .into_iter()
-                .flatten()
-                .any(|person| person.trim().eq_ignore_ascii_case(&approver));
-            if own {
+            if request.is_own(&approver) {
                 return Err(ApprovalError::OwnRequest { id, approver });
             }
             if answer.edits.is_some() {
@@ -611,7 +607,7 @@ impl ApprovalStore {
     /// process may mark some first; each is returned once). An unused approval keeps its
     /// approver, so the record says who approved what was never run.
     pub fn expire_due(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        let rows = self.backend.query(
+        self.mark_due(
             "expiring requests",
             "UPDATE approvals SET status = 'expired',
                  decided_at = CASE WHEN status = 'pending' THEN ?2 ELSE decided_at END
@@ -620,20 +616,7 @@ impl ApprovalStore {
                     OR (status IN ('approved', 'edited') AND consumed_at IS NULL
                         AND decided_at + use_by_ms <= ?2))
              RETURNING id",
-            &[millis(self.now()).into()],
-        )?;
-        rows.into_iter()
-            .map(|row| {
-                let id =
-                    row.into_iter()
-                        .next()
-                        .and_then(Cell::text)
-                        .ok_or(ApprovalError::Internal(
-                            "an expired request came back without its id",
-                        ))?;
-                self.get_by_id(&id)
-            })
-            .collect()
+        )
     }
 
     /// Marks a request whose caller went away as `cancelled`, if nobody has decided it yet;

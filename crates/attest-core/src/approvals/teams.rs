@@ -98,13 +98,7 @@ impl TeamsNotifier {
                 }
             }
         } else {
-            let by = match request.approved_by.as_slice() {
-                [_, _, ..] => request.approved_by.join(", "),
-                _ => request
-                    .approver
-                    .clone()
-                    .unwrap_or_else(|| "nobody".to_owned()),
-            };
+            let by = request.decided_by();
             body.push(text_block(
                 &format!("{}: {action} ({tier} risk) {}", request.id, request.status),
                 true,

@@ -213,13 +213,7 @@ pub(crate) fn deciders(request: &ApprovalRequest) -> Vec<&str> {
     } else {
         &[]
     };
-    let own = |person: &str| {
-        verdict.quorum.is_some()
-            && [&request.action.actor, &request.action.owner]
-                .into_iter()
-                .flatten()
-                .any(|p| p.trim().eq_ignore_ascii_case(person))
-    };
+    let own = |person: &str| verdict.quorum.is_some() && request.is_own(person);
     let mut people: Vec<&str> = Vec::new();
     for person in listed.iter().chain(escalated) {
         if !own(person) && !people.iter().any(|p| p.eq_ignore_ascii_case(person)) {

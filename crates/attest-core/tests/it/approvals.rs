@@ -980,10 +980,9 @@ async fn processes_race_to_decide(fixture: impl Fn() -> Option<Fixture>) {
     }
 }
 
-/// The child half of the race: decides once, prints whether it won.
-#[test]
-#[ignore = "a child process of two_processes_racing_to_decide_have_exactly_one_winner"]
-fn decide_worker() {
+/// A worker's setup from its environment: a runtime, a pipeline on the parent's ledger
+/// with `policy`, the request id and who decides; returns at the agreed instant.
+fn worker(policy: impl Policy + 'static) -> (tokio::runtime::Runtime, Attest, String, String) {
     let path = std::env::var(WORKER_LEDGER).expect("run by the parent test");
     let id = std::env::var(WORKER_ID).unwrap();
     let who = std::env::var(WORKER_WHO).unwrap();
@@ -995,7 +994,8 @@ fn decide_worker() {
     let ledger = Arc::new(Ledger::open(path, LedgerOptions::default()).unwrap());
     let attest = Attest::builder()
         .ledger(ledger)
-        .policy(anyone())
+        .policy(policy)
+        .agent("bot")
         .build()
         .unwrap();
     attest.approvals().unwrap();
@@ -1006,6 +1006,14 @@ fn decide_worker() {
     std::thread::sleep(Duration::from_millis(
         u64::try_from(go.saturating_sub(now)).unwrap(),
     ));
+    (runtime, attest, id, who)
+}
+
+/// The child half of the race: decides once, prints whether it won.
+#[test]
+#[ignore = "a child process of two_processes_racing_to_decide_have_exactly_one_winner"]
+fn decide_worker() {
+    let (runtime, attest, id, who) = worker(anyone());
     // One approves, the other rejects: the loser must not overwrite the winner.
     let answer = if who.ends_with('a') {
         Answer::approve(&who, "cli")
@@ -2017,30 +2025,8 @@ async fn processes_meet_a_quorum(fixture: impl Fn() -> Option<Fixture>) {
 #[test]
 #[ignore = "a child process of two_processes_approving_a_quorum_at_once_run_it_once"]
 fn quorum_worker() {
-    let path = std::env::var(WORKER_LEDGER).expect("run by the parent test");
-    let id = std::env::var(WORKER_ID).unwrap();
-    let who = std::env::var(WORKER_WHO).unwrap();
-    let go: u128 = std::env::var(WORKER_GO).unwrap().parse().unwrap();
-    let token = ResumeToken::new(std::env::var(WORKER_TOKEN).unwrap());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ledger = Arc::new(Ledger::open(path, LedgerOptions::default()).unwrap());
-    let attest = Attest::builder()
-        .ledger(ledger)
-        .policy(quorum_policy())
-        .agent("bot")
-        .build()
-        .unwrap();
-    attest.approvals().unwrap();
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_millis();
-    std::thread::sleep(Duration::from_millis(
-        u64::try_from(go.saturating_sub(now)).unwrap(),
-    ));
+    let token = ResumeToken::new(std::env::var(WORKER_TOKEN).expect("run by the parent test"));
+    let (runtime, attest, id, who) = worker(quorum_policy());
     match runtime.block_on(attest.decide(&id, Answer::approve(&who, "cli"))) {
         Ok(decided) => println!("QUORUM-VOTED {}", decided.request.status),
         Err(other) => panic!("{other:?}"),
