@@ -106,7 +106,7 @@ struct CompiledRule {
     rule: Rule,
     approver_members: Vec<String>,
     quorum: Option<Quorum>,
-    escalation: Escalation,
+    escalation: Option<Box<Escalation>>,
 }
 
 impl CompiledRule {
@@ -137,7 +137,7 @@ impl CompiledRule {
         CompiledRule {
             approver_members: resolve(&rule.approvers, groups),
             quorum,
-            escalation,
+            escalation: (!escalation.is_empty()).then(|| Box::new(escalation)),
             rule,
         }
     }
@@ -342,7 +342,7 @@ impl PolicyEngine {
             hold: false,
             windows: Vec::new(),
             quorum: None,
-            escalation: Escalation::default(),
+            escalation: None,
         };
         // The strictest built-in decision so far, and the rule that made it.
         let mut floor: Option<(Decision, &'static str)> = None;

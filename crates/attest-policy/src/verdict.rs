@@ -92,11 +92,26 @@ pub struct Verdict {
     pub quorum: Option<Quorum>,
     /// The rule's reminder, escalation and expiry (`remind_after`, `escalate_after`,
     /// `escalate_to`, `expire_after`).
-    #[serde(default, skip_serializing_if = "Escalation::is_empty")]
-    pub escalation: Escalation,
+    /// Boxed, and absent when the rule sets none: a verdict stays small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Box<Escalation>>,
 }
 
+/// What a verdict without reminders, escalation or expiry says.
+static NO_ESCALATION: Escalation = Escalation {
+    remind_after: None,
+    escalate_after: None,
+    escalate_to: Vec::new(),
+    escalate_members: Vec::new(),
+    expire_after: None,
+};
+
 impl Verdict {
+    /// The rule's reminder, escalation and expiry (all unset when it has none).
+    pub fn escalation(&self) -> &Escalation {
+        self.escalation.as_deref().unwrap_or(&NO_ESCALATION)
+    }
+
     /// A verdict with one rule and one reason, nothing else.
     pub fn new(decision: Decision, tier: Risk, rule: &str, reason: impl Into<String>) -> Self {
         Verdict {
@@ -110,7 +125,7 @@ impl Verdict {
             hold: false,
             windows: Vec::new(),
             quorum: None,
-            escalation: Escalation::default(),
+            escalation: None,
         }
     }
 }

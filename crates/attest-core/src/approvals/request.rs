@@ -145,7 +145,7 @@ impl ApprovalRequest {
         self.escalated_at.is_some()
             && self
                 .verdict
-                .escalation
+                .escalation()
                 .escalate_members
                 .iter()
                 .any(|person| person.eq_ignore_ascii_case(approver.trim()))
@@ -194,7 +194,7 @@ impl ApprovalRequest {
             .collect();
         let rejections = self.votes.iter().filter(|vote| !vote.approve).count();
         let rejections = u32::try_from(rejections).unwrap_or(u32::MAX);
-        let escalation = &self.verdict.escalation;
+        let escalation = self.verdict.escalation();
         let wildcards: &[String] = if self.escalated_at.is_some() {
             &escalation.escalate_members
         } else {
@@ -282,7 +282,7 @@ impl ApprovalRequest {
             "decisions": self.votes,
             "reminded_at": self.reminded_at.map(format_ts),
             "escalated_at": self.escalated_at.map(format_ts),
-            "escalate_to": self.verdict.escalation.escalate_to,
+            "escalate_to": self.verdict.escalation().escalate_to,
         })
     }
 }

@@ -272,7 +272,7 @@ impl ApprovalStore {
         let token = ResumeToken::generate()?;
         let digest = action_digest(action)?;
         let now = self.now();
-        let waits = &verdict.escalation;
+        let waits = verdict.escalation();
         // The rule's `expire_after`, when it sets one, is how long its requests wait.
         let ttl = waits.expire_after.map_or(ttl, Duration::from_secs);
         let expires = now.checked_add(ttl).unwrap_or(now);

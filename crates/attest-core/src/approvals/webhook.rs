@@ -209,7 +209,7 @@ pub(crate) fn deciders(request: &ApprovalRequest) -> Vec<&str> {
         &verdict.approver_members
     };
     let escalated: &[String] = if request.escalated_at.is_some() {
-        &verdict.escalation.escalate_members
+        &verdict.escalation().escalate_members
     } else {
         &[]
     };

@@ -242,7 +242,7 @@ impl Attest {
                 // Policy is asked again: a rule changed to `refuse` since the ask wins.
                 let prepared = self.prepare(action)?;
                 let escalated_to = match request.escalated_at {
-                    Some(_) => request.verdict.escalation.escalate_members.clone(),
+                    Some(_) => request.verdict.escalation().escalate_members.clone(),
                     None => Vec::new(),
                 };
                 match self
