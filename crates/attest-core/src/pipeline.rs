@@ -683,6 +683,8 @@ impl Attest {
                     Some("held for unfilled placeholders: only an edited action may run")
                 } else if !may_decide(&verdict, &approver) {
                     Some("not a listed approver for this action")
+                } else if verdict.quorum.is_some() {
+                    Some(ONE_IS_NOT_A_QUORUM)
                 } else {
                     None
                 };
@@ -718,8 +720,15 @@ impl Attest {
                 edits,
                 note,
             } => {
-                if !may_decide(&verdict, &approver) {
-                    let note = Some("not a listed approver for this action".to_owned());
+                let refusal = if verdict.quorum.is_some() {
+                    Some(ONE_IS_NOT_A_QUORUM)
+                } else if !may_decide(&verdict, &approver) {
+                    Some("not a listed approver for this action")
+                } else {
+                    None
+                };
+                if let Some(note) = refusal {
+                    let note = Some(note.to_owned());
                     return self
                         .reject(&prepared, &verdict, approver, channel, note)
                         .await;
@@ -907,6 +916,11 @@ fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>)
         approvers: Vec::new(),
     }
 }
+
+/// Why a gate's one answer (a console prompt, a callback) cannot approve under a quorum:
+/// only the approval store counts several distinct people.
+const ONE_IS_NOT_A_QUORUM: &str =
+    "the rule needs a quorum of approvers, which only the approval store (`attest serve`, `attest confirm`) counts; one answer at a prompt is not enough";
 
 /// The note on a row whose `ask` was answered by a gate that names no approver.
 pub const UNAUTHENTICATED: &str = "nobody was authenticated: the agent's own prompt decided";

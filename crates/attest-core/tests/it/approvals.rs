@@ -2109,3 +2109,23 @@ async fn a_version_3_store_on_postgres_gets_decisions_and_its_requests_still_res
     drop((attest, ledger));
     f.close();
 }
+
+#[tokio::test]
+async fn one_answer_at_a_gate_never_meets_a_quorum() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .policy(quorum_policy())
+        .gate(attest_core::AutoGate::approve("raj@acme.com"))
+        .agent("bot")
+        .build()
+        .unwrap();
+    let tool = Tool::default();
+    let outcome = attest.call(payment_by_ann()).run(tool.run()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Rejected { .. }), "{outcome:?}");
+    assert_eq!(tool.calls(), 0);
+    let last = row(&ledger, rows(&ledger));
+    assert_eq!(last["confirm"]["outcome"], "rejected");
+    assert!(last["confirm"]["note"].as_str().unwrap().contains("quorum"), "{last}");
+}
