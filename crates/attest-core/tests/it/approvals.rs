@@ -2113,7 +2113,8 @@ async fn a_version_3_store_on_postgres_gets_decisions_and_its_requests_still_res
 #[tokio::test]
 async fn one_answer_at_a_gate_never_meets_a_quorum() {
     let dir = tempfile::tempdir().unwrap();
-    let ledger = Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+    let ledger =
+        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
     let attest = Attest::builder()
         .ledger(Arc::clone(&ledger))
         .policy(quorum_policy())
@@ -2127,5 +2128,8 @@ async fn one_answer_at_a_gate_never_meets_a_quorum() {
     assert_eq!(tool.calls(), 0);
     let last = row(&ledger, rows(&ledger));
     assert_eq!(last["confirm"]["outcome"], "rejected");
-    assert!(last["confirm"]["note"].as_str().unwrap().contains("quorum"), "{last}");
+    assert!(
+        last["confirm"]["note"].as_str().unwrap().contains("quorum"),
+        "{last}"
+    );
 }
