@@ -97,13 +97,18 @@ ALTER TABLE approvals ADD COLUMN escalated_at INTEGER;
 ALTER TABLE approvals ADD COLUMN approved_by TEXT;
 ";
 
-/// The same version 3 to 4 in PostgreSQL (idempotent: processes may race on it).
+/// The same version 3 to 4 in PostgreSQL (idempotent: processes may race on it), with
+/// [`PG_DECISIONS_SCHEMA`].
 const PG_MIGRATE_3_TO_4: &str = "
 ALTER TABLE approvals ADD COLUMN IF NOT EXISTS remind_at BIGINT;
 ALTER TABLE approvals ADD COLUMN IF NOT EXISTS escalate_at BIGINT;
 ALTER TABLE approvals ADD COLUMN IF NOT EXISTS reminded_at BIGINT;
 ALTER TABLE approvals ADD COLUMN IF NOT EXISTS escalated_at BIGINT;
 ALTER TABLE approvals ADD COLUMN IF NOT EXISTS approved_by TEXT;
+";
+
+/// The decisions table in PostgreSQL, made with the others and by the 3 to 4 upgrade.
+const PG_DECISIONS_SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS approval_decisions (
     tenant      TEXT NOT NULL,
     id          TEXT NOT NULL,
@@ -166,16 +171,6 @@ CREATE TABLE IF NOT EXISTS approvers (
     UNIQUE (tenant, slack_user)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS approvers_name ON approvers (tenant, lower(name));
-CREATE TABLE IF NOT EXISTS approval_decisions (
-    tenant      TEXT NOT NULL,
-    id          TEXT NOT NULL,
-    approver    TEXT NOT NULL,
-    approve     BOOLEAN NOT NULL,
-    channel     TEXT NOT NULL,
-    note        TEXT,
-    decided_at  BIGINT NOT NULL,
-    PRIMARY KEY (tenant, id, approver)
-);
 ";
 
 /// Version 2 to 3: a tenant column, so one set of statements serves a SQLite file (one
@@ -912,6 +907,7 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
                 // Version 3 to 4, once: whoever updates the version row ran the DDL.
                 let mut tx = client.transaction()?;
                 tx.batch_execute(PG_MIGRATE_3_TO_4)?;
+                tx.batch_execute(PG_DECISIONS_SCHEMA)?;
                 tx.execute(
                     "UPDATE attest_meta SET value = $1
                      WHERE tenant = '' AND key = 'approvals_schema_version' AND value = '3'",
@@ -923,6 +919,7 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
             }
             let mut tx = client.transaction()?;
             tx.batch_execute(PG_SCHEMA)?;
+            tx.batch_execute(PG_DECISIONS_SCHEMA)?;
             tx.execute(
                 "INSERT INTO attest_meta (tenant, key, value) VALUES ('', 'approvals_schema_version', $1)
                  ON CONFLICT (tenant, key) DO NOTHING",
