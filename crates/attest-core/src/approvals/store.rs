@@ -4,7 +4,12 @@
 //!
 //! Every state change is one conditional `UPDATE … WHERE status = 'pending'` (or
 //! `consumed_at IS NULL`), so threads and processes sharing the file race safely: the
-//! first decision wins and an approval runs at most once.
+//! first decision wins and an approval runs at most once. Under a quorum each person's
+//! decision is one row of `approval_decisions` (its key: request and person), inserted only
+//! while the request is pending; the request then moves off `pending` in the same one
+//! conditional update, so of several processes approving at once exactly one approves it,
+//! and one of them always sees every vote committed before its own (each reads after its
+//! own insert committed).
 //!
 //! Known limitation: the store and the ledger are written in separate transactions. A
 //! crash between a rejection and its ledger row leaves the request decided in the store
