@@ -226,6 +226,8 @@ pub struct NotifySettings {
     pub webhook: Option<WebhookSettings>,
     /// E-mail over SMTP.
     pub email: Option<EmailSettings>,
+    /// A Microsoft Teams channel, through an incoming webhook or Workflows URL.
+    pub teams: Option<TeamsSettings>,
     /// The variable holding the key for one-click approve/reject links
     /// [default: `ATTEST_LINK_KEY`].
     pub link_key_env: Option<String>,
@@ -282,6 +284,16 @@ pub struct SlackSettings {
     pub signing_secret_env: Option<String>,
     /// Another Web API base URL (a proxy, a local fake) [default: Slack's].
     pub api_url: Option<String>,
+}
+
+/// Microsoft Teams settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TeamsSettings {
+    /// A file holding the incoming webhook or Workflows URL (the URL carries its own
+    /// signature: it is a secret, so it lives in a file, not in the configuration).
+    pub url_file: PathBuf,
 }
 
 /// Webhook settings.
@@ -645,6 +657,14 @@ impl ConfigFile {
         if let Some(email) = &self.notify.email {
             out.push(self.email_notifier(email, env, links, origin)?);
         }
+        #[cfg(feature = "http")]
+        if let Some(teams) = self.teams_notifier(links, origin)? {
+            out.push(Arc::new(teams));
+        }
+        #[cfg(not(feature = "http"))]
+        if self.notify.teams.is_some() {
+            return Err(not_built(origin, "notify.teams", "http"));
+        }
         Ok(out)
     }
 
@@ -724,6 +744,39 @@ impl ConfigFile {
         if let Some(url) = &slack.api_url {
             notifier = notifier.with_base_url(url);
         }
+        if let Some(links) = links {
+            notifier = notifier.with_links(links.clone());
+        }
+        Ok(Some(notifier))
+    }
+
+    /// The Teams notifier, if configured: its URL read from `url_file`.
+    #[cfg(feature = "http")]
+    pub fn teams_notifier(
+        &self,
+        links: Option<&LinkSigner>,
+        origin: &str,
+    ) -> Result<Option<crate::approvals::TeamsNotifier>, ConfigError> {
+        let Some(teams) = &self.notify.teams else {
+            return Ok(None);
+        };
+        let invalid = |message: String| ConfigError::Invalid {
+            origin: origin.to_owned(),
+            field: "notify.teams.url_file".to_owned(),
+            message,
+        };
+        let path = &teams.url_file;
+        let text = std::fs::read_to_string(path)
+            .map_err(|err| invalid(format!("cannot read {}: {err}", path.display())))?;
+        let url = text.trim();
+        // Only the scheme is checked and shown: the rest of the URL is its credential.
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(invalid(format!(
+                "{} does not hold an http(s) URL",
+                path.display()
+            )));
+        }
+        let mut notifier = crate::approvals::TeamsNotifier::new(url);
         if let Some(links) = links {
             notifier = notifier.with_links(links.clone());
         }

@@ -712,6 +712,8 @@ impl Attest {
                     Some("held for unfilled placeholders: only an edited action may run")
                 } else if !may_decide(&verdict, &approver) {
                     Some("not a listed approver for this action")
+                } else if verdict.quorum.is_some() {
+                    Some(ONE_IS_NOT_A_QUORUM)
                 } else {
                     None
                 };
@@ -747,8 +749,15 @@ impl Attest {
                 edits,
                 note,
             } => {
-                if !may_decide(&verdict, &approver) {
-                    let note = Some("not a listed approver for this action".to_owned());
+                let refusal = if verdict.quorum.is_some() {
+                    Some(ONE_IS_NOT_A_QUORUM)
+                } else if !may_decide(&verdict, &approver) {
+                    Some("not a listed approver for this action")
+                } else {
+                    None
+                };
+                if let Some(note) = refusal {
+                    let note = Some(note.to_owned());
                     return self
                         .reject(&prepared, &verdict, approver, channel, note)
                         .await;
@@ -764,10 +773,12 @@ impl Attest {
                 };
                 let confirm = confirm("edited", &approver, channel, note);
                 let prepared = self.prepare(edited)?;
-                Ok(match self.recheck(prepared, confirm, approver).await? {
-                    Ok(cleared) => Gated::Run(Box::new(cleared)),
-                    Err(ended) => Gated::Ended(ended),
-                })
+                Ok(
+                    match self.recheck(prepared, confirm, approver, &[]).await? {
+                        Ok(cleared) => Gated::Run(Box::new(cleared)),
+                        Err(ended) => Gated::Ended(ended),
+                    },
+                )
             }
             GateDecision::Pending { id, token } => {
                 let receipt = self.record_ask(&prepared, &verdict, &id).await?;
@@ -785,6 +796,7 @@ impl Attest {
         prepared: Prepared,
         confirm: Confirm,
         approver: String,
+        escalated_to: &[String],
     ) -> Result<Result<(Prepared, Cleared), Ended>, AttestError> {
         // A window crossed is named in the row; the approved call counts when it runs,
         // over the cap if it must.
@@ -793,7 +805,12 @@ impl Attest {
         let refusal = match verdict.decision {
             Decision::Refuse | Decision::Recorded => Some(None),
             _ if verdict.hold => Some(Some("the edited action still holds unfilled placeholders")),
-            _ if !may_decide(&verdict, &approver) => {
+            // Someone the request was escalated to decides as a listed approver.
+            _ if !may_decide(&verdict, &approver)
+                && !escalated_to
+                    .iter()
+                    .any(|person| person.eq_ignore_ascii_case(&approver)) =>
+            {
                 Some(Some("the approver is not listed for the edited action"))
             }
             _ => None,
@@ -917,6 +934,7 @@ fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>)
             approver: None,
             channel: Some(channel),
             note: note.or_else(|| Some(UNAUTHENTICATED.to_owned())),
+            approvers: Vec::new(),
         };
     }
     Confirm {
@@ -924,8 +942,14 @@ fn confirm(outcome: &str, approver: &str, channel: String, note: Option<String>)
         approver: Some(approver.to_owned()),
         channel: Some(channel),
         note,
+        approvers: Vec::new(),
     }
 }
+
+/// Why a gate's one answer (a console prompt, a callback) cannot approve under a quorum:
+/// only the approval store counts several distinct people.
+const ONE_IS_NOT_A_QUORUM: &str =
+    "the rule needs a quorum of approvers, which only the approval store (`attest serve`, `attest confirm`) counts; one answer at a prompt is not enough";
 
 /// The note on a row whose `ask` was answered by a gate that names no approver.
 pub const UNAUTHENTICATED: &str = "nobody was authenticated: the agent's own prompt decided";

@@ -140,6 +140,10 @@ pub struct Confirm {
     /// Their note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Everyone whose approval it ran on, when a quorum approved it (`approver` is the
+    /// one whose approval met it). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
 }
 
 /// Whether the action ran, and a hash of what it returned.

@@ -121,6 +121,10 @@ fn write_call(out: &mut Vec<u8>, call: &Call) {
 fn write_confirm(out: &mut Vec<u8>, confirm: &Confirm) {
     let mut obj = Object::open(out);
     obj.opt_str(out, "approver", confirm.approver.as_deref());
+    if !confirm.approvers.is_empty() {
+        obj.key(out, "approvers");
+        write_strings(out, &confirm.approvers);
+    }
     obj.opt_str(out, "channel", confirm.channel.as_deref());
     obj.opt_str(out, "note", confirm.note.as_deref());
     obj.str(out, "outcome", &confirm.outcome);
@@ -396,12 +400,14 @@ mod tests {
                 proptest::option::of(text()),
                 proptest::option::of(text()),
                 proptest::option::of(text()),
+                proptest::collection::vec(text(), 0..3),
             )
-                .prop_map(|(outcome, approver, channel, note)| Confirm {
+                .prop_map(|(outcome, approver, channel, note, approvers)| Confirm {
                     outcome,
                     approver,
                     channel,
                     note,
+                    approvers,
                 }),
         );
         let execution = (

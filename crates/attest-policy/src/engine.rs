@@ -12,7 +12,10 @@ use crate::policy::risk_rule;
 use crate::recipients::{actor_domain, for_each_recipient_host, Domains};
 use crate::replay::{Recorded, Replayed};
 use crate::rule::{Facts, Prefilter, Rule};
-use crate::{Action, Decision, Policy, PolicyError, Risk, TargetClass, Verdict};
+use crate::{
+    Action, Decision, Escalation, Policy, PolicyError, Quorum, QuorumGroup, Risk, TargetClass,
+    Verdict,
+};
 
 /// The default policy's YAML text (`policies/default.yaml`), for showing to users.
 pub const DEFAULT_POLICY_YAML: &str = include_str!("../../../policies/default.yaml");
@@ -102,6 +105,42 @@ impl RuleList {
 struct CompiledRule {
     rule: Rule,
     approver_members: Vec<String>,
+    quorum: Option<Quorum>,
+    escalation: Option<Box<Escalation>>,
+}
+
+impl CompiledRule {
+    fn new(rule: Rule, groups: &[(String, Vec<String>)]) -> CompiledRule {
+        let quorum = rule.quorum.as_ref().map(|q| Quorum {
+            need: q.count,
+            each: if q.each {
+                rule.approvers
+                    .iter()
+                    .map(|name| QuorumGroup {
+                        name: name.clone(),
+                        members: resolve(std::slice::from_ref(name), groups),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            reject: q.reject,
+        });
+        let waits = &rule.waits;
+        let escalation = Escalation {
+            remind_after: waits.remind_after,
+            escalate_after: waits.escalate_after,
+            escalate_to: waits.escalate_to.clone(),
+            escalate_members: resolve(&waits.escalate_to, groups),
+            expire_after: waits.expire_after,
+        };
+        CompiledRule {
+            approver_members: resolve(&rule.approvers, groups),
+            quorum,
+            escalation: (!escalation.is_empty()).then(|| Box::new(escalation)),
+            rule,
+        }
+    }
 }
 
 impl PolicyEngine {
@@ -154,10 +193,7 @@ impl PolicyEngine {
                 slots
                     .into_iter()
                     .filter_map(|slot| slot.0)
-                    .map(|rule| CompiledRule {
-                        approver_members: resolve(&rule.approvers, &groups),
-                        rule,
-                    })
+                    .map(|rule| CompiledRule::new(rule, &groups))
                     .collect(),
             )
         };
@@ -305,6 +341,8 @@ impl PolicyEngine {
             approver_members: Vec::new(),
             hold: false,
             windows: Vec::new(),
+            quorum: None,
+            escalation: None,
         };
         // The strictest built-in decision so far, and the rule that made it.
         let mut floor: Option<(Decision, &'static str)> = None;
@@ -520,6 +558,8 @@ fn conclude(
             verdict
                 .approver_members
                 .clone_from(&compiled.approver_members);
+            verdict.quorum.clone_from(&compiled.quorum);
+            verdict.escalation.clone_from(&compiled.escalation);
         }
         verdict.decision = decision;
     } else {

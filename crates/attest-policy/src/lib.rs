@@ -44,6 +44,7 @@
 
 mod action;
 mod action_pattern;
+mod approval;
 mod cases;
 mod de;
 mod engine;
@@ -65,6 +66,7 @@ mod verdict;
 mod vocabulary;
 
 pub use action::{Action, Extra, Source};
+pub use approval::{Escalation, Quorum, QuorumGroup};
 pub use cases::{run_cases, run_cases_with, CallResolver, CaseCall, CaseReport, CaseResult};
 pub use de::checked_map;
 pub use engine::{PolicyEngine, DEFAULT_POLICY_YAML};

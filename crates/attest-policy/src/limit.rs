@@ -270,22 +270,27 @@ impl Word for Per {
     const EXPECTING: &'static str = "a window length such as 1h, 24h or 7d";
 
     fn from_word(word: &str) -> Result<Self, String> {
-        let text = word.trim();
-        if text.starts_with('-') {
-            return Err(format!(
-                "window {text:?} is negative (write a length such as 24h)"
-            ));
-        }
-        let duration = humantime::parse_duration(text).map_err(|err| {
-            format!("window {text:?} is not a length such as 1h, 24h or 7d ({err})")
-        })?;
-        if duration.as_secs() == 0 {
-            return Err(format!(
-                "window {text:?} is shorter than a second: nothing would count"
-            ));
-        }
-        Ok(Per(duration, text.to_owned()))
+        positive_duration(word, "window").map(|duration| Per(duration, word.trim().to_owned()))
     }
+}
+
+/// A length such as `1h`, `24h`, `30m`, `7d`: positive and at least a second; `what`
+/// names it in errors (`window`, `wait`).
+pub(crate) fn positive_duration(word: &str, what: &str) -> Result<Duration, String> {
+    let text = word.trim();
+    if text.starts_with('-') {
+        return Err(format!(
+            "{what} {text:?} is negative (write a length such as 24h)"
+        ));
+    }
+    let duration = humantime::parse_duration(text)
+        .map_err(|err| format!("{what} {text:?} is not a length such as 1h, 24h or 7d ({err})"))?;
+    if duration.as_secs() == 0 {
+        return Err(format!(
+            "{what} {text:?} is shorter than a second: nothing would count"
+        ));
+    }
+    Ok(duration)
 }
 
 /// A key of `by:`.

@@ -295,6 +295,43 @@ mod tests {
     }
 
     #[test]
+    fn quorum_and_wait_mistakes_are_reported_where_they_are() {
+        let text = concat!(
+            "policies:\n",                                  // 1
+            "  - name: pay\n",                              // 2
+            "    match: {verb: pay}\n",                     // 3
+            "    decision: ask\n",                          // 4
+            "    approvers: {from: [finance], count: 0}\n", // 5
+            "    escalate_after: 1h\n",                     // 6
+            "    remind_after: soon\n",                     // 7
+        );
+        let problems = lint(text, "p.yaml");
+        let found: Vec<(usize, &str)> = problems
+            .iter()
+            .map(|p| (p.line, p.message.as_str()))
+            .collect();
+        assert_eq!(found.len(), 3, "{problems:#?}");
+        assert!(
+            found
+                .iter()
+                .any(|(line, m)| *line == 5 && m.contains("count must be at least 1")),
+            "{problems:#?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(line, m)| *line == 7 && m.contains("not a length")),
+            "{problems:#?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(line, m)| *line == 2 && m.contains("escalate_after needs escalate_to")),
+            "{problems:#?}"
+        );
+    }
+
+    #[test]
     fn a_missing_name_or_decision_is_reported() {
         let problems = lint(
             "policies:\n  - match: {}\n    decision: act\n  - name: x\n    match: {}\n",

@@ -5,6 +5,7 @@ use serde::de::Deserializer;
 use serde::Deserialize;
 
 use crate::action_pattern::ActionPattern;
+use crate::approval::{ApproversSpec, RawQuorumCheck, Wait};
 use crate::de::{checked_map, OneOrMany, Text, Word, W};
 use crate::file::Leaf;
 use crate::glob::Glob;
@@ -268,7 +269,15 @@ struct RawRule {
     #[serde(default)]
     decision: Leaf<W<RuleDecision>>,
     #[serde(default)]
-    approvers: Leaf<OneOrMany<Text>>,
+    approvers: Leaf<ApproversSpec>,
+    #[serde(default)]
+    remind_after: Leaf<W<Wait>>,
+    #[serde(default)]
+    escalate_after: Leaf<W<Wait>>,
+    #[serde(default)]
+    escalate_to: Leaf<OneOrMany<Text>>,
+    #[serde(default)]
+    expire_after: Leaf<W<Wait>>,
     #[serde(default)]
     reason: Leaf<W<Text>>,
     #[serde(default)]
@@ -286,6 +295,10 @@ pub(crate) struct Rule {
     pub(crate) decision: Decision,
     /// Who may approve, when it asks: people or group names.
     pub(crate) approvers: Vec<String>,
+    /// How many must, when the rule wrote a quorum.
+    pub(crate) quorum: Option<RawQuorumCheck>,
+    /// `remind_after`, `escalate_after`, `escalate_to`, `expire_after`.
+    pub(crate) waits: Waits,
     /// Its reason, recorded in `reasons`.
     pub(crate) reason: String,
     /// Its window condition: the rule fires only when the call would cross it.
@@ -312,13 +325,26 @@ impl Rule {
                 .required("decision")?
                 .map(|W(RuleDecision(decision))| decision),
         };
-        let approvers: Vec<String> = raw
-            .approvers
-            .or_default()
-            .0
-            .into_iter()
-            .map(|Text(t)| t)
-            .collect();
+        let ApproversSpec {
+            names: approvers,
+            quorum,
+        } = raw.approvers.or_default();
+        let wait = |leaf: Leaf<W<Wait>>| match leaf {
+            Leaf::Value(W(Wait(d))) => Some(d.as_secs()),
+            Leaf::Absent | Leaf::Skipped => None,
+        };
+        let waits = Waits {
+            remind_after: wait(raw.remind_after),
+            escalate_after: wait(raw.escalate_after),
+            escalate_to: raw
+                .escalate_to
+                .or_default()
+                .0
+                .into_iter()
+                .map(|Text(t)| t)
+                .collect(),
+            expire_after: wait(raw.expire_after),
+        };
         let label = name.as_deref().unwrap_or("");
         if let Some(decision) = decision {
             if !approvers.is_empty() && decision != Decision::Ask {
@@ -326,7 +352,13 @@ impl Rule {
                     "rule {label:?}: approvers only apply to decision ask (this rule decides {decision})"
                 ));
             }
+            if !waits.is_empty() && decision != Decision::Ask {
+                return Err(format!(
+                    "rule {label:?}: remind_after, escalate_after and expire_after only apply to decision ask (this rule decides {decision})"
+                ));
+            }
         }
+        waits.check(label)?;
         if let Some(name) = &name {
             crate::file::claim_rule_name(name)?;
         }
@@ -340,10 +372,60 @@ impl Rule {
             matcher,
             decision,
             approvers,
+            quorum,
+            waits,
             reason,
             limit,
             reason_written,
         })
+    }
+}
+
+/// A rule's waits, in seconds, and who it escalates to (not yet resolved).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Waits {
+    pub(crate) remind_after: Option<u64>,
+    pub(crate) escalate_after: Option<u64>,
+    pub(crate) escalate_to: Vec<String>,
+    pub(crate) expire_after: Option<u64>,
+}
+
+impl Waits {
+    fn is_empty(&self) -> bool {
+        self.remind_after.is_none()
+            && self.escalate_after.is_none()
+            && self.expire_after.is_none()
+            && self.escalate_to.is_empty()
+    }
+
+    /// Escalation needs both when and to whom; a step at or after expiry never fires.
+    fn check(&self, label: &str) -> Result<(), String> {
+        match (self.escalate_after, self.escalate_to.is_empty()) {
+            (Some(_), true) => {
+                return Err(format!(
+                    "rule {label:?}: escalate_after needs escalate_to: [group or person]"
+                ))
+            }
+            (None, false) => {
+                return Err(format!(
+                    "rule {label:?}: escalate_to needs escalate_after (how long to wait first)"
+                ))
+            }
+            _ => {}
+        }
+        if let Some(expire) = self.expire_after {
+            for (key, wait) in [
+                ("remind_after", self.remind_after),
+                ("escalate_after", self.escalate_after),
+            ] {
+                if wait.is_some_and(|wait| wait >= expire) {
+                    return Err(format!(
+                        "rule {label:?}: {key} must be shorter than expire_after (it would never fire)"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -469,5 +551,42 @@ mod tests {
         assert_eq!(ok.decision, Decision::Ask);
         assert_eq!(ok.approvers, ["finance"]);
         assert_eq!(ok.reason, "why");
+        assert!(ok.quorum.is_none());
+    }
+
+    #[test]
+    fn quorums_and_waits_are_read_and_checked() {
+        let err = |yaml: &str| serde_yaml::from_str::<Rule>(yaml).unwrap_err().to_string();
+        let ok = rule(concat!(
+            "name: pay\nmatch: {}\ndecision: ask\n",
+            "approvers: {from: [finance], count: 2}\n",
+            "remind_after: 1h\nescalate_after: 4h\nescalate_to: [cfo]\nexpire_after: 1d\n",
+        ));
+        assert_eq!(ok.approvers, ["finance"]);
+        assert_eq!(ok.quorum.as_ref().map(|q| q.count), Some(2));
+        assert_eq!(
+            (
+                ok.waits.remind_after,
+                ok.waits.escalate_after,
+                ok.waits.expire_after
+            ),
+            (Some(3600), Some(4 * 3600), Some(86400))
+        );
+        assert_eq!(ok.waits.escalate_to, ["cfo"]);
+        for (bad, says) in [
+            ("escalate_after: 1h\n", "escalate_after needs escalate_to"),
+            ("escalate_to: cfo\n", "escalate_to needs escalate_after"),
+            (
+                "remind_after: 2h\nexpire_after: 1h\n",
+                "remind_after must be shorter",
+            ),
+            ("expire_after: soon\n", "is not a length"),
+            ("remind_after: 0s\n", "shorter than a second"),
+        ] {
+            let text = format!("name: x\nmatch: {{}}\ndecision: ask\n{bad}");
+            assert!(err(&text).contains(says), "{bad}: {}", err(&text));
+        }
+        assert!(err("name: x\nmatch: {}\ndecision: act\nexpire_after: 1h\n")
+            .contains("only apply to decision ask"));
     }
 }

@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Risk, Window};
+use crate::{Escalation, Quorum, Risk, Window};
 
 /// What happens to an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -86,9 +86,32 @@ pub struct Verdict {
     /// applies otherwise. The pipeline checks them against what ran (see `limit.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Window>,
+    /// How many distinct approvers must approve, when the rule set a quorum
+    /// (`approvers: {from: [finance], count: 2}`); `None`: the first decision wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<Quorum>,
+    /// The rule's reminder, escalation and expiry (`remind_after`, `escalate_after`,
+    /// `escalate_to`, `expire_after`).
+    /// Boxed, and absent when the rule sets none: a verdict stays small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Box<Escalation>>,
 }
 
+/// What a verdict without reminders, escalation or expiry says.
+static NO_ESCALATION: Escalation = Escalation {
+    remind_after: None,
+    escalate_after: None,
+    escalate_to: Vec::new(),
+    escalate_members: Vec::new(),
+    expire_after: None,
+};
+
 impl Verdict {
+    /// The rule's reminder, escalation and expiry (all unset when it has none).
+    pub fn escalation(&self) -> &Escalation {
+        self.escalation.as_deref().unwrap_or(&NO_ESCALATION)
+    }
+
     /// A verdict with one rule and one reason, nothing else.
     pub fn new(decision: Decision, tier: Risk, rule: &str, reason: impl Into<String>) -> Self {
         Verdict {
@@ -101,6 +124,8 @@ impl Verdict {
             approver_members: Vec::new(),
             hold: false,
             windows: Vec::new(),
+            quorum: None,
+            escalation: None,
         }
     }
 }

@@ -74,12 +74,16 @@ pub(crate) fn pending(config: &Config, args: &PendingArgs) -> anyhow::Result<Exi
                 escape(&who).into_owned()
             },
             format!(
-                "{}{}",
+                "{}{}{}",
                 escape(&request.verdict.reasons.join("; ")),
                 if request.verdict.hold {
                     " [held: approve with --edits]"
                 } else {
                     ""
+                },
+                match request.verdict.quorum {
+                    Some(_) => format!(" [{}]", escape(&request.progress().text())),
+                    None => String::new(),
                 }
             ),
         ]);
@@ -145,6 +149,16 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
         answer = answer.with_note(note.clone());
     }
     match runtime()?.block_on(attest.decide(&args.id, answer)) {
+        Ok(decided) if decided.request.status == attest_core::approvals::Status::Pending => {
+            // Under a quorum, a decision that does not meet it leaves the request waiting.
+            writeln!(
+                std::io::stdout().lock(),
+                "{}: recorded; still pending: {}",
+                decided.request.id,
+                decided.request.progress().text()
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(decided) => {
             let mut out = std::io::stdout().lock();
             write!(
@@ -176,6 +190,8 @@ fn is_no(err: &ApprovalError) -> bool {
             | ApprovalError::AlreadyDecided { .. }
             | ApprovalError::Expired { .. }
             | ApprovalError::NotAnApprover { .. }
+            | ApprovalError::OwnRequest { .. }
+            | ApprovalError::AlreadyVoted { .. }
             | ApprovalError::NoApprover { .. }
             | ApprovalError::HoldNeedsEdits { .. }
             | ApprovalError::BadCredential
@@ -286,6 +302,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         .clone()
         .or_else(|| config.file.inbox.trusted_identity_header.clone());
     let slack_updates = config.slack()?;
+    let teams_updates = config.teams()?;
     // Alerts and digests go through the configured notifiers. With `notify.by:
     // surfaces` their secrets may live with the surfaces only: alerts then go to stderr.
     let configured = match (config.notifiers(), config.file.notify.by) {
@@ -300,13 +317,16 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
     if args.review.digest_every.is_some() && !alerts.has_notifiers() {
         anyhow::bail!("--digest-every needs a notifier under `notify:` in the configuration file");
     }
+    // Reminders and escalations go through every configured notifier, whichever door
+    // stored the request: only a long-running server can send them.
+    let follow_ups = configured.clone();
     let notifiers = match config.file.notify.by {
         NotifyBy::Inbox => configured,
         NotifyBy::Surfaces => Vec::new(),
     };
     let metrics =
         crate::servers::scrape::ScrapeAccess::from_file(args.metrics_token_file.as_deref())?;
-    let attest = pipeline(config, true)?;
+    let attest = Arc::new(pipeline(config, true)?);
     let review = Arc::new(crate::review::Review::open(config, alerts)?);
     let runtime = runtime()?;
     runtime.block_on(async move {
@@ -326,6 +346,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             links: link_key.map(|key| LinkSigner::new(Secret::new(key), public.clone(), LINK_TTL)),
             clock: Arc::new(attest_ledger::SystemClock),
             slack_updates,
+            teams_updates,
             review: Some(review),
             metrics,
         };
@@ -333,6 +354,10 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             let store = state.attest.approvals()?;
             tokio::spawn(crate::servers::notices::post_pending(store, notifiers));
         }
+        tokio::spawn(crate::servers::notices::follow_up(
+            Arc::clone(&state.attest),
+            follow_ups,
+        ));
         println!("attest: approval inbox on http://{addr}/");
         let store = state.attest.approvals()?;
         let approvers = tokio::task::spawn_blocking(move || store.approvers()).await??;

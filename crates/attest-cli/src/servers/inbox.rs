@@ -33,7 +33,7 @@ use std::time::Duration;
 use anyhow::Context;
 use attest_core::approvals::{
     verify_slack_signature, ApprovalError, Choice, LinkSigner, Secret, SignedLink, SlackNotifier,
-    SlackPress, SLACK_TOLERANCE,
+    SlackPress, Status, TeamsNotifier, SLACK_TOLERANCE,
 };
 use attest_core::{Answer, ApprovalRequest, ApprovalStore, Attest, AttestError, ResumeToken};
 use attest_ledger::Clock;
@@ -66,7 +66,7 @@ const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
 #[derive(Clone)]
 pub(crate) struct InboxState {
     /// The pipeline decisions go through.
-    pub(crate) attest: Attest,
+    pub(crate) attest: Arc<Attest>,
     /// The `Host` values and origins the inbox answers to.
     pub(crate) origins: Origins,
     /// A header an authenticating reverse proxy sets to the approver's name.
@@ -78,6 +78,8 @@ pub(crate) struct InboxState {
     /// The configured Slack notifier: a card whose button decided is updated with the
     /// outcome.
     pub(crate) slack_updates: Option<Arc<SlackNotifier>>,
+    /// The Teams notifier, when configured: the card is posted again once decided.
+    pub(crate) teams_updates: Option<Arc<TeamsNotifier>>,
     /// The clock for signature freshness and link expiry.
     pub(crate) clock: Arc<dyn Clock>,
     /// The dashboard, metrics and background verifier (issue 17).
@@ -323,10 +325,11 @@ impl From<AttestError> for ApiError {
         let status = match &err {
             AttestError::Approval(approval) => match approval {
                 ApprovalError::NotFound => StatusCode::NOT_FOUND,
-                ApprovalError::AlreadyDecided { .. } | ApprovalError::Expired { .. } => {
-                    StatusCode::CONFLICT
-                }
+                ApprovalError::AlreadyDecided { .. }
+                | ApprovalError::AlreadyVoted { .. }
+                | ApprovalError::Expired { .. } => StatusCode::CONFLICT,
                 ApprovalError::NotAnApprover { .. }
+                | ApprovalError::OwnRequest { .. }
                 | ApprovalError::NoApprover { .. }
                 | ApprovalError::UnknownApprover { .. } => StatusCode::FORBIDDEN,
                 ApprovalError::BadCredential => StatusCode::UNAUTHORIZED,
@@ -512,6 +515,7 @@ async fn decision(
         return Err(AttestError::from(ApprovalError::NotFound).into());
     }
     let decided = state.attest.decide(&id, answer).await?;
+    tell_teams(&state, &decided.request).await;
     Ok(Json(json!({
         "request": decided.request.summary(),
         "seq": decided.receipt.map(|r| r.seq),
@@ -576,6 +580,9 @@ async fn slack(
         }
         Err(err) => Err(AttestError::from(err)),
     };
+    if let Ok(decided) = &decided {
+        tell_teams(&state, &decided.request).await;
+    }
     if let (Ok(decided), Some(slack), Some(channel), Some(ts)) = (
         &decided,
         &state.slack_updates,
@@ -591,6 +598,11 @@ async fn slack(
         }
     }
     let text = match decided {
+        Ok(decided) if decided.request.status == Status::Pending => format!(
+            "{}: your decision is recorded; {}",
+            decided.request.id,
+            decided.request.progress().text()
+        ),
         Ok(decided) => format!(
             "{} {} by {}",
             decided.request.id,
@@ -607,6 +619,21 @@ async fn slack(
         "replace_original": false,
         "text": text,
     })))
+}
+
+/// Posts the request's card again to Teams after a decision (decided, or a quorum's
+/// progress): incoming webhooks cannot edit the first card. A failure is logged; the
+/// decision stands.
+async fn tell_teams(state: &InboxState, request: &ApprovalRequest) {
+    if let Some(teams) = &state.teams_updates {
+        if let Err(err) = teams.update(request).await {
+            eprintln!(
+                "attest: could not post the decided Teams card of {}: {}",
+                request.id,
+                crate::servers::chain(&err)
+            );
+        }
+    }
 }
 
 /// The link's fields from the path and query, checked against the link key.
@@ -661,11 +688,12 @@ async fn link_page(
         .finish();
     let verb = choice.as_str();
     let body = format!(
-        "<p>{verb} <b>{}</b> as <b>{}</b>?</p><p>{}</p>\
+        "<p>{verb} <b>{}</b> as <b>{}</b>?</p><p>{}</p><p>{}</p>\
          <form method=\"post\" action=\"?{}\"><button type=\"submit\">{verb}</button></form>",
         escape(&action),
         escape(approver),
         escape(&request.verdict.reasons.join("; ")),
+        escape(&request.progress().text()),
         escape(&query_string),
     );
     Html(message_page("Attest approval", &body)).into_response()
@@ -685,14 +713,18 @@ async fn link_decide(
         Choice::Reject => Answer::reject(approver, "link"),
     };
     match state.attest.decide(&id, answer).await {
-        Ok(decided) => Html(message_page(
-            "Recorded",
-            &escape(&format!(
-                "{} {}",
-                decided.request.id, decided.request.status
-            )),
-        ))
-        .into_response(),
+        Ok(decided) => {
+            tell_teams(&state, &decided.request).await;
+            let text = match decided.request.status {
+                Status::Pending => format!(
+                    "{} is still waiting: {}",
+                    decided.request.id,
+                    decided.request.progress().text()
+                ),
+                status => format!("{} {status}", decided.request.id),
+            };
+            Html(message_page("Recorded", &escape(&text))).into_response()
+        }
         Err(err) => {
             let err = ApiError::from(err);
             (

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use attest_core::approvals::{ApprovalStore, Notifier};
+use attest_core::Attest;
 
 /// How often the store is looked at for new requests.
 const POLL: Duration = Duration::from_secs(1);
@@ -39,6 +40,56 @@ pub(crate) async fn post_pending(store: Arc<ApprovalStore>, notifiers: Vec<Arc<d
                     let note = format!("{}: {}", notifier.name(), super::chain(&err));
                     eprintln!("attest serve: could not notify {}: {note}", request.id);
                     let _ = store.set_notify_error(&request.id, &note);
+                }
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// For as long as the inbox runs: expires requests whose time ran out (recording each,
+/// so a waiting agent is told), and sends the reminders and escalations that are due to
+/// `notifiers`. With several servers on one store, each step is sent by one of them,
+/// once (the store marks it in one conditional update).
+pub(crate) async fn follow_up(attest: Arc<Attest>, notifiers: Vec<Arc<dyn Notifier>>) {
+    loop {
+        match attest.expire_due().await {
+            Ok(receipts) => {
+                for receipt in receipts {
+                    eprintln!(
+                        "attest serve: {} expired: nobody decided in time (seq {})",
+                        receipt.action_id, receipt.seq
+                    );
+                }
+            }
+            Err(err) => eprintln!(
+                "attest serve: cannot expire requests: {}",
+                super::chain(&err)
+            ),
+        }
+        let due = match attest.follow_ups_due().await {
+            Ok(due) => due,
+            Err(err) => {
+                eprintln!(
+                    "attest serve: cannot read reminders and escalations: {}",
+                    super::chain(&err)
+                );
+                Vec::new()
+            }
+        };
+        for (request, step) in due {
+            eprintln!("attest serve: {} {}", request.id, step.as_str());
+            for notifier in &notifiers {
+                if let Err(err) = notifier.follow_up(&request, step).await {
+                    let note = format!("{}: {}", notifier.name(), super::chain(&err));
+                    eprintln!(
+                        "attest serve: could not send {} of {}: {note}",
+                        step.as_str(),
+                        request.id
+                    );
+                    let _ = attest
+                        .approvals()
+                        .map(|store| store.set_notify_error(&request.id, &note));
                 }
             }
         }

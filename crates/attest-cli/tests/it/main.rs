@@ -36,6 +36,7 @@ pub(crate) mod notify;
 mod ocsf;
 mod policy;
 mod postgres;
+mod quorum;
 mod readme;
 mod recipes;
 mod replay;

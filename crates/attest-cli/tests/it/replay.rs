@@ -100,6 +100,7 @@ fn record(i: u64, stage: bool) -> Record {
             approver: Some("ann@acme.com".into()),
             channel: Some("inbox".into()),
             note: None,
+            approvers: Vec::new(),
         }),
         execution: Execution {
             status: status.into(),

@@ -73,6 +73,7 @@ pub(crate) fn known_ledger(dir: &Path) -> Known {
         approver: Some("ann@acme.com".into()),
         channel: Some("inbox".into()),
         note: None,
+        approvers: Vec::new(),
     });
     rejected.execution.status = "not_run".into();
     rejected.verification = None;

@@ -35,6 +35,23 @@ pub enum ApprovalError {
         /// Who tried.
         approver: String,
     },
+    /// Under a quorum, the person who asked for the action (its actor) or whose
+    /// connection it uses (its owner) may not decide it: their approval never counts.
+    #[error("{approver:?} may not decide approval request {id}: they asked for it or own its connection, and a quorum needs others")]
+    OwnRequest {
+        /// The request.
+        id: String,
+        /// Who tried.
+        approver: String,
+    },
+    /// This person has already decided this request (a quorum counts each person once).
+    #[error("{approver:?} has already decided approval request {id}")]
+    AlreadyVoted {
+        /// The request.
+        id: String,
+        /// Who tried again.
+        approver: String,
+    },
     /// The action holds unfilled placeholders: it may only run once a person edits it.
     #[error("approval request {id} is held for unfilled placeholders: approve it with edits")]
     HoldNeedsEdits {

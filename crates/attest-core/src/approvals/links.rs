@@ -77,6 +77,11 @@ impl LinkSigner {
         }
     }
 
+    /// The inbox's public address the links are under.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
     /// A link that decides request `id` as `choice`, in `approver`'s name.
     pub fn link(
         &self,

@@ -2,14 +2,19 @@
 //!
 //! When policy says `ask` and the gate is a [`StoreGate`], the request is stored in the
 //! `approvals` table of the ledger's SQLite file, people are told ([`Notifier`]s:
-//! [`WebhookNotifier`], [`SlackNotifier`], `EmailNotifier` (feature `email`), one-click links from a [`LinkSigner`]), and
+//! [`WebhookNotifier`], [`SlackNotifier`], [`TeamsNotifier`], `EmailNotifier` (feature `email`), one-click links from a [`LinkSigner`]), and
 //! the call either waits or returns [`crate::Outcome::Held`] with a
 //! [`ResumeToken`]. Whoever holds the token resumes with [`crate::Attest::call`], in
 //! this process or another.
 //!
 //! The rules the store keeps:
 //! - an approval is bound to the [`action_digest`] of what was shown, and runs once;
-//! - the first decision wins; a second gets [`ApprovalError::AlreadyDecided`];
+//! - the first decision wins; a second gets [`ApprovalError::AlreadyDecided`]; under a
+//!   quorum (`approvers: {from: [finance], count: 2}`) every decision is recorded and the
+//!   request is approved once enough distinct people (never its actor or owner) approved,
+//!   rejected on the rule's number of rejections (the first, by default);
+//! - a rule's `remind_after` and `escalate_after` fire once each ([`ApprovalStore::remind_due`],
+//!   [`ApprovalStore::escalate_due`]), whichever long-running door gets there first;
 //! - an approval must be used before its use-by time ([`DEFAULT_USE_BY`]), and policy is
 //!   asked again when it is: a rule changed to `refuse` meanwhile wins;
 //! - expiry counts as a rejection and is recorded as `expired`;
@@ -35,6 +40,8 @@ mod signature;
 #[cfg(feature = "http")]
 mod slack;
 mod store;
+#[cfg(feature = "http")]
+mod teams;
 mod token;
 #[cfg(feature = "http")]
 mod webhook;
@@ -45,15 +52,19 @@ pub use email::{EmailNotifier, SmtpSecurity};
 pub use error::ApprovalError;
 pub use gate::{StoreGate, DEFAULT_TTL, DEFAULT_USE_BY};
 pub use links::{Choice, LinkSigner, SignedLink};
-pub use notify::{Notice, NoticeKind, Notifier, NotifyError};
-pub use request::{action_digest, apply_edits, may_decide, Answer, ApprovalRequest, Status};
+pub use notify::{FollowUp, Notice, NoticeKind, Notifier, NotifyError};
+pub use request::{
+    action_digest, apply_edits, may_decide, Answer, ApprovalRequest, Progress, Status, Vote,
+};
 pub use signature::{Secret, SignatureError};
 #[cfg(feature = "http")]
 pub use slack::{
     verify_slack_signature, SlackNotifier, SlackPress, SLACK_API, SLACK_APPROVE_ACTION,
     SLACK_REJECT_ACTION, SLACK_TOLERANCE,
 };
-pub use store::{ApprovalStore, APPROVALS_SCHEMA_VERSION};
+pub use store::{ApprovalStore, APPROVALS_SCHEMA_VERSION, TEST_CLOCK_VAR};
+#[cfg(feature = "http")]
+pub use teams::{TeamsNotifier, TEAMS_CARD_TYPE, TEAMS_CARD_VERSION};
 pub use token::{ResumeToken, TOKEN_PREFIX};
 #[cfg(feature = "http")]
 pub use webhook::{

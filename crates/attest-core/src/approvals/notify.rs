@@ -35,6 +35,37 @@ impl NoticeKind {
     }
 }
 
+/// A follow-up on a request nobody has decided yet, as its rule says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum FollowUp {
+    /// `remind_after` passed: the approvers are told again (`approval.reminder`).
+    #[serde(rename = "approval.reminder")]
+    Reminder,
+    /// `escalate_after` passed: the rule's `escalate_to` are told, and may decide from
+    /// now on (`approval.escalated`).
+    #[serde(rename = "approval.escalated")]
+    Escalation,
+}
+
+impl FollowUp {
+    /// The event type, as webhooks carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FollowUp::Reminder => "approval.reminder",
+            FollowUp::Escalation => "approval.escalated",
+        }
+    }
+
+    /// The words a message starts with.
+    pub fn headline(self) -> &'static str {
+        match self {
+            FollowUp::Reminder => "Reminder: approval still needed",
+            FollowUp::Escalation => "Escalated: approval needed",
+        }
+    }
+}
+
 /// Something people should hear about that is not an approval request. Every notifier
 /// sends one its own way: a Slack message, a signed webhook whose `type` is the kind,
 /// an e-mail.
@@ -65,6 +96,17 @@ pub trait Notifier: Send + Sync {
 
     /// Sends a notice that is not a request (an alert, a digest).
     async fn announce(&self, notice: &Notice) -> Result<(), NotifyError>;
+
+    /// Sends a reminder or an escalation for a request still waiting. By default the
+    /// request's notice again (the request says it was reminded or escalated).
+    async fn follow_up(
+        &self,
+        request: &ApprovalRequest,
+        step: FollowUp,
+    ) -> Result<(), NotifyError> {
+        let _ = step;
+        self.notify(request).await
+    }
 }
 
 #[async_trait]
@@ -79,6 +121,14 @@ impl<N: Notifier + ?Sized> Notifier for std::sync::Arc<N> {
 
     async fn announce(&self, notice: &Notice) -> Result<(), NotifyError> {
         (**self).announce(notice).await
+    }
+
+    async fn follow_up(
+        &self,
+        request: &ApprovalRequest,
+        step: FollowUp,
+    ) -> Result<(), NotifyError> {
+        (**self).follow_up(request, step).await
     }
 }
 

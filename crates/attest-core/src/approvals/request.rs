@@ -112,6 +112,16 @@ pub struct ApprovalRequest {
     pub purged: bool,
     /// The last notifier failure, if any (the request itself is never lost to one).
     pub notify_error: Option<String>,
+    /// Every decision made on it, oldest first (a quorum needs several).
+    pub votes: Vec<Vote>,
+    /// When the approvers were reminded (the rule's `remind_after`).
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub reminded_at: Option<SystemTime>,
+    /// When it was escalated to the rule's `escalate_to`, who may decide it since.
+    #[serde(serialize_with = "rfc3339_opt")]
+    pub escalated_at: Option<SystemTime>,
+    /// Everyone whose approval it ran on, once approved (all of a quorum).
+    pub approved_by: Vec<String>,
     /// Digest of the action as approved (edits applied), set with the decision.
     #[serde(skip)]
     pub(crate) approved_digest: Option<String>,
@@ -125,9 +135,106 @@ pub struct ApprovalRequest {
 
 impl ApprovalRequest {
     /// Whether `approver` may decide this request: anyone when the rule names nobody,
-    /// else only a listed person or a member of a listed group.
+    /// else only a listed person or a member of a listed group; once escalated, the
+    /// people it was escalated to as well.
     pub fn may_decide(&self, approver: &str) -> bool {
-        may_decide(&self.verdict, approver)
+        may_decide(&self.verdict, approver) || self.escalated_to(approver)
+    }
+
+    fn escalated_to(&self, approver: &str) -> bool {
+        self.escalated_at.is_some()
+            && self
+                .verdict
+                .escalation()
+                .escalate_members
+                .iter()
+                .any(|person| person.eq_ignore_ascii_case(approver.trim()))
+    }
+
+    /// The first words of a message about it: "Approval needed", or that it is a
+    /// reminder or an escalation.
+    pub fn headline(&self) -> &'static str {
+        if self.escalated_at.is_some() {
+            super::FollowUp::Escalation.headline()
+        } else if self.reminded_at.is_some() {
+            super::FollowUp::Reminder.headline()
+        } else {
+            "Approval needed"
+        }
+    }
+
+    /// Whether `person` asked for the action (its actor) or owns the connection it uses:
+    /// under a quorum, they never count.
+    pub fn is_own(&self, person: &str) -> bool {
+        [&self.action.actor, &self.action.owner]
+            .into_iter()
+            .flatten()
+            .any(|p| p.trim().eq_ignore_ascii_case(person.trim()))
+    }
+
+    /// Who decided, for a message: everyone a quorum's approval was given by, else the
+    /// one approver (or "nobody").
+    pub fn decided_by(&self) -> String {
+        match self.approved_by.as_slice() {
+            [_, _, ..] => self.approved_by.join(", "),
+            _ => self.approver.clone().unwrap_or_else(|| "nobody".to_owned()),
+        }
+    }
+
+    /// How far it is from being approved: approvals counted and needed, rejections, and
+    /// whom it waits for.
+    pub fn progress(&self) -> Progress {
+        let approving: Vec<String> = self
+            .votes
+            .iter()
+            .filter(|vote| {
+                vote.approve && !(self.verdict.quorum.is_some() && self.is_own(&vote.approver))
+            })
+            .map(|vote| vote.approver.clone())
+            .collect();
+        let rejections = self.votes.iter().filter(|vote| !vote.approve).count();
+        let rejections = u32::try_from(rejections).unwrap_or(u32::MAX);
+        let escalation = self.verdict.escalation();
+        let wildcards: &[String] = if self.escalated_at.is_some() {
+            &escalation.escalate_members
+        } else {
+            &[]
+        };
+        let (have, need) = match &self.verdict.quorum {
+            Some(quorum) => (quorum.have(&approving, wildcards), quorum.need),
+            None => (
+                u32::from(self.status.allows_running() || !approving.is_empty()),
+                1,
+            ),
+        };
+        let mut waiting_for = Vec::new();
+        if have < need && self.status == Status::Pending {
+            match &self.verdict.quorum {
+                Some(quorum) if !quorum.each.is_empty() => {
+                    waiting_for = quorum.waiting_for(&approving, wildcards);
+                }
+                _ => waiting_for.clone_from(&self.verdict.approvers),
+            }
+            if self.escalated_at.is_some() {
+                for person in &escalation.escalate_to {
+                    if !waiting_for.iter().any(|w| w.eq_ignore_ascii_case(person)) {
+                        waiting_for.push(person.clone());
+                    }
+                }
+            }
+        }
+        let approved_by = if self.approved_by.is_empty() {
+            approving
+        } else {
+            self.approved_by.clone()
+        };
+        Progress {
+            have,
+            need,
+            rejections,
+            approved_by,
+            waiting_for,
+        }
     }
 
     /// The action that runs if approved: the asked action with the edits applied.
@@ -171,6 +278,11 @@ impl ApprovalRequest {
             "note": self.note,
             "consumed": self.consumed,
             "use_by": self.use_by.map(format_ts),
+            "approvals": self.progress().to_json(),
+            "decisions": self.votes,
+            "reminded_at": self.reminded_at.map(format_ts),
+            "escalated_at": self.escalated_at.map(format_ts),
+            "escalate_to": self.verdict.escalation().escalate_to,
         })
     }
 }
@@ -199,6 +311,66 @@ impl ApprovalRequest {
         }
         view["params"] = params;
         view
+    }
+}
+
+/// One person's decision on a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Vote {
+    /// Who (the registered approver's name).
+    pub approver: String,
+    /// Approve (`true`) or reject.
+    pub approve: bool,
+    /// Where (`cli`, `inbox`, `slack`, `teams`, `link`, …).
+    pub channel: String,
+    /// Their note.
+    pub note: Option<String>,
+    /// When.
+    #[serde(serialize_with = "rfc3339")]
+    pub at: SystemTime,
+}
+
+/// How far a request is from being approved ([`ApprovalRequest::progress`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// Approvals that count.
+    pub have: u32,
+    /// Approvals needed (1 without a quorum).
+    pub need: u32,
+    /// Rejections so far.
+    pub rejections: u32,
+    /// Who approved.
+    pub approved_by: Vec<String>,
+    /// The groups or people it waits for, while it waits.
+    pub waiting_for: Vec<String>,
+}
+
+impl Progress {
+    /// "1 of 2 approvals, waiting for finance".
+    pub fn text(&self) -> String {
+        let mut text = format!(
+            "{} of {} approval{}",
+            self.have,
+            self.need,
+            if self.need == 1 { "" } else { "s" }
+        );
+        if !self.waiting_for.is_empty() {
+            text.push_str(", waiting for ");
+            text.push_str(&self.waiting_for.join(", "));
+        }
+        text
+    }
+
+    /// `{have, need, rejections, approved_by, waiting_for, text}`, as the doors show it.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "have": self.have,
+            "need": self.need,
+            "rejections": self.rejections,
+            "approved_by": self.approved_by,
+            "waiting_for": self.waiting_for,
+            "text": self.text(),
+        })
     }
 }
 
@@ -443,6 +615,10 @@ mod tests {
             use_by: None,
             purged: false,
             notify_error: None,
+            votes: Vec::new(),
+            reminded_at: None,
+            escalated_at: None,
+            approved_by: Vec::new(),
             approved_digest: None,
             ask_row: None,
             outcome_row: None,

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::signature::check_fresh;
 use super::signature::check_hmac;
 use super::webhook::{http_client, http_error, links};
+use super::Status;
 use super::{
     ApprovalRequest, Choice, LinkSigner, Notice, Notifier, NotifyError, Secret, SignatureError,
 };
@@ -91,11 +92,15 @@ impl SlackNotifier {
             })
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "anyone".to_owned());
-        let text = format!(
-            "Approval needed: {action} ({} risk)\n{}\nMay approve: {who}",
+        let mut text = format!(
+            "{}: {action} ({} risk)\n{}\nMay approve: {who}",
+            request.headline(),
             request.verdict.tier.as_str(),
             request.verdict.reasons.join("; ")
         );
+        if request.verdict.quorum.is_some() {
+            text.push_str(&format!("\n{}", request.progress().text()));
+        }
         let preview = serde_json::to_string(&summary["params_preview"]).unwrap_or_default();
         let mut blocks = vec![
             json!({"type": "section", "text": {"type": "mrkdwn", "text": text}}),
@@ -127,7 +132,7 @@ impl SlackNotifier {
     /// The `chat.update` body that replaces the card for `request` (message `ts` in
     /// `channel`) once it is decided: the outcome and who decided, no more buttons.
     pub fn decided_message(&self, channel: &str, ts: &str, request: &ApprovalRequest) -> Value {
-        let by = request.approver.as_deref().unwrap_or("nobody");
+        let by = request.decided_by();
         let via = request.channel.as_deref().unwrap_or("-");
         let text = format!(
             "{}: {} ({} risk), {} by {by} via {via}",
@@ -151,7 +156,15 @@ impl SlackNotifier {
         ts: &str,
         request: &ApprovalRequest,
     ) -> Result<(), NotifyError> {
-        let body = self.decided_message(channel, ts, request);
+        // Still waiting (a quorum not met yet): the card again, with its progress.
+        let body = if request.status == Status::Pending {
+            let mut body = self.message(request)?;
+            body["channel"] = json!(channel);
+            body["ts"] = json!(ts);
+            body
+        } else {
+            self.decided_message(channel, ts, request)
+        };
         self.call("chat.update", &body).await
     }
 

@@ -4,7 +4,12 @@
 //!
 //! Every state change is one conditional `UPDATE … WHERE status = 'pending'` (or
 //! `consumed_at IS NULL`), so threads and processes sharing the file race safely: the
-//! first decision wins and an approval runs at most once.
+//! first decision wins and an approval runs at most once. Under a quorum each person's
+//! decision is one row of `approval_decisions` (its key: request and person), inserted only
+//! while the request is pending; the request then moves off `pending` in the same one
+//! conditional update, so of several processes approving at once exactly one approves it,
+//! and one of them always sees every vote committed before its own (each reads after its
+//! own insert committed).
 //!
 //! Known limitation: the store and the ledger are written in separate transactions. A
 //! crash between a rejection and its ledger row leaves the request decided in the store
@@ -20,14 +25,15 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use serde_json::Value;
 
 use super::approvers;
-use super::backend::{Backend, Cell, Home, EMPTY_PARAMS};
+use super::backend::{is_unique_violation, Arg, Backend, Cell, Home, EMPTY_PARAMS};
+use super::request::Vote;
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
 
 /// The version of the `approvals` table, kept in `attest_meta` under
 /// `approvals_schema_version`; bump it with a migration.
-pub const APPROVALS_SCHEMA_VERSION: u32 = 3;
+pub const APPROVALS_SCHEMA_VERSION: u32 = 4;
 
 /// How long a writer waits for another's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -61,9 +67,63 @@ CREATE TABLE IF NOT EXISTS approvals (
     notify_error    TEXT,
     use_by_ms       INTEGER NOT NULL DEFAULT 3600000,
     purged_at       INTEGER,
-    tenant          TEXT NOT NULL DEFAULT ''
+    tenant          TEXT NOT NULL DEFAULT '',
+    remind_at       INTEGER,
+    escalate_at     INTEGER,
+    reminded_at     INTEGER,
+    escalated_at    INTEGER,
+    approved_by     TEXT
 );
 CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, expires_at);
+";
+
+/// Every decision on every request (who, yes or no, where, note, when): one row per
+/// person and request, so a quorum counts each person once.
+const DECISIONS_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS approval_decisions (
+    tenant      TEXT NOT NULL DEFAULT '',
+    id          TEXT NOT NULL,
+    approver    TEXT NOT NULL,
+    approve     INTEGER NOT NULL,
+    channel     TEXT NOT NULL,
+    note        TEXT,
+    decided_at  INTEGER NOT NULL,
+    PRIMARY KEY (tenant, id, approver)
+);
+";
+
+/// Version 3 to 4: quorums (the decisions table, who approved), reminders and
+/// escalation (when each is due, and when it fired).
+const MIGRATE_3_TO_4: &str = "
+ALTER TABLE approvals ADD COLUMN remind_at INTEGER;
+ALTER TABLE approvals ADD COLUMN escalate_at INTEGER;
+ALTER TABLE approvals ADD COLUMN reminded_at INTEGER;
+ALTER TABLE approvals ADD COLUMN escalated_at INTEGER;
+ALTER TABLE approvals ADD COLUMN approved_by TEXT;
+";
+
+/// The same version 3 to 4 in PostgreSQL (idempotent: processes may race on it), with
+/// [`PG_DECISIONS_SCHEMA`].
+const PG_MIGRATE_3_TO_4: &str = "
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS remind_at BIGINT;
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS escalate_at BIGINT;
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS reminded_at BIGINT;
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS escalated_at BIGINT;
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS approved_by TEXT;
+";
+
+/// The decisions table in PostgreSQL, made with the others and by the 3 to 4 upgrade.
+const PG_DECISIONS_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS approval_decisions (
+    tenant      TEXT NOT NULL,
+    id          TEXT NOT NULL,
+    approver    TEXT NOT NULL,
+    approve     BOOLEAN NOT NULL,
+    channel     TEXT NOT NULL,
+    note        TEXT,
+    decided_at  BIGINT NOT NULL,
+    PRIMARY KEY (tenant, id, approver)
+);
 ";
 
 /// The same tables in a PostgreSQL ledger's database: one set for every tenant, keyed
@@ -98,6 +158,11 @@ CREATE TABLE IF NOT EXISTS approvals (
     notify_error    TEXT,
     use_by_ms       BIGINT NOT NULL DEFAULT 3600000,
     purged_at       BIGINT,
+    remind_at       BIGINT,
+    escalate_at     BIGINT,
+    reminded_at     BIGINT,
+    escalated_at    BIGINT,
+    approved_by     TEXT,
     PRIMARY KEY (tenant, id)
 );
 CREATE INDEX IF NOT EXISTS approvals_status ON approvals (tenant, status, expires_at);
@@ -130,7 +195,8 @@ ALTER TABLE approvals ADD COLUMN purged_at INTEGER;
 
 const COLUMNS: &str = "id, action, digest, verdict, requested_at, expires_at, decided_at, status,
     approver, channel, edits, note, approved_digest, consumed_at, ask_seq, ask_hash, ask_ts,
-    outcome_seq, outcome_hash, outcome_ts, notify_error, use_by_ms, purged_at";
+    outcome_seq, outcome_hash, outcome_ts, notify_error, use_by_ms, purged_at, reminded_at,
+    escalated_at, approved_by";
 
 /// Durable approval requests, shared by every process that opens the same ledger.
 pub struct ApprovalStore {
@@ -150,7 +216,7 @@ impl ApprovalStore {
     /// Opens the store beside `ledger` (its SQLite file, or its PostgreSQL database and
     /// tenant), creating or upgrading the tables if needed.
     pub fn open(ledger: &Ledger) -> Result<ApprovalStore, ApprovalError> {
-        ApprovalStore::open_with_clock(ledger, Arc::new(SystemClock))
+        ApprovalStore::open_with_clock(ledger, default_clock())
     }
 
     /// Like [`ApprovalStore::open`], with the clock that times requests and expiry.
@@ -206,7 +272,14 @@ impl ApprovalStore {
         let token = ResumeToken::generate()?;
         let digest = action_digest(action)?;
         let now = self.now();
+        let waits = verdict.escalation();
+        // The rule's `expire_after`, when it sets one, is how long its requests wait.
+        let ttl = waits.expire_after.map_or(ttl, Duration::from_secs);
         let expires = now.checked_add(ttl).unwrap_or(now);
+        let after = |secs: Option<u64>| {
+            secs.map(|secs| millis(now.checked_add(Duration::from_secs(secs)).unwrap_or(now)))
+        };
+        let (remind_at, escalate_at) = (after(waits.remind_after), after(waits.escalate_after));
         let action_json = to_json(&action.id, "action", action)?;
         let verdict_json = to_json(&action.id, "verdict", verdict)?;
         let approvers_json = to_json(&action.id, "approvers", &verdict.approvers)?;
@@ -214,8 +287,8 @@ impl ApprovalStore {
         self.backend.execute(
             "storing an approval request",
             "INSERT INTO approvals (tenant, id, token_hash, action, digest, verdict, tier, approvers,
-                 hold, requested_at, expires_at, status, use_by_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?12)",
+                 hold, requested_at, expires_at, status, use_by_ms, remind_at, escalate_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?12, ?13, ?14)",
             &[
                 action.id.as_str().into(),
                 token_hash.as_str().into(),
@@ -228,6 +301,8 @@ impl ApprovalStore {
                 millis(now).into(),
                 millis(expires).into(),
                 i64::try_from(use_by.as_millis()).unwrap_or(i64::MAX).into(),
+                Arg::Int(remind_at),
+                Arg::Int(escalate_at),
             ],
         )?;
         let request = self.get_by_id(&action.id)?;
@@ -260,7 +335,40 @@ impl ApprovalStore {
             &[key.into()],
         )?;
         let row = rows.into_iter().next().ok_or(ApprovalError::NotFound)?;
-        RawRow::read(row)?.parse()
+        self.with_votes(RawRow::read(row)?.parse()?)
+    }
+
+    /// The request with its decisions read from the decisions table.
+    fn with_votes(&self, mut request: ApprovalRequest) -> Result<ApprovalRequest, ApprovalError> {
+        request.votes = self.votes(&request.id)?;
+        Ok(request)
+    }
+
+    /// Every decision recorded on the request, in the order they were made.
+    pub fn votes(&self, id: &str) -> Result<Vec<Vote>, ApprovalError> {
+        let rows = self.backend.query(
+            "reading the decisions on a request",
+            "SELECT approver, approve, channel, note, decided_at FROM approval_decisions
+             WHERE tenant = ?1 AND id = ?2 ORDER BY decided_at, approver",
+            &[id.into()],
+        )?;
+        rows.into_iter()
+            .map(|row| {
+                let mut cells = row.into_iter();
+                let mut next = || cells.next().unwrap_or(Cell::Null);
+                let bad = |field| ApprovalError::Tampered {
+                    id: id.to_owned(),
+                    field,
+                };
+                Ok(Vote {
+                    approver: next().text().ok_or_else(|| bad("decision approver"))?,
+                    approve: next().int().ok_or_else(|| bad("decision approve"))? != 0,
+                    channel: next().text().ok_or_else(|| bad("decision channel"))?,
+                    note: next().text(),
+                    at: from_millis(next().int().ok_or_else(|| bad("decision time"))?),
+                })
+            })
+            .collect()
     }
 
     /// Requests nobody has decided that have not expired, oldest first.
@@ -275,7 +383,7 @@ impl ApprovalStore {
             &[millis(self.now()).into()],
         )?;
         rows.into_iter()
-            .map(|row| RawRow::read(row)?.parse())
+            .map(|row| self.with_votes(RawRow::read(row)?.parse()?))
             .collect()
     }
 
@@ -292,7 +400,7 @@ impl ApprovalStore {
             &[i64::try_from(limit).unwrap_or(i64::MAX).into()],
         )?;
         rows.into_iter()
-            .map(|row| RawRow::read(row)?.parse())
+            .map(|row| self.with_votes(RawRow::read(row)?.parse()?))
             .collect()
     }
 
@@ -323,6 +431,21 @@ impl ApprovalStore {
         if !request.may_decide(&approver) {
             return Err(ApprovalError::NotAnApprover { id, approver });
         }
+        let quorum = request.verdict.quorum.clone();
+        if quorum.is_some() {
+            // Separation of duties: who asked, and whose connection it uses, never count.
+            if request.is_own(&approver) {
+                return Err(ApprovalError::OwnRequest { id, approver });
+            }
+            if answer.edits.is_some() {
+                return Err(ApprovalError::BadEdits {
+                    id,
+                    detail: "a request under a quorum is approved as asked (every approval is for \
+                             the same action); reject it and have the agent ask again with the change"
+                        .to_owned(),
+                });
+            }
+        }
         let (status, approved_digest) = match (&answer.edits, answer.approve) {
             (Some(_), false) => {
                 return Err(ApprovalError::BadEdits {
@@ -345,11 +468,53 @@ impl ApprovalStore {
             .as_ref()
             .map(|edits| to_json(&id, "edits", edits))
             .transpose()?;
+        // Every decision is recorded, once per person, while the request is still open.
+        let recorded = self.backend.execute(
+            "recording a decision",
+            "INSERT INTO approval_decisions (tenant, id, approver, approve, channel, note, decided_at)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+             WHERE EXISTS (SELECT 1 FROM approvals WHERE tenant = ?1 AND id = ?2
+                           AND status = 'pending' AND expires_at > ?7)",
+            &[
+                id.as_str().into(),
+                approver.as_str().into(),
+                answer.approve.into(),
+                answer.channel.as_str().into(),
+                answer.note.as_deref().into(),
+                millis(now).into(),
+            ],
+        );
+        match recorded {
+            Ok(0) => return Err(self.not_open(id)?),
+            Ok(_) => {}
+            Err(err) if is_unique_violation(&err) => {
+                return Err(ApprovalError::AlreadyVoted { id, approver })
+            }
+            Err(err) => return Err(err),
+        }
+        let approved_by = match &quorum {
+            None => vec![approver.clone()],
+            Some(quorum) => {
+                let after = self.get_by_id(&id)?;
+                let progress = after.progress();
+                if !answer.approve && progress.rejections < quorum.reject {
+                    return Ok(after);
+                }
+                if answer.approve && progress.have < progress.need {
+                    return Ok(after);
+                }
+                progress.approved_by
+            }
+        };
+        let approved_by = match status {
+            Status::Rejected => None,
+            _ => Some(to_json(&id, "approved_by", &approved_by)?),
+        };
         // The decision point: only one conditional update can move the row off `pending`.
         let changed = self.backend.execute(
             "recording a decision",
             "UPDATE approvals SET status = ?2, approver = ?3, channel = ?4, edits = ?5,
-                 note = ?6, decided_at = ?7, approved_digest = ?8
+                 note = ?6, decided_at = ?7, approved_digest = ?8, approved_by = ?10
              WHERE tenant = ?1 AND id = ?9 AND status = 'pending' AND expires_at > ?7",
             &[
                 status.as_str().into(),
@@ -360,10 +525,17 @@ impl ApprovalStore {
                 millis(now).into(),
                 approved_digest.as_deref().into(),
                 id.as_str().into(),
+                approved_by.as_deref().into(),
             ],
         )?;
         let after = self.get_by_id(&id)?;
         if changed == 0 {
+            // Under a quorum, another approver's call may have met it with this vote
+            // counted: the approval stands (and is recorded when it runs). A rejection
+            // is only ever reported by the call that made it, which records it.
+            if quorum.is_some() && answer.approve && after.status == Status::Approved {
+                return Ok(after);
+            }
             return Err(match after.status {
                 Status::Pending => ApprovalError::Expired { id },
                 status => ApprovalError::AlreadyDecided { id, status },
@@ -372,12 +544,70 @@ impl ApprovalStore {
         Ok(after)
     }
 
+    /// Why a request no longer takes decisions: decided already, or expired.
+    fn not_open(&self, id: String) -> Result<ApprovalError, ApprovalError> {
+        let after = self.get_by_id(&id)?;
+        Ok(match after.status {
+            Status::Pending => ApprovalError::Expired { id },
+            status => ApprovalError::AlreadyDecided { id, status },
+        })
+    }
+
+    /// Marks every pending request whose reminder is due as reminded, and returns those
+    /// this call marked: with several servers running, each reminder is sent once.
+    pub fn remind_due(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        self.mark_due(
+            "marking reminders",
+            "UPDATE approvals SET reminded_at = ?2
+             WHERE tenant = ?1 AND status = 'pending' AND expires_at > ?2
+               AND remind_at IS NOT NULL AND remind_at <= ?2 AND reminded_at IS NULL
+             RETURNING id",
+        )
+    }
+
+    /// Marks every pending request whose escalation is due as escalated (its rule's
+    /// `escalate_to` may decide it from then on), and returns those this call marked:
+    /// each escalation happens once, whichever server gets there first.
+    pub fn escalate_due(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        self.mark_due(
+            "marking escalations",
+            "UPDATE approvals SET escalated_at = ?2
+             WHERE tenant = ?1 AND status = 'pending' AND expires_at > ?2
+               AND escalate_at IS NOT NULL AND escalate_at <= ?2 AND escalated_at IS NULL
+             RETURNING id",
+        )
+    }
+
+    /// One conditional `UPDATE … RETURNING id` (bound: tenant, now): a row is marked by
+    /// exactly one caller, on either store.
+    fn mark_due(
+        &self,
+        during: &'static str,
+        sql: &str,
+    ) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        let rows = self
+            .backend
+            .query(during, sql, &[millis(self.now()).into()])?;
+        rows.into_iter()
+            .map(|row| {
+                let id =
+                    row.into_iter()
+                        .next()
+                        .and_then(Cell::text)
+                        .ok_or(ApprovalError::Internal(
+                            "a marked request came back without its id",
+                        ))?;
+                self.get_by_id(&id)
+            })
+            .collect()
+    }
+
     /// Marks as `expired` every pending request whose time ran out, and every approval
     /// not used before its use-by time, and returns those this call marked (another
     /// process may mark some first; each is returned once). An unused approval keeps its
     /// approver, so the record says who approved what was never run.
     pub fn expire_due(&self) -> Result<Vec<ApprovalRequest>, ApprovalError> {
-        let rows = self.backend.query(
+        self.mark_due(
             "expiring requests",
             "UPDATE approvals SET status = 'expired',
                  decided_at = CASE WHEN status = 'pending' THEN ?2 ELSE decided_at END
@@ -386,20 +616,7 @@ impl ApprovalStore {
                     OR (status IN ('approved', 'edited') AND consumed_at IS NULL
                         AND decided_at + use_by_ms <= ?2))
              RETURNING id",
-            &[millis(self.now()).into()],
-        )?;
-        rows.into_iter()
-            .map(|row| {
-                let id =
-                    row.into_iter()
-                        .next()
-                        .and_then(Cell::text)
-                        .ok_or(ApprovalError::Internal(
-                            "an expired request came back without its id",
-                        ))?;
-                self.get_by_id(&id)
-            })
-            .collect()
+        )
     }
 
     /// Marks a request whose caller went away as `cancelled`, if nobody has decided it yet;
@@ -512,6 +729,34 @@ impl ApprovalStore {
     }
 }
 
+/// Test-only: in a debug build, `ATTEST_TEST_CLOCK_FILE` names a file holding the time
+/// (Unix milliseconds) every store opened with [`ApprovalStore::open`] reads as now, so
+/// tests drive reminders, escalation and expiry in several processes on one controlled
+/// clock. Release builds never read it.
+pub const TEST_CLOCK_VAR: &str = "ATTEST_TEST_CLOCK_FILE";
+
+fn default_clock() -> Arc<dyn Clock> {
+    #[cfg(debug_assertions)]
+    if let Some(path) = std::env::var_os(TEST_CLOCK_VAR) {
+        return Arc::new(FileClock(PathBuf::from(path)));
+    }
+    Arc::new(SystemClock)
+}
+
+/// The time written in a file (Unix milliseconds); the system's when it cannot be read.
+#[cfg(debug_assertions)]
+struct FileClock(PathBuf);
+
+#[cfg(debug_assertions)]
+impl Clock for FileClock {
+    fn now(&self) -> SystemTime {
+        std::fs::read_to_string(&self.0)
+            .ok()
+            .and_then(|text| text.trim().parse::<i64>().ok())
+            .map_or_else(SystemTime::now, from_millis)
+    }
+}
+
 /// Opens the ledger's SQLite file on a connection of the store's own and brings the
 /// tables to [`APPROVALS_SCHEMA_VERSION`].
 fn open_sqlite(path: &Path) -> Result<Connection, ApprovalError> {
@@ -574,6 +819,18 @@ fn init_sqlite(path: &Path, conn: &mut Connection) -> Result<(), ApprovalError> 
     };
     match found.as_deref() {
         Some(version) if version == APPROVALS_SCHEMA_VERSION.to_string() => return Ok(()),
+        Some("3") => {
+            tx.execute_batch(MIGRATE_3_TO_4)
+                .map_err(sqlite(upgrading))?;
+            tx.execute_batch(DECISIONS_SCHEMA)
+                .map_err(sqlite(upgrading))?;
+            tx.execute(
+                "UPDATE attest_meta SET value = ?1 WHERE key = 'approvals_schema_version'",
+                [APPROVALS_SCHEMA_VERSION.to_string()],
+            )
+            .map_err(sqlite(upgrading))?;
+            return tx.commit().map_err(sqlite(upgrading));
+        }
         Some(version @ ("1" | "2")) => {
             if version == "1" {
                 tx.execute_batch(MIGRATE_1_TO_2)
@@ -593,6 +850,10 @@ fn init_sqlite(path: &Path, conn: &mut Connection) -> Result<(), ApprovalError> 
                 tx.execute_batch(MIGRATE_APPROVERS_2_TO_3)
                     .map_err(sqlite(upgrading))?;
             }
+            tx.execute_batch(MIGRATE_3_TO_4)
+                .map_err(sqlite(upgrading))?;
+            tx.execute_batch(DECISIONS_SCHEMA)
+                .map_err(sqlite(upgrading))?;
             tx.execute(
                 "UPDATE attest_meta SET value = ?1 WHERE key = 'approvals_schema_version'",
                 [APPROVALS_SCHEMA_VERSION.to_string()],
@@ -618,6 +879,8 @@ fn init_sqlite(path: &Path, conn: &mut Connection) -> Result<(), ApprovalError> 
     }
     tx.execute_batch(SCHEMA)
         .map_err(sqlite("creating the approvals table"))?;
+    tx.execute_batch(DECISIONS_SCHEMA)
+        .map_err(sqlite("creating the approvals table"))?;
     tx.execute(
         "INSERT INTO attest_meta (key, value) VALUES ('approvals_schema_version', ?1)",
         [APPROVALS_SCHEMA_VERSION.to_string()],
@@ -642,10 +905,26 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
             let read = "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'approvals_schema_version'";
             // Made already: no DDL (and none of the table locks it takes).
             if let Some(row) = client.query_opt(read, &[])? {
-                return Ok(Some(row.get(0)));
+                let found: String = row.get(0);
+                if found != "3" {
+                    return Ok(Some(found));
+                }
+                // Version 3 to 4, once: whoever updates the version row ran the DDL.
+                let mut tx = client.transaction()?;
+                tx.batch_execute(PG_MIGRATE_3_TO_4)?;
+                tx.batch_execute(PG_DECISIONS_SCHEMA)?;
+                tx.execute(
+                    "UPDATE attest_meta SET value = $1
+                     WHERE tenant = '' AND key = 'approvals_schema_version' AND value = '3'",
+                    &[&version],
+                )?;
+                let found = tx.query_opt(read, &[])?.map(|row| row.get(0));
+                tx.commit()?;
+                return Ok(found);
             }
             let mut tx = client.transaction()?;
             tx.batch_execute(PG_SCHEMA)?;
+            tx.batch_execute(PG_DECISIONS_SCHEMA)?;
             tx.execute(
                 "INSERT INTO attest_meta (tenant, key, value) VALUES ('', 'approvals_schema_version', $1)
                  ON CONFLICT (tenant, key) DO NOTHING",
@@ -724,6 +1003,9 @@ struct RawRow {
     notify_error: Option<String>,
     use_by_ms: i64,
     purged_at: Option<i64>,
+    reminded_at: Option<i64>,
+    escalated_at: Option<i64>,
+    approved_by: Option<String>,
 }
 
 impl RawRow {
@@ -758,6 +1040,9 @@ impl RawRow {
             notify_error: next().text(),
             use_by_ms: next().int().ok_or_else(|| bad("use_by_ms"))?,
             purged_at: next().int(),
+            reminded_at: next().int(),
+            escalated_at: next().int(),
+            approved_by: next().text(),
             id,
         })
     }
@@ -777,6 +1062,13 @@ impl RawRow {
             .map(serde_json::from_str)
             .transpose()
             .map_err(column("edits", &id))?;
+        let approved_by: Vec<String> = self
+            .approved_by
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(column("approved_by", &id))?
+            .unwrap_or_default();
         let status = Status::parse(&self.status).ok_or(ApprovalError::Tampered {
             id: id.clone(),
             field: "status",
@@ -804,6 +1096,10 @@ impl RawRow {
             consumed: self.consumed_at.is_some(),
             notify_error: self.notify_error,
             approved_digest: self.approved_digest,
+            reminded_at: self.reminded_at.map(from_millis),
+            escalated_at: self.escalated_at.map(from_millis),
+            approved_by,
+            votes: Vec::new(),
             ask_row: triple(self.ask),
             outcome_row: triple(self.outcome),
             id,

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 
 use super::signature::{check_fresh, check_hmac, hmac_hex, unix_secs};
 use super::{
-    ApprovalRequest, Choice, LinkSigner, Notice, Notifier, NotifyError, Secret, SignatureError,
+    ApprovalRequest, Choice, FollowUp, LinkSigner, Notice, Notifier, NotifyError, Secret,
+    SignatureError,
 };
 
 /// The timestamp header (Unix seconds).
@@ -104,13 +105,15 @@ impl Notifier for WebhookNotifier {
     }
 
     async fn notify(&self, request: &ApprovalRequest) -> Result<(), NotifyError> {
-        let now = self.clock.now();
-        let body = json!({
-            "type": "approval.requested",
-            "request": request.summary(),
-            "links": links(self.links.as_ref(), request, now)?,
-        });
-        self.post(&body).await
+        self.post_request("approval.requested", request).await
+    }
+
+    async fn follow_up(
+        &self,
+        request: &ApprovalRequest,
+        step: FollowUp,
+    ) -> Result<(), NotifyError> {
+        self.post_request(step.as_str(), request).await
     }
 
     async fn announce(&self, notice: &Notice) -> Result<(), NotifyError> {
@@ -123,6 +126,17 @@ impl Notifier for WebhookNotifier {
 }
 
 impl WebhookNotifier {
+    /// Posts a request's notice of type `kind`, with its links.
+    async fn post_request(&self, kind: &str, request: &ApprovalRequest) -> Result<(), NotifyError> {
+        let now = self.clock.now();
+        let body = json!({
+            "type": kind,
+            "request": request.summary(),
+            "links": links(self.links.as_ref(), request, now)?,
+        });
+        self.post(&body).await
+    }
+
     /// Posts `body`, signed with the current time.
     async fn post(&self, body: &Value) -> Result<(), NotifyError> {
         let body = serde_json::to_vec(body).map_err(|err| NotifyError::Build {
@@ -165,19 +179,8 @@ pub(crate) fn links(
     let Some(signer) = signer else {
         return Ok(Value::Array(Vec::new()));
     };
-    let members = &request.verdict.approver_members;
-    let people: Vec<&str> = if members.is_empty() {
-        request
-            .verdict
-            .approvers
-            .iter()
-            .map(String::as_str)
-            .collect()
-    } else {
-        members.iter().map(String::as_str).collect()
-    };
     let mut out = Vec::new();
-    for person in people {
+    for person in deciders(request) {
         let link = |choice| {
             signer
                 .link(&request.id, choice, person, now)
@@ -193,6 +196,31 @@ pub(crate) fn links(
         }));
     }
     Ok(Value::Array(out))
+}
+
+/// The people a notice about `request` gives links to: the rule's approvers (its groups'
+/// members), and once escalated the people it was escalated to; never who asked for
+/// it or owns its connection, under a quorum (their approval does not count).
+pub(crate) fn deciders(request: &ApprovalRequest) -> Vec<&str> {
+    let verdict = &request.verdict;
+    let listed = if verdict.approver_members.is_empty() {
+        &verdict.approvers
+    } else {
+        &verdict.approver_members
+    };
+    let escalated: &[String] = if request.escalated_at.is_some() {
+        &verdict.escalation().escalate_members
+    } else {
+        &[]
+    };
+    let own = |person: &str| verdict.quorum.is_some() && request.is_own(person);
+    let mut people: Vec<&str> = Vec::new();
+    for person in listed.iter().chain(escalated) {
+        if !own(person) && !people.iter().any(|p| p.eq_ignore_ascii_case(person)) {
+            people.push(person);
+        }
+    }
+    people
 }
 
 pub(crate) fn http_client() -> reqwest::Client {

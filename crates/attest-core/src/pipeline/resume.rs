@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use super::{confirm, Attest, Ended, Prepared};
 use crate::approvals::{action_digest, Answer, ApprovalError, ApprovalRequest, ApprovalStore};
-use crate::approvals::{ResumeToken, Status};
+use crate::approvals::{FollowUp, ResumeToken, Status};
 use crate::record::{to_record, RowOutcome};
 use crate::{AttestError, CustomCheck, Outcome, Receipt};
 
@@ -104,6 +104,24 @@ impl Attest {
         }
         self.in_store(ApprovalStore::purge).await?;
         Ok(receipts)
+    }
+
+    /// Marks the reminders and escalations that are due (their rule's `remind_after`,
+    /// `escalate_after`) and returns each request with its step, for the caller to tell
+    /// people. Each step is returned once, to one caller, whichever process asks first:
+    /// a long-running door (`attest serve`) calls this on a timer.
+    pub async fn follow_ups_due(&self) -> Result<Vec<(ApprovalRequest, FollowUp)>, AttestError> {
+        let escalated = self.in_store(ApprovalStore::escalate_due).await?;
+        let reminded = self.in_store(ApprovalStore::remind_due).await?;
+        Ok(escalated
+            .into_iter()
+            .map(|request| (request, FollowUp::Escalation))
+            .chain(
+                reminded
+                    .into_iter()
+                    .map(|request| (request, FollowUp::Reminder)),
+            )
+            .collect())
     }
 
     /// Runs a blocking store call off the async workers.
@@ -213,15 +231,24 @@ impl Attest {
                 // The approval is used here, before the action runs: it never runs twice.
                 self.in_store(move |store| store.consume(&key)).await?;
                 let approver = request.approver.clone().unwrap_or_default();
-                let confirm = confirm(
+                let mut confirm = confirm(
                     request.status.as_str(),
                     &approver,
                     request.channel.clone().unwrap_or_default(),
                     request.note.clone(),
                 );
+                // A quorum's row names everyone whose approval it ran on.
+                confirm.approvers = quorum_approvers(&request);
                 // Policy is asked again: a rule changed to `refuse` since the ask wins.
                 let prepared = self.prepare(action)?;
-                match self.recheck(prepared, confirm, approver).await? {
+                let escalated_to = match request.escalated_at {
+                    Some(_) => request.verdict.escalation().escalate_members.clone(),
+                    None => Vec::new(),
+                };
+                match self
+                    .recheck(prepared, confirm, approver, &escalated_to)
+                    .await?
+                {
                     Ok((prepared, cleared)) => self.execute(prepared, cleared, tool, check).await,
                     Err(ended) => Ok(ended.widen()),
                 }
@@ -259,18 +286,21 @@ impl Attest {
                 approver: request.approver.clone(),
                 channel: request.channel.clone(),
                 note: Some("approved, but not used before its use-by time".to_owned()),
+                approvers: quorum_approvers(request),
             },
             Status::Expired => Confirm {
                 outcome: "expired".to_owned(),
                 approver: None,
                 channel: None,
                 note: Some("nobody decided in time".to_owned()),
+                approvers: Vec::new(),
             },
             status => Confirm {
                 outcome: status.as_str().to_owned(),
                 approver: request.approver.clone(),
                 channel: request.channel.clone(),
                 note: request.note.clone(),
+                approvers: Vec::new(),
             },
         };
         let Prepared {
@@ -298,6 +328,14 @@ impl Attest {
         self.in_store(move |store| store.set_outcome_row(&id, (row.0, &row.1, &row.2)))
             .await?;
         Ok(receipt)
+    }
+}
+
+/// Everyone a quorum's approval was given by (empty without a quorum).
+fn quorum_approvers(request: &ApprovalRequest) -> Vec<String> {
+    match request.verdict.quorum {
+        Some(_) => request.approved_by.clone(),
+        None => Vec::new(),
     }
 }
 

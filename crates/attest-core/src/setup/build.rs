@@ -207,6 +207,16 @@ impl Settings {
             .map(Arc::new))
     }
 
+    /// The Teams notifier, when configured: the inbox posts the decided card with it.
+    #[cfg(feature = "http")]
+    pub fn teams(&self) -> Result<Option<Arc<crate::approvals::TeamsNotifier>>, ConfigError> {
+        let links = self.link_signer();
+        Ok(self
+            .file
+            .teams_notifier(links.as_ref(), &self.origin())?
+            .map(Arc::new))
+    }
+
     /// The one-click link signer, when the link key's variable is set.
     pub fn link_signer(&self) -> Option<LinkSigner> {
         let key = self.env.var(self.file.link_key_var())?;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use attest_core::approvals::{
-    verify_webhook, ApprovalError, Notifier, NotifyError, Secret, SlackNotifier, Status,
+    verify_webhook, ApprovalError, FollowUp, Notifier, NotifyError, Secret, SlackNotifier, Status,
     WebhookNotifier, WEBHOOK_TOLERANCE,
 };
 use attest_core::{
@@ -129,7 +129,7 @@ impl Fixture {
 
     /// A fresh pipeline on the same ledger: a new `Ledger`, store and `Attest`, as a new
     /// process would open them.
-    fn attest(&self, policy: AskPolicy, wait: Duration) -> (Attest, Arc<Ledger>) {
+    fn attest(&self, policy: impl Policy + 'static, wait: Duration) -> (Attest, Arc<Ledger>) {
         let ledger = Arc::new(blocking(|| Ledger::open(self.path(), self.options())).unwrap());
         let clock: Arc<dyn Clock> = self.clock.clone();
         let store = Arc::new(ApprovalStore::open_with_clock(&ledger, clock).unwrap());
@@ -157,8 +157,10 @@ impl Fixture {
 }
 
 /// The people the tests decide as: only registered approvers decide.
-const PEOPLE: [&str; 14] = [
+const PEOPLE: [&str; 16] = [
     "maria",
+    "cfo@acme.com",
+    "cat@acme.com",
     "ann",
     "ann@acme.com",
     "raj@acme.com",
@@ -978,10 +980,9 @@ async fn processes_race_to_decide(fixture: impl Fn() -> Option<Fixture>) {
     }
 }
 
-/// The child half of the race: decides once, prints whether it won.
-#[test]
-#[ignore = "a child process of two_processes_racing_to_decide_have_exactly_one_winner"]
-fn decide_worker() {
+/// A worker's setup from its environment: a runtime, a pipeline on the parent's ledger
+/// with `policy`, the request id and who decides; returns at the agreed instant.
+fn worker(policy: impl Policy + 'static) -> (tokio::runtime::Runtime, Attest, String, String) {
     let path = std::env::var(WORKER_LEDGER).expect("run by the parent test");
     let id = std::env::var(WORKER_ID).unwrap();
     let who = std::env::var(WORKER_WHO).unwrap();
@@ -993,7 +994,8 @@ fn decide_worker() {
     let ledger = Arc::new(Ledger::open(path, LedgerOptions::default()).unwrap());
     let attest = Attest::builder()
         .ledger(ledger)
-        .policy(anyone())
+        .policy(policy)
+        .agent("bot")
         .build()
         .unwrap();
     attest.approvals().unwrap();
@@ -1004,6 +1006,14 @@ fn decide_worker() {
     std::thread::sleep(Duration::from_millis(
         u64::try_from(go.saturating_sub(now)).unwrap(),
     ));
+    (runtime, attest, id, who)
+}
+
+/// The child half of the race: decides once, prints whether it won.
+#[test]
+#[ignore = "a child process of two_processes_racing_to_decide_have_exactly_one_winner"]
+fn decide_worker() {
+    let (runtime, attest, id, who) = worker(anyone());
     // One approves, the other rejects: the loser must not overwrite the winner.
     let answer = if who.ends_with('a') {
         Answer::approve(&who, "cli")
@@ -1565,7 +1575,13 @@ async fn a_version_1_store_is_upgraded_and_its_requests_still_resume() {
     // What an older release left: no use-by, purge or tenant columns, the old digest.
     let conn = rusqlite::Connection::open(f.path()).unwrap();
     conn.execute_batch(
-        "ALTER TABLE approvals DROP COLUMN use_by_ms;
+        "ALTER TABLE approvals DROP COLUMN remind_at;
+         ALTER TABLE approvals DROP COLUMN escalate_at;
+         ALTER TABLE approvals DROP COLUMN reminded_at;
+         ALTER TABLE approvals DROP COLUMN escalated_at;
+         ALTER TABLE approvals DROP COLUMN approved_by;
+         DROP TABLE approval_decisions;
+         ALTER TABLE approvals DROP COLUMN use_by_ms;
          ALTER TABLE approvals DROP COLUMN purged_at;
          ALTER TABLE approvals DROP COLUMN tenant;
          ALTER TABLE approvers DROP COLUMN tenant;
@@ -1590,7 +1606,13 @@ async fn a_version_2_store_gets_its_tenant_column_and_keeps_its_approvers() {
     // What the release before tenants left: the same tables without the tenant column.
     let conn = rusqlite::Connection::open(f.path()).unwrap();
     conn.execute_batch(
-        "ALTER TABLE approvals DROP COLUMN tenant;
+        "ALTER TABLE approvals DROP COLUMN remind_at;
+         ALTER TABLE approvals DROP COLUMN escalate_at;
+         ALTER TABLE approvals DROP COLUMN reminded_at;
+         ALTER TABLE approvals DROP COLUMN escalated_at;
+         ALTER TABLE approvals DROP COLUMN approved_by;
+         DROP TABLE approval_decisions;
+         ALTER TABLE approvals DROP COLUMN tenant;
          ALTER TABLE approvers DROP COLUMN tenant;
          UPDATE attest_meta SET value = '2' WHERE key = 'approvals_schema_version';",
     )
@@ -1650,4 +1672,464 @@ async fn newest_decisions_first(f: &Fixture) {
     );
     assert_eq!(store.decided(1).unwrap().len(), 1);
     assert!(store.pending().unwrap().is_empty());
+}
+
+/// Payments need two of finance; unanswered, they remind after 1 h, escalate to the CFO
+/// after 2 h and expire after 3 h.
+const QUORUM_POLICY: &str = "version: 1
+groups:
+  finance: [ann@acme.com, raj@acme.com, bob@acme.com]
+policies:
+  - name: payments
+    match: {verb: pay}
+    decision: ask
+    approvers: {from: [finance], count: 2}
+    remind_after: 1h
+    escalate_after: 2h
+    escalate_to: [cfo@acme.com]
+    expire_after: 3h
+    reason: payments need two of finance
+";
+
+fn quorum_policy() -> attest_policy::PolicyEngine {
+    attest_policy::PolicyEngine::from_yaml(QUORUM_POLICY, "attest.yaml").unwrap()
+}
+
+/// A payment asked for by Ann, who is in finance herself.
+fn payment_by_ann() -> Action {
+    Action::new("stripe", Verb::Pay)
+        .with_target("acct_42")
+        .with_actor("ann@acme.com")
+        .with_params(json!({"amount": 900, "currency": "usd"}))
+}
+
+fn approval_error(result: Result<attest_core::Decided, AttestError>) -> ApprovalError {
+    match result {
+        Err(AttestError::Approval(err)) => err,
+        other => panic!("expected an approval error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_quorum_needs_two_other_members_and_names_them_in_the_row() {
+    quorum_of_two(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn a_quorum_needs_two_other_members_and_names_them_in_the_row_on_postgres() {
+    if let Some(f) = Fixture::postgres("a_quorum_needs_two_other_members") {
+        quorum_of_two(&f).await;
+        f.close();
+    }
+}
+
+async fn quorum_of_two(f: &Fixture) {
+    let (attest, ledger) = f.attest(quorum_policy(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
+    // The actor's own approval never counts, though she is in finance.
+    let own = attest
+        .decide(&id, Answer::approve("ann@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(own),
+        ApprovalError::OwnRequest { .. }
+    ));
+    // Nor does anyone outside finance.
+    let outsider = attest.decide(&id, Answer::approve("maria", "cli")).await;
+    assert!(matches!(
+        approval_error(outsider),
+        ApprovalError::NotAnApprover { .. }
+    ));
+    // One approval: still pending, and it says so.
+    let one = attest
+        .decide(
+            &id,
+            Answer::approve("raj@acme.com", "inbox").with_note("ok by me"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(one.request.status, Status::Pending);
+    assert!(one.receipt.is_none());
+    let progress = one.request.progress();
+    assert_eq!((progress.have, progress.need), (1, 2));
+    assert_eq!(progress.text(), "1 of 2 approvals, waiting for finance");
+    assert_eq!(one.request.summary()["approvals"]["have"], 1);
+    assert_eq!(one.request.summary()["approvals"]["need"], 2);
+    // Held, not run, while waiting.
+    match attest.call(&token).run(tool.run()).await.unwrap() {
+        Outcome::Held { .. } => {}
+        other => panic!("expected held, got {other:?}"),
+    }
+    // The same person twice counts once.
+    let again = attest
+        .decide(&id, Answer::approve("raj@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(again),
+        ApprovalError::AlreadyVoted { .. }
+    ));
+    // A second member meets it, a minute later.
+    f.clock.advance(Duration::from_secs(60));
+    let two = attest
+        .decide(&id, Answer::approve("bob@acme.com", "slack"))
+        .await
+        .unwrap();
+    assert_eq!(two.request.status, Status::Approved);
+    assert_eq!(two.request.approved_by, ["raj@acme.com", "bob@acme.com"]);
+    let votes: Vec<(&str, bool, &str, Option<&str>)> = two
+        .request
+        .votes
+        .iter()
+        .map(|v| {
+            (
+                v.approver.as_str(),
+                v.approve,
+                v.channel.as_str(),
+                v.note.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        votes,
+        [
+            ("raj@acme.com", true, "inbox", Some("ok by me")),
+            ("bob@acme.com", true, "slack", None),
+        ]
+    );
+    let late = attest
+        .decide(&id, Answer::reject("cfo@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(late),
+        ApprovalError::NotAnApprover { .. } | ApprovalError::AlreadyDecided { .. }
+    ));
+    let receipt = resume_ran(&attest, &token, &tool).await;
+    assert_eq!(tool.calls(), 1);
+    let outcome = row(&ledger, receipt.seq);
+    assert_eq!(outcome["confirm"]["approver"], "bob@acme.com");
+    assert_eq!(
+        outcome["confirm"]["approvers"],
+        json!(["raj@acme.com", "bob@acme.com"])
+    );
+    // Used once.
+    assert!(attest.call(&token).run(tool.run()).await.is_err());
+    assert_eq!(tool.calls(), 1);
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn a_rejection_ends_a_quorum() {
+    quorum_rejected(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn a_rejection_ends_a_quorum_on_postgres() {
+    if let Some(f) = Fixture::postgres("a_rejection_ends_a_quorum") {
+        quorum_rejected(&f).await;
+        f.close();
+    }
+}
+
+async fn quorum_rejected(f: &Fixture) {
+    let (attest, ledger) = f.attest(quorum_policy(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
+    attest
+        .decide(&id, Answer::approve("raj@acme.com", "cli"))
+        .await
+        .unwrap();
+    let rejected = attest
+        .decide(
+            &id,
+            Answer::reject("bob@acme.com", "cli").with_note("wrong account"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rejected.request.status, Status::Rejected);
+    let receipt = rejected.receipt.expect("a rejection is recorded at once");
+    assert_eq!(row(&ledger, receipt.seq)["confirm"]["outcome"], "rejected");
+    assert!(matches!(
+        attest.call(&token).run(tool.run()).await,
+        Ok(Outcome::Rejected { .. })
+    ));
+    assert_eq!(tool.calls(), 0);
+    let after = attest
+        .decide(&id, Answer::approve("cat@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(after),
+        ApprovalError::AlreadyDecided { .. } | ApprovalError::NotAnApprover { .. }
+    ));
+}
+
+#[tokio::test]
+async fn reminders_and_escalations_fire_once_and_expiry_follows_the_rule() {
+    follow_ups_once(&Fixture::new()).await;
+}
+
+#[tokio::test]
+async fn reminders_and_escalations_fire_once_and_expiry_follows_the_rule_on_postgres() {
+    if let Some(f) = Fixture::postgres("reminders_and_escalations_fire_once") {
+        follow_ups_once(&f).await;
+        f.close();
+    }
+}
+
+async fn follow_ups_once(f: &Fixture) {
+    let (attest, ledger) = f.attest(quorum_policy(), Duration::ZERO);
+    // A second pipeline on the same store, as a second server would open it.
+    let (other, _other_ledger) = f.attest(quorum_policy(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
+    let request = attest.approvals().unwrap().get(&id).unwrap();
+    // The rule's expire_after (3 h) replaces the gate's wait (10 minutes here).
+    let ttl = request
+        .expires_at
+        .duration_since(request.requested_at)
+        .unwrap();
+    assert_eq!(ttl, Duration::from_secs(3 * 3600));
+    let steps = |attest: &Attest| {
+        let attest = attest.clone();
+        async move {
+            attest
+                .follow_ups_due()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|(r, step)| (r.id, step))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert!(steps(&attest).await.is_empty());
+    // The CFO may not decide before the escalation.
+    let early = attest
+        .decide(&id, Answer::approve("cfo@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(early),
+        ApprovalError::NotAnApprover { .. }
+    ));
+    // An hour on: one reminder, to whichever asks first, never twice.
+    f.clock.advance(Duration::from_secs(3600));
+    assert_eq!(steps(&attest).await, [(id.clone(), FollowUp::Reminder)]);
+    assert!(steps(&other).await.is_empty());
+    assert!(steps(&attest).await.is_empty());
+    // Two hours on: one escalation, this time to the other server.
+    f.clock.advance(Duration::from_secs(3600));
+    assert_eq!(steps(&other).await, [(id.clone(), FollowUp::Escalation)]);
+    assert!(steps(&attest).await.is_empty());
+    assert!(steps(&other).await.is_empty());
+    // Escalated: the CFO may decide now, and counts towards the two.
+    let cfo = attest
+        .decide(&id, Answer::approve("cfo@acme.com", "cli"))
+        .await
+        .unwrap();
+    assert_eq!(cfo.request.status, Status::Pending);
+    assert!(cfo.request.escalated_at.is_some() && cfo.request.reminded_at.is_some());
+    assert_eq!(
+        cfo.request.progress().text(),
+        "1 of 2 approvals, waiting for finance, cfo@acme.com"
+    );
+    // Three hours on: expired, recorded once, and the agent is told.
+    f.clock.advance(Duration::from_secs(3600));
+    let expired = other.expire_due().await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert!(attest.expire_due().await.unwrap().is_empty());
+    assert_eq!(
+        row(&ledger, expired[0].seq)["confirm"]["outcome"],
+        "expired"
+    );
+    assert!(matches!(
+        attest.call(&token).run(tool.run()).await,
+        Ok(Outcome::Expired { .. })
+    ));
+    assert_eq!(tool.calls(), 0);
+    assert!(steps(&attest).await.is_empty());
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+    drop((attest, other));
+}
+
+/// Set in a quorum worker: the resume token it tries after deciding.
+const WORKER_TOKEN: &str = "ATTEST_TEST_DECIDE_TOKEN";
+
+#[tokio::test]
+async fn two_processes_approving_a_quorum_at_once_run_it_once() {
+    processes_meet_a_quorum(|| Some(Fixture::new())).await;
+}
+
+#[tokio::test]
+async fn two_processes_approving_a_quorum_at_once_run_it_once_on_postgres() {
+    processes_meet_a_quorum(|| Fixture::postgres("two_processes_approving_a_quorum")).await;
+}
+
+async fn processes_meet_a_quorum(fixture: impl Fn() -> Option<Fixture>) {
+    let exe = std::env::current_exe().unwrap();
+    let people = ["raj@acme.com", "bob@acme.com"];
+    for round in 0..3 {
+        let Some(f) = fixture() else { return };
+        let (attest, ledger) = f.attest(quorum_policy(), Duration::ZERO);
+        let (id, token) = pend(&attest, payment_by_ann(), &Tool::default()).await;
+        let go = SystemTime::now() + Duration::from_millis(700);
+        let go_ms = go
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        // Both approve at the same instant, then each tries to run the payment.
+        let children: Vec<_> = people
+            .iter()
+            .map(|who| {
+                Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "approvals::quorum_worker",
+                        "--ignored",
+                        "--nocapture",
+                    ])
+                    .env(WORKER_LEDGER, f.path())
+                    .env(WORKER_ID, &id)
+                    .env(WORKER_WHO, who)
+                    .env(WORKER_GO, go_ms.to_string())
+                    .env(WORKER_TOKEN, token.expose())
+                    .output()
+            })
+            .collect();
+        let mut ran = 0;
+        for child in children {
+            let out = child.unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(text.contains("QUORUM-VOTED"), "round {round}: {text}");
+            ran += text.matches("QUORUM-RAN").count();
+        }
+        assert_eq!(ran, 1, "round {round}: the payment runs exactly once");
+        let request = attest.approvals().unwrap().get(&id).unwrap();
+        assert_eq!(request.status, Status::Approved);
+        assert!(request.consumed);
+        let mut by = request.approved_by.clone();
+        by.sort();
+        assert_eq!(by, ["bob@acme.com", "raj@acme.com"]);
+        // The ask, the intent, the outcome: one run.
+        assert_eq!(rows(&ledger), 3);
+        assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+        drop((attest, ledger));
+        f.close();
+    }
+}
+
+/// The child half of the quorum race: approves, then resumes with the token once.
+#[test]
+#[ignore = "a child process of two_processes_approving_a_quorum_at_once_run_it_once"]
+fn quorum_worker() {
+    let token = ResumeToken::new(std::env::var(WORKER_TOKEN).expect("run by the parent test"));
+    let (runtime, attest, id, who) = worker(quorum_policy());
+    match runtime.block_on(attest.decide(&id, Answer::approve(&who, "cli"))) {
+        Ok(decided) => println!("QUORUM-VOTED {}", decided.request.status),
+        Err(other) => panic!("{other:?}"),
+    }
+    let outcome = runtime.block_on(
+        attest
+            .call(&token)
+            .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) }),
+    );
+    match outcome {
+        Ok(Outcome::Ran { .. }) => println!("QUORUM-RAN"),
+        Ok(Outcome::Held { .. }) => println!("QUORUM-HELD"),
+        Err(AttestError::Approval(ApprovalError::AlreadyUsed { .. })) => println!("QUORUM-USED"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// What the release before quorums left (approvals schema 3): no decisions table, no
+/// reminder, escalation or approved-by columns.
+const BACK_TO_VERSION_3: &str = "
+ALTER TABLE approvals DROP COLUMN remind_at;
+ALTER TABLE approvals DROP COLUMN escalate_at;
+ALTER TABLE approvals DROP COLUMN reminded_at;
+ALTER TABLE approvals DROP COLUMN escalated_at;
+ALTER TABLE approvals DROP COLUMN approved_by;
+DROP TABLE approval_decisions;
+UPDATE attest_meta SET value = '3' WHERE key = 'approvals_schema_version';";
+
+#[tokio::test]
+async fn a_version_3_store_gets_decisions_and_its_requests_still_resume() {
+    let f = Fixture::new();
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    drop(attest);
+    let conn = rusqlite::Connection::open(f.path()).unwrap();
+    conn.execute_batch(BACK_TO_VERSION_3).unwrap();
+    drop(conn);
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    let decided = attest
+        .decide(&id, Answer::approve("maria", "cli").with_note("fine"))
+        .await
+        .unwrap();
+    assert_eq!(decided.request.votes.len(), 1);
+    assert_eq!(decided.request.votes[0].note.as_deref(), Some("fine"));
+    resume_ran(&attest, &token, &tool).await;
+    assert_eq!(tool.calls(), 1);
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn a_version_3_store_on_postgres_gets_decisions_and_its_requests_still_resume() {
+    let Some(f) = Fixture::postgres("a_version_3_store_gets_decisions") else {
+        return;
+    };
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, send(), &tool).await;
+    let url = f.path().display().to_string();
+    blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .batch_execute(
+                "ALTER TABLE approvals DROP COLUMN remind_at, DROP COLUMN escalate_at,
+                     DROP COLUMN reminded_at, DROP COLUMN escalated_at, DROP COLUMN approved_by;
+                 DROP TABLE approval_decisions;
+                 UPDATE attest_meta SET value = '3'
+                 WHERE tenant = '' AND key = 'approvals_schema_version';",
+            )
+            .unwrap();
+    });
+    let (attest, ledger) = f.attest(anyone(), Duration::ZERO);
+    attest
+        .decide(&id, Answer::approve("maria", "cli"))
+        .await
+        .unwrap();
+    resume_ran(&attest, &token, &tool).await;
+    assert_eq!(tool.calls(), 1);
+    assert!(blocking(|| ledger.verify()).unwrap().is_intact());
+    drop((attest, ledger));
+    f.close();
+}
+
+#[tokio::test]
+async fn one_answer_at_a_gate_never_meets_a_quorum() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger =
+        Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
+    let attest = Attest::builder()
+        .ledger(Arc::clone(&ledger))
+        .policy(quorum_policy())
+        .gate(attest_core::AutoGate::approve("raj@acme.com"))
+        .agent("bot")
+        .build()
+        .unwrap();
+    let tool = Tool::default();
+    let outcome = attest.call(payment_by_ann()).run(tool.run()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Rejected { .. }), "{outcome:?}");
+    assert_eq!(tool.calls(), 0);
+    let last = row(&ledger, rows(&ledger));
+    assert_eq!(last["confirm"]["outcome"], "rejected");
+    assert!(
+        last["confirm"]["note"].as_str().unwrap().contains("quorum"),
+        "{last}"
+    );
 }
