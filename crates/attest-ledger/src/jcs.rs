@@ -485,6 +485,7 @@ mod tests {
                 )| Record {
                     action_id,
                     run_id,
+                    agent_auth: agent.as_ref().map(|_| "jwt".to_owned()),
                     agent,
                     actor,
                     call,

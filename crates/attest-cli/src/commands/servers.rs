@@ -115,13 +115,20 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         server_named,
         mode: args.serve.mode,
         upstream,
-        // A token issued for this proxy as a protected resource is not the upstream's.
-        pass_bearer: args.oauth_issuer.is_none(),
+        // A token issued for this proxy as a protected resource, or an agent's own
+        // credential, is not the upstream's.
+        pass_bearer: args.oauth_issuer.is_none() && config.file.agents.is_none(),
     };
     if let Some(address) = listen {
+        anyhow::ensure!(
+            args.oauth_issuer.is_none() || config.file.agents.is_none(),
+            "--oauth-issuer and agents: both name the caller from its bearer token; \
+             configure the identity provider under agents.jwt instead"
+        );
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
+        let agents = agent_auth(config, &attest, &runtime)?;
         let listen = crate::servers::mcp_listen::ListenOptions {
             address,
             origins: args.allow_origin.clone(),
@@ -135,6 +142,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
                     resource: args.resource.clone(),
                 }
             }),
+            agents,
         };
         runtime.block_on(crate::servers::mcp_listen::serve_http(
             attest, options, listen,
@@ -260,12 +268,22 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
     let token = gateway_token(args)?;
     if !host.is_loopback() {
         anyhow::ensure!(
-            token.is_some(),
-            "--host {host} is beyond this machine: give the gateway a token (--token-file FILE or ATTEST_GATEWAY_TOKEN) that callers send in X-Attest-Token"
+            token.is_some() || config.file.agents.is_some(),
+            "--host {host} is beyond this machine: give the gateway a token (--token-file FILE or ATTEST_GATEWAY_TOKEN) that callers send in X-Attest-Token, or configure authenticated agents (agents: in the configuration)"
         );
         eprintln!("attest: warning: the gateway listens on {host}, beyond this machine");
     }
+    if token.is_some() && config.file.agents.is_some() {
+        eprintln!(
+            "attest: note: agents are configured, so each caller's own agent token or JWT in \
+             X-Attest-Token replaces the shared gateway token"
+        );
+    }
     let attest = pipeline(config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let agents = agent_auth(config, &attest, &runtime)?;
     let tenants = {
         let base = config.clone();
         let open = move |tenant: &str| {
@@ -286,14 +304,12 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         upstream_timeout: Duration::from_secs(args.upstream_timeout),
         allow_upstream,
         token,
+        agents,
         metrics: crate::servers::scrape::ScrapeAccess::from_file(
             args.metrics_token_file.as_deref(),
         )?,
     };
     let state = gateway::GatewayState::with_tenants(attest, tenants, options)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind((host, args.port))
             .await
@@ -305,6 +321,20 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         gateway::serve(listener, state).await
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The configured agent authentication (`agents:`), its identity provider's keys
+/// fetched: `None` when agents are not configured.
+fn agent_auth(
+    config: &Config,
+    attest: &attest_core::Attest,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Option<Arc<crate::servers::agents::AgentAuth>>> {
+    let Some(settings) = &config.file.agents else {
+        return Ok(None);
+    };
+    let auth = runtime.block_on(crate::servers::agents::AgentAuth::new(attest, settings))?;
+    Ok(Some(Arc::new(auth)))
 }
 
 /// The variable that holds the gateway's token (never a command-line flag: `ps` shows those).

@@ -295,7 +295,7 @@ impl Proxy {
         let options = &self.0.options;
         // The agent a `--listen` protected resource authenticated, else whatever names one.
         let who = authenticated(&context);
-        let action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
+        let mut action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
             server: &options.server,
             server_named: options.server_named,
             tool: &name,
@@ -311,6 +311,9 @@ impl Proxy {
                 ..CallContext::default()
             },
         }));
+        if let Some(who) = &who {
+            action.extra.agent_auth = Some(who.how.to_owned());
+        }
         let check = self.pair_check(&name, peer);
         let started = AtomicBool::new(false);
         let execute = |_params: Value| {

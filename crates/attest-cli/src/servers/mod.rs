@@ -15,9 +15,11 @@
 //! a resume URL. `auto` approves every `ask` (demos only).
 
 mod frames;
+pub(crate) mod agents;
 pub(crate) mod gateway;
 pub(crate) mod gateway_tenants;
 pub(crate) mod inbox;
+pub(crate) mod jwt;
 pub(crate) mod mcp_listen;
 pub(crate) mod mcp_oauth_client;
 mod mcp_order;
