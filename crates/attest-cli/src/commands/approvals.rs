@@ -13,7 +13,7 @@ use attest_core::setup::{DoorParts, LINK_TTL};
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError};
 use serde_json::Value;
 
-use crate::cli::{ApproversCommand, ConfirmArgs, PendingArgs, ServeArgs, Verdict};
+use crate::cli::{AgentsCommand, ApproversCommand, ConfirmArgs, PendingArgs, ServeArgs, Verdict};
 use crate::config::Config;
 use crate::secrets::{read_secret, write_private};
 use crate::servers::inbox::{self, InboxState};
@@ -270,6 +270,85 @@ pub(crate) fn approvers(config: &Config, command: &ApproversCommand) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
+pub(crate) fn agents(config: &Config, command: &AgentsCommand) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        AgentsCommand::Add(args) => {
+            let attest = pipeline(config, true)?;
+            let store = attest.approvals()?;
+            if let Some(path) = &args.token_file {
+                if path.exists() {
+                    anyhow::bail!("{} exists; the token file must be new", path.display());
+                }
+            }
+            let (agent, token) = match store.add_agent(&args.name) {
+                Ok(added) => added,
+                Err(err @ ApprovalError::BadAgent { .. }) => anyhow::bail!(err),
+                Err(err) => return Err(err.into()),
+            };
+            let shown = match &args.token_file {
+                Some(path) => {
+                    write_private(path, &format!("{}\n", token.expose()))?;
+                    None
+                }
+                None => Some(token.expose()),
+            };
+            if args.json {
+                serde_json::to_writer(
+                    &mut out,
+                    &serde_json::json!({"name": agent.name, "token": shown}),
+                )?;
+                writeln!(out)?;
+            } else if let Some(token) = shown {
+                writeln!(out, "{token}")?;
+                eprintln!(
+                    "attest: agent {} added; the token above is shown only once: give it to the \
+                     agent (X-Attest-Token on the gateway, Authorization: Bearer on \
+                     mcp-proxy --listen) in a file only it can read (mode 0600)",
+                    agent.name
+                );
+            } else {
+                eprintln!("attest: agent {} added; token written", agent.name);
+            }
+        }
+        AgentsCommand::List(args) => {
+            let attest = pipeline(config, false)?;
+            let list = attest.approvals()?.agents()?;
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &list)?;
+                writeln!(out)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if list.is_empty() {
+                writeln!(out, "(no agents: add one with `attest agents add NAME`)")?;
+            }
+            for agent in &list {
+                writeln!(
+                    out,
+                    "{:<32}  {}",
+                    agent.name,
+                    match agent.revoked_at {
+                        Some(at) => format!("revoked {}", attest_ledger::format_ts(at)),
+                        None => "active".to_owned(),
+                    }
+                )?;
+            }
+        }
+        AgentsCommand::Revoke(args) => {
+            let attest = pipeline(config, false)?;
+            match attest.approvals()?.revoke_agent(&args.name) {
+                Ok(agent) => writeln!(out, "{} revoked", agent.name)?,
+                Err(err @ ApprovalError::UnknownAgent { .. }) => {
+                    eprintln!("attest: {err}");
+                    return Ok(ExitCode::from(1));
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let (ip, port) = listen_address(config, args)?;
     let slack_signing_secret = read_secret(
@@ -306,6 +385,13 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
     };
     let metrics =
         crate::servers::scrape::ScrapeAccess::from_file(args.metrics_token_file.as_deref())?;
+    let oidc_secret = match config.file.inbox.oidc.as_ref().and_then(|o| o.client_secret_file.as_deref()) {
+        Some(path) => Some(
+            read_secret(Some(path), "")?
+                .with_context(|| format!("inbox.oidc.client_secret_file {}: empty", path.display()))?,
+        ),
+        None => None,
+    };
     let attest = pipeline(config, true)?;
     let review = Arc::new(crate::review::Review::open(config, alerts)?);
     let runtime = runtime()?;
@@ -318,7 +404,21 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         let public = public_url
             .clone()
             .unwrap_or_else(|| format!("http://{addr}"));
+        let oidc = match &config.file.inbox.oidc {
+            Some(settings) => Some(Arc::new(
+                crate::servers::oidc::Oidc::discover(crate::servers::oidc::OidcOptions {
+                    issuer: settings.issuer.clone(),
+                    client_id: settings.client_id.clone(),
+                    client_secret: oidc_secret,
+                    claim: settings.claim.clone().unwrap_or_else(|| "email".to_owned()),
+                    public_url: public.clone(),
+                })
+                .await?,
+            )),
+            None => None,
+        };
         let state = InboxState {
+            oidc,
             attest,
             origins: inbox::allowed_origins(addr, public_url.as_deref())?,
             trusted_identity_header,

@@ -20,6 +20,7 @@ pub(crate) mod gateway;
 pub(crate) mod gateway_tenants;
 pub(crate) mod inbox;
 pub(crate) mod jwt;
+pub(crate) mod oidc;
 pub(crate) mod mcp_listen;
 pub(crate) mod mcp_oauth_client;
 mod mcp_order;
