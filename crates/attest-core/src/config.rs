@@ -518,6 +518,9 @@ impl ConfigFile {
         self.registry.iter_mut().for_each(join);
         self.recipes.iter_mut().for_each(join);
         self.openapi.iter_mut().for_each(join);
+        if let Some(oidc) = self.inbox.oidc.as_mut() {
+            oidc.client_secret_file.iter_mut().for_each(join);
+        }
     }
 
     /// Checks what serde cannot: names of variables, URLs, non-empty lists.

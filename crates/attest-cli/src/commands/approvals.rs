@@ -385,13 +385,19 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
     };
     let metrics =
         crate::servers::scrape::ScrapeAccess::from_file(args.metrics_token_file.as_deref())?;
-    let oidc_secret = match config.file.inbox.oidc.as_ref().and_then(|o| o.client_secret_file.as_deref()) {
-        Some(path) => Some(
-            read_secret(Some(path), "")?
-                .with_context(|| format!("inbox.oidc.client_secret_file {}: empty", path.display()))?,
-        ),
-        None => None,
-    };
+    let oidc_secret =
+        match config
+            .file
+            .inbox
+            .oidc
+            .as_ref()
+            .and_then(|o| o.client_secret_file.as_deref())
+        {
+            Some(path) => Some(read_secret(Some(path), "")?.with_context(|| {
+                format!("inbox.oidc.client_secret_file {}: empty", path.display())
+            })?),
+            None => None,
+        };
     let attest = pipeline(config, true)?;
     let review = Arc::new(crate::review::Review::open(config, alerts)?);
     let runtime = runtime()?;

@@ -162,7 +162,10 @@ impl AgentAuth {
                     ));
                 };
                 let verified = jwt.validate(token).await.map_err(|why| {
-                    AgentRefusal::new(StatusCode::UNAUTHORIZED, format!("agent JWT refused: {why}"))
+                    AgentRefusal::new(
+                        StatusCode::UNAUTHORIZED,
+                        format!("agent JWT refused: {why}"),
+                    )
                 })?;
                 AgentIdentity {
                     name: verified.name,
@@ -171,15 +174,13 @@ impl AgentAuth {
             }
         };
         match label.map(str::trim).filter(|l| !l.is_empty()) {
-            Some(label) if !label.eq_ignore_ascii_case(&identity.name) => {
-                Err(AgentRefusal::new(
-                    StatusCode::FORBIDDEN,
-                    format!(
-                        "the agent label {label:?} disagrees with the credential, which names {:?}",
-                        identity.name
-                    ),
-                ))
-            }
+            Some(label) if !label.eq_ignore_ascii_case(&identity.name) => Err(AgentRefusal::new(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "the agent label {label:?} disagrees with the credential, which names {:?}",
+                    identity.name
+                ),
+            )),
             _ => Ok(identity),
         }
     }

@@ -658,10 +658,7 @@ async fn identify(state: &Inner, headers: &HeaderMap) -> Result<Option<AgentIden
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(agents) = &state.options.agents {
         return agents
-            .identify(
-                text(TOKEN_HEADER),
-                text(attest_core::AGENT_HEADER),
-            )
+            .identify(text(TOKEN_HEADER), text(attest_core::AGENT_HEADER))
             .await
             .map(Some)
             .map_err(|refusal| reject(refusal.status, json!({"error": refusal.reason}), None));

@@ -443,16 +443,25 @@ async fn login_callback(
             status,
             Html(message_page(
                 "Not signed in",
-                &format!("<p>{}</p><p><a href=\"/login\">Try again</a></p>", escape(why)),
+                &format!(
+                    "<p>{}</p><p><a href=\"/login\">Try again</a></p>",
+                    escape(why)
+                ),
             )),
         )
             .into_response()
     };
     if let Some(error) = query.get("error") {
-        return refused(StatusCode::FORBIDDEN, &format!("the provider said: {error}"));
+        return refused(
+            StatusCode::FORBIDDEN,
+            &format!("the provider said: {error}"),
+        );
     }
     let (Some(code), Some(flow)) = (query.get("code"), query.get("state")) else {
-        return refused(StatusCode::BAD_REQUEST, "the provider sent no code or state");
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "the provider sent no code or state",
+        );
     };
     let cookies = headers.get(header::COOKIE).and_then(|v| v.to_str().ok());
     let name = match oidc.finish(cookies, flow, code).await {

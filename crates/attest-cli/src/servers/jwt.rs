@@ -120,8 +120,8 @@ impl JwtValidator {
         validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.leeway = LEEWAY_SECS;
-        let data =
-            jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation).map_err(|err| {
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation).map_err(
+            |err| {
                 use jsonwebtoken::errors::ErrorKind;
                 match err.kind() {
                     ErrorKind::ExpiredSignature => "the token has expired",
@@ -132,7 +132,8 @@ impl JwtValidator {
                     ErrorKind::InvalidSignature => "the token's signature does not check",
                     _ => "the token is not valid",
                 }
-            })?;
+            },
+        )?;
         let name = data
             .claims
             .get(&self.claim)
@@ -200,10 +201,7 @@ pub(crate) fn http_client() -> anyhow::Result<reqwest::Client> {
 
 /// `issuer`'s metadata: RFC 8414 authorization server metadata, else OpenID Connect
 /// discovery; it must name the same issuer.
-pub(crate) async fn issuer_metadata(
-    http: &reqwest::Client,
-    issuer: &str,
-) -> anyhow::Result<Value> {
+pub(crate) async fn issuer_metadata(http: &reqwest::Client, issuer: &str) -> anyhow::Result<Value> {
     let base = reqwest::Url::parse(issuer).with_context(|| format!("issuer {issuer:?}"))?;
     let path = base.path().trim_end_matches('/');
     let origin = base.origin().ascii_serialization();

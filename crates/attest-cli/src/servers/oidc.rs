@@ -203,7 +203,9 @@ impl Oidc {
         let bound = cookie_value(cookies, LOGIN_COOKIE)
             .is_some_and(|value| bool::from(value.as_bytes().ct_eq(state.as_bytes())));
         if !bound {
-            return Err("this sign-in was not started in this browser (start again at /login)".into());
+            return Err(
+                "this sign-in was not started in this browser (start again at /login)".into(),
+            );
         }
         let pending = lock(&self.pending)
             .remove(state)
@@ -289,7 +291,9 @@ impl Oidc {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn getrandom(bytes: &mut [u8]) -> anyhow::Result<()> {

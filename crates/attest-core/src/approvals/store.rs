@@ -19,10 +19,10 @@ use attest_policy::{Action, Verdict};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
-use super::{agents, approvers};
 use super::backend::{Backend, Cell, Home, EMPTY_PARAMS};
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
+use super::{agents, approvers};
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
 
 /// The version of the `approvals` table, kept in `attest_meta` under
