@@ -189,24 +189,14 @@ pub(crate) fn approvers(config: &Config, command: &ApproversCommand) -> anyhow::
         ApproversCommand::Add(args) => {
             let attest = pipeline(config, true)?;
             let store = attest.approvals()?;
-            if let Some(path) = &args.token_file {
-                if path.exists() {
-                    anyhow::bail!("{} exists; the token file must be new", path.display());
-                }
-            }
+            token_file_is_new(args.token_file.as_deref())?;
             let (approver, token) = match store.add_approver(&args.name, args.slack_user.as_deref())
             {
                 Ok(added) => added,
                 Err(err @ ApprovalError::BadApprover { .. }) => anyhow::bail!(err),
                 Err(err) => return Err(err.into()),
             };
-            let shown = match &args.token_file {
-                Some(path) => {
-                    write_private(path, &format!("{}\n", token.expose()))?;
-                    None
-                }
-                None => Some(token.expose()),
-            };
+            let shown = hand_out(args.token_file.as_deref(), token.expose())?;
             if args.json {
                 serde_json::to_writer(
                     &mut out,
@@ -248,24 +238,60 @@ pub(crate) fn approvers(config: &Config, command: &ApproversCommand) -> anyhow::
                     "{:<32}  {:<12}  {}",
                     approver.name,
                     approver.slack_user.as_deref().unwrap_or("-"),
-                    match approver.revoked_at {
-                        Some(at) => format!("revoked {}", attest_ledger::format_ts(at)),
-                        None => "active".to_owned(),
-                    }
+                    standing(approver.revoked_at)
                 )?;
             }
         }
         ApproversCommand::Revoke(args) => {
             let attest = pipeline(config, false)?;
-            match attest.approvals()?.revoke_approver(&args.name) {
-                Ok(approver) => writeln!(out, "{} revoked", approver.name)?,
-                Err(err @ ApprovalError::UnknownApprover { .. }) => {
-                    eprintln!("attest: {err}");
-                    return Ok(ExitCode::from(1));
-                }
-                Err(err) => return Err(err.into()),
-            }
+            let revoked = attest.approvals()?.revoke_approver(&args.name);
+            return said_revoked(&mut out, revoked.map(|approver| approver.name));
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Fails when the token is to go to a file that exists: the file must be new.
+fn token_file_is_new(path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    match path {
+        Some(path) if path.exists() => {
+            anyhow::bail!("{} exists; the token file must be new", path.display())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Gives out a new token: written to `file` (created 0600), else returned to be printed.
+fn hand_out<'t>(file: Option<&std::path::Path>, token: &'t str) -> anyhow::Result<Option<&'t str>> {
+    match file {
+        Some(path) => {
+            write_private(path, &format!("{token}\n"))?;
+            Ok(None)
+        }
+        None => Ok(Some(token)),
+    }
+}
+
+/// `active`, or when it was revoked.
+fn standing(revoked_at: Option<std::time::SystemTime>) -> String {
+    match revoked_at {
+        Some(at) => format!("revoked {}", attest_ledger::format_ts(at)),
+        None => "active".to_owned(),
+    }
+}
+
+/// Says who was revoked; an unknown name is exit 1.
+fn said_revoked(
+    out: &mut impl Write,
+    revoked: Result<String, ApprovalError>,
+) -> anyhow::Result<ExitCode> {
+    match revoked {
+        Ok(name) => writeln!(out, "{name} revoked")?,
+        Err(err @ (ApprovalError::UnknownApprover { .. } | ApprovalError::UnknownAgent { .. })) => {
+            eprintln!("attest: {err}");
+            return Ok(ExitCode::from(1));
+        }
+        Err(err) => return Err(err.into()),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -276,23 +302,13 @@ pub(crate) fn agents(config: &Config, command: &AgentsCommand) -> anyhow::Result
         AgentsCommand::Add(args) => {
             let attest = pipeline(config, true)?;
             let store = attest.approvals()?;
-            if let Some(path) = &args.token_file {
-                if path.exists() {
-                    anyhow::bail!("{} exists; the token file must be new", path.display());
-                }
-            }
+            token_file_is_new(args.token_file.as_deref())?;
             let (agent, token) = match store.add_agent(&args.name) {
                 Ok(added) => added,
                 Err(err @ ApprovalError::BadAgent { .. }) => anyhow::bail!(err),
                 Err(err) => return Err(err.into()),
             };
-            let shown = match &args.token_file {
-                Some(path) => {
-                    write_private(path, &format!("{}\n", token.expose()))?;
-                    None
-                }
-                None => Some(token.expose()),
-            };
+            let shown = hand_out(args.token_file.as_deref(), token.expose())?;
             if args.json {
                 serde_json::to_writer(
                     &mut out,
@@ -323,27 +339,13 @@ pub(crate) fn agents(config: &Config, command: &AgentsCommand) -> anyhow::Result
                 writeln!(out, "(no agents: add one with `attest agents add NAME`)")?;
             }
             for agent in &list {
-                writeln!(
-                    out,
-                    "{:<32}  {}",
-                    agent.name,
-                    match agent.revoked_at {
-                        Some(at) => format!("revoked {}", attest_ledger::format_ts(at)),
-                        None => "active".to_owned(),
-                    }
-                )?;
+                writeln!(out, "{:<32}  {}", agent.name, standing(agent.revoked_at))?;
             }
         }
         AgentsCommand::Revoke(args) => {
             let attest = pipeline(config, false)?;
-            match attest.approvals()?.revoke_agent(&args.name) {
-                Ok(agent) => writeln!(out, "{} revoked", agent.name)?,
-                Err(err @ ApprovalError::UnknownAgent { .. }) => {
-                    eprintln!("attest: {err}");
-                    return Ok(ExitCode::from(1));
-                }
-                Err(err) => return Err(err.into()),
-            }
+            let revoked = attest.approvals()?.revoke_agent(&args.name);
+            return said_revoked(&mut out, revoked.map(|agent| agent.name));
         }
     }
     Ok(ExitCode::SUCCESS)

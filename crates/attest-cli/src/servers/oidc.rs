@@ -339,3 +339,24 @@ async fn exchange(
     }
     builder.body(bytes.to_vec()).map_err(|e| io(&e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::cookie_value;
+
+    #[test]
+    fn a_cookie_is_found_by_its_whole_name_only() {
+        let header = Some("a=1; attest_session_x=forged; attest_session=s3 ;b=2");
+        assert_eq!(cookie_value(header, "attest_session"), Some("s3"));
+        assert_eq!(cookie_value(header, "b"), Some("2"));
+        assert_eq!(
+            cookie_value(Some("attest_session="), "attest_session"),
+            None
+        );
+        assert_eq!(
+            cookie_value(Some("xattest_session=1"), "attest_session"),
+            None
+        );
+        assert_eq!(cookie_value(None, "attest_session"), None);
+    }
+}
