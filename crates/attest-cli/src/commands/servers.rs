@@ -241,7 +241,24 @@ pub(crate) fn mcp_login(args: &McpLoginArgs) -> anyhow::Result<ExitCode> {
 pub(crate) fn mcp_server(config: &Config) -> anyhow::Result<ExitCode> {
     let attest = pipeline(config)?;
     let runtime = stdio_runtime()?;
-    let outcome = runtime.block_on(mcp_server::serve(attest));
+    // With agents configured, the agent that starts this server proves who it is once,
+    // with its token or JWT in ATTEST_AGENT_TOKEN; every call is then that agent's.
+    let identity = match agent_auth(config, &attest, &runtime)? {
+        Some(agents) => {
+            let credential = crate::secrets::read_secret(None, AGENT_TOKEN_VAR)?;
+            let proven = runtime
+                .block_on(agents.identify(credential.as_deref(), None))
+                .map_err(|refusal| {
+                    anyhow::anyhow!(
+                        "{AGENT_TOKEN_VAR}: {} (agents: is configured)",
+                        refusal.reason
+                    )
+                })?;
+            Some(proven)
+        }
+        None => None,
+    };
+    let outcome = runtime.block_on(mcp_server::serve(attest, identity));
     runtime.shutdown_timeout(Duration::from_secs(1));
     outcome?;
     Ok(ExitCode::SUCCESS)
@@ -336,6 +353,9 @@ fn agent_auth(
     let auth = runtime.block_on(crate::servers::agents::AgentAuth::new(attest, settings))?;
     Ok(Some(Arc::new(auth)))
 }
+
+/// The variable holding the agent's own token or JWT for `attest mcp-server`.
+const AGENT_TOKEN_VAR: &str = "ATTEST_AGENT_TOKEN";
 
 /// The variable that holds the gateway's token (never a command-line flag: `ps` shows those).
 const GATEWAY_TOKEN_VAR: &str = "ATTEST_GATEWAY_TOKEN";

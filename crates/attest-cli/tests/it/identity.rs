@@ -515,3 +515,44 @@ async fn an_agent_token_and_a_jwt_name_the_same_agent_through_mcp_proxy_listen()
     let all = serde_json::to_string(&crate::exported_entries(dir.path())).unwrap();
     assert!(!all.contains(&token) && !all.contains(&jwt));
 }
+
+#[test]
+fn mcp_server_with_agents_configured_starts_only_for_a_proven_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "agents: {}\n");
+    let token = add_agent(dir.path(), "notes-bot");
+    let start = |env: &[(&str, &str)]| {
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(crate::store_args(
+                dir.path(),
+                &["--ledger", "ledger.sqlite", "mcp-server"],
+            ))
+            .current_dir(dir.path())
+            .env_clear()
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let none = start(&[]);
+    assert!(!none.status.success());
+    assert!(
+        stderr(&none).contains("ATTEST_AGENT_TOKEN"),
+        "{}",
+        stderr(&none)
+    );
+    let forged = start(&[("ATTEST_AGENT_TOKEN", "atg_0000")]);
+    assert!(!forged.status.success());
+    assert!(
+        stderr(&forged).contains("not a valid agent token"),
+        "{}",
+        stderr(&forged)
+    );
+    // Its own token gets past the check (to the MCP handshake, which has no client here).
+    let own = start(&[("ATTEST_AGENT_TOKEN", &token)]);
+    assert!(
+        !stderr(&own).contains("ATTEST_AGENT_TOKEN"),
+        "{}",
+        stderr(&own)
+    );
+}
