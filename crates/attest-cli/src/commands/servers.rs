@@ -118,6 +118,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         // A token issued for this proxy as a protected resource, or an agent's own
         // credential, is not the upstream's.
         pass_bearer: args.oauth_issuer.is_none() && config.file.agents.is_none(),
+        identity: None,
     };
     if let Some(address) = listen {
         anyhow::ensure!(
@@ -150,6 +151,10 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         return Ok(ExitCode::SUCCESS);
     }
     let runtime = stdio_runtime()?;
+    let options = mcp_proxy::ProxyOptions {
+        identity: process_agent(config, &attest, &runtime)?,
+        ..options
+    };
     let outcome = runtime.block_on(mcp_proxy::serve(attest, options));
     // A read of stdin may still be parked on a blocking thread; do not wait for it.
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -241,23 +246,7 @@ pub(crate) fn mcp_login(args: &McpLoginArgs) -> anyhow::Result<ExitCode> {
 pub(crate) fn mcp_server(config: &Config) -> anyhow::Result<ExitCode> {
     let attest = pipeline(config)?;
     let runtime = stdio_runtime()?;
-    // With agents configured, the agent that starts this server proves who it is once,
-    // with its token or JWT in ATTEST_AGENT_TOKEN; every call is then that agent's.
-    let identity = match agent_auth(config, &attest, &runtime)? {
-        Some(agents) => {
-            let credential = crate::secrets::read_secret(None, AGENT_TOKEN_VAR)?;
-            let proven = runtime
-                .block_on(agents.identify(credential.as_deref(), None))
-                .map_err(|refusal| {
-                    anyhow::anyhow!(
-                        "{AGENT_TOKEN_VAR}: {} (agents: is configured)",
-                        refusal.reason
-                    )
-                })?;
-            Some(proven)
-        }
-        None => None,
-    };
+    let identity = process_agent(config, &attest, &runtime)?;
     let outcome = runtime.block_on(mcp_server::serve(attest, identity));
     runtime.shutdown_timeout(Duration::from_secs(1));
     outcome?;
@@ -354,8 +343,32 @@ fn agent_auth(
     Ok(Some(Arc::new(auth)))
 }
 
-/// The variable holding the agent's own token or JWT for `attest mcp-server`.
+/// The variable holding the agent's own token or JWT for a stdio door.
 const AGENT_TOKEN_VAR: &str = "ATTEST_AGENT_TOKEN";
+
+/// For a door on stdio (`mcp-server`, `mcp-proxy` without `--listen`), started by one
+/// agent's own client: with agents configured, that agent proves who it is once, with its
+/// token or JWT in `ATTEST_AGENT_TOKEN`, and every call is then its own. A credential that
+/// proves nobody (or none, unless `unauthenticated: record`) stops the door.
+fn process_agent(
+    config: &Config,
+    attest: &attest_core::Attest,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Option<crate::servers::agents::AgentIdentity>> {
+    let Some(agents) = agent_auth(config, attest, runtime)? else {
+        return Ok(None);
+    };
+    let credential = crate::secrets::read_secret(None, AGENT_TOKEN_VAR)?;
+    let proven = runtime
+        .block_on(agents.identify(credential.as_deref(), None))
+        .map_err(|refusal| {
+            anyhow::anyhow!(
+                "{AGENT_TOKEN_VAR}: {} (agents: is configured)",
+                refusal.reason
+            )
+        })?;
+    Ok(Some(proven))
+}
 
 /// The variable that holds the gateway's token (never a command-line flag: `ps` shows those).
 const GATEWAY_TOKEN_VAR: &str = "ATTEST_GATEWAY_TOKEN";

@@ -556,3 +556,32 @@ fn mcp_server_with_agents_configured_starts_only_for_a_proven_agent() {
         stderr(&own)
     );
 }
+
+#[test]
+fn a_stdio_mcp_proxy_with_agents_configured_is_its_proven_agents() {
+    if !python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "agents: {}\n");
+    let token = add_agent(dir.path(), "notes-bot");
+    let plan = json!({"calls": [
+        {"tool": "create_note", "args": {"title": "stdio", "body": "b"}},
+    ]});
+    let server = py("notes_server.py");
+    let python = crate::python();
+    let report = crate::mcp::drive_with(
+        dir.path(),
+        &plan,
+        &["--mode", "auto", "--server", "notes"],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+        &[("ATTEST_AGENT_TOKEN", &token)],
+    );
+    assert_eq!(report["calls"][0]["is_error"], false, "{report}");
+    let how: Vec<(Value, Value)> = outcome_entries(dir.path())
+        .iter()
+        .filter(|row| row["verb"] == "create")
+        .map(|row| (row["agent"].clone(), row["agent_auth"].clone()))
+        .collect();
+    assert_eq!(how, vec![(json!("notes-bot"), json!("token"))]);
+}
