@@ -147,9 +147,9 @@ pub(crate) enum Command {
     /// personal token (`attest approvers add NAME` shows it once).
     #[command(subcommand)]
     Approvers(ApproversCommand),
-    /// Register, list and revoke agents: with `agents:` configured, the gateway and
-    /// `mcp-proxy --listen` name a call's agent by its token (`attest agents add NAME`
-    /// shows it once) or a JWT from the identity provider, never by a label.
+    /// Register, list and revoke agents: with `agents:` configured, the gateway,
+    /// `mcp-proxy` and `mcp-server` name a call's agent by its token (`attest agents add
+    /// NAME` shows it once) or a JWT from the identity provider, never by a label.
     #[command(subcommand)]
     Agents(AgentsCommand),
     /// Serve the approval inbox: a web page and JSON API for pending requests.

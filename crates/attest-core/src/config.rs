@@ -200,7 +200,7 @@ pub struct ConfigFile {
     /// Coding-agent hooks (`attest hook <agent>`).
     #[serde(default)]
     pub hook: HookSettings,
-    /// Authenticated agents: when set, the gateway and `mcp-proxy --listen` name a
+    /// Authenticated agents: when set, the gateway, `mcp-proxy` and `mcp-server` name a
     /// call's agent by its credential (an `attest agents add` token, or a JWT from the
     /// organisation's identity provider), never by a label.
     pub agents: Option<AgentSettings>,
