@@ -515,13 +515,13 @@ mod tests {
         assert!(server.attest.ledger().list(10).unwrap().is_empty());
     }
 
-    /// A call policy asks about, made without waiting for the person: asking files one
-    /// request; recording it with the token before anyone decided records what happened,
-    /// says it ran without an approval, and leaves the request pending.
-    #[tokio::test]
-    async fn a_call_recorded_before_its_approval_says_so() {
-        use attest_core::approvals::{ApprovalStore, Status, StoreGate};
-        let dir = tempfile::tempdir().unwrap();
+    /// The server over a pipeline that files approval requests (the default policy, a
+    /// store gate) on a fresh ledger in `dir`, for `identity` when given.
+    fn asking_server(
+        dir: &tempfile::TempDir,
+        identity: Option<crate::servers::agents::AgentIdentity>,
+    ) -> (AttestServer, Arc<attest_core::approvals::ApprovalStore>) {
+        use attest_core::approvals::{ApprovalStore, StoreGate};
         let ledger =
             Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
         let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
@@ -532,10 +532,17 @@ mod tests {
             .gate(StoreGate::new(Arc::clone(&store)))
             .build()
             .unwrap();
-        let server = AttestServer {
-            attest,
-            identity: None,
-        };
+        (AttestServer { attest, identity }, store)
+    }
+
+    /// A call policy asks about, made without waiting for the person: asking files one
+    /// request; recording it with the token before anyone decided records what happened,
+    /// says it ran without an approval, and leaves the request pending.
+    #[tokio::test]
+    async fn a_call_recorded_before_its_approval_says_so() {
+        use attest_core::approvals::Status;
+        let dir = tempfile::tempdir().unwrap();
+        let (server, store) = asking_server(&dir, None);
         let call = json!({"system": "stripe", "verb": "pay", "params": {"amount": 5}});
         // Nothing to ask about a read: nothing is filed.
         let read = server
@@ -622,26 +629,13 @@ mod tests {
 
     #[tokio::test]
     async fn with_a_proven_agent_every_call_is_its_own_and_another_name_is_refused() {
-        use attest_core::approvals::{ApprovalStore, StoreGate};
         let dir = tempfile::tempdir().unwrap();
-        let ledger =
-            Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
-        let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
-        let attest = Attest::builder()
-            .ledger(Arc::clone(&ledger))
-            .policy(PolicyEngine::from_yaml("{}\n", "attest.yaml").unwrap())
-            .approvals(Arc::clone(&store))
-            .gate(StoreGate::new(Arc::clone(&store)))
-            .agent("configured-label")
-            .build()
-            .unwrap();
-        let server = AttestServer {
-            attest,
-            identity: Some(crate::servers::agents::AgentIdentity {
-                name: "billing-bot".to_owned(),
-                how: "token",
-            }),
+        let identity = crate::servers::agents::AgentIdentity {
+            name: "billing-bot".to_owned(),
+            how: "token",
         };
+        let (server, _store) = asking_server(&dir, Some(identity));
+        let ledger = Arc::clone(server.attest.ledger());
         let pay = json!({"system": "stripe", "verb": "pay", "params": {"amount": 5}});
         let mut posing = pay.clone();
         posing["agent"] = json!("ops-bot");
