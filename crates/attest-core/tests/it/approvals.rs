@@ -1734,3 +1734,27 @@ fn agents_are_named_by_their_token_until_revoked_on_postgres() {
     assert!(store.agents().unwrap().is_empty());
     f.close();
 }
+
+/// A PostgreSQL database made before agents were kept (its approval tables at this
+/// version, no `agents` table) gets the table when a store opens, and keeps its approvers.
+#[test]
+fn a_postgres_store_made_before_agents_gets_their_table() {
+    let Some(f) = Fixture::postgres("store_before_agents") else {
+        return;
+    };
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let before = attest.approvals().unwrap().approvers().unwrap().len();
+    let mut client =
+        postgres::Client::connect(&f.path().display().to_string(), postgres::NoTls).unwrap();
+    client.batch_execute("DROP TABLE agents").unwrap();
+    drop(client);
+    let (again, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let store = again.approvals().unwrap();
+    let (_, token) = store.add_agent("late-bot").unwrap();
+    assert_eq!(
+        store.authenticate_agent(token.expose()).unwrap().name,
+        "late-bot"
+    );
+    assert_eq!(store.approvers().unwrap().len(), before);
+    f.close();
+}
