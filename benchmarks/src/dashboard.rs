@@ -62,6 +62,7 @@ fn record(n: u64) -> Record {
         result_ids: Vec::new(),
         run_id: Some(format!("run-{}", n / 50)),
         agent: Some(format!("agent-{}", n % 5)),
+        agent_auth: None,
         actor: None,
         owner: None,
         system: system.into(),

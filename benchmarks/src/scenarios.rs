@@ -62,6 +62,7 @@ pub(crate) fn record(n: u64) -> Record {
         action_id: format!("0b6f3c1e-5d0a-4a57-9f39-{n:012}"),
         run_id: Some("run-bench".into()),
         agent: Some("bench-agent".into()),
+        agent_auth: None,
         actor: Some("alice@acme.example".into()),
         call: None,
         owner: None,

@@ -147,6 +147,11 @@ pub(crate) enum Command {
     /// personal token (`attest approvers add NAME` shows it once).
     #[command(subcommand)]
     Approvers(ApproversCommand),
+    /// Register, list and revoke agents: with `agents:` configured, the gateway,
+    /// `mcp-proxy` and `mcp-server` name a call's agent by its token (`attest agents add
+    /// NAME` shows it once) or a JWT from the identity provider, never by a label.
+    #[command(subcommand)]
+    Agents(AgentsCommand),
     /// Serve the approval inbox: a web page and JSON API for pending requests.
     ///
     /// Binds 127.0.0.1 unless told otherwise (an unspecified address such as 0.0.0.0
@@ -717,6 +722,41 @@ pub(crate) struct ApproverListArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ApproverRevokeArgs {
     /// The approver to revoke.
+    pub(crate) name: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AgentsCommand {
+    /// Register an agent and print its token (shown only now; only its SHA-256 is kept).
+    Add(AgentAddArgs),
+    /// List the agents (never their tokens).
+    List(AgentListArgs),
+    /// Revoke an agent: its token names nobody from now on.
+    Revoke(AgentRevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AgentAddArgs {
+    /// The name the agent's calls are recorded under (what policy's `match.agent` sees).
+    pub(crate) name: String,
+    /// Write the token to FILE (created 0600) instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// Print `{"name","token"}` (token null with --token-file).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AgentListArgs {
+    /// Print a JSON array of `{"name","created_at","revoked_at"}`.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AgentRevokeArgs {
+    /// The agent to revoke.
     pub(crate) name: String,
 }
 // --- end approvals ---

@@ -200,6 +200,48 @@ pub struct ConfigFile {
     /// Coding-agent hooks (`attest hook <agent>`).
     #[serde(default)]
     pub hook: HookSettings,
+    /// Authenticated agents: when set, the gateway, `mcp-proxy` and `mcp-server` name a
+    /// call's agent by its credential (an `attest agents add` token, or a JWT from the
+    /// organisation's identity provider), never by a label.
+    pub agents: Option<AgentSettings>,
+}
+
+/// Authenticated agents (`agents:`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct AgentSettings {
+    /// JWTs from the organisation's identity provider, besides per-agent tokens.
+    pub jwt: Option<JwtSettings>,
+    /// What a call without a credential gets [default: `refuse`].
+    #[serde(default)]
+    pub unauthenticated: Unauthenticated,
+}
+
+/// Tokens an identity provider issues, checked against its published keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct JwtSettings {
+    /// The issuer (`iss`), whose metadata names its keys unless `jwks_url` does.
+    pub issuer: String,
+    /// The audience (`aud`) a token must be for.
+    pub audience: String,
+    /// The issuer's keys (a JWKS document) [default: its metadata's `jwks_uri`].
+    pub jwks_url: Option<String>,
+    /// The claim naming the agent [default: `sub`].
+    pub claim: Option<String>,
+}
+
+/// What a door with agents configured does with a call that carries no credential.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unauthenticated {
+    /// Refuse it (401); nothing runs or is recorded.
+    #[default]
+    Refuse,
+    /// Decide and record it as agent `unauthenticated` (`agent_auth: unauthenticated`).
+    Record,
 }
 
 /// One system's settings.
@@ -368,6 +410,24 @@ pub struct InboxSettings {
     pub public_url: Option<String>,
     /// A header set by an authenticating reverse proxy naming the approver.
     pub trusted_identity_header: Option<String>,
+    /// Sign-in with the organisation's OpenID Connect provider at `/login`.
+    pub oidc: Option<OidcSettings>,
+}
+
+/// The inbox's OpenID Connect client (`inbox.oidc`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct OidcSettings {
+    /// The provider's issuer URL (its discovery document is read from there).
+    pub issuer: String,
+    /// The inbox's client id at the provider.
+    pub client_id: String,
+    /// A file (mode 0600) holding the client secret; none for a public client (PKCE only).
+    pub client_secret_file: Option<PathBuf>,
+    /// The ID token claim naming the approver, matched to a registered approver's name
+    /// [default: `email`].
+    pub claim: Option<String>,
 }
 
 /// Gateway settings.
@@ -470,6 +530,9 @@ impl ConfigFile {
         self.registry.iter_mut().for_each(join);
         self.recipes.iter_mut().for_each(join);
         self.openapi.iter_mut().for_each(join);
+        if let Some(oidc) = self.inbox.oidc.as_mut() {
+            oidc.client_secret_file.iter_mut().for_each(join);
+        }
     }
 
     /// Checks what serde cannot: names of variables, URLs, non-empty lists.

@@ -67,6 +67,7 @@ pub(crate) fn to_record(
         action_id: action.id.clone(),
         run_id: action.run_id.clone(),
         agent: action.agent.clone(),
+        agent_auth: action.extra.agent_auth.clone(),
         actor: action.actor.clone(),
         call: crate::touched::call_of(action),
         owner: action.owner.clone(),

@@ -268,6 +268,7 @@ mod tests {
             action_id: format!("a{n}"),
             run_id: (n % 2 == 1).then(|| format!("run{text}")),
             agent: (n % 2 == 0).then(|| text.to_owned()),
+            agent_auth: None,
             actor: None,
             call: None,
             owner: None,

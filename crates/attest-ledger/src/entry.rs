@@ -20,6 +20,12 @@ pub struct Record {
     /// The agent that asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// How `agent` was proven: `token` (a per-agent token), `jwt` (a token from the
+    /// organisation's identity provider) or `unauthenticated` (none was given, and the
+    /// door records such calls). Absent: the door has no agents configured, and the
+    /// agent is whatever the caller named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_auth: Option<String>,
     /// The person the agent acts for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,

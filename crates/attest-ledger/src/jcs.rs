@@ -33,6 +33,7 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.str(out, "action_id", &record.action_id);
     obj.opt_str(out, "actor", record.actor.as_deref());
     obj.opt_str(out, "agent", record.agent.as_deref());
+    obj.opt_str(out, "agent_auth", record.agent_auth.as_deref());
     if let Some(call) = &record.call {
         obj.key(out, "call");
         write_call(out, call);
@@ -491,6 +492,7 @@ mod tests {
                 )| Record {
                     action_id,
                     run_id,
+                    agent_auth: agent.as_ref().map(|_| "jwt".to_owned()),
                     agent,
                     actor,
                     call,

@@ -72,7 +72,7 @@
 //! let dir = tempfile::tempdir()?;
 //! let ledger = Ledger::open(dir.path().join("ledger.sqlite"), LedgerOptions::default())?;
 //! let record = Record {
-//!     action_id: "a1".into(), run_id: None, agent: Some("bot".into()), actor: None,
+//!     action_id: "a1".into(), run_id: None, agent: Some("bot".into()), agent_auth: None, actor: None,
 //!     call: None, owner: None, system: "gmail".into(), verb: "send".into(), target: None,
 //!     target_class: "none".into(), source: "manual".into(), decision: "recorded".into(),
 //!     tier: "high".into(), reasons: vec![], rules_fired: vec![],

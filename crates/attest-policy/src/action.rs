@@ -52,6 +52,10 @@ pub struct Extra {
     /// The agent framework that made the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framework: Option<String>,
+    /// How the agent was proven (`token`, `jwt`, `unauthenticated`), set by a door with
+    /// agents configured; `None`: the agent is a label the caller gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_auth: Option<String>,
     /// An HTTP call's path parameters, under the names the vendor's own tools use
     /// (`owner`, `repo`, `issue_number` from `/repos/o/r/issues/12`). They are part of
     /// the action (see [`Action::call_params`]) without being sent in the body.

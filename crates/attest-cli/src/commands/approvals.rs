@@ -13,7 +13,7 @@ use attest_core::setup::{DoorParts, LINK_TTL};
 use attest_core::{Answer, ApprovalRequest, Attest, AttestError};
 use serde_json::Value;
 
-use crate::cli::{ApproversCommand, ConfirmArgs, PendingArgs, ServeArgs, Verdict};
+use crate::cli::{AgentsCommand, ApproversCommand, ConfirmArgs, PendingArgs, ServeArgs, Verdict};
 use crate::config::Config;
 use crate::secrets::{read_secret, write_private};
 use crate::servers::inbox::{self, InboxState};
@@ -205,24 +205,14 @@ pub(crate) fn approvers(config: &Config, command: &ApproversCommand) -> anyhow::
         ApproversCommand::Add(args) => {
             let attest = pipeline(config, true)?;
             let store = attest.approvals()?;
-            if let Some(path) = &args.token_file {
-                if path.exists() {
-                    anyhow::bail!("{} exists; the token file must be new", path.display());
-                }
-            }
+            token_file_is_new(args.token_file.as_deref())?;
             let (approver, token) = match store.add_approver(&args.name, args.slack_user.as_deref())
             {
                 Ok(added) => added,
                 Err(err @ ApprovalError::BadApprover { .. }) => anyhow::bail!(err),
                 Err(err) => return Err(err.into()),
             };
-            let shown = match &args.token_file {
-                Some(path) => {
-                    write_private(path, &format!("{}\n", token.expose()))?;
-                    None
-                }
-                None => Some(token.expose()),
-            };
+            let shown = hand_out(args.token_file.as_deref(), token.expose())?;
             if args.json {
                 serde_json::to_writer(
                     &mut out,
@@ -264,23 +254,114 @@ pub(crate) fn approvers(config: &Config, command: &ApproversCommand) -> anyhow::
                     "{:<32}  {:<12}  {}",
                     approver.name,
                     approver.slack_user.as_deref().unwrap_or("-"),
-                    match approver.revoked_at {
-                        Some(at) => format!("revoked {}", attest_ledger::format_ts(at)),
-                        None => "active".to_owned(),
-                    }
+                    standing(approver.revoked_at)
                 )?;
             }
         }
         ApproversCommand::Revoke(args) => {
             let attest = pipeline(config, false)?;
-            match attest.approvals()?.revoke_approver(&args.name) {
-                Ok(approver) => writeln!(out, "{} revoked", approver.name)?,
-                Err(err @ ApprovalError::UnknownApprover { .. }) => {
-                    eprintln!("attest: {err}");
-                    return Ok(ExitCode::from(1));
-                }
+            let revoked = attest.approvals()?.revoke_approver(&args.name);
+            return said_revoked(&mut out, revoked.map(|approver| approver.name));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Fails when the token is to go to a file that exists: the file must be new.
+fn token_file_is_new(path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    match path {
+        Some(path) if path.exists() => {
+            anyhow::bail!("{} exists; the token file must be new", path.display())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Gives out a new token: written to `file` (created 0600), else returned to be printed.
+fn hand_out<'t>(file: Option<&std::path::Path>, token: &'t str) -> anyhow::Result<Option<&'t str>> {
+    match file {
+        Some(path) => {
+            write_private(path, &format!("{token}\n"))?;
+            Ok(None)
+        }
+        None => Ok(Some(token)),
+    }
+}
+
+/// `active`, or when it was revoked.
+fn standing(revoked_at: Option<std::time::SystemTime>) -> String {
+    match revoked_at {
+        Some(at) => format!("revoked {}", attest_ledger::format_ts(at)),
+        None => "active".to_owned(),
+    }
+}
+
+/// Says who was revoked; an unknown name is exit 1.
+fn said_revoked(
+    out: &mut impl Write,
+    revoked: Result<String, ApprovalError>,
+) -> anyhow::Result<ExitCode> {
+    match revoked {
+        Ok(name) => writeln!(out, "{name} revoked")?,
+        Err(err @ (ApprovalError::UnknownApprover { .. } | ApprovalError::UnknownAgent { .. })) => {
+            eprintln!("attest: {err}");
+            return Ok(ExitCode::from(1));
+        }
+        Err(err) => return Err(err.into()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn agents(config: &Config, command: &AgentsCommand) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        AgentsCommand::Add(args) => {
+            let attest = pipeline(config, true)?;
+            let store = attest.approvals()?;
+            token_file_is_new(args.token_file.as_deref())?;
+            let (agent, token) = match store.add_agent(&args.name) {
+                Ok(added) => added,
+                Err(err @ ApprovalError::BadAgent { .. }) => anyhow::bail!(err),
                 Err(err) => return Err(err.into()),
+            };
+            let shown = hand_out(args.token_file.as_deref(), token.expose())?;
+            if args.json {
+                serde_json::to_writer(
+                    &mut out,
+                    &serde_json::json!({"name": agent.name, "token": shown}),
+                )?;
+                writeln!(out)?;
+            } else if let Some(token) = shown {
+                writeln!(out, "{token}")?;
+                eprintln!(
+                    "attest: agent {} added; the token above is shown only once: give it to the \
+                     agent (X-Attest-Token on the gateway, Authorization: Bearer on \
+                     mcp-proxy --listen) in a file only it can read (mode 0600)",
+                    agent.name
+                );
+            } else {
+                eprintln!("attest: agent {} added; token written", agent.name);
             }
+        }
+        AgentsCommand::List(args) => {
+            let attest = pipeline(config, false)?;
+            let list = attest.approvals()?.agents()?;
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &list)?;
+                writeln!(out)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if list.is_empty() {
+                writeln!(out, "(no agents: add one with `attest agents add NAME`)")?;
+            }
+            for agent in &list {
+                writeln!(out, "{:<32}  {}", agent.name, standing(agent.revoked_at))?;
+            }
+        }
+        AgentsCommand::Revoke(args) => {
+            let attest = pipeline(config, false)?;
+            let revoked = attest.approvals()?.revoke_agent(&args.name);
+            return said_revoked(&mut out, revoked.map(|agent| agent.name));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -326,6 +407,19 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
     };
     let metrics =
         crate::servers::scrape::ScrapeAccess::from_file(args.metrics_token_file.as_deref())?;
+    let oidc_secret =
+        match config
+            .file
+            .inbox
+            .oidc
+            .as_ref()
+            .and_then(|o| o.client_secret_file.as_deref())
+        {
+            Some(path) => Some(read_secret(Some(path), "")?.with_context(|| {
+                format!("inbox.oidc.client_secret_file {}: empty", path.display())
+            })?),
+            None => None,
+        };
     let attest = Arc::new(pipeline(config, true)?);
     let review = Arc::new(crate::review::Review::open(config, alerts)?);
     let runtime = runtime()?;
@@ -338,7 +432,21 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         let public = public_url
             .clone()
             .unwrap_or_else(|| format!("http://{addr}"));
+        let oidc = match &config.file.inbox.oidc {
+            Some(settings) => Some(Arc::new(
+                crate::servers::oidc::Oidc::discover(crate::servers::oidc::OidcOptions {
+                    issuer: settings.issuer.clone(),
+                    client_id: settings.client_id.clone(),
+                    client_secret: oidc_secret,
+                    claim: settings.claim.clone().unwrap_or_else(|| "email".to_owned()),
+                    public_url: public.clone(),
+                })
+                .await?,
+            )),
+            None => None,
+        };
         let state = InboxState {
+            oidc,
             attest,
             origins: inbox::allowed_origins(addr, public_url.as_deref())?,
             trusted_identity_header,

@@ -131,8 +131,11 @@ fn each_item(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed: Line = serde_json::from_slice(&line)
+        let mut parsed: Line = serde_json::from_slice(&line)
             .map_err(|err| not_an_action(name, number, &line, &err))?;
+        // How an agent was proven is a door's to say, when it checked a credential; a
+        // source's line cannot prove it (an exported row's `agent_auth` is not kept).
+        parsed.action.extra.agent_auth = None;
         let item = to_item(parsed).with_context(|| format!("{name}:{number}"))?;
         let id = &item.action.id;
         if !id.is_empty() {
@@ -166,6 +169,7 @@ const KNOWN_KEYS: &[&str] = &[
     "actor",
     "owner",
     "agent",
+    "agent_auth",
     "run_id",
     "risk",
     "source",

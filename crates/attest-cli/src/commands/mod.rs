@@ -83,6 +83,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Pending(args) => approvals::pending(&config, &args),
         Command::Confirm(args) => approvals::confirm(&config, &args),
         Command::Approvers(command) => approvals::approvers(&config, &command),
+        Command::Agents(command) => approvals::agents(&config, &command),
         Command::Serve(args) => approvals::serve(&config, &args),
         // servers (issue 8)
         Command::McpProxy(args) => servers::mcp_proxy(&config, args),

@@ -115,13 +115,21 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         server_named,
         mode: args.serve.mode,
         upstream,
-        // A token issued for this proxy as a protected resource is not the upstream's.
-        pass_bearer: args.oauth_issuer.is_none(),
+        // A token issued for this proxy as a protected resource, or an agent's own
+        // credential, is not the upstream's.
+        pass_bearer: args.oauth_issuer.is_none() && config.file.agents.is_none(),
+        identity: None,
     };
     if let Some(address) = listen {
+        anyhow::ensure!(
+            args.oauth_issuer.is_none() || config.file.agents.is_none(),
+            "--oauth-issuer and agents: both name the caller from its bearer token; \
+             configure the identity provider under agents.jwt instead"
+        );
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
+        let agents = agent_auth(config, &attest, &runtime)?;
         let listen = crate::servers::mcp_listen::ListenOptions {
             address,
             origins: args.allow_origin.clone(),
@@ -135,6 +143,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
                     resource: args.resource.clone(),
                 }
             }),
+            agents,
         };
         runtime.block_on(crate::servers::mcp_listen::serve_http(
             attest, options, listen,
@@ -142,6 +151,10 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         return Ok(ExitCode::SUCCESS);
     }
     let runtime = stdio_runtime()?;
+    let options = mcp_proxy::ProxyOptions {
+        identity: process_agent(config, &attest, &runtime)?,
+        ..options
+    };
     let outcome = runtime.block_on(mcp_proxy::serve(attest, options));
     // A read of stdin may still be parked on a blocking thread; do not wait for it.
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -233,7 +246,8 @@ pub(crate) fn mcp_login(args: &McpLoginArgs) -> anyhow::Result<ExitCode> {
 pub(crate) fn mcp_server(config: &Config) -> anyhow::Result<ExitCode> {
     let attest = pipeline(config)?;
     let runtime = stdio_runtime()?;
-    let outcome = runtime.block_on(mcp_server::serve(attest));
+    let identity = process_agent(config, &attest, &runtime)?;
+    let outcome = runtime.block_on(mcp_server::serve(attest, identity));
     runtime.shutdown_timeout(Duration::from_secs(1));
     outcome?;
     Ok(ExitCode::SUCCESS)
@@ -260,12 +274,22 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
     let token = gateway_token(args)?;
     if !host.is_loopback() {
         anyhow::ensure!(
-            token.is_some(),
-            "--host {host} is beyond this machine: give the gateway a token (--token-file FILE or ATTEST_GATEWAY_TOKEN) that callers send in X-Attest-Token"
+            token.is_some() || config.file.agents.is_some(),
+            "--host {host} is beyond this machine: give the gateway a token (--token-file FILE or ATTEST_GATEWAY_TOKEN) that callers send in X-Attest-Token, or configure authenticated agents (agents: in the configuration)"
         );
         eprintln!("attest: warning: the gateway listens on {host}, beyond this machine");
     }
+    if token.is_some() && config.file.agents.is_some() {
+        eprintln!(
+            "attest: note: agents are configured, so each caller's own agent token or JWT in \
+             X-Attest-Token replaces the shared gateway token"
+        );
+    }
     let attest = pipeline(config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let agents = agent_auth(config, &attest, &runtime)?;
     let tenants = {
         let base = config.clone();
         let open = move |tenant: &str| {
@@ -286,14 +310,12 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         upstream_timeout: Duration::from_secs(args.upstream_timeout),
         allow_upstream,
         token,
+        agents,
         metrics: crate::servers::scrape::ScrapeAccess::from_file(
             args.metrics_token_file.as_deref(),
         )?,
     };
     let state = gateway::GatewayState::with_tenants(attest, tenants, options)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind((host, args.port))
             .await
@@ -305,6 +327,47 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         gateway::serve(listener, state).await
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The configured agent authentication (`agents:`), its identity provider's keys
+/// fetched: `None` when agents are not configured.
+fn agent_auth(
+    config: &Config,
+    attest: &attest_core::Attest,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Option<Arc<crate::servers::agents::AgentAuth>>> {
+    let Some(settings) = &config.file.agents else {
+        return Ok(None);
+    };
+    let auth = runtime.block_on(crate::servers::agents::AgentAuth::new(attest, settings))?;
+    Ok(Some(Arc::new(auth)))
+}
+
+/// The variable holding the agent's own token or JWT for a stdio door.
+const AGENT_TOKEN_VAR: &str = "ATTEST_AGENT_TOKEN";
+
+/// For a door on stdio (`mcp-server`, `mcp-proxy` without `--listen`), started by one
+/// agent's own client: with agents configured, that agent proves who it is once, with its
+/// token or JWT in `ATTEST_AGENT_TOKEN`, and every call is then its own. A credential that
+/// proves nobody (or none, unless `unauthenticated: record`) stops the door.
+fn process_agent(
+    config: &Config,
+    attest: &attest_core::Attest,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Option<crate::servers::agents::AgentIdentity>> {
+    let Some(agents) = agent_auth(config, attest, runtime)? else {
+        return Ok(None);
+    };
+    let credential = crate::secrets::read_secret(None, AGENT_TOKEN_VAR)?;
+    let proven = runtime
+        .block_on(agents.identify(credential.as_deref(), None))
+        .map_err(|refusal| {
+            anyhow::anyhow!(
+                "{AGENT_TOKEN_VAR}: {} (agents: is configured)",
+                refusal.reason
+            )
+        })?;
+    Ok(Some(proven))
 }
 
 /// The variable that holds the gateway's token (never a command-line flag: `ps` shows those).

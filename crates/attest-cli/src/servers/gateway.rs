@@ -57,6 +57,7 @@ use reqwest::Url;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::agents::{AgentAuth, AgentIdentity};
 use super::gateway_tenants::{TenantRefusal, Tenants};
 use super::{chain, held_json, not_recorded_text, receipt_json};
 
@@ -88,6 +89,9 @@ pub(crate) struct GatewayOptions {
     pub(crate) allow_upstream: Vec<String>,
     /// The token callers must send in `X-Attest-Token`, when set.
     pub(crate) token: Option<GatewayToken>,
+    /// Authenticated agents: each caller's own token or JWT in `X-Attest-Token` names
+    /// its agent (replacing the shared `token`).
+    pub(crate) agents: Option<Arc<AgentAuth>>,
     /// Who may scrape `/_attest/metrics`.
     pub(crate) metrics: super::scrape::ScrapeAccess,
 }
@@ -587,9 +591,10 @@ async fn forward(
     body: Bytes,
 ) -> Response {
     let state = state.0;
-    if let Some(refused) = unauthorised(&state, &headers) {
-        return refused;
-    }
+    let identity = match identify(&state, &headers).await {
+        Ok(identity) => identity,
+        Err(refused) => return refused,
+    };
     if is_own_path(uri.path()) {
         return reject(
             StatusCode::NOT_FOUND,
@@ -613,7 +618,10 @@ async fn forward(
         let status = StatusCode::from_u16(why.status()).unwrap_or(StatusCode::BAD_REQUEST);
         return reject(status, json!({"error": why.to_string()}), None);
     }
-    let action = action_for(&attest, &method, &url, &headers, &body);
+    let mut action = action_for(&attest, &method, &url, &headers, &body);
+    if let Some(identity) = &identity {
+        identity.apply(&mut action);
+    }
     // Only a GET or HEAD detected as a read, which policy lets run, goes by unrecorded:
     // any other method may change state whatever its path says, and a read policy
     // refuses or asks about (an organisation's `blocked` rule) is decided and recorded,
@@ -642,16 +650,27 @@ fn refused_tenant(refusal: TenantRefusal) -> Response {
     reject(refusal.status, json!({"error": refusal.message}), None)
 }
 
-/// A 401 when the gateway has a token and the request does not carry it.
-fn unauthorised(state: &Inner, headers: &HeaderMap) -> Option<Response> {
-    let token = state.options.token.as_ref()?;
-    (!token.accepts(headers)).then(|| {
-        reject(
+/// Who may call: with agents configured, the agent the request's `X-Attest-Token`
+/// proves (checked against its `X-Attest-Agent` label); else nobody in particular, once
+/// the gateway's shared token (when it has one) is there. Refused: the answer to send;
+/// nothing was recorded or sent upstream.
+async fn identify(state: &Inner, headers: &HeaderMap) -> Result<Option<AgentIdentity>, Response> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(agents) = &state.options.agents {
+        return agents
+            .identify(text(TOKEN_HEADER), text(attest_core::AGENT_HEADER))
+            .await
+            .map(Some)
+            .map_err(|refusal| reject(refusal.status, json!({"error": refusal.reason}), None));
+    }
+    match &state.options.token {
+        Some(token) if !token.accepts(headers) => Err(reject(
             StatusCode::UNAUTHORIZED,
             json!({"error": format!("this gateway needs its token in {TOKEN_HEADER}")}),
             None,
-        )
-    })
+        )),
+        _ => Ok(None),
+    }
 }
 
 /// `POST /_attest/resume/{token}`: runs a held request once a person approved it, with
@@ -662,9 +681,10 @@ async fn resume(
     headers: HeaderMap,
 ) -> Response {
     let state = state.0;
-    if let Some(refused) = unauthorised(&state, &headers) {
-        return refused;
-    }
+    let identity = match identify(&state, &headers).await {
+        Ok(identity) => identity,
+        Err(refused) => return refused,
+    };
     let attest = match state.tenants.pick(&state.attest, &headers).await {
         Ok(attest) => attest,
         Err(refusal) => return refused_tenant(refusal),
@@ -695,6 +715,17 @@ async fn resume(
             )
         }
     };
+    // Only the agent that asked resumes what it asked for.
+    if let Some(identity) = &identity {
+        let asked = request.action.agent.as_deref().unwrap_or_default();
+        if !asked.eq_ignore_ascii_case(&identity.name) {
+            return reject(
+                StatusCode::FORBIDDEN,
+                json!({"error": "this request was held for another agent"}),
+                None,
+            );
+        }
+    }
     let extra = &request.action.extra;
     let (Some(method), Some(url)) = (extra.method.as_deref(), extra.url.as_deref()) else {
         return reject(
@@ -835,6 +866,7 @@ mod tests {
             upstream_timeout: Duration::from_secs(1),
             allow_upstream: allow.iter().map(|a| (*a).to_owned()).collect(),
             token: None,
+            agents: None,
             metrics: crate::servers::scrape::ScrapeAccess::default(),
         }
     }

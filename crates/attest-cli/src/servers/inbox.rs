@@ -86,6 +86,8 @@ pub(crate) struct InboxState {
     pub(crate) review: Option<Arc<crate::review::Review>>,
     /// Who may scrape `/metrics`.
     pub(crate) metrics: super::scrape::ScrapeAccess,
+    /// Sign-in with the organisation's OpenID Connect provider (`/login`).
+    pub(crate) oidc: Option<Arc<super::oidc::Oidc>>,
 }
 
 /// The `Host` header values (`host:port`) and the origins (`http://host:port`) of the
@@ -155,6 +157,9 @@ pub(crate) fn router(state: InboxState) -> Router {
         .route("/api/requests/{id}/decision", post(decision))
         .route("/api/ledger", get(ledger))
         .route("/slack/interactions", post(slack))
+        .route("/login", get(login))
+        .route("/login/callback", get(login_callback))
+        .route("/logout", post(logout))
         .route("/links/{id}/{choice}", get(link_page).post(link_decide))
         .merge(crate::review::dashboard::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -292,11 +297,13 @@ fn check_browser_request(origins: &Origins, request: &Request) -> Option<ApiErro
     None
 }
 
-/// An error answer: a fixed status and a JSON body `{"error": …}`.
+/// An error answer: a fixed status and a JSON body `{"error": …}` (and `"login"`, where
+/// an approver may sign in, on a 401 from an inbox with sign-in configured).
 #[derive(Debug)]
 pub(crate) struct ApiError {
     status: StatusCode,
     message: String,
+    login: Option<&'static str>,
 }
 
 impl ApiError {
@@ -304,6 +311,15 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            login: None,
+        }
+    }
+
+    /// A 401 that says where to sign in, when the inbox has a sign-in page.
+    fn unauthenticated(state: &InboxState, message: &str) -> ApiError {
+        ApiError {
+            login: state.oidc.is_some().then_some("/login"),
+            ..ApiError::new(StatusCode::UNAUTHORIZED, message)
         }
     }
 
@@ -316,7 +332,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"error": self.message}))).into_response()
+        let mut body = json!({"error": self.message});
+        if let Some(login) = self.login {
+            body["login"] = json!(login);
+        }
+        (self.status, Json(body)).into_response()
     }
 }
 
@@ -344,8 +364,10 @@ impl From<AttestError> for ApiError {
     }
 }
 
-/// The approver making this API call: the owner of the bearer token, or the name in the
-/// configured trusted identity header. Neither: 401.
+/// The approver making this API call: the owner of the bearer token, the name in the
+/// configured trusted identity header, or the approver signed in with the organisation's
+/// provider (the session cookie). None: 401. A name from a header or a session must
+/// still be a registered, active approver (a revoked one is signed out).
 pub(crate) async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<String, ApiError> {
     let header_text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let bearer =
@@ -354,20 +376,26 @@ pub(crate) async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<
         .trusted_identity_header
         .as_deref()
         .and_then(header_text)
-        .filter(|name| !name.trim().is_empty());
+        .filter(|name| !name.trim().is_empty())
+        .map(str::to_owned);
+    let signed_in = || {
+        state
+            .oidc
+            .as_ref()
+            .and_then(|oidc| oidc.session(header_text(header::COOKIE.as_str())))
+    };
     let store = state.attest.approvals()?;
-    let found = match (bearer, trusted) {
+    let found = match (bearer, trusted.or_else(signed_in)) {
         (Some(token), _) => {
             let token = token.to_owned();
             tokio::task::spawn_blocking(move || store.authenticate(&token)).await
         }
         (None, Some(name)) => {
-            let name = name.to_owned();
             tokio::task::spawn_blocking(move || store.active_approver(&name)).await
         }
         (None, None) => {
-            return Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
+            return Err(ApiError::unauthenticated(
+                state,
                 "an approver token is required (Authorization: Bearer …)",
             ))
         }
@@ -375,10 +403,125 @@ pub(crate) async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<
     match found.map_err(|err| ApiError::internal(&err))? {
         Ok(approver) => Ok(approver.name),
         Err(ApprovalError::BadCredential | ApprovalError::UnknownApprover { .. }) => Err(
-            ApiError::new(StatusCode::UNAUTHORIZED, "not a valid approver credential"),
+            ApiError::unauthenticated(state, "not a valid approver credential"),
         ),
         Err(err) => Err(AttestError::from(err).into()),
     }
+}
+
+/// `GET /login`: to the provider's sign-in (302), this flow bound to the browser.
+async fn login(State(state): State<Shared>) -> Response {
+    let Some(oidc) = &state.oidc else {
+        return ApiError::new(StatusCode::NOT_FOUND, "sign-in is not configured").into_response();
+    };
+    let (url, cookie) = oidc.begin();
+    let mut response = StatusCode::FOUND.into_response();
+    for (name, value) in [(header::LOCATION, url), (header::SET_COOKIE, cookie)] {
+        match HeaderValue::from_str(&value) {
+            Ok(value) => {
+                response.headers_mut().append(name, value);
+            }
+            Err(_) => {
+                return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+                    .into_response()
+            }
+        }
+    }
+    response
+}
+
+/// `GET /login/callback?code&state`: the provider's answer. Signed in: the session
+/// cookie, and a page that goes on to the inbox (a new navigation from this origin, so
+/// the `SameSite=Strict` cookie goes with it). Else 400/403 with the reason.
+async fn login_callback(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(oidc) = &state.oidc else {
+        return ApiError::new(StatusCode::NOT_FOUND, "sign-in is not configured").into_response();
+    };
+    let refused = |status: StatusCode, why: &str| {
+        (
+            status,
+            Html(message_page(
+                "Not signed in",
+                &format!(
+                    "<p>{}</p><p><a href=\"/login\">Try again</a></p>",
+                    escape(why)
+                ),
+            )),
+        )
+            .into_response()
+    };
+    if let Some(error) = query.get("error") {
+        return refused(
+            StatusCode::FORBIDDEN,
+            &format!("the provider said: {error}"),
+        );
+    }
+    let (Some(code), Some(flow)) = (query.get("code"), query.get("state")) else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "the provider sent no code or state",
+        );
+    };
+    let cookies = headers.get(header::COOKIE).and_then(|v| v.to_str().ok());
+    let name = match oidc.finish(cookies, flow, code).await {
+        Ok(name) => name,
+        Err(why) => return refused(StatusCode::FORBIDDEN, &why),
+    };
+    let store = match state.attest.approvals() {
+        Ok(store) => store,
+        Err(err) => return ApiError::from(err).into_response(),
+    };
+    let lookup = name.clone();
+    let approver = match tokio::task::spawn_blocking(move || store.active_approver(&lookup)).await
+    {
+        Ok(Ok(approver)) => approver,
+        Ok(Err(ApprovalError::UnknownApprover { .. })) => {
+            return refused(
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "{name} signed in, but is not a registered approver (`attest approvers add {name}`)"
+                ),
+            )
+        }
+        Ok(Err(err)) => return ApiError::from(AttestError::from(err)).into_response(),
+        Err(err) => return ApiError::internal(&err).into_response(),
+    };
+    let cookies = match oidc.start_session(approver.name.clone()) {
+        Ok(cookies) => cookies,
+        Err(err) => {
+            eprintln!("attest serve: starting a session: {err:#}");
+            return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+                .into_response();
+        }
+    };
+    let body = format!(
+        "<meta http-equiv=\"refresh\" content=\"0;url=/\"><p>Signed in as <b>{}</b>. \
+         <a href=\"/\">Go to the inbox</a></p>",
+        escape(&approver.name)
+    );
+    let mut response = Html(message_page("Signed in", &body)).into_response();
+    for cookie in cookies {
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+/// `POST /logout`: ends the session (from this origin only, as every POST).
+async fn logout(State(state): State<Shared>, headers: HeaderMap) -> Response {
+    let mut response = Json(json!({"signed_out": true})).into_response();
+    if let Some(oidc) = &state.oidc {
+        let cookies = headers.get(header::COOKIE).and_then(|v| v.to_str().ok());
+        if let Ok(value) = HeaderValue::from_str(&oidc.end_session(cookies)) {
+            response.headers_mut().insert(header::SET_COOKIE, value);
+        }
+    }
+    response
 }
 
 async fn page() -> impl IntoResponse {

@@ -52,6 +52,8 @@ pub(crate) struct ListenOptions {
     pub(crate) metrics: super::scrape::ScrapeAccess,
     /// The authorization server, when `--listen` is a protected resource.
     pub(crate) oauth: Option<OAuthOptions>,
+    /// Authenticated agents (`agents:`): the bearer credential names the agent.
+    pub(crate) agents: Option<Arc<super::agents::AgentAuth>>,
 }
 
 /// `--oauth-issuer`, `--oauth-jwks`, `--resource`.
@@ -86,7 +88,15 @@ pub(crate) async fn serve_http(
         None => None,
     };
     let metrics = super::scrape::route("/metrics", listen.metrics, Arc::clone(attest.ledger()));
-    let router = router(attest, options, bound.port(), listen.origins, resource)
+    let mut router = router(attest, options, bound.port(), listen.origins, resource);
+    if let Some(agents) = listen.agents {
+        // Layered last, so it runs first: the session guard sees the proven agent.
+        router = router.layer(axum::middleware::from_fn_with_state(
+            agents,
+            super::agents::listen_guard,
+        ));
+    }
+    let router = router
         .merge(metrics)
         .into_make_service_with_connect_info::<std::net::SocketAddr>();
     println!("attest mcp-proxy listening on http://{bound}/mcp");

@@ -77,6 +77,9 @@ pub(crate) struct ProxyOptions {
     /// Whether a `--listen` client's own bearer token goes to a `--url` upstream (not when
     /// `--listen` is a protected resource: that token was issued for the proxy).
     pub(crate) pass_bearer: bool,
+    /// On stdio with agents configured, the agent this process's credential proved (on
+    /// `--listen` each request's own credential names it instead).
+    pub(crate) identity: Option<super::agents::AgentIdentity>,
 }
 
 /// Serves MCP on this process's stdio until the client goes away, then stops the upstream.
@@ -293,9 +296,16 @@ impl Proxy {
         let tool = self.tool(peer, &name).await;
         let args = Value::Object(call.params.arguments.clone().unwrap_or_default());
         let options = &self.0.options;
-        // The agent a `--listen` protected resource authenticated, else whatever names one.
-        let who = authenticated(&context);
-        let action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
+        // The agent a `--listen` protected resource or agent credential authenticated, the
+        // agent this stdio process proved, else whatever names one.
+        let who = authenticated(&context).or_else(|| {
+            options.identity.as_ref().map(|identity| Authenticated {
+                issuer: format!("attest-agents:{}", identity.how),
+                subject: identity.name.clone(),
+                how: identity.how,
+            })
+        });
+        let mut action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
             server: &options.server,
             server_named: options.server_named,
             tool: &name,
@@ -311,6 +321,9 @@ impl Proxy {
                 ..CallContext::default()
             },
         }));
+        if let Some(who) = &who {
+            action.extra.agent_auth = Some(who.how.to_owned());
+        }
         let check = self.pair_check(&name, peer);
         let started = AtomicBool::new(false);
         let execute = |_params: Value| {

@@ -13,46 +13,19 @@
 //! never passed to the upstream (it was issued for this resource, not the upstream's),
 //! recorded, or logged; a `--url` upstream gets the proxy's own `--bearer-env` token.
 
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use anyhow::Context;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{json, Value};
+
+use super::jwt::JwtValidator;
 
 /// The metadata path (RFC 9728 §3.1: the well-known prefix before the resource's path).
 pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
-
-/// Signature algorithms accepted: asymmetric ones only (a JWKS holds public keys; an
-/// HMAC "key" from one would be a secret anyone can read).
-const ACCEPTED: &[Algorithm] = &[
-    Algorithm::RS256,
-    Algorithm::RS384,
-    Algorithm::RS512,
-    Algorithm::PS256,
-    Algorithm::PS384,
-    Algorithm::PS512,
-    Algorithm::ES256,
-    Algorithm::ES384,
-    Algorithm::EdDSA,
-];
-
-/// Clock skew allowed on `exp`.
-const LEEWAY_SECS: u64 = 30;
-
-/// How often an unknown key id may send the proxy back to the JWKS.
-const REFRESH_INTERVAL: Duration = Duration::from_secs(30);
-
-/// How long a fetch of the authorization server's metadata or keys may take.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The largest metadata or JWKS document read.
-const MAX_DOCUMENT: usize = 1024 * 1024;
 
 /// Who a validated access token says the caller is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,21 +34,16 @@ pub(crate) struct Authenticated {
     pub(crate) issuer: String,
     /// The token's subject: the call's agent.
     pub(crate) subject: String,
+    /// How the agent was proven (the row's `agent_auth`): `jwt`, `token`, or
+    /// `unauthenticated` (an `agents:` door that records calls without a credential).
+    pub(crate) how: &'static str,
 }
 
-/// The protected resource: its identity, its authorization server and that server's keys.
+/// The protected resource: its identity and the validator of its authorization server's
+/// tokens.
 pub(crate) struct Resource {
-    issuer: String,
     resource: String,
-    jwks_url: String,
-    keys: RwLock<JwkSet>,
-    refreshed: Mutex<Instant>,
-    http: reqwest::Client,
-}
-
-#[derive(serde::Deserialize)]
-struct Claims {
-    sub: String,
+    tokens: JwtValidator,
 }
 
 impl Resource {
@@ -87,22 +55,12 @@ impl Resource {
         jwks: Option<&str>,
         resource: &str,
     ) -> anyhow::Result<Resource> {
-        let http = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .build()
-            .context("an HTTP client for the authorization server")?;
-        let jwks_url = match jwks {
-            Some(url) => url.to_owned(),
-            None => jwks_uri(&http, issuer).await?,
-        };
-        let keys = fetch_keys(&http, &jwks_url).await?;
+        let tokens = JwtValidator::discover(issuer, jwks, resource, "sub")
+            .await
+            .with_context(|| format!("--oauth-issuer {issuer}"))?;
         Ok(Resource {
-            issuer: issuer.to_owned(),
             resource: resource.to_owned(),
-            jwks_url,
-            keys: RwLock::new(keys),
-            refreshed: Mutex::new(Instant::now()),
-            http,
+            tokens,
         })
     }
 
@@ -110,7 +68,7 @@ impl Resource {
     pub(crate) fn metadata(&self) -> Value {
         json!({
             "resource": self.resource,
-            "authorization_servers": [self.issuer],
+            "authorization_servers": [self.tokens.issuer()],
             "bearer_methods_supported": ["header"],
         })
     }
@@ -131,131 +89,13 @@ impl Resource {
 
     /// Checks `token`: signature, issuer, audience, expiry, subject.
     pub(crate) async fn validate(&self, token: &str) -> Result<Authenticated, &'static str> {
-        let header = jsonwebtoken::decode_header(token).map_err(|_| "not a JWT")?;
-        if !ACCEPTED.contains(&header.alg) {
-            return Err("signature algorithm not accepted");
-        }
-        let key = match self.key(header.kid.as_deref()) {
-            Some(key) => key,
-            None if self.refresh().await => self.key(header.kid.as_deref()).ok_or("unknown key")?,
-            None => return Err("unknown key"),
-        };
-        let mut validation = Validation::new(header.alg);
-        validation.set_issuer(&[&self.issuer]);
-        validation.set_audience(&[&self.resource]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.leeway = LEEWAY_SECS;
-        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(|err| {
-            use jsonwebtoken::errors::ErrorKind;
-            match err.kind() {
-                ErrorKind::ExpiredSignature => "the token has expired",
-                ErrorKind::InvalidIssuer => "the token is from another issuer",
-                ErrorKind::InvalidAudience => "the token is for another resource",
-                ErrorKind::InvalidSignature => "the token's signature does not check",
-                _ => "the token is not valid",
-            }
-        })?;
-        if data.claims.sub.is_empty() {
-            return Err("the token names no subject");
-        }
+        let verified = self.tokens.validate(token).await?;
         Ok(Authenticated {
-            issuer: self.issuer.clone(),
-            subject: data.claims.sub,
+            issuer: verified.issuer,
+            subject: verified.name,
+            how: "jwt",
         })
     }
-
-    /// The key `kid` names (or the only key, for a token that names none).
-    fn key(&self, kid: Option<&str>) -> Option<DecodingKey> {
-        let keys = self
-            .keys
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let jwk = match kid {
-            Some(kid) => keys.find(kid)?,
-            None => match keys.keys.as_slice() {
-                [only] => only,
-                _ => return None,
-            },
-        };
-        DecodingKey::from_jwk(jwk).ok()
-    }
-
-    /// Fetches the keys again (rotated keys), at most once per [`REFRESH_INTERVAL`].
-    async fn refresh(&self) -> bool {
-        {
-            let mut last = self
-                .refreshed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if last.elapsed() < REFRESH_INTERVAL {
-                return false;
-            }
-            *last = Instant::now();
-        }
-        match fetch_keys(&self.http, &self.jwks_url).await {
-            Ok(keys) => {
-                *self
-                    .keys
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = keys;
-                true
-            }
-            Err(_) => false,
-        }
-    }
-}
-
-/// The `jwks_uri` of `issuer`'s RFC 8414 metadata (OpenID Connect discovery as the
-/// fallback), checking that the metadata names the same issuer.
-async fn jwks_uri(http: &reqwest::Client, issuer: &str) -> anyhow::Result<String> {
-    let base = reqwest::Url::parse(issuer).with_context(|| format!("--oauth-issuer {issuer:?}"))?;
-    let path = base.path().trim_end_matches('/');
-    let origin = base.origin().ascii_serialization();
-    let candidates = [
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!("{origin}/.well-known/openid-configuration{path}"),
-        format!(
-            "{}/.well-known/openid-configuration",
-            issuer.trim_end_matches('/')
-        ),
-    ];
-    for url in candidates {
-        let Ok(metadata) = fetch_json(http, &url).await else {
-            continue;
-        };
-        anyhow::ensure!(
-            metadata.get("issuer").and_then(Value::as_str) == Some(issuer),
-            "the authorization server's metadata at {url} names another issuer"
-        );
-        if let Some(jwks) = metadata.get("jwks_uri").and_then(Value::as_str) {
-            return Ok(jwks.to_owned());
-        }
-    }
-    anyhow::bail!("--oauth-issuer {issuer}: no authorization server metadata with a jwks_uri")
-}
-
-async fn fetch_keys(http: &reqwest::Client, url: &str) -> anyhow::Result<JwkSet> {
-    let value = fetch_json(http, url).await?;
-    serde_json::from_value(value).with_context(|| format!("the JWKS at {url}"))
-}
-
-async fn fetch_json(http: &reqwest::Client, url: &str) -> anyhow::Result<Value> {
-    let response = http
-        .get(url)
-        .send()
-        .await
-        .with_context(|| format!("GET {url}"))?
-        .error_for_status()
-        .with_context(|| format!("GET {url}"))?;
-    let bytes = response
-        .bytes()
-        .await
-        .with_context(|| format!("GET {url}"))?;
-    anyhow::ensure!(
-        bytes.len() <= MAX_DOCUMENT,
-        "GET {url}: the document is too long"
-    );
-    serde_json::from_slice(&bytes).with_context(|| format!("GET {url}: not JSON"))
 }
 
 /// The metadata route's handler.

@@ -47,8 +47,11 @@ const NOT_HERE: &str = "attest_ask files a request; the agent makes the call its
 
 /// Serves the six tools on this process's stdio until the client goes away; bad frames get
 /// JSON-RPC errors ([`super::frames`]).
-pub(crate) async fn serve(attest: Attest) -> anyhow::Result<()> {
-    let server = AttestServer { attest };
+pub(crate) async fn serve(
+    attest: Attest,
+    identity: Option<super::agents::AgentIdentity>,
+) -> anyhow::Result<()> {
+    let server = AttestServer { attest, identity };
     let running = server
         .serve(super::frames::stdio())
         .await
@@ -60,6 +63,9 @@ pub(crate) async fn serve(attest: Attest) -> anyhow::Result<()> {
 /// The MCP server over one pipeline.
 pub(crate) struct AttestServer {
     attest: Attest,
+    /// With agents configured, the agent this process's credential proved: every call's
+    /// agent (a call naming another is refused).
+    identity: Option<super::agents::AgentIdentity>,
 }
 
 impl ServerHandler for AttestServer {
@@ -115,10 +121,27 @@ impl ServerHandler for AttestServer {
 }
 
 impl AttestServer {
+    /// The call `args` describe, as [`action_from`] makes it, named by the proven agent
+    /// when there is one.
+    fn action(&self, args: &Value) -> Result<Action, String> {
+        let mut action = action_from(&self.attest, args)?;
+        if let Some(identity) = &self.identity {
+            let label = args.get("agent").and_then(Value::as_str);
+            if label.is_some_and(|label| !label.trim().eq_ignore_ascii_case(&identity.name)) {
+                return Err(format!(
+                    "`agent` disagrees with this server's agent credential, which names {:?}",
+                    identity.name
+                ));
+            }
+            identity.apply(&mut action);
+        }
+        Ok(action)
+    }
+
     /// Core's verdict, as a governed call would get it now (a policy that fails refuses;
     /// a budget or rate window the call would cross applies).
     async fn decide(&self, args: &Value) -> Result<Value, String> {
-        let action = action_from(&self.attest, args)?;
+        let action = self.action(args)?;
         let verdict = self.attest.verdict_now(&action).await;
         Ok(decision_report(&action, &verdict))
     }
@@ -127,7 +150,7 @@ impl AttestServer {
     /// the ask is recorded) and answers its id and token. A call policy lets through or
     /// refuses needs no person: the verdict is answered and nothing is filed.
     async fn ask(&self, args: &Value) -> Result<Value, String> {
-        let action = action_from(&self.attest, args)?;
+        let action = self.action(args)?;
         let verdict = self.attest.verdict_now(&action).await;
         if verdict.decision != Decision::Ask {
             let mut report = decision_report(&action, &verdict);
@@ -165,7 +188,7 @@ impl AttestServer {
     /// (the approver on the row, the approval used once), else as reported after the
     /// fact. Either way its result is verified as a governed call's is.
     async fn record(&self, args: &Value) -> Result<Value, String> {
-        let action = action_from(&self.attest, args)?;
+        let action = self.action(args)?;
         let result = args.get("result").filter(|r| !r.is_null()).cloned();
         let Some(token) = text_arg(args, "token")? else {
             return self.reported(action, result.as_ref(), None).await;
@@ -450,7 +473,10 @@ mod tests {
             .agent("bot")
             .build()
             .unwrap();
-        AttestServer { attest }
+        AttestServer {
+            attest,
+            identity: None,
+        }
     }
 
     #[tokio::test]
@@ -489,13 +515,13 @@ mod tests {
         assert!(server.attest.ledger().list(10).unwrap().is_empty());
     }
 
-    /// A call policy asks about, made without waiting for the person: asking files one
-    /// request; recording it with the token before anyone decided records what happened,
-    /// says it ran without an approval, and leaves the request pending.
-    #[tokio::test]
-    async fn a_call_recorded_before_its_approval_says_so() {
-        use attest_core::approvals::{ApprovalStore, Status, StoreGate};
-        let dir = tempfile::tempdir().unwrap();
+    /// The server over a pipeline that files approval requests (the default policy, a
+    /// store gate) on a fresh ledger in `dir`, for `identity` when given.
+    fn asking_server(
+        dir: &tempfile::TempDir,
+        identity: Option<crate::servers::agents::AgentIdentity>,
+    ) -> (AttestServer, Arc<attest_core::approvals::ApprovalStore>) {
+        use attest_core::approvals::{ApprovalStore, StoreGate};
         let ledger =
             Arc::new(Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap());
         let store = Arc::new(ApprovalStore::open(&ledger).unwrap());
@@ -506,7 +532,17 @@ mod tests {
             .gate(StoreGate::new(Arc::clone(&store)))
             .build()
             .unwrap();
-        let server = AttestServer { attest };
+        (AttestServer { attest, identity }, store)
+    }
+
+    /// A call policy asks about, made without waiting for the person: asking files one
+    /// request; recording it with the token before anyone decided records what happened,
+    /// says it ran without an approval, and leaves the request pending.
+    #[tokio::test]
+    async fn a_call_recorded_before_its_approval_says_so() {
+        use attest_core::approvals::Status;
+        let dir = tempfile::tempdir().unwrap();
+        let (server, store) = asking_server(&dir, None);
         let call = json!({"system": "stripe", "verb": "pay", "params": {"amount": 5}});
         // Nothing to ask about a read: nothing is filed.
         let read = server
@@ -589,5 +625,35 @@ mod tests {
         assert!(action_from(attest, &json!({"tool": "x", "params": []}))
             .unwrap_err()
             .contains("params"));
+    }
+
+    #[tokio::test]
+    async fn with_a_proven_agent_every_call_is_its_own_and_another_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let identity = crate::servers::agents::AgentIdentity {
+            name: "billing-bot".to_owned(),
+            how: "token",
+        };
+        let (server, _store) = asking_server(&dir, Some(identity));
+        let ledger = Arc::clone(server.attest.ledger());
+        let pay = json!({"system": "stripe", "verb": "pay", "params": {"amount": 5}});
+        let mut posing = pay.clone();
+        posing["agent"] = json!("ops-bot");
+        let refused = server.ask(&posing).await.unwrap_err();
+        assert!(refused.contains("disagrees"), "{refused}");
+        let mut own = pay.clone();
+        own["agent"] = json!("Billing-Bot");
+        let asked = server.ask(&own).await.unwrap();
+        assert_eq!(asked["requested"], true, "{asked}");
+        let mut jsonl = Vec::new();
+        ledger.export_jsonl(&mut jsonl).unwrap();
+        let rows: Vec<Value> = String::from_utf8(jsonl)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0]["agent"], "billing-bot");
+        assert_eq!(rows[0]["agent_auth"], "token");
     }
 }

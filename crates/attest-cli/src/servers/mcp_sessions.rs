@@ -216,6 +216,7 @@ mod tests {
             request.extensions_mut().insert(Authenticated {
                 issuer: "https://as".to_owned(),
                 subject: subject.to_owned(),
+                how: "jwt",
             });
         }
         request

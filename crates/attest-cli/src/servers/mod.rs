@@ -14,10 +14,12 @@
 //! held, with its resume token: the MCP proxy offers an `attest_resume` tool, the gateway
 //! a resume URL. `auto` approves every `ask` (demos only).
 
+pub(crate) mod agents;
 mod frames;
 pub(crate) mod gateway;
 pub(crate) mod gateway_tenants;
 pub(crate) mod inbox;
+pub(crate) mod jwt;
 pub(crate) mod mcp_listen;
 pub(crate) mod mcp_oauth_client;
 mod mcp_order;
@@ -27,6 +29,7 @@ pub(crate) mod mcp_server;
 mod mcp_sessions;
 pub(crate) mod mcp_transport;
 pub(crate) mod notices;
+pub(crate) mod oidc;
 pub(crate) mod scrape;
 
 use std::time::Duration;

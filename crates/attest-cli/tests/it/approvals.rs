@@ -54,7 +54,7 @@ pub(crate) fn payment() -> Action {
 }
 
 /// Leaves one payment pending; returns its id and token.
-async fn pend(dir: &Path) -> (String, ResumeToken) {
+pub(crate) async fn pend(dir: &Path) -> (String, ResumeToken) {
     let attest = pipeline(dir, Duration::ZERO);
     match attest
         .call(payment())

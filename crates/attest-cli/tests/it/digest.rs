@@ -55,6 +55,7 @@ impl Act<'_> {
             call: None,
             result_ids: Vec::new(),
             agent: Some(self.agent.into()),
+            agent_auth: None,
             actor: None,
             owner: None,
             system: self.system.into(),

@@ -289,3 +289,16 @@ fn long_work_shows_progress_on_stderr_when_asked() {
     let quiet = attest(d, &["verify"]);
     assert_eq!(stderr(&quiet), "");
 }
+
+#[test]
+fn an_import_cannot_claim_how_its_agent_was_authenticated() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = r#"{"system":"slack","verb":"send","agent":"billing-bot","agent_auth":"token","extra":{"agent_auth":"token"},"params":{}}"#;
+    std::fs::write(dir.path().join("past.jsonl"), format!("{line}\n")).unwrap();
+    let output = attest(dir.path(), &["import", "past.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let export = stdout(&attest(dir.path(), &["export"]));
+    let row: Value = serde_json::from_str(export.lines().next().unwrap()).unwrap();
+    assert_eq!(row["agent"], "billing-bot");
+    assert_eq!(row["agent_auth"], Value::Null, "{row}");
+}

@@ -27,11 +27,7 @@ async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_i
     }
     let dir = tempfile::tempdir().unwrap();
     let (_notes, url) = remote_notes(dir.path());
-    let (_issuer, issuer) = start_first_line(
-        Command::new(crate::python())
-            .arg(py("oauth_issuer.py"))
-            .arg(free_port().to_string()),
-    );
+    let (_issuer, issuer) = crate::identity::local_issuer(dir.path());
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let listen = format!("127.0.0.1:{port}");
@@ -65,14 +61,7 @@ async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_i
 
     let mint = |query: String| {
         let issuer = issuer.clone();
-        async move {
-            reqwest::get(format!("{issuer}/mint?{query}"))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        }
+        async move { crate::identity::mint(&issuer, &query) }
     };
     let refused = [
         (
@@ -387,11 +376,7 @@ async fn an_oauth_protected_listen_in_front_of_an_oauth_upstream_keeps_both_toke
     assert!(login.status.success(), "{}", crate::stderr(&login));
     let upstream_token = access_token(&token_file(&tokens).1);
 
-    let (_issuer, issuer) = start_first_line(
-        Command::new(crate::python())
-            .arg(py("oauth_issuer.py"))
-            .arg(free_port().to_string()),
-    );
+    let (_issuer, issuer) = crate::identity::local_issuer(dir.path());
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
     let (_proxy, _) = listening_proxy_with(

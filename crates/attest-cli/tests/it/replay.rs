@@ -80,6 +80,7 @@ fn record(i: u64, stage: bool) -> Record {
         action_id: format!("a{i}"),
         run_id: Some(format!("run-{}", i / 1_000)),
         agent: Some(agent.into()),
+        agent_auth: None,
         actor: None,
         call: None,
         owner: None,

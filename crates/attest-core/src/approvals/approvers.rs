@@ -12,13 +12,12 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use rand_core::{OsRng, RngCore};
 use serde::Serialize;
 use subtle::ConstantTimeEq;
 
 use super::backend::{is_unique_violation, Cell, APPROVER_KEY};
 use super::store::{from_millis, millis};
-use super::token::hash_token;
+use super::token::{hash_token, random_token};
 use super::{ApprovalError, ApprovalStore};
 
 /// The prefix of every approver token, so one is recognisable to a secret scanner.
@@ -60,14 +59,7 @@ pub struct ApproverToken(String);
 
 impl ApproverToken {
     fn generate() -> Result<ApproverToken, ApprovalError> {
-        let mut bytes = [0u8; 32];
-        OsRng
-            .try_fill_bytes(&mut bytes)
-            .map_err(ApprovalError::Random)?;
-        Ok(ApproverToken(format!(
-            "{APPROVER_TOKEN_PREFIX}{}",
-            hex::encode(bytes)
-        )))
+        random_token(APPROVER_TOKEN_PREFIX).map(ApproverToken)
     }
 
     /// The token's text, to give to the approver.
@@ -268,7 +260,7 @@ fn read_approver(row: Vec<Cell>) -> Result<Approver, ApprovalError> {
 }
 
 /// A name is printable, without surrounding spaces, at most [`MAX_NAME`] bytes.
-fn checked_name(name: &str) -> Result<&str, ApprovalError> {
+pub(super) fn checked_name(name: &str) -> Result<&str, ApprovalError> {
     let trimmed = name.trim();
     let bad = |detail: &str| ApprovalError::BadApprover {
         name: name.to_owned(),

@@ -75,6 +75,20 @@ pub enum ApprovalError {
         /// The name or id looked up.
         name: String,
     },
+    /// No registered agent has this name, or it was revoked.
+    #[error("{name:?} is not a registered agent (see `attest agents list`)")]
+    UnknownAgent {
+        /// The name looked up.
+        name: String,
+    },
+    /// An agent cannot be added as asked.
+    #[error("agent {name:?}: {detail}")]
+    BadAgent {
+        /// The name given.
+        name: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// An approver cannot be added as asked.
     #[error("approver {name:?}: {detail}")]
     BadApprover {

@@ -27,6 +27,7 @@
 //!   used or ended ([`ApprovalStore::purge`]). The ledger gets the ask row
 //!   (execution `pending`) and the outcome row (`confirm` says who decided, how).
 
+mod agents;
 mod approvers;
 mod backend;
 #[cfg(feature = "email")]
@@ -46,6 +47,7 @@ mod token;
 #[cfg(feature = "http")]
 mod webhook;
 
+pub use agents::{Agent, AgentToken, AGENT_TOKEN_PREFIX};
 pub use approvers::{Approver, ApproverToken, APPROVER_TOKEN_PREFIX};
 #[cfg(feature = "email")]
 pub use email::{EmailNotifier, SmtpSecurity};

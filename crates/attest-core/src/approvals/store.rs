@@ -24,11 +24,11 @@ use attest_policy::{Action, Verdict};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
-use super::approvers;
 use super::backend::{is_unique_violation, Arg, Backend, Cell, Home, EMPTY_PARAMS};
 use super::request::Vote;
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
+use super::{agents, approvers};
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
 
 /// The version of the `approvals` table, kept in `attest_meta` under
@@ -785,6 +785,8 @@ fn open_sqlite(path: &Path) -> Result<Connection, ApprovalError> {
     init_sqlite(path, &mut conn)?;
     conn.execute_batch(approvers::SCHEMA)
         .map_err(sqlite("creating the approvers table"))?;
+    conn.execute_batch(agents::SCHEMA)
+        .map_err(sqlite("creating the agents table"))?;
     Ok(conn)
 }
 
@@ -905,6 +907,14 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
             let read = "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'approvals_schema_version'";
             // Made already: no DDL (and none of the table locks it takes).
             if let Some(row) = client.query_opt(read, &[])? {
+                // A database made before agents were kept gets their table (no other
+                // change, so no version of its own).
+                let has_agents: bool = client
+                    .query_one("SELECT to_regclass('agents') IS NOT NULL", &[])?
+                    .get(0);
+                if !has_agents {
+                    client.batch_execute(agents::PG_SCHEMA)?;
+                }
                 let found: String = row.get(0);
                 if found != "3" {
                     return Ok(Some(found));
@@ -925,6 +935,7 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
             let mut tx = client.transaction()?;
             tx.batch_execute(PG_SCHEMA)?;
             tx.batch_execute(PG_DECISIONS_SCHEMA)?;
+            tx.batch_execute(agents::PG_SCHEMA)?;
             tx.execute(
                 "INSERT INTO attest_meta (tenant, key, value) VALUES ('', 'approvals_schema_version', $1)
                  ON CONFLICT (tenant, key) DO NOTHING",

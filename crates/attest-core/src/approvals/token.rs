@@ -21,11 +21,7 @@ pub struct ResumeToken(String);
 impl ResumeToken {
     /// A fresh token from the operating system's random number generator.
     pub fn generate() -> Result<ResumeToken, ApprovalError> {
-        let mut bytes = [0u8; 32];
-        OsRng
-            .try_fill_bytes(&mut bytes)
-            .map_err(ApprovalError::Random)?;
-        Ok(ResumeToken(format!("{TOKEN_PREFIX}{}", hex::encode(bytes))))
+        random_token(TOKEN_PREFIX).map(ResumeToken)
     }
 
     /// Wraps a token a caller presents.
@@ -47,6 +43,15 @@ impl ResumeToken {
     pub(crate) fn hash(&self) -> String {
         hash_token(&self.0)
     }
+}
+
+/// `prefix` and 256 random bits, hex: a personal approver or agent token.
+pub(crate) fn random_token(prefix: &str) -> Result<String, ApprovalError> {
+    let mut bytes = [0u8; 32];
+    OsRng
+        .try_fill_bytes(&mut bytes)
+        .map_err(ApprovalError::Random)?;
+    Ok(format!("{prefix}{}", hex::encode(bytes)))
 }
 
 pub(crate) fn hash_token(token: &str) -> String {

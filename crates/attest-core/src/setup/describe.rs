@@ -206,6 +206,20 @@ impl Settings {
         push("inbox.public_url", value, source);
         let (value, source) = optional_file(&file.inbox.trusted_identity_header, None);
         push("inbox.trusted_identity_header", value, source);
+        let oidc = file
+            .inbox
+            .oidc
+            .as_ref()
+            .map(|oidc| redact_url(&oidc.issuer));
+        let (value, source) = optional_file(&oidc, None);
+        push("inbox.oidc.issuer", value, source);
+        // How agents prove who they are: off (a label), their tokens, or tokens and JWTs.
+        let agents = file.agents.as_ref().map(|agents| match &agents.jwt {
+            Some(jwt) => format!("tokens, and JWTs from {}", redact_url(&jwt.issuer)),
+            None => "tokens".to_owned(),
+        });
+        let (value, source) = optional_file(&agents, None);
+        push("agents", value, source);
         let upstream = file.gateway.upstream.as_deref().map(redact_url);
         let (value, source) = optional_file(&upstream, None);
         push("gateway.upstream", value, source);

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use attest_core::approvals::{
     verify_webhook, ApprovalError, FollowUp, Notifier, NotifyError, Secret, SlackNotifier, Status,
-    WebhookNotifier, WEBHOOK_TOLERANCE,
+    WebhookNotifier, AGENT_TOKEN_PREFIX, WEBHOOK_TOLERANCE,
 };
 use attest_core::{
     Answer, ApprovalStore, Attest, AttestError, ConsoleGate, Outcome, ResumeToken, Start,
@@ -2132,4 +2132,109 @@ async fn one_answer_at_a_gate_never_meets_a_quorum() {
         last["confirm"]["note"].as_str().unwrap().contains("quorum"),
         "{last}"
     );
+/// Agents (`ApprovalStore::add_agent` …): a token names its agent until revoked, only its
+/// hash is kept, names match without regard to case, and a tenant's agents are its own.
+fn agents_are_named_by_their_token_until_revoked(f: &Fixture) {
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let store = attest.approvals().unwrap();
+    let (agent, token) = store.add_agent("billing-bot").unwrap();
+    assert_eq!(agent.name, "billing-bot");
+    assert!(token.expose().starts_with(AGENT_TOKEN_PREFIX));
+    assert!(!format!("{token:?}").contains(&token.expose()[4..]));
+    assert_eq!(
+        store.authenticate_agent(token.expose()).unwrap().name,
+        "billing-bot"
+    );
+    // Another process on the same ledger knows it too.
+    let (again, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let other = again.approvals().unwrap();
+    assert_eq!(
+        other.authenticate_agent(token.expose()).unwrap().name,
+        "billing-bot"
+    );
+    for forged in ["atg_0000", "", &token.expose()[..20]] {
+        assert!(matches!(
+            store.authenticate_agent(forged),
+            Err(ApprovalError::BadCredential)
+        ));
+    }
+    assert!(matches!(
+        store.add_agent("Billing-Bot"),
+        Err(ApprovalError::BadAgent { .. })
+    ));
+    assert!(matches!(
+        store.add_agent(" "),
+        Err(ApprovalError::BadAgent { .. })
+    ));
+    let revoked = store.revoke_agent("BILLING-BOT").unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert!(matches!(
+        store.authenticate_agent(token.expose()),
+        Err(ApprovalError::BadCredential)
+    ));
+    assert!(matches!(
+        store.revoke_agent("billing-bot"),
+        Err(ApprovalError::UnknownAgent { .. })
+    ));
+    // Added again: a new token, and the old one still names nobody.
+    let (_, renewed) = store.add_agent("billing-bot").unwrap();
+    assert_ne!(renewed.expose(), token.expose());
+    assert!(store.authenticate_agent(token.expose()).is_err());
+    assert_eq!(
+        store.authenticate_agent(renewed.expose()).unwrap().name,
+        "billing-bot"
+    );
+    let list = store.agents().unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0].revoked_at, None);
+}
+
+#[test]
+fn agents_are_named_by_their_token_until_revoked_on_sqlite() {
+    agents_are_named_by_their_token_until_revoked(&Fixture::new());
+}
+
+#[test]
+fn agents_are_named_by_their_token_until_revoked_on_postgres() {
+    let Some(mut f) = Fixture::postgres("agents_named_by_token") else {
+        return;
+    };
+    f.tenant = Some("acme".to_owned());
+    agents_are_named_by_their_token_until_revoked(&f);
+    // Another tenant in the same database has none of acme's agents.
+    let other = Ledger::open(
+        f.path(),
+        LedgerOptions {
+            tenant: Some("globex".to_owned()),
+            ..LedgerOptions::default()
+        },
+    )
+    .unwrap();
+    let store = ApprovalStore::open(&other).unwrap();
+    assert!(store.agents().unwrap().is_empty());
+    f.close();
+}
+
+/// A PostgreSQL database made before agents were kept (its approval tables at this
+/// version, no `agents` table) gets the table when a store opens, and keeps its approvers.
+#[test]
+fn a_postgres_store_made_before_agents_gets_their_table() {
+    let Some(f) = Fixture::postgres("store_before_agents") else {
+        return;
+    };
+    let (attest, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let before = attest.approvals().unwrap().approvers().unwrap().len();
+    let mut client =
+        postgres::Client::connect(&f.path().display().to_string(), postgres::NoTls).unwrap();
+    client.batch_execute("DROP TABLE agents").unwrap();
+    drop(client);
+    let (again, _ledger) = f.attest(anyone(), Duration::ZERO);
+    let store = again.approvals().unwrap();
+    let (_, token) = store.add_agent("late-bot").unwrap();
+    assert_eq!(
+        store.authenticate_agent(token.expose()).unwrap().name,
+        "late-bot"
+    );
+    assert_eq!(store.approvers().unwrap().len(), before);
+    f.close();
 }

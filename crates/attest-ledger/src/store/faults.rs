@@ -152,6 +152,7 @@ fn record(n: u64) -> Record {
         action_id: format!("fault-{n}"),
         run_id: Some("run-faults".into()),
         agent: Some("bot".into()),
+        agent_auth: None,
         actor: None,
         call: None,
         owner: None,

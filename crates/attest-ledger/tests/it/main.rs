@@ -38,6 +38,7 @@ pub(crate) fn sample_record(n: u64) -> Record {
         action_id: format!("action-{n}"),
         run_id: Some("run-1".into()),
         agent: Some(format!("agent-{}", n % 3)),
+        agent_auth: None,
         actor: Some("alice@acme.com".into()),
         call: None,
         owner: None,

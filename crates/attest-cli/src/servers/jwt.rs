@@ -1,0 +1,251 @@
+//! The one JWT validator: tokens an identity provider signed, checked against its
+//! published keys (JWKS).
+//!
+//! Three callers: `mcp-proxy --listen --oauth-issuer` (access tokens for the proxy as an
+//! OAuth protected resource), authenticated agents (`agents: {jwt: …}`, on the gateway
+//! and `--listen`) and approvers signing in to the inbox (the OpenID Connect ID token).
+//! Each gets a validator for one issuer and one audience: a token is accepted when its
+//! signature checks against one of the issuer's keys with an asymmetric algorithm, its
+//! `iss` is the issuer, its `aud` names the audience, it has not expired, and the
+//! configured claim (`sub`, `email`, …) is a non-empty string: who the caller is.
+
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value};
+
+/// Signature algorithms accepted: asymmetric ones only (a JWKS holds public keys; an
+/// HMAC "key" from one would be a secret anyone can read).
+const ACCEPTED: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// Clock skew allowed on `exp`.
+const LEEWAY_SECS: u64 = 30;
+
+/// How often an unknown key id may send the validator back to the JWKS.
+const REFRESH_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How long a fetch of the issuer's metadata or keys may take.
+pub(crate) const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest metadata or JWKS document read.
+const MAX_DOCUMENT: usize = 1024 * 1024;
+
+/// What a valid token says.
+#[derive(Debug, Clone)]
+pub(crate) struct Verified {
+    /// The token's issuer.
+    pub(crate) issuer: String,
+    /// The configured claim's value: who the caller is.
+    pub(crate) name: String,
+    /// Every claim, for a caller that checks more (the ID token's `nonce`).
+    pub(crate) claims: Map<String, Value>,
+}
+
+/// A validator for one issuer's tokens for one audience.
+pub(crate) struct JwtValidator {
+    issuer: String,
+    audience: String,
+    claim: String,
+    jwks_url: String,
+    keys: RwLock<JwkSet>,
+    refreshed: Mutex<Instant>,
+    http: reqwest::Client,
+}
+
+impl JwtValidator {
+    /// Reaches `issuer` (its keys at `jwks`, else from its metadata) for tokens whose
+    /// audience is `audience` and whose `claim` names the caller. Fails when the keys
+    /// cannot be had: no token could be checked.
+    pub(crate) async fn discover(
+        issuer: &str,
+        jwks: Option<&str>,
+        audience: &str,
+        claim: &str,
+    ) -> anyhow::Result<JwtValidator> {
+        let http = http_client()?;
+        let jwks_url = match jwks {
+            Some(url) => url.to_owned(),
+            None => {
+                let metadata = issuer_metadata(&http, issuer).await?;
+                metadata
+                    .get("jwks_uri")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .with_context(|| format!("the metadata of {issuer} names no jwks_uri"))?
+            }
+        };
+        let keys = fetch_keys(&http, &jwks_url).await?;
+        Ok(JwtValidator {
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+            claim: claim.to_owned(),
+            jwks_url,
+            keys: RwLock::new(keys),
+            refreshed: Mutex::new(Instant::now()),
+            http,
+        })
+    }
+
+    /// The issuer this validator trusts.
+    pub(crate) fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// Checks `token`: signature, issuer, audience, expiry, and the caller's claim.
+    pub(crate) async fn validate(&self, token: &str) -> Result<Verified, &'static str> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| "not a JWT")?;
+        if !ACCEPTED.contains(&header.alg) {
+            return Err("signature algorithm not accepted");
+        }
+        let key = match self.key(header.kid.as_deref()) {
+            Some(key) => key,
+            None if self.refresh().await => self.key(header.kid.as_deref()).ok_or("unknown key")?,
+            None => return Err("unknown key"),
+        };
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = LEEWAY_SECS;
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation).map_err(
+            |err| {
+                use jsonwebtoken::errors::ErrorKind;
+                match err.kind() {
+                    ErrorKind::ExpiredSignature => "the token has expired",
+                    ErrorKind::InvalidIssuer => "the token is from another issuer",
+                    ErrorKind::InvalidAudience => {
+                        "the token is for another resource (its audience is not this one)"
+                    }
+                    ErrorKind::InvalidSignature => "the token's signature does not check",
+                    _ => "the token is not valid",
+                }
+            },
+        )?;
+        let name = data
+            .claims
+            .get(&self.claim)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .ok_or("the token does not name the caller in its configured claim")?
+            .to_owned();
+        Ok(Verified {
+            issuer: self.issuer.clone(),
+            name,
+            claims: data.claims,
+        })
+    }
+
+    /// The key `kid` names (or the only key, for a token that names none).
+    fn key(&self, kid: Option<&str>) -> Option<DecodingKey> {
+        let keys = self
+            .keys
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let jwk = match kid {
+            Some(kid) => keys.find(kid)?,
+            None => match keys.keys.as_slice() {
+                [only] => only,
+                _ => return None,
+            },
+        };
+        DecodingKey::from_jwk(jwk).ok()
+    }
+
+    /// Fetches the keys again (rotated keys), at most once per [`REFRESH_INTERVAL`].
+    async fn refresh(&self) -> bool {
+        {
+            let mut last = self
+                .refreshed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.elapsed() < REFRESH_INTERVAL {
+                return false;
+            }
+            *last = Instant::now();
+        }
+        match fetch_keys(&self.http, &self.jwks_url).await {
+            Ok(keys) => {
+                *self
+                    .keys
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = keys;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// An HTTP client for an issuer's documents and endpoints: bounded time, no redirects.
+pub(crate) fn http_client() -> anyhow::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .context("an HTTP client for the identity provider")
+}
+
+/// `issuer`'s metadata: RFC 8414 authorization server metadata, else OpenID Connect
+/// discovery; it must name the same issuer.
+pub(crate) async fn issuer_metadata(http: &reqwest::Client, issuer: &str) -> anyhow::Result<Value> {
+    let base = reqwest::Url::parse(issuer).with_context(|| format!("issuer {issuer:?}"))?;
+    let path = base.path().trim_end_matches('/');
+    let origin = base.origin().ascii_serialization();
+    let candidates = [
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        format!("{origin}/.well-known/openid-configuration{path}"),
+        format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        ),
+    ];
+    for url in candidates {
+        let Ok(metadata) = fetch_json(http, &url).await else {
+            continue;
+        };
+        anyhow::ensure!(
+            metadata.get("issuer").and_then(Value::as_str) == Some(issuer),
+            "the identity provider's metadata at {url} names another issuer"
+        );
+        return Ok(metadata);
+    }
+    anyhow::bail!("issuer {issuer}: no authorization server or OpenID Connect metadata")
+}
+
+async fn fetch_keys(http: &reqwest::Client, url: &str) -> anyhow::Result<JwkSet> {
+    let value = fetch_json(http, url).await?;
+    serde_json::from_value(value).with_context(|| format!("the JWKS at {url}"))
+}
+
+async fn fetch_json(http: &reqwest::Client, url: &str) -> anyhow::Result<Value> {
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .with_context(|| format!("GET {url}"))?
+        .error_for_status()
+        .with_context(|| format!("GET {url}"))?;
+    let bytes = response
+        .bytes()
+        .await
+        .with_context(|| format!("GET {url}"))?;
+    anyhow::ensure!(
+        bytes.len() <= MAX_DOCUMENT,
+        "GET {url}: the document is too long"
+    );
+    serde_json::from_slice(&bytes).with_context(|| format!("GET {url}: not JSON"))
+}
