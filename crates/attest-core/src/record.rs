@@ -90,6 +90,7 @@ pub(crate) fn to_record(
         confirm,
         execution,
         verification,
+        idempotency_key: None,
         imported: None,
         shadow: None,
     })

@@ -44,6 +44,7 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.str(out, "decision", &record.decision);
     obj.key(out, "execution");
     write_execution(out, &record.execution);
+    obj.opt_str(out, "idempotency_key", record.idempotency_key.as_deref());
     if let Some(imported) = &record.imported {
         obj.key(out, "imported");
         write_imported(out, imported);
@@ -454,7 +455,12 @@ mod tests {
                     rules_fired,
                 }),
         );
-        let touched = (call, proptest::collection::vec(text(), 0..3), shadow);
+        let touched = (
+            call,
+            proptest::collection::vec(text(), 0..3),
+            shadow,
+            proptest::option::of(text()),
+        );
         (
             ids,
             kinds,
@@ -481,7 +487,7 @@ mod tests {
                     execution,
                     verification,
                     imported,
-                    (call, result_ids, shadow),
+                    (call, result_ids, shadow, idempotency_key),
                 )| Record {
                     action_id,
                     run_id,
@@ -504,6 +510,7 @@ mod tests {
                     confirm,
                     execution,
                     verification,
+                    idempotency_key,
                     imported,
                     shadow,
                 },

@@ -7,7 +7,9 @@
 //!
 //! Beside the chain, and not part of its format, the store keeps window counts for
 //! policy's budgets and rates ([`Ledger::reserve_windows`]): what ran per key within a
-//! time window, checked and counted atomically across processes and hosts.
+//! time window, checked and counted atomically across processes and hosts; and
+//! idempotency keys ([`Ledger::claim_key`]): a retried call with the same key is tied
+//! to the first call's outcome, and runs once.
 //!
 //! # Format v1
 //!
@@ -78,7 +80,7 @@
 //!     tier: "high".into(), reasons: vec![], rules_fired: vec![],
 //!     params_hash: "00".repeat(32), params_preview: Default::default(), result_ids: vec![], confirm: None,
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
-//!     verification: None, imported: None, shadow: None,
+//!     verification: None, idempotency_key: None, imported: None, shadow: None,
 //! };
 //! let appended = ledger.append(&record)?;
 //! assert_eq!(appended.seq, 1);
@@ -99,6 +101,7 @@ mod durability;
 mod entry;
 mod error;
 mod group;
+mod idempotency;
 mod jcs;
 mod keys;
 mod ledger;
@@ -134,6 +137,7 @@ pub use durability::Durability;
 pub use entry::{Call, Confirm, Execution, Imported, Record, Shadow, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
+pub use idempotency::{KeyClaim, KeyOutcome, KeyState, KeysPurged};
 pub use keys::{SigningKey, VerifierKey};
 pub use ledger::Ledger;
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};

@@ -222,7 +222,9 @@ impl Attest {
                 // Policy is asked again: a rule changed to `refuse` since the ask wins.
                 let prepared = self.prepare(action)?;
                 match self.recheck(prepared, confirm, approver).await? {
-                    Ok((prepared, cleared)) => self.execute(prepared, cleared, tool, check).await,
+                    Ok((prepared, cleared)) => {
+                        self.execute(prepared, cleared, tool, check, None).await
+                    }
                     Err(ended) => Ok(ended.widen()),
                 }
             }
