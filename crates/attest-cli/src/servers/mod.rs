@@ -16,6 +16,7 @@
 
 mod frames;
 pub(crate) mod gateway;
+pub(crate) mod gateway_replay;
 pub(crate) mod gateway_tenants;
 pub(crate) mod inbox;
 pub(crate) mod mcp_listen;

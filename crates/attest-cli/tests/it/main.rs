@@ -23,6 +23,7 @@ pub(crate) mod hook;
 mod hook_agents;
 mod hook_approvals;
 mod hook_install;
+mod idempotency;
 mod import;
 mod inbox_browser;
 pub(crate) mod mcp;
