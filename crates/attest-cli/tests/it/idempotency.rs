@@ -206,3 +206,158 @@ fn after_its_lifetime_a_key_is_free_again_and_its_response_gone() {
     let kept = String::from_utf8(held[0].clone().unwrap()).unwrap();
     assert!(kept.ends_with(&again.2), "{kept}");
 }
+
+/// The policy the notes server's writes run under.
+const NOTES_POLICY: &str = r#"
+version: 1
+policies:
+  - name: notes
+    match: {verb: [create, update]}
+    decision: act
+    reason: the notes server is a sandbox
+"#;
+
+/// How many `create_note` calls reached the notes server.
+fn creates(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("notes.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"create_note\""))
+        .count()
+}
+
+#[test]
+fn through_the_mcp_proxy_a_call_with_a_meta_key_runs_once() {
+    if !crate::mcp::python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), NOTES_POLICY).unwrap();
+    let note = json!({"title": "plan", "body": "ship it"});
+    let keyed = |args: &Value, key: Value| json!({"tool": "create_note", "args": args, "meta": {"idempotencyKey": key}});
+    let plan = json!({"calls": [
+        keyed(&note, json!("mcp-key-1")),
+        keyed(&note, json!("mcp-key-1")),
+        keyed(&note, json!("mcp-key-1")),
+        keyed(&json!({"title": "other", "body": "x"}), json!("mcp-key-1")),
+        keyed(&note, json!(7)),
+    ]});
+    let server = crate::mcp::py("notes_server.py");
+    let python = crate::python();
+    let report = crate::mcp::drive(
+        dir.path(),
+        &plan,
+        &[
+            "--mode",
+            "auto",
+            "--server",
+            "notes",
+            "--policy",
+            "policy.yaml",
+        ],
+        &[python.to_str().unwrap(), server.to_str().unwrap()],
+    );
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(creates(dir.path()), 1, "{calls:?}");
+    let first = &calls[0];
+    assert_eq!(first["is_error"], false, "{first}");
+    assert!(first["meta"].get("attest/replayed").is_none(), "{first}");
+    for retry in &calls[1..3] {
+        assert_eq!(retry["meta"]["attest/replayed"], true, "{retry}");
+        assert_eq!(
+            (&retry["is_error"], &retry["text"]),
+            (&first["is_error"], &first["text"])
+        );
+        assert_eq!(
+            retry["meta"]["_attest"]["seq"],
+            first["meta"]["_attest"]["seq"]
+        );
+    }
+    assert_eq!(calls[3]["is_error"], true, "{}", calls[3]);
+    assert!(
+        calls[3]["text"]
+            .as_str()
+            .unwrap()
+            .contains("different call"),
+        "{}",
+        calls[3]
+    );
+    assert_eq!(calls[4]["is_error"], true, "{}", calls[4]);
+    assert!(
+        calls[4]["text"]
+            .as_str()
+            .unwrap()
+            .contains("idempotency key"),
+        "{}",
+        calls[4]
+    );
+    assert_eq!(creates(dir.path()), 1);
+}
+
+#[test]
+fn through_the_mcp_proxy_a_sep_3182_params_key_runs_once() {
+    if !crate::mcp::python_with("mcp") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), NOTES_POLICY).unwrap();
+    let server = crate::mcp::py("notes_server.py");
+    let python = crate::python();
+    let ledger = crate::test_ledger_at(dir.path());
+    let log = dir.path().join("notes.log");
+    let mut session = crate::mcp_frames::Session::start_with(
+        dir.path(),
+        &[
+            "--ledger",
+            &ledger,
+            "--policy",
+            "policy.yaml",
+            "mcp-proxy",
+            "--mode",
+            "auto",
+            "--server",
+            "notes",
+            "--",
+            python.to_str().unwrap(),
+            server.to_str().unwrap(),
+        ],
+        &[("NOTES_LOG", &log)],
+    );
+    session.initialize();
+    let call = |id: u64, params: Value| {
+        crate::mcp_frames::frame(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
+        )
+    };
+    let args = json!({"title": "plan", "body": "ship it"});
+    let mut results = Vec::new();
+    for id in 2..5 {
+        session.send(&call(
+            id,
+            json!({"name": "create_note", "arguments": args, "idempotencyKey": "sep-key-1"}),
+        ));
+        let answer = session.answer("tools/call");
+        assert_eq!(answer["id"], id, "{answer}");
+        results.push(answer["result"].clone());
+    }
+    assert_eq!(creates(dir.path()), 1, "{results:?}");
+    assert!(
+        results[0]["_meta"].get("attest/replayed").is_none(),
+        "{}",
+        results[0]
+    );
+    for retry in &results[1..] {
+        assert_eq!(retry["_meta"]["attest/replayed"], true, "{retry}");
+        assert_eq!(retry["structuredContent"], results[0]["structuredContent"]);
+        assert_eq!(retry["_meta"]["_attest"], results[0]["_meta"]["_attest"]);
+    }
+    // Two different keys in one call: refused, never run under either.
+    session.send(&call(
+        9,
+        json!({"name": "create_note", "arguments": {"title": "t2", "body": "b"},
+               "idempotencyKey": "sep-key-2", "_meta": {"idempotencyKey": "sep-key-3"}}),
+    ));
+    let answer = session.answer("tools/call");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(creates(dir.path()), 1);
+}

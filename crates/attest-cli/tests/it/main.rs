@@ -28,7 +28,7 @@ mod import;
 mod inbox_browser;
 pub(crate) mod mcp;
 mod mcp_conformance;
-mod mcp_frames;
+pub(crate) mod mcp_frames;
 pub(crate) mod mcp_http;
 mod mcp_oauth;
 pub(crate) mod mcp_remote;
