@@ -18,6 +18,8 @@
 //! Keys apply to writes; a read with a key runs as any read.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(test)]
+use std::sync::Arc;
 use std::time::Duration;
 
 use attest_ledger::{KeyClaim, KeyState};
@@ -304,7 +306,158 @@ impl Attest {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use attest_ledger::{Ledger, LedgerOptions};
+    use attest_policy::{PolicyEngine, Verb};
+    use serde_json::json;
+
     use super::*;
+    use crate::AutoGate;
+
+    const POLICY: &str = "policies:
+  - name: payments
+    match: {system: stripe, verb: pay}
+    decision: act
+  - name: no-deletes
+    match: {verb: delete}
+    decision: refuse
+";
+
+    fn attest(dir: &tempfile::TempDir) -> Attest {
+        let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
+        Attest::builder()
+            .ledger(ledger)
+            .policy(PolicyEngine::from_yaml(POLICY, "p.yaml").unwrap())
+            .gate(AutoGate::reject("ops"))
+            .build()
+            .unwrap()
+    }
+
+    /// Pays `amount` with idempotency key `key`; the tool counts how often it ran and
+    /// takes `slow` to answer.
+    async fn pay(
+        attest: &Attest,
+        key: &str,
+        amount: u64,
+        ran: &AtomicUsize,
+        slow: Duration,
+    ) -> Result<Outcome<serde_json::Value>, AttestError> {
+        let action = Action::new("stripe", Verb::Pay).with_params(json!({"amount": amount}));
+        attest
+            .call(action)
+            .idempotency_key(key)
+            .run(|_| async move {
+                ran.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(slow).await;
+                Ok::<_, crate::ToolError>(json!({"id": "ch_1"}))
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_retry_with_the_same_key_gets_the_first_receipt_and_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = attest(&dir);
+        let ran = AtomicUsize::new(0);
+        let Outcome::Ran { receipt: first, .. } =
+            pay(&attest, "k1", 5, &ran, Duration::ZERO).await.unwrap()
+        else {
+            panic!("the first call runs");
+        };
+        for _ in 0..3 {
+            match pay(&attest, "k1", 5, &ran, Duration::ZERO).await.unwrap() {
+                Outcome::Replayed { receipt, response } => {
+                    assert_eq!(receipt, first);
+                    assert_eq!(response, None, "an in-process call keeps no output");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        // The same key with another call is refused; another key runs.
+        let err = pay(&attest, "k1", 6, &ran, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, AttestError::Idempotency(IdempotencyError::Mismatch)),
+            "{err}"
+        );
+        assert!(pay(&attest, "k2", 6, &ran, Duration::ZERO)
+            .await
+            .unwrap()
+            .ran());
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
+        // The intent row carries the key; the outcome row does not.
+        let mut keys = Vec::new();
+        attest
+            .ledger()
+            .for_each_row(1, |row| {
+                let body: serde_json::Value = serde_json::from_slice(row.body).unwrap();
+                keys.push(body["idempotency_key"].as_str().map(str::to_owned));
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(
+            keys,
+            [Some("k1".to_owned()), None, Some("k2".to_owned()), None]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_call_frees_its_key_and_a_racer_waits_then_replays() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = attest(&dir);
+        let refused = Action::new("crm", Verb::Delete).with_params(json!({"id": 1}));
+        let outcome = attest
+            .call(refused.clone())
+            .idempotency_key("k3")
+            .run(|_| async { Ok::<_, crate::ToolError>(json!({})) })
+            .await
+            .unwrap();
+        assert!(matches!(outcome, Outcome::Refused { .. }), "{outcome:?}");
+        // Not kept: the next call with the key is decided afresh (refused again).
+        let again = attest
+            .call(refused)
+            .idempotency_key("k3")
+            .run(|_| async { Ok::<_, crate::ToolError>(json!({})) })
+            .await
+            .unwrap();
+        assert!(matches!(again, Outcome::Refused { .. }), "{again:?}");
+        // Two racers with one key: one runs, the other waits for it and replays it.
+        let ran = AtomicUsize::new(0);
+        let slow = Duration::from_millis(300);
+        let (a, b) = tokio::join!(
+            pay(&attest, "k4", 9, &ran, slow),
+            pay(&attest, "k4", 9, &ran, slow)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(u8::from(a.ran()) + u8::from(b.ran()), 1, "{a:?} {b:?}");
+        assert_eq!(a.receipt(), b.receipt());
+        // A racer that may not wait is refused, naming the first call's intent row.
+        let impatient = Attest::builder()
+            .ledger(Arc::clone(attest.ledger()))
+            .policy(PolicyEngine::from_yaml(POLICY, "p.yaml").unwrap())
+            .idempotency(IdempotencyOptions::new(DEFAULT_LIFETIME, Duration::ZERO))
+            .build()
+            .unwrap();
+        let ran = AtomicUsize::new(0);
+        let (a, b) = tokio::join!(pay(&attest, "k5", 9, &ran, Duration::from_secs(3)), async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            pay(&impatient, "k5", 9, &ran, slow).await
+        });
+        assert!(a.unwrap().ran());
+        let err = b.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AttestError::Idempotency(IdempotencyError::InUse { .. })
+            ),
+            "{err}"
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn keys_are_short_visible_ascii() {
