@@ -39,6 +39,12 @@
 //! `"result_ids"` (an array of the ids a write's result returned). `target` names the
 //! record with its id where the call says it (`deals/987654`, `o/r#12`).
 //!
+//! An intent row may carry `"idempotency_key"` (a string): the key its caller sent with
+//! the call (`Idempotency-Key`, `idempotencyKey`, `idempotency_key=`). A retry with the
+//! same key and the same call was given this call's outcome instead of running; the
+//! key's claim and what a door replays live beside the chain, not in it
+//! ([`Ledger::claim_key`]).
+//!
 //! **The rule for additions.** A v1 body may gain fields; each new field is optional
 //! (left out when absent, so rows that do not need it keep their old bytes) and
 //! additive (it never changes what an existing field means). A verifier hashes the
