@@ -359,7 +359,7 @@ impl Attest {
             let mut record =
                 self.to_record(&action, params_hash.clone(), &cleared, RowOutcome::Intent)?;
             // Recorded as every free-text field is: a credential shape in a key is redacted.
-            record.idempotency_key = held.map(|held| attest_policy::redact_text(&held.key).into());
+            record.idempotency_key = held.map(|held| attest_policy::redact_text(&held.key));
             let row = match self.append(record).await {
                 Ok(row) => row,
                 Err(err) => {

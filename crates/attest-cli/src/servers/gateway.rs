@@ -632,7 +632,7 @@ async fn forward(
     }
     let key = match gateway_replay::key_of(&headers) {
         Ok(key) => key,
-        Err(refused) => return refused,
+        Err(why) => return reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
     };
     let check = (!action.verb.is_read() && method != Method::DELETE)
         .then(|| caller_read_back(state.reader.clone(), credentials(&headers)));

@@ -42,27 +42,25 @@ pub(crate) const REPLAYED_HEADERS: &[&str] = &[
     "x-request-id",
 ];
 
-/// The request's idempotency key: `Ok(None)` without one; `Err` with a 400 for a key
-/// that is not text, is repeated, or is not 1 to 255 visible ASCII characters.
-pub(crate) fn key_of(headers: &HeaderMap) -> Result<Option<String>, Response> {
+/// The request's idempotency key: `Ok(None)` without one; `Err` with why (a 400) for a
+/// key that is not text, is repeated, or is not 1 to 255 visible ASCII characters.
+pub(crate) fn key_of(headers: &HeaderMap) -> Result<Option<String>, String> {
     let mut values = headers.get_all(KEY_HEADER).iter();
     let Some(value) = values.next() else {
         return Ok(None);
     };
-    let bad =
-        |why: String| super::gateway::reject(StatusCode::BAD_REQUEST, json!({"error": why}), None);
     if values.next().is_some() {
-        return Err(bad(format!("{KEY_HEADER} is sent more than once")));
+        return Err(format!("{KEY_HEADER} is sent more than once"));
     }
     // A structured-field string (`"abc"`, the draft's form) or a bare token.
     let text = value
         .to_str()
-        .map_err(|_| bad(format!("{KEY_HEADER} is not text")))?;
+        .map_err(|_| format!("{KEY_HEADER} is not text"))?;
     let key = text
         .strip_prefix('"')
         .and_then(|t| t.strip_suffix('"'))
         .unwrap_or(text);
-    check_key(key).map_err(|err| bad(format!("{KEY_HEADER}: {err}")))?;
+    check_key(key).map_err(|err| format!("{KEY_HEADER}: {err}"))?;
     Ok(Some(key.to_owned()))
 }
 
@@ -199,15 +197,9 @@ mod tests {
         headers.insert(KEY_HEADER, HeaderValue::from_static("plain-1"));
         assert_eq!(key_of(&headers).unwrap().as_deref(), Some("plain-1"));
         headers.append(KEY_HEADER, HeaderValue::from_static("plain-2"));
-        assert_eq!(
-            key_of(&headers).unwrap_err().status(),
-            StatusCode::BAD_REQUEST
-        );
+        assert!(key_of(&headers).unwrap_err().contains("more than once"));
         let mut headers = HeaderMap::new();
         headers.insert(KEY_HEADER, HeaderValue::from_static(""));
-        assert_eq!(
-            key_of(&headers).unwrap_err().status(),
-            StatusCode::BAD_REQUEST
-        );
+        assert!(key_of(&headers).unwrap_err().contains("visible ASCII"));
     }
 }
