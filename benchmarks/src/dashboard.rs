@@ -98,6 +98,7 @@ fn record(n: u64) -> Record {
             matched: None,
             evidence: serde_json::Map::new(),
         }),
+        idempotency_key: None,
         imported: None,
         shadow: None,
     }

@@ -36,6 +36,7 @@ from ._attest import (
     Receipt,
     Refused,
     Rejected,
+    Replayed,
     Running as _Running,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "Receipt",
     "Refused",
     "Rejected",
+    "Replayed",
     "Tool",
     "last_receipt",
     "to_json",
@@ -212,14 +214,21 @@ class Attest:
         verify: Optional[Check] = None,
         read_back: Optional[Check] = None,
         token: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Any:
         """Governs one synchronous call of ``fn`` with keyword ``params``; returns its
         result. ``run``, when given, is called with the params to run with instead of
         ``fn(**params)``. ``verify`` / ``read_back``: as for :meth:`tool`. ``token``: the
         resume token of this call when it was held before (``Held.token``), possibly in
-        another process; the call must be the one that was asked about."""
+        another process; the call must be the one that was asked about.
+        ``idempotency_key``: a write made again with the same key and params, within the
+        key's lifetime (``idempotency.lifetime``, 24 h), does not run: it raises
+        :class:`Replayed` with the first call's ``receipt`` (the output is not kept);
+        the same key with other params raises :class:`AttestError`."""
         checks = _Checks(verify, read_back)
-        running = self._start(fn, params, name, system, verb, target, framework, checks, token)
+        running = self._start(
+            fn, params, name, system, verb, target, framework, checks, token, idempotency_key
+        )
         return _finish_sync(running, params, fn, run, checks)
 
     async def acall(
@@ -236,13 +245,25 @@ class Attest:
         verify: Optional[Check] = None,
         read_back: Optional[Check] = None,
         token: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Any:
         """Like :meth:`call`, for a coroutine function; the engine's waits run in a
         worker thread so the event loop keeps going."""
         checks = _Checks(verify, read_back)
         context = contextvars.copy_context()
         running = await asyncio.to_thread(
-            context.run, self._start, fn, params, name, system, verb, target, framework, checks, token
+            context.run,
+            self._start,
+            fn,
+            params,
+            name,
+            system,
+            verb,
+            target,
+            framework,
+            checks,
+            token,
+            idempotency_key,
         )
         return await _finish_async(running, params, fn, run, checks)
 
@@ -335,6 +356,7 @@ class Attest:
         framework: Optional[str],
         checks: Optional["_Checks"] = None,
         token: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
     ) -> _Running:
         name = name or getattr(fn, "__name__", "tool")
         params_json = to_json(dict(params))
@@ -354,6 +376,7 @@ class Attest:
                 framework=framework,
                 run_id=_RUN_ID.get(),
                 token=token,
+                idempotency_key=idempotency_key,
                 **(checks or _Checks(None, None)).engine_args(),
             )
         except Held as held:

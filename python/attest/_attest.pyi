@@ -29,6 +29,10 @@ class Held(AttestError):
     token: str
     request_id: str
 
+class Replayed(AttestError):
+    """A call with the same ``idempotency_key`` and params already ran; the tool did
+    not run again. ``receipt`` is the first call's outcome row."""
+
 class Receipt:
     """What one call left in the ledger."""
 
@@ -96,6 +100,7 @@ class Engine:
         token: Optional[str] = None,
         verify: bool = False,
         read_back: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
     ) -> Running: ...
     def resume(self, token: str, verify: bool = False, read_back: Optional[str] = None) -> Running: ...
     def request(self, id: str) -> str: ...

@@ -195,14 +195,20 @@ impl Engine {
     /// Decides `action` and, when it is cleared, returns it to run; `check` is the
     /// caller's own check of the result, answered when the call finishes. Blocks until
     /// then (call it without holding the GIL).
-    pub(crate) fn start(&self, action: Action, check: Option<CheckKind>) -> Started {
-        self.governed(action.into(), check)
+    /// `key`: the caller's idempotency key ([`attest_core::Call::idempotency_key`]).
+    pub(crate) fn start(
+        &self,
+        action: Action,
+        check: Option<CheckKind>,
+        key: Option<String>,
+    ) -> Started {
+        self.governed(action.into(), check, key)
     }
 
     /// Resumes the action `token` stands for (approved by a person): returns it to run
     /// with the approved params. Blocks.
     pub(crate) fn resume(&self, token: String, check: Option<CheckKind>) -> Started {
-        self.governed(ResumeToken::new(token).into(), check)
+        self.governed(ResumeToken::new(token).into(), check, None)
     }
 
     /// Resumes the approved action `token` stands for, presented again as `action` (an
@@ -213,16 +219,19 @@ impl Engine {
         action: Action,
         check: Option<CheckKind>,
     ) -> Started {
-        self.governed(Start::retry(&ResumeToken::new(token), action), check)
+        self.governed(Start::retry(&ResumeToken::new(token), action), check, None)
     }
 
     /// The one governed call every entry point makes.
-    fn governed(&self, start: Start, check: Option<CheckKind>) -> Started {
+    fn governed(&self, start: Start, check: Option<CheckKind>, key: Option<String>) -> Started {
         let attest = self.attest.clone();
         let slot = JudgementSlot::default();
         let custom = check.as_ref().map(|kind| caller_check(kind, &slot));
         let mut started = self.handshake(move |execute| async move {
-            let call = attest.call(start);
+            let mut call = attest.call(start);
+            if let Some(key) = key {
+                call = call.idempotency_key(key);
+            }
             match &custom {
                 Some(custom) => call.check(custom).run(execute).await,
                 None => call.run(execute).await,

@@ -64,6 +64,13 @@ pyo3::create_exception!(
     "The call waits for a person: `.token` resumes it once approved; `.request_id`, `.receipt`."
 );
 
+pyo3::create_exception!(
+    _attest,
+    Replayed,
+    AttestError,
+    "A call with the same `idempotency_key` and the same params already ran: the tool did not run again. `.receipt` is the first call's outcome row; its output is not kept in process."
+);
+
 /// What one call left in the ledger.
 #[pyclass(module = "attest", frozen, get_all)]
 #[derive(Clone)]
@@ -261,7 +268,7 @@ impl Engine {
     /// `Held`), the call is the held one presented again and runs once approved.
     /// `verify` / `read_back` (the read-back's name) say which check of its own the
     /// caller answers in `Running.finish`.
-    #[pyo3(signature = (name, params, system=None, verb=None, target=None, framework=None, run_id=None, token=None, verify=false, read_back=None))]
+    #[pyo3(signature = (name, params, system=None, verb=None, target=None, framework=None, run_id=None, token=None, verify=false, read_back=None, idempotency_key=None))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn start(
         &self,
@@ -276,6 +283,7 @@ impl Engine {
         token: Option<String>,
         verify: bool,
         read_back: Option<String>,
+        idempotency_key: Option<String>,
     ) -> PyResult<Running> {
         let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
         let presented = parse_json(params, "params")?;
@@ -283,7 +291,7 @@ impl Engine {
         let check = check_kind(verify, read_back);
         let started = py.detach(|| match token {
             Some(token) => self.inner.resume_action(token, action, check),
-            None => self.inner.start(action, check),
+            None => self.inner.start(action, check, idempotency_key),
         });
         cleared(py, started, Some(&presented))
     }
@@ -414,6 +422,7 @@ fn not_run_error(py: Python<'_>, outcome: CallOutcome) -> PyErr {
                 ("token", str_object(py, token.expose())),
             ],
         ),
+        CoreOutcome::Replayed { .. } => (Replayed::new_err(message), vec![]),
         _ => (Refused::new_err(message), vec![]),
     };
     with_attributes(py, exception, Some(outcome.receipt()), attributes)
@@ -460,5 +469,6 @@ fn _attest(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("Rejected", py.get_type::<Rejected>())?;
     module.add("Expired", py.get_type::<Expired>())?;
     module.add("Held", py.get_type::<Held>())?;
+    module.add("Replayed", py.get_type::<Replayed>())?;
     Ok(())
 }

@@ -200,6 +200,9 @@ pub struct ConfigFile {
     /// Coding-agent hooks (`attest hook <agent>`).
     #[serde(default)]
     pub hook: HookSettings,
+    /// Idempotency keys (`Idempotency-Key`, `idempotencyKey`, `idempotency_key=`).
+    #[serde(default)]
+    pub idempotency: IdempotencySettings,
     /// Authenticated agents: when set, the gateway, `mcp-proxy` and `mcp-server` name a
     /// call's agent by its credential (an `attest agents add` token, or a JWT from the
     /// organisation's identity provider), never by a label.
@@ -242,6 +245,20 @@ pub enum Unauthenticated {
     Refuse,
     /// Decide and record it as agent `unauthenticated` (`agent_auth: unauthenticated`).
     Record,
+}
+
+/// How idempotency keys behave.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct IdempotencySettings {
+    /// How long a key ties retries to its first call (`24h`); the first response kept
+    /// for replay is removed after it.
+    #[serde(default, with = "duration")]
+    pub lifetime: Option<Duration>,
+    /// How long a retry waits for the first call with its key to end (`30s`).
+    #[serde(default, with = "duration")]
+    pub wait: Option<Duration>,
 }
 
 /// One system's settings.
@@ -564,6 +581,12 @@ impl ConfigFile {
                     "expected full, normal or off",
                 ));
             }
+        }
+        if self.idempotency.lifetime == Some(Duration::ZERO) {
+            return Err(invalid(
+                "idempotency.lifetime".to_owned(),
+                "a key must last longer than 0s (24h is the default)",
+            ));
         }
         for (name, system) in &self.systems {
             check_url(format!("systems.{name}.base_url"), &system.base_url)?;
@@ -1037,6 +1060,30 @@ gateway: {upstream: 'https://api.acme.com', allow_upstream: [api.github.com]}
             .unwrap_err()
             .to_string();
         assert!(err.contains("systems.gh.base_url"), "{err}");
+        let err = ConfigFile::parse("agent: a\nidempotency:\n  lifetime: forever\n", "c.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("c.yaml:3:")
+                && err.contains("idempotency")
+                && err.contains("bad duration"),
+            "{err}"
+        );
+        let err = ConfigFile::parse("idempotency: {lifetime: 0s}\n", "c.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("c.yaml") && err.contains("idempotency.lifetime"),
+            "{err}"
+        );
+        let file = ConfigFile::parse("idempotency: {lifetime: 2h, wait: 5s}\n", "c.yaml").unwrap();
+        assert_eq!(
+            (file.idempotency.lifetime, file.idempotency.wait),
+            (
+                Some(Duration::from_secs(7200)),
+                Some(Duration::from_secs(5))
+            )
+        );
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub type ToolError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum AttestError {
+    /// A call's idempotency key was refused: malformed, used for another call, or still
+    /// held by a call with no outcome. Nothing ran and nothing was recorded.
+    #[error(transparent)]
+    Idempotency(#[from] crate::IdempotencyError),
     /// The approval store refused or failed (unknown token, already used, altered, …).
     #[error(transparent)]
     Approval(#[from] ApprovalError),

@@ -79,6 +79,7 @@ pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
 pub use intents::{open_intents, OpenIntent};
 pub use pipeline::call::{Call, Outcome, Start};
 pub use pipeline::handoff::{handoff, Cleared, HandedTool, Handoff, HandoffOutcome};
+pub use pipeline::keys::{check_key, IdempotencyError, IdempotencyOptions, MAX_KEY_BYTES};
 pub use pipeline::{
     Attest, AttestBuilder, CountedVerdict, Decided, ImportBatch, ImportItem, UNAUTHENTICATED,
 };

@@ -40,16 +40,20 @@ pub struct Attest {
     operations: Arc<OperationIds>,
     /// Shadow mode: policy's verdicts are recorded, not enforced.
     shadow: bool,
+    /// How idempotency keys behave.
+    idempotency: IdempotencyOptions,
 }
 
 pub(crate) mod call;
 pub(crate) mod handoff;
 mod import;
+pub(crate) mod keys;
 mod resume;
 mod windows;
 mod writer;
 use call::Ended;
 pub use import::{ImportBatch, ImportItem};
+use keys::{Called, Claimed, HeldKey, IdempotencyOptions};
 pub use resume::Decided;
 use windows::Counting;
 use writer::LedgerWriter;
@@ -80,6 +84,7 @@ pub struct AttestBuilder {
     registry: Option<Arc<Registry>>,
     operations: Option<Arc<OperationIds>>,
     shadow: bool,
+    idempotency: IdempotencyOptions,
 }
 
 impl AttestBuilder {
@@ -168,6 +173,13 @@ impl AttestBuilder {
         self
     }
 
+    /// How idempotency keys behave ([`crate::Call::idempotency_key`]): their lifetime
+    /// and how long a retry waits for a running first call.
+    pub fn idempotency(mut self, options: IdempotencyOptions) -> Self {
+        self.idempotency = options;
+        self
+    }
+
     /// Builds the pipeline; fails only when no ledger was given.
     pub fn build(self) -> Result<Attest, AttestError> {
         let ledger = self
@@ -186,6 +198,7 @@ impl AttestBuilder {
             registry: self.registry,
             operations: self.operations.unwrap_or_default(),
             shadow: self.shadow,
+            idempotency: self.idempotency,
         })
     }
 }
@@ -265,32 +278,51 @@ impl Attest {
 
     /// Decides a new action and takes it to its end: refused, rejected, held, or run,
     /// verified and recorded. What `attest.call(action).run(tool)` does.
-    pub(crate) async fn run_action<F, Fut, T, E>(
+    pub(crate) async fn run_action<F, Fut, T, E, K>(
         &self,
         action: Action,
         tool: F,
         check: Option<&CustomCheck>,
+        key: Option<&str>,
+        keep: K,
     ) -> Result<Outcome<T, E>, AttestError>
     where
         F: FnOnce(Value) -> Fut,
         Fut: Future<Output = Result<T, E>>,
         T: Serialize,
         E: std::fmt::Display,
+        K: FnOnce(&Outcome<T, E>) -> Option<Vec<u8>>,
     {
         let prepared = self.prepare(action)?;
         let span = telemetry::action_span(&prepared.action);
         async move {
-            match self.clear(prepared).await? {
-                Gated::Run(cleared) => {
+            // A retry of a call that ran under the same key ends here (see `keys`).
+            let held = match self.claim_key(key, &prepared.action).await? {
+                Claimed::Go(held) => held,
+                Claimed::Replay(ended) => return Ok(ended.widen()),
+            };
+            let called = Called::default();
+            let tool = |params| {
+                called.mark();
+                tool(params)
+            };
+            let mut result = match self.clear(prepared).await {
+                Ok(Gated::Run(cleared)) => {
                     let (prepared, cleared) = *cleared;
-                    self.execute(prepared, cleared, tool, check).await
+                    self.execute(prepared, cleared, tool, check, held.as_ref())
+                        .await
                 }
-                Gated::Stored(id) => {
-                    let request = self.in_store(move |store| store.get_by_id(&id)).await?;
-                    self.finish(request, None, None, tool, check).await
+                Ok(Gated::Stored(id)) => {
+                    match self.in_store(move |store| store.get_by_id(&id)).await {
+                        Ok(request) => self.finish(request, None, None, tool, check).await,
+                        Err(err) => Err(err),
+                    }
                 }
-                Gated::Ended(ended) => Ok(ended.widen()),
-            }
+                Ok(Gated::Ended(ended)) => Ok(ended.widen()),
+                Err(err) => Err(err),
+            };
+            self.settle_key(held, &called, &mut result, keep).await;
+            result
         }
         .instrument(span)
         .await
@@ -303,6 +335,7 @@ impl Attest {
         cleared: Cleared,
         tool: F,
         check: Option<&CustomCheck>,
+        held: Option<&HeldKey>,
     ) -> Result<Outcome<T, E>, AttestError>
     where
         F: FnOnce(Value) -> Fut,
@@ -323,8 +356,10 @@ impl Attest {
         let intent = if action.verb.is_read() {
             None
         } else {
-            let record =
+            let mut record =
                 self.to_record(&action, params_hash.clone(), &cleared, RowOutcome::Intent)?;
+            // Recorded as every free-text field is: a credential shape in a key is redacted.
+            record.idempotency_key = held.map(|held| attest_policy::redact_text(&held.key));
             let row = match self.append(record).await {
                 Ok(row) => row,
                 Err(err) => {
@@ -333,6 +368,7 @@ impl Attest {
                     return Err(AttestError::NotRecorded(Box::new(err)));
                 }
             };
+            self.note_intent(held, row.seq).await;
             Some(row)
         };
         let run = telemetry::step("run");

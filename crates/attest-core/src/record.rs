@@ -91,6 +91,7 @@ pub(crate) fn to_record(
         confirm,
         execution,
         verification,
+        idempotency_key: None,
         imported: None,
         shadow: None,
     })

@@ -296,6 +296,7 @@ mod tests {
                 matched: Some(true),
                 evidence: serde_json::Map::new(),
             }),
+            idempotency_key: None,
             imported: None,
             shadow: None,
         }

@@ -71,6 +71,11 @@ pub struct Record {
     /// How the outcome was checked; absent when the action did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// The idempotency key the caller sent with the call (on its intent row): a retry
+    /// with the same key and the same call is given this call's outcome instead of
+    /// running again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
     /// Present when the row was imported (`attest import`): the action happened
     /// elsewhere, and its decision, confirm, execution and verification are what the
     /// source says, not what Attest decided or checked. The row's own `ts` is when it

@@ -45,6 +45,7 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.str(out, "decision", &record.decision);
     obj.key(out, "execution");
     write_execution(out, &record.execution);
+    obj.opt_str(out, "idempotency_key", record.idempotency_key.as_deref());
     if let Some(imported) = &record.imported {
         obj.key(out, "imported");
         write_imported(out, imported);
@@ -461,7 +462,12 @@ mod tests {
                     rules_fired,
                 }),
         );
-        let touched = (call, proptest::collection::vec(text(), 0..3), shadow);
+        let touched = (
+            call,
+            proptest::collection::vec(text(), 0..3),
+            shadow,
+            proptest::option::of(text()),
+        );
         (
             ids,
             kinds,
@@ -488,7 +494,7 @@ mod tests {
                     execution,
                     verification,
                     imported,
-                    (call, result_ids, shadow),
+                    (call, result_ids, shadow, idempotency_key),
                 )| Record {
                     action_id,
                     run_id,
@@ -512,6 +518,7 @@ mod tests {
                     confirm,
                     execution,
                     verification,
+                    idempotency_key,
                     imported,
                     shadow,
                 },

@@ -7,7 +7,9 @@
 //!
 //! Beside the chain, and not part of its format, the store keeps window counts for
 //! policy's budgets and rates ([`Ledger::reserve_windows`]): what ran per key within a
-//! time window, checked and counted atomically across processes and hosts.
+//! time window, checked and counted atomically across processes and hosts; and
+//! idempotency keys ([`Ledger::claim_key`]): a retried call with the same key is tied
+//! to the first call's outcome, and runs once.
 //!
 //! # Format v1
 //!
@@ -36,6 +38,12 @@
 //! userinfo, query string or fragment — and `function` for an SDK call), and
 //! `"result_ids"` (an array of the ids a write's result returned). `target` names the
 //! record with its id where the call says it (`deals/987654`, `o/r#12`).
+//!
+//! An intent row may carry `"idempotency_key"` (a string): the key its caller sent with
+//! the call (`Idempotency-Key`, `idempotencyKey`, `idempotency_key=`). A retry with the
+//! same key and the same call was given this call's outcome instead of running; the
+//! key's claim and what a door replays live beside the chain, not in it
+//! ([`Ledger::claim_key`]).
 //!
 //! **The rule for additions.** A v1 body may gain fields; each new field is optional
 //! (left out when absent, so rows that do not need it keep their old bytes) and
@@ -78,7 +86,7 @@
 //!     tier: "high".into(), reasons: vec![], rules_fired: vec![],
 //!     params_hash: "00".repeat(32), params_preview: Default::default(), result_ids: vec![], confirm: None,
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
-//!     verification: None, imported: None, shadow: None,
+//!     verification: None, idempotency_key: None, imported: None, shadow: None,
 //! };
 //! let appended = ledger.append(&record)?;
 //! assert_eq!(appended.seq, 1);
@@ -99,6 +107,7 @@ mod durability;
 mod entry;
 mod error;
 mod group;
+mod idempotency;
 mod jcs;
 mod keys;
 mod ledger;
@@ -134,6 +143,7 @@ pub use durability::Durability;
 pub use entry::{Call, Confirm, Execution, Imported, Record, Shadow, Verification, FORMAT_VERSION};
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
+pub use idempotency::{KeyClaim, KeyOutcome, KeyState, KeysPurged};
 pub use keys::{SigningKey, VerifierKey};
 pub use ledger::Ledger;
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};

@@ -209,7 +209,12 @@ where
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            if let Ok(message) = serde_json::from_slice::<RxJsonRpcMessage<Role>>(line) {
+            // SEP-3182's `idempotencyKey` in a call's params, kept in its `_meta`.
+            if let Some(lifted) = super::mcp_keys::lift_params_key(line) {
+                if let Ok(message) = serde_json::from_value::<RxJsonRpcMessage<Role>>(lifted) {
+                    return Some(message);
+                }
+            } else if let Ok(message) = serde_json::from_slice::<RxJsonRpcMessage<Role>>(line) {
                 return Some(message);
             }
             if let Some((code, message, id)) = classify(line) {

@@ -23,6 +23,10 @@
 //! - A read is forwarded unrecorded only when policy lets it act: a read an organisation
 //!   rule blocks is refused (403, recorded) and never reaches the upstream.
 //! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
+//! - A write with an `Idempotency-Key` runs once per key and request: a retry gets the
+//!   first response again, marked `Idempotent-Replayed: true` (see [`super::gateway_replay`]);
+//!   the same key with another request is a 422, and one whose first request has not
+//!   ended a 409.
 //! - Request and response bodies are capped (`--max-body`). A request body is read whole,
 //!   because a write is detected and hashed from it; so is the answer to a recorded call,
 //!   which is verified from it. The answer to an unrecorded read streams through.
@@ -58,6 +62,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::agents::{AgentAuth, AgentIdentity};
+use super::gateway_replay;
 use super::gateway_tenants::{TenantRefusal, Tenants};
 use super::{chain, held_json, not_recorded_text, receipt_json};
 
@@ -186,7 +191,7 @@ pub(crate) async fn serve(
 }
 
 /// A JSON error response with the attest headers.
-fn reject(status: StatusCode, body: Value, receipt: Option<&Receipt>) -> Response {
+pub(crate) fn reject(status: StatusCode, body: Value, receipt: Option<&Receipt>) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
     if let Some(receipt) = receipt {
         add_receipt_headers(response.headers_mut(), receipt);
@@ -194,7 +199,7 @@ fn reject(status: StatusCode, body: Value, receipt: Option<&Receipt>) -> Respons
     response
 }
 
-fn add_receipt_headers(headers: &mut HeaderMap, receipt: &Receipt) {
+pub(crate) fn add_receipt_headers(headers: &mut HeaderMap, receipt: &Receipt) {
     let level = receipt.level.map_or("none", |l| l.as_str());
     for (name, value) in [
         ("x-attest-decision", receipt.decision.as_str().to_owned()),
@@ -633,16 +638,48 @@ async fn forward(
     {
         return pass_through(&state, &method, &url, &headers, body).await;
     }
+    let key = match gateway_replay::key_of(&headers) {
+        Ok(key) => key,
+        Err(why) => return reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
+    };
     let check = (!action.verb.is_read() && method != Method::DELETE)
         .then(|| caller_read_back(state.reader.clone(), credentials(&headers)));
     let mut call = attest.call(action);
     if let Some(check) = &check {
         call = call.check(check);
     }
+    if let Some(key) = key {
+        call = call.idempotency_key(key);
+    }
     let outcome = call
-        .run(|_params: Value| execute(&state, &method, &url, &headers, body))
+        .run_keeping(
+            |_params: Value| execute(&state, &method, &url, &headers, body),
+            kept_response,
+        )
         .await;
     respond(&method, &url, outcome)
+}
+
+/// What a retry with the same `Idempotency-Key` is answered with: the response this
+/// outcome gives (see [`gateway_replay`]).
+fn kept_response(outcome: &Outcome<Upstreamed, Unanswered>) -> Option<Vec<u8>> {
+    match outcome {
+        Outcome::Ran { output: up, .. }
+        | Outcome::Failed {
+            error: Unanswered::Status(up),
+            ..
+        } => gateway_replay::keep(up.status, &up.headers, &up.body),
+        Outcome::Failed {
+            error: Unanswered::Transport(why),
+            receipt,
+        } => gateway_replay::keep_json(StatusCode::BAD_GATEWAY, &transport_failed(why, receipt)),
+        _ => None,
+    }
+}
+
+/// The body of a 502: the upstream could not be reached, or did not answer.
+fn transport_failed(why: &str, receipt: &Receipt) -> Value {
+    json!({"error": why, "receipt": receipt_json(receipt)})
 }
 
 /// A request whose tenant the gateway refuses; nothing was sent upstream.
@@ -804,9 +841,13 @@ fn respond(
             receipt,
         }) => reject(
             StatusCode::BAD_GATEWAY,
-            json!({"error": why, "receipt": receipt_json(&receipt)}),
+            transport_failed(&why, &receipt),
             Some(&receipt),
         ),
+        Ok(Outcome::Replayed { receipt, response }) => {
+            gateway_replay::replayed(&receipt, response.as_deref())
+        }
+        Err(AttestError::Idempotency(err)) => gateway_replay::refused(&err),
         Ok(Outcome::Refused { receipt }) => not_run("refused by policy".to_owned(), &receipt),
         Ok(Outcome::Rejected { approver, receipt }) => {
             not_run(format!("not allowed: rejected by {approver}"), &receipt)

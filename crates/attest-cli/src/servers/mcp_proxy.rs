@@ -54,6 +54,7 @@ use rmcp::service::{
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
+use super::mcp_keys;
 use super::mcp_order::{ordered, InFlight};
 use super::mcp_resource::Authenticated;
 use super::mcp_transport::{connect, request_bearer, UpstreamSpec};
@@ -324,6 +325,10 @@ impl Proxy {
         if let Some(who) = &who {
             action.extra.agent_auth = Some(who.how.to_owned());
         }
+        let key = match mcp_keys::key_of(&context.meta) {
+            Ok(key) => key,
+            Err(err) => return self.answer(&name, Err(err.into())),
+        };
         let check = self.pair_check(&name, peer);
         let started = AtomicBool::new(false);
         let execute = |_params: Value| {
@@ -336,7 +341,10 @@ impl Proxy {
             if let Some(check) = &check {
                 governed = governed.check(check);
             }
-            governed.run(execute).await
+            if let Some(key) = key {
+                governed = governed.idempotency_key(key);
+            }
+            governed.run_keeping(execute, kept_result).await
         });
         let outcome = tokio::select! {
             outcome = &mut run => outcome,
@@ -526,6 +534,27 @@ impl Proxy {
                 ),
                 &receipt,
             ),
+            // A retry of a call that ran under the same key: its result again, marked.
+            Ok(Outcome::Replayed { receipt, response }) => {
+                let result = mcp_keys::replayed(response.as_deref()).unwrap_or_else(|| {
+                    let mut result = error_result(
+                        format!(
+                            "a call with this idempotency key already ran (seq {}); its result was \
+                             not kept, so it cannot be replayed. `{name}` was not called again",
+                            receipt.seq
+                        ),
+                        None,
+                    );
+                    mcp_keys::mark_call(&mut result);
+                    ServerResult::CallToolResult(result)
+                });
+                Ok(with_receipt(result, &receipt))
+            }
+            // The key is malformed, was used for another call, or its call has not ended.
+            Err(AttestError::Idempotency(err)) => Ok(ServerResult::CallToolResult(error_result(
+                format!("`{name}` was not run: {err}"),
+                None,
+            ))),
             Ok(_) => Err(ErrorData::internal_error(
                 format!("`{name}`: an outcome this proxy does not know"),
                 None,
@@ -545,6 +574,19 @@ impl Proxy {
                 None,
             )),
         }
+    }
+}
+
+/// What a retry with the same idempotency key is answered with: the upstream's result,
+/// or its own error result (see [`mcp_keys`]).
+fn kept_result(outcome: &Outcome<Answered, Unanswered>) -> Option<Vec<u8>> {
+    match outcome {
+        Outcome::Ran { output, .. } => mcp_keys::keep(&output.0),
+        Outcome::Failed {
+            error: Unanswered::ErrorResult(result),
+            ..
+        } => mcp_keys::keep(result),
+        _ => None,
     }
 }
 

@@ -17,9 +17,11 @@
 pub(crate) mod agents;
 mod frames;
 pub(crate) mod gateway;
+pub(crate) mod gateway_replay;
 pub(crate) mod gateway_tenants;
 pub(crate) mod inbox;
 pub(crate) mod jwt;
+pub(crate) mod mcp_keys;
 pub(crate) mod mcp_listen;
 pub(crate) mod mcp_oauth_client;
 mod mcp_order;

@@ -81,6 +81,7 @@ impl Act<'_> {
                 matched: None,
                 evidence: Default::default(),
             }),
+            idempotency_key: None,
             imported: None,
             shadow: None,
         }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 /// How long one answer may take before the test calls it a hang.
 const ANSWER_WITHIN: Duration = Duration::from_secs(20);
 
-struct Session {
+pub(crate) struct Session {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
@@ -20,10 +20,16 @@ struct Session {
 
 impl Session {
     fn start(dir: &Path, args: &[&str]) -> Session {
+        Session::start_with(dir, args, &[])
+    }
+
+    /// `attest args` in `dir`, with only `env` in its environment.
+    pub(crate) fn start_with(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Session {
         let mut child = Command::new(env!("CARGO_BIN_EXE_attest"))
             .args(args)
             .current_dir(dir)
             .env_clear()
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -47,18 +53,31 @@ impl Session {
         }
     }
 
-    fn send(&mut self, bytes: &[u8]) {
+    pub(crate) fn send(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(bytes).unwrap();
         stdin.flush().unwrap();
     }
 
-    fn answer(&self, what: &str) -> Value {
+    pub(crate) fn answer(&self, what: &str) -> Value {
         let line = self
             .lines
             .recv_timeout(ANSWER_WITHIN)
             .unwrap_or_else(|_| panic!("no answer to {what} within {ANSWER_WITHIN:?}"));
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what}: {e}: {line}"))
+    }
+
+    /// The MCP handshake, answered.
+    pub(crate) fn initialize(&mut self) {
+        self.send(&frame(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "1"}}}),
+        ));
+        assert_eq!(self.answer("initialize")["id"], 1);
+        self.send(&frame(
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ));
     }
 
     /// Closes stdin and waits for a clean exit.
@@ -83,22 +102,14 @@ impl Drop for Session {
     }
 }
 
-fn frame(value: &Value) -> Vec<u8> {
+pub(crate) fn frame(value: &Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec(value).unwrap();
     bytes.push(b'\n');
     bytes
 }
 
 fn exercise(mut session: Session) {
-    session.send(&frame(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "1"}}}),
-    ));
-    assert_eq!(session.answer("initialize")["id"], 1);
-    session.send(&frame(
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    ));
+    session.initialize();
     let big = {
         let mut big = vec![b'x'; 16 * 1024 * 1024 + 10];
         big.push(b'\n');

@@ -109,6 +109,7 @@ fn record(i: u64, stage: bool) -> Record {
             error_hash: None,
         },
         verification: None,
+        idempotency_key: None,
         imported: (i % 10 == 6).then(|| Imported {
             ts: Some("2026-11-01T00:00:00Z".into()),
         }),

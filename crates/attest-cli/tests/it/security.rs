@@ -512,13 +512,16 @@ fn planted_secrets_reach_no_ledger_log_export_or_setting() {
         "subject": format!("aws {}", PLANTED[5]),
         "url": format!("https://app:{}@db.example.com/x", PLANTED[6]),
     });
-    let (status, answer) = send(
-        "POST",
-        &url,
-        &["Content-Type: application/json"],
-        body.to_string().as_bytes(),
-    );
+    // Sent twice with one idempotency key: the retry is replayed from the side store,
+    // which sits in the ledger file scanned below.
+    let headers = [
+        "Content-Type: application/json",
+        "Idempotency-Key: planted-retry-1",
+    ];
+    let (status, answer) = send("POST", &url, &headers, body.to_string().as_bytes());
     assert_eq!(status, 200, "{answer}");
+    let replayed = send("POST", &url, &headers, body.to_string().as_bytes());
+    assert_eq!(replayed, (status, answer.clone()));
     let (status, _) = send("DELETE", &url, &[], b"");
     assert_eq!(status, 403);
     drop(gateway);

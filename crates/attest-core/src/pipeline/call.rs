@@ -62,6 +62,18 @@ pub enum Outcome<T, E = ToolError> {
         /// The ask's row (execution `pending`).
         receipt: Receipt,
     },
+    /// A call with the same idempotency key and the same call ran before, within the
+    /// key's lifetime: this one did not run, and gets the first call's receipt (its
+    /// outcome row) and, from a door that keeps one, the first response to replay
+    /// (see [`Call::idempotency_key`]). An in-process caller gets no output: the tool's
+    /// output is never kept.
+    Replayed {
+        /// The first call's receipt.
+        receipt: Receipt,
+        /// What the first call's door kept to replay (its response), when it kept one
+        /// (within the size its door keeps).
+        response: Option<Vec<u8>>,
+    },
 }
 
 impl<T, E> Outcome<T, E> {
@@ -73,7 +85,15 @@ impl<T, E> Outcome<T, E> {
             | Outcome::Refused { receipt }
             | Outcome::Rejected { receipt, .. }
             | Outcome::Expired { receipt, .. }
-            | Outcome::Held { receipt, .. } => receipt,
+            | Outcome::Held { receipt, .. }
+            | Outcome::Replayed { receipt, .. } => receipt,
+        }
+    }
+
+    pub(crate) fn receipt_mut(&mut self) -> Option<&mut Receipt> {
+        match self {
+            Outcome::Ran { receipt, .. } | Outcome::Failed { receipt, .. } => Some(receipt),
+            _ => None,
         }
     }
 
@@ -85,7 +105,8 @@ impl<T, E> Outcome<T, E> {
             | Outcome::Refused { receipt }
             | Outcome::Rejected { receipt, .. }
             | Outcome::Expired { receipt, .. }
-            | Outcome::Held { receipt, .. } => receipt,
+            | Outcome::Held { receipt, .. }
+            | Outcome::Replayed { receipt, .. } => receipt,
         }
     }
 
@@ -109,6 +130,10 @@ impl<T, E> Outcome<T, E> {
             Outcome::Held { id, .. } => {
                 Some(format!("waiting for a person to approve request {id}"))
             }
+            Outcome::Replayed { receipt, .. } => Some(format!(
+                "a call with the same idempotency key already ran (seq {}): not run again",
+                receipt.seq
+            )),
         }
     }
 
@@ -174,6 +199,7 @@ pub struct Call<'a> {
     attest: &'a Attest,
     start: Start,
     check: Option<&'a CustomCheck>,
+    key: Option<String>,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -181,6 +207,7 @@ impl std::fmt::Debug for Call<'_> {
         f.debug_struct("Call")
             .field("start", &self.start)
             .field("check", &self.check)
+            .field("key", &self.key)
             .finish_non_exhaustive()
     }
 }
@@ -216,6 +243,7 @@ impl Attest {
             attest: self,
             start: start.into(),
             check: None,
+            key: None,
         }
     }
 }
@@ -225,6 +253,19 @@ impl<'a> Call<'a> {
     /// read-back through a connection only the caller holds.
     pub fn check(mut self, check: &'a CustomCheck) -> Self {
         self.check = Some(check);
+        self
+    }
+
+    /// The caller's idempotency key (the `Idempotency-Key` header, SEP-3182's
+    /// `idempotencyKey`, `idempotency_key=`): a write with a key that a call with the
+    /// same action ran under, within the key's lifetime, does not run again; it ends
+    /// [`Outcome::Replayed`] with the first call's receipt. The same key with another
+    /// action is refused ([`crate::IdempotencyError::Mismatch`]); while the first call
+    /// runs, this one waits, then replays it or is refused
+    /// ([`crate::IdempotencyError::InUse`]). The key is recorded on the intent row; it
+    /// is not part of what identifies the call. Reads and resumed calls ignore it.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
         self
     }
 
@@ -240,8 +281,30 @@ impl<'a> Call<'a> {
         T: Serialize,
         E: std::fmt::Display,
     {
+        self.run_keeping(tool, |_| None).await
+    }
+
+    /// [`Call::run`], for a door that replays responses: when the call has an
+    /// idempotency key and ran, `keep` gives the bytes to keep with the key and hand
+    /// back, as [`Outcome::Replayed`]'s `response`, to a retry (`None`: keep nothing).
+    pub async fn run_keeping<F, Fut, T, E, K>(
+        self,
+        tool: F,
+        keep: K,
+    ) -> Result<Outcome<T, E>, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: std::fmt::Display,
+        K: FnOnce(&Outcome<T, E>) -> Option<Vec<u8>>,
+    {
         match self.start {
-            Start::Action(action) => self.attest.run_action(*action, tool, self.check).await,
+            Start::Action(action) => {
+                self.attest
+                    .run_action(*action, tool, self.check, self.key.as_deref(), keep)
+                    .await
+            }
             Start::Resume(token) => {
                 self.attest
                     .resume_call(&token, None, tool, self.check)
@@ -271,6 +334,7 @@ impl Ended {
             Outcome::Rejected { approver, receipt } => Outcome::Rejected { approver, receipt },
             Outcome::Expired { id, receipt } => Outcome::Expired { id, receipt },
             Outcome::Held { id, token, receipt } => Outcome::Held { id, token, receipt },
+            Outcome::Replayed { receipt, response } => Outcome::Replayed { receipt, response },
         }
     }
 }

@@ -249,7 +249,9 @@ impl Attest {
                     .recheck(prepared, confirm, approver, &escalated_to)
                     .await?
                 {
-                    Ok((prepared, cleared)) => self.execute(prepared, cleared, tool, check).await,
+                    Ok((prepared, cleared)) => {
+                        self.execute(prepared, cleared, tool, check, None).await
+                    }
                     Err(ended) => Ok(ended.widen()),
                 }
             }

@@ -114,7 +114,11 @@ impl Settings {
             .operations(operations)
             .readback(readback)
             .shared_gate(gate)
-            .shadow(self.shadow);
+            .shadow(self.shadow)
+            .idempotency(crate::IdempotencyOptions::new(
+                self.key_lifetime.value,
+                self.key_wait.value,
+            ));
         if let Some(run) = run {
             builder = builder.run_id(run);
         }

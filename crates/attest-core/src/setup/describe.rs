@@ -90,6 +90,16 @@ impl Settings {
             json!(self.use_by.value.as_secs()),
             self.use_by.source,
         );
+        push(
+            "idempotency.lifetime_secs",
+            json!(self.key_lifetime.value.as_secs()),
+            self.key_lifetime.source,
+        );
+        push(
+            "idempotency.wait_secs",
+            json!(self.key_wait.value.as_secs()),
+            self.key_wait.source,
+        );
         let paths = |list: &[PathBuf]| -> (Value, Source) {
             let shown: Vec<String> = list.iter().map(|p| p.display().to_string()).collect();
             let source = if shown.is_empty() {

@@ -203,6 +203,11 @@ pub struct Settings {
     pub wait: Sourced<Duration>,
     /// How long an approval may be used once given.
     pub use_by: Sourced<Duration>,
+    /// How long an idempotency key lasts [file: `idempotency.lifetime`; default: 24 h].
+    pub key_lifetime: Sourced<Duration>,
+    /// How long a retry waits for its key's running first call [file:
+    /// `idempotency.wait`; default: 30 s].
+    pub key_wait: Sourced<Duration>,
     /// The OpenAPI specs: operation ids for detection, and read-back of their writes.
     pub openapi: Sourced<Vec<PathBuf>>,
     /// The checkpoint signing key's file, when one is named (see [`Settings::key_path`]).
@@ -326,6 +331,18 @@ impl Settings {
                 None,
                 file.approvals.use_by,
                 DEFAULT_USE_BY,
+            ),
+            key_lifetime: pick_or(
+                None,
+                None,
+                file.idempotency.lifetime,
+                crate::pipeline::keys::DEFAULT_LIFETIME,
+            ),
+            key_wait: pick_or(
+                None,
+                None,
+                file.idempotency.wait,
+                crate::pipeline::keys::DEFAULT_WAIT,
             ),
             openapi,
             key: pick(

@@ -30,6 +30,21 @@ impl Level {
     }
 }
 
+impl Level {
+    /// The level a ledger word names (see [`Level::as_str`]); `None` for any other word.
+    pub fn parse(word: &str) -> Option<Level> {
+        [
+            Level::Verified,
+            Level::VerifiedCustom,
+            Level::Acknowledged,
+            Level::AttestedOnly,
+            Level::Unverified,
+        ]
+        .into_iter()
+        .find(|level| level.as_str() == word)
+    }
+}
+
 impl fmt::Display for Level {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

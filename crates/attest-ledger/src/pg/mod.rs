@@ -20,6 +20,7 @@
 mod append;
 mod blocking;
 mod connect;
+mod idempotency;
 mod query;
 mod read;
 mod schema;
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::chain::ChainEdge;
+use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter};
 use crate::source::Source;
 use crate::store::{Build, Cut, Extended, Read, Sign, Store};
@@ -192,6 +194,23 @@ impl Store for PgStore {
 
     fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError> {
         off_runtime(|| self.release_window_entries(action_id, keys))
+    }
+
+    fn claim_key(&self, now_ms: i64, claim: &StoredKey<'_>) -> Result<KeyState, LedgerError> {
+        off_runtime(|| self.claim_idempotency_key(now_ms, claim))
+    }
+
+    fn change_key(
+        &self,
+        key: &[u8; 32],
+        action_id: &str,
+        change: KeyChange<'_>,
+    ) -> Result<(), LedgerError> {
+        off_runtime(|| self.change_idempotency_key(key, action_id, change))
+    }
+
+    fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError> {
+        off_runtime(|| self.purge_idempotency_keys(now_ms))
     }
 
     fn database(&self) -> Option<PgDatabase> {

@@ -10,7 +10,7 @@ use crate::clock::format_ts;
 use crate::LedgerError;
 
 /// The newest schema version this build writes and reads.
-pub(crate) const PG_SCHEMA_VERSION: i32 = 3;
+pub(crate) const PG_SCHEMA_VERSION: i32 = 4;
 
 /// Migrations, in order: version `n` brings a database from `n - 1` to `n`.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -100,6 +100,23 @@ const MIGRATIONS: &[(i32, &str)] = &[
             at_ms     BIGINT NOT NULL,
             amount    DOUBLE PRECISION NOT NULL,
             PRIMARY KEY (tenant, key, action_id)
+        );",
+    ),
+    // 4: idempotency keys and the responses they replay, beside the chain (see
+    // `crate::idempotency`).
+    (
+        4,
+        "CREATE TABLE IF NOT EXISTS idempotency_keys (
+            tenant     TEXT NOT NULL,
+            key        BYTEA NOT NULL,
+            digest     TEXT NOT NULL,
+            action_id  TEXT NOT NULL,
+            claimed_ms BIGINT NOT NULL,
+            expires_ms BIGINT NOT NULL,
+            intent_seq BIGINT,
+            outcome    TEXT,
+            replay     BYTEA,
+            PRIMARY KEY (tenant, key)
         );",
     ),
 ];

@@ -5,6 +5,7 @@
 //! file each see the row before theirs and the chain stays linear.
 
 mod append;
+mod idempotency;
 mod query;
 pub(crate) mod read;
 pub(crate) mod readonly;
@@ -21,6 +22,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 
 use crate::chain::ChainEdge;
 use crate::clock::format_ts;
+use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter, Unfiled};
 use crate::source::Source;
 use crate::store::{Build, Cut, Extended, Read, Sign, Store};
@@ -34,7 +36,7 @@ use wal::{WalCheckpointer, WAL_SIZE_LIMIT};
 
 /// The schema version stored in `attest_meta` (and, from version 2 on, in
 /// `attest_schema`); bump it with a migration in `MIGRATIONS`.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Migrations, in order: entry `n` brings a file from version `n + 1` to `n + 2`.
 /// Each runs in the opening transaction; a file written by any earlier release opens
@@ -89,6 +91,9 @@ const MIGRATIONS: &[&str] = &[
     // 4: window counts for policy's budgets and rates, beside the chain (see
     // `crate::windows`); nothing to fill: counting starts with the first limit.
     windows::WINDOWS_SCHEMA,
+    // 5: idempotency keys and the responses they replay, beside the chain (see
+    // `crate::idempotency`); nothing to fill.
+    idempotency::KEYS_SCHEMA,
 ];
 
 /// How long a writer waits for another writer's lock before giving up.
@@ -346,7 +351,7 @@ impl SqliteStore {
             .map_err(self.sqlite("reading the schema"))?;
         let has_other_tables: bool = tx
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries'))",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries', 'idempotency_keys'))",
                 [],
                 |row| row.get(0),
             )
@@ -505,5 +510,22 @@ impl Store for SqliteStore {
 
     fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError> {
         self.release_window_entries(action_id, keys)
+    }
+
+    fn claim_key(&self, now_ms: i64, claim: &StoredKey<'_>) -> Result<KeyState, LedgerError> {
+        self.claim_idempotency_key(now_ms, claim)
+    }
+
+    fn change_key(
+        &self,
+        key: &[u8; 32],
+        action_id: &str,
+        change: KeyChange<'_>,
+    ) -> Result<(), LedgerError> {
+        self.change_idempotency_key(key, action_id, change)
+    }
+
+    fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError> {
+        self.purge_idempotency_keys(now_ms)
     }
 }

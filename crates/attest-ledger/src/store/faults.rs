@@ -142,6 +142,27 @@ impl Store for Faulty {
         self.inner.release_windows(action_id, keys)
     }
 
+    fn claim_key(
+        &self,
+        now_ms: i64,
+        claim: &crate::idempotency::StoredKey<'_>,
+    ) -> Result<crate::idempotency::KeyState, LedgerError> {
+        self.inner.claim_key(now_ms, claim)
+    }
+
+    fn change_key(
+        &self,
+        key: &[u8; 32],
+        action_id: &str,
+        change: crate::idempotency::KeyChange<'_>,
+    ) -> Result<(), LedgerError> {
+        self.inner.change_key(key, action_id, change)
+    }
+
+    fn purge_keys(&self, now_ms: i64) -> Result<crate::idempotency::KeysPurged, LedgerError> {
+        self.inner.purge_keys(now_ms)
+    }
+
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError> {
         self.inner.copy_in(source)
     }
@@ -175,6 +196,7 @@ fn record(n: u64) -> Record {
             error_hash: None,
         },
         verification: None,
+        idempotency_key: None,
         imported: None,
         shadow: None,
     }

@@ -31,6 +31,7 @@ mod faults;
 use std::path::Path;
 
 use crate::chain::{Built, ChainEdge};
+use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter};
 use crate::source::Source;
 use crate::windows::{Settle, StoredClaim};
@@ -141,6 +142,22 @@ pub(crate) trait Store: Send + Sync {
 
     /// Removes what the action counted under `keys`.
     fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError>;
+
+    /// In one write transaction no other claimer of the key can interleave with: drops
+    /// the expired keys, then claims `claim`'s key or reads what holds it (see
+    /// [`crate::idempotency`]).
+    fn claim_key(&self, now_ms: i64, claim: &StoredKey<'_>) -> Result<KeyState, LedgerError>;
+
+    /// Changes the key `key` held by `action_id` (only while it has no outcome).
+    fn change_key(
+        &self,
+        key: &[u8; 32],
+        action_id: &str,
+        change: KeyChange<'_>,
+    ) -> Result<(), LedgerError>;
+
+    /// Drops the keys expired at `now_ms`; counts what is left.
+    fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError>;
 
     /// The PostgreSQL database, for a store that lives in one.
     fn database(&self) -> Option<crate::PgDatabase> {

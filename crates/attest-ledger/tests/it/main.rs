@@ -9,6 +9,7 @@ mod concurrency;
 mod crash;
 mod filing;
 mod fuzz;
+mod idempotency;
 mod peers;
 mod pg_db;
 mod pg_restart;
@@ -66,6 +67,7 @@ pub(crate) fn sample_record(n: u64) -> Record {
             matched: None,
             evidence: serde_json::Map::new(),
         }),
+        idempotency_key: None,
         imported: None,
         shadow: None,
     }

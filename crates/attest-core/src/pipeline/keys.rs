@@ -1,0 +1,494 @@
+//! Idempotency keys: a retried call that carries the key of a call that already ran
+//! does not run again; it gets that call's outcome.
+//!
+//! Before a write is decided, its key is claimed in the ledger's side table
+//! ([`attest_ledger::Ledger::claim_key`]) together with the digest of the whole call
+//! ([`crate::approvals::action_digest`]; the key is not part of it). Then:
+//! - the key was free: the call goes on as usual; its intent row records the key, and
+//!   once it ran (returned or failed) its receipt, and what its door replays, are kept
+//!   for the key's lifetime. A call that did not run (refused, rejected, held, expired,
+//!   its intent not recorded) frees the key again: a retry is decided afresh;
+//! - the key ended a call with the same digest: [`Outcome::Replayed`], nothing runs;
+//! - the key belongs to another call: [`IdempotencyError::Mismatch`];
+//! - the key's call has no outcome yet: the retry waits (bounded, [`IdempotencyOptions::wait`])
+//!   for it, then replays it, or is refused with [`IdempotencyError::InUse`] naming its
+//!   intent row. A call whose process died leaves its key in use until the key
+//!   expires: its outcome is unknown, and it is never run again blindly.
+//!
+//! Keys apply to writes; a read with a key runs as any read.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(test)]
+use std::sync::Arc;
+use std::time::Duration;
+
+use attest_ledger::{KeyClaim, KeyState};
+use attest_policy::{Action, Decision};
+use serde::{Deserialize, Serialize};
+
+use super::Attest;
+use crate::{AttestError, Level, Outcome, Receipt};
+
+/// The longest idempotency key accepted, in bytes (the IETF draft's keys are UUIDs).
+pub const MAX_KEY_BYTES: usize = 255;
+
+/// How idempotency keys behave: the configuration's `idempotency:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IdempotencyOptions {
+    /// How long a key ties retries to its first call, from the first call's start
+    /// [default: 24 h]. After it the key is free again and what was kept is removed.
+    pub lifetime: Duration,
+    /// How long a retry waits for the first call with its key to end before it is
+    /// refused as in use [default: 30 s].
+    pub wait: Duration,
+}
+
+impl Default for IdempotencyOptions {
+    fn default() -> Self {
+        IdempotencyOptions {
+            lifetime: DEFAULT_LIFETIME,
+            wait: DEFAULT_WAIT,
+        }
+    }
+}
+
+impl IdempotencyOptions {
+    /// Options with this lifetime and wait.
+    pub fn new(lifetime: Duration, wait: Duration) -> Self {
+        IdempotencyOptions { lifetime, wait }
+    }
+}
+
+/// The default key lifetime: 24 h.
+pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// The default wait for a running first call: 30 s.
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// Why a call with an idempotency key was not run (and nothing was recorded).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdempotencyError {
+    /// The key is not 1 to 255 visible ASCII characters.
+    #[error("the idempotency key is not 1 to {MAX_KEY_BYTES} visible ASCII characters")]
+    BadKey,
+    /// The key was used for another call (another digest) within its lifetime.
+    #[error(
+        "the idempotency key was already used for a different call; use a new key for a new call"
+    )]
+    Mismatch,
+    /// The first call with the key has not ended.
+    #[error("{}", in_use(.intent_seq, .age))]
+    InUse {
+        /// The first call's intent row, once written.
+        intent_seq: Option<u64>,
+        /// How long ago the first call started.
+        age: Duration,
+    },
+}
+
+fn in_use(intent_seq: &Option<u64>, age: &Duration) -> String {
+    let row = intent_seq.map_or_else(
+        || "its intent is not recorded yet".to_owned(),
+        |seq| format!("intent seq {seq}"),
+    );
+    format!(
+        "a call with this idempotency key started {}s ago ({row}) and has no outcome yet: \
+         it may still be running, or its process stopped and its outcome is unknown; \
+         it is not run again",
+        age.as_secs()
+    )
+}
+
+/// Checks a key as a caller sent it.
+pub fn check_key(key: &str) -> Result<(), IdempotencyError> {
+    let fine = !key.is_empty()
+        && key.len() <= MAX_KEY_BYTES
+        && key.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    if fine && key.trim() == key {
+        Ok(())
+    } else {
+        Err(IdempotencyError::BadKey)
+    }
+}
+
+/// A key this call holds.
+pub(super) struct HeldKey {
+    pub(super) key: String,
+    action_id: String,
+}
+
+/// What claiming a key found.
+pub(super) enum Claimed {
+    /// Go on: the key is this call's (or there is none).
+    Go(Option<HeldKey>),
+    /// The first call's outcome: end here.
+    Replay(Box<super::call::Ended>),
+}
+
+/// A receipt as kept with its key (the ledger stores it as text).
+#[derive(Debug, Serialize, Deserialize)]
+struct Kept {
+    seq: u64,
+    entry_hash: String,
+    ts: String,
+    decision: Decision,
+    reasons: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    level: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
+}
+
+impl Kept {
+    fn of(receipt: &Receipt) -> Kept {
+        Kept {
+            seq: receipt.seq,
+            entry_hash: receipt.entry_hash.clone(),
+            ts: receipt.ts.clone(),
+            decision: receipt.decision,
+            reasons: receipt.reasons.clone(),
+            approver: receipt.approver.clone(),
+            level: receipt.level.map(|l| l.as_str().to_owned()),
+            warning: receipt.warning.clone(),
+        }
+    }
+
+    fn receipt(self, action_id: &str) -> Receipt {
+        Receipt {
+            action_id: action_id.to_owned(),
+            seq: self.seq,
+            entry_hash: self.entry_hash,
+            ts: self.ts,
+            decision: self.decision,
+            reasons: self.reasons,
+            approver: self.approver,
+            level: self.level.as_deref().and_then(Level::parse),
+            warning: self.warning,
+        }
+    }
+}
+
+/// Notes whether the tool was called, for a key to be freed only when it was not.
+#[derive(Debug, Default)]
+pub(super) struct Called(AtomicBool);
+
+impl Called {
+    pub(super) fn mark(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    fn was(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Attest {
+    /// Claims `key` for the prepared `action` (see the module docs).
+    pub(super) async fn claim_key(
+        &self,
+        key: Option<&str>,
+        action: &Action,
+    ) -> Result<Claimed, AttestError> {
+        let Some(key) = key.filter(|_| !action.verb.is_read()) else {
+            return Ok(Claimed::Go(None));
+        };
+        check_key(key)?;
+        let claim = KeyClaim {
+            key: key.to_owned(),
+            digest: crate::approvals::action_digest(action)?,
+            action_id: action.id.clone(),
+            lifetime: self.idempotency.lifetime,
+        };
+        let mut pause = Duration::from_millis(20);
+        let mut waited = Duration::ZERO;
+        loop {
+            let asked = claim.clone();
+            match self
+                .on_ledger(move |ledger| ledger.claim_key(&asked))
+                .await?
+            {
+                KeyState::Claimed => {
+                    return Ok(Claimed::Go(Some(HeldKey {
+                        key: claim.key,
+                        action_id: claim.action_id,
+                    })))
+                }
+                KeyState::Mismatch => return Err(IdempotencyError::Mismatch.into()),
+                KeyState::Done(done) => {
+                    let kept: Kept = serde_json::from_str(&done.outcome).map_err(|_| {
+                        AttestError::Internal("an idempotency key's kept receipt does not parse")
+                    })?;
+                    return Ok(Claimed::Replay(Box::new(Outcome::Replayed {
+                        receipt: kept.receipt(&done.action_id),
+                        response: done.replay,
+                    })));
+                }
+                KeyState::Running {
+                    intent_seq, age, ..
+                } => {
+                    if waited >= self.idempotency.wait {
+                        return Err(IdempotencyError::InUse { intent_seq, age }.into());
+                    }
+                    tokio::time::sleep(pause).await;
+                    waited += pause;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+
+    /// Notes the intent row of the call holding `held`; best effort (a retry then names
+    /// no intent row).
+    pub(super) async fn note_intent(&self, held: Option<&HeldKey>, seq: u64) {
+        let Some(held) = held else { return };
+        let (key, id) = (held.key.clone(), held.action_id.clone());
+        if let Err(err) = self
+            .on_ledger(move |ledger| ledger.key_intent(&key, &id, seq))
+            .await
+        {
+            tracing::warn!(error = %crate::error_chain(&err), "an idempotency key's intent row was not noted");
+        }
+    }
+
+    /// Ends the key this call held: keeps the outcome of a call that ran (and `replay`,
+    /// what its door replays), frees the key of one that did not. A call whose tool was
+    /// called but whose outcome is an error keeps its key in use until it expires.
+    pub(super) async fn settle_key<T, E>(
+        &self,
+        held: Option<HeldKey>,
+        called: &Called,
+        result: &mut Result<Outcome<T, E>, AttestError>,
+        replay: impl FnOnce(&Outcome<T, E>) -> Option<Vec<u8>>,
+    ) {
+        let Some(held) = held else { return };
+        let kept = match &*result {
+            Ok(outcome) if outcome.ran() => Some((Kept::of(outcome.receipt()), replay(outcome))),
+            Err(AttestError::OutputNotJson { receipt, .. }) => Some((Kept::of(receipt), None)),
+            Ok(_) => None,
+            Err(_) if called.was() => return,
+            Err(_) => None,
+        };
+        let HeldKey { key, action_id } = held;
+        let done = match kept {
+            Some((kept, replay)) => match serde_json::to_string(&kept) {
+                Ok(text) => {
+                    self.on_ledger(move |ledger| {
+                        ledger.finish_key(&key, &action_id, &text, replay.as_deref())
+                    })
+                    .await
+                }
+                // A receipt always has a JSON form; if not, the key stays in use.
+                Err(_) => Ok(()),
+            },
+            None => {
+                self.on_ledger(move |ledger| ledger.release_key(&key, &action_id))
+                    .await
+            }
+        };
+        if let Err(err) = done {
+            // The key stays in use (retries are refused, never run) until it expires.
+            let warning = format!(
+                "the idempotency key's outcome could not be kept ({}): a retry with it is refused until it expires",
+                crate::error_chain(&err)
+            );
+            tracing::warn!("{warning}");
+            if let Ok(outcome) = result {
+                if let Some(receipt) = outcome.receipt_mut() {
+                    receipt.warning.get_or_insert(warning);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use attest_ledger::{Ledger, LedgerOptions};
+    use attest_policy::{PolicyEngine, Verb};
+    use serde_json::json;
+
+    use super::*;
+    use crate::AutoGate;
+
+    const POLICY: &str = "policies:
+  - name: payments
+    match: {system: stripe, verb: pay}
+    decision: act
+  - name: no-deletes
+    match: {verb: delete}
+    decision: refuse
+";
+
+    fn attest(dir: &tempfile::TempDir) -> Attest {
+        let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
+        Attest::builder()
+            .ledger(ledger)
+            .policy(PolicyEngine::from_yaml(POLICY, "p.yaml").unwrap())
+            .gate(AutoGate::reject("ops"))
+            .build()
+            .unwrap()
+    }
+
+    /// Pays `amount` with idempotency key `key`; the tool counts how often it ran and
+    /// takes `slow` to answer.
+    async fn pay(
+        attest: &Attest,
+        key: &str,
+        amount: u64,
+        ran: &AtomicUsize,
+        slow: Duration,
+    ) -> Result<Outcome<serde_json::Value>, AttestError> {
+        let action = Action::new("stripe", Verb::Pay).with_params(json!({"amount": amount}));
+        attest
+            .call(action)
+            .idempotency_key(key)
+            .run(|_| async move {
+                ran.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(slow).await;
+                Ok::<_, crate::ToolError>(json!({"id": "ch_1"}))
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_retry_with_the_same_key_gets_the_first_receipt_and_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = attest(&dir);
+        let ran = AtomicUsize::new(0);
+        let Outcome::Ran { receipt: first, .. } =
+            pay(&attest, "k1", 5, &ran, Duration::ZERO).await.unwrap()
+        else {
+            panic!("the first call runs");
+        };
+        for _ in 0..3 {
+            match pay(&attest, "k1", 5, &ran, Duration::ZERO).await.unwrap() {
+                Outcome::Replayed { receipt, response } => {
+                    assert_eq!(receipt, first);
+                    assert_eq!(response, None, "an in-process call keeps no output");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        // The same key with another call is refused; another key runs.
+        let err = pay(&attest, "k1", 6, &ran, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, AttestError::Idempotency(IdempotencyError::Mismatch)),
+            "{err}"
+        );
+        assert!(pay(&attest, "k2", 6, &ran, Duration::ZERO)
+            .await
+            .unwrap()
+            .ran());
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
+        // The intent row carries the key; the outcome row does not.
+        let mut keys = Vec::new();
+        attest
+            .ledger()
+            .for_each_row(1, |row| {
+                let body: serde_json::Value = serde_json::from_slice(row.body).unwrap();
+                keys.push(body["idempotency_key"].as_str().map(str::to_owned));
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(
+            keys,
+            [Some("k1".to_owned()), None, Some("k2".to_owned()), None]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_call_frees_its_key_and_a_racer_waits_then_replays() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = attest(&dir);
+        let refused = Action::new("crm", Verb::Delete).with_params(json!({"id": 1}));
+        let outcome = attest
+            .call(refused.clone())
+            .idempotency_key("k3")
+            .run(|_| async { Ok::<_, crate::ToolError>(json!({})) })
+            .await
+            .unwrap();
+        assert!(matches!(outcome, Outcome::Refused { .. }), "{outcome:?}");
+        // Not kept: the next call with the key is decided afresh (refused again).
+        let again = attest
+            .call(refused)
+            .idempotency_key("k3")
+            .run(|_| async { Ok::<_, crate::ToolError>(json!({})) })
+            .await
+            .unwrap();
+        assert!(matches!(again, Outcome::Refused { .. }), "{again:?}");
+        // Two racers with one key: one runs, the other waits for it and replays it.
+        let ran = AtomicUsize::new(0);
+        let slow = Duration::from_millis(300);
+        let (a, b) = tokio::join!(
+            pay(&attest, "k4", 9, &ran, slow),
+            pay(&attest, "k4", 9, &ran, slow)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(u8::from(a.ran()) + u8::from(b.ran()), 1, "{a:?} {b:?}");
+        assert_eq!(a.receipt(), b.receipt());
+        // A racer that may not wait is refused, naming the first call's intent row.
+        let impatient = Attest::builder()
+            .ledger(Arc::clone(attest.ledger()))
+            .policy(PolicyEngine::from_yaml(POLICY, "p.yaml").unwrap())
+            .idempotency(IdempotencyOptions::new(DEFAULT_LIFETIME, Duration::ZERO))
+            .build()
+            .unwrap();
+        let ran = AtomicUsize::new(0);
+        let (a, b) = tokio::join!(pay(&attest, "k5", 9, &ran, Duration::from_secs(3)), async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            pay(&impatient, "k5", 9, &ran, slow).await
+        });
+        assert!(a.unwrap().ran());
+        let err = b.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AttestError::Idempotency(IdempotencyError::InUse { .. })
+            ),
+            "{err}"
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn keys_are_short_visible_ascii() {
+        for good in [
+            "a",
+            "8e03978e-40d5-43e8-bc93-6894a57f9324",
+            &"k".repeat(255),
+            "a b",
+        ] {
+            assert_eq!(check_key(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            " a",
+            "a\n",
+            "é",
+            &"k".repeat(256),
+            "a\u{0}b",
+            "tab\there",
+        ] {
+            assert_eq!(check_key(bad), Err(IdempotencyError::BadKey), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn in_use_names_the_intent_row() {
+        let err = IdempotencyError::InUse {
+            intent_seq: Some(12),
+            age: Duration::from_secs(3),
+        };
+        assert!(err.to_string().contains("intent seq 12"), "{err}");
+        assert!(err.to_string().contains("outcome is unknown"), "{err}");
+    }
+}
