@@ -7,7 +7,9 @@
 //!
 //! Beside the chain, and not part of its format, the store keeps window counts for
 //! policy's budgets and rates ([`Ledger::reserve_windows`]): what ran per key within a
-//! time window, checked and counted atomically across processes and hosts.
+//! time window, checked and counted atomically across processes and hosts; and recent
+//! calls by digest ([`Ledger::claim_call`]): which write is in flight or ran lately, for
+//! retries and duplicate suppression.
 //!
 //! # Format v1
 //!
@@ -88,6 +90,7 @@
 //! ```
 
 mod archive;
+mod calls;
 mod canonical;
 mod chain;
 mod checkpoint;
@@ -123,6 +126,7 @@ mod walk;
 mod windows;
 
 pub use archive::Archive;
+pub use calls::{CallCheck, CallClaim, HeldCall};
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
 pub use checkpoint::{
     open_checkpoint, open_checkpoint_signed, read_checkpoint_unverified, sign_checkpoint,

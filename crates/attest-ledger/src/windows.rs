@@ -151,12 +151,12 @@ impl Ledger {
     }
 }
 
-fn key_hash(key: &str) -> [u8; 32] {
+pub(crate) fn key_hash(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
 
 /// Milliseconds since the Unix epoch (0 for a clock before it).
-fn millis(at: SystemTime) -> i64 {
+pub(crate) fn millis(at: SystemTime) -> i64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

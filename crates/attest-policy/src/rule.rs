@@ -1,11 +1,12 @@
 //! One YAML rule: `name`, `match`, `decision`, `approvers`, `reason`, and a window
-//! condition `limit` (see `limit.rs`).
+//! condition `limit` (see `limit.rs`) and duplicate window `dedupe` (see `dedupe.rs`).
 
 use serde::de::Deserializer;
 use serde::Deserialize;
 
 use crate::action_pattern::ActionPattern;
 use crate::de::{checked_map, OneOrMany, Text, Word, W};
+use crate::dedupe::DedupeRule;
 use crate::file::Leaf;
 use crate::glob::Glob;
 use crate::limit::Limit;
@@ -273,6 +274,8 @@ struct RawRule {
     reason: Leaf<W<Text>>,
     #[serde(default)]
     limit: Leaf<Limit>,
+    #[serde(default)]
+    dedupe: Leaf<DedupeRule>,
 }
 
 /// A compiled rule.
@@ -292,6 +295,8 @@ pub(crate) struct Rule {
     pub(crate) limit: Option<Limit>,
     /// Whether `reason` was written (a limit's figures follow a written reason).
     pub(crate) reason_written: bool,
+    /// Its duplicate window (`dedupe:`), for the calls it matches.
+    pub(crate) dedupe: Option<DedupeRule>,
 }
 
 impl Rule {
@@ -335,6 +340,10 @@ impl Rule {
             Leaf::Value(W(Text(reason))) => (reason, true),
             Leaf::Absent | Leaf::Skipped => (format!("rule {name}: {decision}"), false),
         };
+        let dedupe = match raw.dedupe {
+            Leaf::Value(dedupe) => Some(dedupe),
+            Leaf::Absent | Leaf::Skipped => None,
+        };
         Ok(Rule {
             name,
             matcher,
@@ -343,6 +352,7 @@ impl Rule {
             reason,
             limit,
             reason_written,
+            dedupe,
         })
     }
 }

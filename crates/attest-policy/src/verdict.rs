@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Risk, Window};
+use crate::{Dedupe, Risk, Window};
 
 /// What happens to an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -86,6 +86,11 @@ pub struct Verdict {
     /// applies otherwise. The pipeline checks them against what ran (see `limit.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<Window>,
+    /// The duplicate window of a write (`dedupe:`): this verdict holds unless the same
+    /// call ran within it; [`Dedupe::duplicate`] applies otherwise. The pipeline looks
+    /// the call up in the ledger (see `dedupe.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<Dedupe>,
 }
 
 impl Verdict {
@@ -101,6 +106,7 @@ impl Verdict {
             approver_members: Vec::new(),
             hold: false,
             windows: Vec::new(),
+            dedupe: None,
         }
     }
 }

@@ -182,7 +182,7 @@ impl Attest {
     }
 
     /// Runs a blocking ledger call off the async workers.
-    async fn on_ledger<T: Send + 'static>(
+    pub(super) async fn on_ledger<T: Send + 'static>(
         &self,
         call: impl FnOnce(&Ledger) -> Result<T, attest_ledger::LedgerError> + Send + 'static,
     ) -> Result<T, AttestError> {

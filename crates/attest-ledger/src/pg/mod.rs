@@ -19,6 +19,7 @@
 
 mod append;
 mod blocking;
+mod calls;
 mod connect;
 mod query;
 mod read;
@@ -29,6 +30,7 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crate::calls::{SettleCall, StoredCall};
 use crate::chain::ChainEdge;
 use crate::query::{Counts, Filter};
 use crate::source::Source;
@@ -192,6 +194,18 @@ impl Store for PgStore {
 
     fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError> {
         off_runtime(|| self.release_window_entries(action_id, keys))
+    }
+
+    fn calls(
+        &self,
+        digest: [u8; 32],
+        settle: Option<&mut SettleCall<'_>>,
+    ) -> Result<Option<StoredCall>, LedgerError> {
+        off_runtime(|| self.settle_call(digest, settle))
+    }
+
+    fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError> {
+        off_runtime(|| self.forget_call_rows(action_id))
     }
 
     fn database(&self) -> Option<PgDatabase> {

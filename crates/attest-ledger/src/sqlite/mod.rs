@@ -5,6 +5,7 @@
 //! file each see the row before theirs and the chain stays linear.
 
 mod append;
+mod calls;
 mod query;
 pub(crate) mod read;
 pub(crate) mod readonly;
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use crate::calls::{SettleCall, StoredCall};
 use crate::chain::ChainEdge;
 use crate::clock::format_ts;
 use crate::query::{Counts, Filter, Unfiled};
@@ -34,7 +36,7 @@ use wal::{WalCheckpointer, WAL_SIZE_LIMIT};
 
 /// The schema version stored in `attest_meta` (and, from version 2 on, in
 /// `attest_schema`); bump it with a migration in `MIGRATIONS`.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Migrations, in order: entry `n` brings a file from version `n + 1` to `n + 2`.
 /// Each runs in the opening transaction; a file written by any earlier release opens
@@ -89,6 +91,9 @@ const MIGRATIONS: &[&str] = &[
     // 4: window counts for policy's budgets and rates, beside the chain (see
     // `crate::windows`); nothing to fill: counting starts with the first limit.
     windows::WINDOWS_SCHEMA,
+    // 5: recent calls by digest, beside the chain (see `crate::calls`); nothing to
+    // fill: an older release stored no digest, so its open intents block nothing.
+    calls::CALLS_SCHEMA,
 ];
 
 /// How long a writer waits for another writer's lock before giving up.
@@ -505,5 +510,17 @@ impl Store for SqliteStore {
 
     fn release_windows(&self, action_id: &str, keys: &[[u8; 32]]) -> Result<(), LedgerError> {
         self.release_window_entries(action_id, keys)
+    }
+
+    fn calls(
+        &self,
+        digest: [u8; 32],
+        settle: Option<&mut SettleCall<'_>>,
+    ) -> Result<Option<StoredCall>, LedgerError> {
+        self.settle_call(digest, settle)
+    }
+
+    fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError> {
+        self.forget_call_rows(action_id)
     }
 }
