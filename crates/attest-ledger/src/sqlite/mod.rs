@@ -351,7 +351,7 @@ impl SqliteStore {
             .map_err(self.sqlite("reading the schema"))?;
         let has_other_tables: bool = tx
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries'))",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries', 'call_digests'))",
                 [],
                 |row| row.get(0),
             )
