@@ -381,3 +381,233 @@ fn rows_of(
     })?;
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use attest_ledger::{Ledger, LedgerOptions};
+    use attest_policy::{PolicyEngine, Verb};
+    use serde_json::json;
+
+    use crate::{AutoGate, Gate, Outcome};
+
+    use super::*;
+
+    const DEDUPE: &str = "dedupe: {window: 60s}
+policies:
+  - name: refunds
+    match: {system: stripe, verb: pay}
+    decision: act
+    dedupe: {window: 10m, decision: refuse}
+  - name: rest
+    match: {}
+    decision: act
+";
+
+    fn attest(dir: &tempfile::TempDir, policy: &str, gate: impl Gate + 'static) -> Attest {
+        let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
+        Attest::builder()
+            .ledger(ledger)
+            .policy(PolicyEngine::from_yaml(policy, "p.yaml").unwrap())
+            .gate(gate)
+            .build()
+            .unwrap()
+    }
+
+    fn send(to: &str) -> Action {
+        Action::new("gmail", Verb::Send).with_params(json!({"to": to, "body": "hi"}))
+    }
+
+    /// Runs `action` through `attest`; the tool counts how often it ran.
+    async fn run(attest: &Attest, action: Action, ran: &AtomicUsize) -> Outcome<serde_json::Value> {
+        attest
+            .call(action)
+            .run(|_| async {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, crate::ToolError>(json!({"id": "m_1"}))
+            })
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_same_call_again_within_the_window_is_asked_about_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = AtomicUsize::new(0);
+        let attest = attest(&dir, DEDUPE, AutoGate::reject("ops"));
+        let Outcome::Ran { receipt: first, .. } = run(&attest, send("a@x.io"), &ran).await else {
+            panic!("the first call runs")
+        };
+        let Outcome::Rejected { receipt, .. } = run(&attest, send("a@x.io"), &ran).await else {
+            panic!("the same call again is asked about, and this gate rejects")
+        };
+        assert_eq!(receipt.decision, Decision::Ask);
+        let reason = receipt.reasons.last().unwrap();
+        assert!(
+            reason.starts_with(&format!("the same call ran at seq {}, ", first.seq))
+                && reason.ends_with(" s ago (dedupe window 60s)"),
+            "{reason}"
+        );
+        // Another call is not the same call.
+        assert!(matches!(
+            run(&attest, send("b@x.io"), &ran).await,
+            Outcome::Ran { .. }
+        ));
+        // A rule's own window may refuse.
+        let pay = || Action::new("stripe", Verb::Pay).with_params(json!({"amount": 5}));
+        assert!(matches!(
+            run(&attest, pay(), &ran).await,
+            Outcome::Ran { .. }
+        ));
+        let Outcome::Refused { receipt } = run(&attest, pay(), &ran).await else {
+            panic!("the refunds rule refuses a duplicate")
+        };
+        assert_eq!(receipt.decision, Decision::Refuse);
+        assert!(receipt
+            .reasons
+            .last()
+            .unwrap()
+            .contains("dedupe window 10m"));
+        assert_eq!(ran.load(Ordering::SeqCst), 3);
+        // A person's approval runs the duplicate.
+        let approving = Attest::builder()
+            .ledger(std::sync::Arc::clone(attest.ledger()))
+            .policy(PolicyEngine::from_yaml(DEDUPE, "p.yaml").unwrap())
+            .gate(AutoGate::approve("ann"))
+            .build()
+            .unwrap();
+        assert!(matches!(
+            run(&approving, send("a@x.io"), &ran).await,
+            Outcome::Ran { .. }
+        ));
+        assert_eq!(ran.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn without_dedupe_the_same_call_runs_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = AtomicUsize::new(0);
+        let policy = "policies:\n  - name: all\n    match: {}\n    decision: act\n";
+        let attest = attest(&dir, policy, AutoGate::reject("ops"));
+        for _ in 0..3 {
+            assert!(matches!(
+                run(&attest, send("a@x.io"), &ran).await,
+                Outcome::Ran { .. }
+            ));
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 3);
+        // Nothing is kept for a call that ran without a window.
+        let digest = action_digest(&send("a@x.io")).unwrap();
+        assert_eq!(attest.ledger().held_call(&digest, None).unwrap(), None);
+    }
+
+    /// Leaves an intent open: the call is cleared and its tool never answers (the
+    /// pipeline is dropped mid-call, as a killed process would leave it).
+    async fn leave_open(attest: &Attest, action: Action) {
+        let attest = attest.clone();
+        let call = crate::handoff(move |tool| async move { attest.call(action).run(tool).await });
+        let Ok(cleared) = call.cleared().await else {
+            panic!("the call clears")
+        };
+        drop(cleared);
+    }
+
+    /// A process name that is gone: a child that ran and ended.
+    fn gone() -> String {
+        let me = liveness::this_process();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let boot = me.split(':').nth(1).unwrap_or("unknown");
+        format!("linux:{boot}:{pid}:1")
+    }
+
+    #[tokio::test]
+    async fn an_open_intent_blocks_a_retry_until_a_person_resolves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = AtomicUsize::new(0);
+        let policy = "policies:\n  - name: all\n    match: {}\n    decision: act\n";
+        let attest = attest(&dir, policy, AutoGate::reject("ops"));
+        leave_open(&attest, send("a@x.io")).await;
+        let open = crate::open_intents(attest.ledger(), 1).unwrap();
+        let [intent] = open.as_slice() else {
+            panic!("one open intent: {open:?}")
+        };
+        // Its process (this one) is alive: the retry asks, saying the outcome is unknown.
+        let Outcome::Rejected { receipt, .. } = run(&attest, send("a@x.io"), &ran).await else {
+            panic!("a retry of an open call is asked about")
+        };
+        assert!(
+            receipt
+                .reasons
+                .last()
+                .unwrap()
+                .contains("may still be running: whether it ran is unknown"),
+            "{:?}",
+            receipt.reasons
+        );
+        // Its process gone, and no recipe: still unknown, still asked.
+        let digest = action_digest(&send("a@x.io")).unwrap();
+        let dead = CallClaim {
+            digest: digest.clone(),
+            action_id: intent.action_id.clone(),
+            owner: gone(),
+            dedupe: None,
+        };
+        attest.ledger().take_call(&dead).unwrap();
+        if liveness::is_gone(&dead.owner) {
+            let Outcome::Rejected { receipt, .. } = run(&attest, send("a@x.io"), &ran).await else {
+                panic!("without a recipe the retry asks")
+            };
+            let reason = receipt.reasons.last().unwrap();
+            assert!(
+                reason.contains(&format!("intent seq {}", intent.seq))
+                    && reason.contains("no read-back is configured"),
+                "{reason}"
+            );
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        // A person says it did not run: the intent is closed, and the retry runs.
+        let Ok(receipt) = attest
+            .resolve_intent(intent.seq, false, "ann", "cli")
+            .await
+            .unwrap()
+        else {
+            panic!("an open intent resolves")
+        };
+        assert_eq!(receipt.approver.as_deref(), Some("ann"));
+        assert!(crate::open_intents(attest.ledger(), 1).unwrap().is_empty());
+        let again = attest
+            .resolve_intent(intent.seq, true, "ann", "cli")
+            .await
+            .unwrap();
+        assert!(
+            matches!(&again, Err(why) if why.contains("is not open")),
+            "{again:?}"
+        );
+        assert!(matches!(
+            run(&attest, send("a@x.io"), &ran).await,
+            Outcome::Ran { .. }
+        ));
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_claim_whose_process_died_before_its_intent_frees_the_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = AtomicUsize::new(0);
+        let policy = "policies:\n  - name: all\n    match: {}\n    decision: act\n";
+        let attest = attest(&dir, policy, AutoGate::reject("ops"));
+        let dead = CallClaim {
+            digest: action_digest(&send("a@x.io")).unwrap(),
+            action_id: "never-recorded".to_owned(),
+            owner: gone(),
+            dedupe: None,
+        };
+        attest.ledger().claim_call(&dead, None).unwrap();
+        let expect_run = liveness::is_gone(&dead.owner);
+        let outcome = run(&attest, send("a@x.io"), &ran).await;
+        assert_eq!(outcome.ran(), expect_run, "{outcome:?}");
+    }
+}
