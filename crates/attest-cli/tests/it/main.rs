@@ -25,6 +25,7 @@ mod hook_approvals;
 mod hook_install;
 mod import;
 mod inbox_browser;
+mod intents;
 pub(crate) mod mcp;
 mod mcp_conformance;
 mod mcp_frames;

@@ -64,6 +64,9 @@ enum Earlier {
     Free,
     /// Read back now, it ran: its outcome is recorded at `seq`.
     Ran { intent: u64, seq: u64 },
+    /// Its outcome row says it ran (at `seq`): its process died before the digest was
+    /// finished. A duplicate, if the verdict has a window.
+    Finished { seq: u64 },
     /// Nobody can tell: why, for the person asked.
     Unknown(String),
 }
@@ -146,7 +149,7 @@ impl Attest {
                     Some(held) => held,
                 }
             };
-            let (action_id, owner) = match held {
+            let (action_id, owner, since) = match held {
                 HeldCall::Ran { seq, at, .. } => {
                     let ago = SystemTime::now().duration_since(at).unwrap_or_default();
                     let duplicate = match &verdict.dedupe {
@@ -156,14 +159,23 @@ impl Attest {
                     return Ok((duplicate, calling));
                 }
                 HeldCall::Open {
-                    action_id, owner, ..
-                } => (action_id, owner),
+                    action_id,
+                    owner,
+                    since,
+                } => (action_id, owner, since),
             };
             if !claim || replacing.is_some() {
                 return Ok((asked(verdict, in_flight(&action_id)), calling));
             }
             match self.earlier(action, &action_id, &owner).await? {
                 Earlier::Free => replacing = Some(action_id),
+                Earlier::Finished { seq } => match &verdict.dedupe {
+                    Some(dedupe) => {
+                        let ago = SystemTime::now().duration_since(since).unwrap_or_default();
+                        return Ok((dedupe.duplicate(verdict, seq, ago), calling));
+                    }
+                    None => replacing = Some(action_id),
+                },
                 Earlier::Ran { intent, seq } => {
                     let why = format!(
                         "an earlier attempt of the same call (intent seq {intent}) had no recorded \
@@ -192,12 +204,17 @@ impl Attest {
         let rows = self.on_ledger(move |ledger| rows_of(ledger, &id)).await?;
         let finished = rows
             .iter()
-            .any(|(_, r)| r.execution.status != INTENT && r.execution.status != "pending");
-        let intent = rows.into_iter().find(|(_, r)| r.execution.status == INTENT);
-        let intent = match intent {
-            // Its outcome is recorded after all, or its process died before its intent
-            // was: a write never runs without one, so it did not run.
-            _ if finished => return Ok(Earlier::Free),
+            .find(|(_, r)| r.execution.status != INTENT && r.execution.status != "pending");
+        if let Some((seq, record)) = finished {
+            // Its outcome is recorded after all.
+            return Ok(match record.execution.status.as_str() {
+                "ok" => Earlier::Finished { seq: *seq },
+                _ => Earlier::Free,
+            });
+        }
+        let intent = match rows.into_iter().find(|(_, r)| r.execution.status == INTENT) {
+            // Its process died before its intent was recorded: a write never runs
+            // without one, so it did not run.
             None => return Ok(Earlier::Free),
             Some((seq, record)) => IntentRow { seq, record },
         };
