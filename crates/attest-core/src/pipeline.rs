@@ -326,7 +326,7 @@ impl Attest {
         // written stops the call.
         if let Err(err) = self.claim_before_run(&action, &cleared.calling).await {
             self.release(&action.id, &cleared.counting).await;
-            return Err(err);
+            return Err(AttestError::NotRecorded(Box::new(err)));
         }
         // Commit point before the call: a write runs only once the ledger durably holds a
         // row naming it. A crash or a full disk after this leaves an intent without an
@@ -597,7 +597,9 @@ impl Attest {
         let verdict = step.in_scope(|| self.evaluate(&prepared.action));
         // Retries and duplicates: checked against the earlier calls of the same digest,
         // which a call that would run now claims (in shadow mode: when it runs).
-        let (verdict, mut calling) = self.deduped(&prepared.action, verdict, !self.shadow).await;
+        let (verdict, mut calling) = self
+            .deduped(&prepared.action, verdict, !self.shadow)
+            .await?;
         // Budgets and rates: checked against what ran, and counted when the call would
         // run now (in shadow mode nothing is enforced: it counts when it runs).
         let (verdict, counting) = self.windowed(&prepared.action, verdict, !self.shadow).await;
@@ -664,7 +666,10 @@ impl Attest {
         match self.prepare(action.clone()) {
             Ok(prepared) => {
                 let verdict = self.evaluate(&prepared.action);
-                let (verdict, _) = self.deduped(&prepared.action, verdict, false).await;
+                let verdict = match self.deduped(&prepared.action, verdict, false).await {
+                    Ok((verdict, _)) => verdict,
+                    Err(err) => undecided(&prepared.action, &error_chain(&err)),
+                };
                 let (verdict, _) = self.windowed(&prepared.action, verdict, false).await;
                 self.shadowed(verdict).0
             }
@@ -794,7 +799,7 @@ impl Attest {
         // A duplicate is named in the row (a `refuse` window refuses); an earlier
         // attempt left open is named too, and the approved call claims the digest when
         // it runs.
-        let (evaluated, calling) = self.deduped(&prepared.action, evaluated, false).await;
+        let (evaluated, calling) = self.deduped(&prepared.action, evaluated, false).await?;
         let (mut verdict, counting) = self.windowed(&prepared.action, evaluated, false).await;
         let refusal = match verdict.decision {
             Decision::Refuse | Decision::Recorded => Some(None),

@@ -75,18 +75,20 @@ impl Attest {
     /// Checks `verdict` against the earlier calls of the same digest (see the module
     /// docs): the verdict that applies, without its dedupe window, and what to claim
     /// and finish. `claim`: a verdict of `act` claims the digest now, atomically (false
-    /// in shadow mode).
+    /// in shadow mode). A digest that cannot be read refuses; one that cannot be
+    /// claimed is [`AttestError::NotRecorded`]: the call did not run.
     pub(super) async fn deduped(
         &self,
         action: &Action,
         verdict: Verdict,
         claim: bool,
-    ) -> (Verdict, Calling) {
-        match self.check_calls(action, &verdict, claim).await {
+    ) -> Result<(Verdict, Calling), AttestError> {
+        Ok(match self.check_calls(action, &verdict, claim).await {
             Ok((mut verdict, calling)) => {
                 verdict.dedupe = None;
                 (verdict, calling)
             }
+            Err(err @ AttestError::NotRecorded(_)) => return Err(err),
             Err(err) => (
                 super::undecided(
                     action,
@@ -97,7 +99,7 @@ impl Attest {
                 ),
                 Calling::none(),
             ),
-        }
+        })
     }
 
     async fn check_calls(
@@ -131,7 +133,8 @@ impl Attest {
                 let (asked, over) = (request.clone(), replacing.clone());
                 let check = self
                     .on_ledger(move |ledger| ledger.claim_call(&asked, over.as_deref()))
-                    .await?;
+                    .await
+                    .map_err(|err| AttestError::NotRecorded(Box::new(err)))?;
                 match check {
                     CallCheck::Claimed => {
                         calling.claimed = true;
