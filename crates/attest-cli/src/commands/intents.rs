@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use serde_json::json;
 
 use super::approvals::{as_approver, runtime};
@@ -22,10 +21,16 @@ pub(crate) fn run(config: &Config, args: &IntentsArgs) -> anyhow::Result<ExitCod
 
 fn list(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
     // Read-only: listing never writes to the ledger it reads.
-    let ledger =
-        attest_ledger::Ledger::open_read_only_tenant(config.ledger_path(), config.tenant())
-            .with_context(|| format!("cannot open ledger {}", config.ledger_display()))?;
-    let intents = attest_core::open_intents(&ledger, 1)?;
+    let intents =
+        match attest_ledger::Ledger::open_read_only_tenant(config.ledger_path(), config.tenant()) {
+            Ok(ledger) => attest_core::open_intents(&ledger, 1)?,
+            // No ledger yet: nothing was about to run.
+            Err(attest_ledger::LedgerError::NotFound { .. }) => Vec::new(),
+            Err(err) => {
+                return Err(anyhow::Error::new(err)
+                    .context(format!("cannot open ledger {}", config.ledger_display())))
+            }
+        };
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &intents)?;
