@@ -80,13 +80,14 @@ mod tests {
         }
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
-        let name = match (boot_id(), start_time(pid)) {
+        let (boot, start) = (boot_id(), start_time(pid));
+        child.wait().unwrap();
+        let name = match (boot, start) {
             (Some(boot), Some(start)) => format!("linux:{boot}:{pid}:{start}"),
             // It ended before its start time was read: a made-up start time stands for it.
             (Some(boot), None) => format!("linux:{boot}:{pid}:1"),
             _ => return,
         };
-        child.wait().unwrap();
         assert!(is_gone(&name), "{name}");
         // Another boot, or a name that does not parse, is never known to be gone.
         let other = name.replacen(&boot_id().unwrap(), "another-boot", 1);

@@ -385,7 +385,7 @@ impl Attest {
                 // A call that ran blocks its duplicates for its dedupe window; a failed
                 // one frees its digest (an outcome not recorded leaves it open: its
                 // intent stands for it, and a retry asks).
-                let ran = matches!(seen, Ok(_)).then_some(appended.seq);
+                let ran = seen.is_ok().then_some(appended.seq);
                 self.finish_calling(&action.id, &cleared.calling, ran).await;
                 (appended, None)
             }
