@@ -32,6 +32,31 @@ impl SqliteStore {
             Some(_) => TransactionBehavior::Immediate,
             None => TransactionBehavior::Deferred,
         };
+        // At `full` durability a claim or finish commits without its own sync: in WAL
+        // mode the intent's commit, which syncs, makes every earlier frame durable, the
+        // claim's included; a finish lost to a power cut leaves the call open, and a
+        // retry then reads its outcome row (see `crate::calls`).
+        let relaxed = settle.is_some() && self.durability == crate::Durability::Full;
+        if relaxed {
+            conn.pragma_update(None, "synchronous", "NORMAL")
+                .map_err(self.sqlite("relaxing durability for a call digest"))?;
+        }
+        let settled = Self::settle_call_in(self, &mut conn, digest, behavior, settle, during);
+        if relaxed {
+            conn.pragma_update(None, "synchronous", self.durability.pragma())
+                .map_err(self.sqlite("restoring durability"))?;
+        }
+        settled
+    }
+
+    fn settle_call_in(
+        &self,
+        conn: &mut rusqlite::Connection,
+        digest: [u8; 32],
+        behavior: TransactionBehavior,
+        settle: Option<&mut SettleCall<'_>>,
+        during: &'static str,
+    ) -> Result<Option<StoredCall>, LedgerError> {
         let tx = conn
             .transaction_with_behavior(behavior)
             .map_err(self.sqlite(during))?;

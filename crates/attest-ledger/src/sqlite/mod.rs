@@ -209,6 +209,9 @@ pub(crate) struct SqliteStore {
     /// version 1 opened read-only (not upgraded, so without the `run` and `action_id`
     /// columns).
     select_rows: &'static str,
+    /// The configured durability: side-table commits run at `NORMAL` under `FULL`
+    /// (see `calls.rs`) and restore it.
+    durability: crate::Durability,
 }
 
 /// The tip and the tree's right edge, kept in memory so an append reads neither.
@@ -299,6 +302,7 @@ impl SqliteStore {
             edge: Mutex::new(None),
             wal,
             select_rows: SELECT_ROWS,
+            durability: options.durability,
         };
         store.init_schema()?;
         Ok(store)
@@ -317,6 +321,7 @@ impl SqliteStore {
             } else {
                 SELECT_ROWS
             },
+            durability: crate::Durability::Full,
         }
     }
 
