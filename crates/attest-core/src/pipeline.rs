@@ -469,6 +469,7 @@ impl Attest {
         let (record, receipt, action) = self.recorded(action, result).await?;
         let appended = self.append(record).await?;
         self.count_recorded(&action).await;
+        self.dedupe_recorded(&action, appended.seq).await;
         Ok(receipt.with_row(appended))
     }
 

@@ -311,6 +311,44 @@ impl Attest {
         }
     }
 
+    /// Marks an action reported after it ran (a coding agent's hook, `record` in the
+    /// bindings) as run at `seq`, for the dedupe window of the rule it matches: a repeat
+    /// of it is then a duplicate. Its row is written already: a table that cannot be
+    /// written is logged, and the record stands.
+    pub(super) async fn dedupe_recorded(&self, action: &Action, seq: u64) {
+        if action.verb.is_read() {
+            return;
+        }
+        let Some(window) = self
+            .policy
+            .evaluate(action)
+            .ok()
+            .and_then(|verdict| verdict.dedupe)
+            .map(|dedupe| dedupe.window())
+        else {
+            return;
+        };
+        let Ok(digest) = action_digest(action) else {
+            return;
+        };
+        let claim = CallClaim {
+            digest: digest.clone(),
+            action_id: action.id.clone(),
+            owner: liveness::this_process().to_owned(),
+            dedupe: None,
+        };
+        let id = action.id.clone();
+        let marked = self
+            .on_ledger(move |ledger| {
+                ledger.take_call(&claim)?;
+                ledger.finish_call(&digest, &id, Some((seq, window)))
+            })
+            .await;
+        if let Err(err) = marked {
+            tracing::warn!(error = %crate::error_chain(&err), "a recorded action was not marked for dedupe");
+        }
+    }
+
     /// Records a person's answer about the open intent at `seq`: it ran, or it did not
     /// (`attest intents resolve`), as `approver` through `channel`. A retry of the same
     /// call is then decided afresh. `Err(why)` inside: `seq` is not an open intent.
@@ -502,6 +540,32 @@ policies:
             Outcome::Ran { .. }
         ));
         assert_eq!(ran.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn a_recorded_write_makes_its_repeat_a_duplicate_for_a_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let attest = attest(&dir, DEDUPE, AutoGate::reject("ops"));
+        let receipt = attest
+            .record(send("a@x.io"), Some(&json!({"id": "m_1"})))
+            .await
+            .unwrap();
+        // A coding agent's hook asks before the tool runs: the repeat is a duplicate.
+        let verdict = attest.verdict_now(&send("a@x.io")).await;
+        assert_eq!(verdict.decision, Decision::Ask);
+        assert!(
+            verdict
+                .reasons
+                .last()
+                .unwrap()
+                .starts_with(&format!("the same call ran at seq {}", receipt.seq)),
+            "{:?}",
+            verdict.reasons
+        );
+        assert_eq!(
+            attest.verdict_now(&send("b@x.io")).await.decision,
+            Decision::Act
+        );
     }
 
     #[tokio::test]
