@@ -116,6 +116,14 @@ fn update_action() -> Action {
         )
 }
 
+/// [`update_action`], one of its own per task and call: identical calls in flight at
+/// once would be held as retries of each other.
+fn task_update(task: usize, n: usize) -> Action {
+    let mut action = update_action();
+    action.params["properties"]["note"] = json!(format!("{task}-{n}"));
+    action
+}
+
 fn external_send() -> Action {
     Action::new("gmail", Verb::Send)
         .with_target("buyer@customer.example")
@@ -676,12 +684,12 @@ fn concurrency_rows(
             || {
                 runtime.block_on(async {
                     let handles: Vec<_> = (0..tasks)
-                        .map(|_| {
+                        .map(|task| {
                             let attest = attest.clone();
                             tokio::spawn(async move {
-                                for _ in 0..per_task {
+                                for n in 0..per_task {
                                     attest
-                                        .call(update_action())
+                                        .call(task_update(task, n))
                                         .run(|_| async {
                                             Ok::<_, std::convert::Infallible>(json!({"id": "8812"}))
                                         })

@@ -152,6 +152,17 @@ pub(crate) enum Command {
     /// NAME` shows it once) or a JWT from the identity provider, never by a label.
     #[command(subcommand)]
     Agents(AgentsCommand),
+    /// List open intents (writes recorded as about to run with no outcome row: a crash,
+    /// a kill, a full disk), or resolve one: `attest intents resolve SEQ --ran|--not-run`.
+    ///
+    /// An open intent blocks a retry of the same call: the retry asks a person (or, with
+    /// a read-back recipe that can look the record up, the outcome is read back first).
+    /// Resolving records the outcome a person found, as the approver whose token is in
+    /// $ATTEST_APPROVER_TOKEN or --token-file; a retry is then decided afresh.
+    ///
+    /// Exit 0: listed or recorded. Exit 1: no valid approver token, or SEQ is not an open
+    /// intent.
+    Intents(IntentsArgs),
     /// Serve the approval inbox: a web page and JSON API for pending requests.
     ///
     /// Binds 127.0.0.1 unless told otherwise (an unspecified address such as 0.0.0.0
@@ -615,6 +626,41 @@ pub(crate) struct RecipesCheckArgs {
 #[derive(Debug, Args)]
 pub(crate) struct PendingArgs {
     /// Print a JSON array of requests (params shown only as their preview).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct IntentsArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<IntentsCommand>,
+    /// Print a JSON array of open intents (`seq`, `action_id`, `system`, `verb`).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum IntentsCommand {
+    /// Record how an open intent ended, as you found it at its system.
+    Resolve(IntentResolveArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("outcome").required(true).args(["ran", "not_run"])))]
+pub(crate) struct IntentResolveArgs {
+    /// The open intent's seq (`attest intents` lists them).
+    pub(crate) seq: u64,
+    /// It ran: the record is at its system.
+    #[arg(long)]
+    pub(crate) ran: bool,
+    /// It did not run: the record is not at its system.
+    #[arg(long)]
+    pub(crate) not_run: bool,
+    /// A file holding your approver token (mode 0600) [default: the token in
+    /// $ATTEST_APPROVER_TOKEN]. Tokens are never taken as arguments, where `ps` shows them.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// Print the receipt as JSON (`{"seq", "action_id", "intent_seq", "ran", "approver"}`).
     #[arg(long)]
     pub(crate) json: bool,
 }

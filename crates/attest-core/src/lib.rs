@@ -54,6 +54,7 @@ mod error;
 mod gate;
 pub mod http_body;
 mod intents;
+mod liveness;
 mod pipeline;
 mod protocol_call;
 mod receipt;
@@ -76,12 +77,13 @@ pub use console_gate::ConsoleGate;
 pub use detect::{detect, DetectError, DetectInput, Detection, Registry};
 pub use error::{error_chain, AttestError, ToolError};
 pub use gate::{AutoGate, Gate, GateDecision, RejectGate};
-pub use intents::{open_intents, OpenIntent};
+pub use intents::{open_intent_at, open_intents, Found, FoundBy, IntentRow, OpenIntent, RESOLVED};
 pub use pipeline::call::{Call, Outcome, Start};
 pub use pipeline::handoff::{handoff, Cleared, HandedTool, Handoff, HandoffOutcome};
 pub use pipeline::keys::{check_key, IdempotencyError, IdempotencyOptions, MAX_KEY_BYTES};
 pub use pipeline::{
-    Attest, AttestBuilder, CountedVerdict, Decided, ImportBatch, ImportItem, UNAUTHENTICATED,
+    Attest, AttestBuilder, CountedVerdict, Decided, ImportBatch, ImportItem, RETRY_RULE,
+    UNAUTHENTICATED,
 };
 pub use protocol_call::{
     CallContext, CodingAgentCall, FunctionCall, HttpCall, McpCall, ProtocolCall, ShellCall,

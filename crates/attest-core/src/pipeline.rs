@@ -49,12 +49,15 @@ pub(crate) mod handoff;
 mod import;
 pub(crate) mod keys;
 mod resume;
+mod retries;
 mod windows;
 mod writer;
 use call::Ended;
 pub use import::{ImportBatch, ImportItem};
 use keys::{Called, Claimed, HeldKey, IdempotencyOptions};
 pub use resume::Decided;
+use retries::Calling;
+pub use retries::RETRY_RULE;
 use windows::Counting;
 use writer::LedgerWriter;
 
@@ -213,6 +216,8 @@ struct Cleared {
     shadow: Option<Shadow>,
     /// The budget and rate windows the call counts in when it runs.
     counting: Counting,
+    /// The call's digest among recent calls, claimed when it runs.
+    calling: Calling,
 }
 
 /// What the gate step leaves: an action cleared to run, a stored request whose answer
@@ -350,6 +355,12 @@ impl Attest {
         // Counted in its windows before it runs (a budget is spent by what ran, and a
         // window that cannot be written stops the call).
         self.count_before_run(&action.id, &cleared.counting).await?;
+        // Its digest claimed (a retry of it now finds it open); a table that cannot be
+        // written stops the call.
+        if let Err(err) = self.claim_before_run(&action, &cleared.calling).await {
+            self.release(&action.id, &cleared.counting).await;
+            return Err(AttestError::NotRecorded(Box::new(err)));
+        }
         // Commit point before the call: a write runs only once the ledger durably holds a
         // row naming it. A crash or a full disk after this leaves an intent without an
         // outcome, which `attest verify` and `attest ledger` report.
@@ -363,8 +374,10 @@ impl Attest {
             let row = match self.append(record).await {
                 Ok(row) => row,
                 Err(err) => {
-                    // It does not run: what it counted is taken back.
+                    // It does not run: what it counted and claimed is taken back.
                     self.release(&action.id, &cleared.counting).await;
+                    self.finish_calling(&action.id, &cleared.calling, None)
+                        .await;
                     return Err(AttestError::NotRecorded(Box::new(err)));
                 }
             };
@@ -404,7 +417,14 @@ impl Attest {
         // The tool has run: if its outcome cannot be recorded, the intent row stands for
         // it and the caller still gets the tool's answer, with a warning.
         let (appended, warning) = match (self.append(record).await, intent) {
-            (Ok(appended), _) => (appended, None),
+            (Ok(appended), _) => {
+                // A call that ran blocks its duplicates for its dedupe window; a failed
+                // one frees its digest (an outcome not recorded leaves it open: its
+                // intent stands for it, and a retry asks).
+                let ran = seen.is_ok().then_some(appended.seq);
+                self.finish_calling(&action.id, &cleared.calling, ran).await;
+                (appended, None)
+            }
             (Err(err), Some(intent)) => {
                 let warning = format!(
                     "the action ran, but its outcome could not be recorded ({}); intent row seq {} \
@@ -485,6 +505,7 @@ impl Attest {
         let (record, receipt, action) = self.recorded(action, result).await?;
         let appended = self.append(record).await?;
         self.count_recorded(&action).await;
+        self.dedupe_recorded(&action, appended.seq).await;
         Ok(receipt.with_row(appended))
     }
 
@@ -611,9 +632,18 @@ impl Attest {
     async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
         let step = telemetry::step("policy");
         let verdict = step.in_scope(|| self.evaluate(&prepared.action));
+        // Retries and duplicates: checked against the earlier calls of the same digest,
+        // which a call that would run now claims (in shadow mode: when it runs).
+        let (verdict, mut calling) = self
+            .deduped(&prepared.action, verdict, !self.shadow)
+            .await?;
         // Budgets and rates: checked against what ran, and counted when the call would
         // run now (in shadow mode nothing is enforced: it counts when it runs).
         let (verdict, counting) = self.windowed(&prepared.action, verdict, !self.shadow).await;
+        if verdict.decision != Decision::Act {
+            // A window crossed after the digest was claimed: it is claimed if it runs.
+            self.unclaim(&prepared.action.id, &mut calling).await;
+        }
         let (verdict, shadow) = self.shadowed(verdict);
         telemetry::decided(&step, verdict.decision.as_str());
         match verdict.decision {
@@ -625,6 +655,7 @@ impl Attest {
                     approver: None,
                     shadow,
                     counting,
+                    calling,
                 },
             )))),
             Decision::Ask => {
@@ -633,7 +664,8 @@ impl Attest {
                     .decide(&prepared.action, &verdict)
                     .instrument(telemetry::step("gate"))
                     .await;
-                self.settle(prepared, verdict, counting, answer).await
+                self.settle(prepared, verdict, (counting, calling), answer)
+                    .await
             }
             Decision::Refuse | Decision::Recorded => {
                 let receipt = self.record_not_run(&prepared, &verdict, None).await?;
@@ -671,6 +703,10 @@ impl Attest {
         match self.prepare(action.clone()) {
             Ok(prepared) => {
                 let verdict = self.evaluate(&prepared.action);
+                let verdict = match self.deduped(&prepared.action, verdict, false).await {
+                    Ok((verdict, _)) => verdict,
+                    Err(err) => undecided(&prepared.action, &error_chain(&err)),
+                };
                 let (verdict, _) = self.windowed(&prepared.action, verdict, false).await;
                 self.shadowed(verdict).0
             }
@@ -739,7 +775,7 @@ impl Attest {
         &self,
         prepared: Prepared,
         verdict: Verdict,
-        counting: Counting,
+        (counting, calling): (Counting, Calling),
         answer: GateDecision,
     ) -> Result<Gated, AttestError> {
         match answer {
@@ -768,6 +804,7 @@ impl Attest {
                         approver: Some(approver),
                         shadow: None,
                         counting,
+                        calling,
                     },
                 ))))
             }
@@ -837,6 +874,10 @@ impl Attest {
         // A window crossed is named in the row; the approved call counts when it runs,
         // over the cap if it must.
         let evaluated = self.evaluate(&prepared.action);
+        // A duplicate is named in the row (a `refuse` window refuses); an earlier
+        // attempt left open is named too, and the approved call claims the digest when
+        // it runs.
+        let (evaluated, calling) = self.deduped(&prepared.action, evaluated, false).await?;
         let (mut verdict, counting) = self.windowed(&prepared.action, evaluated, false).await;
         let refusal = match verdict.decision {
             Decision::Refuse | Decision::Recorded => Some(None),
@@ -873,6 +914,7 @@ impl Attest {
                 approver: Some(approver),
                 shadow: None,
                 counting,
+                calling,
             },
         )))
     }

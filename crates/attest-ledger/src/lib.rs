@@ -7,9 +7,10 @@
 //!
 //! Beside the chain, and not part of its format, the store keeps window counts for
 //! policy's budgets and rates ([`Ledger::reserve_windows`]): what ran per key within a
-//! time window, checked and counted atomically across processes and hosts; and
-//! idempotency keys ([`Ledger::claim_key`]): a retried call with the same key is tied
-//! to the first call's outcome, and runs once.
+//! time window, checked and counted atomically across processes and hosts; idempotency
+//! keys ([`Ledger::claim_key`]): a retried call with the same key is tied to the first
+//! call's outcome, and runs once; and recent calls by digest ([`Ledger::claim_call`]):
+//! which write is in flight or ran lately, for retries and duplicate suppression.
 //!
 //! # Format v1
 //!
@@ -96,6 +97,7 @@
 //! ```
 
 mod archive;
+mod calls;
 mod canonical;
 mod chain;
 mod checkpoint;
@@ -132,6 +134,7 @@ mod walk;
 mod windows;
 
 pub use archive::Archive;
+pub use calls::{CallCheck, CallClaim, HeldCall};
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
 pub use checkpoint::{
     open_checkpoint, open_checkpoint_signed, read_checkpoint_unverified, sign_checkpoint,

@@ -166,7 +166,7 @@ impl Ledger {
     }
 }
 
-fn key_hash(key: &str) -> [u8; 32] {
+pub(crate) fn key_hash(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
 

@@ -3,6 +3,7 @@
 use std::ops::ControlFlow;
 
 use crate::action_pattern::ActionPattern;
+use crate::dedupe::DedupeRule;
 use crate::file::{parse, PolicyFile};
 use crate::glob::Glob;
 use crate::limit::Reading;
@@ -52,6 +53,8 @@ pub struct PolicyEngine {
     risk_overrides: Vec<(ActionPattern, Risk)>,
     agents: Vec<(Glob, RuleList)>,
     rules: RuleList,
+    /// The top-level duplicate window, for every write.
+    dedupe: Option<DedupeRule>,
 }
 
 /// Rules in order, with their prefilters in a parallel array.
@@ -214,6 +217,7 @@ impl PolicyEngine {
                 .map(|(agent, rules)| (agent, compile_rules(rules)))
                 .collect(),
             rules: compile_rules(file.policies),
+            dedupe: file.dedupe.0,
         }
     }
 
@@ -245,11 +249,23 @@ impl PolicyEngine {
     pub fn replay(&self, action: &Action, recorded: Recorded) -> Replayed {
         match self.decide(action, recorded) {
             // A window's figure is what had run by then, which one row does not say.
-            Ok(verdict) => match verdict.windows.first() {
-                Some(window) => Replayed::Undecidable {
+            Ok(verdict) => match (verdict.windows.first(), &verdict.dedupe) {
+                (Some(window), _) => Replayed::Undecidable {
                     rule: window.rule.clone(),
                 },
-                None => Replayed::Decided(verdict),
+                // Whether the same call had run just before is not in one row either:
+                // undecidable only where a duplicate would change the decision.
+                (None, Some(dedupe))
+                    if strictness(dedupe.decision) > strictness(verdict.decision) =>
+                {
+                    Replayed::Undecidable {
+                        rule: dedupe.rule.clone(),
+                    }
+                }
+                (None, _) => Replayed::Decided(Verdict {
+                    dedupe: None,
+                    ..verdict
+                }),
             },
             Err(rule) => Replayed::Undecidable { rule },
         }
@@ -343,6 +359,7 @@ impl PolicyEngine {
             windows: Vec::new(),
             quorum: None,
             escalation: None,
+            dedupe: None,
         };
         // The strictest built-in decision so far, and the rule that made it.
         let mut floor: Option<(Decision, &'static str)> = None;
@@ -479,8 +496,13 @@ impl PolicyEngine {
         let mut windows = Vec::new();
         let mut chosen: Option<(&CompiledRule, Option<String>)> = None;
         let mut replay_blind: Option<&CompiledRule> = None;
+        // The first matching rule's duplicate window, a limit rule's included.
+        let mut dedupe: Option<crate::Dedupe> = None;
         self.each_match(&facts, complete, &mut |compiled| {
             let rule = &compiled.rule;
+            if dedupe.is_none() {
+                dedupe = rule.dedupe.as_ref().map(|d| d.window(&rule.name));
+            }
             let Some(limit) = &rule.limit else {
                 chosen = Some((compiled, None));
                 return ControlFlow::Break(());
@@ -526,6 +548,12 @@ impl PolicyEngine {
         });
         conclude(&mut verdict, (floor, placeholder), chosen, action, tier);
         verdict.windows = windows;
+        // A duplicate of a write: the rule's window, else the top level's. A refusal
+        // needs none: nothing stricter could follow.
+        if !action.verb.is_read() && verdict.decision != Decision::Refuse {
+            verdict.dedupe =
+                dedupe.or_else(|| self.dedupe.as_ref().map(|d| d.window(crate::DEDUPE_RULE)));
+        }
         Ok(verdict)
     }
 }
@@ -712,6 +740,83 @@ mod tests {
             "{:?}",
             v.reasons
         );
+    }
+
+    const DEDUPE: &str = concat!(
+        "dedupe: {window: 60s}\n",
+        "policies:\n",
+        "  - name: refunds\n",
+        "    match: {system: stripe, verb: pay}\n",
+        "    decision: act\n",
+        "    dedupe: {window: 10m, decision: refuse}\n",
+        "  - name: blocked\n",
+        "    match: {system: github, verb: delete}\n",
+        "    decision: refuse\n",
+        "  - name: rest\n",
+        "    match: {}\n",
+        "    decision: act\n",
+    );
+
+    #[test]
+    fn a_write_carries_its_rules_dedupe_window_else_the_top_levels() {
+        let policy = engine(DEDUPE);
+        let pay = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 5}));
+        let v = policy.evaluate(&pay).unwrap();
+        assert_eq!(v.decision, Decision::Act);
+        let dedupe = v.dedupe.expect("the rule's window");
+        assert_eq!(
+            (dedupe.rule.as_str(), dedupe.window_secs, dedupe.decision),
+            ("refunds", 600, Decision::Refuse)
+        );
+        let send = policy.evaluate(&Action::new("gmail", Verb::Send)).unwrap();
+        let dedupe = send.dedupe.expect("the top level's window");
+        assert_eq!(
+            (dedupe.rule.as_str(), dedupe.window_secs, dedupe.decision),
+            ("dedupe", 60, Decision::Ask)
+        );
+        // Reads are never duplicates; a refusal needs no window.
+        let read = policy
+            .evaluate(&Action::new("gmail", Verb::Search))
+            .unwrap();
+        assert_eq!(read.dedupe, None);
+        let refused = policy
+            .evaluate(&Action::new("github", Verb::Delete))
+            .unwrap();
+        assert_eq!(refused.decision, Decision::Refuse);
+        assert_eq!(refused.dedupe, None);
+        // Without `dedupe:` nothing is suppressed.
+        let off = engine(BUDGET)
+            .evaluate(&Action::new("gmail", Verb::Send))
+            .unwrap();
+        assert_eq!(off.dedupe, None);
+    }
+
+    #[test]
+    fn a_dedupe_is_replayed_only_where_a_duplicate_would_not_change_the_decision() {
+        let policy = engine(DEDUPE);
+        let recorded = Recorded {
+            params_complete: true,
+            placeholders: Some(false),
+        };
+        let pay = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 5}));
+        assert_eq!(
+            policy.replay(&pay, recorded),
+            Replayed::Undecidable {
+                rule: "refunds".to_owned()
+            }
+        );
+        let strict = engine(concat!(
+            "dedupe: {window: 60s}\n",
+            "policies:\n",
+            "  - name: sends\n",
+            "    match: {verb: send}\n",
+            "    decision: ask\n",
+        ));
+        let Replayed::Decided(v) = strict.replay(&Action::new("gmail", Verb::Send), recorded)
+        else {
+            panic!("an ask stays an ask whether or not the same call ran")
+        };
+        assert_eq!((v.decision, v.dedupe), (Decision::Ask, None));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! agents:                         # per-agent rules, tried before `policies`
 //!   support-*: [ {name: .., match: {..}, decision: ..} ]
 //! policies: [ {name: .., match: {..}, decision: .., approvers: [..], reason: ..} ]
+//! dedupe: {window: 60s}           # optional: a write repeating one that ran asks
 //! ```
 //!
 //! Every value is checked while it is read (see `de.rs`), so an error carries the
@@ -37,6 +38,7 @@ use serde::Deserialize;
 
 use crate::action_pattern::ActionPattern;
 use crate::de::{Key, List, OneOrMany, OrderedMap, Text, Word, W};
+use crate::dedupe::DedupeRule;
 use crate::glob::Glob;
 use crate::recipients::{DomainName, Domains};
 use crate::rule::Rule;
@@ -61,6 +63,8 @@ pub(crate) struct PolicyFile {
     pub(crate) agents: OrderedMap<Glob, Vec<Slot<Rule>>>,
     #[serde(default)]
     pub(crate) policies: Vec<Slot<Rule>>,
+    #[serde(default)]
+    pub(crate) dedupe: Slot<DedupeRule>,
 }
 
 /// `version: 1`.

@@ -15,6 +15,8 @@
 //! - [`Window`]: a budget or rate a rule's `limit:` puts on calls; a verdict names the
 //!   windows to check against what ran ([`Verdict::windows`]), and the caller, who can
 //!   read the ledger, checks them.
+//! - [`Dedupe`]: a duplicate window (`dedupe:`) a verdict names, for the caller to look
+//!   the call's digest up in ([`Verdict::dedupe`]).
 //!
 //! Around them: [`lint`] lists every problem of a policy file with its line, and
 //! [`run_cases`] runs a policy's expected-decision cases.
@@ -47,6 +49,7 @@ mod action_pattern;
 mod approval;
 mod cases;
 mod de;
+mod dedupe;
 mod engine;
 mod error;
 mod file;
@@ -69,6 +72,7 @@ pub use action::{Action, Extra, Source};
 pub use approval::{Escalation, Quorum, QuorumGroup};
 pub use cases::{run_cases, run_cases_with, CallResolver, CaseCall, CaseReport, CaseResult};
 pub use de::checked_map;
+pub use dedupe::{Dedupe, DEDUPE_RULE};
 pub use engine::{PolicyEngine, DEFAULT_POLICY_YAML};
 pub use error::PolicyError;
 pub use file::{check_slot, Leaf};

@@ -264,7 +264,7 @@ fn amount(pointer: &Pointer, params: &Value) -> Result<f64, &'static str> {
 
 /// A window's length: a positive duration such as `1h`, `24h`, `30m`, `7d`.
 #[derive(Debug, Clone, PartialEq)]
-struct Per(Duration, String);
+pub(crate) struct Per(pub(crate) Duration, pub(crate) String);
 
 impl Word for Per {
     const EXPECTING: &'static str = "a window length such as 1h, 24h or 7d";

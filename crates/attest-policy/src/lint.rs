@@ -407,4 +407,38 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn bad_dedupes_name_their_line_and_field() {
+        let text = concat!(
+            "dedupe: {window: soon}\n",
+            "policies:\n",
+            "  - name: a\n",
+            "    match: {}\n",
+            "    decision: act\n",
+            "    dedupe: {window: 60s, decision: act}\n",
+            "  - name: b\n",
+            "    match: {}\n",
+            "    decision: act\n",
+            "    dedupe: {decision: refuse}\n",
+        );
+        let problems = lint(text, "p.yaml");
+        let found: Vec<(usize, &str)> = problems
+            .iter()
+            .map(|p| (p.line, p.message.as_str()))
+            .collect();
+        assert_eq!(problems.len(), 3, "{found:#?}");
+        for (want_line, field, says) in [
+            (1, "dedupe.window", "not a length"),
+            (6, "policies[0].dedupe.decision", "expected ask or refuse"),
+            (10, "policies[1].dedupe", "dedupe needs `window`"),
+        ] {
+            assert!(
+                found
+                    .iter()
+                    .any(|(line, m)| *line == want_line && m.contains(field) && m.contains(says)),
+                "{want_line} {field} {says}: {found:#?}"
+            );
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! One YAML rule: `name`, `match`, `decision`, `approvers`, `reason`, and a window
-//! condition `limit` (see `limit.rs`).
+//! condition `limit` (see `limit.rs`) and duplicate window `dedupe` (see `dedupe.rs`).
 
 use serde::de::Deserializer;
 use serde::Deserialize;
@@ -7,6 +7,7 @@ use serde::Deserialize;
 use crate::action_pattern::ActionPattern;
 use crate::approval::{ApproversSpec, RawQuorumCheck, Wait};
 use crate::de::{checked_map, OneOrMany, Text, Word, W};
+use crate::dedupe::DedupeRule;
 use crate::file::Leaf;
 use crate::glob::Glob;
 use crate::limit::Limit;
@@ -282,6 +283,8 @@ struct RawRule {
     reason: Leaf<W<Text>>,
     #[serde(default)]
     limit: Leaf<Limit>,
+    #[serde(default)]
+    dedupe: Leaf<DedupeRule>,
 }
 
 /// A compiled rule.
@@ -305,6 +308,8 @@ pub(crate) struct Rule {
     pub(crate) limit: Option<Limit>,
     /// Whether `reason` was written (a limit's figures follow a written reason).
     pub(crate) reason_written: bool,
+    /// Its duplicate window (`dedupe:`), for the calls it matches.
+    pub(crate) dedupe: Option<DedupeRule>,
 }
 
 impl Rule {
@@ -367,6 +372,10 @@ impl Rule {
             Leaf::Value(W(Text(reason))) => (reason, true),
             Leaf::Absent | Leaf::Skipped => (format!("rule {name}: {decision}"), false),
         };
+        let dedupe = match raw.dedupe {
+            Leaf::Value(dedupe) => Some(dedupe),
+            Leaf::Absent | Leaf::Skipped => None,
+        };
         Ok(Rule {
             name,
             matcher,
@@ -377,6 +386,7 @@ impl Rule {
             reason,
             limit,
             reason_written,
+            dedupe,
         })
     }
 }

@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Escalation, Quorum, Risk, Window};
+use crate::{Dedupe, Escalation, Quorum, Risk, Window};
 
 /// What happens to an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -95,6 +95,11 @@ pub struct Verdict {
     /// Boxed, and absent when the rule sets none: a verdict stays small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation: Option<Box<Escalation>>,
+    /// The duplicate window of a write (`dedupe:`): this verdict holds unless the same
+    /// call ran within it; [`Dedupe::duplicate`] applies otherwise. The pipeline looks
+    /// the call up in the ledger (see `dedupe.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<Dedupe>,
 }
 
 /// What a verdict without reminders, escalation or expiry says.
@@ -126,6 +131,7 @@ impl Verdict {
             windows: Vec::new(),
             quorum: None,
             escalation: None,
+            dedupe: None,
         }
     }
 }

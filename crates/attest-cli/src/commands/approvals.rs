@@ -21,7 +21,7 @@ use crate::terminal::escape;
 
 /// The pipeline the approval commands decide through: the configuration's, which
 /// never asks (so no notifier secrets are needed here).
-fn pipeline(config: &Config, create: bool) -> anyhow::Result<Attest> {
+pub(super) fn pipeline(config: &Config, create: bool) -> anyhow::Result<Attest> {
     let attest = config.build(DoorParts::never_asks(!create))?;
     attest
         .approvals()
@@ -29,7 +29,7 @@ fn pipeline(config: &Config, create: bool) -> anyhow::Result<Attest> {
     Ok(attest)
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(super) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -117,22 +117,35 @@ fn people(list: &Value) -> String {
         .unwrap_or_default()
 }
 
-pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<ExitCode> {
-    let Some(token) = read_secret(args.token_file.as_deref(), "ATTEST_APPROVER_TOKEN")? else {
+/// The pipeline and the approver whose token is in `token_file` or
+/// $ATTEST_APPROVER_TOKEN; `Err` inside: the exit code, the reason printed.
+pub(super) fn as_approver(
+    config: &Config,
+    token_file: Option<&std::path::Path>,
+) -> anyhow::Result<Result<(Attest, String), ExitCode>> {
+    let Some(token) = read_secret(token_file, "ATTEST_APPROVER_TOKEN")? else {
         eprintln!(
             "attest: not recorded: a decision needs your approver token, in $ATTEST_APPROVER_TOKEN \
              or --token-file FILE (an administrator issues one with `attest approvers add NAME`)"
         );
-        return Ok(ExitCode::from(1));
+        return Ok(Err(ExitCode::from(1)));
     };
     let attest = pipeline(config, false)?;
     let approver = match attest.approvals()?.authenticate(&token) {
         Ok(approver) => approver.name,
         Err(err) if is_no(&err) => {
             eprintln!("attest: not recorded: {err}");
-            return Ok(ExitCode::from(1));
+            return Ok(Err(ExitCode::from(1)));
         }
         Err(err) => return Err(err.into()),
+    };
+    Ok(Ok((attest, approver)))
+}
+
+pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<ExitCode> {
+    let (attest, approver) = match as_approver(config, args.token_file.as_deref())? {
+        Ok(found) => found,
+        Err(code) => return Ok(code),
     };
     let mut answer = match args.verdict {
         Verdict::Approve => Answer::approve(approver, "cli"),
@@ -183,7 +196,7 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
 }
 
 /// The answers that mean "no" (exit 1) rather than "could not run" (exit 2).
-fn is_no(err: &ApprovalError) -> bool {
+pub(super) fn is_no(err: &ApprovalError) -> bool {
     matches!(
         err,
         ApprovalError::NotFound

@@ -10,6 +10,7 @@ mod detect;
 mod export;
 mod hook;
 mod import;
+mod intents;
 mod keys;
 mod ledger;
 mod monitor;
@@ -84,6 +85,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Confirm(args) => approvals::confirm(&config, &args),
         Command::Approvers(command) => approvals::approvers(&config, &command),
         Command::Agents(command) => approvals::agents(&config, &command),
+        Command::Intents(args) => intents::run(&config, &args),
         Command::Serve(args) => approvals::serve(&config, &args),
         // servers (issue 8)
         Command::McpProxy(args) => servers::mcp_proxy(&config, args),

@@ -90,6 +90,13 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
                 })
             })
             .collect();
+        if let Some(dedupe) = &verdict.dedupe {
+            report["dedupe"] = json!({
+                "rule": dedupe.rule,
+                "window": dedupe.window,
+                "decision": dedupe.decision,
+            });
+        }
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
@@ -131,6 +138,18 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
         };
         let line = crate::terminal::escape(&line);
         writeln!(out, "window {}: {line}", window.rule)?;
+    }
+    if let Some(dedupe) = &verdict.dedupe {
+        writeln!(
+            out,
+            "dedupe {}: the same call again within {} is {} (if it ran within it)",
+            crate::terminal::escape(&dedupe.rule),
+            crate::terminal::escape(&dedupe.window),
+            match dedupe.decision {
+                attest_policy::Decision::Refuse => "refused",
+                _ => "asked about",
+            }
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -105,7 +105,13 @@ fn push(
                             let (status, _, body) = curl(
                                 "POST",
                                 &format!("{address}/v1/charges"),
-                                Some(&json!({"amount": amount, "currency": "usd"})),
+                                // Each payment its own call: identical calls in
+                                // flight at once would be held as retries.
+                                Some(&json!({
+                                    "amount": amount,
+                                    "currency": "usd",
+                                    "description": format!("payment {n}"),
+                                })),
                                 &[],
                             );
                             let body = serde_json::from_str(&body).unwrap_or(Value::Null);

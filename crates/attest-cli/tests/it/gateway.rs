@@ -133,6 +133,14 @@ pub(crate) fn serve_app(app: impl FnOnce() -> Router + Send + 'static) -> String
 /// Kills the gateway when the test ends, pass or fail.
 pub(crate) struct Gateway(Child);
 
+impl Gateway {
+    /// SIGKILLs the gateway now, and reaps it (a zombie would still look alive).
+    pub(crate) fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 impl Drop for Gateway {
     fn drop(&mut self) {
         let _ = self.0.kill();

@@ -27,6 +27,7 @@ pub(crate) mod identity;
 mod idempotency;
 mod import;
 mod inbox_browser;
+mod intents;
 pub(crate) mod mcp;
 mod mcp_conformance;
 pub(crate) mod mcp_frames;

@@ -363,3 +363,48 @@ fn a_yaml_syntax_error_is_named_once() {
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.starts_with("bad.yaml:5:13: "), "{text}");
 }
+
+#[test]
+fn explain_shows_a_writes_dedupe_window_and_check_names_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy =
+        "dedupe: {window: 60s}\npolicies:\n  - name: all\n    match: {}\n    decision: act\n";
+    std::fs::write(dir.path().join("p.yaml"), policy).unwrap();
+    let explain = |tool: &str, json: bool| {
+        let mut args = vec!["--policy", "p.yaml", "policy", "explain", "--tool", tool];
+        if json {
+            args.push("--json");
+        }
+        let output = attest(dir.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let report: serde_json::Value =
+        serde_json::from_str(&explain("gmail_send_email", true)).unwrap();
+    assert_eq!(
+        report["dedupe"],
+        serde_json::json!({"rule": "dedupe", "window": "60s", "decision": "ask"})
+    );
+    let text = explain("gmail_send_email", false);
+    assert!(
+        text.contains("dedupe dedupe: the same call again within 60s is asked about"),
+        "{text}"
+    );
+    // A read has no window.
+    let read: serde_json::Value =
+        serde_json::from_str(&explain("gmail_search_emails", true)).unwrap();
+    assert!(read.get("dedupe").is_none(), "{read}");
+
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "dedupe: {window: 60s, decision: act}\n",
+    )
+    .unwrap();
+    let output = attest(dir.path(), &["policy", "check", "bad.yaml"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains("bad.yaml:1:") && text.contains("expected ask or refuse"),
+        "{text}"
+    );
+}

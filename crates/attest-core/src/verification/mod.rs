@@ -36,6 +36,7 @@ mod pointer;
 mod readback;
 mod recipe;
 mod recipe_driver;
+mod reconcile;
 mod template;
 
 use attest_ledger::Verification;
@@ -58,6 +59,7 @@ pub use openapi::OpenApiDriver;
 pub use readback::{ReadBack, ReadBackDriver, ReadContext};
 pub use recipe::{lint_recipes, parse_recipes, Recipe, MAX_RECIPE_BYTES};
 pub use recipe_driver::RecipeDriver;
+pub(crate) use reconcile::{read_outcome, ReadOutcome};
 
 /// Verifies a result by the ladder: read-back, else the custom check, else the
 /// acknowledgement driver.

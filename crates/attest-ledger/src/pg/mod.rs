@@ -19,6 +19,7 @@
 
 mod append;
 mod blocking;
+mod calls;
 mod connect;
 mod idempotency;
 mod query;
@@ -30,6 +31,7 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crate::calls::{SettleCall, StoredCall};
 use crate::chain::ChainEdge;
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter};
@@ -211,6 +213,18 @@ impl Store for PgStore {
 
     fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError> {
         off_runtime(|| self.purge_idempotency_keys(now_ms))
+    }
+
+    fn calls(
+        &self,
+        digest: [u8; 32],
+        settle: Option<&mut SettleCall<'_>>,
+    ) -> Result<Option<StoredCall>, LedgerError> {
+        off_runtime(|| self.settle_call(digest, settle))
+    }
+
+    fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError> {
+        off_runtime(|| self.forget_call_rows(action_id))
     }
 
     fn database(&self) -> Option<PgDatabase> {

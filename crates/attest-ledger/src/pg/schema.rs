@@ -10,7 +10,7 @@ use crate::clock::format_ts;
 use crate::LedgerError;
 
 /// The newest schema version this build writes and reads.
-pub(crate) const PG_SCHEMA_VERSION: i32 = 4;
+pub(crate) const PG_SCHEMA_VERSION: i32 = 5;
 
 /// Migrations, in order: version `n` brings a database from `n - 1` to `n`.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -117,6 +117,21 @@ const MIGRATIONS: &[(i32, &str)] = &[
             outcome    TEXT,
             replay     BYTEA,
             PRIMARY KEY (tenant, key)
+        );",
+    ),
+    // 5: recent calls by digest, beside the chain (see `crate::calls`); nothing to
+    // fill: an older release stored no digest.
+    (
+        5,
+        "CREATE TABLE IF NOT EXISTS call_digests (
+            tenant    TEXT NOT NULL,
+            digest    BYTEA NOT NULL,
+            action_id TEXT NOT NULL,
+            owner     TEXT NOT NULL,
+            seq       BIGINT,
+            at_ms     BIGINT NOT NULL,
+            until_ms  BIGINT NOT NULL,
+            PRIMARY KEY (tenant, digest)
         );",
     ),
 ];

@@ -6,6 +6,7 @@
 
 mod append;
 mod idempotency;
+mod calls;
 mod query;
 pub(crate) mod read;
 pub(crate) mod readonly;
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use crate::calls::{SettleCall, StoredCall};
 use crate::chain::ChainEdge;
 use crate::clock::format_ts;
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
@@ -36,7 +38,7 @@ use wal::{WalCheckpointer, WAL_SIZE_LIMIT};
 
 /// The schema version stored in `attest_meta` (and, from version 2 on, in
 /// `attest_schema`); bump it with a migration in `MIGRATIONS`.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Migrations, in order: entry `n` brings a file from version `n + 1` to `n + 2`.
 /// Each runs in the opening transaction; a file written by any earlier release opens
@@ -94,6 +96,9 @@ const MIGRATIONS: &[&str] = &[
     // 5: idempotency keys and the responses they replay, beside the chain (see
     // `crate::idempotency`); nothing to fill.
     idempotency::KEYS_SCHEMA,
+    // 6: recent calls by digest, beside the chain (see `crate::calls`); nothing to
+    // fill: an older release stored no digest, so its open intents block nothing.
+    calls::CALLS_SCHEMA,
 ];
 
 /// How long a writer waits for another writer's lock before giving up.
@@ -209,6 +214,9 @@ pub(crate) struct SqliteStore {
     /// version 1 opened read-only (not upgraded, so without the `run` and `action_id`
     /// columns).
     select_rows: &'static str,
+    /// The configured durability: side-table commits run at `NORMAL` under `FULL`
+    /// (see `calls.rs`) and restore it.
+    durability: crate::Durability,
 }
 
 /// The tip and the tree's right edge, kept in memory so an append reads neither.
@@ -299,6 +307,7 @@ impl SqliteStore {
             edge: Mutex::new(None),
             wal,
             select_rows: SELECT_ROWS,
+            durability: options.durability,
         };
         store.init_schema()?;
         Ok(store)
@@ -317,6 +326,7 @@ impl SqliteStore {
             } else {
                 SELECT_ROWS
             },
+            durability: crate::Durability::Full,
         }
     }
 
@@ -351,7 +361,7 @@ impl SqliteStore {
             .map_err(self.sqlite("reading the schema"))?;
         let has_other_tables: bool = tx
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries', 'idempotency_keys'))",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries', 'idempotency_keys', 'call_digests'))",
                 [],
                 |row| row.get(0),
             )
@@ -527,5 +537,17 @@ impl Store for SqliteStore {
 
     fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError> {
         self.purge_idempotency_keys(now_ms)
+    }
+
+    fn calls(
+        &self,
+        digest: [u8; 32],
+        settle: Option<&mut SettleCall<'_>>,
+    ) -> Result<Option<StoredCall>, LedgerError> {
+        self.settle_call(digest, settle)
+    }
+
+    fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError> {
+        self.forget_call_rows(action_id)
     }
 }

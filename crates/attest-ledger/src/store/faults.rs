@@ -163,6 +163,18 @@ impl Store for Faulty {
         self.inner.purge_keys(now_ms)
     }
 
+    fn calls(
+        &self,
+        digest: [u8; 32],
+        settle: Option<&mut crate::calls::SettleCall<'_>>,
+    ) -> Result<Option<crate::calls::StoredCall>, LedgerError> {
+        self.inner.calls(digest, settle)
+    }
+
+    fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError> {
+        self.inner.forget_calls(action_id)
+    }
+
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError> {
         self.inner.copy_in(source)
     }

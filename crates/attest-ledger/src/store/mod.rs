@@ -30,6 +30,7 @@ mod faults;
 
 use std::path::Path;
 
+use crate::calls::{SettleCall, StoredCall};
 use crate::chain::{Built, ChainEdge};
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter};
@@ -158,6 +159,17 @@ pub(crate) trait Store: Send + Sync {
 
     /// Drops the keys expired at `now_ms`; counts what is left.
     fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError>;
+    /// The row of the call digest `digest` (see [`crate::calls`]). With `settle`, in one
+    /// write transaction that no other writer of this digest can interleave with: also
+    /// writes what `settle` decides from the row read. Without, a plain read.
+    fn calls(
+        &self,
+        digest: [u8; 32],
+        settle: Option<&mut SettleCall<'_>>,
+    ) -> Result<Option<StoredCall>, LedgerError>;
+
+    /// Removes every call row naming `action_id`; returns how many went.
+    fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError>;
 
     /// The PostgreSQL database, for a store that lives in one.
     fn database(&self) -> Option<crate::PgDatabase> {

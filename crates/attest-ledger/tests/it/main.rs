@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod both;
+mod calls;
 mod chain;
 mod concurrency;
 mod crash;

@@ -1,0 +1,100 @@
+//! The PostgreSQL store's recent calls by digest (see [`crate::calls`]): one
+//! transaction that first locks the digest's row (`INSERT … ON CONFLICT DO UPDATE`, which
+//! creates a placeholder when there is none), then reads and writes it. A row lock
+//! rather than an advisory lock, so that PostgreSQL-compatible databases without
+//! advisory locks run it.
+
+use super::PgStore;
+use crate::calls::{CallWrite, SettleCall, StoredCall};
+use crate::LedgerError;
+
+/// The placeholder a lock creates for a digest with no row: it holds nothing (a ran
+/// row that expired at the epoch), and is replaced or removed in the same transaction.
+const PLACEHOLDER: &str = "";
+
+impl PgStore {
+    pub(crate) fn settle_call(
+        &self,
+        digest: [u8; 32],
+        settle: Option<&mut SettleCall<'_>>,
+    ) -> Result<Option<StoredCall>, LedgerError> {
+        let during = "checking a call digest";
+        let mut client = self.client()?;
+        let mut tx = client.transaction().map_err(self.err(during))?;
+        if settle.is_some() {
+            tx.execute(
+                "INSERT INTO call_digests (tenant, digest, action_id, owner, seq, at_ms, until_ms)
+                 VALUES ($1, $2, $3, '', 0, 0, 0)
+                 ON CONFLICT (tenant, digest) DO UPDATE SET digest = EXCLUDED.digest",
+                &[&self.tenant, &&digest[..], &PLACEHOLDER],
+            )
+            .map_err(self.err(during))?;
+        }
+        // Read committed, after the lock: this sees what the digest's last writer committed.
+        let found = tx
+            .with(|tx| {
+                tx.query_opt(
+                    "SELECT action_id, owner, seq, at_ms, until_ms FROM call_digests
+                     WHERE tenant = $1 AND digest = $2",
+                    &[&self.tenant, &&digest[..]],
+                )
+            })
+            .map_err(self.err(during))?;
+        let row = found
+            .map(|row| StoredCall {
+                action_id: row.get(0),
+                owner: row.get(1),
+                seq: row.get(2),
+                at_ms: row.get(3),
+                until_ms: row.get(4),
+            })
+            .filter(|row| !(row.action_id == PLACEHOLDER && row.until_ms == 0));
+        let Some(settle) = settle else {
+            return Ok(row);
+        };
+        match settle(row.as_ref()) {
+            CallWrite::Keep if row.is_some() => {}
+            CallWrite::Keep | CallWrite::Delete => {
+                tx.execute(
+                    "DELETE FROM call_digests WHERE tenant = $1 AND digest = $2",
+                    &[&self.tenant, &&digest[..]],
+                )
+                .map_err(self.err(during))?;
+            }
+            CallWrite::Put(call) => {
+                tx.execute(
+                    "UPDATE call_digests SET action_id = $3, owner = $4, seq = $5, at_ms = $6,
+                     until_ms = $7 WHERE tenant = $1 AND digest = $2",
+                    &[
+                        &self.tenant,
+                        &&digest[..],
+                        &call.action_id,
+                        &call.owner,
+                        &call.seq,
+                        &call.at_ms,
+                        &call.until_ms,
+                    ],
+                )
+                .map_err(self.err(during))?;
+            }
+        }
+        // Commit point: the digest is claimed (or finished) once this returns; a failed
+        // commit leaves the row as it was (the caller does not run the call), a lost
+        // acknowledgement may leave it claimed, which blocks a retry until it is resolved.
+        tx.commit().map_err(self.err(during))?;
+        Ok(row)
+    }
+
+    pub(crate) fn forget_call_rows(&self, action_id: &str) -> Result<u64, LedgerError> {
+        let during = "forgetting a call digest";
+        let mut client = self.client()?;
+        client
+            .with(|client| {
+                client.execute(
+                    "DELETE FROM call_digests WHERE tenant = $1 AND action_id = $2",
+                    &[&self.tenant, &action_id],
+                )
+            })
+            .map_err(self.err(during))
+    }
+}
