@@ -2132,6 +2132,8 @@ async fn one_answer_at_a_gate_never_meets_a_quorum() {
         last["confirm"]["note"].as_str().unwrap().contains("quorum"),
         "{last}"
     );
+}
+
 /// Agents (`ApprovalStore::add_agent` …): a token names its agent until revoked, only its
 /// hash is kept, names match without regard to case, and a tenant's agents are its own.
 fn agents_are_named_by_their_token_until_revoked(f: &Fixture) {
