@@ -304,6 +304,7 @@ fn judge(candidate: &PolicyEngine, seq: u64, view: &RowView<'_>) -> Judged {
             let (action, recorded) = action_of(view, verb);
             match candidate.replay(&action, recorded) {
                 Replayed::Decided(verdict) => {
+                    let verdict = *verdict;
                     Ok((verdict.decision.as_str().to_owned(), verdict.rules_fired))
                 }
                 Replayed::Undecidable { rule } => Err(rule),

@@ -262,10 +262,10 @@ impl PolicyEngine {
                         rule: dedupe.rule.clone(),
                     }
                 }
-                (None, _) => Replayed::Decided(Verdict {
+                (None, _) => Replayed::Decided(Box::new(Verdict {
                     dedupe: None,
                     ..verdict
-                }),
+                })),
             },
             Err(rule) => Replayed::Undecidable { rule },
         }

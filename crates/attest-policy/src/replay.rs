@@ -34,8 +34,8 @@ impl Recorded {
 /// A recorded action decided again.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Replayed {
-    /// The candidate's verdict.
-    Decided(Verdict),
+    /// The candidate's verdict (boxed: a verdict is large, the other answer small).
+    Decided(Box<Verdict>),
     /// The verdict turns on params the row does not keep; `rule` is the rule whose
     /// condition could not be judged (`R0`, `R3` or a YAML rule's name).
     Undecidable {
@@ -72,7 +72,7 @@ mod tests {
         let live = policy.evaluate(&refund).unwrap();
         assert_eq!(
             policy.replay(&refund, Recorded::COMPLETE),
-            Replayed::Decided(live)
+            Replayed::Decided(Box::new(live))
         );
         // A rule ruled out by keys that need no params is no obstacle.
         let mail = Action::new("gmail", Verb::Update);

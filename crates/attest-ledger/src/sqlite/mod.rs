@@ -5,8 +5,8 @@
 //! file each see the row before theirs and the chain stays linear.
 
 mod append;
-mod idempotency;
 mod calls;
+mod idempotency;
 mod query;
 pub(crate) mod read;
 pub(crate) mod readonly;
