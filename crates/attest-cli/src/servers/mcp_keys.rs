@@ -3,7 +3,8 @@
 //!
 //! A key is read from the call's `_meta` (`idempotencyKey`) or, where SEP-3182 places
 //! it, from the `tools/call` params (`idempotencyKey`). The SDK keeps only the params it
-//! knows, so [`lift_params_key`] moves a params key into `_meta` as a frame is read;
+//! knows, so [`lift_params_key`] moves a params key into `_meta` as a frame is read (a
+//! stdio line, or a body POSTed to `--listen`);
 //! a frame that names two different keys (or a key that is not a string) is read as
 //! having a bad key, and the call is refused. A replay is the first call's result (up
 //! to [`MAX_REPLAY_BYTES`] of it) with `_meta` marking it: `"attest/replayed": true`,

@@ -138,9 +138,13 @@ fn router(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mcp = axum::Router::new().nest_service("/mcp", service).layer(
-        axum::middleware::from_fn_with_state(SessionGuard::new(), super::mcp_sessions::guard),
-    );
+    let mcp = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(lift_params_keys))
+        .layer(axum::middleware::from_fn_with_state(
+            SessionGuard::new(),
+            super::mcp_sessions::guard,
+        ));
     let Some(resource) = resource else {
         return mcp;
     };
@@ -155,6 +159,40 @@ fn router(
         .route(&format!("{METADATA_PATH}/mcp"), metadata)
         .with_state(resource);
     mcp.merge(well_known)
+}
+
+/// SEP-3182's `idempotencyKey` in a POSTed `tools/call`'s params, moved into its `_meta`
+/// before the SDK reads the body (it keeps only the params it knows), as the stdio front
+/// does for each frame ([`super::mcp_keys::lift_params_key`]): one reading of the key on
+/// both fronts. A body over the stdio front's frame bound is refused here (413).
+async fn lift_params_keys(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, super::frames::MAX_FRAME_BYTES).await else {
+        return axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let bytes = match super::mcp_keys::lift_params_key(&bytes) {
+        Some(lifted) => match serde_json::to_vec(&lifted) {
+            Ok(rewritten) => {
+                // The body changed length; the server counts it afresh.
+                parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+                axum::body::Bytes::from(rewritten)
+            }
+            Err(_) => bytes,
+        },
+        None => bytes,
+    };
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
 }
 
 /// The proxy as the typed handler the SDK's HTTP server wants: each method hands its

@@ -361,3 +361,43 @@ fn through_the_mcp_proxy_a_sep_3182_params_key_runs_once() {
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert_eq!(creates(dir.path()), 1);
 }
+
+/// Over `mcp-proxy --listen` (streamable HTTP) too, SEP-3182's params key runs a call
+/// once: the body is read as the stdio front reads a frame.
+#[tokio::test]
+async fn through_mcp_proxy_listen_a_sep_3182_params_key_runs_once() {
+    if !crate::mcp::python_with("mcp") || !crate::mcp::python_with("uvicorn") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), NOTES_POLICY).unwrap();
+    let (_server, url) = crate::mcp_remote::remote_notes(dir.path());
+    let (_proxy, endpoint) = crate::mcp_remote::listening_proxy_with(
+        dir.path(),
+        &url,
+        "127.0.0.1:0",
+        &[],
+        &[("ATTEST_POLICY", "policy.yaml")],
+    );
+    let bearer = format!("Bearer {}", crate::mcp_remote::TOKEN);
+    let mut session =
+        crate::mcp_http::Session::open(&endpoint, &[("authorization", bearer.as_str())]).await;
+    let args = json!({"title": "plan", "body": "ship it"});
+    let mut results = Vec::new();
+    for _ in 0..3 {
+        let params =
+            json!({"name": "create_note", "arguments": args, "idempotencyKey": "http-key-1"});
+        let answer = session.request("tools/call", params).await;
+        results.push(answer["result"].clone());
+    }
+    assert_eq!(creates(dir.path()), 1, "{results:?}");
+    assert!(
+        results[0]["_meta"].get("attest/replayed").is_none(),
+        "{}",
+        results[0]
+    );
+    for retry in &results[1..] {
+        assert_eq!(retry["_meta"]["attest/replayed"], true, "{retry}");
+        assert_eq!(retry["_meta"]["_attest"], results[0]["_meta"]["_attest"]);
+    }
+}
