@@ -46,6 +46,13 @@
 //! key's claim and what a door replays live beside the chain, not in it
 //! ([`Ledger::claim_key`]).
 //!
+//! A row may carry `"agent_auth"` (a string: `token`, `jwt` or `unauthenticated`): how
+//! the agent it names was authenticated, where agents are configured; absent, the
+//! agent is the label the caller gave. A `confirm` may carry `"approvers"` (an array of
+//! names): everyone whose approval a quorum ran on, `approver` being the one whose
+//! approval met it. An outcome row may say `"confirm": {"outcome": "resolved"}`: a
+//! person recorded how an intent without an outcome ended (`attest intents resolve`).
+//!
 //! **The rule for additions.** A v1 body may gain fields; each new field is optional
 //! (left out when absent, so rows that do not need it keep their old bytes) and
 //! additive (it never changes what an existing field means). A verifier hashes the
