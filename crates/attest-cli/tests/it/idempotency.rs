@@ -68,7 +68,7 @@ fn gateways(dir: &Path, ledger: &str, upstream: &str, n: usize) -> (Vec<Gateway>
 #[test]
 fn through_the_gateway_a_keyed_post_reaches_the_vendor_once() {
     let dir = tempfile::tempdir().unwrap();
-    keyed_posts_act_once(dir.path(), "ledger.sqlite");
+    keyed_posts_act_once(dir.path(), &crate::test_ledger(dir.path()));
 }
 
 #[test]
