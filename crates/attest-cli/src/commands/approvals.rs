@@ -161,7 +161,17 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
     if let Some(note) = &args.note {
         answer = answer.with_note(note.clone());
     }
-    match runtime()?.block_on(attest.decide(&args.id, answer)) {
+    // A Teams channel is told of the decision as the inbox tells it (the webhook's URL
+    // is in a file, so an approval command can read it without notifier secrets).
+    let teams = config.teams()?;
+    let decided = runtime()?.block_on(async {
+        let decided = attest.decide(&args.id, answer).await;
+        if let Ok(decided) = &decided {
+            crate::servers::notices::tell_teams_decided(teams.as_deref(), &decided.request).await;
+        }
+        decided
+    });
+    match decided {
         Ok(decided) if decided.request.status == attest_core::approvals::Status::Pending => {
             // Under a quorum, a decision that does not meet it leaves the request waiting.
             writeln!(

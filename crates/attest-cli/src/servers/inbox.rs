@@ -764,19 +764,10 @@ async fn slack(
     })))
 }
 
-/// Posts the request's card again to Teams after a decision (decided, or a quorum's
-/// progress): incoming webhooks cannot edit the first card. A failure is logged; the
-/// decision stands.
+/// Posts the request's card again to Teams after a decision (see
+/// [`super::notices::tell_teams_decided`]).
 async fn tell_teams(state: &InboxState, request: &ApprovalRequest) {
-    if let Some(teams) = &state.teams_updates {
-        if let Err(err) = teams.update(request).await {
-            eprintln!(
-                "attest: could not post the decided Teams card of {}: {}",
-                request.id,
-                crate::servers::chain(&err)
-            );
-        }
-    }
+    super::notices::tell_teams_decided(state.teams_updates.as_deref(), request).await;
 }
 
 /// The link's fields from the path and query, checked against the link key.

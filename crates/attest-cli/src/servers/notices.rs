@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_core::approvals::{ApprovalStore, Notifier};
+use attest_core::approvals::{ApprovalRequest, ApprovalStore, Notifier, TeamsNotifier};
 use attest_core::Attest;
 
 /// How often the store is looked at for new requests.
@@ -94,5 +94,21 @@ pub(crate) async fn follow_up(attest: Arc<Attest>, notifiers: Vec<Arc<dyn Notifi
             }
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Posts a request's card again to Teams after a decision, from whichever door decided
+/// (the inbox, a signed link, Slack, `attest confirm`): the decided card, or under a
+/// quorum its progress. Incoming webhooks cannot edit the first card. A failure is
+/// logged; the decision stands.
+pub(crate) async fn tell_teams_decided(teams: Option<&TeamsNotifier>, request: &ApprovalRequest) {
+    if let Some(teams) = teams {
+        if let Err(err) = teams.update(request).await {
+            eprintln!(
+                "attest: could not post the decided Teams card of {}: {}",
+                request.id,
+                super::chain(&err)
+            );
+        }
     }
 }

@@ -334,6 +334,15 @@ async fn a_two_of_finance_payment_needs_two_others_and_runs_once() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("rejected"), "{}", stdout(&out));
+    // `attest confirm` tells the Teams channel as the inbox does: the decided card (the
+    // waiting one may come first, posted by the server).
+    let rejected = loop {
+        let text = card_text(&next_card(&mut cards).await);
+        if text.contains(&second) && text.contains("rejected") {
+            break text;
+        }
+    };
+    assert!(rejected.contains("bob@acme.com"), "{rejected}");
     assert!(matches!(
         pipeline
             .call(&token)

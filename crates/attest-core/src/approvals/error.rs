@@ -35,9 +35,10 @@ pub enum ApprovalError {
         /// Who tried.
         approver: String,
     },
-    /// Under a quorum, the person who asked for the action (its actor) or whose
-    /// connection it uses (its owner) may not decide it: their approval never counts.
-    #[error("{approver:?} may not decide approval request {id}: they asked for it or own its connection, and a quorum needs others")]
+    /// The person who asked for the action (its actor) or whose connection it uses (its
+    /// owner) may not approve it (under a quorum, not decide it at all): their approval
+    /// never counts.
+    #[error("{approver:?} may not approve approval request {id}: they asked for it or own its connection, and someone else must decide")]
     OwnRequest {
         /// The request.
         id: String,

@@ -164,7 +164,7 @@ impl ApprovalRequest {
     }
 
     /// Whether `person` asked for the action (its actor) or owns the connection it uses:
-    /// under a quorum, they never count.
+    /// they never approve it (under a quorum, never count at all).
     pub fn is_own(&self, person: &str) -> bool {
         [&self.action.actor, &self.action.owner]
             .into_iter()

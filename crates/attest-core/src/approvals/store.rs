@@ -432,11 +432,13 @@ impl ApprovalStore {
             return Err(ApprovalError::NotAnApprover { id, approver });
         }
         let quorum = request.verdict.quorum.clone();
+        // Separation of duties: who asked, and whose connection it uses, never approve
+        // their own request (they may withdraw it: reject, except where a quorum counts
+        // rejections too).
+        if request.is_own(&approver) && (answer.approve || quorum.is_some()) {
+            return Err(ApprovalError::OwnRequest { id, approver });
+        }
         if quorum.is_some() {
-            // Separation of duties: who asked, and whose connection it uses, never count.
-            if request.is_own(&approver) {
-                return Err(ApprovalError::OwnRequest { id, approver });
-            }
             if answer.edits.is_some() {
                 return Err(ApprovalError::BadEdits {
                     id,

@@ -2240,3 +2240,57 @@ fn a_postgres_store_made_before_agents_gets_their_table() {
     assert_eq!(store.approvers().unwrap().len(), before);
     f.close();
 }
+
+/// Payments are asked about, anyone registered may decide: no quorum.
+const ONE_APPROVER_POLICY: &str = "version: 1
+policies:
+  - name: payments
+    match: {verb: pay}
+    decision: ask
+    reason: payments need a person
+";
+
+#[tokio::test]
+async fn without_a_quorum_the_actor_may_withdraw_her_request_but_never_approve_it() {
+    let f = Fixture::new();
+    let policy =
+        attest_policy::PolicyEngine::from_yaml(ONE_APPROVER_POLICY, "attest.yaml").unwrap();
+    let (attest, _ledger) = f.attest(policy, Duration::ZERO);
+    let tool = Tool::default();
+    let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
+    // Ann asked for it: her approval is refused, and the request still waits.
+    let own = attest
+        .decide(&id, Answer::approve("ann@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(own),
+        ApprovalError::OwnRequest { .. }
+    ));
+    match attest.call(&token).run(tool.run()).await {
+        Ok(Outcome::Held { .. }) => {}
+        other => panic!("her own approval leaves it held, got {other:?}"),
+    }
+    // Someone else approves it: it runs once.
+    let decided = attest
+        .decide(&id, Answer::approve("raj@acme.com", "cli"))
+        .await
+        .unwrap();
+    assert_eq!(decided.request.approver.as_deref(), Some("raj@acme.com"));
+    assert!(matches!(
+        attest.call(&token).run(tool.run()).await,
+        Ok(Outcome::Ran { .. })
+    ));
+    assert_eq!(tool.calls(), 1);
+    // Her next request she may withdraw herself.
+    let (second, token) = pend(&attest, payment_by_ann(), &tool).await;
+    let withdrawn = attest
+        .decide(&second, Answer::reject("ann@acme.com", "cli"))
+        .await
+        .unwrap();
+    assert_eq!(withdrawn.request.status, Status::Rejected);
+    assert!(matches!(
+        attest.call(&token).run(tool.run()).await,
+        Ok(Outcome::Rejected { .. })
+    ));
+    assert_eq!(tool.calls(), 1);
+}
