@@ -23,9 +23,8 @@
 //!
 //! Where the ledger lives: the hook runs in the project directory the agent names
 //! (`$CLAUDE_PROJECT_DIR`, `$GEMINI_PROJECT_DIR`, `$CURSOR_PROJECT_DIR` or Cursor's first
-//! workspace root, else
-//! the event's `cwd`), so a session started in a subfolder extends the project's ledger
-//! instead of starting a second one. A ledger inside the project is one the agent can
+//! workspace root, else the event's `cwd`), so a session started in a subfolder extends
+//! the project's ledger instead of starting a second one. A ledger inside the project is one the agent can
 //! write to: point `ATTEST_LEDGER` (or `ledger:` in the configuration) at a place the
 //! agent's user cannot write, or a PostgreSQL database it has no credentials for, and
 //! keep a verifier key and checkpoints elsewhere so an edit is caught.

@@ -252,8 +252,7 @@ fn a_cursor_install_takes_out_the_retired_file_edit_entry() {
     );
     // Removing leaves the other tool's entries.
     ok(&install(dir.path(), &["cursor", "--remove"]));
-    let settings: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(
         settings["hooks"],
         json!({"afterFileEdit": [{"command": "./hooks/format.sh"}], "stop": [{"command": "./hooks/format.sh"}]})

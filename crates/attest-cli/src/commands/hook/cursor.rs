@@ -317,7 +317,12 @@ mod tests {
                 "tool_name": tool, "tool_input": input, "tool_use_id": "t1",
             })
         };
-        for tool in ["Shell", "Read", "MCP:create_issue", "mcp__github__create_issue"] {
+        for tool in [
+            "Shell",
+            "Read",
+            "MCP:create_issue",
+            "mcp__github__create_issue",
+        ] {
             let event = Cursor.parse(&generic(tool, json!({}))).unwrap();
             assert!(event.call.is_none(), "{tool}");
         }
