@@ -997,7 +997,7 @@ pub(crate) enum HookCommand {
     /// Gemini has no `ask`: an `ask` is a deny with the reason.
     Gemini(HookArgs),
     /// Answer one Cursor hook event (beforeShellExecution, beforeMCPExecution,
-    /// beforeReadFile, their after-events, afterFileEdit) in Cursor's contract.
+    /// beforeReadFile, preToolUse, their after-events) in Cursor's contract.
     Cursor(HookArgs),
     /// Answer one GitHub Copilot CLI hook event (preToolUse, postToolUse) in its contract.
     ///

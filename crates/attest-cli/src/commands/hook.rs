@@ -22,9 +22,9 @@
 //! crashes and always answers.
 //!
 //! Where the ledger lives: the hook runs in the project directory the agent names
-//! (`$CLAUDE_PROJECT_DIR`, `$GEMINI_PROJECT_DIR`, Cursor's first workspace root, else
-//! the event's `cwd`), so a session started in a subfolder extends the project's ledger
-//! instead of starting a second one. A ledger inside the project is one the agent can
+//! (`$CLAUDE_PROJECT_DIR`, `$GEMINI_PROJECT_DIR`, `$CURSOR_PROJECT_DIR` or Cursor's first
+//! workspace root, else the event's `cwd`), so a session started in a subfolder extends
+//! the project's ledger instead of starting a second one. A ledger inside the project is one the agent can
 //! write to: point `ATTEST_LEDGER` (or `ledger:` in the configuration) at a place the
 //! agent's user cannot write, or a PostgreSQL database it has no credentials for, and
 //! keep a verifier key and checkpoints elsewhere so an edit is caught.
@@ -108,9 +108,9 @@ fn answer(
     }
     let parsed = serde_json::from_slice::<Value>(input)
         .map_err(|err| format!("the hook event is not JSON: {err}"))
-        .and_then(|value| contract.parse(&value));
-    let event = match parsed {
-        Ok(event) => event,
+        .and_then(|value| contract.parse(&value).map(|event| (value, event)));
+    let (value, event) = match parsed {
+        Ok(parsed) => parsed,
         Err(why) => {
             return deny(
                 contract,
@@ -124,7 +124,7 @@ fn answer(
     let Event { moment, call } = event;
     let Some(call) = call else {
         // An event Attest has nothing to say about.
-        return contract.nothing();
+        return contract.nothing(&value);
     };
     if let Some(dir) = call.project_dir.as_deref().filter(|dir| dir.is_dir()) {
         // Settings, policy and ledger are the project's, wherever in it the agent is.

@@ -101,6 +101,29 @@ fn cursor(event: &str, fields: Value) -> Value {
     value
 }
 
+/// Cursor's generic tool event (`preToolUse`, `postToolUse`, `postToolUseFailure`):
+/// the common fields, the tool and its input as an object, and the event's own fields
+/// (cursor.com/docs/hooks).
+fn cursor_tool(event: &str, tool: &str, input: Value, fields: Value) -> Value {
+    let mut value = cursor(
+        event,
+        json!({
+            "tool_name": tool,
+            "tool_input": input,
+            "tool_use_id": "abc123",
+            "cwd": "/home/dev/app",
+            "model": "claude-opus-4-7-thinking-max",
+            "cursor_version": "2.4.1",
+            "user_email": null,
+            "transcript_path": null,
+        }),
+    );
+    for (key, field) in fields.as_object().unwrap() {
+        value[key] = field.clone();
+    }
+    value
+}
+
 /// Copilot CLI's `preToolUse` input: `toolArgs` is a JSON text (docs.github.com, CLI
 /// hooks reference).
 fn copilot(tool: &str, args: Value) -> Value {
@@ -291,9 +314,55 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
             "MCP tool",
             cursor(
                 "beforeMCPExecution",
-                json!({"tool_name": "mcp__github__create_issue", "tool_input": mcp.to_string(), "url": "https://api.githubcopilot.com/mcp/"}),
+                json!({"tool_name": "create_issue", "tool_input": mcp.to_string(), "mcp_server_name": "github", "url": "https://api.githubcopilot.com/mcp/", "mcp_server_url": "https://api.githubcopilot.com/mcp/"}),
             ),
             "ask",
+        ),
+        // Cursor's generic `preToolUse` governs the tools no other event does; it
+        // enforces allow or deny only, so an ask is a deny.
+        (
+            "cursor",
+            "file write",
+            cursor_tool(
+                "preToolUse",
+                "Write",
+                json!({"file_path": "/home/dev/app/src/a.ts", "contents": "x"}),
+                json!({}),
+            ),
+            "allow",
+        ),
+        (
+            "cursor",
+            "settings write",
+            cursor_tool(
+                "preToolUse",
+                "StrReplace",
+                json!({"path": "/home/dev/app/.github/workflows/ci.yml", "old_string": "a", "new_string": "b"}),
+                json!({}),
+            ),
+            "deny",
+        ),
+        (
+            "cursor",
+            "search",
+            cursor_tool(
+                "preToolUse",
+                "Grep",
+                json!({"pattern": "TODO", "path": "/home/dev/app"}),
+                json!({}),
+            ),
+            "allow",
+        ),
+        (
+            "cursor",
+            "web fetch tool",
+            cursor_tool(
+                "preToolUse",
+                "WebFetch",
+                json!({"url": "https://example.com/docs"}),
+                json!({}),
+            ),
+            "allow",
         ),
         (
             "cursor",
@@ -350,6 +419,20 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
             copilot("mcp__github__create_issue", mcp.clone()),
             "deny",
         ),
+        // Copilot names the built-in GitHub server's tools `github-mcp-server-<tool>`,
+        // and custom agents name MCP tools `<server>/<tool>`.
+        (
+            "copilot",
+            "GitHub MCP tool",
+            copilot("github-mcp-server-create_issue", mcp.clone()),
+            "deny",
+        ),
+        (
+            "copilot",
+            "MCP tool by server",
+            copilot("linear/create_issue", json!({"title": "Flaky test"})),
+            "deny",
+        ),
         (
             "copilot",
             "web fetch",
@@ -372,7 +455,7 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
         } else {
             assert_eq!(answer, json!({}), "{agent} {what}");
         }
-        if expected == "deny" && agent != "claude-code" && agent != "cursor" {
+        if expected == "deny" && agent != "claude-code" {
             // An ask the agent cannot enforce says so, and why.
             assert!(
                 reason(&answer).contains("approval"),
@@ -674,6 +757,117 @@ fn a_cursor_read_that_asks_is_a_deny() {
     let denied = answer_of(dir.path(), &read);
     assert_eq!(denied["agentMessage"], denied["agent_message"], "{denied}");
     assert_eq!(denied["userMessage"], denied["user_message"], "{denied}");
+}
+
+/// Cursor fires its generic `preToolUse` / `postToolUse` for every tool, beside the
+/// events of its own for shell commands, MCP tools and file reads: those stay with their
+/// own event (which can ask, and names the MCP server), so a call is judged and recorded
+/// once; the generic events judge and record the rest (file writes, searches, fetches).
+/// The JSON is the documentation's (cursor.com/docs/hooks, "preToolUse", "postToolUse",
+/// "postToolUseFailure").
+#[test]
+fn cursor_generic_events_govern_what_no_other_event_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let allow = json!({"permission": "allow"});
+    for (tool, input) in [
+        (
+            "Shell",
+            json!({"command": "npm install", "working_directory": "/project"}),
+        ),
+        ("Read", json!({"file_path": "/home/dev/app/.env"})),
+        ("MCP:create_issue", json!({"title": "Flaky test"})),
+    ] {
+        let mut event = cursor_tool("preToolUse", tool, input.clone(), json!({}));
+        event["agent_message"] = json!("Installing dependencies...");
+        assert_eq!(answer_of(dir.path(), &event), allow, "{tool}");
+        let done = cursor_tool(
+            "postToolUse",
+            tool,
+            input,
+            json!({"tool_output": "{\"exitCode\":0,\"stdout\":\"ok\"}", "duration": 5432}),
+        );
+        assert_eq!(answer_of(dir.path(), &done), json!({}), "{tool}");
+    }
+    // (None of them is recorded: the rows below are the write's and the delete's only.)
+
+    let write = json!({"file_path": "/home/dev/app/src/a.ts", "contents": "x"});
+    let before = answer_of(
+        dir.path(),
+        &cursor_tool("preToolUse", "Write", write.clone(), json!({})),
+    );
+    assert_eq!(before["permission"], "allow", "{before}");
+    let done = cursor_tool(
+        "postToolUse",
+        "Write",
+        write.clone(),
+        json!({"tool_output": "{\"success\":true}", "duration": 12}),
+    );
+    assert_eq!(answer_of(dir.path(), &done), json!({}));
+    let failed = cursor_tool(
+        "postToolUseFailure",
+        "Delete",
+        json!({"path": "/home/dev/app/src/old.ts"}),
+        json!({"error_message": "Command timed out after 30s", "failure_type": "timeout", "duration": 5000, "is_interrupt": false}),
+    );
+    assert_eq!(answer_of(dir.path(), &failed), json!({}));
+    // A denied call did not run: nothing to record.
+    let denied = cursor_tool(
+        "postToolUseFailure",
+        "Write",
+        json!({"file_path": "/home/dev/app/.env"}),
+        json!({"error_message": "denied", "failure_type": "permission_denied", "duration": 0, "is_interrupt": false}),
+    );
+    assert_eq!(answer_of(dir.path(), &denied), json!({}));
+    let rows: Vec<(String, String, String)> = exported_entries(dir.path())
+        .iter()
+        .filter(|e| e["execution"]["status"] != "intent")
+        .map(|e| {
+            (
+                format!(
+                    "{}.{}",
+                    e["system"].as_str().unwrap(),
+                    e["verb"].as_str().unwrap()
+                ),
+                e["execution"]["status"].as_str().unwrap().to_owned(),
+                e["run_id"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let conv = "conv-123".to_owned();
+    assert_eq!(
+        rows,
+        [
+            ("files.write".to_owned(), "ok".to_owned(), conv.clone()),
+            ("files.write".to_owned(), "failed".to_owned(), conv),
+        ]
+    );
+    // An event without its tool is Cursor's deny, never a crash.
+    let output = run_hook(
+        dir.path(),
+        &["cursor"],
+        "{\"hook_event_name\": \"preToolUse\", \"conversation_id\": \"c\"}",
+        &[],
+    );
+    let answer: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(answer["permission"], "deny", "{answer}");
+    assert!(reason(&answer).contains("tool_name"), "{answer}");
+}
+
+/// Copilot CLI's MCP tools, as its tool layer names the built-in GitHub server's
+/// (`github-mcp-server-<tool>`) and as custom agents name a server's (`<server>/<tool>`),
+/// are judged by their server.
+#[test]
+fn copilot_mcp_tools_are_judged_by_their_server() {
+    let dir = tempfile::tempdir().unwrap();
+    for (tool, label) in [
+        ("github-mcp-server-create_issue", "github.create"),
+        ("linear/create_issue", "linear.create"),
+        ("mcp__github__create_issue", "github.create"),
+    ] {
+        let answer = answer(dir.path(), "copilot", &copilot(tool, json!({"title": "x"})));
+        assert_eq!(answer["permissionDecision"], "deny", "{tool}: {answer}");
+        assert!(reason(&answer).contains(label), "{tool}: {answer}");
+    }
 }
 
 fn answer_of(dir: &Path, event: &Value) -> Value {

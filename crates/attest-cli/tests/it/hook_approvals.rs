@@ -213,3 +213,45 @@ fn the_hook_waits_for_an_approver_up_to_its_bound() {
     let out = &answer["hookSpecificOutput"];
     assert_eq!(out["permissionDecision"], "allow", "{answer}");
 }
+
+/// Cursor's `preToolUse` cannot ask, so with Attest approvals a file write policy asks
+/// about is held; approved and retried, it is allowed once, and its `postToolUse` (the
+/// same tool, input and working directory) uses the approval and names the approver.
+#[test]
+fn a_cursor_file_write_held_and_approved_is_allowed_once_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = approver(dir.path(), "erin@acme.com");
+    let hook = &["cursor", "--approvals", "attest", "--wait", "0"];
+    let tool = |event: &str| {
+        json!({
+            "hook_event_name": event,
+            "conversation_id": "conv-1",
+            "generation_id": "gen-1",
+            "workspace_roots": ["/home/dev/app"],
+            "tool_name": "Write",
+            "tool_input": {"file_path": "/home/dev/app/.github/workflows/ci.yml", "contents": "on: push"},
+            "tool_use_id": "abc123",
+            "cwd": "/home/dev/app",
+        })
+    };
+    let held = hook_answer(dir.path(), hook, &tool("preToolUse"), &[]);
+    assert_eq!(held["permission"], "deny", "{held}");
+    let id = held_id(held["agent_message"].as_str().unwrap());
+    confirm(dir.path(), &token, &id, "approve");
+    let allowed = hook_answer(dir.path(), hook, &tool("preToolUse"), &[]);
+    assert_eq!(allowed["permission"], "allow", "{allowed}");
+    let mut done = tool("postToolUse");
+    done["tool_output"] = json!("{\"success\":true}");
+    done["duration"] = json!(8);
+    assert_eq!(hook_answer(dir.path(), hook, &done, &[]), json!({}));
+    let entries = exported_entries(dir.path());
+    let outcome = entries
+        .iter()
+        .find(|e| e["action_id"] == id.as_str() && e["execution"]["status"] == "ok")
+        .unwrap_or_else(|| panic!("no outcome for {id}: {entries:?}"));
+    assert_eq!(outcome["confirm"]["approver"], "erin@acme.com", "{outcome}");
+    // Once: the same write again is a new request.
+    let again = hook_answer(dir.path(), hook, &tool("preToolUse"), &[]);
+    assert_eq!(again["permission"], "deny", "{again}");
+    assert_ne!(held_id(again["agent_message"].as_str().unwrap()), id);
+}

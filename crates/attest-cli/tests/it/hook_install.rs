@@ -183,7 +183,30 @@ fn every_agent_gets_its_own_file_shape() {
         cursor["hooks"]["beforeReadFile"],
         json!([{"command": "attest hook cursor"}])
     );
-    assert_eq!(cursor["hooks"].as_object().unwrap().len(), 6);
+    assert_eq!(
+        cursor["hooks"]["preToolUse"],
+        json!([{"command": "attest hook cursor"}])
+    );
+    let mut events: Vec<&str> = cursor["hooks"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    events.sort_unstable();
+    assert_eq!(
+        events,
+        [
+            "afterMCPExecution",
+            "afterShellExecution",
+            "beforeMCPExecution",
+            "beforeReadFile",
+            "beforeShellExecution",
+            "postToolUse",
+            "postToolUseFailure",
+            "preToolUse"
+        ]
+    );
     let copilot = read(".github/hooks/attest.json");
     assert_eq!(copilot["version"], 1);
     assert_eq!(
@@ -197,4 +220,41 @@ fn every_agent_gets_its_own_file_shape() {
     let output = attest(dir.path(), &["hook", "install", "copilot", "--user"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--project"), "{}", stderr(&output));
+}
+
+/// `postToolUse` records Cursor's file edits now: installing again takes Attest's own
+/// `afterFileEdit` entry out (an edit is recorded once) and leaves another tool's there,
+/// byte for byte.
+#[test]
+fn a_cursor_install_takes_out_the_retired_file_edit_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".cursor/hooks.json");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let theirs = "{ \"command\": \"./hooks/format.sh\" }";
+    std::fs::write(
+        &path,
+        format!(
+            "{{\n  \"version\": 1,\n  \"hooks\": {{\n    \"afterFileEdit\": [{theirs}, {{\"command\": \"attest hook cursor\"}}],\n    \"stop\": [{theirs}]\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    ok(&install(dir.path(), &["cursor"]));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let settings: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        settings["hooks"]["afterFileEdit"],
+        json!([{"command": "./hooks/format.sh"}])
+    );
+    assert!(text.contains(&format!("\"stop\": [{theirs}]")), "{text}");
+    assert_eq!(
+        settings["hooks"]["postToolUse"],
+        json!([{"command": "attest hook cursor"}])
+    );
+    // Removing leaves the other tool's entries.
+    ok(&install(dir.path(), &["cursor", "--remove"]));
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        settings["hooks"],
+        json!({"afterFileEdit": [{"command": "./hooks/format.sh"}], "stop": [{"command": "./hooks/format.sh"}]})
+    );
 }

@@ -6,7 +6,12 @@
 //! `failure` or `denied`, and `textResultForLlm`). There is no event name in the input:
 //! an event with a `toolResult` is the one after the call. Tools are `bash`
 //! (`command`), `create` / `edit` (`path`), `view` (`path`), `web_fetch` (`url`) and MCP
-//! tools.
+//! tools. The hooks reference gives no example of an MCP tool's `toolName`; Copilot's own
+//! tool layer names one `<server>-<tool>` (`github-mcp-server-list_issues` for the
+//! built-in GitHub server: github/copilot-sdk#869, #861), and custom agents' `tools:`
+//! lists name one `<server>/<tool>`. Both are judged as `mcp__<server>__<tool>` where the
+//! server can be told apart (the slash form, and the built-in `github-mcp-server-`); any
+//! other name is judged by its words, which name the system (`linear-create_issue`).
 //!
 //! Out (exit 0): before a call, `permissionDecision` with `permissionDecisionReason`.
 //! A deny is what is sure to be enforced (an ask was not honoured by every release),
@@ -105,6 +110,48 @@ fn canonical(tool: &str, input: &Value) -> (String, Value) {
         }
         "view" | "read" | "glob" | "grep" => ("Read".to_owned(), json!({})),
         "web_fetch" | "fetch" => ("WebFetch".to_owned(), json!({"url": field("url")})),
-        other => (other.to_owned(), input.clone()),
+        other => (mcp_tool(other), input.clone()),
+    }
+}
+
+/// The built-in GitHub MCP server's key, the prefix of its tools' names.
+const GITHUB_SERVER: &str = "github-mcp-server";
+
+/// An MCP tool under the name `detect` reads best, `mcp__<server>__<tool>`, where the
+/// server can be told from the tool; any other name as it is.
+fn mcp_tool(name: &str) -> String {
+    if let Some((server, tool)) = name.split_once('/') {
+        if !server.is_empty() && !tool.is_empty() && !tool.contains('/') {
+            return format!("mcp__{server}__{tool}");
+        }
+    }
+    match name
+        .strip_prefix(GITHUB_SERVER)
+        .and_then(|rest| rest.strip_prefix('-'))
+    {
+        Some(tool) if !tool.is_empty() => format!("mcp__{GITHUB_SERVER}__{tool}"),
+        _ => name.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_tools_keep_their_server() {
+        for (name, tool) in [
+            (
+                "github-mcp-server-create_issue",
+                "mcp__github-mcp-server__create_issue",
+            ),
+            ("linear/create_issue", "mcp__linear__create_issue"),
+            ("mcp__github__create_issue", "mcp__github__create_issue"),
+            ("linear-create_issue", "linear-create_issue"),
+            ("github-mcp-server-", "github-mcp-server-"),
+            ("/x", "/x"),
+        ] {
+            assert_eq!(canonical(name, &json!({})).0, tool, "{name}");
+        }
     }
 }

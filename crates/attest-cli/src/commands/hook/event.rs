@@ -86,8 +86,9 @@ pub(crate) trait Contract: Sync {
     fn before(&self, moment: &Moment, ruling: &Ruling) -> Value;
     /// The answer after the call.
     fn after(&self, note: &AfterNote) -> Value;
-    /// The answer to an event Attest has nothing to say about.
-    fn nothing(&self) -> Value {
+    /// The answer to an event Attest has nothing to say about (`event`, as the agent
+    /// sent it).
+    fn nothing(&self, _event: &Value) -> Value {
         serde_json::json!({})
     }
     /// Whether the agent enforces an `ask` for `call` (puts it to its user and waits);

@@ -79,6 +79,10 @@ struct Layout {
     user: Option<&'static str>,
     /// The events Attest's entry is added to.
     events: &'static [&'static str],
+    /// Events an earlier version of Attest installed into and no longer does: its entry
+    /// there is taken out (another event now records those calls, and a call must not be
+    /// recorded twice).
+    retired: &'static [&'static str],
     /// How one entry looks.
     shape: Shape,
 }
@@ -108,6 +112,7 @@ impl Layout {
                     "PostToolUse",
                     "PostToolUseFailure",
                 ],
+                retired: &[],
                 shape: Shape::Grouped { matcher: Some("*") },
             },
             // https://developers.openai.com/codex/hooks: hooks.json beside config.toml.
@@ -116,6 +121,7 @@ impl Layout {
                 project: ".codex/hooks.json",
                 user: Some(".codex/hooks.json"),
                 events: &["PreToolUse", "PostToolUse"],
+                retired: &[],
                 shape: Shape::Grouped { matcher: None },
             },
             // https://geminicli.com/docs/hooks/reference: settings.json `hooks`.
@@ -124,11 +130,14 @@ impl Layout {
                 project: ".gemini/settings.json",
                 user: Some(".gemini/settings.json"),
                 events: &["BeforeTool", "AfterTool"],
+                retired: &[],
                 shape: Shape::Grouped {
                     matcher: Some(".*"),
                 },
             },
-            // https://cursor.com/docs/agent/hooks: .cursor/hooks.json, version 1.
+            // https://cursor.com/docs/hooks: .cursor/hooks.json, version 1. The generic
+            // events govern every tool the specific ones do not (`hook::cursor`);
+            // `postToolUse` records file edits, so `afterFileEdit` is no longer needed.
             AgentKind::Cursor => Layout {
                 cli_name: "cursor",
                 project: ".cursor/hooks.json",
@@ -139,8 +148,11 @@ impl Layout {
                     "beforeMCPExecution",
                     "afterMCPExecution",
                     "beforeReadFile",
-                    "afterFileEdit",
+                    "preToolUse",
+                    "postToolUse",
+                    "postToolUseFailure",
                 ],
+                retired: &["afterFileEdit"],
                 shape: Shape::Flat,
             },
             // https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference:
@@ -150,6 +162,7 @@ impl Layout {
                 project: ".github/hooks/attest.json",
                 user: None,
                 events: &["preToolUse", "postToolUse"],
+                retired: &[],
                 shape: Shape::Bash,
             },
         }
@@ -278,7 +291,9 @@ fn edit(
         None => Ordered::default(),
     };
     let entry = layout.entry(command)?;
-    for event in layout.events {
+    let events = layout.events.iter().map(|event| (event, remove));
+    let retired = layout.retired.iter().map(|event| (event, true));
+    for (event, remove) in events.chain(retired) {
         let mut items: Vec<String> = match hooks.get(event) {
             Some(raw) => serde_json::from_str::<Vec<Box<RawValue>>>(raw)
                 .map_err(|err| anyhow::anyhow!("`hooks.{event}` is not an array: {err}"))?
@@ -288,12 +303,18 @@ fn edit(
             None => Vec::new(),
         };
         let ours = indent(&entry, 6);
+        let is_ours = |item: &String| {
+            serde_json::from_str::<Value>(item).is_ok_and(|value| layout.is_ours(&value))
+        };
+        if remove && !items.iter().any(is_ours) {
+            // Nothing of Attest's to take out: the event stays as it is, byte for byte.
+            continue;
+        }
         let mut placed = remove;
         items = items
             .into_iter()
             .filter_map(|item| {
-                let value: Value = serde_json::from_str(&item).ok()?;
-                if !layout.is_ours(&value) {
+                if !is_ours(&item) {
                     return Some(item);
                 }
                 // The first of Attest's entries is updated in place; any others go.
