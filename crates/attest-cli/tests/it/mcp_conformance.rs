@@ -417,9 +417,17 @@ fn attest_as_the_oauth_client_passes_the_authorization_scenarios_the_sdk_client_
         passes(&attest, &AUTH_SUITE) >= passes(&sdk, &AUTH_SUITE),
         "{sdk:?}"
     );
-    // The rest (the 2025-03-26 spec's, drafts, extensions) are measured, not required:
-    // docs/mcp.md states the table.
+    // And every other scenario the SDK's client passes (the 2025-03-26 spec's, drafts,
+    // extensions) passes with Attest as the client too; docs/mcp.md states the table.
     let all: Vec<&str> = sdk.keys().map(String::as_str).collect();
+    for name in &all {
+        if matches!(sdk.get(*name), Some((_, 0))) {
+            assert!(
+                matches!(attest.get(*name), Some((_, 0))),
+                "{name}: the SDK's client passes it, Attest does not: {attest:?}"
+            );
+        }
+    }
     eprintln!(
         "every auth/ scenario: TypeScript SDK {} of {}, Attest {} of {}",
         passes(&sdk, &all),
