@@ -180,7 +180,8 @@ pub(crate) enum Command {
     /// streamable HTTP). Everything passes through except `tools/call`, which is decided,
     /// run, verified and recorded; a refused call returns an error result and never
     /// reaches the server.
-    McpProxy(McpProxyArgs),
+    // Boxed: its flags make it several times the size of the other commands.
+    McpProxy(Box<McpProxyArgs>),
     /// Sign in to a remote MCP server that requires OAuth, and store the token for
     /// `attest mcp-proxy --url URL --oauth`.
     ///
