@@ -161,10 +161,15 @@ impl SessionManager for CallStreams {
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let (id, inner) = self.inner.create_session().await?;
         let calls = Arc::new(OpenCalls::default());
-        self.sessions
+        let mut sessions = self
+            .sessions
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id.clone(), Arc::clone(&calls));
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A session that ended without a `DELETE` (its client gone, its keep-alive run
+        // out) has dropped its transport: only this map still holds its calls.
+        sessions.retain(|_, calls| Arc::strong_count(calls) > 1);
+        sessions.insert(id.clone(), Arc::clone(&calls));
+        drop(sessions);
         Ok((id, CallTransport { inner, calls }))
     }
 
