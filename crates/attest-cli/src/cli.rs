@@ -180,7 +180,8 @@ pub(crate) enum Command {
     /// streamable HTTP). Everything passes through except `tools/call`, which is decided,
     /// run, verified and recorded; a refused call returns an error result and never
     /// reaches the server.
-    McpProxy(McpProxyArgs),
+    // Boxed: its flags make it several times the size of the other commands.
+    McpProxy(Box<McpProxyArgs>),
     /// Sign in to a remote MCP server that requires OAuth, and store the token for
     /// `attest mcp-proxy --url URL --oauth`.
     ///
@@ -925,6 +926,20 @@ pub(crate) struct OAuthClientArgs {
     /// The variable holding that client's secret (never printed).
     #[arg(long, value_name = "VAR", requires = "oauth_client_id")]
     pub(crate) oauth_client_secret_env: Option<String>,
+    /// A PEM file (mode 0600) with the private key that signs Attest's client assertion
+    /// (`private_key_jwt`, RFC 7523), for --oauth-grant client-credentials instead of a
+    /// secret.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "oauth_client_id",
+        conflicts_with = "oauth_client_secret_env"
+    )]
+    pub(crate) oauth_client_key: Option<PathBuf>,
+    /// The client assertion's algorithm (the key's kind): RS256, RS384, RS512, ES256 or
+    /// ES384; default ES256.
+    #[arg(long, value_enum, value_name = "ALG", requires = "oauth_client_key")]
+    pub(crate) oauth_client_key_alg: Option<crate::servers::mcp_oauth_client::KeyAlgorithm>,
     /// The HTTPS URL of a client ID metadata document naming Attest, used as the client
     /// ID by authorization servers that accept one.
     #[arg(long, value_name = "URL")]
@@ -934,8 +949,9 @@ pub(crate) struct OAuthClientArgs {
     #[arg(long = "oauth-scope", value_name = "SCOPE")]
     pub(crate) oauth_scopes: Vec<String>,
     /// `authorization-code`: a person signs in once, the token is refreshed after;
-    /// `client-credentials`: Attest's own client ID and secret get the token, with no
-    /// person (needs --oauth-client-id and --oauth-client-secret-env).
+    /// `client-credentials`: Attest's own client ID and secret (or key) get the token,
+    /// with no person (needs --oauth-client-id and --oauth-client-secret-env or
+    /// --oauth-client-key).
     #[arg(long, value_enum, default_value = "authorization-code")]
     pub(crate) oauth_grant: crate::servers::mcp_oauth_client::Grant,
 }

@@ -88,7 +88,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Intents(args) => intents::run(&config, &args),
         Command::Serve(args) => approvals::serve(&config, &args),
         // servers (issue 8)
-        Command::McpProxy(args) => servers::mcp_proxy(&config, args),
+        Command::McpProxy(args) => servers::mcp_proxy(&config, *args),
         Command::McpServer(_) => servers::mcp_server(&config),
         Command::McpLogin(args) => servers::mcp_login(&args),
         Command::Gateway(args) => servers::gateway(&config, &args),

@@ -61,6 +61,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
                 "--oauth-client-secret-env",
                 client.oauth_client_secret_env.is_some(),
             ),
+            ("--oauth-client-key", client.oauth_client_key.is_some()),
             (
                 "--oauth-client-metadata-url",
                 client.oauth_client_metadata_url.is_some(),
@@ -184,16 +185,33 @@ fn oauth_options(
             "--oauth-client-metadata-url: an https:// URL with a path (the document's own URL)"
         );
     }
+    let client_key = match &args.oauth_client_key {
+        Some(path) => Some(mcp_oauth_client::ClientKey {
+            pem: crate::secrets::read_secret(Some(path), "")?
+                .with_context(|| format!("--oauth-client-key {}: empty", path.display()))?,
+            algorithm: args
+                .oauth_client_key_alg
+                .unwrap_or(mcp_oauth_client::KeyAlgorithm::Es256),
+        }),
+        None => None,
+    };
     anyhow::ensure!(
         args.oauth_grant != Grant::ClientCredentials
-            || (args.oauth_client_id.is_some() && client_secret.is_some()),
-        "--oauth-grant client-credentials: give --oauth-client-id and --oauth-client-secret-env"
+            || (args.oauth_client_id.is_some()
+                && (client_secret.is_some() || client_key.is_some())),
+        "--oauth-grant client-credentials: give --oauth-client-id and --oauth-client-secret-env \
+         or --oauth-client-key"
+    );
+    anyhow::ensure!(
+        client_key.is_none() || args.oauth_grant == Grant::ClientCredentials,
+        "--oauth-client-key is for --oauth-grant client-credentials"
     );
     Ok(OAuthClientOptions {
         url: url.to_owned(),
         token_file: mcp_oauth_client::token_file(&dir, url),
         client_id: args.oauth_client_id.clone(),
         client_secret,
+        client_key,
         client_metadata_url: args.oauth_client_metadata_url.clone(),
         scopes: args.oauth_scopes.clone(),
         login,

@@ -34,7 +34,6 @@ use rmcp::model::{
     SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServerHandler;
 
@@ -135,7 +134,7 @@ fn router(
         .enforce_origin_validation();
     let service = StreamableHttpService::new(
         move || Ok(Relay(Proxy::new(attest.clone(), options.clone()))),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(super::mcp_streams::CallStreams::default()),
         config,
     );
     let mcp = axum::Router::new()

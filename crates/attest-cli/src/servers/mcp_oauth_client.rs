@@ -22,9 +22,9 @@ use async_trait::async_trait;
 use http::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
-    ClientCredentialsConfig, CredentialRefreshGuard, CredentialStore, OAuthClientConfig,
-    StoredCredentials,
+    AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig, CredentialRefreshGuard, CredentialStore,
+    OAuthClientConfig, StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -62,6 +62,66 @@ pub(crate) enum Grant {
     ClientCredentials,
 }
 
+/// The algorithm of Attest's client assertion (`--oauth-client-key-alg`), by its JOSE name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum KeyAlgorithm {
+    #[value(name = "RS256")]
+    Rs256,
+    #[value(name = "RS384")]
+    Rs384,
+    #[value(name = "RS512")]
+    Rs512,
+    #[value(name = "ES256")]
+    Es256,
+    #[value(name = "ES384")]
+    Es384,
+}
+
+/// Attest's private key for `private_key_jwt` client authentication (RFC 7523), used by
+/// the client credentials grant instead of a secret.
+#[derive(Clone)]
+pub(crate) struct ClientKey {
+    /// The PEM private key (PKCS#8, or PKCS#1 for RSA; never printed).
+    pub(crate) pem: String,
+    pub(crate) algorithm: KeyAlgorithm,
+}
+
+/// A client assertion (RFC 7523 §3): `iss` and `sub` the client ID, `aud` the
+/// authorization server's issuer, five minutes to live from `now`, a fresh `jti`.
+/// Signed with the JWT library Attest already builds (jsonwebtoken 9 on ring), not
+/// rmcp's `auth-client-credentials-jwt` feature, whose jsonwebtoken 11 builds aws-lc.
+fn client_assertion(
+    client_id: &str,
+    audience: &str,
+    key: &ClientKey,
+    now: u64,
+) -> anyhow::Result<String> {
+    use jsonwebtoken::{Algorithm, EncodingKey};
+    let (algorithm, ec) = match key.algorithm {
+        KeyAlgorithm::Rs256 => (Algorithm::RS256, false),
+        KeyAlgorithm::Rs384 => (Algorithm::RS384, false),
+        KeyAlgorithm::Rs512 => (Algorithm::RS512, false),
+        KeyAlgorithm::Es256 => (Algorithm::ES256, true),
+        KeyAlgorithm::Es384 => (Algorithm::ES384, true),
+    };
+    let pem = key.pem.as_bytes();
+    let encoding = if ec {
+        EncodingKey::from_ec_pem(pem)
+    } else {
+        EncodingKey::from_rsa_pem(pem)
+    }
+    .map_err(|err| {
+        anyhow::anyhow!("--oauth-client-key: not a PEM private key for {algorithm:?} ({err})")
+    })?;
+    let claims = serde_json::json!({
+        "iss": client_id, "sub": client_id, "aud": audience,
+        "iat": now, "exp": now + 300, "jti": uuid::Uuid::new_v4().to_string(),
+    });
+    jsonwebtoken::encode(&jsonwebtoken::Header::new(algorithm), &claims, &encoding).map_err(|err| {
+        anyhow::anyhow!("signing the client assertion with --oauth-client-key: {err}")
+    })
+}
+
 /// Who Attest is to the authorization server, and how it signs in.
 #[derive(Clone)]
 pub(crate) struct OAuthClientOptions {
@@ -73,6 +133,8 @@ pub(crate) struct OAuthClientOptions {
     pub(crate) client_id: Option<String>,
     /// That client's secret (never printed).
     pub(crate) client_secret: Option<String>,
+    /// Or its private key, for the client credentials grant (never printed).
+    pub(crate) client_key: Option<ClientKey>,
     /// An HTTPS URL of Attest's client ID metadata document, for servers that take one.
     pub(crate) client_metadata_url: Option<String>,
     /// Scopes to ask for; empty: from the challenge or the metadata.
@@ -92,6 +154,10 @@ impl std::fmt::Debug for OAuthClientOptions {
             .field("token_file", &self.token_file)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field(
+                "client_key",
+                &self.client_key.as_ref().map(|key| key.algorithm),
+            )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("login", &self.login)
@@ -147,14 +213,37 @@ pub(crate) struct TokenFile {
     locks: Arc<FileLocks>,
 }
 
-/// A token file's locks. The sessions of one `--listen` each have a manager on the same
-/// file: one read-modify-write at a time, and one refresh at a time, so that a rotated
-/// refresh token is used once (the second refresh starts from the first one's token).
+/// A token file's locks in this process. The sessions of one `--listen` each have a
+/// manager on the same file: one read-modify-write at a time, and one refresh at a time
+/// (then, across processes, [`RefreshLock`]'s file lock).
 #[derive(Default)]
 struct FileLocks {
     write: tokio::sync::Mutex<()>,
     refresh: Arc<tokio::sync::Mutex<()>>,
 }
+
+/// Held across one refresh (read, refresh, write): this process's sessions on the file
+/// wait on the mutex, other processes on an advisory lock of `FILE.lock` beside it (the
+/// token file itself is replaced by a rename, so it cannot carry the lock). Released
+/// when dropped, or when the process dies. Whoever takes it reads the file again, so a
+/// refresh another process just made is used, not repeated: a refresh token is spent
+/// once, as an authorization server that rotates them requires (a second use would be
+/// refused, and may revoke the grant).
+struct RefreshLock {
+    _file: std::fs::File,
+    _in_process: tokio::sync::OwnedMutexGuard<()>,
+}
+
+tokio::task_local! {
+    /// Set while a task holds its token file's [`RefreshLock`] and lets rmcp refresh:
+    /// rmcp's refresh asks the store for its guard, which is then already held.
+    static REFRESH_LOCK_HELD: ();
+}
+
+/// How long before its expiry a token is refreshed ahead of a request (at most half its
+/// lifetime). rmcp refreshes 30 s ahead; starting earlier makes this lock's path, not
+/// rmcp's, the one that refreshes.
+const REFRESH_AHEAD_SECS: u64 = 60;
 
 fn file_locks(path: &Path) -> Arc<FileLocks> {
     static LOCKS: std::sync::Mutex<std::collections::BTreeMap<PathBuf, Arc<FileLocks>>> =
@@ -209,6 +298,63 @@ impl TokenFile {
         Ok(())
     }
 
+    /// Whether the stored token (if any) expires within [`REFRESH_AHEAD_SECS`] and can be
+    /// refreshed (it has a refresh token).
+    fn expiring(&self, now: u64) -> bool {
+        use oauth2::TokenResponse as _;
+        let Ok(TokenFileContents {
+            credentials: Some(stored),
+            ..
+        }) = self.read()
+        else {
+            return false;
+        };
+        let (Some(token), Some(received_at)) = (&stored.token_response, stored.token_received_at)
+        else {
+            return false;
+        };
+        let (Some(lifetime), Some(_)) = (token.expires_in(), token.refresh_token()) else {
+            return false;
+        };
+        let lifetime = lifetime.as_secs();
+        let remaining = lifetime.saturating_sub(now.saturating_sub(received_at));
+        remaining < REFRESH_AHEAD_SECS.min(lifetime / 2).max(1)
+    }
+
+    /// Takes this file's [`RefreshLock`], waiting for this process's sessions and for
+    /// other processes.
+    async fn lock_refresh(&self) -> Result<RefreshLock, AuthError> {
+        let in_process = self.locks.refresh.clone().lock_owned().await;
+        let mut name = self.path.file_name().unwrap_or_default().to_owned();
+        name.push(".lock");
+        let path = self.path.with_file_name(name);
+        let shown = path.display().to_string();
+        let fail = move |err: &dyn std::fmt::Display| {
+            AuthError::CredentialStoreError(format!("{shown}: {err}"))
+        };
+        let dir = self.path.parent().ok_or_else(|| fail(&"no directory"))?;
+        create_private_dir(dir).map_err(|err| fail(&err))?;
+        let locked = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)?;
+            set_mode(&path, 0o600)?;
+            file.lock()?;
+            Ok(file)
+        })
+        .await;
+        match locked {
+            Ok(Ok(file)) => Ok(RefreshLock {
+                _file: file,
+                _in_process: in_process,
+            }),
+            Ok(Err(err)) => Err(fail(&err)),
+            Err(err) => Err(fail(&err)),
+        }
+    }
+
     /// The stored client secret and redirect URI, when there are.
     fn client(&self) -> Result<(Option<String>, Option<String>), AuthError> {
         let contents = self.read()?;
@@ -248,9 +394,14 @@ impl CredentialStore for TokenFile {
         self.write(&contents)
     }
 
+    /// rmcp takes this around its refresh (and reads the file again inside it).
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let guard = self.locks.refresh.clone().lock_owned().await;
-        Ok(Some(CredentialRefreshGuard::new(guard)))
+        if REFRESH_LOCK_HELD.try_with(|_| ()).is_ok() {
+            return Ok(None);
+        }
+        Ok(Some(CredentialRefreshGuard::new(
+            self.lock_refresh().await?,
+        )))
     }
 }
 
@@ -273,6 +424,14 @@ fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Seconds since the Unix epoch (rmcp's clock for `token_received_at`).
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or_default()
+}
+
 /// A manager for `options.url` keeping its credentials in the URL's token file. Metadata
 /// may name loopback or private hosts when the server's own URL does (rmcp's rule).
 async fn manager(options: &OAuthClientOptions) -> Result<AuthorizationManager, AuthError> {
@@ -285,12 +444,22 @@ async fn manager(options: &OAuthClientOptions) -> Result<AuthorizationManager, A
 /// `None` when the file holds no token.
 async fn stored_manager(
     options: &OAuthClientOptions,
-) -> Result<Option<AuthorizationManager>, AuthError> {
+) -> anyhow::Result<Option<AuthorizationManager>> {
     let mut manager = manager(options).await?;
+    let file = TokenFile::new(options.token_file.clone(), &options.url);
+    if file
+        .load()
+        .await?
+        .is_some_and(|stored| stored.token_response.is_some())
+    {
+        // Discovered here, not by rmcp's store initialization, so that a token from a
+        // legacy same-origin server (see `discover`) is usable after a restart.
+        let metadata = discover(&manager, None, &options.url).await?;
+        manager.set_metadata(metadata);
+    }
     if !manager.initialize_from_store().await? {
         return Ok(None);
     }
-    let file = TokenFile::new(options.token_file.clone(), &options.url);
     let (secret, redirect_uri) = file.client()?;
     if let (Some(secret), Some(stored)) = (secret, file.load().await?) {
         let redirect = redirect_uri.unwrap_or_else(|| "http://127.0.0.1/callback".to_owned());
@@ -310,13 +479,10 @@ async fn authorize(
     challenge: Option<&str>,
     options: &OAuthClientOptions,
 ) -> anyhow::Result<AuthorizationManager> {
-    let resolution = manager
-        .resolve_metadata_from_challenge(challenge)
-        .await
-        .context("OAuth discovery")?;
-    manager.set_metadata(resolution.metadata);
+    let metadata = discover(&manager, challenge, &options.url).await?;
+    manager.set_metadata(metadata.clone());
     if options.grant == Grant::ClientCredentials {
-        return client_credentials(manager, options).await;
+        return client_credentials(manager, &metadata, options).await;
     }
     let file = TokenFile::new(options.token_file.clone(), &options.url);
     let (stored_secret, stored_redirect) = file.client()?;
@@ -387,16 +553,104 @@ async fn authorize(
     Ok(session.auth_manager)
 }
 
+/// The authorization server's metadata: rmcp's discovery (from the challenge, protected
+/// resource metadata, then the server's own), and where rmcp refuses an issuer, the
+/// 2025-03-26 revision's same-origin case ([`legacy_metadata`]).
+async fn discover(
+    manager: &AuthorizationManager,
+    challenge: Option<&str>,
+    url: &str,
+) -> anyhow::Result<AuthorizationMetadata> {
+    match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution) => Ok(resolution.metadata),
+        Err(err @ AuthError::AuthorizationServerMismatch { .. }) => {
+            match legacy_metadata(url, challenge).await? {
+                Some(metadata) => Ok(metadata),
+                None => Err(anyhow::Error::new(err).context("OAuth discovery")),
+            }
+        }
+        Err(err) => Err(anyhow::Error::new(err).context("OAuth discovery")),
+    }
+}
+
+/// The 2025-03-26 revision's discovery, for a server from before protected resource
+/// metadata: the MCP server's origin is its own authorization server, with its metadata
+/// at `ORIGIN/.well-known/oauth-authorization-server`. Such servers may name an `issuer`
+/// under a path of that origin (where their endpoints are), not the origin itself, which
+/// RFC 8414 §3.3 refuses and rmcp with it; the TypeScript SDK checks no issuer at all.
+/// Taken here only on that legacy path: no protected resource metadata (neither in the
+/// challenge nor at its well-known URLs), the metadata fetched from the MCP server's own
+/// origin without following redirects, its issuer and every endpoint on that origin.
+/// `None` otherwise: an issuer or endpoint on another origin (the mix-up RFC 8414's
+/// check guards against) is refused as rmcp refused it.
+async fn legacy_metadata(
+    url: &str,
+    challenge: Option<&str>,
+) -> anyhow::Result<Option<AuthorizationMetadata>> {
+    if challenge.is_some_and(|challenge| challenge.contains("resource_metadata")) {
+        return Ok(None);
+    }
+    let server = reqwest::Url::parse(url).context("the MCP server's URL")?;
+    let at = |path: &str| {
+        let mut at = server.clone();
+        at.set_query(None);
+        at.set_fragment(None);
+        at.set_path(path);
+        at
+    };
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let path = server.path().trim_end_matches('/');
+    for resource_metadata in [
+        format!("/.well-known/oauth-protected-resource{path}"),
+        "/.well-known/oauth-protected-resource".to_owned(),
+    ] {
+        let answer = client.get(at(&resource_metadata)).send().await;
+        if answer.is_ok_and(|answer| answer.status().is_success()) {
+            return Ok(None);
+        }
+    }
+    let answer = client
+        .get(at("/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .context("OAuth discovery")?;
+    if !answer.status().is_success() {
+        return Ok(None);
+    }
+    let Ok(metadata) = answer.json::<AuthorizationMetadata>().await else {
+        return Ok(None);
+    };
+    Ok(on_origin_of(&server, &metadata).then_some(metadata))
+}
+
+/// Whether the metadata's issuer and all its endpoints are on `server`'s origin
+/// (scheme, host and port).
+fn on_origin_of(server: &reqwest::Url, metadata: &AuthorizationMetadata) -> bool {
+    let origin = server.origin();
+    let same = |url: &str| reqwest::Url::parse(url).is_ok_and(|url| url.origin() == origin);
+    metadata.issuer.as_deref().is_some_and(same)
+        && same(&metadata.authorization_endpoint)
+        && same(&metadata.token_endpoint)
+        && metadata.registration_endpoint.as_deref().is_none_or(same)
+}
+
 /// A token for Attest's own client ID and secret (`client_secret_basic` when that is all
 /// the server takes, else `client_secret_post`), for the MCP server as the resource.
 async fn client_credentials(
     mut manager: AuthorizationManager,
+    metadata: &AuthorizationMetadata,
     options: &OAuthClientOptions,
 ) -> anyhow::Result<AuthorizationManager> {
+    if let (Some(client_id), Some(key)) = (&options.client_id, &options.client_key) {
+        return private_key_jwt(manager, metadata, client_id, key, options).await;
+    }
     let (Some(client_id), Some(client_secret)) = (&options.client_id, &options.client_secret)
     else {
         anyhow::bail!(
-            "the client credentials grant needs --oauth-client-id and --oauth-client-secret-env"
+            "the client credentials grant needs --oauth-client-id and --oauth-client-secret-env \
+             or --oauth-client-key"
         );
     };
     let config = ClientCredentialsConfig::ClientSecret {
@@ -412,6 +666,88 @@ async fn client_credentials(
         .exchange_client_credentials(&config)
         .await
         .context("OAuth client credentials token request")?;
+    Ok(manager)
+}
+
+/// A token for Attest's own client authenticated by a signed assertion
+/// (`private_key_jwt`, RFC 7523 §2.2, [`client_assertion`]), for the MCP server as the
+/// resource: the request names no `client_id` (the assertion does), goes only to an
+/// HTTPS (or loopback) token endpoint, and follows no redirect. The token is kept in the
+/// token file as rmcp keeps its own, so rmcp's client sends it.
+async fn private_key_jwt(
+    mut manager: AuthorizationManager,
+    metadata: &AuthorizationMetadata,
+    client_id: &str,
+    key: &ClientKey,
+    options: &OAuthClientOptions,
+) -> anyhow::Result<AuthorizationManager> {
+    use oauth2::TokenResponse as _;
+    let endpoint = reqwest::Url::parse(&metadata.token_endpoint).context("the token endpoint")?;
+    let loopback = endpoint.host_str().is_some_and(|host| {
+        host == "localhost"
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    anyhow::ensure!(
+        endpoint.scheme() == "https" || loopback,
+        "the token endpoint {endpoint} is not HTTPS: a client assertion goes only over TLS"
+    );
+    let audience = metadata.issuer.as_deref().context(
+        "the authorization server's metadata names no issuer (the client assertion's audience)",
+    )?;
+    let now = now_secs();
+    let assertion = client_assertion(client_id, audience, key, now)?;
+    let scope = options.scopes.join(" ");
+    let mut form = vec![
+        ("grant_type", "client_credentials"),
+        (
+            "client_assertion_type",
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+        ),
+        ("client_assertion", assertion.as_str()),
+        ("resource", options.url.as_str()),
+    ];
+    if !scope.is_empty() {
+        form.push(("scope", scope.as_str()));
+    }
+    let answer = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?
+        .post(endpoint)
+        .form(&form)
+        .send()
+        .await
+        .context("OAuth client credentials token request")?;
+    let status = answer.status();
+    let body = answer
+        .bytes()
+        .await
+        .context("the token endpoint's answer")?;
+    if !status.is_success() {
+        let said: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let field = |name: &str| said[name].as_str().unwrap_or_default().to_owned();
+        anyhow::bail!(
+            "the token endpoint refused the client assertion ({status}): {} {}",
+            field("error"),
+            field("error_description")
+        );
+    }
+    let token: rmcp::transport::auth::OAuthTokenResponse =
+        serde_json::from_slice(&body).context("the token endpoint's answer is not a token")?;
+    let granted = token
+        .scopes()
+        .map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect())
+        .unwrap_or_else(|| options.scopes.clone());
+    TokenFile::new(options.token_file.clone(), &options.url)
+        .save(
+            StoredCredentials::new(client_id.to_owned(), Some(token), granted, Some(now))
+                .with_issuer(metadata.issuer.clone()),
+        )
+        .await?;
+    manager.configure_client_id(client_id)?;
     Ok(manager)
 }
 
@@ -539,7 +875,7 @@ pub(crate) async fn client(options: OAuthClientOptions) -> Result<OAuthHttpClien
     let manager = match stored_manager(&options).await {
         Ok(Some(manager)) => manager,
         Ok(None) => manager(&options).await.map_err(|err| err.to_string())?,
-        Err(err) => return Err(format!("the stored OAuth token: {}", super::chain(&err))),
+        Err(err) => return Err(format!("the stored OAuth token: {err:#}")),
     };
     Ok(OAuthHttpClient {
         inner: AuthClient::new(reqwest_rmcp::Client::new(), manager),
@@ -568,6 +904,29 @@ impl OAuthHttpClient {
                 Ok(())
             }
             Err(err) => Err(format!("{err:#}")),
+        }
+    }
+
+    /// Refreshes a token about to expire before a request is sent, under the token
+    /// file's [`RefreshLock`] and only if the file, read again under it, still holds an
+    /// expiring token: when another process (or session) has just refreshed, its token
+    /// is used and the refresh token is not spent twice. Anything that goes wrong here
+    /// is left to rmcp's own path (its refresh, then a sign-in or the refusal).
+    async fn refresh_if_expiring(&self) {
+        let file = TokenFile::new(self.options.token_file.clone(), &self.options.url);
+        if !file.expiring(now_secs()) {
+            return;
+        }
+        // The manager first, then the file lock: the order rmcp's own refresh takes them.
+        let manager = self.inner.auth_manager.lock().await;
+        let Ok(_lock) = file.lock_refresh().await else {
+            return;
+        };
+        if !file.expiring(now_secs()) {
+            return;
+        }
+        if let Err(err) = REFRESH_LOCK_HELD.scope((), manager.refresh_token()).await {
+            tracing::debug!("refreshing the OAuth token ahead of a request: {err}");
         }
     }
 
@@ -611,6 +970,7 @@ impl StreamableHttpClient for OAuthHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.refresh_if_expiring().await;
         let mut authorizations = 0;
         loop {
             let sent = self
@@ -700,6 +1060,7 @@ mod tests {
             token_file: file,
             client_id: Some("attest".to_owned()),
             client_secret: Some("s3cret".to_owned()),
+            client_key: None,
             client_metadata_url: None,
             scopes: Vec::new(),
             login: LoginMode::Never,
@@ -748,6 +1109,91 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_client_assertion_names_the_client_and_the_issuer_and_verifies_with_its_key() {
+        // A P-256 key made for this test (openssl ecparam -name prime256v1 -genkey).
+        let key = ClientKey {
+            pem: "-----BEGIN PRIVATE KEY-----\n\
+                MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg3MZaQBbNiiqFNQHi\n\
+                C0aJFoavlhtcLPCuKmMF30r24JmhRANCAASYxE3JWvEyJu534Z3zbZh1/kJhNYJ1\n\
+                8e/cj62/163XVObr2I/cJK11GfiSeFjbkPQCJ9hxVnxdNi/+ANFTYaGs\n\
+                -----END PRIVATE KEY-----\n"
+                .to_owned(),
+            algorithm: KeyAlgorithm::Es256,
+        };
+        let public = "-----BEGIN PUBLIC KEY-----\n\
+            MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEmMRNyVrxMibud+Gd822Ydf5CYTWC\n\
+            dfHv3I+tv9et11Tm69iP3CStdRn4knhY25D0AifYcVZ8XTYv/gDRU2GhrA==\n\
+            -----END PUBLIC KEY-----\n";
+        let now = now_secs();
+        let one = client_assertion("attest-client", "https://as.example", &key, now).unwrap();
+        let other = client_assertion("attest-client", "https://as.example", &key, now).unwrap();
+        let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+        validation.set_audience(&["https://as.example"]);
+        validation.set_issuer(&["attest-client"]);
+        let decoding = jsonwebtoken::DecodingKey::from_ec_pem(public.as_bytes()).unwrap();
+        let claims = |token: &str| {
+            jsonwebtoken::decode::<serde_json::Value>(token, &decoding, &validation)
+                .unwrap()
+                .claims
+        };
+        let (one, other) = (claims(&one), claims(&other));
+        assert_eq!(one["sub"], "attest-client");
+        assert_eq!(one["exp"].as_u64(), Some(now + 300));
+        assert_ne!(one["jti"], other["jti"]);
+        // Another audience does not verify; nor does a key of another kind.
+        validation.set_audience(&["https://other.example"]);
+        let signed = client_assertion("attest-client", "https://as.example", &key, now).unwrap();
+        assert!(
+            jsonwebtoken::decode::<serde_json::Value>(&signed, &decoding, &validation).is_err()
+        );
+        let rsa = ClientKey {
+            algorithm: KeyAlgorithm::Rs256,
+            ..key
+        };
+        let err = client_assertion("attest-client", "https://as.example", &rsa, now)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--oauth-client-key") && !err.contains("MIGH"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn legacy_metadata_is_taken_only_on_the_mcp_servers_own_origin() {
+        let server = reqwest::Url::parse("http://127.0.0.1:8080/mcp").unwrap();
+        let metadata = |issuer: &str, token: &str| -> AuthorizationMetadata {
+            serde_json::from_value(serde_json::json!({
+                "issuer": issuer,
+                "authorization_endpoint": "http://127.0.0.1:8080/oauth/authorize",
+                "token_endpoint": token,
+                "registration_endpoint": "http://127.0.0.1:8080/oauth/register",
+            }))
+            .unwrap()
+        };
+        let here = "http://127.0.0.1:8080/oauth/token";
+        assert!(on_origin_of(
+            &server,
+            &metadata("http://127.0.0.1:8080/oauth", here)
+        ));
+        for (issuer, token) in [
+            ("http://127.0.0.1:9090/oauth", here),
+            ("https://127.0.0.1:8080/oauth", here),
+            ("http://localhost:8080/oauth", here),
+            ("http://127.0.0.1:8080/oauth", "http://127.0.0.1:9090/token"),
+            ("not a url", here),
+        ] {
+            assert!(
+                !on_origin_of(&server, &metadata(issuer, token)),
+                "{issuer} {token}"
+            );
+        }
+        let mut no_issuer = metadata("http://127.0.0.1:8080/oauth", here);
+        no_issuer.issuer = None;
+        assert!(!on_origin_of(&server, &no_issuer));
+    }
+
     #[tokio::test]
     async fn stores_on_one_file_refresh_one_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
@@ -759,8 +1205,16 @@ mod tests {
         // Never ready while the first refresh holds the file's guard.
         assert!(futures_util::poll!(waiting.as_mut()).is_pending());
         drop(held);
-        assert!(waiting.await.unwrap().is_some());
+        let second = waiting.await.unwrap();
+        assert!(second.is_some());
+        // Another file's lock is not this one's: taken while this one is held (a hang
+        // here is the failure; the bound only ends it).
         let elsewhere = TokenFile::new(dir.path().join("other.json"), "https://b.example/mcp");
-        assert!(futures_util::poll!(Box::pin(elsewhere.acquire_refresh_guard())).is_ready());
+        let other_file =
+            tokio::time::timeout(Duration::from_secs(60), elsewhere.acquire_refresh_guard()).await;
+        assert!(matches!(other_file, Ok(Ok(Some(_)))));
+        // The lock lives beside the token file, which a save replaces by a rename.
+        assert!(dir.path().join("shared.json.lock").exists());
+        drop(second);
     }
 }

@@ -29,6 +29,7 @@ pub(crate) mod mcp_proxy;
 mod mcp_resource;
 pub(crate) mod mcp_server;
 mod mcp_sessions;
+mod mcp_streams;
 pub(crate) mod mcp_transport;
 pub(crate) mod notices;
 pub(crate) mod oidc;

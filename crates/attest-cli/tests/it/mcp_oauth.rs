@@ -112,13 +112,18 @@ async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_i
 /// The OAuth-protected notes server with its own authorization server
 /// (`py/oauth_notes.py`), once it accepts connections: running, with its `/mcp` URL.
 fn oauth_notes(dir: &std::path::Path) -> (crate::Running, String) {
+    oauth_notes_with(dir, &[])
+}
+
+fn oauth_notes_with(dir: &std::path::Path, env: &[(&str, &str)]) -> (crate::Running, String) {
     let port = free_port();
     let (server, url) = start_first_line(
         Command::new(crate::python())
             .arg(py("oauth_notes.py"))
             .arg(port.to_string())
             .env("NOTES_LOG", dir.join("notes.log"))
-            .env("OAUTH_LOG", dir.join("oauth.log")),
+            .env("OAUTH_LOG", dir.join("oauth.log"))
+            .envs(env.iter().copied()),
     );
     let started = std::time::Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -143,12 +148,14 @@ fn grants(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-/// The one token file in `tokens`, parsed, with its mode.
+/// The one token file in `tokens` (beside it, its refresh lock `….json.lock` once it
+/// has been refreshed), parsed, with its mode.
 fn token_file(tokens: &std::path::Path) -> (std::path::PathBuf, Value, u32) {
     use std::os::unix::fs::PermissionsExt as _;
     let files: Vec<_> = std::fs::read_dir(tokens)
         .unwrap()
         .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let path = files[0].clone();
@@ -350,6 +357,148 @@ fn a_governed_call_through_an_oauth_upstream_refreshes_once_and_fails_closed_whe
             .count(),
         1
     );
+}
+
+/// `attest mcp-login URL --login headless`, its tokens in `tokens`.
+fn headless_login(url: &str, tokens: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["mcp-login", url, "--login", "headless", "--oauth-tokens"])
+        .arg(tokens)
+        .env_clear()
+        .output()
+        .unwrap()
+}
+
+/// The Python SDK's client driving `attest mcp-proxy --url URL --oauth` (its own ledger,
+/// named by `title`), calling `create_note` once with `title`; prints its report.
+fn oauth_proxy_creating(
+    dir: &std::path::Path,
+    url: &str,
+    tokens: &std::path::Path,
+    title: &str,
+) -> Command {
+    let plan = json!({"calls": [{"tool": "create_note", "args": {"title": title, "body": "b"}}]});
+    let plan_file = dir.join(format!("plan-{title}.json"));
+    std::fs::write(&plan_file, plan.to_string()).unwrap();
+    let mut command = Command::new(crate::python());
+    command
+        .arg(py("mcp_driver.py"))
+        .arg(&plan_file)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_attest"))
+        .args([
+            "--ledger",
+            &format!("ledger-{title}.sqlite"),
+            "mcp-proxy",
+            "--server",
+            "notes",
+            "--mode",
+            "auto",
+            "--url",
+            url,
+            "--oauth",
+            "--oauth-tokens",
+        ])
+        .arg(tokens)
+        .current_dir(dir);
+    command
+}
+
+/// The report `mcp_driver.py` printed, or a panic with what it said.
+fn driver_report(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(output), crate::stderr(output)))
+}
+
+#[test]
+fn a_2025_03_26_server_on_its_own_origin_is_its_authorization_server_but_no_other_origin_is() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    // The legacy layout: no protected resource metadata; the root metadata names an
+    // issuer under /oauth of the same origin, where the endpoints are. Signed in, and a
+    // governed call made (the proxy discovering again from the stored token).
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = oauth_notes_with(dir.path(), &[("OAUTH_LEGACY_ISSUER", "{base}/oauth")]);
+    let tokens = dir.path().join("tokens");
+    let login = headless_login(&url, &tokens);
+    assert!(login.status.success(), "{}", crate::stderr(&login));
+    assert_eq!(grants(dir.path()), ["register", "authorization_code"]);
+    let output = oauth_proxy_creating(dir.path(), &url, &tokens, "legacy")
+        .output()
+        .unwrap();
+    let report = driver_report(&output);
+    assert_eq!(report["calls"][0]["is_error"], false, "{report}");
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(log.contains("legacy"), "{log}");
+
+    // The same layout with an issuer on another origin (a mix-up): refused, before any
+    // registration or authorization request.
+    let other = tempfile::tempdir().unwrap();
+    let (_other_server, other_url) = oauth_notes_with(
+        other.path(),
+        &[("OAUTH_LEGACY_ISSUER", "http://127.0.0.1:9/oauth")],
+    );
+    let tokens = other.path().join("tokens");
+    let refused = headless_login(&other_url, &tokens);
+    assert!(!refused.status.success());
+    let said = crate::stderr(&refused);
+    assert!(
+        said.contains("issuer mismatch") && said.contains("http://127.0.0.1:9/oauth"),
+        "{said}"
+    );
+    assert!(grants(other.path()).is_empty());
+    assert!(!tokens.exists() || std::fs::read_dir(&tokens).unwrap().next().is_none());
+}
+
+#[test]
+fn two_proxies_sharing_a_token_file_spend_its_refresh_token_once() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Each refresh takes a second, so two proxies that both found the token expired
+    // are refreshing at the same time unless one waits for the other.
+    let (_server, url) = oauth_notes_with(dir.path(), &[("OAUTH_REFRESH_DELAY", "1")]);
+    let tokens = dir.path().join("tokens");
+    let login = headless_login(&url, &tokens);
+    assert!(login.status.success(), "{}", crate::stderr(&login));
+    let (path, stored, _) = token_file(&tokens);
+    let expire = Command::new(crate::python())
+        .arg(py("oauth_notes.py"))
+        .arg("expire")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(expire.success());
+
+    // Two proxy processes on the one token file, started together, one call each.
+    let proxies: Vec<_> = ["one", "two"]
+        .into_iter()
+        .map(|title| {
+            oauth_proxy_creating(dir.path(), &url, &tokens, title)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for proxy in proxies {
+        let report = driver_report(&proxy.wait_with_output().unwrap());
+        assert_eq!(report["calls"][0]["is_error"], false, "{report}");
+    }
+    // One refresh: the second proxy, after waiting for the first one's lock, read the
+    // refreshed token from the file. (The server rotates refresh tokens: a second
+    // refresh with the first token would have been refused, and that call failed.)
+    assert_eq!(
+        grants(dir.path()),
+        ["register", "authorization_code", "refresh_token"]
+    );
+    let (_, refreshed, mode) = token_file(&tokens);
+    assert_eq!(mode, 0o600);
+    assert_ne!(access_token(&stored), access_token(&refreshed));
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(log.contains("one") && log.contains("two"), "{log}");
 }
 
 #[tokio::test]

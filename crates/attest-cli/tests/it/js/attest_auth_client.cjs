@@ -37,6 +37,12 @@ async function run(scenario, serverUrl) {
       args.push("--oauth-client-secret-env", "CONFORMANCE_CLIENT_SECRET");
       env.CONFORMANCE_CLIENT_SECRET = ctx.client_secret;
     }
+    // private_key_jwt: the suite's key, in a file only the owner reads.
+    if (ctx.private_key_pem) {
+      const key = path.join(dir, "client-key.pem");
+      fs.writeFileSync(key, ctx.private_key_pem, { mode: 0o600 });
+      args.push("--oauth-client-key", key, "--oauth-client-key-alg", ctx.signing_algorithm || "ES256");
+    }
   }
   const transport = new StdioClientTransport({
     command: process.env.ATTEST_BIN, args, env, stderr: "inherit",

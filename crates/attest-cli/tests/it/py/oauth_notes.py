@@ -10,9 +10,15 @@ On 127.0.0.1:PORT: /mcp answers only an unrevoked access token it issued (else 4
 server publishes RFC 8414 metadata, registers clients (RFC 7591), approves every
 authorization request at once (a 302 back with the code: no person needed) and issues
 opaque tokens for the code with PKCE S256 checked, and for a refresh token. Each grant
-is appended to OAUTH_LOG as a JSON line ({"grant": …}), with no token in it.
+is appended to OAUTH_LOG as a JSON line ({"grant": …}), with no token in it. With
+OAUTH_REFRESH_DELAY=SECS a refresh answers after that long (two clients refreshing at
+once then overlap). With OAUTH_LEGACY_ISSUER=URL ({base} in it is the server's origin),
+the 2025-03-26 revision's layout: no protected resource metadata (nor a pointer to it in
+the challenge), the authorization server's metadata at the origin's root naming URL as
+its issuer, and its endpoints under /oauth.
 """
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -46,6 +52,11 @@ BASE = f"http://127.0.0.1:{PORT}"
 RESOURCE = f"{BASE}/mcp"
 METADATA = f"{BASE}/.well-known/oauth-protected-resource/mcp"
 CHALLENGE = f'Bearer error="invalid_token", resource_metadata="{METADATA}"'.encode()
+LEGACY_ISSUER = os.environ.get("OAUTH_LEGACY_ISSUER", "").replace("{base}", BASE)
+PREFIX = "/oauth" if LEGACY_ISSUER else ""
+if LEGACY_ISSUER:
+    CHALLENGE = b'Bearer error="invalid_token"'
+
 APP = server.streamable_http_app(host="127.0.0.1")
 
 ACCESS = {}   # token -> {"revoked": bool}
@@ -87,14 +98,19 @@ async def reply(send, status, body, headers=()):
 
 async def oauth(scope, receive, send):
     path, method = scope["path"], scope["method"]
+    if PREFIX and path.startswith(PREFIX + "/"):
+        path = path[len(PREFIX):]
+    elif PREFIX and path in ("/authorize", "/token", "/register"):
+        return None
     query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
-    if path == "/.well-known/oauth-protected-resource/mcp":
+    if path == "/.well-known/oauth-protected-resource/mcp" and not LEGACY_ISSUER:
         return await reply(send, 200, {"resource": RESOURCE, "authorization_servers": [BASE],
                                        "scopes_supported": ["notes"]})
     if path == "/.well-known/oauth-authorization-server":
+        at = BASE + PREFIX
         return await reply(send, 200, {
-            "issuer": BASE, "authorization_endpoint": f"{BASE}/authorize",
-            "token_endpoint": f"{BASE}/token", "registration_endpoint": f"{BASE}/register",
+            "issuer": LEGACY_ISSUER or BASE, "authorization_endpoint": f"{at}/authorize",
+            "token_endpoint": f"{at}/token", "registration_endpoint": f"{at}/register",
             "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
             "token_endpoint_auth_methods_supported": ["none"], "scopes_supported": ["notes"]})
@@ -125,6 +141,7 @@ async def oauth(scope, receive, send):
                 return await reply(send, 400, {"error": "invalid_grant"})
             return await reply(send, 200, issue(code["client_id"]))
         if grant == "refresh_token":
+            await asyncio.sleep(float(os.environ.get("OAUTH_REFRESH_DELAY", "0")))
             held = REFRESH.get(form.get("refresh_token", ""))
             if held is None or held["revoked"]:
                 return await reply(send, 400, {"error": "invalid_grant",
