@@ -260,8 +260,11 @@ for (const lying of [false, true]) {
     const attest = new Attest();
     t.after(() => attest.close());
     const fns = functions(vendor);
+    // Non-strict tools (the scenario's frobnicate_widget takes an optional field, which the
+    // SDK's strict mode has no room for) take a plain JSON schema (zod's, without zod's marker).
+    const schema = (name) => JSON.parse(JSON.stringify(z.toJSONSchema(SCHEMAS[name])));
     const tools = oaWrap(
-      Object.entries(fns).map(([name, execute]) => oaTool({ name, description: name, parameters: SCHEMAS[name], strict: false, execute })),
+      Object.entries(fns).map(([name, execute]) => oaTool({ name, description: name, parameters: schema(name), strict: false, execute })),
       attest,
       ACMECRM,
     );

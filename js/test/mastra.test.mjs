@@ -74,10 +74,7 @@ test("a wrapped Mastra tool keeps its id and schema, runs through Attest and the
   assert.deepEqual(output, { id: "n1", title: "groceries" });
   assert.match(text, /groceries/);
   const [row] = cli.entries();
-  assert.deepEqual(
-    [row.system, row.verb, row.agent, row.decision, row.call.function, row.call.framework],
-    ["notes", "read", "mastra-agent", "act", "get_note", "mastra"],
-  );
+  assert.deepEqual([row.system, row.verb, row.agent, row.decision, row.call.function], ["notes", "read", "mastra-agent", "act", "get_note"]);
 });
 
 test("a refused Mastra tool does not run and the model reads why", async (t) => {
