@@ -208,14 +208,20 @@ const CALLS = [
   ["delete_deal", { id: "d1" }],
 ];
 
+/** A fake CRM, the scenario's directory (the working one) and an Attest opened with nothing but its file. */
+async function scenario(t, lying) {
+  const vendor = await crm(t, lying);
+  const directory = scenarioDirectory(t, vendor);
+  const attest = new Attest();
+  t.after(() => attest.close());
+  return { vendor, directory, attest };
+}
+
 for (const lying of [false, true]) {
   const which = lying ? "lying" : "honest";
 
   test(`the decorator (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     const tools = Object.fromEntries(
       Object.entries(functions(vendor)).map(([name, fn]) => [name, attest.tool({ name, system: "acmecrm" }, fn)]),
     );
@@ -227,10 +233,7 @@ for (const lying of [false, true]) {
   });
 
   test(`an ai tool (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     const fns = functions(vendor);
     const tools = aiWrap(
       Object.fromEntries(Object.entries(fns).map(([name, execute]) => [name, aiTool({ description: name, inputSchema: SCHEMAS[name], execute })])),
@@ -242,10 +245,7 @@ for (const lying of [false, true]) {
   });
 
   test(`a LangChain tool (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     const fns = functions(vendor);
     const tools = lcWrap(Object.entries(fns).map(([name, fn]) => lcTool(fn, { name, description: name, schema: SCHEMAS[name] })), attest, ACMECRM);
     for (const [name, args] of CALLS) {
@@ -255,10 +255,7 @@ for (const lying of [false, true]) {
   });
 
   test(`an OpenAI Agents run (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     const fns = functions(vendor);
     // Non-strict tools (the scenario's frobnicate_widget takes an optional field, which the
     // SDK's strict mode has no room for) take a plain JSON schema (zod's, without zod's marker).
@@ -279,10 +276,7 @@ for (const lying of [false, true]) {
   });
 
   test(`a Mastra agent (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     const fns = functions(vendor);
     const tools = mastraWrap(
       Object.fromEntries(Object.entries(fns).map(([id, execute]) => [id, createTool({ id, description: id, inputSchema: SCHEMAS[id], execute })])),
@@ -297,10 +291,7 @@ for (const lying of [false, true]) {
   });
 
   test(`an MCP client (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     // The CRM's tools as an MCP server (structured results, as the Python SDK's server gives).
     const server = new McpServer({ name: "acmecrm", version: "1.0.0" });
     for (const [name, fn] of Object.entries(functions(vendor))) {
