@@ -4,10 +4,13 @@
 // package lands in a ledger the binary verifies.
 //
 // The compile shares the workspace's target directory (CARGO_TARGET_DIR, else target/;
-// ATTEST_PACK_TARGET_DIR overrides it) as a build cache only: the registry crates built
-// there for the in-repository install are reused, while attest-node and the engine's own
-// crates are compiled from the tarball's copies (cargo keys path crates by where they
-// are), so CI does not build every dependency twice.
+// ATTEST_PACK_TARGET_DIR overrides it) as a build cache, so CI does not build every
+// registry crate twice. The tarball's engine crates are laid out as the repository's, so
+// cargo gives them the same unit hashes, and npm extracts files with a fixed old mtime:
+// cargo would take the in-repository build for theirs. So the test installs without
+// scripts, marks the tarball's engine sources new (as a fresh checkout's are), then runs
+// the install script (`npm rebuild attest`), and checks that cargo compiled the engine's
+// crates from the tarball's copies.
 "use strict";
 
 const assert = require("node:assert/strict");
@@ -26,14 +29,14 @@ function npm(args, options) {
   const [command, prefix] = npmCli && npmCli.endsWith(".js") ? [process.execPath, [npmCli]] : ["npm", []];
   const out = spawnSync(command, [...prefix, ...args], { encoding: "utf8", timeout: 1_800_000, ...options });
   assert.equal(out.status, 0, `npm ${args.join(" ")}: ${out.status}\n${out.stdout}\n${out.stderr}`);
-  return out.stdout;
+  return out;
 }
 
 test("npm pack's tarball installs outside the repository, compiles the engine and governs a call", async (t) => {
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), "attest-pack-"));
   t.after(() => fs.rmSync(directory, { recursive: true, force: true }));
 
-  const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", directory], { cwd: PACKAGE }));
+  const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", directory], { cwd: PACKAGE }).stdout);
   const files = new Set(packed.files.map((file) => file.path));
   for (const needed of [
     "engine/Cargo.toml",
@@ -57,10 +60,17 @@ test("npm pack's tarball installs outside the repository, compiles the engine an
   fs.mkdirSync(consumer);
   fs.writeFileSync(path.join(consumer, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
   const target = process.env.ATTEST_PACK_TARGET_DIR || process.env.CARGO_TARGET_DIR || path.join(REPO, "target");
-  npm(["install", path.join(directory, packed.filename), "--no-audit", "--no-fund", "--prefer-offline", "--foreground-scripts"], {
-    cwd: consumer,
-    env: { ...process.env, CARGO_TARGET_DIR: target },
-  });
+  const env = { ...process.env, CARGO_TARGET_DIR: target };
+  npm(["install", path.join(directory, packed.filename), "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline"], { cwd: consumer, env });
+  const engine = path.join(consumer, "node_modules", "attest", "engine");
+  const now = new Date();
+  for (const file of fs.readdirSync(engine, { recursive: true })) fs.utimesSync(path.join(engine, file), now, now);
+  const built = npm(["rebuild", "attest", "--foreground-scripts"], { cwd: consumer, env });
+  const said = `${built.stdout}\n${built.stderr}`;
+  for (const crate of ["attest-policy", "attest-ledger", "attest-core", "js"]) {
+    const where = path.join("node_modules", "attest", "engine", crate === "js" ? "js" : path.join("crates", crate));
+    assert.ok(said.includes(`${where})`), `cargo did not compile ${where} from the tarball:\n${said}`);
+  }
   const installed = path.join(consumer, "node_modules", "attest");
   assert.ok(!fs.lstatSync(installed).isSymbolicLink(), "installed from the tarball, not linked to the repository");
   assert.ok(fs.existsSync(path.join(installed, "attest.node")), "the engine was compiled into the package");
