@@ -22,7 +22,7 @@ const FRAMEWORK = "mcp";
 
 /** What a tool result says, as the MCP proxy hashes and checks it (its `payload`). */
 function payload(result) {
-  if (result?.structuredContent !== undefined) return result.structuredContent;
+  if (result?.structuredContent != null) return result.structuredContent;
   const [only, ...more] = Array.isArray(result?.content) ? result.content : [];
   if (only?.type === "text" && more.length === 0) {
     try {
