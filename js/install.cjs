@@ -1,5 +1,9 @@
 // The package's install step: builds the engine from source with napi (`napi build`, a
-// debug build into the workspace's target directory, and the .d.ts napi generates).
+// debug build, and the .d.ts napi generates). In the repository (`npm install ./js`) it
+// builds this crate in place, into the workspace's target directory; from a tarball
+// (`npm pack`, which has no Cargo.toml of its own) it builds engine/, the workspace
+// pack.cjs put in it, into engine/target, removed once the addon is copied out (unless
+// CARGO_TARGET_DIR names a target directory of the caller's).
 //
 // `npm install ./js` from another project links this folder without installing its own
 // dependencies (npm does so for a folder outside the installing project), so the build
@@ -8,6 +12,7 @@
 "use strict";
 
 const { spawnSync } = require("node:child_process");
+const fs = require("node:fs");
 const path = require("node:path");
 
 const here = __dirname;
@@ -34,4 +39,13 @@ if (!napiCli()) {
 const cli = napiCli();
 if (!cli) throw new Error("@napi-rs/cli is not installed, and installing it failed");
 const bin = require(cli).bin;
-run(process.execPath, [path.join(path.dirname(cli), typeof bin === "string" ? bin : bin.napi), "build", "--dts", "binding.d.ts"]);
+const napi = path.join(path.dirname(cli), typeof bin === "string" ? bin : bin.napi);
+const packed = !fs.existsSync(path.join(here, "Cargo.toml"));
+if (!packed) {
+  run(process.execPath, [napi, "build", "--dts", "binding.d.ts"]);
+} else {
+  const manifest = path.join("engine", "js", "Cargo.toml");
+  if (!fs.existsSync(path.join(here, manifest))) throw new Error(`the package has neither Cargo.toml nor ${manifest}`);
+  run(process.execPath, [napi, "build", "--manifest-path", manifest, "--output-dir", ".", "--dts", "binding.d.ts"]);
+  if (!process.env.CARGO_TARGET_DIR) fs.rmSync(path.join(here, "engine", "target"), { recursive: true, force: true });
+}

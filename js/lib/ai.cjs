@@ -59,4 +59,4 @@ function wrapTools(tools, attest, specs = {}) {
   );
 }
 
-module.exports = { wrapTool, wrapTools, FRAMEWORK };
+module.exports = { wrapTool, wrapTools, notRun, FRAMEWORK };

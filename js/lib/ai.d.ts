@@ -1,5 +1,5 @@
 // The types of attest/ai (lib/ai.cjs).
-import type { Attest } from "./index";
+import type { Attest, AttestError } from "./index";
 
 export interface WrapSpec {
   name?: string;
@@ -18,6 +18,8 @@ export interface NotRun {
 }
 
 export declare const FRAMEWORK: "ai";
+/** What a call that did not run answers the model (the Mastra adapter answers the same). */
+export declare function notRun(error: AttestError): NotRun;
 /** `tool` with its `execute` governed by `attest` (same description and input schema). */
 export declare function wrapTool<T>(tool: T, attest: Attest, spec?: WrapSpec): T;
 /** Every tool of a `tools` record governed; each key is its tool's name. */

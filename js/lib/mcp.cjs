@@ -7,7 +7,11 @@
 // The wrapped client is the same client (every other method is its own); `callTool` is
 // described as the MCP proxy describes a call (the server, the tool, its arguments and
 // its annotations, which may make a call stricter, never a write a read) and runs only
-// when Attest clears it. A call that may not run answers as MCP answers a failed tool,
+// when Attest clears it. What is recorded and checked of its result is what the proxy
+// records: its structured content, else its one text block when that is a JSON object,
+// else the whole result (so a read-back recipe reads `result:/id` alike through both); a
+// result with `isError: true` is recorded as a failed execution and still handed back as
+// the server gave it. A call that may not run answers as MCP answers a failed tool,
 // a result with `isError: true` whose text says why (and, for a call waiting for a person,
 // the request and its inbox link, also in `_meta.attest`), so the model reads the reason.
 "use strict";
@@ -15,6 +19,30 @@
 const { AttestError, Held } = require("./index.cjs");
 
 const FRAMEWORK = "mcp";
+
+/** What a tool result says, as the MCP proxy hashes and checks it (its `payload`). */
+function payload(result) {
+  if (result?.structuredContent != null) return result.structuredContent;
+  const [only, ...more] = Array.isArray(result?.content) ? result.content : [];
+  if (only?.type === "text" && more.length === 0) {
+    try {
+      const value = JSON.parse(only.text);
+      if (value !== null && typeof value === "object" && !Array.isArray(value)) return value;
+    } catch {
+      // not JSON: the whole result
+    }
+  }
+  return result;
+}
+
+/** An `isError` result, thrown through the pipeline so it is recorded as a failed execution. */
+class ErrorResult extends Error {
+  constructor(result) {
+    super("the MCP server answered isError");
+    this.name = "ErrorResult";
+    this.result = result;
+  }
+}
 
 /** The MCP result of a call that did not run. */
 function notRun(error) {
@@ -55,12 +83,17 @@ function wrapClient(client, attest, options = {}) {
       destructiveHint: hinted.destructiveHint,
       idempotentHint: hinted.idempotentHint,
     };
+    let result;
     try {
-      const { value } = await attest.call(call, params.arguments ?? {}, (use) =>
-        client.callTool({ ...params, arguments: use }, resultSchema, requestOptions));
-      return value;
+      await attest.call(call, params.arguments ?? {}, async (use) => {
+        result = await client.callTool({ ...params, arguments: use }, resultSchema, requestOptions);
+        if (result?.isError === true) throw new ErrorResult(result);
+        return payload(result);
+      });
+      return result;
     } catch (error) {
       if (error instanceof AttestError) return notRun(error);
+      if (error instanceof ErrorResult) return error.result;
       throw error;
     }
   };
@@ -73,4 +106,4 @@ function wrapClient(client, attest, options = {}) {
   });
 }
 
-module.exports = { wrapClient, FRAMEWORK };
+module.exports = { wrapClient, payload, FRAMEWORK };

@@ -13,3 +13,5 @@ export declare function wrapClient<C extends { callTool: (...args: any[]) => Pro
   attest: Attest,
   options?: WrapClientOptions,
 ): C;
+/** What a tool result says, as the MCP proxy hashes and checks it: structured content, else one JSON text block, else the result. */
+export declare function payload(result: unknown): unknown;

@@ -1,6 +1,8 @@
 // The doors scenario (crates/attest-cli/tests/it/doors.rs, python/tests/test_doors.py),
-// through the TypeScript doors: the decorator, an `ai` tool and a LangChain tool, each
-// with the same `.attest/config.yaml` and nothing else:
+// through the TypeScript doors: the decorator, an `ai` tool, a LangChain tool, an OpenAI
+// Agents run (`@openai/agents`), a Mastra agent and an MCP client (the official SDK's, to
+// a server of the CRM's tools), each with the same `.attest/config.yaml` and nothing else
+// (Mastra and `ai` 7 need Node 22: .ci/run runs this file with .ci/node's node 22):
 //
 // - the registry maps the in-house tool `frobnicate_widget` to `acmecrm.list`: it acts;
 // - `create_deal` is read back by the configuration's recipe from the fake CRM on
@@ -17,13 +19,31 @@ import path from "node:path";
 import { test } from "node:test";
 
 import { tool as aiTool } from "ai";
+import { MockLanguageModelV3 } from "ai/test";
 import { tool as lcTool } from "@langchain/core/tools";
+import { Agent as MastraAgent } from "@mastra/core/agent";
+import { createTool } from "@mastra/core/tools";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Agent as OpenAIAgent, run, setTracingDisabled, tool as oaTool } from "@openai/agents";
 import { z } from "zod";
 
 import { Attest, Held, Refused } from "attest";
 import { wrapTools as aiWrap } from "attest/ai";
 import { wrapTools as lcWrap } from "attest/langchain";
+import { wrapTools as mastraWrap } from "attest/mastra";
+import { wrapClient } from "attest/mcp";
+import { wrapTools as oaWrap } from "attest/openai-agents";
 import helpers from "./helpers.cjs";
+import { scriptedModel } from "./model.mjs";
+import oaTools from "./openai-agents.tools.cjs";
+
+// Telemetry and tracing off by the frameworks' documented settings; nothing leaves the machine.
+process.env.MASTRA_TELEMETRY_DISABLED = "1";
+process.env.OPENAI_AGENTS_DISABLE_TRACING = "1";
+setTracingDisabled(true);
+helpers.noNetwork();
 
 const ACME_TOKEN = "acme-test-token";
 const HOOK_SECRET = "whsec-doors";
@@ -188,14 +208,20 @@ const CALLS = [
   ["delete_deal", { id: "d1" }],
 ];
 
+/** A fake CRM, the scenario's directory (the working one) and an Attest opened with nothing but its file. */
+async function scenario(t, lying) {
+  const vendor = await crm(t, lying);
+  const directory = scenarioDirectory(t, vendor);
+  const attest = new Attest();
+  t.after(() => attest.close());
+  return { vendor, directory, attest };
+}
+
 for (const lying of [false, true]) {
   const which = lying ? "lying" : "honest";
 
   test(`the decorator (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     const tools = Object.fromEntries(
       Object.entries(functions(vendor)).map(([name, fn]) => [name, attest.tool({ name, system: "acmecrm" }, fn)]),
     );
@@ -207,10 +233,7 @@ for (const lying of [false, true]) {
   });
 
   test(`an ai tool (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     const fns = functions(vendor);
     const tools = aiWrap(
       Object.fromEntries(Object.entries(fns).map(([name, execute]) => [name, aiTool({ description: name, inputSchema: SCHEMAS[name], execute })])),
@@ -222,15 +245,72 @@ for (const lying of [false, true]) {
   });
 
   test(`a LangChain tool (${which} CRM)`, async (t) => {
-    const vendor = await crm(t, lying);
-    const directory = scenarioDirectory(t, vendor);
-    const attest = new Attest();
-    t.after(() => attest.close());
+    const { vendor, directory, attest } = await scenario(t, lying);
     const fns = functions(vendor);
     const tools = lcWrap(Object.entries(fns).map(([name, fn]) => lcTool(fn, { name, description: name, schema: SCHEMAS[name] })), attest, ACMECRM);
     for (const [name, args] of CALLS) {
       await tools.find((candidate) => candidate.name === name).invoke({ name, args, id: `call-${name}`, type: "tool_call" });
     }
     await check(vendor, "langchain", directory);
+  });
+
+  test(`an OpenAI Agents run (${which} CRM)`, async (t) => {
+    const { vendor, directory, attest } = await scenario(t, lying);
+    const fns = functions(vendor);
+    // Non-strict tools (the scenario's frobnicate_widget takes an optional field, which the
+    // SDK's strict mode has no room for) take a plain JSON schema (zod's, without zod's marker).
+    const schema = (name) => JSON.parse(JSON.stringify(z.toJSONSchema(SCHEMAS[name])));
+    const tools = oaWrap(
+      Object.entries(fns).map(([name, execute]) => oaTool({ name, description: name, parameters: schema(name), strict: false, execute })),
+      attest,
+      ACMECRM,
+    );
+    const outputs = {};
+    for (const [name, args] of CALLS) {
+      const agent = new OpenAIAgent({ name: "crm", instructions: "crm", model: new oaTools.ScriptedModel(name, args), tools });
+      outputs[name] = await run(agent, "go", { context: {} });
+    }
+    assert.match(outputs.search_widgets.finalOutput, /Not run: refused/);
+    assert.equal(outputs.delete_deal.interruptions.length, 1, "the asked delete stops the run for a person");
+    await check(vendor, "openai-agents", directory);
+  });
+
+  test(`a Mastra agent (${which} CRM)`, async (t) => {
+    const { vendor, directory, attest } = await scenario(t, lying);
+    const fns = functions(vendor);
+    const tools = mastraWrap(
+      Object.fromEntries(Object.entries(fns).map(([id, execute]) => [id, createTool({ id, description: id, inputSchema: SCHEMAS[id], execute })])),
+      attest,
+      ACMECRM,
+    );
+    for (const [name, input] of CALLS) {
+      const agent = new MastraAgent({ id: "crm", name: "crm", instructions: "crm", model: scriptedModel(MockLanguageModelV3, name, input), tools });
+      await agent.generate("go", { maxSteps: 3 });
+    }
+    await check(vendor, "mastra", directory);
+  });
+
+  test(`an MCP client (${which} CRM)`, async (t) => {
+    const { vendor, directory, attest } = await scenario(t, lying);
+    // The CRM's tools as an MCP server (structured results, as the Python SDK's server gives).
+    const server = new McpServer({ name: "acmecrm", version: "1.0.0" });
+    for (const [name, fn] of Object.entries(functions(vendor))) {
+      server.registerTool(name, { description: name, inputSchema: SCHEMAS[name].shape }, async (args) => {
+        const value = await fn(args);
+        return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
+      });
+    }
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const connected = new Client({ name: "agent", version: "1.0.0" });
+    await connected.connect(clientSide);
+    t.after(() => connected.close());
+    const client = wrapClient(connected, attest, { server: "acmecrm" });
+    const results = {};
+    for (const [name, args] of CALLS) results[name] = await client.callTool({ name, arguments: args });
+    assert.equal(results.create_deal.structuredContent.id, "d1");
+    assert.equal(results.search_widgets._meta.attest.status, "Refused");
+    assert.equal(results.delete_deal._meta.attest.status, "Held");
+    await check(vendor, "mcp", directory);
   });
 }

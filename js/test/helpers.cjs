@@ -65,4 +65,35 @@ class Cli {
   }
 }
 
-module.exports = { REPO, POLICY, Cli, project, attestBinary, execFileSync };
+// Hosts a test may connect to: this machine's loopback (the fake vendors, PostgreSQL).
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * Refuses, for the rest of this test file, every connection to a host other than this
+ * machine's loopback (a framework's telemetry, a model provider), and fails the file's
+ * tests at its end if anything tried one: a framework that phones home fails the test
+ * instead of reaching the network.
+ */
+function noNetwork() {
+  const net = require("node:net");
+  const tried = [];
+  const connect = net.Socket.prototype.connect;
+  net.Socket.prototype.connect = function guarded(...args) {
+    // net.connect passes its normalized arguments as one array.
+    const given = Array.isArray(args[0]) ? args[0][0] : args[0];
+    const options = given !== null && typeof given === "object" ? given : { port: given, host: args[1] };
+    const host = options.path === undefined ? String(options.host ?? "localhost") : undefined;
+    if (host !== undefined && !LOOPBACK.has(host)) {
+      tried.push(`${host}:${options.port}`);
+      process.nextTick(() => this.destroy(new Error(`the tests make no network calls (tried ${host})`)));
+      return this;
+    }
+    return connect.apply(this, args);
+  };
+  require("node:test").after(() => {
+    net.Socket.prototype.connect = connect;
+    assert.deepEqual(tried, [], "connections left this machine");
+  });
+}
+
+module.exports = { REPO, POLICY, Cli, project, attestBinary, execFileSync, noNetwork };

@@ -30,6 +30,14 @@ async function setup(t, options) {
     ran.push(["delete_note", id]);
     return text(`deleted ${id}`);
   });
+  server.registerTool("find_note", { inputSchema: { title: z.string() }, annotations: { readOnlyHint: true } }, async ({ title }) => {
+    ran.push(["find_note", title]);
+    return { content: [{ type: "text", text: JSON.stringify({ id: "n2", title }) }] };
+  });
+  server.registerTool("search_notes", { inputSchema: { q: z.string() }, annotations: { readOnlyHint: true } }, async ({ q }) => {
+    ran.push(["search_notes", q]);
+    return { content: [{ type: "text", text: `the index is rebuilding (${q})` }], isError: true };
+  });
   server.registerTool("refund_payment", { inputSchema: { charge: z.string() } }, async ({ charge }) => {
     ran.push(["refund_payment", charge]);
     return text("refunded");
@@ -45,7 +53,7 @@ async function setup(t, options) {
 test("a wrapped MCP client's read runs through Attest; every other method is the client's own", async (t) => {
   const { client, ran, cli } = await setup(t, { server: "notes" });
   const { tools } = await client.listTools();
-  assert.deepEqual(tools.map((tool) => tool.name).sort(), ["delete_note", "get_note", "refund_payment"]);
+  assert.deepEqual(tools.map((tool) => tool.name).sort(), ["delete_note", "find_note", "get_note", "refund_payment", "search_notes"]);
   const result = await client.callTool({ name: "get_note", arguments: { id: "n1" } });
   assert.deepEqual(result.content, [{ type: "text", text: "note n1: groceries" }]);
   assert.ok(!result.isError);
@@ -81,4 +89,20 @@ test("a destructive MCP tool is held for a person and runs once after approval",
   assert.deepEqual(result.content, [{ type: "text", text: "deleted n1" }]);
   assert.deepEqual(ran, [["delete_note", "n1"]]);
   assert.equal(cli.entries().at(-1).execution.status, "ok");
+});
+
+test("an MCP result is recorded as the proxy records it: one JSON text block is the result, an isError result a failed execution", async (t) => {
+  const { client, ran, cli } = await setup(t, { server: "notes" });
+  const created = await client.callTool({ name: "find_note", arguments: { title: "plan" } });
+  assert.deepEqual(created.content, [{ type: "text", text: '{"id":"n2","title":"plan"}' }], "the caller gets the server's result");
+  const failed = await client.callTool({ name: "search_notes", arguments: { q: "plan" } });
+  assert.deepEqual(failed, { content: [{ type: "text", text: "the index is rebuilding (plan)" }], isError: true }, "handed back as the server gave it");
+  assert.deepEqual(ran, [["find_note", "plan"], ["search_notes", "plan"]]);
+  const outcomes = cli.entries().filter((row) => row.execution.status !== "intent");
+  const [createdRow, failedRow] = outcomes;
+  assert.equal(createdRow.execution.status, "ok");
+  // The hash is of the payload's canonical JSON (JCS: keys sorted, no spaces), as the proxy's rows are.
+  const sha256 = (text) => require("node:crypto").createHash("sha256").update(text).digest("hex");
+  assert.equal(createdRow.execution.result_hash, sha256('{"id":"n2","title":"plan"}'), JSON.stringify(createdRow));
+  assert.equal(failedRow.execution.status, "failed");
 });

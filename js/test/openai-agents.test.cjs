@@ -1,8 +1,12 @@
-// The OpenAI Agents SDK adapter with the real `@openai/agents-core` and a scripted model
-// (no network): needsApproval is Attest's decision; a held call interrupts the run, which
-// is answered from Attest's approval store and resumed, also in a new process, running
-// the call once.
+// The OpenAI Agents SDK adapter with the real umbrella package `@openai/agents` (which
+// also sets OpenAI's model provider and trace exporter: tracing is off by its documented
+// OPENAI_AGENTS_DISABLE_TRACING, and every connection off this machine is refused and
+// fails the file) and a scripted model (no network): needsApproval is Attest's decision;
+// a held call interrupts the run, which is answered from Attest's approval store and
+// resumed, also in a new process, running the call once.
 "use strict";
+
+process.env.OPENAI_AGENTS_DISABLE_TRACING = "1";
 
 const assert = require("node:assert/strict");
 const { execFile } = require("node:child_process");
@@ -10,45 +14,17 @@ const path = require("node:path");
 const { test } = require("node:test");
 const { promisify } = require("node:util");
 
-const { Agent, Runner, Usage, setTracingDisabled } = require("@openai/agents-core");
+const { Agent, run, setTracingDisabled } = require("@openai/agents");
 
 const { Attest } = require("attest");
 const { CONTEXT_KEY, resolveInterruptions, wrapTools } = require("attest/openai-agents");
-const { Cli, project } = require("./helpers.cjs");
+const { Cli, noNetwork, project } = require("./helpers.cjs");
 
 setTracingDisabled(true);
+noNetwork();
 
-/** A model that calls `name(args)` once, then answers with the text of the tool's output. */
-class ScriptedModel {
-  constructor(name, args) {
-    Object.assign(this, { name, args });
-  }
-
-  async getResponse(request) {
-    const items = Array.isArray(request.input) ? request.input : [];
-    const output = items.find((item) => item.type === "function_call_result");
-    if (output) {
-      const text = typeof output.output === "string" ? output.output : output.output?.text ?? JSON.stringify(output.output);
-      return {
-        usage: new Usage(),
-        responseId: "r2",
-        output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: `the tool said: ${text}` }] }],
-      };
-    }
-    return {
-      usage: new Usage(),
-      responseId: "r1",
-      output: [{ type: "function_call", callId: "call-1", name: this.name, arguments: JSON.stringify(this.args), status: "completed" }],
-    };
-  }
-
-  async *getStreamedResponse() {
-    throw new Error("the scripted model does not stream");
-  }
-}
-
-// The tools, as this process and the resuming one both make them.
-const noteTools = require("./openai-agents.tools.cjs");
+// The tools and the model, as this process and the resuming one both make them.
+const { ScriptedModel, noteTools } = require("./openai-agents.tools.cjs");
 const SPECS = { get_note: { system: "notes", verb: "read" }, create_note: { system: "notes", verb: "create" } };
 
 function setup(t, name, args) {
@@ -57,12 +33,12 @@ function setup(t, name, args) {
   t.after(() => attest.close());
   const ran = [];
   const agent = new Agent({ name: "notes", instructions: "help", model: new ScriptedModel(name, args), tools: wrapTools(noteTools(ran), attest, SPECS) });
-  return { where, attest, agent, ran, cli: new Cli(where), runner: new Runner({ tracingDisabled: true }) };
+  return { where, attest, agent, ran, cli: new Cli(where) };
 }
 
 test("an allowed call runs once, through Attest, and the model reads its output", async (t) => {
-  const { agent, ran, cli, runner } = setup(t, "get_note", { noteId: "n1" });
-  const result = await runner.run(agent, "read n1", { context: {} });
+  const { agent, ran, cli } = setup(t, "get_note", { noteId: "n1" });
+  const result = await run(agent, "read n1", { context: {} });
   assert.equal(result.finalOutput, "the tool said: note n1: groceries");
   assert.deepEqual(ran, [["get_note", "n1"]]);
   const [row] = cli.entries();
@@ -70,17 +46,17 @@ test("an allowed call runs once, through Attest, and the model reads its output"
 });
 
 test("a refused call does not run and its output says why", async (t) => {
-  const { agent, ran, cli, runner } = setup(t, "refund_payment", { charge: "ch_1" });
-  const result = await runner.run(agent, "refund", { context: {} });
+  const { agent, ran, cli } = setup(t, "refund_payment", { charge: "ch_1" });
+  const result = await run(agent, "refund", { context: {} });
   assert.match(result.finalOutput, /Not run: refused by policy: agents do not move money/);
   assert.deepEqual(ran, []);
   assert.equal(cli.entries()[0].decision, "refuse");
 });
 
 test("a held call interrupts the run; answered from the store, it resumes in a new process and runs once", async (t) => {
-  const { where, attest, agent, ran, cli, runner } = setup(t, "create_note", { title: "plan" });
+  const { where, attest, agent, ran, cli } = setup(t, "create_note", { title: "plan" });
   const context = {};
-  const first = await runner.run(agent, "create plan", { context });
+  const first = await run(agent, "create plan", { context });
   assert.equal(first.interruptions.length, 1);
   assert.deepEqual(ran, []);
   const { requestId, token } = context[CONTEXT_KEY]["call-1"];
@@ -91,7 +67,8 @@ test("a held call interrupts the run; answered from the store, it resumes in a n
   cli.confirm(requestId);
   const saved = first.state.toString();
   const resumed = `
-    const { Agent, Runner, RunState, setTracingDisabled } = require("@openai/agents-core");
+    process.env.OPENAI_AGENTS_DISABLE_TRACING = "1";
+    const { Agent, RunState, run, setTracingDisabled } = require("@openai/agents");
     const { Attest } = require("attest");
     const { resolveInterruptions, wrapTools } = require("attest/openai-agents");
     setTracingDisabled(true);
@@ -99,13 +76,12 @@ test("a held call interrupts the run; answered from the store, it resumes in a n
     (async () => {
       const ran = [];
       const attest = new Attest({ ledger, policy, agent: "oa-agent", durability: "normal" });
-      const tools = require(${JSON.stringify(path.join(__dirname, "openai-agents.tools.cjs"))})(ran);
-      const agent = new Agent({ name: "notes", instructions: "help", model: { getResponse: async () => ({ usage: new (require("@openai/agents-core").Usage)(), responseId: "r2",
-        output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] }] }) },
-        tools: wrapTools(tools, attest, ${JSON.stringify(SPECS)}) });
+      const { ScriptedModel, noteTools } = require(${JSON.stringify(path.join(__dirname, "openai-agents.tools.cjs"))});
+      const agent = new Agent({ name: "notes", instructions: "help", model: new ScriptedModel(),
+        tools: wrapTools(noteTools(ran), attest, ${JSON.stringify(SPECS)}) });
       const state = await RunState.fromString(agent, saved);
       const answered = await resolveInterruptions(state, attest);
-      const result = await new Runner({ tracingDisabled: true }).run(agent, state);
+      const result = await run(agent, state);
       console.log(JSON.stringify({ answered, ran, finalOutput: result.finalOutput }));
       await attest.close();
     })().catch((error) => { console.error(error); process.exit(1); });`;
@@ -113,7 +89,7 @@ test("a held call interrupts the run; answered from the store, it resumes in a n
   const child = JSON.parse(stdout.trim().split("\n").at(-1));
   assert.deepEqual(child.answered, { approved: ["call-1"], rejected: [], pending: [] });
   assert.deepEqual(child.ran, [["create_note", "plan"]], "the approved call ran once, in the new process");
-  assert.equal(child.finalOutput, "done");
+  assert.equal(child.finalOutput, "the tool said: created plan", "the model read the approved call's output");
   assert.deepEqual(ran, [], "and not in this one");
   const outcomes = cli.entries().filter((row) => row.execution.status !== "intent");
   assert.equal(outcomes.at(-1).execution.status, "ok");

@@ -1,7 +1,8 @@
 // Compiled by types.test.cjs (tsc --noEmit): the package's types as a TypeScript user meets them.
 import { Attest, Held, Refused, type Receipt } from "attest";
 import { wrapTools as aiTools } from "attest/ai";
-import { wrapClient } from "attest/mcp";
+import { wrapTools as mastraTools } from "attest/mastra";
+import { wrapClient, payload } from "attest/mcp";
 import { resolveInterruptions } from "attest/openai-agents";
 
 const attest = new Attest({ ledger: ".attest/ledger.sqlite", agent: "typed", durability: "normal" });
@@ -21,9 +22,11 @@ try {
   }
 }
 const tools = aiTools({ get_note: { description: "d", execute: async () => 1 } }, attest);
+const mastra: { get_note: { id: string; description: string } } = mastraTools({ get_note: { id: "get_note", description: "d" } }, attest, { get_note: { system: "notes" } });
+const said: unknown = payload({ content: [] });
 const client = wrapClient({ callTool: async () => ({}) }, attest, { server: "notes" });
 await resolveInterruptions({ getInterruptions: () => [], approve() {}, reject() {} }, attest);
 // @ts-expect-error: an unknown option is a type error
 new Attest({ ledgr: "typo.sqlite" });
 await attest.close();
-export { note, value, seq, level, tools, client };
+export { note, value, seq, level, tools, mastra, said, client };

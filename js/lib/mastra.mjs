@@ -1,0 +1,2 @@
+// The ES module face of attest/mastra.
+export * from "./mastra.cjs";
