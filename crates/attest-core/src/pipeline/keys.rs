@@ -12,8 +12,11 @@
 //! - the key belongs to another call: [`IdempotencyError::Mismatch`];
 //! - the key's call has no outcome yet: the retry waits (bounded, [`IdempotencyOptions::wait`])
 //!   for it, then replays it, or is refused with [`IdempotencyError::InUse`] naming its
-//!   intent row. A call whose process died leaves its key in use until the key
-//!   expires: its outcome is unknown, and it is never run again blindly.
+//!   intent row. A call whose process died leaves its key in use: its outcome is
+//!   unknown, and it is never run again blindly. Once its intent is resolved — read
+//!   back by a retry of the same call, or answered by a person (`attest intents
+//!   resolve`) — the key follows the answer ([`Attest::key_follows`]): it ran, and a
+//!   retry with the key gets that outcome; it did not, and the key is free.
 //!
 //! Keys apply to writes; a read with a key runs as any read.
 
@@ -237,6 +240,33 @@ impl Attest {
                     pause = (pause * 2).min(Duration::from_millis(200));
                 }
             }
+        }
+    }
+
+    /// Settles the idempotency key of an open intent whose outcome was found after its
+    /// process went away (`intent`: its row; `ran`: the receipt of the outcome row
+    /// recorded for it, or `None` when it did not run). Best effort: the outcome row is
+    /// written already, and a key left in use only refuses retries until it expires.
+    pub(super) async fn key_follows(&self, intent: &attest_ledger::Record, ran: Option<&Receipt>) {
+        let Some(key) = intent.idempotency_key.clone() else {
+            return;
+        };
+        let action_id = intent.action_id.clone();
+        let settled = match ran {
+            Some(receipt) => match serde_json::to_string(&Kept::of(receipt)) {
+                Ok(text) => {
+                    self.on_ledger(move |ledger| ledger.finish_key(&key, &action_id, &text, None))
+                        .await
+                }
+                Err(_) => return,
+            },
+            None => {
+                self.on_ledger(move |ledger| ledger.release_key(&key, &action_id))
+                    .await
+            }
+        };
+        if let Err(err) = settled {
+            tracing::warn!(error = %crate::error_chain(&err), "a resolved intent's idempotency key was not settled");
         }
     }
 

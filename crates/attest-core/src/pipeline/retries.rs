@@ -244,18 +244,22 @@ impl Attest {
             Some(ReadOutcome::NotRun) => Found::NotRun,
         };
         let ran = matches!(found, Found::Ran(_));
-        let row = self
-            .append(found_outcome(&intent, found, FoundBy::ReadBack))
-            .await?;
+        let record = found_outcome(&intent, found, FoundBy::ReadBack);
+        let (decision, reasons) = (decision_of(&record), record.reasons.clone());
+        let row = self.append(record).await?;
         if !ran {
+            self.key_follows(&intent.record, None).await;
             return Ok(Earlier::Free);
         }
+        let seq = row.seq;
+        let receipt = Receipt::new(&intent.record.action_id, row, decision, reasons);
+        self.key_follows(&intent.record, Some(&receipt)).await;
         let id = earlier_id.to_owned();
         self.on_ledger(move |ledger| ledger.forget_call(&id))
             .await?;
         Ok(Earlier::Ran {
             intent: intent.seq,
-            seq: row.seq,
+            seq,
         })
     }
 
@@ -381,10 +385,7 @@ impl Attest {
             channel: channel.to_owned(),
         };
         let record = found_outcome(&intent, found, by);
-        let decision = match record.decision.as_str() {
-            "ask" => Decision::Ask,
-            _ => Decision::Act,
-        };
+        let decision = decision_of(&record);
         let reasons = record.reasons.clone();
         let row = self.append(record).await?;
         let id = intent.record.action_id.clone();
@@ -392,7 +393,17 @@ impl Attest {
             .await?;
         let mut receipt = Receipt::new(&intent.record.action_id, row, decision, reasons);
         receipt.approver = Some(approver.to_owned());
+        self.key_follows(&intent.record, ran.then_some(&receipt))
+            .await;
         Ok(Ok(receipt))
+    }
+}
+
+/// The decision a found outcome's row records (an approved call's was asked about).
+fn decision_of(record: &Record) -> Decision {
+    match record.decision.as_str() {
+        "ask" => Decision::Ask,
+        _ => Decision::Act,
     }
 }
 
@@ -675,6 +686,82 @@ policies:
             Outcome::Ran { .. }
         ));
         assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_resolved_intent_settles_its_idempotency_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = AtomicUsize::new(0);
+        let policy = "policies:\n  - name: all\n    match: {}\n    decision: act\n";
+        let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
+        let attest = Attest::builder()
+            .ledger(ledger)
+            .policy(PolicyEngine::from_yaml(policy, "p.yaml").unwrap())
+            .gate(AutoGate::reject("ops"))
+            .idempotency(crate::IdempotencyOptions::new(
+                Duration::from_secs(3600),
+                Duration::from_millis(50),
+            ))
+            .build()
+            .unwrap();
+        let keyed = |to: &str, key: &str| {
+            let (attest, action, key) = (attest.clone(), send(to), key.to_owned());
+            let ran = &ran;
+            async move {
+                attest
+                    .call(action)
+                    .idempotency_key(key)
+                    .run(|_| async move {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                        Ok::<_, crate::ToolError>(json!({"id": "m_2"}))
+                    })
+                    .await
+            }
+        };
+        for (key, ran_before) in [("k-ran", true), ("k-not-run", false)] {
+            let to = format!("{key}@x.io");
+            let attest_c = attest.clone();
+            let (action, key_c) = (send(&to), key.to_owned());
+            let call = crate::handoff(move |tool| async move {
+                attest_c.call(action).idempotency_key(key_c).run(tool).await
+            });
+            let Ok(cleared) = call.cleared().await else {
+                panic!("the call clears")
+            };
+            drop(cleared);
+            let open = crate::open_intents(attest.ledger(), 1).unwrap();
+            let intent = open.last().unwrap().seq;
+            // Its outcome unknown: a retry with the key is refused, never run.
+            assert!(
+                matches!(
+                    keyed(&to, key).await,
+                    Err(AttestError::Idempotency(
+                        crate::IdempotencyError::InUse { .. }
+                    ))
+                ),
+                "{key}"
+            );
+            let Ok(resolved) = attest
+                .resolve_intent(intent, ran_before, "ann", "cli")
+                .await
+                .unwrap()
+            else {
+                panic!("an open intent resolves")
+            };
+            let before = ran.load(Ordering::SeqCst);
+            match keyed(&to, key).await.unwrap() {
+                // It ran: the key gives its outcome, the resolution's row.
+                Outcome::Replayed { receipt, .. } if ran_before => {
+                    assert_eq!(receipt.seq, resolved.seq);
+                    assert_eq!(ran.load(Ordering::SeqCst), before);
+                }
+                // It did not: the key is free, and the retry runs once.
+                Outcome::Ran { .. } if !ran_before => {
+                    assert_eq!(ran.load(Ordering::SeqCst), before + 1);
+                }
+                other => panic!("{key}: {other:?}"),
+            }
+        }
     }
 
     #[tokio::test]
