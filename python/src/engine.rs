@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use attest_core::agents::{AgentSetupError, CallerAgent};
 use attest_core::config::ConfigError;
 use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
 use attest_core::verification::ProcessEnv;
@@ -44,6 +45,10 @@ pub(crate) enum EngineError {
     /// The pipeline failed.
     #[error(transparent)]
     Attest(#[from] AttestError),
+    /// Agents are configured, and their authentication could not be set up (the
+    /// approval store, the identity provider's keys).
+    #[error(transparent)]
+    Agents(#[from] AgentSetupError),
     /// The runtime could not be started.
     #[error("cannot start the engine's runtime")]
     Runtime(#[source] std::io::Error),
@@ -61,6 +66,9 @@ pub(crate) struct Engine {
     key: PathBuf,
     /// The approval inbox's base URL, for the links a held call carries.
     inbox: String,
+    /// With `agents:` configured, this instance's credential: every call is named by
+    /// the agent it proves, checked as the call is made.
+    agent: Option<Arc<CallerAgent>>,
 }
 
 /// How a tool call is described: detection from its name, unless system and verb are given.
@@ -136,8 +144,12 @@ impl Engine {
     /// Builds the pipeline as every door does (attest-core's configuration → `Attest`):
     /// the keyword arguments beat the environment, which beats `.attest/config.yaml` (or
     /// `$ATTEST_CONFIG`), which beats the defaults. Asks go to the approval store and come
-    /// back held unless someone answers within `wait`.
-    pub(crate) fn open(overrides: &Overrides) -> Result<Engine, EngineError> {
+    /// back held unless someone answers within `wait`. With `agents:` configured, calls
+    /// are named by the agent `agent_token` (else `ATTEST_AGENT_TOKEN`) proves.
+    pub(crate) fn open(
+        overrides: &Overrides,
+        agent_token: Option<String>,
+    ) -> Result<Engine, EngineError> {
         let mut settings = Settings::resolve(overrides, Arc::new(ProcessEnv))?;
         if settings.wait.source == Source::Default {
             // Python's own default, below the file: an ask comes back held at once (with
@@ -154,11 +166,15 @@ impl Engine {
             .enable_all()
             .build()
             .map_err(EngineError::Runtime)?;
+        let agent = runtime
+            .block_on(CallerAgent::open(&settings, &attest, agent_token))?
+            .map(Arc::new);
         Ok(Engine {
             attest,
             runtime: Arc::new(runtime),
             key: settings.key_path(),
             inbox: settings.inbox_url(),
+            agent,
         })
     }
 
@@ -225,9 +241,14 @@ impl Engine {
     /// The one governed call every entry point makes.
     fn governed(&self, start: Start, check: Option<CheckKind>, key: Option<String>) -> Started {
         let attest = self.attest.clone();
+        let agent = self.agent.clone();
         let slot = JudgementSlot::default();
         let custom = check.as_ref().map(|kind| caller_check(kind, &slot));
         let mut started = self.handshake(move |execute| async move {
+            let start = match &agent {
+                Some(agent) => agent.name_start(&attest, start).await?,
+                None => start,
+            };
             let mut call = attest.call(start);
             if let Some(key) = key {
                 call = call.idempotency_key(key);
@@ -259,11 +280,15 @@ impl Engine {
     /// Records an action that already happened. Blocks.
     pub(crate) fn record(
         &self,
-        action: Action,
+        mut action: Action,
         result: Option<Value>,
     ) -> Result<Receipt, AttestError> {
-        self.runtime
-            .block_on(self.attest.record(action, result.as_ref()))
+        self.runtime.block_on(async {
+            if let Some(agent) = &self.agent {
+                agent.name(&mut action).await?;
+            }
+            self.attest.record(action, result.as_ref()).await
+        })
     }
 
     /// Signs a checkpoint of the ledger's current head with the signing key, after
