@@ -235,10 +235,7 @@ pub fn http_client() -> Result<reqwest::Client, ProviderError> {
 
 /// `issuer`'s metadata: RFC 8414 authorization server metadata, else OpenID Connect
 /// discovery; it must name the same issuer.
-pub async fn issuer_metadata(
-    http: &reqwest::Client,
-    issuer: &str,
-) -> Result<Value, ProviderError> {
+pub async fn issuer_metadata(http: &reqwest::Client, issuer: &str) -> Result<Value, ProviderError> {
     let base = reqwest::Url::parse(issuer)
         .map_err(|err| ProviderError::because(format!("issuer {issuer:?}"), err))?;
     let path = base.path().trim_end_matches('/');

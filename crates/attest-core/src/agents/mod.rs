@@ -108,7 +108,7 @@ impl AgentRefusal {
 }
 
 #[cfg(feature = "http")]
-pub use with_http::{AgentAuth, AgentSetupError, CallerAgent};
+pub use with_http::{handed_call, AgentAuth, AgentSetupError, CallerAgent};
 
 #[cfg(feature = "http")]
 mod with_http {
@@ -121,6 +121,8 @@ mod with_http {
     use crate::approvals::{ApprovalError, ApprovalStore, AGENT_TOKEN_PREFIX};
     use crate::config::{AgentSettings, Unauthenticated};
     use crate::setup::{Settings, Source};
+    use crate::verification::{caller_check, CallerCheck, JudgementSlot};
+    use crate::{handoff, Handoff};
     use crate::{Attest, AttestError, Start};
 
     /// Why agent authentication could not be set up: the door does not start (no call
@@ -156,7 +158,10 @@ mod with_http {
         /// The agent authentication `settings` configure over `attest`'s approval store
         /// (its agents table) and, with `jwt`, the identity provider's keys, fetched now: a
         /// door that cannot check JWTs does not start.
-        pub async fn new(attest: &Attest, settings: &AgentSettings) -> Result<Self, AgentSetupError> {
+        pub async fn new(
+            attest: &Attest,
+            settings: &AgentSettings,
+        ) -> Result<Self, AgentSetupError> {
             let store = attest.approvals().map_err(AgentSetupError::Store)?;
             let jwt = match &settings.jwt {
                 Some(jwt) => Some(
@@ -325,7 +330,11 @@ mod with_http {
         /// its name and `agent_auth`; a held call resumed by its token alone must have been
         /// asked by this agent (as the gateway's resume checks). Refused:
         /// [`AttestError::Agent`]; nothing runs and nothing is recorded.
-        pub async fn name_start(&self, attest: &Attest, start: Start) -> Result<Start, AttestError> {
+        pub async fn name_start(
+            &self,
+            attest: &Attest,
+            start: Start,
+        ) -> Result<Start, AttestError> {
             let identity = self.identify().await?;
             Ok(match start {
                 Start::Action(mut action) => {
@@ -357,5 +366,36 @@ mod with_http {
                 }
             })
         }
+    }
+
+    /// The governed call a binding (the Python and TypeScript packages) hands off to run
+    /// its tool itself: `start`, named by `agent` when agents are configured (or refused),
+    /// with the caller's idempotency `key` ([`crate::Call::idempotency_key`]) and its own
+    /// `check` of the result, whose judgement the caller leaves in the returned slot.
+    pub fn handed_call(
+        attest: &Attest,
+        agent: Option<Arc<CallerAgent>>,
+        start: Start,
+        key: Option<String>,
+        check: Option<&CallerCheck>,
+    ) -> (Handoff, JudgementSlot) {
+        let attest = attest.clone();
+        let slot = JudgementSlot::default();
+        let custom = check.map(|kind| caller_check(kind, &slot));
+        let call = handoff(move |tool| async move {
+            let start = match &agent {
+                Some(agent) => agent.name_start(&attest, start).await?,
+                None => start,
+            };
+            let mut call = attest.call(start);
+            if let Some(key) = key {
+                call = call.idempotency_key(key);
+            }
+            match &custom {
+                Some(custom) => call.check(custom).run(tool).await,
+                None => call.run(tool).await,
+            }
+        });
+        (call, slot)
     }
 }
