@@ -11,24 +11,23 @@
 //! drops its pipeline: a write's intent row then stands without an outcome, as after a
 //! crash, and `attest ledger` reports it. Everything Python-specific stays in `lib.rs`.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_core::agents::{AgentSetupError, CallerAgent};
+use attest_core::agents::{handed_call, AgentSetupError, CallerAgent};
 use attest_core::config::ConfigError;
 use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
 use attest_core::verification::ProcessEnv;
 use attest_core::{
-    handoff, Attest, AttestError, CallContext, Cleared, CodingAgentCall, FunctionCall, HandedTool,
+    Attest, AttestError, CallContext, Cleared, CodingAgentCall, FunctionCall, Handoff,
     HandoffOutcome, ProtocolCall, Receipt, ResumeToken, Start, ToolError,
 };
 use attest_ledger::{LedgerError, SigningKey, VerifyOptions};
 use attest_policy::{Action, Verb};
 use serde_json::Value;
 
-use attest_core::verification::{caller_check, CallerCheck as CheckKind, Judgement, JudgementSlot};
+use attest_core::verification::{CallerCheck as CheckKind, Judgement, JudgementSlot};
 
 /// Why the engine could not be opened or could not do what it was asked; outcomes of
 /// calls (refused, rejected, held, the tool failed) are [`Outcome`]s.
@@ -240,24 +239,9 @@ impl Engine {
 
     /// The one governed call every entry point makes.
     fn governed(&self, start: Start, check: Option<CheckKind>, key: Option<String>) -> Started {
-        let attest = self.attest.clone();
-        let agent = self.agent.clone();
-        let slot = JudgementSlot::default();
-        let custom = check.as_ref().map(|kind| caller_check(kind, &slot));
-        let mut started = self.handshake(move |execute| async move {
-            let start = match &agent {
-                Some(agent) => agent.name_start(&attest, start).await?,
-                None => start,
-            };
-            let mut call = attest.call(start);
-            if let Some(key) = key {
-                call = call.idempotency_key(key);
-            }
-            match &custom {
-                Some(custom) => call.check(custom).run(execute).await,
-                None => call.run(execute).await,
-            }
-        });
+        let (call, slot) =
+            handed_call(&self.attest, self.agent.clone(), start, key, check.as_ref());
+        let mut started = self.handshake(call);
         if let Started::Run(running) = &mut started {
             running.judged = check.map(|_| slot);
         }
@@ -310,14 +294,9 @@ impl Engine {
         Ok(checkpoint.note)
     }
 
-    /// Polls `call` (given an `execute` step that hands the params over) on this thread
-    /// until it asks for the tool to run or finishes.
-    fn handshake<C, Fut>(&self, call: C) -> Started
-    where
-        C: FnOnce(HandedTool) -> Fut,
-        Fut: Future<Output = Result<CallOutcome, AttestError>> + Send + 'static,
-    {
-        match self.runtime.block_on(handoff(call).cleared()) {
+    /// Polls `call` on this thread until it asks for the tool to run or finishes.
+    fn handshake(&self, call: Handoff) -> Started {
+        match self.runtime.block_on(call.cleared()) {
             Ok(cleared) => Started::Run(Running {
                 params: cleared.params.clone(),
                 cleared,
