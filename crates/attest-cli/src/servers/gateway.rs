@@ -61,10 +61,10 @@ use reqwest::Url;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use attest_core::agents::{AgentAuth, AgentIdentity};
 use super::gateway_replay;
 use super::gateway_tenants::{TenantRefusal, Tenants};
 use super::{chain, held_json, not_recorded_text, receipt_json};
+use attest_core::agents::{AgentAuth, AgentIdentity};
 
 /// The header that names the upstream base URL.
 pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
