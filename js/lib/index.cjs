@@ -52,6 +52,12 @@ class Held extends AttestError {
   }
 }
 
+/**
+ * A call with the same `idempotencyKey` and the same params already ran: the tool did not
+ * run again. `receipt` is the first call's outcome row; its output is not kept in process.
+ */
+class Replayed extends AttestError {}
+
 // How many held calls an Attest remembers the resume tokens of (oldest forgotten first).
 const MAX_HELD = 1024;
 
@@ -70,6 +76,13 @@ class Attest {
    * its `ATTEST_*` variable, which beats the configuration file (`config`, else
    * `$ATTEST_CONFIG`, else `.attest/config.yaml`), which beats the default.
    * Throws `ConfigError` / `PolicyError` naming file, line and key.
+   *
+   * `agentToken`: with `agents:` configured, this agent's credential (an `attest agents
+   * add` token or a JWT from the configured identity provider) [default
+   * `$ATTEST_AGENT_TOKEN`]; every call is then recorded under the agent it proves (the
+   * row's `agent_auth` says how), checked as each call is made: an unknown, revoked,
+   * expired or wrong-audience credential, none (unless `unauthenticated: record`), or an
+   * `agent` that names another agent throws `Refused` and the tool does not run.
    */
   constructor(options = {}) {
     const engine = new Engine({
@@ -83,6 +96,7 @@ class Attest {
       durability: options.durability,
       wait: options.wait,
       shadow: options.shadow,
+      agentToken: options.agentToken,
     });
     const failed = engine.openError;
     if (failed) {
@@ -127,16 +141,19 @@ class Attest {
 
   /**
    * Governs one call of `run(params)` described by `spec` (`name`, `system`, `verb`,
-   * `target`, `framework`, `runId`, `token`, `verify`, `readBack`; for an MCP tool,
-   * `mcpServer`, `mcpServerNamed` and its hints); resolves with `{ value, receipt }`.
-   * What adapters call.
+   * `target`, `framework`, `runId`, `token`, `verify`, `readBack`, `idempotencyKey`; for
+   * an MCP tool, `mcpServer`, `mcpServerNamed` and its hints); resolves with
+   * `{ value, receipt }`. What adapters call. `idempotencyKey`: a write made again with
+   * the same key and params, within the key's lifetime (`idempotency.lifetime`, 24 h),
+   * does not run: it throws `Replayed` with the first call's `receipt` (the output is
+   * not kept); the same key with other params throws `AttestError`.
    */
   async call(spec, params, run) {
     // The description the engine reads (`mcpServer` and the MCP hints included); the
-    // token and the checks are this side's.
-    const { token, verify, readBack, ...described } = spec;
+    // token, the checks and the key are this side's.
+    const { token, verify, readBack, idempotencyKey, ...described } = spec;
     const call = { ...described, name: spec.name || "tool" };
-    return this._call(call, params, run, token, checksOf({ verify, readBack }));
+    return this._call(call, params, run, token, checksOf({ verify, readBack }), idempotencyKey);
   }
 
   /**
@@ -161,7 +178,9 @@ class Attest {
       runId: options.runId,
     };
     const result = options.result === undefined ? undefined : toJson(options.result);
-    return rethrow(() => this._engine.record(call, paramsText(params), result));
+    const recorded = await rethrow(() => this._engine.record(call, paramsText(params), result));
+    if (recorded.status !== "recorded") this._refuse(recorded);
+    return recorded.receipt;
   }
 
   /** Where a person decides request `requestId`: the inbox's view of it. */
@@ -185,8 +204,8 @@ class Attest {
     this._engine.close();
   }
 
-  async _call(call, params, run, token, checks) {
-    const { started, use } = await this._start(call, params, token, checks);
+  async _call(call, params, run, token, checks, idempotencyKey) {
+    const { started, use } = await this._start(call, params, token, checks, idempotencyKey);
     return finish(started, use, () => run(use), checks);
   }
 
@@ -198,13 +217,15 @@ class Attest {
 
   // Decides a call; resolves with it cleared to run (and the params to run it with), or
   // throws the typed error of a call that may not run.
-  async _start(call, params, token, checks = checksOf()) {
+  async _start(call, params, token, checks = checksOf(), idempotencyKey = undefined) {
     const paramsJson = paramsText(params);
     // A call that came back Held and is made again (the agent retrying) presents its
     // resume token: once a person has approved, the retry runs.
     const key = JSON.stringify([call.name, call.system, call.verb, call.target, paramsJson]);
     token = token ?? this._held.get(key);
-    const started = await rethrow(() => this._engine.start(call, paramsJson, token, checks.engine));
+    const started = await rethrow(() =>
+      this._engine.start(call, paramsJson, token, checks.engine, idempotencyKey),
+    );
     if (started.status === "held") {
       this._held.delete(key);
       this._held.set(key, started.token);
@@ -231,6 +252,8 @@ class Attest {
         return;
       case "refused":
         throw new Refused(started.message, receipt);
+      case "replayed":
+        throw new Replayed(started.message, receipt);
       case "rejected":
         throw new Rejected(started.message, receipt, started.approver);
       case "expired":
@@ -331,5 +354,6 @@ module.exports = {
   Rejected,
   Expired,
   Held,
+  Replayed,
   toJson,
 };

@@ -26,6 +26,12 @@ export interface AttestOptions {
   wait?: number;
   /** Decide every call but run it as if policy said act, recording the verdict. */
   shadow?: boolean;
+  /**
+   * With `agents:` configured, this agent's credential (an `attest agents add` token or a
+   * JWT) [default: `$ATTEST_AGENT_TOKEN`]: calls are recorded under the agent it proves;
+   * a credential that proves none (or another agent than `agent`) makes calls throw `Refused`.
+   */
+  agentToken?: string;
 }
 
 /** How a call is described: detected from its name unless `system` and `verb` are given. */
@@ -50,6 +56,8 @@ export interface CheckOptions {
 
 export interface CallSpec extends ToolSpec {
   runId?: string;
+  /** A write made again with this key and the same params does not run: it throws `Replayed` with the first call's receipt. */
+  idempotencyKey?: string;
 }
 
 /** A governed function: resolves with the tool's own value, or throws a typed error without running it. */
@@ -108,6 +116,11 @@ export declare class Held extends AttestError {
   readonly requestId: string;
   readonly token: string;
   readonly link: string;
+}
+
+/** A call with the same `idempotencyKey` and the same params already ran; the tool did not run again. `receipt` is the first call's. */
+export declare class Replayed extends AttestError {
+  readonly receipt: Receipt;
 }
 
 /** JSON text for params and results, as the engine hashes them. */

@@ -20,13 +20,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use attest_core::agents::{handed_call, CallerAgent};
 use attest_core::config::ConfigError;
 use attest_core::detect::ToolHints;
 use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
-use attest_core::verification::{caller_check, CallerCheck, Judgement, JudgementSlot, ProcessEnv};
+use attest_core::verification::{CallerCheck, Judgement, JudgementSlot, ProcessEnv};
 use attest_core::{
-    error_chain, handoff, Attest, AttestError, CallContext, Cleared, FunctionCall, HandoffOutcome,
-    McpCall, Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
+    error_chain, Attest, AttestError, CallContext, Cleared, FunctionCall, HandoffOutcome, McpCall,
+    Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
 };
 use attest_ledger::{SigningKey, VerifyOptions};
 use attest_policy::{Action, Verb};
@@ -59,6 +60,10 @@ pub struct EngineOptions {
     pub wait: Option<f64>,
     /// Decide every call but run it as if policy said act, recording the verdict.
     pub shadow: Option<bool>,
+    /// With `agents:` configured, this agent's credential (an `attest agents add` token
+    /// or a JWT) [default: `$ATTEST_AGENT_TOKEN`]: every call is recorded under the agent
+    /// it proves, checked as each call is made.
+    pub agent_token: Option<String>,
 }
 
 /// Why the engine did not open: `kind` is `ConfigError` or `PolicyError` (the message
@@ -171,6 +176,9 @@ struct Opened {
     attest: Attest,
     key: PathBuf,
     inbox: String,
+    /// With `agents:` configured, this instance's credential: every call is named by the
+    /// agent it proves.
+    agent: Option<Arc<CallerAgent>>,
 }
 
 /// The engine: one ledger, one policy, one approval store.
@@ -213,6 +221,8 @@ impl Engine {
 
     /// Decides a call and, when it is cleared, resolves with it ready to run; with
     /// `token` (from an earlier held call), the call is that one presented again.
+    /// `idempotency_key`: a write made again with the same key and params, within the
+    /// key's lifetime, does not run: it resolves `replayed`, with the first call's receipt.
     #[napi]
     pub async fn start(
         &self,
@@ -220,6 +230,7 @@ impl Engine {
         params: String,
         token: Option<String>,
         check: Option<CheckSpec>,
+        idempotency_key: Option<String>,
     ) -> Result<Started> {
         let opened = match self.opened() {
             Ok(opened) => opened,
@@ -231,7 +242,7 @@ impl Engine {
             Some(token) => Start::retry(&ResumeToken::new(token), action),
             None => action.into(),
         };
-        Ok(governed(&opened, start, Some(presented), check).await)
+        Ok(governed(&opened, start, Some(presented), check, idempotency_key).await)
     }
 
     /// Resumes the approved call `token` stands for, with the approved params.
@@ -241,27 +252,34 @@ impl Engine {
             Ok(opened) => opened,
             Err(closed) => return Ok(Started::error(closed, None)),
         };
-        Ok(governed(&opened, ResumeToken::new(token).into(), None, check).await)
+        Ok(governed(&opened, ResumeToken::new(token).into(), None, check, None).await)
     }
 
     /// Records an action that already happened (decision `recorded`); `result`, when
-    /// given, is hashed, never stored.
+    /// given, is hashed, never stored. Resolves `recorded` with its receipt, else
+    /// `refused` (agents are configured and the credential proves no agent) or `error`.
     #[napi]
     pub async fn record(
         &self,
         spec: CallSpec,
         params: String,
         result: Option<String>,
-    ) -> Result<Receipt> {
-        let opened = self.opened().map_err(failure)?;
-        let action = describe(&opened.attest, &spec, parse_json(&params, "params")?)?;
+    ) -> Result<Started> {
+        let opened = match self.opened() {
+            Ok(opened) => opened,
+            Err(closed) => return Ok(Started::error(closed, None)),
+        };
+        let mut action = describe(&opened.attest, &spec, parse_json(&params, "params")?)?;
         let result = result.map(|text| parse_json(&text, "result")).transpose()?;
-        let receipt = opened
-            .attest
-            .record(action, result.as_ref())
-            .await
-            .map_err(|err| failure(error_chain(&err)))?;
-        Ok(Receipt::from(&receipt))
+        if let Some(agent) = &opened.agent {
+            if let Err(refusal) = agent.name(&mut action).await {
+                return Ok(Started::failed(&AttestError::Agent(refusal)));
+            }
+        }
+        Ok(match opened.attest.record(action, result.as_ref()).await {
+            Ok(receipt) => Started::ended("recorded", String::new(), Some(&receipt)),
+            Err(err) => Started::failed(&err),
+        })
     }
 
     /// What a person sees of approval request `id`, as JSON text: its status, who
@@ -335,8 +353,9 @@ pub struct Started {
 
 #[napi]
 impl Started {
-    /// `run`, `refused`, `rejected`, `expired`, `held` or `error` (Attest could not
-    /// decide or record: the tool did not run).
+    /// `run`, `refused`, `rejected`, `expired`, `held`, `replayed` (a retry of a keyed
+    /// call that already ran: `receipt` is the first call's), `recorded` (from `record`)
+    /// or `error` (Attest could not decide or record: the tool did not run).
     #[napi(getter)]
     pub fn status(&self) -> String {
         self.status.clone()
@@ -429,6 +448,15 @@ impl Started {
         Started::ended("error", message, receipt)
     }
 
+    /// A call Attest could not decide or record; a credential that does not prove this
+    /// instance's agent is `refused` (nothing was recorded).
+    fn failed(err: &AttestError) -> Started {
+        match err {
+            AttestError::Agent(refusal) => Started::ended("refused", refusal.with_detail(), None),
+            _ => Started::error(error_chain(err), err.receipt()),
+        }
+    }
+
     fn ended(status: &str, message: String, receipt: Option<&CoreReceipt>) -> Started {
         Started {
             status: status.to_owned(),
@@ -454,6 +482,7 @@ impl Started {
             Outcome::Expired { .. } => "expired",
             Outcome::Held { .. } => "held",
             Outcome::Refused { .. } => "refused",
+            Outcome::Replayed { .. } => "replayed",
             _ => "error",
         };
         let mut started = Started::ended(status, message, Some(outcome.receipt()));
@@ -494,6 +523,7 @@ fn open(options: EngineOptions) -> std::result::Result<Opened, OpenError> {
             kind: "AttestError".to_owned(),
             message: "wait must be a number of seconds, 0 or more".to_owned(),
         })?;
+    let agent_token = options.agent_token;
     let overrides = Overrides {
         config: options.config.map(PathBuf::from),
         ledger: options.ledger,
@@ -525,10 +555,19 @@ fn open(options: EngineOptions) -> std::result::Result<Opened, OpenError> {
         };
     }
     let attest = settings.build(DoorParts::default()).map_err(config_error)?;
+    // The identity provider's keys are fetched now, once (on napi's runtime; the
+    // constructor is synchronous): an instance that could not check a JWT does not open.
+    let agent = napi::bindgen_prelude::block_on(CallerAgent::open(&settings, &attest, agent_token))
+        .map_err(|err| OpenError {
+            kind: "ConfigError".to_owned(),
+            message: error_chain(&err),
+        })?
+        .map(Arc::new);
     Ok(Opened {
         attest,
         key: settings.key_path(),
         inbox: settings.inbox_url(),
+        agent,
     })
 }
 
@@ -573,28 +612,28 @@ fn describe(attest: &Attest, spec: &CallSpec, params: Value) -> Result<Action> {
 }
 
 /// The one governed call every entry point makes: runs the pipeline until it asks for
-/// the tool (resolving `run`) or ends without it.
+/// the tool (resolving `run`) or ends without it; `key` is the caller's idempotency key
+/// ([`attest_core::Call::idempotency_key`]). With agents configured, the call is named
+/// by the agent this instance's credential proves now, or refused.
 async fn governed(
     opened: &Opened,
     start: Start,
     presented: Option<Value>,
     check: Option<CheckSpec>,
+    key: Option<String>,
 ) -> Started {
-    let attest = opened.attest.clone();
     let kind = check.and_then(|check| match (check.read_back, check.verify) {
         (Some(name), _) => Some(CallerCheck::ReadBack { name }),
         (None, Some(true)) => Some(CallerCheck::Verify),
         (None, _) => None,
     });
-    let slot = JudgementSlot::default();
-    let custom = kind.as_ref().map(|kind| caller_check(kind, &slot));
-    let call = handoff(move |tool| async move {
-        let call = attest.call(start);
-        match &custom {
-            Some(custom) => call.check(custom).run(tool).await,
-            None => call.run(tool).await,
-        }
-    });
+    let (call, slot) = handed_call(
+        &opened.attest,
+        opened.agent.clone(),
+        start,
+        key,
+        kind.as_ref(),
+    );
     match call.cleared().await {
         Ok(cleared) => Started {
             status: "run".to_owned(),
@@ -609,7 +648,7 @@ async fn governed(
             judged: kind.map(|_| slot),
         },
         Err(Ok(outcome)) => Started::not_run(outcome),
-        Err(Err(err)) => Started::error(error_chain(&err), err.receipt()),
+        Err(Err(err)) => Started::failed(&err),
     }
 }
 

@@ -128,6 +128,13 @@ class Attest:
     ``normal`` or ``off``. ``shadow``:
     decide every call as usual but run it as if policy said act, recording the verdict in
     the row's ``shadow`` field (see what a policy would break before enforcing it).
+    ``agent_token``: with ``agents:`` configured, this agent's credential (an ``attest
+    agents add`` token or a JWT from the configured identity provider) [default
+    ``$ATTEST_AGENT_TOKEN``]; every call is then recorded under the agent it proves (the
+    row's ``agent_auth`` says how), checked as each call is made: an unknown, revoked,
+    expired or wrong-audience credential, none (unless ``unauthenticated: record``), or an
+    ``agent`` that names another agent raises :class:`Refused` and the tool does not run.
+    Ignored when ``agents:`` is not configured.
     """
 
     def __init__(
@@ -143,6 +150,7 @@ class Attest:
         wait: Optional[float] = None,
         durability: Optional[str] = None,
         shadow: bool = False,
+        agent_token: Optional[str] = None,
     ) -> None:
         def path(value: Any) -> Optional[str]:
             return None if value is None else os.fspath(value)
@@ -158,6 +166,7 @@ class Attest:
             durability=durability,
             wait=None if wait is None else float(wait),
             shadow=bool(shadow),
+            agent_token=agent_token,
         )
         self.agent = agent
         self._held: dict[tuple, str] = {}

@@ -87,6 +87,7 @@ class Engine:
         durability: Optional[str] = None,
         wait: Optional[float] = None,
         shadow: bool = False,
+        agent_token: Optional[str] = None,
     ) -> None: ...
     def start(
         self,

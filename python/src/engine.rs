@@ -11,23 +11,23 @@
 //! drops its pipeline: a write's intent row then stands without an outcome, as after a
 //! crash, and `attest ledger` reports it. Everything Python-specific stays in `lib.rs`.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use attest_core::agents::{handed_call, AgentSetupError, CallerAgent};
 use attest_core::config::ConfigError;
 use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
 use attest_core::verification::ProcessEnv;
 use attest_core::{
-    handoff, Attest, AttestError, CallContext, Cleared, CodingAgentCall, FunctionCall, HandedTool,
+    Attest, AttestError, CallContext, Cleared, CodingAgentCall, FunctionCall, Handoff,
     HandoffOutcome, ProtocolCall, Receipt, ResumeToken, Start, ToolError,
 };
 use attest_ledger::{LedgerError, SigningKey, VerifyOptions};
 use attest_policy::{Action, Verb};
 use serde_json::Value;
 
-use attest_core::verification::{caller_check, CallerCheck as CheckKind, Judgement, JudgementSlot};
+use attest_core::verification::{CallerCheck as CheckKind, Judgement, JudgementSlot};
 
 /// Why the engine could not be opened or could not do what it was asked; outcomes of
 /// calls (refused, rejected, held, the tool failed) are [`Outcome`]s.
@@ -44,6 +44,10 @@ pub(crate) enum EngineError {
     /// The pipeline failed.
     #[error(transparent)]
     Attest(#[from] AttestError),
+    /// Agents are configured, and their authentication could not be set up (the
+    /// approval store, the identity provider's keys).
+    #[error(transparent)]
+    Agents(#[from] AgentSetupError),
     /// The runtime could not be started.
     #[error("cannot start the engine's runtime")]
     Runtime(#[source] std::io::Error),
@@ -61,6 +65,9 @@ pub(crate) struct Engine {
     key: PathBuf,
     /// The approval inbox's base URL, for the links a held call carries.
     inbox: String,
+    /// With `agents:` configured, this instance's credential: every call is named by
+    /// the agent it proves, checked as the call is made.
+    agent: Option<Arc<CallerAgent>>,
 }
 
 /// How a tool call is described: detection from its name, unless system and verb are given.
@@ -136,8 +143,12 @@ impl Engine {
     /// Builds the pipeline as every door does (attest-core's configuration → `Attest`):
     /// the keyword arguments beat the environment, which beats `.attest/config.yaml` (or
     /// `$ATTEST_CONFIG`), which beats the defaults. Asks go to the approval store and come
-    /// back held unless someone answers within `wait`.
-    pub(crate) fn open(overrides: &Overrides) -> Result<Engine, EngineError> {
+    /// back held unless someone answers within `wait`. With `agents:` configured, calls
+    /// are named by the agent `agent_token` (else `ATTEST_AGENT_TOKEN`) proves.
+    pub(crate) fn open(
+        overrides: &Overrides,
+        agent_token: Option<String>,
+    ) -> Result<Engine, EngineError> {
         let mut settings = Settings::resolve(overrides, Arc::new(ProcessEnv))?;
         if settings.wait.source == Source::Default {
             // Python's own default, below the file: an ask comes back held at once (with
@@ -154,11 +165,15 @@ impl Engine {
             .enable_all()
             .build()
             .map_err(EngineError::Runtime)?;
+        let agent = runtime
+            .block_on(CallerAgent::open(&settings, &attest, agent_token))?
+            .map(Arc::new);
         Ok(Engine {
             attest,
             runtime: Arc::new(runtime),
             key: settings.key_path(),
             inbox: settings.inbox_url(),
+            agent,
         })
     }
 
@@ -224,19 +239,9 @@ impl Engine {
 
     /// The one governed call every entry point makes.
     fn governed(&self, start: Start, check: Option<CheckKind>, key: Option<String>) -> Started {
-        let attest = self.attest.clone();
-        let slot = JudgementSlot::default();
-        let custom = check.as_ref().map(|kind| caller_check(kind, &slot));
-        let mut started = self.handshake(move |execute| async move {
-            let mut call = attest.call(start);
-            if let Some(key) = key {
-                call = call.idempotency_key(key);
-            }
-            match &custom {
-                Some(custom) => call.check(custom).run(execute).await,
-                None => call.run(execute).await,
-            }
-        });
+        let (call, slot) =
+            handed_call(&self.attest, self.agent.clone(), start, key, check.as_ref());
+        let mut started = self.handshake(call);
         if let Started::Run(running) = &mut started {
             running.judged = check.map(|_| slot);
         }
@@ -259,11 +264,15 @@ impl Engine {
     /// Records an action that already happened. Blocks.
     pub(crate) fn record(
         &self,
-        action: Action,
+        mut action: Action,
         result: Option<Value>,
     ) -> Result<Receipt, AttestError> {
-        self.runtime
-            .block_on(self.attest.record(action, result.as_ref()))
+        self.runtime.block_on(async {
+            if let Some(agent) = &self.agent {
+                agent.name(&mut action).await?;
+            }
+            self.attest.record(action, result.as_ref()).await
+        })
     }
 
     /// Signs a checkpoint of the ledger's current head with the signing key, after
@@ -285,14 +294,9 @@ impl Engine {
         Ok(checkpoint.note)
     }
 
-    /// Polls `call` (given an `execute` step that hands the params over) on this thread
-    /// until it asks for the tool to run or finishes.
-    fn handshake<C, Fut>(&self, call: C) -> Started
-    where
-        C: FnOnce(HandedTool) -> Fut,
-        Fut: Future<Output = Result<CallOutcome, AttestError>> + Send + 'static,
-    {
-        match self.runtime.block_on(handoff(call).cleared()) {
+    /// Polls `call` on this thread until it asks for the tool to run or finishes.
+    fn handshake(&self, call: Handoff) -> Started {
+        match self.runtime.block_on(call.cleared()) {
             Ok(cleared) => Started::Run(Running {
                 params: cleared.params.clone(),
                 cleared,

@@ -223,7 +223,7 @@ struct Engine {
 #[pymethods]
 impl Engine {
     #[new]
-    #[pyo3(signature = (config=None, ledger=None, tenant=None, policy=None, agent=None, actor=None, key=None, durability=None, wait=None, shadow=false))]
+    #[pyo3(signature = (config=None, ledger=None, tenant=None, policy=None, agent=None, actor=None, key=None, durability=None, wait=None, shadow=false, agent_token=None))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python keyword arguments one to one
     fn new(
         py: Python<'_>,
@@ -237,6 +237,7 @@ impl Engine {
         durability: Option<String>,
         wait: Option<f64>,
         shadow: bool,
+        agent_token: Option<String>,
     ) -> PyResult<Engine> {
         let wait = wait
             .map(Duration::try_from_secs_f64)
@@ -258,7 +259,7 @@ impl Engine {
             ..Overrides::default()
         };
         let inner = py
-            .detach(move || CoreEngine::open(&overrides))
+            .detach(move || CoreEngine::open(&overrides, agent_token))
             .map_err(|err| engine_error(py, err))?;
         Ok(Engine { inner })
     }
@@ -396,6 +397,7 @@ fn engine_error(py: Python<'_>, err: EngineError) -> PyErr {
         EngineError::Attest(err) => core_error(py, err),
         // The binary's message: the file, line and key (or the setting and its source).
         EngineError::Config(err) => ConfigError::new_err(chain(&err)),
+        EngineError::Agents(err) => ConfigError::new_err(chain(&err)),
         other => AttestError::new_err(chain(&other)),
     }
 }
@@ -428,9 +430,13 @@ fn not_run_error(py: Python<'_>, outcome: CallOutcome) -> PyErr {
     with_attributes(py, exception, Some(outcome.receipt()), attributes)
 }
 
-/// The exception for a call Attest could not decide or record.
+/// The exception for a call Attest could not decide or record; a credential that does
+/// not prove this instance's agent is `Refused` (with no receipt: nothing was recorded).
 fn core_error(py: Python<'_>, err: CoreError) -> PyErr {
-    let exception = AttestError::new_err(chain(&err));
+    let exception = match &err {
+        CoreError::Agent(refusal) => Refused::new_err(refusal.with_detail()),
+        _ => AttestError::new_err(chain(&err)),
+    };
     with_attributes(py, exception, err.receipt(), vec![])
 }
 

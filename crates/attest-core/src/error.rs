@@ -34,6 +34,11 @@ pub enum AttestError {
     /// The approval store refused or failed (unknown token, already used, altered, …).
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// With agents configured, the caller's credential did not prove an agent (none,
+    /// unknown, revoked, expired, for another audience), or proved another agent than
+    /// its label names. Nothing ran and nothing was recorded.
+    #[error(transparent)]
+    Agent(#[from] crate::agents::AgentRefusal),
     /// The tool ran, but its output has no JSON form to hash and check (a map with
     /// non-string keys, a `Serialize` that fails): recorded as a failed execution.
     #[error("the tool ran, but its output cannot be recorded")]

@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+pub mod agents;
 pub mod approvals;
 pub mod config;
 mod console_gate;

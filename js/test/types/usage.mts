@@ -1,5 +1,5 @@
 // Compiled by types.test.cjs (tsc --noEmit): the package's types as a TypeScript user meets them.
-import { Attest, Held, Refused, type Receipt } from "attest";
+import { Attest, Held, Refused, Replayed, type Receipt } from "attest";
 import { wrapTools as aiTools } from "attest/ai";
 import { wrapTools as mastraTools } from "attest/mastra";
 import { wrapClient, payload } from "attest/mcp";
@@ -26,6 +26,14 @@ const mastra: { get_note: { id: string; description: string } } = mastraTools({ 
 const said: unknown = payload({ content: [] });
 const client = wrapClient({ callTool: async () => ({}) }, attest, { server: "notes" });
 await resolveInterruptions({ getInterruptions: () => [], approve() {}, reject() {} }, attest);
+const proven = new Attest({ agent: "typed", agentToken: "atg_from-attest-agents-add" });
+try {
+  await proven.call({ name: "update_note", idempotencyKey: "k-1" }, { id: "n1" }, async (params) => params);
+} catch (error) {
+  if (error instanceof Replayed) {
+    const first: number = error.receipt.seq;
+  }
+}
 // @ts-expect-error: an unknown option is a type error
 new Attest({ ledgr: "typo.sqlite" });
 await attest.close();

@@ -353,16 +353,13 @@ fn agent_auth(
     config: &Config,
     attest: &attest_core::Attest,
     runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<Option<Arc<crate::servers::agents::AgentAuth>>> {
+) -> anyhow::Result<Option<Arc<attest_core::agents::AgentAuth>>> {
     let Some(settings) = &config.file.agents else {
         return Ok(None);
     };
-    let auth = runtime.block_on(crate::servers::agents::AgentAuth::new(attest, settings))?;
+    let auth = runtime.block_on(attest_core::agents::AgentAuth::new(attest, settings))?;
     Ok(Some(Arc::new(auth)))
 }
-
-/// The variable holding the agent's own token or JWT for a stdio door.
-const AGENT_TOKEN_VAR: &str = "ATTEST_AGENT_TOKEN";
 
 /// For a door on stdio (`mcp-server`, `mcp-proxy` without `--listen`), started by one
 /// agent's own client: with agents configured, that agent proves who it is once, with its
@@ -372,10 +369,11 @@ fn process_agent(
     config: &Config,
     attest: &attest_core::Attest,
     runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<Option<crate::servers::agents::AgentIdentity>> {
+) -> anyhow::Result<Option<attest_core::agents::AgentIdentity>> {
     let Some(agents) = agent_auth(config, attest, runtime)? else {
         return Ok(None);
     };
+    use attest_core::agents::AGENT_TOKEN_VAR;
     let credential = crate::secrets::read_secret(None, AGENT_TOKEN_VAR)?;
     let proven = runtime
         .block_on(agents.identify(credential.as_deref(), None))

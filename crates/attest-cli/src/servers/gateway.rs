@@ -61,10 +61,10 @@ use reqwest::Url;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::agents::{AgentAuth, AgentIdentity};
 use super::gateway_replay;
 use super::gateway_tenants::{TenantRefusal, Tenants};
 use super::{chain, held_json, not_recorded_text, receipt_json};
+use attest_core::agents::{AgentAuth, AgentIdentity};
 
 /// The header that names the upstream base URL.
 pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
@@ -698,7 +698,13 @@ async fn identify(state: &Inner, headers: &HeaderMap) -> Result<Option<AgentIden
             .identify(text(TOKEN_HEADER), text(attest_core::AGENT_HEADER))
             .await
             .map(Some)
-            .map_err(|refusal| reject(refusal.status, json!({"error": refusal.reason}), None));
+            .map_err(|refusal| {
+                reject(
+                    super::agents::status(&refusal),
+                    json!({"error": refusal.reason}),
+                    None,
+                )
+            });
     }
     match &state.options.token {
         Some(token) if !token.accepts(headers) => Err(reject(

@@ -52,7 +52,7 @@ pub(crate) struct ListenOptions {
     /// The authorization server, when `--listen` is a protected resource.
     pub(crate) oauth: Option<OAuthOptions>,
     /// Authenticated agents (`agents:`): the bearer credential names the agent.
-    pub(crate) agents: Option<Arc<super::agents::AgentAuth>>,
+    pub(crate) agents: Option<Arc<attest_core::agents::AgentAuth>>,
 }
 
 /// `--oauth-issuer`, `--oauth-jwks`, `--resource`.

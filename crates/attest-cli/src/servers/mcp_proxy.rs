@@ -80,7 +80,7 @@ pub(crate) struct ProxyOptions {
     pub(crate) pass_bearer: bool,
     /// On stdio with agents configured, the agent this process's credential proved (on
     /// `--listen` each request's own credential names it instead).
-    pub(crate) identity: Option<super::agents::AgentIdentity>,
+    pub(crate) identity: Option<attest_core::agents::AgentIdentity>,
 }
 
 /// Serves MCP on this process's stdio until the client goes away, then stops the upstream.

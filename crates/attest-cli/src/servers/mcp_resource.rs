@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
-use super::jwt::JwtValidator;
+use attest_core::agents::jwt::JwtValidator;
 
 /// The metadata path (RFC 9728 §3.1: the well-known prefix before the resource's path).
 pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";

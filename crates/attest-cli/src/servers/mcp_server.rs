@@ -49,7 +49,7 @@ const NOT_HERE: &str = "attest_ask files a request; the agent makes the call its
 /// JSON-RPC errors ([`super::frames`]).
 pub(crate) async fn serve(
     attest: Attest,
-    identity: Option<super::agents::AgentIdentity>,
+    identity: Option<attest_core::agents::AgentIdentity>,
 ) -> anyhow::Result<()> {
     let server = AttestServer { attest, identity };
     let running = server
@@ -65,7 +65,7 @@ pub(crate) struct AttestServer {
     attest: Attest,
     /// With agents configured, the agent this process's credential proved: every call's
     /// agent (a call naming another is refused).
-    identity: Option<super::agents::AgentIdentity>,
+    identity: Option<attest_core::agents::AgentIdentity>,
 }
 
 impl ServerHandler for AttestServer {
@@ -519,7 +519,7 @@ mod tests {
     /// store gate) on a fresh ledger in `dir`, for `identity` when given.
     fn asking_server(
         dir: &tempfile::TempDir,
-        identity: Option<crate::servers::agents::AgentIdentity>,
+        identity: Option<attest_core::agents::AgentIdentity>,
     ) -> (AttestServer, Arc<attest_core::approvals::ApprovalStore>) {
         use attest_core::approvals::{ApprovalStore, StoreGate};
         let ledger =
@@ -630,10 +630,7 @@ mod tests {
     #[tokio::test]
     async fn with_a_proven_agent_every_call_is_its_own_and_another_name_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let identity = crate::servers::agents::AgentIdentity {
-            name: "billing-bot".to_owned(),
-            how: "token",
-        };
+        let identity = attest_core::agents::AgentIdentity::new("billing-bot", "token");
         let (server, _store) = asking_server(&dir, Some(identity));
         let ledger = Arc::clone(server.attest.ledger());
         let pay = json!({"system": "stripe", "verb": "pay", "params": {"amount": 5}});

@@ -38,7 +38,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::jwt::{http_client, issuer_metadata, JwtValidator};
+use attest_core::agents::jwt::{http_client, issuer_metadata, JwtValidator};
 
 /// The cookie holding the session.
 pub(crate) const SESSION_COOKIE: &str = "attest_session";

@@ -387,6 +387,12 @@ impl Settings {
         settings
     }
 
+    /// Variable `name` of the environment these settings were resolved in, when set and
+    /// not empty (a secret a door reads: `ATTEST_AGENT_TOKEN`).
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        self.env.var(name)
+    }
+
     /// The tenant's name, when one is set.
     pub fn tenant_name(&self) -> Option<&str> {
         self.tenant.as_ref().map(|t| t.value.as_str())

@@ -8,11 +8,13 @@
 //! signature checks against one of the issuer's keys with an asymmetric algorithm, its
 //! `iss` is the issuer, its `aud` names the audience, it has not expired, and the
 //! configured claim (`sub`, `email`, …) is a non-empty string: who the caller is.
+//!
+//! In attest-core (feature `http`) so that the binary's doors and the Python and
+//! TypeScript packages check agents' JWTs with the same code.
 
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
@@ -38,24 +40,54 @@ const LEEWAY_SECS: u64 = 30;
 const REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 
 /// How long a fetch of the issuer's metadata or keys may take.
-pub(crate) const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The largest metadata or JWKS document read.
 const MAX_DOCUMENT: usize = 1024 * 1024;
 
 /// What a valid token says.
 #[derive(Debug, Clone)]
-pub(crate) struct Verified {
+#[non_exhaustive]
+pub struct Verified {
     /// The token's issuer.
-    pub(crate) issuer: String,
+    pub issuer: String,
     /// The configured claim's value: who the caller is.
-    pub(crate) name: String,
+    pub name: String,
     /// Every claim, for a caller that checks more (the ID token's `nonce`).
-    pub(crate) claims: Map<String, Value>,
+    pub claims: Map<String, Value>,
+}
+
+/// Why an identity provider's metadata or keys could not be had: what was fetched, and
+/// why it failed. No token can be checked without them.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}")]
+pub struct ProviderError {
+    what: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl ProviderError {
+    fn new(what: impl Into<String>) -> ProviderError {
+        ProviderError {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    fn because(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> ProviderError {
+        ProviderError {
+            what: what.into(),
+            source: Some(Box::new(source)),
+        }
+    }
 }
 
 /// A validator for one issuer's tokens for one audience.
-pub(crate) struct JwtValidator {
+pub struct JwtValidator {
     issuer: String,
     audience: String,
     claim: String,
@@ -69,12 +101,12 @@ impl JwtValidator {
     /// Reaches `issuer` (its keys at `jwks`, else from its metadata) for tokens whose
     /// audience is `audience` and whose `claim` names the caller. Fails when the keys
     /// cannot be had: no token could be checked.
-    pub(crate) async fn discover(
+    pub async fn discover(
         issuer: &str,
         jwks: Option<&str>,
         audience: &str,
         claim: &str,
-    ) -> anyhow::Result<JwtValidator> {
+    ) -> Result<JwtValidator, ProviderError> {
         let http = http_client()?;
         let jwks_url = match jwks {
             Some(url) => url.to_owned(),
@@ -84,7 +116,9 @@ impl JwtValidator {
                     .get("jwks_uri")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
-                    .with_context(|| format!("the metadata of {issuer} names no jwks_uri"))?
+                    .ok_or_else(|| {
+                        ProviderError::new(format!("the metadata of {issuer} names no jwks_uri"))
+                    })?
             }
         };
         let keys = fetch_keys(&http, &jwks_url).await?;
@@ -100,12 +134,12 @@ impl JwtValidator {
     }
 
     /// The issuer this validator trusts.
-    pub(crate) fn issuer(&self) -> &str {
+    pub fn issuer(&self) -> &str {
         &self.issuer
     }
 
     /// Checks `token`: signature, issuer, audience, expiry, and the caller's claim.
-    pub(crate) async fn validate(&self, token: &str) -> Result<Verified, &'static str> {
+    pub async fn validate(&self, token: &str) -> Result<Verified, &'static str> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| "not a JWT")?;
         if !ACCEPTED.contains(&header.alg) {
             return Err("signature algorithm not accepted");
@@ -191,18 +225,19 @@ impl JwtValidator {
 }
 
 /// An HTTP client for an issuer's documents and endpoints: bounded time, no redirects.
-pub(crate) fn http_client() -> anyhow::Result<reqwest::Client> {
+pub fn http_client() -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
         .timeout(FETCH_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .context("an HTTP client for the identity provider")
+        .map_err(|err| ProviderError::because("an HTTP client for the identity provider", err))
 }
 
 /// `issuer`'s metadata: RFC 8414 authorization server metadata, else OpenID Connect
 /// discovery; it must name the same issuer.
-pub(crate) async fn issuer_metadata(http: &reqwest::Client, issuer: &str) -> anyhow::Result<Value> {
-    let base = reqwest::Url::parse(issuer).with_context(|| format!("issuer {issuer:?}"))?;
+pub async fn issuer_metadata(http: &reqwest::Client, issuer: &str) -> Result<Value, ProviderError> {
+    let base = reqwest::Url::parse(issuer)
+        .map_err(|err| ProviderError::because(format!("issuer {issuer:?}"), err))?;
     let path = base.path().trim_end_matches('/');
     let origin = base.origin().ascii_serialization();
     let candidates = [
@@ -217,35 +252,39 @@ pub(crate) async fn issuer_metadata(http: &reqwest::Client, issuer: &str) -> any
         let Ok(metadata) = fetch_json(http, &url).await else {
             continue;
         };
-        anyhow::ensure!(
-            metadata.get("issuer").and_then(Value::as_str) == Some(issuer),
-            "the identity provider's metadata at {url} names another issuer"
-        );
+        if metadata.get("issuer").and_then(Value::as_str) != Some(issuer) {
+            return Err(ProviderError::new(format!(
+                "the identity provider's metadata at {url} names another issuer"
+            )));
+        }
         return Ok(metadata);
     }
-    anyhow::bail!("issuer {issuer}: no authorization server or OpenID Connect metadata")
+    Err(ProviderError::new(format!(
+        "issuer {issuer}: no authorization server or OpenID Connect metadata"
+    )))
 }
 
-async fn fetch_keys(http: &reqwest::Client, url: &str) -> anyhow::Result<JwkSet> {
+async fn fetch_keys(http: &reqwest::Client, url: &str) -> Result<JwkSet, ProviderError> {
     let value = fetch_json(http, url).await?;
-    serde_json::from_value(value).with_context(|| format!("the JWKS at {url}"))
+    serde_json::from_value(value)
+        .map_err(|err| ProviderError::because(format!("the JWKS at {url}"), err))
 }
 
-async fn fetch_json(http: &reqwest::Client, url: &str) -> anyhow::Result<Value> {
+async fn fetch_json(http: &reqwest::Client, url: &str) -> Result<Value, ProviderError> {
+    let get = |err: reqwest::Error| ProviderError::because(format!("GET {url}"), err);
     let response = http
         .get(url)
         .send()
         .await
-        .with_context(|| format!("GET {url}"))?
+        .map_err(get)?
         .error_for_status()
-        .with_context(|| format!("GET {url}"))?;
-    let bytes = response
-        .bytes()
-        .await
-        .with_context(|| format!("GET {url}"))?;
-    anyhow::ensure!(
-        bytes.len() <= MAX_DOCUMENT,
-        "GET {url}: the document is too long"
-    );
-    serde_json::from_slice(&bytes).with_context(|| format!("GET {url}: not JSON"))
+        .map_err(get)?;
+    let bytes = response.bytes().await.map_err(get)?;
+    if bytes.len() > MAX_DOCUMENT {
+        return Err(ProviderError::new(format!(
+            "GET {url}: the document is too long"
+        )));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|err| ProviderError::because(format!("GET {url}: not JSON"), err))
 }
