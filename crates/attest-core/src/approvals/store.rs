@@ -438,15 +438,13 @@ impl ApprovalStore {
         if request.is_own(&approver) && (answer.approve || quorum.is_some()) {
             return Err(ApprovalError::OwnRequest { id, approver });
         }
-        if quorum.is_some() {
-            if answer.edits.is_some() {
-                return Err(ApprovalError::BadEdits {
-                    id,
-                    detail: "a request under a quorum is approved as asked (every approval is for \
-                             the same action); reject it and have the agent ask again with the change"
-                        .to_owned(),
-                });
-            }
+        if quorum.is_some() && answer.edits.is_some() {
+            return Err(ApprovalError::BadEdits {
+                id,
+                detail: "a request under a quorum is approved as asked (every approval is for \
+                         the same action); reject it and have the agent ask again with the change"
+                    .to_owned(),
+            });
         }
         let (status, approved_digest) = match (&answer.edits, answer.approve) {
             (Some(_), false) => {
