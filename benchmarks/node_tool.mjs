@@ -1,10 +1,14 @@
-// What a governed Node tool call costs: the npm package `attest` (js/) on the same
-// actions as benchmarks/python_tool.py (a HubSpot read, and an update that acts and is
-// acknowledged: intent + outcome rows), beside the bare function, in one run.
+// What a governed tool call costs from Node, Python and Rust in one run: the npm package
+// `attest` (js/), then benchmarks/python_tool.py (the Python package) and attest-core's
+// example `tool_cost` (the Rust API), each on the same actions (a HubSpot read, and an
+// update that acts and is acknowledged: intent + outcome rows) beside its own bare
+// function. "added p50" is each governed row's p50 over its own language's bare function.
 //
 //     node benchmarks/node_tool.mjs [--samples N] [--json FILE]
 //
-// Needs the package built (`npm ci` in js/, as .ci/run does). Statistics as in
+// Needs the package built (`npm ci` in js/, as .ci/run does), Python with the `attest`
+// package (`$ATTEST_PYTHON`, else .ci/pyvenv/bin/python3: `maturin develop`, as .ci/run
+// does; without one the Python rows are left out, and the table says so) and cargo. Statistics as in
 // benchmarks/src/measure.rs: p50/p95 are sorted[round((n-1)*q)]. Each governed call is
 // awaited before the next starts (the cost of one call, not a throughput). Ledgers go in a
 // temporary directory on the repository's disk and are removed after.
@@ -13,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { execFileSync } from "node:child_process";
 
 import { Attest } from "../js/lib/index.mjs";
 
@@ -72,11 +77,26 @@ try {
   fs.rmSync(workdir, { recursive: true, force: true });
 }
 
-const bare = rows[0].p50_ns;
-console.log(`${"row".padEnd(62)} ${"p50".padStart(10)} ${"p95".padStart(10)} ${"added p50".padStart(10)}`);
+// Python and Rust in the same run, each a process of its own (their output is JSON rows).
+const python = process.env.ATTEST_PYTHON ?? path.join(REPO, ".ci", "pyvenv", "bin", "python3");
+if (fs.existsSync(python)) {
+  const out = path.join(os.tmpdir(), `attest-python-tool-${process.pid}.json`);
+  execFileSync(python, [path.join(REPO, "benchmarks", "python_tool.py"), "--samples", String(samples), "--json", out], { stdio: ["ignore", "ignore", "inherit"] });
+  rows.push(...JSON.parse(fs.readFileSync(out, "utf8")).rows);
+  fs.rmSync(out, { force: true });
+} else {
+  console.log(`(no Python with the attest package at ${python}: set ATTEST_PYTHON; the Python rows are left out)`);
+}
+const rust = execFileSync("cargo", ["run", "-q", "-p", "attest-core", "--example", "tool_cost", "--", String(samples)], { cwd: REPO, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+rows.push(...JSON.parse(rust).rows);
+
+// Each language's own bare function ("node: the bare async function", "python: the bare function", …).
+const bareOf = (r) => rows.find((b) => b.name.split(":")[0] === r.name.split(":")[0] && b.name.includes("the bare"));
+console.log(`${"row".padEnd(70)} ${"p50".padStart(10)} ${"p95".padStart(10)} ${"added p50".padStart(10)}`);
 for (const r of rows) {
-  const added = r.name.includes("governed") ? `${((r.p50_ns - bare) / 1000).toFixed(1)}µs` : "";
-  console.log(`${r.name.padEnd(62)} ${(r.p50_ns / 1000).toFixed(1).padStart(8)}µs ${(r.p95_ns / 1000).toFixed(1).padStart(8)}µs ${added.padStart(10)}`);
+  const bare = bareOf(r);
+  const added = /governed|decorated/.test(r.name) && bare ? `${((r.p50_ns - bare.p50_ns) / 1000).toFixed(1)}µs` : "";
+  console.log(`${r.name.padEnd(70)} ${(r.p50_ns / 1000).toFixed(1).padStart(8)}µs ${(r.p95_ns / 1000).toFixed(1).padStart(8)}µs ${added.padStart(10)}`);
 }
 if (values.json) {
   const machine = { node: process.version, machine: os.machine(), system: os.type() };
