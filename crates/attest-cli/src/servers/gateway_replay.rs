@@ -125,8 +125,9 @@ pub(crate) fn replayed(receipt: &Receipt, kept: Option<&[u8]>) -> Response {
             json!({
                 "error": format!(
                     "a request with this {KEY_HEADER} already ran (seq {}); its response was not \
-                     kept (over {MAX_REPLAY_BYTES} bytes), so it cannot be replayed. The upstream \
-                     was not called again",
+                     kept (over {MAX_REPLAY_BYTES} bytes, or its process stopped before it could \
+                     keep it and the outcome was read back from the vendor), so it cannot be \
+                     replayed. The upstream was not called again",
                     receipt.seq
                 ),
                 "receipt": receipt_json(receipt),

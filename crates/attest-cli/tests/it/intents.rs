@@ -158,6 +158,21 @@ fn killed_create(
     rng: &mut Rng,
 ) -> (bool, bool) {
     let (store, stall) = (rng.below(2) == 0, rng.below(5) != 0);
+    let pause = rng.below(40);
+    killed_create_as(dir, crm, upstream, email, (store, stall, pause), None)
+}
+
+/// [`killed_create`] as told: `(store, stall, pause)`: whether the vendor stores the
+/// contact, holds its answer, and how many ms to wait before the kill; `key`: the
+/// request's `Idempotency-Key`.
+fn killed_create_as(
+    dir: &Path,
+    crm: &Shared,
+    upstream: &str,
+    email: &str,
+    (store, stall, pause): (bool, bool, u64),
+    key: Option<&str>,
+) -> (bool, bool) {
     {
         let mut crm = crm.lock().unwrap();
         crm.store_next = store;
@@ -168,10 +183,14 @@ fn killed_create(
     let before = crm.lock().unwrap().creates;
     let url = format!("{address}/v1/contacts");
     let body = json!({"email": email, "name": "Ada"});
+    let key_header = key.map(|key| format!("Idempotency-Key: {key}"));
     let client = std::thread::spawn(move || {
         let mut command = std::process::Command::new("curl");
+        command.args(["-s", "-o", "/dev/null", "-X", "POST", "--max-time", "40"]);
+        if let Some(header) = &key_header {
+            command.args(["-H", header]);
+        }
         command
-            .args(["-s", "-o", "/dev/null", "-X", "POST", "--max-time", "40"])
             .args(["-H", "Content-Type: application/json", "--data"])
             .arg(body.to_string())
             .arg(url);
@@ -186,7 +205,7 @@ fn killed_create(
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    std::thread::sleep(Duration::from_millis(rng.below(40)));
+    std::thread::sleep(Duration::from_millis(pause));
     gateway.kill();
     let _ = client.join();
     // The retry's create is answered at once.
@@ -196,6 +215,21 @@ fn killed_create(
 
 /// The retry of the create for `email`: (status, decision header, body).
 fn retry(dir: &Path, upstream: &str, email: &str) -> (u16, String, String) {
+    let (status, headers, body) = retry_with(dir, upstream, email, &[]);
+    let decision = headers
+        .get("x-attest-decision")
+        .cloned()
+        .unwrap_or_default();
+    (status, decision, body)
+}
+
+/// The retry of the create for `email` with `headers`: (status, headers, body).
+fn retry_with(
+    dir: &Path,
+    upstream: &str,
+    email: &str,
+    headers: &[&str],
+) -> (u16, std::collections::HashMap<String, String>, String) {
     let (_gateway, address) = start_gateway_logging(
         dir,
         "ledger.sqlite",
@@ -204,17 +238,12 @@ fn retry(dir: &Path, upstream: &str, email: &str) -> (u16, String, String) {
         &[],
         Stdio::null(),
     );
-    let (status, headers, body) = curl(
+    curl(
         "POST",
         &format!("{address}/v1/contacts"),
         Some(&json!({"email": email, "name": "Ada"})),
-        &[],
-    );
-    let decision = headers
-        .get("x-attest-decision")
-        .cloned()
-        .unwrap_or_default();
-    (status, decision, body)
+        headers,
+    )
 }
 
 /// `attest intents --json`.
@@ -331,6 +360,69 @@ fn a_killed_write_is_reconciled_from_the_vendor_and_a_retry_never_runs_blindly()
     );
     assert_eq!(ran + not_run, reconciled.len());
     assert!(open_ran + open_not_run > 0, "no round left an intent open");
+}
+
+#[test]
+fn a_killed_keyed_write_is_read_back_by_its_keyed_retry_and_the_key_follows_the_vendor() {
+    if curl_missing() || crate::sqlite_only("intents", "the gateway's ledger file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let crm = Shared::default();
+    let upstream = start_crm(Arc::clone(&crm));
+    setup(dir.path(), &upstream, true);
+    for (round, store) in [(0, true), (1, false)] {
+        let (email, key) = (format!("kept{round}@example.com"), format!("key-{round}"));
+        let header = format!("Idempotency-Key: {key}");
+        // The vendor holds its answer: the kill leaves the intent open, key and all.
+        let (happened, held) = killed_create_as(
+            dir.path(),
+            &crm,
+            &upstream,
+            &email,
+            (store, true, 5),
+            Some(&key),
+        );
+        assert!(held && happened == store);
+        assert_eq!(open_intents(dir.path()).len(), 1, "round {round}");
+        let (status, headers, body) = retry_with(dir.path(), &upstream, &email, &["-H", &header]);
+        if store {
+            // Read back, it ran: the key gives that outcome, and the vendor is not called
+            // again (the first process kept no response to replay).
+            assert_eq!(status, 409, "round {round}: {body}");
+            assert!(body.contains("already ran (seq"), "round {round}: {body}");
+        } else {
+            // Read back, it did not run: the key is free, and the retry runs once.
+            assert_eq!(status, 201, "round {round}: {body}");
+            assert_eq!(
+                headers.get("x-attest-decision").map(String::as_str),
+                Some("act")
+            );
+        }
+        assert_eq!(
+            stored(&crm, &email),
+            1,
+            "round {round}: one contact, never two"
+        );
+        // Once more with the key: nothing runs.
+        let (again, headers, body) = retry_with(dir.path(), &upstream, &email, &["-H", &header]);
+        assert_eq!(again, status, "round {round}: {body}");
+        if !store {
+            assert_eq!(
+                headers.get("idempotent-replayed").map(String::as_str),
+                Some("true"),
+                "round {round}"
+            );
+        }
+        assert_eq!(
+            stored(&crm, &email),
+            1,
+            "round {round}: one contact, never two"
+        );
+    }
+    assert_eq!(open_intents(dir.path()), Vec::<Value>::new());
+    let verify = attest(dir.path(), &["--ledger", "ledger.sqlite", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
 }
 
 #[test]

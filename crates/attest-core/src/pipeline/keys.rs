@@ -13,10 +13,13 @@
 //! - the key's call has no outcome yet: the retry waits (bounded, [`IdempotencyOptions::wait`])
 //!   for it, then replays it, or is refused with [`IdempotencyError::InUse`] naming its
 //!   intent row. A call whose process died leaves its key in use: its outcome is
-//!   unknown, and it is never run again blindly. Once its intent is resolved — read
-//!   back by a retry of the same call, or answered by a person (`attest intents
-//!   resolve`) — the key follows the answer ([`Attest::key_follows`]): it ran, and a
-//!   retry with the key gets that outcome; it did not, and the key is free.
+//!   unknown, and it is never run again blindly. A retry (keyed or not) that finds the
+//!   first call's process gone reads its outcome back where a recipe can look the
+//!   record up, as for any retry of an open intent; once the intent is resolved — so,
+//!   or answered by a person (`attest intents resolve`) — the key follows the answer
+//!   ([`Attest::key_follows`]): it ran, and a retry with the key gets that outcome
+//!   (with no response to replay: the first process did not live to keep one); it did
+//!   not, and the key is free.
 //!
 //! Keys apply to writes; a read with a key runs as any read.
 
@@ -207,6 +210,7 @@ impl Attest {
         };
         let mut pause = Duration::from_millis(20);
         let mut waited = Duration::ZERO;
+        let mut reconciled = false;
         loop {
             let asked = claim.clone();
             match self
@@ -230,8 +234,18 @@ impl Attest {
                     })));
                 }
                 KeyState::Running {
-                    intent_seq, age, ..
+                    action_id: first,
+                    intent_seq,
+                    age,
                 } => {
+                    // The first call's process gone: read its outcome back, once, and
+                    // claim again (the key follows what was found).
+                    if !reconciled && intent_seq.is_some() {
+                        reconciled = true;
+                        if self.reconcile_keyed(action, &first).await? {
+                            continue;
+                        }
+                    }
                     if waited >= self.idempotency.wait {
                         return Err(IdempotencyError::InUse { intent_seq, age }.into());
                     }

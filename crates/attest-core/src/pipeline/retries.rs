@@ -263,6 +263,36 @@ impl Attest {
         })
     }
 
+    /// A keyed retry found its key's first call (`first`) still open. If that call's
+    /// process is gone, it is reconciled as an unkeyed retry of the same call would
+    /// reconcile it ([`Attest::earlier`]: read back from the vendor), and the key follows
+    /// what was found ([`Attest::key_follows`]). True: something was found, so the key
+    /// is worth claiming again; false: the first call may still be running, or nobody can
+    /// tell.
+    pub(super) async fn reconcile_keyed(
+        &self,
+        action: &Action,
+        first: &str,
+    ) -> Result<bool, AttestError> {
+        let digest = action_digest(action)?;
+        let held = self
+            .on_ledger(move |ledger| ledger.held_call(&digest, None))
+            .await?;
+        let Some(HeldCall::Open {
+            action_id, owner, ..
+        }) = held
+        else {
+            return Ok(false);
+        };
+        if action_id != first || !liveness::is_gone(&owner) {
+            return Ok(false);
+        }
+        Ok(match self.earlier(action, first, &owner).await? {
+            Earlier::Ran { .. } | Earlier::Free => true,
+            Earlier::Finished { .. } | Earlier::Unknown(_) => false,
+        })
+    }
+
     /// Claims the digest for a call about to run, unless the check already did (a person
     /// approved it, or shadow mode).
     pub(super) async fn claim_before_run(
