@@ -120,6 +120,19 @@ fn setup(dir: &Path, upstream: &str, recipe: bool) {
     std::fs::write(dir.join(".attest/config.yaml"), config).unwrap();
 }
 
+/// A directory set up by [`setup`] beside a CRM stand-in, for a test of the gateway's
+/// ledger file; `None` (the test skips) without curl or off SQLite.
+fn crm_ledger(recipe: bool) -> Option<(tempfile::TempDir, Shared, String)> {
+    if curl_missing() || crate::sqlite_only("intents", "the gateway's ledger file") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let crm = Shared::default();
+    let upstream = start_crm(Arc::clone(&crm));
+    setup(dir.path(), &upstream, recipe);
+    Some((dir, crm, upstream))
+}
+
 /// A small deterministic generator, seeded from the clock (printed, to rerun a seed).
 struct Rng(u64);
 
@@ -263,13 +276,9 @@ fn stored(crm: &Shared, email: &str) -> usize {
 
 #[test]
 fn a_killed_write_is_reconciled_from_the_vendor_and_a_retry_never_runs_blindly() {
-    if curl_missing() || crate::sqlite_only("intents", "the gateway's ledger file") {
+    let Some((dir, crm, upstream)) = crm_ledger(true) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let crm = Shared::default();
-    let upstream = start_crm(Arc::clone(&crm));
-    setup(dir.path(), &upstream, true);
+    };
     let mut rng = Rng::new();
     let (mut found, mut missing) = (0, 0);
     // Rounds whose vendor held its answer: their intents were open at the retry.
@@ -364,13 +373,9 @@ fn a_killed_write_is_reconciled_from_the_vendor_and_a_retry_never_runs_blindly()
 
 #[test]
 fn a_killed_keyed_write_is_read_back_by_its_keyed_retry_and_the_key_follows_the_vendor() {
-    if curl_missing() || crate::sqlite_only("intents", "the gateway's ledger file") {
+    let Some((dir, crm, upstream)) = crm_ledger(true) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let crm = Shared::default();
-    let upstream = start_crm(Arc::clone(&crm));
-    setup(dir.path(), &upstream, true);
+    };
     for (round, store) in [(0, true), (1, false)] {
         let (email, key) = (format!("kept{round}@example.com"), format!("key-{round}"));
         let header = format!("Idempotency-Key: {key}");
@@ -427,13 +432,9 @@ fn a_killed_keyed_write_is_read_back_by_its_keyed_retry_and_the_key_follows_the_
 
 #[test]
 fn without_a_recipe_a_killed_writes_retry_asks_until_a_person_resolves_it() {
-    if curl_missing() || crate::sqlite_only("intents", "the gateway's ledger file") {
+    let Some((dir, crm, upstream)) = crm_ledger(false) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let crm = Shared::default();
-    let upstream = start_crm(Arc::clone(&crm));
-    setup(dir.path(), &upstream, false);
+    };
     let mut rng = Rng::new();
     // Each round's open intent, if its kill left one: (seq, email, whether it happened).
     let mut killed = Vec::new();

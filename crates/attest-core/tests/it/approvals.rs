@@ -1703,6 +1703,17 @@ fn payment_by_ann() -> Action {
         .with_params(json!({"amount": 900, "currency": "usd"}))
 }
 
+/// Ann, who asked for the payment, approves it herself: refused as her own request.
+async fn own_approval_is_refused(attest: &Attest, id: &str) {
+    let own = attest
+        .decide(id, Answer::approve("ann@acme.com", "cli"))
+        .await;
+    assert!(matches!(
+        approval_error(own),
+        ApprovalError::OwnRequest { .. }
+    ));
+}
+
 fn approval_error(result: Result<attest_core::Decided, AttestError>) -> ApprovalError {
     match result {
         Err(AttestError::Approval(err)) => err,
@@ -1728,13 +1739,7 @@ async fn quorum_of_two(f: &Fixture) {
     let tool = Tool::default();
     let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
     // The actor's own approval never counts, though she is in finance.
-    let own = attest
-        .decide(&id, Answer::approve("ann@acme.com", "cli"))
-        .await;
-    assert!(matches!(
-        approval_error(own),
-        ApprovalError::OwnRequest { .. }
-    ));
+    own_approval_is_refused(&attest, &id).await;
     // Nor does anyone outside finance.
     let outsider = attest.decide(&id, Answer::approve("maria", "cli")).await;
     assert!(matches!(
@@ -2259,13 +2264,7 @@ async fn without_a_quorum_the_actor_may_withdraw_her_request_but_never_approve_i
     let tool = Tool::default();
     let (id, token) = pend(&attest, payment_by_ann(), &tool).await;
     // Ann asked for it: her approval is refused, and the request still waits.
-    let own = attest
-        .decide(&id, Answer::approve("ann@acme.com", "cli"))
-        .await;
-    assert!(matches!(
-        approval_error(own),
-        ApprovalError::OwnRequest { .. }
-    ));
+    own_approval_is_refused(&attest, &id).await;
     match attest.call(&token).run(tool.run()).await {
         Ok(Outcome::Held { .. }) => {}
         other => panic!("her own approval leaves it held, got {other:?}"),
