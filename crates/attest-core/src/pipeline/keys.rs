@@ -242,7 +242,7 @@ impl Attest {
                     // claim again (the key follows what was found).
                     if !reconciled && intent_seq.is_some() {
                         reconciled = true;
-                        if self.reconcile_keyed(action, &first).await? {
+                        if self.reconcile_keyed(action, &claim.digest, &first).await? {
                             continue;
                         }
                     }

@@ -263,7 +263,8 @@ impl Attest {
         })
     }
 
-    /// A keyed retry found its key's first call (`first`) still open. If that call's
+    /// A keyed retry found its key's first call (`first`, of the same `digest`: the key
+    /// claim computed it) still open. If that call's
     /// process is gone, it is reconciled as an unkeyed retry of the same call would
     /// reconcile it ([`Attest::earlier`]: read back from the vendor), and the key follows
     /// what was found ([`Attest::key_follows`]). True: something was found, so the key
@@ -272,9 +273,10 @@ impl Attest {
     pub(super) async fn reconcile_keyed(
         &self,
         action: &Action,
+        digest: &str,
         first: &str,
     ) -> Result<bool, AttestError> {
-        let digest = action_digest(action)?;
+        let digest = digest.to_owned();
         let held = self
             .on_ledger(move |ledger| ledger.held_call(&digest, None))
             .await?;
