@@ -28,6 +28,12 @@
 //!   to the standalone stream, as the transport spec allows: over stdio a log message
 //!   carries no request id, so which call it is about cannot be known.
 //!
+//! A stream resumed with `Last-Event-ID` replays the events after the one named (rmcp's
+//! own replay starts at that one, which is left out here). rmcp keeps a request's stream
+//! until its answer is sent and forgets it then (`LocalSessionWorker::
+//! handle_server_message`, no event store configured): a client can resume a call's
+//! stream while the call runs, not once it has been answered.
+//!
 //! rmcp's typed handler answers `subscriptions/listen` itself (a session of an earlier
 //! protocol version: `-32601`), so the session's transport hands it to the handler as a
 //! custom request of the same method, which [`super::mcp_listen`] turns back into the
@@ -355,7 +361,13 @@ impl SessionManager for CallStreams {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(unwrapping(self.inner.resume(id, last_event_id).await?))
+        let resumed = self.inner.resume(id, last_event_id.clone()).await?;
+        // rmcp's replay starts at the last event the client had (`CachedTx::sync` skips
+        // the events before it, not it); the spec replays those after it.
+        let after = resumed.filter(move |event| {
+            std::future::ready(event.event_id.as_deref() != Some(last_event_id.as_str()))
+        });
+        Ok(unwrapping(after))
     }
 
     async fn accept_message(
