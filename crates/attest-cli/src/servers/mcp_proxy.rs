@@ -4,7 +4,9 @@
 //! upstream server as a child and talks MCP to it over the child's stdio (both with the
 //! official SDK, `rmcp`). Every message passes through unchanged — initialize, listings,
 //! resources, prompts, completions, logging, notifications, progress (its tokens mapped
-//! across the two links), cancellation, and the server's own requests to the client —
+//! across the two links), `subscriptions/listen` (the subscription's id in its
+//! notifications and answer mapped likewise), cancellation, and the server's own
+//! requests to the client —
 //! except `tools/call`, which goes through [`Attest::call`]:
 //!
 //! - the action is detected from the tool name, with `--server` as the system hint, and
