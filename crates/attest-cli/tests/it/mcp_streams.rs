@@ -160,6 +160,15 @@ fn listen_on_stdio(peers: &Peers) -> Vec<Value> {
     messages
 }
 
+/// Reading a stream for a line the proxy put elsewhere would wait for the call's end,
+/// which waits for a gate the test opens only after: bounded, so such a test fails
+/// instead of hanging.
+async fn bounded<T>(shape: &str, read: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(60), read)
+        .await
+        .unwrap_or_else(|_| panic!("{shape}: the line never came on this stream"))
+}
+
 fn is_answer(message: &Value) -> bool {
     message.get("id").is_some() && message.get("method").is_none()
 }
@@ -205,14 +214,8 @@ async fn a_call_stream_resumed_with_last_event_id_replays_the_log_lines_the_clie
         drop(call);
         open_gate(&mut session, "one").await;
         let mut resumed = session.resume(&last).await;
-        // Were the line lost, the stream would wait for the call's end, which waits for
-        // the second gate: bounded so the test fails instead of hanging.
-        let mut events: Vec<Event> = tokio::time::timeout(
-            std::time::Duration::from_secs(60),
-            resumed.read_until(logged("resumed: passed one")),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{shape}: the resumed stream never replayed `passed one`"));
+        let mut events: Vec<Event> =
+            bounded(shape, resumed.read_until(logged("resumed: passed one"))).await;
         open_gate(&mut session, "two").await;
         events.extend(resumed.read_until(is_answer).await);
         // What came after the last event the client had, and only that.
@@ -242,11 +245,11 @@ async fn concurrent_calls_each_get_only_their_own_log_lines() {
     for (shape, url) in &shapes.shapes {
         let mut session = Session::open(url, &[]).await;
         let mut first = session.stream("tools/call", gated("a", &["a"])).await;
-        let mut events_a = first.read_until(logged("a: started")).await;
+        let mut events_a = bounded(shape, first.read_until(logged("a: started"))).await;
         let mut second = session.stream("tools/call", gated("b", &["b"])).await;
         // Over stdio `b: started` is not on b's stream (both calls are open by then).
         let mut events_b = match *shape {
-            "--url" => second.read_until(logged("b: started")).await,
+            "--url" => bounded(shape, second.read_until(logged("b: started"))).await,
             _ => Vec::new(),
         };
         // Both calls are in flight now; each logs once more, then answers.
