@@ -6,8 +6,9 @@
 //! `DELETE`) wants a typed handler; [`Relay`] is that handler, and each of its methods
 //! turns the typed request back into the [`ClientRequest`] it was and hands it to the same
 //! [`Proxy::handle_request`] a stdio client reaches — one forwarding path, so the two
-//! fronts cannot drift. Every method and notification the SDK knows is relayed; only
-//! `tools/call` is governed.
+//! fronts cannot drift. Every method and notification is relayed, custom ones too, and
+//! `subscriptions/listen`, which the SDK's handler would answer itself, reaches it as a
+//! custom request ([`super::mcp_streams`]); only `tools/call` is governed.
 //!
 //! In front of the SDK's server, [`super::mcp_sessions`] binds each session to the
 //! credential that opened it and hands an upstream's `401`/`403` challenge back as HTTP;
@@ -220,6 +221,16 @@ impl Relay {
     }
 }
 
+/// A custom request of a method rmcp knows as that method's typed request; any other as
+/// it is. (Its `_meta` and HTTP request reach the proxy in the request's context.)
+fn typed(request: CustomRequest) -> ClientRequest {
+    let value = serde_json::json!({"method": &request.method, "params": &request.params});
+    match serde_json::from_value::<ClientRequest>(value) {
+        Ok(ClientRequest::CustomRequest(_)) | Err(_) => ClientRequest::CustomRequest(request),
+        Ok(typed) => typed,
+    }
+}
+
 fn unexpected(what: &str) -> ErrorData {
     ErrorData::internal_error(
         format!("the upstream answered {what} with another kind of result"),
@@ -326,9 +337,6 @@ impl ServerHandler for Relay {
     relay!(get_skill(GetSkillRequestParams) -> GetSkillResult,
         |r| ClientRequest::GetSkillRequest(Request::new(r)),
         ServerResult::GetSkillResult(result) => result, "skills/get");
-    relay!(on_custom_request(CustomRequest) -> CustomResult,
-        ClientRequest::CustomRequest,
-        ServerResult::CustomResult(result) => result, "a custom request");
 
     relay_empty!(set_level(SetLevelRequestParams), |r| {
         ClientRequest::SetLevelRequest(Request::new(r))
@@ -345,6 +353,22 @@ impl ServerHandler for Relay {
     relay_empty!(cancel_task(CancelTaskParams), |r| {
         ClientRequest::CancelTaskRequest(Request::new(r))
     });
+
+    /// A custom method, or one rmcp's handler would answer itself that the session's
+    /// transport made a custom request of ([`super::mcp_streams`]): relayed as the typed
+    /// request it is, its answer passed back whatever its kind.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        match self.ask(typed(request), context).await? {
+            ServerResult::CustomResult(result) => Ok(result),
+            other => serde_json::to_value(other)
+                .map(CustomResult)
+                .map_err(|_| unexpected("a custom request")),
+        }
+    }
 
     async fn on_progress(
         &self,

@@ -1,24 +1,27 @@
-//! The upstream's notifications reach the client before the answer they precede.
+//! The upstream's notifications reach the client in the order they were sent, and before
+//! the answer they precede.
 //!
 //! The SDK hands each notification it reads to its own task, while it hands an answer
 //! straight to the request waiting for it; so the proxy could pass on a tool's result
-//! before the progress notices or log messages the upstream sent ahead of it. The
-//! upstream link is read through [`Ordered`], which counts each such notification as it
-//! is read — before any answer that follows it on the link — and the proxy's side of the
-//! link marks it done once forwarded ([`InFlight::forwarding`]). A request that has its
-//! answer waits until nothing read before it is still on its way ([`InFlight::settled`]).
+//! before the progress notices or log messages the upstream sent ahead of it, or two
+//! notifications in the other order. The upstream link is read through [`Ordered`],
+//! which numbers each such notification as it is read — before any answer that follows
+//! it on the link — with a [`Ticket`] in its extensions; the proxy's side of the link
+//! forwards it in its turn, once every earlier one has been ([`InFlight::forwarding`]),
+//! and a request that has its answer waits until nothing read before it is still on its
+//! way ([`InFlight::settled`]).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{GetMeta, ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::{GetExtensions, GetMeta, ServerJsonRpcMessage, ServerNotification};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
-/// How long an answer waits for notifications read before it. Only a notification the
-/// SDK routes elsewhere (a subscription's) could leave the count up; then the answer goes
-/// on after this long rather than never.
+/// How long an answer, or a notification's turn, waits for notifications read before it:
+/// should one never reach the proxy's handler, the rest go on after this long rather than
+/// never.
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
 /// The notifications read from the upstream and not yet forwarded to the client.
@@ -27,50 +30,77 @@ pub(crate) struct InFlight(Arc<Inner>);
 
 #[derive(Default)]
 struct Inner {
-    count: Mutex<usize>,
-    idle: tokio::sync::Notify,
+    state: Mutex<State>,
+    changed: tokio::sync::Notify,
 }
 
-/// Whether `notification` is counted: the kinds a request's answer must not overtake,
-/// and only those the SDK hands to the proxy (not a subscription's, which it routes to
-/// the subscription itself).
+#[derive(Default)]
+struct State {
+    /// Numbered and not yet forwarded.
+    outstanding: usize,
+    /// The next number to give.
+    issued: u64,
+    /// The number whose turn it is.
+    next: u64,
+}
+
+/// A counted notification's place in the order it was read (in its extensions).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ticket(u64);
+
+/// Whether `notification` is counted: the kinds a request's answer must not overtake —
+/// progress, log messages, and a subscription's notifications, which precede the
+/// `subscriptions/listen` answer (the proxy sends that request as any other, so the SDK
+/// hands them to the proxy, not to a subscription of its own).
 pub(crate) fn ordered(notification: &ServerNotification) -> bool {
     matches!(
         notification,
         ServerNotification::ProgressNotification(_)
             | ServerNotification::LoggingMessageNotification(_)
-    ) && notification.get_meta().subscription_id().is_none()
+    ) || notification.get_meta().subscription_id().is_some()
 }
 
 impl InFlight {
-    fn count(&self) -> std::sync::MutexGuard<'_, usize> {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.0
-            .count
+            .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn begin(&self) {
-        *self.count() += 1;
+    fn begin(&self) -> Ticket {
+        let mut state = self.state();
+        state.outstanding += 1;
+        let ticket = Ticket(state.issued);
+        state.issued += 1;
+        ticket
     }
 
-    /// Marks one counted notification done when the returned guard drops (forwarded,
-    /// dropped, or failed alike).
-    pub(crate) fn forwarding(&self) -> Forwarding {
-        Forwarding(self.clone())
+    /// Waits for `ticket`'s turn; the returned guard marks it done when it drops
+    /// (forwarded, dropped, or failed alike).
+    pub(crate) async fn forwarding(&self, ticket: Ticket) -> Forwarding {
+        self.wait(|state| state.next >= ticket.0).await;
+        Forwarding {
+            in_flight: self.clone(),
+            ticket,
+        }
     }
 
     /// Returns once every counted notification read so far has been forwarded.
     pub(crate) async fn settled(&self) {
+        self.wait(|state| state.outstanding == 0).await;
+    }
+
+    async fn wait(&self, done: impl Fn(&State) -> bool) {
         let wait = async {
             loop {
-                let idle = self.0.idle.notified();
-                tokio::pin!(idle);
-                idle.as_mut().enable();
-                if *self.count() == 0 {
+                let changed = self.0.changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                if done(&self.state()) {
                     return;
                 }
-                idle.await;
+                changed.await;
             }
         };
         let _ = tokio::time::timeout(SETTLE_LIMIT, wait).await;
@@ -78,15 +108,18 @@ impl InFlight {
 }
 
 /// One counted notification on its way to the client.
-pub(crate) struct Forwarding(InFlight);
+pub(crate) struct Forwarding {
+    in_flight: InFlight,
+    ticket: Ticket,
+}
 
 impl Drop for Forwarding {
     fn drop(&mut self) {
-        let mut count = self.0.count();
-        *count = count.saturating_sub(1);
-        if *count == 0 {
-            self.0 .0.idle.notify_waiters();
-        }
+        let mut state = self.in_flight.state();
+        state.outstanding = state.outstanding.saturating_sub(1);
+        state.next = state.next.max(self.ticket.0 + 1);
+        drop(state);
+        self.in_flight.0.changed.notify_waiters();
     }
 }
 
@@ -113,10 +146,11 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await?;
-        if let ServerJsonRpcMessage::Notification(notification) = &message {
+        let mut message = self.inner.receive().await?;
+        if let ServerJsonRpcMessage::Notification(notification) = &mut message {
             if ordered(&notification.notification) {
-                self.in_flight.begin();
+                let ticket = self.in_flight.begin();
+                notification.notification.extensions_mut().insert(ticket);
             }
         }
         Some(message)
@@ -132,21 +166,29 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn settled_waits_for_every_counted_notification() {
+    async fn notifications_are_forwarded_in_turn_and_settled_waits_for_all() {
         let in_flight = InFlight::default();
-        in_flight.begin();
-        in_flight.begin();
-        let first = in_flight.forwarding();
-        let second = in_flight.forwarding();
-        let waiting = tokio::spawn({
+        let first = in_flight.begin();
+        let second = in_flight.begin();
+        // The second waits for the first's turn to end.
+        let later = tokio::spawn({
+            let in_flight = in_flight.clone();
+            async move {
+                let _done = in_flight.forwarding(second).await;
+            }
+        });
+        let settled = tokio::spawn({
             let in_flight = in_flight.clone();
             async move { in_flight.settled().await }
         });
-        drop(first);
         tokio::task::yield_now().await;
-        assert!(!waiting.is_finished());
-        drop(second);
-        tokio::time::timeout(Duration::from_secs(1), waiting)
+        assert!(!later.is_finished() && !settled.is_finished());
+        drop(in_flight.forwarding(first).await);
+        tokio::time::timeout(Duration::from_secs(1), later)
+            .await
+            .expect("its turn came once the first was forwarded")
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(1), settled)
             .await
             .expect("settled once both were forwarded")
             .unwrap();

@@ -4,7 +4,9 @@
 //! upstream server as a child and talks MCP to it over the child's stdio (both with the
 //! official SDK, `rmcp`). Every message passes through unchanged — initialize, listings,
 //! resources, prompts, completions, logging, notifications, progress (its tokens mapped
-//! across the two links), cancellation, and the server's own requests to the client —
+//! across the two links), `subscriptions/listen` (the subscription's id in its
+//! notifications and answer mapped likewise), cancellation, and the server's own
+//! requests to the client —
 //! except `tools/call`, which goes through [`Attest::call`]:
 //!
 //! - the action is detected from the tool name, with `--server` as the system hint, and
@@ -43,9 +45,9 @@ use attest_core::{
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientConfig, ClientNotification, ClientRequest, ClientResult,
-    ContentBlock, ErrorData, GetMeta, InitializeResult, JsonObject, MetaObject, ProgressToken,
-    ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, ServerRequest,
-    ServerResult, Tool, ToolAnnotations,
+    ContentBlock, ErrorData, GetExtensions, GetMeta, InitializeResult, JsonObject, MetaObject,
+    NotificationMetaObject, ProgressToken, ProtocolVersion, RequestId, ServerCapabilities,
+    ServerConfig, ServerNotification, ServerRequest, ServerResult, Tool, ToolAnnotations,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
@@ -54,9 +56,11 @@ use rmcp::service::{
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
+use super::mcp_http_streams::{take_mark, StreamKey};
 use super::mcp_keys;
-use super::mcp_order::{ordered, InFlight};
+use super::mcp_order::{InFlight, Ticket};
 use super::mcp_resource::Authenticated;
+use super::mcp_streams::Destination;
 use super::mcp_transport::{connect, request_bearer, UpstreamSpec};
 use super::{chain, held_json, not_recorded_text, receipt_json, Mode};
 
@@ -109,7 +113,8 @@ impl Proxy {
             bearer: std::sync::OnceLock::new(),
             upstream: OnceCell::new(),
             tools: Arc::new(Mutex::new(HashMap::new())),
-            progress: Arc::new(Mutex::new(HashMap::new())),
+            progress: Arc::default(),
+            requests: Arc::default(),
             in_flight: InFlight::default(),
         }))
     }
@@ -124,7 +129,9 @@ struct Inner {
     /// The upstream's tools by name, from its latest listing.
     tools: Arc<Mutex<HashMap<String, Tool>>>,
     /// Progress tokens: the one sent upstream → the client's own.
-    progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+    progress: Routes<ProgressToken>,
+    /// Requests in flight: the id on the upstream link → the client's own.
+    requests: Routes<RequestId>,
     /// The upstream's notifications read and not yet passed on ([`super::mcp_order`]).
     in_flight: InFlight,
 }
@@ -161,16 +168,20 @@ impl Proxy {
         client: ClientConfig,
         downstream: Peer<RoleServer>,
     ) -> Result<Upstream, ErrorData> {
+        let key = StreamKey::random();
         let service = UpstreamClient {
             downstream,
             config: client,
             tools: Arc::clone(&self.0.tools),
             progress: Arc::clone(&self.0.progress),
+            requests: Arc::clone(&self.0.requests),
+            posted: matches!(self.0.options.upstream, UpstreamSpec::Url { .. })
+                .then(|| key.clone()),
             in_flight: self.0.in_flight.clone(),
         };
         let bearer = self.0.bearer.get().cloned();
         let in_flight = self.0.in_flight.clone();
-        let running = connect(&self.0.options.upstream, service, bearer, in_flight).await?;
+        let running = connect(&self.0.options.upstream, service, bearer, in_flight, &key).await?;
         let peer = running.peer().clone();
         let info = peer
             .peer_info()
@@ -201,15 +212,21 @@ impl Proxy {
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ServiceError> {
         let options = PeerRequestOptions::no_options().with_meta(context.meta.clone());
+        let listen = matches!(request, ClientRequest::SubscriptionsListenRequest(_));
         let handle = peer.send_request_with_option(request, options).await?;
         let id = handle.id.clone();
-        let _route = context.meta.get_progress_token().map(|theirs| {
-            ProgressRoute::new(&self.0.progress, handle.progress_token.clone(), theirs)
-        });
+        let _request = Route::new(&self.0.requests, id.clone(), context.id.clone());
+        let _progress = context
+            .meta
+            .get_progress_token()
+            .map(|theirs| Route::new(&self.0.progress, handle.progress_token.clone(), theirs));
         tokio::select! {
             result = handle.await_response() => {
                 self.0.in_flight.settled().await;
-                result
+                match result {
+                    Ok(answer) if listen => Ok(subscription_renamed(answer, &id, &context.id)),
+                    other => other,
+                }
             }
             () = context.ct.cancelled() => {
                 let reason = "cancelled by the client".to_owned();
@@ -651,7 +668,8 @@ impl Service<RoleServer> for Proxy {
         let Some(upstream) = self.0.upstream.get() else {
             return Ok(());
         };
-        carry_meta(&mut notification, context.meta);
+        let meta = notification_meta(context.meta, &context.extensions);
+        carry_meta(&mut notification, meta);
         upstream
             .peer
             .send_notification(notification)
@@ -681,8 +699,34 @@ struct UpstreamClient {
     downstream: Peer<RoleServer>,
     config: ClientConfig,
     tools: Arc<Mutex<HashMap<String, Tool>>>,
-    progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+    progress: Routes<ProgressToken>,
+    requests: Routes<RequestId>,
+    /// A remote upstream's key for the request a notification was posted for
+    /// ([`super::mcp_http_streams`]); none for a stdio upstream.
+    posted: Option<StreamKey>,
     in_flight: InFlight,
+}
+
+impl UpstreamClient {
+    /// Where the client gets `meta`'s notification ([`super::mcp_streams`]): a
+    /// subscription's on its `subscriptions/listen` (the id renamed to the client's), a
+    /// remote upstream's on the stream of the request it was posted for, else its
+    /// standalone stream; none said for a stdio upstream's.
+    fn destination(&self, meta: &mut NotificationMetaObject) -> Option<Destination> {
+        let posted = self
+            .posted
+            .as_ref()
+            .map(|key| take_mark(&mut meta.0 .0, key));
+        if let Some(subscription) = meta.subscription_id() {
+            if let Some(theirs) = lock(&self.requests).get(&subscription).cloned() {
+                meta.set_subscription_id(theirs.clone());
+                return Some(Destination::Request(theirs));
+            }
+        }
+        let posted = posted?;
+        let theirs = posted.and_then(|ours| lock(&self.requests).get(&ours).cloned());
+        Some(theirs.map_or(Destination::Standalone, Destination::Request))
+    }
 }
 
 impl Service<RoleClient> for UpstreamClient {
@@ -708,8 +752,11 @@ impl Service<RoleClient> for UpstreamClient {
         notification: ServerNotification,
         context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
-        // Counted as it was read: done once passed on, or dropped.
-        let _forwarding = ordered(&notification).then(|| self.in_flight.forwarding());
+        // Numbered as it was read: passed on in its turn, done once passed on or dropped.
+        let _forwarding = match context.extensions.get::<Ticket>() {
+            Some(ticket) => Some(self.in_flight.forwarding(*ticket).await),
+            None => None,
+        };
         let mut notification = match notification {
             ServerNotification::ProgressNotification(mut progress) => {
                 let theirs = lock(&self.progress)
@@ -727,7 +774,12 @@ impl Service<RoleClient> for UpstreamClient {
             }
             other => other,
         };
-        carry_meta(&mut notification, context.meta);
+        let mut meta = notification_meta(context.meta, &context.extensions);
+        let destination = self.destination(&mut meta);
+        carry_meta(&mut notification, meta);
+        if let Some(destination) = destination {
+            notification.extensions_mut().insert(destination);
+        }
         self.downstream
             .send_notification(notification)
             .await
@@ -776,27 +828,65 @@ fn client_error(err: ServiceError) -> ErrorData {
     }
 }
 
-/// Maps an upstream progress token to the client's while one request is in flight.
-struct ProgressRoute {
-    map: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
-    ours: ProgressToken,
+/// A `subscriptions/listen` answer with the subscription (the request) it names in its
+/// `_meta` renamed from the upstream link's id to the client's.
+fn subscription_renamed(
+    answer: ServerResult,
+    ours: &RequestId,
+    theirs: &RequestId,
+) -> ServerResult {
+    const KEY: &str = "io.modelcontextprotocol/subscriptionId";
+    let (Ok(mut value), Ok(ours), Ok(theirs)) = (
+        serde_json::to_value(&answer),
+        serde_json::to_value(ours),
+        serde_json::to_value(theirs),
+    ) else {
+        return answer;
+    };
+    let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) else {
+        return answer;
+    };
+    if meta.get(KEY) != Some(&ours) {
+        return answer;
+    }
+    meta.insert(KEY.to_owned(), theirs);
+    serde_json::from_value(value).unwrap_or(answer)
 }
 
-impl ProgressRoute {
-    fn new(
-        map: &Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
-        ours: ProgressToken,
-        theirs: ProgressToken,
-    ) -> Self {
+/// The notification's `_meta`: rmcp hands a notification's handler its metadata in the
+/// context's extensions, where it parsed it, and leaves `meta` empty.
+fn notification_meta(
+    meta: NotificationMetaObject,
+    extensions: &rmcp::model::Extensions,
+) -> NotificationMetaObject {
+    let mut merged = extensions
+        .get::<NotificationMetaObject>()
+        .cloned()
+        .unwrap_or_default();
+    merged.extend(meta);
+    merged
+}
+
+/// An id on the upstream link (a progress token, a request id) → the client's own.
+type Routes<K> = Arc<Mutex<HashMap<K, K>>>;
+
+/// Maps an upstream id to the client's while one request is in flight.
+struct Route<K: std::hash::Hash + Eq> {
+    map: Routes<K>,
+    ours: K,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Route<K> {
+    fn new(map: &Routes<K>, ours: K, theirs: K) -> Self {
         lock(map).insert(ours.clone(), theirs);
-        ProgressRoute {
+        Route {
             map: Arc::clone(map),
             ours,
         }
     }
 }
 
-impl Drop for ProgressRoute {
+impl<K: std::hash::Hash + Eq> Drop for Route<K> {
     fn drop(&mut self) {
         lock(&self.map).remove(&self.ours);
     }

@@ -26,6 +26,7 @@ use rmcp::transport::streamable_http_client::{
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 
 use super::chain;
+use super::mcp_http_streams::{default_client, Posted, StreamKey};
 use super::mcp_oauth_client::{self, LoginMode, OAuthClientOptions};
 use super::mcp_order::{InFlight, Ordered};
 use super::mcp_sessions::upstream_challenge;
@@ -123,12 +124,14 @@ pub(crate) fn request_bearer(context: &RequestContext<RoleServer>) -> Option<Str
 
 /// Starts (or reaches) the upstream and runs `service` as its client. `bearer` (the
 /// client's own token) beats the spec's. The link counts the upstream's notifications
-/// into `in_flight` ([`super::mcp_order`]).
+/// into `in_flight` ([`super::mcp_order`]); a remote upstream's are marked under `key`
+/// with the request whose stream they came on ([`super::mcp_http_streams`]).
 pub(crate) async fn connect<S: Service<RoleClient>>(
     spec: &UpstreamSpec,
     service: S,
     bearer: Option<String>,
     in_flight: InFlight,
+    key: &StreamKey,
 ) -> Result<RunningService<RoleClient, S>, ErrorData> {
     let label = spec.label();
     let started = match spec {
@@ -163,6 +166,7 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
                     ErrorData::internal_error(format!("upstream `{label}`: {err}"), None)
                 })?;
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let client = Posted::new(client, key.clone());
             let transport = StreamableHttpClientTransport::with_client(client, config);
             let transport = Ordered::new(transport, in_flight);
             // A person signing in in a browser takes longer than a server's answer.
@@ -180,7 +184,11 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
             if let Some(token) = bearer.or_else(|| own.clone()) {
                 config = config.auth_header(token);
             }
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let client = default_client().map_err(|err| {
+                ErrorData::internal_error(format!("upstream `{label}`: {}", chain(&err)), None)
+            })?;
+            let client = Posted::new(client, key.clone());
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             let transport = Ordered::new(transport, in_flight);
             tokio::time::timeout(UPSTREAM_INIT_TIMEOUT, Box::pin(service.serve(transport))).await
         }

@@ -20,6 +20,7 @@ pub(crate) mod gateway;
 pub(crate) mod gateway_replay;
 pub(crate) mod gateway_tenants;
 pub(crate) mod inbox;
+pub(crate) mod mcp_http_streams;
 pub(crate) mod mcp_keys;
 pub(crate) mod mcp_listen;
 pub(crate) mod mcp_oauth_client;

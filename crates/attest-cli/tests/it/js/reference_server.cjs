@@ -16,6 +16,7 @@ const { Server } = require("@modelcontextprotocol/sdk/server/index.js");
 const { StdioServerTransport } = require("@modelcontextprotocol/sdk/server/stdio.js");
 const { StreamableHTTPServerTransport } = require("@modelcontextprotocol/sdk/server/streamableHttp.js");
 const { InMemoryEventStore } = require("@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js");
+const { z } = require("zod");
 const {
   CallToolRequestSchema,
   CompleteRequestSchema,
@@ -81,6 +82,18 @@ const TOOLS = [
       inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
     },
     {
+      // Not a suite scenario: for the proxy's tests of which stream a log line takes
+      // (tests/it/mcp_streams.rs). Logs `NAME: started`, then at each gate waits until
+      // it is opened (a `resources/read` of `test://gate/GATE`) and logs `NAME: passed GATE`.
+      name: "test_tool_with_gated_logging",
+      description: "Logs a line, then one more at each gate once it is opened",
+      inputSchema: {
+        type: "object",
+        properties: { name: { type: "string" }, gates: { type: "array", items: { type: "string" } } },
+        required: ["name"],
+      },
+    },
+    {
       name: "json_schema_2020_12_tool",
       description: "Tool with JSON Schema 2020-12 features",
       inputSchema: {
@@ -123,6 +136,20 @@ const PROMPTS = [
 ];
 
 const user = (content) => ({ role: "user", content });
+
+// The gates of test_tool_with_gated_logging, by name: opened by a read of
+// test://gate/NAME, which answers once the call waiting there has logged past it.
+const gates = new Map();
+function gate(name) {
+  let found = gates.get(name);
+  if (!found) {
+    found = {};
+    found.opened = new Promise((resolve) => (found.open = resolve));
+    found.passed = new Promise((resolve) => (found.pass = resolve));
+    gates.set(name, found);
+  }
+  return found;
+}
 
 async function elicit(extra, requestedSchema, message) {
   const result = await extra.sendRequest(
@@ -261,6 +288,17 @@ async function callTool(server, name, args, extra) {
         "Every enum shape",
       );
     }
+    case "test_tool_with_gated_logging": {
+      await log(`${args.name}: started`);
+      for (const name of args.gates ?? []) {
+        const waiting = gate(name);
+        await waiting.opened;
+        gates.delete(name);
+        await log(`${args.name}: passed ${name}`);
+        waiting.pass();
+      }
+      return { content: [text(`${args.name}: done`)] };
+    }
     case "json_schema_2020_12_tool":
       return { content: [text(`Received: ${JSON.stringify(args)}`)] };
     default:
@@ -337,7 +375,33 @@ function newServer() {
       },
     ],
   }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => readResource(request.params.uri));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const uri = request.params.uri;
+    const opening = /^test:\/\/gate\/(.+)$/.exec(uri);
+    if (!opening) return readResource(uri);
+    const opened = gate(opening[1]);
+    opened.open();
+    await opened.passed;
+    return { contents: [{ uri, mimeType: "text/plain", text: "passed" }] };
+  });
+  // The 2026-07-28 revision's subscriptions/listen, which this SDK does not know: each
+  // category asked for is acknowledged, one notification of it sent, and the listen
+  // ended gracefully, its result naming what was asked.
+  server.setRequestHandler(
+    z.object({ method: z.literal("subscriptions/listen"), params: z.object({}).passthrough() }),
+    async (request, extra) => {
+      const _meta = { "io.modelcontextprotocol/subscriptionId": extra.requestId };
+      const asked = request.params.notifications ?? {};
+      await extra.sendNotification({
+        method: "notifications/subscriptions/acknowledged",
+        params: { notifications: asked, _meta },
+      });
+      if (asked.toolsListChanged) {
+        await extra.sendNotification({ method: "notifications/tools/list_changed", params: { _meta } });
+      }
+      return { _meta, listened: asked };
+    },
+  );
   server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     subscriptions.add(request.params.uri);
     return {};
