@@ -293,7 +293,8 @@ impl BareEntries {
                 level TEXT, run TEXT, action_id TEXT, body BYTEA NOT NULL,
                 PRIMARY KEY (tenant, seq))"
         ))?;
-        let columns = "tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body";
+        let columns =
+            "tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body";
         let one = client.prepare(&format!(
             "INSERT INTO {table} ({columns}) VALUES ('bare', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
         ))?;

@@ -145,6 +145,7 @@ pub(crate) fn cli_rows(dir: &Path, scale: &Scale) -> anyhow::Result<Vec<Row>> {
     anyhow::ensure!(status.success(), "attest export failed");
     let export_arg = export.display().to_string();
 
+    let python = python()?;
     let mut out = Vec::new();
     let samples = scale.process_samples;
     let mut n = 0;
@@ -162,7 +163,7 @@ pub(crate) fn cli_rows(dir: &Path, scale: &Scale) -> anyhow::Result<Vec<Row>> {
         n += 1;
         let into = work.join(format!("bare-{n}"));
         std::fs::create_dir_all(&into)?;
-        let mut run = Command::new("python3");
+        let mut run = Command::new(&python);
         run.args(["-c", EXECUTEMANY])
             .arg(into.join("bare.sqlite"))
             .arg(&export);
@@ -207,6 +208,17 @@ pub(crate) fn cli_rows(dir: &Path, scale: &Scale) -> anyhow::Result<Vec<Row>> {
         Ok((run, None))
     })?);
     Ok(out)
+}
+
+/// The Python interpreter itself: `python3` on PATH may be a launcher script (pyenv's
+/// shim takes longer to start than the executemany takes).
+fn python() -> anyhow::Result<std::path::PathBuf> {
+    let output = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .context("the executemany limit row needs python3 on PATH")?;
+    anyhow::ensure!(output.status.success(), "python3 did not start");
+    Ok(String::from_utf8(output.stdout)?.trim().into())
 }
 
 /// `attest` run in `dir` with none of the caller's `ATTEST_*` settings, so only the

@@ -263,7 +263,13 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     )?);
 
     rows.push(readback_row(&dir, &runtime, &policy, scale)?);
-    rows.extend(concurrency_rows(&dir, &runtime, &policy, scale, &[1, 8, 64])?);
+    rows.extend(concurrency_rows(
+        &dir,
+        &runtime,
+        &policy,
+        scale,
+        &[1, 8, 64],
+    )?);
     rows.push(group_commit_limit(&dir, scale)?);
     rows.push(processes::several_processes(
         dir.path(),
@@ -334,7 +340,13 @@ pub(crate) fn targets_only(scale: &Scale) -> anyhow::Result<Report> {
     let runtime = runtime()?;
     let policy = PolicyEngine::default_policy()?;
     rows.push(append_row(&dir, Durability::Normal, scale)?);
-    rows.push(action_row(&dir, &runtime, &policy, Durability::Normal, scale)?);
+    rows.push(action_row(
+        &dir,
+        &runtime,
+        &policy,
+        Durability::Normal,
+        scale,
+    )?);
     rows.extend(concurrency_rows(&dir, &runtime, &policy, scale, &[64])?);
     rows.push(group_commit_limit(&dir, scale)?);
     let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
@@ -346,11 +358,7 @@ pub(crate) fn targets_only(scale: &Scale) -> anyhow::Result<Report> {
         &mut measures,
         Breadth::Targets,
     )?);
-    rows.extend(crate::postgres::rows(
-        scale,
-        Breadth::Targets,
-        &mut facts,
-    )?);
+    rows.extend(crate::postgres::rows(scale, Breadth::Targets, &mut facts)?);
     rows.extend(processes::cli_rows(dir.path(), scale)?);
     rows.extend(limits(&dir, scale)?);
     compare_with_limits(&mut rows, scale);
@@ -406,16 +414,28 @@ fn compare_with_limits(rows: &mut [Row], scale: &Scale) {
         ),
         // Issue 27's limit rows (its targets are scored in `targets`).
         (names::TASKS_64.to_owned(), names::GROUP_COMMIT.to_owned()),
-        (names::PG_TASKS_64.to_owned(), names::PG_GROUP_COMMIT.to_owned()),
-        (names::PG_APPEND.to_owned(), names::PG_BARE_INSERT.to_owned()),
-        (names::pg_batched(big_rows), names::pg_bare_batched(big_rows)),
+        (
+            names::PG_TASKS_64.to_owned(),
+            names::PG_GROUP_COMMIT.to_owned(),
+        ),
+        (
+            names::PG_APPEND.to_owned(),
+            names::PG_BARE_INSERT.to_owned(),
+        ),
+        (
+            names::pg_batched(big_rows),
+            names::pg_bare_batched(big_rows),
+        ),
         (
             names::since_checkpoint(big_rows),
             names::since_checkpoint_limit(big_rows),
         ),
         (names::cli_import(n_rows), names::cli_executemany(n_rows)),
         (names::cli_verify(n_rows), names::cli_openssl(n_rows)),
-        (names::cli_since_checkpoint(n_rows), names::CLI_VERSION.to_owned()),
+        (
+            names::cli_since_checkpoint(n_rows),
+            names::CLI_VERSION.to_owned(),
+        ),
     ];
     for (row, limit) in pairs {
         against(rows, &row, &limit);
@@ -451,7 +471,11 @@ pub(crate) fn stores(scale: &Scale) -> anyhow::Result<Report> {
         anyhow::ensure!(report.is_intact(), "benchmark ledger is broken");
         Ok(())
     })?);
-    rows.extend(crate::postgres::rows(scale, Breadth::Everything, &mut facts)?);
+    rows.extend(crate::postgres::rows(
+        scale,
+        Breadth::Everything,
+        &mut facts,
+    )?);
     Ok(Report {
         rows,
         facts,
@@ -932,17 +956,14 @@ fn evidence(
         },
     )?);
     big.checkpoint(&key)?;
-    rows.push(once(
-        &crate::targets::names::full_verify(big_rows),
-        || {
-            let report = big.verify_with(VerifyOptions {
-                trusted: &trusted,
-                ..VerifyOptions::default()
-            })?;
-            anyhow::ensure!(report.is_intact(), "big ledger does not verify");
-            Ok(())
-        },
-    )?);
+    rows.push(once(&crate::targets::names::full_verify(big_rows), || {
+        let report = big.verify_with(VerifyOptions {
+            trusted: &trusted,
+            ..VerifyOptions::default()
+        })?;
+        anyhow::ensure!(report.is_intact(), "big ledger does not verify");
+        Ok(())
+    })?);
     peak_memory(big.path(), big_rows, facts, measures)?;
     if breadth == Breadth::Targets {
         rows.extend(growth(dir, scale, &key, &big, facts, measures)?);
@@ -1044,7 +1065,12 @@ fn growth(
             &trusted,
             scale.samples,
         )?);
-        rows.push(since_checkpoint_limit(size, &ledger, &trusted, scale.samples)?);
+        rows.push(since_checkpoint_limit(
+            size,
+            &ledger,
+            &trusted,
+            scale.samples,
+        )?);
         if size == sizes[0] {
             // Beside the largest ledger's: whether verifying needs more memory as it grows.
             peak_memory(ledger.path(), size, facts, measures)?;
@@ -1101,9 +1127,8 @@ fn since_checkpoint_limit(
                 .prepare_cached("SELECT note FROM checkpoints ORDER BY size DESC LIMIT 1")?
                 .query_row([], |row| row.get(0))?;
             let checkpoint = attest_ledger::open_checkpoint(note.as_bytes(), trusted)?;
-            let mut read = tx.prepare_cached(
-                "SELECT body FROM entries WHERE seq > ?1 ORDER BY seq LIMIT 100",
-            )?;
+            let mut read = tx
+                .prepare_cached("SELECT body FROM entries WHERE seq > ?1 ORDER BY seq LIMIT 100")?;
             let mut bodies = read.query([checkpoint.size])?;
             let mut hashed = 0;
             while let Some(row) = bodies.next()? {
