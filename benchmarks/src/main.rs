@@ -13,6 +13,7 @@ mod measure;
 mod postgres;
 mod processes;
 mod scenarios;
+mod targets;
 mod tiles;
 
 use std::path::PathBuf;
@@ -39,7 +40,9 @@ struct Args {
     /// `stores` (SQLite's one-row appends and verify beside the PostgreSQL rows; no `attest`
     /// binary needed) or `ledger` (the SQLite ledger's rows and their limit rows: appends,
     /// the whole action, batched appends, full and since-checkpoint verify) or `windows`
-    /// (a decision and a whole action with a budget or rate window, beside the plain ones).
+    /// (a decision and a whole action with a budget or rate window, beside the plain ones)
+    /// or `targets` (only the rows issue 27's targets are scored on and their limit rows,
+    /// PostgreSQL's and the command line's included; needs the `attest` binary).
     #[arg(long, value_name = "GROUP")]
     only: Option<String>,
     /// Internal: verify a ledger and print the peak resident memory.
@@ -71,15 +74,25 @@ fn main() -> anyhow::Result<()> {
         Some("stores") => scenarios::stores(&scale)?,
         Some("ledger") => scenarios::ledger_only(&scale)?,
         Some("windows") => scenarios::windows_only(&scale)?,
+        Some("targets") => scenarios::targets_only(&scale)?,
         Some(other) => {
             anyhow::bail!(
-                "--only {other:?}: the groups are `tiles`, `dashboard`, `stores`, `ledger` and `windows`"
+                "--only {other:?}: the groups are `tiles`, `dashboard`, `stores`, `ledger`, `windows` and `targets`"
             )
         }
     };
     measure::print_table(&report.rows, peer.as_ref());
     for (what, value) in &report.facts {
         println!("{what}: {value}");
+    }
+    let targets = targets::score_report(&scale, &report);
+    // A group that measures none of them (`--only tiles`) prints no table of dashes.
+    if targets
+        .iter()
+        .any(|t| t.verdict != targets::Verdict::NotMeasured)
+    {
+        println!("\nIssue 27 targets:\n");
+        print!("{}", targets::table(&targets));
     }
     if let Some(path) = args.json {
         let json = serde_json::json!({
@@ -88,6 +101,8 @@ fn main() -> anyhow::Result<()> {
             "rows": report.rows,
             "facts": report.facts.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.clone()))).collect::<serde_json::Map<_, _>>(),
             "peer": peer.as_ref().map(|p| p.json()),
+            "targets": targets,
+            "measures": report.measures.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>(),
         });
         std::fs::write(&path, serde_json::to_vec_pretty(&json)?)?;
         eprintln!("wrote {}", path.display());

@@ -10,10 +10,13 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use attest_ledger::{Ledger, LedgerOptions};
+use attest_core::Attest;
+use attest_ledger::{canonical_bytes, Ledger, LedgerOptions};
+use attest_policy::PolicyEngine;
 
 use crate::measure::{bulk, flat, once, per_call, Row};
-use crate::scenarios::record;
+use crate::scenarios::{record, Breadth, Scale};
+use crate::targets::names;
 
 /// A database for the run, dropped on the way out.
 pub(crate) struct Database {
@@ -63,15 +66,19 @@ fn open(url: &str, tenant: Option<&str>) -> anyhow::Result<Ledger> {
 }
 
 /// The rows: one-at-a-time append, 64 concurrent tasks, 4 processes, 4 tenants in
-/// parallel, and full verifies of `bulk_rows` and `big_rows` rows (all at `full`).
+/// parallel, and full verifies of `bulk_rows` and `big_rows` rows (all at `full`), and
+/// their limit rows; with [`Breadth::Targets`], only the rows issue 27's targets are
+/// scored on (the append, 64 concurrent tasks, batched appends) and their limits.
 pub(crate) fn rows(
-    samples: usize,
-    bulk_rows: usize,
-    big_rows: usize,
-    per_task: usize,
-    process_actions: u64,
+    scale: &Scale,
+    breadth: Breadth,
     facts: &mut Vec<(String, String)>,
 ) -> anyhow::Result<Vec<Row>> {
+    let samples = scale.samples;
+    let bulk_rows = scale.bulk_rows;
+    let big_rows = scale.big_rows;
+    let per_task = scale.per_task;
+    let process_actions = scale.process_actions;
     facts.push((
         "ct-toolkit seed, PostgreSQL 18.6 over TCP (Docker Desktop)".to_owned(),
         "1.12 ms per write; 20,000 writes in 28.8 s; full verify 320 ms per 20,000".to_owned(),
@@ -87,18 +94,41 @@ pub(crate) fn rows(
 
     let ledger = open(&db.url, Some("one"))?;
     let mut n = 0;
-    rows.push(per_call(
-        "postgres: ledger append, one row (full)",
-        samples.min(500),
-        || {
-            n += 1;
-            ledger.append(&record(n))?;
-            Ok(())
-        },
-    )?);
+    rows.push(per_call(names::PG_APPEND, samples.min(500), || {
+        n += 1;
+        ledger.append(&record(n))?;
+        Ok(())
+    })?);
+    let mut bare = BareEntries::create(&db.url, "bare_one")?;
+    rows.push(per_call(names::PG_BARE_INSERT, samples.min(500), || {
+        bare.insert_one()
+    })?);
 
-    // 64 threads on one ledger: group commit makes a statement of whatever is queued.
-    let shared = Arc::new(open(&db.url, Some("tasks"))?);
+    // 64 tasks on one ledger, each a whole action (intent + outcome rows) at a time:
+    // group commit makes a statement of whatever is queued.
+    let runtime = crate::scenarios::runtime()?;
+    let attest = Attest::builder()
+        .ledger(open(&db.url, Some("tasks"))?)
+        .policy(PolicyEngine::default_policy()?)
+        .build()?;
+    let tasks = crate::scenarios::GROUP_WRITERS;
+    rows.push(bulk(names::PG_TASKS_64, tasks * per_task, || {
+        crate::scenarios::concurrent_actions(&runtime, &attest, tasks, per_task)
+    })?);
+    drop(attest);
+    let mut grouped = BareEntries::create(&db.url, "bare_group")?;
+    rows.push(bulk(names::PG_GROUP_COMMIT, tasks * per_task, || {
+        crate::scenarios::group_commit(per_task, |rows| grouped.insert_many(rows))
+    })?);
+
+    if breadth == Breadth::Targets {
+        rows.extend(batched(&db, big_rows)?);
+        return Ok(rows);
+    }
+
+    // 64 threads on one ledger, one append at a time each: group commit makes a
+    // statement of whatever is queued.
+    let shared = Arc::new(open(&db.url, Some("threads"))?);
     let start = Instant::now();
     let handles: Vec<_> = (0..64u64)
         .map(|t| {
@@ -194,22 +224,8 @@ pub(crate) fn rows(
 
     // The seed's scale for a ledger that is never done being checked: filled in batches
     // of 10,000 (one statement each), then verified whole.
+    rows.extend(batched(&db, big_rows)?);
     let big = open(&db.url, Some("big"))?;
-    let batch = 10_000u64;
-    rows.push(bulk(
-        &format!("postgres: {big_rows} appends in batches of {batch} (full), per append"),
-        big_rows,
-        || {
-            let mut next = 0u64;
-            while next < big_rows as u64 {
-                let end = (next + batch).min(big_rows as u64);
-                let records: Vec<_> = (next..end).map(record).collect();
-                big.append_batch(&records)?;
-                next = end;
-            }
-            Ok(())
-        },
-    )?);
     rows.push(once(
         &format!("postgres: full verify of {big_rows} rows"),
         || {
@@ -222,4 +238,133 @@ pub(crate) fn rows(
         },
     )?);
     Ok(rows)
+}
+
+/// Rows per batched statement, in the ledger's batched appends and in their limit row.
+const BATCH: usize = 10_000;
+
+/// `big_rows` appends in batches of [`BATCH`] into tenant `big`, and the bare multi-row
+/// INSERT of as many rows in the same batches.
+fn batched(db: &Database, big_rows: usize) -> anyhow::Result<Vec<Row>> {
+    let big = open(&db.url, Some("big"))?;
+    let ledger = bulk(&names::pg_batched(big_rows), big_rows, || {
+        let mut next = 0u64;
+        while next < big_rows as u64 {
+            let end = (next + BATCH as u64).min(big_rows as u64);
+            let records: Vec<_> = (next..end).map(record).collect();
+            big.append_batch(&records)?;
+            next = end;
+        }
+        Ok(())
+    })?;
+    let mut bare = BareEntries::create(&db.url, "bare_batched")?;
+    let limit = bulk(&names::pg_bare_batched(big_rows), big_rows, || {
+        let mut left = big_rows;
+        while left > 0 {
+            let rows = left.min(BATCH);
+            bare.insert_many(rows)?;
+            left -= rows;
+        }
+        Ok(())
+    })?;
+    Ok(vec![ledger, limit])
+}
+
+/// The floor under a PostgreSQL append: the same entry row (the ledger's `entries`
+/// columns, the same body) into a table with only the primary key, by a prepared
+/// statement, each statement its own synced commit (autocommit); no tree rows, counters,
+/// indexes, hashing or JSON.
+struct BareEntries {
+    client: postgres::Client,
+    one: postgres::Statement,
+    many: postgres::Statement,
+    seq: i64,
+    body: Vec<u8>,
+    row: attest_ledger::Record,
+}
+
+impl BareEntries {
+    fn create(url: &str, table: &str) -> anyhow::Result<BareEntries> {
+        let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+        client.batch_execute(&format!(
+            "CREATE TABLE {table} (
+                tenant TEXT NOT NULL, seq BIGINT NOT NULL, hash BYTEA NOT NULL, ts TEXT NOT NULL,
+                system TEXT NOT NULL, verb TEXT NOT NULL, agent TEXT, decision TEXT NOT NULL,
+                level TEXT, run TEXT, action_id TEXT, body BYTEA NOT NULL,
+                PRIMARY KEY (tenant, seq))"
+        ))?;
+        let columns =
+            "tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body";
+        let one = client.prepare(&format!(
+            "INSERT INTO {table} ({columns}) VALUES ('bare', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        ))?;
+        // One statement for many rows: the arrays unnested side by side.
+        let many = client.prepare(&format!(
+            "INSERT INTO {table} ({columns}) SELECT 'bare', * FROM unnest($1::bigint[], $2::bytea[],
+                $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                $10::text[], $11::bytea[])"
+        ))?;
+        let row = record(1);
+        Ok(BareEntries {
+            client,
+            one,
+            many,
+            seq: 0,
+            body: canonical_bytes(&row)?,
+            row,
+        })
+    }
+
+    const TS: &'static str = "2026-12-01T06:00:00.000000Z";
+
+    /// One row: one round trip, one commit.
+    fn insert_one(&mut self) -> anyhow::Result<()> {
+        self.seq += 1;
+        let r = &self.row;
+        let level = r.verification.as_ref().map(|v| v.level.as_str());
+        let action_id = format!("{:012}", self.seq);
+        self.client.execute(
+            &self.one,
+            &[
+                &self.seq,
+                &&[7u8; 32][..],
+                &Self::TS,
+                &r.system,
+                &r.verb,
+                &r.agent,
+                &r.decision,
+                &level,
+                &r.run_id,
+                &action_id,
+                &self.body,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// `rows` rows in one statement: one round trip, one commit.
+    fn insert_many(&mut self, rows: usize) -> anyhow::Result<()> {
+        let seqs: Vec<i64> = (self.seq + 1..=self.seq + rows as i64).collect();
+        self.seq += rows as i64;
+        let r = &self.row;
+        let level = r.verification.as_ref().map(|v| v.level.as_str());
+        let action_ids: Vec<String> = seqs.iter().map(|seq| format!("{seq:012}")).collect();
+        self.client.execute(
+            &self.many,
+            &[
+                &seqs,
+                &vec![&[7u8; 32][..]; rows],
+                &vec![Self::TS; rows],
+                &vec![r.system.as_str(); rows],
+                &vec![r.verb.as_str(); rows],
+                &vec![r.agent.as_deref(); rows],
+                &vec![r.decision.as_str(); rows],
+                &vec![level; rows],
+                &vec![r.run_id.as_deref(); rows],
+                &action_ids,
+                &vec![self.body.as_slice(); rows],
+            ],
+        )?;
+        Ok(())
+    }
 }

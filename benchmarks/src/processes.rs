@@ -1,16 +1,21 @@
-//! Scenarios that need other processes: several writers on one file, and the peak
-//! memory of a verification measured in a process that does nothing else.
+//! Scenarios that need other processes: several writers on one file, the peak memory
+//! of a verification measured in a process that does nothing else, and the command
+//! line's `import` and `verify`, each a process, beside what a bare process does with
+//! the same bytes.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use anyhow::Context;
 use attest_core::Attest;
-use attest_ledger::{Ledger, LedgerOptions};
+use attest_ledger::{Durability, Ledger, LedgerOptions, Record, SigningKey};
 use attest_policy::{Action, Verb};
 use serde_json::json;
 
-use crate::measure::{flat, Row};
+use crate::measure::{flat, from_times, Row};
+use crate::scenarios::{record, Scale};
+use crate::targets::names;
 
 /// The child half of [`several_processes`]: `actions` whole actions at `full`.
 pub(crate) fn worker(args: &[String]) -> anyhow::Result<()> {
@@ -94,4 +99,170 @@ pub(crate) fn verify_peak_memory(path: &Path) -> anyhow::Result<u64> {
     anyhow::ensure!(output.status.success(), "the verify process failed");
     let kib: u64 = String::from_utf8_lossy(&output.stdout).trim().parse()?;
     Ok(kib * 1024)
+}
+
+/// The bare limit under `attest import`: the same lines into one table in one
+/// transaction, by Python's own `sqlite3` (WAL, `synchronous = FULL`, as the ledger's
+/// default durability syncs).
+const EXECUTEMANY: &str = r#"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("PRAGMA journal_mode = WAL")
+db.execute("PRAGMA synchronous = FULL")
+db.execute("CREATE TABLE entries (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+with open(sys.argv[2], encoding="utf-8") as lines, db:
+    db.executemany("INSERT INTO entries (body) VALUES (?)", ((line,) for line in lines))
+"#;
+
+/// The command line's rows, each a process timed from spawn to exit: `attest import` of
+/// an export of `scale.bulk_rows` rows into a new ledger beside Python's executemany of
+/// the same lines, `attest verify` beside `openssl dgst -sha256` of the export, and
+/// `attest verify --since-checkpoint` (100 rows after a checkpoint) beside
+/// `attest --version` (what starting the process costs).
+pub(crate) fn cli_rows(dir: &Path, scale: &Scale) -> anyhow::Result<Vec<Row>> {
+    let attest = crate::mcp_proxy::attest_binary()?;
+    let rows = scale.bulk_rows;
+    let work = dir.join("cli");
+    std::fs::create_dir_all(&work)?;
+    let ledger_path = work.join("ledger.sqlite");
+    let ledger = Ledger::open(
+        &ledger_path,
+        LedgerOptions {
+            durability: Durability::Normal,
+            ..LedgerOptions::default()
+        },
+    )?;
+    let records: Vec<Record> = (0..rows as u64).map(record).collect();
+    for chunk in records.chunks(1000) {
+        ledger.append_batch(chunk)?;
+    }
+    let ledger_arg = ledger_path.display().to_string();
+    let export = work.join("export.jsonl");
+    let status = cli(&attest, &work)
+        .args(["--ledger", &ledger_arg, "export"])
+        .stdout(std::fs::File::create(&export)?)
+        .status()?;
+    anyhow::ensure!(status.success(), "attest export failed");
+    let export_arg = export.display().to_string();
+
+    let python = python()?;
+    let mut out = Vec::new();
+    let samples = scale.process_samples;
+    let mut n = 0;
+    out.push(timed(&names::cli_import(rows), samples, || {
+        n += 1;
+        let into = work.join(format!("import-{n}"));
+        std::fs::create_dir_all(&into)?;
+        let mut run = cli(&attest, &work);
+        run.arg("--ledger")
+            .arg(into.join("ledger.sqlite"))
+            .args(["import", &export_arg]);
+        Ok((run, Some(into)))
+    })?);
+    out.push(timed(&names::cli_executemany(rows), samples, || {
+        n += 1;
+        let into = work.join(format!("bare-{n}"));
+        std::fs::create_dir_all(&into)?;
+        let mut run = Command::new(&python);
+        run.args(["-c", EXECUTEMANY])
+            .arg(into.join("bare.sqlite"))
+            .arg(&export);
+        Ok((run, Some(into)))
+    })?);
+    out.push(timed(&names::cli_verify(rows), samples, || {
+        let mut run = cli(&attest, &work);
+        run.args(["--ledger", &ledger_arg, "verify"]);
+        Ok((run, None))
+    })?);
+    out.push(timed(&names::cli_openssl(rows), samples, || {
+        let mut run = Command::new("openssl");
+        run.args(["dgst", "-sha256", &export_arg]);
+        Ok((run, None))
+    })?);
+
+    let (key, _) = SigningKey::generate("bench.attest/cli")?;
+    ledger.checkpoint(&key)?;
+    let after: Vec<Record> = (0..100).map(|i| record(rows as u64 + i)).collect();
+    ledger.append_batch(&after)?;
+    drop(ledger);
+    let vkey = key.verifier().to_string();
+    out.push(timed(
+        &names::cli_since_checkpoint(rows),
+        scale.samples,
+        || {
+            let mut run = cli(&attest, &work);
+            run.args([
+                "--ledger",
+                &ledger_arg,
+                "verify",
+                "--since-checkpoint",
+                "--vkey",
+                &vkey,
+            ]);
+            Ok((run, None))
+        },
+    )?);
+    out.push(timed(names::CLI_VERSION, scale.samples, || {
+        let mut run = cli(&attest, &work);
+        run.arg("--version");
+        Ok((run, None))
+    })?);
+    Ok(out)
+}
+
+/// The Python interpreter itself: `python3` on PATH may be a launcher script (pyenv's
+/// shim takes longer to start than the executemany takes).
+fn python() -> anyhow::Result<std::path::PathBuf> {
+    let output = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .context("the executemany limit row needs python3 on PATH")?;
+    anyhow::ensure!(output.status.success(), "python3 did not start");
+    Ok(String::from_utf8(output.stdout)?.trim().into())
+}
+
+/// `attest` run in `dir` with none of the caller's `ATTEST_*` settings, so only the
+/// arguments say what it does.
+fn cli(attest: &Path, dir: &Path) -> Command {
+    let mut command = Command::new(attest);
+    command.current_dir(dir);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("ATTEST_") {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+/// Runs the command `next` makes `samples` times (after one untimed run that warms the
+/// page cache), each from spawn to exit, and removes the scratch directory it names
+/// after each: a row of per-process times.
+fn timed(
+    name: &str,
+    samples: usize,
+    mut next: impl FnMut() -> anyhow::Result<(Command, Option<std::path::PathBuf>)>,
+) -> anyhow::Result<Row> {
+    let mut times = Vec::with_capacity(samples);
+    for sample in 0..=samples {
+        let (mut command, scratch) = next()?;
+        command.stdout(Stdio::null()).stderr(Stdio::piped());
+        let start = Instant::now();
+        let output = command
+            .output()
+            .with_context(|| format!("cannot start {:?}", command.get_program()))?;
+        let elapsed = start.elapsed().as_nanos() as f64;
+        anyhow::ensure!(
+            output.status.success(),
+            "{name}: {:?} failed: {}",
+            command.get_program(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if sample > 0 {
+            times.push(elapsed);
+        }
+        if let Some(scratch) = scratch {
+            std::fs::remove_dir_all(&scratch)?;
+        }
+    }
+    Ok(from_times(name, times))
 }

@@ -15,16 +15,19 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::measure::{against, bulk, flat, once, per_call, per_call_batched, Row};
+use crate::targets::names;
 use crate::{mcp_proxy, processes};
 
 /// How much work each scenario does.
 pub(crate) struct Scale {
-    samples: usize,
-    sync_samples: usize,
-    bulk_rows: usize,
-    big_rows: usize,
-    per_task: usize,
-    process_actions: u64,
+    pub(crate) samples: usize,
+    pub(crate) sync_samples: usize,
+    pub(crate) bulk_rows: usize,
+    pub(crate) big_rows: usize,
+    pub(crate) per_task: usize,
+    pub(crate) process_actions: u64,
+    /// Runs of each slow command-line process (`attest import`, `attest verify`).
+    pub(crate) process_samples: usize,
 }
 
 impl Scale {
@@ -36,6 +39,7 @@ impl Scale {
             big_rows: 1_000_000,
             per_task: 200,
             process_actions: 500,
+            process_samples: 20,
         }
     }
 
@@ -47,6 +51,7 @@ impl Scale {
             big_rows: 20_000,
             per_task: 20,
             process_actions: 50,
+            process_samples: 5,
         }
     }
 }
@@ -55,6 +60,8 @@ impl Scale {
 pub(crate) struct Report {
     pub(crate) rows: Vec<Row>,
     pub(crate) facts: Vec<(String, String)>,
+    /// Figures that are not times but that targets are scored on (peak memory, bytes).
+    pub(crate) measures: Vec<(String, f64)>,
 }
 
 pub(crate) fn record(n: u64) -> Record {
@@ -142,7 +149,7 @@ fn samples_for(durability: Durability, scale: &Scale) -> usize {
 }
 
 /// The runtime the pipeline rows run on: two workers, one per core.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -154,13 +161,18 @@ pub(crate) fn dashboard_only(scale: &Scale) -> anyhow::Result<Report> {
     let dir = tempfile::tempdir_in(".")?;
     let mut facts = Vec::new();
     let rows = crate::dashboard::rows(dir.path(), scale.big_rows, scale.samples, &mut facts)?;
-    Ok(Report { rows, facts })
+    Ok(Report {
+        rows,
+        facts,
+        measures: Vec::new(),
+    })
 }
 
 pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     let dir = tempfile::tempdir_in(".")?;
     let mut rows = Vec::new();
     let mut facts = Vec::new();
+    let mut measures = Vec::new();
     let runtime = runtime()?;
 
     rows.push(per_call_batched(
@@ -251,7 +263,14 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     )?);
 
     rows.push(readback_row(&dir, &runtime, &policy, scale)?);
-    rows.extend(concurrency_rows(&dir, &runtime, &policy, scale)?);
+    rows.extend(concurrency_rows(
+        &dir,
+        &runtime,
+        &policy,
+        scale,
+        &[1, 8, 64],
+    )?);
+    rows.push(group_commit_limit(&dir, scale)?);
     rows.push(processes::several_processes(
         dir.path(),
         4,
@@ -268,20 +287,25 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     })?);
 
     rows.extend(crate::postgres::rows(
-        scale.samples,
-        scale.bulk_rows,
-        scale.big_rows,
-        scale.per_task,
-        scale.process_actions,
+        scale,
+        Breadth::Everything,
         &mut facts,
     )?);
+    rows.extend(processes::cli_rows(dir.path(), scale)?);
     rows.extend(mcp_proxy::rows(
         dir.path(),
         &runtime,
         scale.samples,
         &mut facts,
     )?);
-    rows.extend(evidence(&dir, scale, &bulk_ledger, &mut facts)?);
+    rows.extend(evidence(
+        &dir,
+        scale,
+        &bulk_ledger,
+        &mut facts,
+        &mut measures,
+        Breadth::Everything,
+    )?);
     rows.extend(crate::dashboard::rows(
         dir.path(),
         scale.big_rows,
@@ -290,7 +314,59 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     )?);
     rows.extend(limits(&dir, scale)?);
     compare_with_limits(&mut rows, scale);
-    Ok(Report { rows, facts })
+    Ok(Report {
+        rows,
+        facts,
+        measures,
+    })
+}
+
+/// How many of a group's rows to run: all of them, or only what issue 27's targets are
+/// scored on (`--only targets`).
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Breadth {
+    Everything,
+    Targets,
+}
+
+/// Only the rows issue 27's targets are scored on, and their limit rows (`--only
+/// targets`): SQLite's append and whole action at `normal`, 64 concurrent tasks at
+/// `full`, full and since-checkpoint verify, PostgreSQL's, and the command line's.
+pub(crate) fn targets_only(scale: &Scale) -> anyhow::Result<Report> {
+    let dir = tempfile::tempdir_in(".")?;
+    let mut rows = Vec::new();
+    let mut facts = Vec::new();
+    let mut measures = Vec::new();
+    let runtime = runtime()?;
+    let policy = PolicyEngine::default_policy()?;
+    rows.push(append_row(&dir, Durability::Normal, scale)?);
+    rows.push(action_row(
+        &dir,
+        &runtime,
+        &policy,
+        Durability::Normal,
+        scale,
+    )?);
+    rows.extend(concurrency_rows(&dir, &runtime, &policy, scale, &[64])?);
+    rows.push(group_commit_limit(&dir, scale)?);
+    let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
+    rows.extend(evidence(
+        &dir,
+        scale,
+        &bulk_ledger,
+        &mut facts,
+        &mut measures,
+        Breadth::Targets,
+    )?);
+    rows.extend(crate::postgres::rows(scale, Breadth::Targets, &mut facts)?);
+    rows.extend(processes::cli_rows(dir.path(), scale)?);
+    rows.extend(limits(&dir, scale)?);
+    compare_with_limits(&mut rows, scale);
+    Ok(Report {
+        rows,
+        facts,
+        measures,
+    })
 }
 
 /// Sets each Attest row beside the limit row it is read against.
@@ -336,6 +412,30 @@ fn compare_with_limits(rows: &mut [Row], scale: &Scale) {
             "policy evaluate: the update, a rule with a window condition".to_owned(),
             "policy evaluate: the update, default policy".to_owned(),
         ),
+        // Issue 27's limit rows (its targets are scored in `targets`).
+        (names::TASKS_64.to_owned(), names::GROUP_COMMIT.to_owned()),
+        (
+            names::PG_TASKS_64.to_owned(),
+            names::PG_GROUP_COMMIT.to_owned(),
+        ),
+        (
+            names::PG_APPEND.to_owned(),
+            names::PG_BARE_INSERT.to_owned(),
+        ),
+        (
+            names::pg_batched(big_rows),
+            names::pg_bare_batched(big_rows),
+        ),
+        (
+            names::since_checkpoint(big_rows),
+            names::since_checkpoint_limit(big_rows),
+        ),
+        (names::cli_import(n_rows), names::cli_executemany(n_rows)),
+        (names::cli_verify(n_rows), names::cli_openssl(n_rows)),
+        (
+            names::cli_since_checkpoint(n_rows),
+            names::CLI_VERSION.to_owned(),
+        ),
     ];
     for (row, limit) in pairs {
         against(rows, &row, &limit);
@@ -372,14 +472,15 @@ pub(crate) fn stores(scale: &Scale) -> anyhow::Result<Report> {
         Ok(())
     })?);
     rows.extend(crate::postgres::rows(
-        scale.samples,
-        scale.bulk_rows,
-        scale.big_rows,
-        scale.per_task,
-        scale.process_actions,
+        scale,
+        Breadth::Everything,
         &mut facts,
     )?);
-    Ok(Report { rows, facts })
+    Ok(Report {
+        rows,
+        facts,
+        measures: Vec::new(),
+    })
 }
 
 /// Only the SQLite ledger's rows and their limits (`--only ledger`): one-row appends,
@@ -397,10 +498,22 @@ pub(crate) fn ledger_only(scale: &Scale) -> anyhow::Result<Report> {
     }
     let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
     rows.push(bulk_row(&bulk_ledger, scale)?);
-    rows.extend(evidence(&dir, scale, &bulk_ledger, &mut facts)?);
+    let mut measures = Vec::new();
+    rows.extend(evidence(
+        &dir,
+        scale,
+        &bulk_ledger,
+        &mut facts,
+        &mut measures,
+        Breadth::Everything,
+    )?);
     rows.extend(limits(&dir, scale)?);
     compare_with_limits(&mut rows, scale);
-    Ok(Report { rows, facts })
+    Ok(Report {
+        rows,
+        facts,
+        measures,
+    })
 }
 
 /// `ledger append, one row (…)`: one-at-a-time appends to a fresh file.
@@ -538,6 +651,7 @@ pub(crate) fn windows_only(scale: &Scale) -> anyhow::Result<Report> {
     Ok(Report {
         rows,
         facts: Vec::new(),
+        measures: Vec::new(),
     })
 }
 
@@ -658,15 +772,16 @@ fn reqwest_free_get(
     })
 }
 
-/// Throughput with 1, 8 and 64 concurrent tasks at `full`: group commit at work.
+/// Throughput with `counts` concurrent tasks at `full`: group commit at work.
 fn concurrency_rows(
     dir: &tempfile::TempDir,
     runtime: &tokio::runtime::Runtime,
     policy: &PolicyEngine,
     scale: &Scale,
+    counts: &[usize],
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
-    for tasks in [1usize, 8, 64] {
+    for &tasks in counts {
         let ledger = open(dir, &format!("tasks-{tasks}.sqlite"), Durability::Full)?;
         let attest = Attest::builder()
             .ledger(ledger)
@@ -681,64 +796,146 @@ fn concurrency_rows(
         rows.push(bulk(
             &format!("throughput: {tasks} concurrent tasks (full), per action"),
             total,
-            || {
-                runtime.block_on(async {
-                    let handles: Vec<_> = (0..tasks)
-                        .map(|task| {
-                            let attest = attest.clone();
-                            tokio::spawn(async move {
-                                for n in 0..per_task {
-                                    attest
-                                        .call(task_update(task, n))
-                                        .run(|_| async {
-                                            Ok::<_, std::convert::Infallible>(json!({"id": "8812"}))
-                                        })
-                                        .await?;
-                                }
-                                Ok::<_, attest_core::AttestError>(())
-                            })
-                        })
-                        .collect();
-                    for handle in handles {
-                        handle.await??;
-                    }
-                    Ok::<_, anyhow::Error>(())
-                })
-            },
+            || concurrent_actions(runtime, &attest, tasks, per_task),
         )?);
     }
     Ok(rows)
 }
 
+/// `tasks` tasks on `runtime`, each running `per_task` whole actions (act + ack) of
+/// its own through `attest`.
+pub(crate) fn concurrent_actions(
+    runtime: &tokio::runtime::Runtime,
+    attest: &Attest,
+    tasks: usize,
+    per_task: usize,
+) -> anyhow::Result<()> {
+    runtime.block_on(async {
+        let handles: Vec<_> = (0..tasks)
+            .map(|task| {
+                let attest = attest.clone();
+                tokio::spawn(async move {
+                    for n in 0..per_task {
+                        attest
+                            .call(task_update(task, n))
+                            .run(|_| async {
+                                Ok::<_, std::convert::Infallible>(json!({"id": "8812"}))
+                            })
+                            .await?;
+                    }
+                    Ok::<_, attest_core::AttestError>(())
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.await??;
+        }
+        Ok::<_, anyhow::Error>(())
+    })
+}
+
+/// Writers in the group-commit limits, and the most rows one commit takes.
+pub(crate) const GROUP_WRITERS: usize = 64;
+
+/// The floor under [`GROUP_WRITERS`] concurrent tasks at `full`: as many threads each hand
+/// a bare row to one committer and wait until it is committed, twice per action (the
+/// intent row, then the outcome row); the committer writes whatever is queued, up to 64
+/// rows, with `commit` (one synced transaction) and then releases their writers.
+pub(crate) fn group_commit(
+    actions_per_writer: usize,
+    mut commit: impl FnMut(usize) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    use std::sync::mpsc;
+    let (queue, inbox) = mpsc::channel::<mpsc::SyncSender<()>>();
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..GROUP_WRITERS)
+            .map(|_| {
+                let queue = queue.clone();
+                scope.spawn(move || -> anyhow::Result<()> {
+                    for _ in 0..2 * actions_per_writer {
+                        let (committed, wait) = mpsc::sync_channel(1);
+                        queue.send(committed)?;
+                        wait.recv()?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        drop(queue);
+        // The committer, on this thread. On an error the queued writers' channels drop
+        // with the batch, so every writer stops instead of waiting for ever.
+        let committed = (|| -> anyhow::Result<()> {
+            while let Ok(first) = inbox.recv() {
+                let mut batch = vec![first];
+                while batch.len() < GROUP_WRITERS {
+                    match inbox.try_recv() {
+                        Ok(next) => batch.push(next),
+                        Err(_) => break,
+                    }
+                }
+                commit(batch.len())?;
+                for writer in batch {
+                    let _ = writer.send(());
+                }
+            }
+            Ok(())
+        })();
+        drop(inbox);
+        let joined: Vec<_> = writers.into_iter().map(|writer| writer.join()).collect();
+        // The committer's error first: the writers' would only say their channel closed.
+        committed?;
+        for writer in joined {
+            writer.map_err(|_| anyhow::anyhow!("a group-commit writer panicked"))??;
+        }
+        Ok(())
+    })
+}
+
+/// [`group_commit`] into a bare SQLite table at `synchronous = FULL`, per action.
+fn group_commit_limit(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Row> {
+    let mut bare = BareTable::create(dir, "group-commit", "FULL", Extras::None)?;
+    bulk(
+        crate::targets::names::GROUP_COMMIT,
+        GROUP_WRITERS * scale.per_task,
+        || group_commit(scale.per_task, |rows| bare.insert(rows)),
+    )
+}
+
 /// Checkpoints, verify since a checkpoint, proofs, and verification at scale.
+/// With [`Breadth::Targets`], only the batched ledger, its full verify and peak memory,
+/// and the growth rows.
 fn evidence(
     dir: &tempfile::TempDir,
     scale: &Scale,
     bulk_ledger: &Ledger,
     facts: &mut Vec<(String, String)>,
+    measures: &mut Vec<(String, f64)>,
+    breadth: Breadth,
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     let (key, _) = SigningKey::generate("bench.attest/ledger")?;
     let trusted = [key.verifier().clone()];
-    let mut n = scale.bulk_rows as u64;
-    rows.push(per_call(
-        "checkpoint: sign the current tree (one row appended before each)",
-        scale.sync_samples,
-        || {
-            n += 1;
-            bulk_ledger.append(&record(n))?;
-            bulk_ledger.checkpoint(&key)?;
-            Ok(())
-        },
-    )?);
-    let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
-    bulk_ledger.append_batch(&records)?;
-    rows.push(since_checkpoint(
-        "verify since a checkpoint, 100 new rows (signature included)",
-        bulk_ledger,
-        &trusted,
-        scale.samples,
-    )?);
+    if breadth == Breadth::Everything {
+        let mut n = scale.bulk_rows as u64;
+        rows.push(per_call(
+            "checkpoint: sign the current tree (one row appended before each)",
+            scale.sync_samples,
+            || {
+                n += 1;
+                bulk_ledger.append(&record(n))?;
+                bulk_ledger.checkpoint(&key)?;
+                Ok(())
+            },
+        )?);
+        let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
+        bulk_ledger.append_batch(&records)?;
+        rows.push(since_checkpoint(
+            "verify since a checkpoint, 100 new rows (signature included)",
+            bulk_ledger,
+            &trusted,
+            scale.samples,
+        )?);
+    }
 
     let big = open(dir, "big.sqlite", Durability::Off)?;
     let big_rows = scale.big_rows;
@@ -759,22 +956,19 @@ fn evidence(
         },
     )?);
     big.checkpoint(&key)?;
-    rows.push(once(
-        &format!("full verify of {big_rows} rows (signatures checked)"),
-        || {
-            let report = big.verify_with(VerifyOptions {
-                trusted: &trusted,
-                ..VerifyOptions::default()
-            })?;
-            anyhow::ensure!(report.is_intact(), "big ledger does not verify");
-            Ok(())
-        },
-    )?);
-    let peak = processes::verify_peak_memory(big.path())?;
-    facts.push((
-        format!("peak RSS of a process verifying {big_rows} rows"),
-        format!("{:.1} MiB", peak as f64 / (1024.0 * 1024.0)),
-    ));
+    rows.push(once(&crate::targets::names::full_verify(big_rows), || {
+        let report = big.verify_with(VerifyOptions {
+            trusted: &trusted,
+            ..VerifyOptions::default()
+        })?;
+        anyhow::ensure!(report.is_intact(), "big ledger does not verify");
+        Ok(())
+    })?);
+    peak_memory(big.path(), big_rows, facts, measures)?;
+    if breadth == Breadth::Targets {
+        rows.extend(growth(dir, scale, &key, &big, facts, measures)?);
+        return Ok(rows);
+    }
     let mut seq = 0u64;
     rows.push(per_call(
         &format!("one inclusion proof at {big_rows} rows"),
@@ -786,7 +980,7 @@ fn evidence(
             Ok(())
         },
     )?);
-    rows.extend(growth(dir, scale, &key, &big)?);
+    rows.extend(growth(dir, scale, &key, &big, facts, measures)?);
     rows.extend(crate::tiles::rows(
         dir,
         &big,
@@ -815,6 +1009,7 @@ pub(crate) fn tiles_only(scale: &Scale) -> anyhow::Result<Report> {
     Ok(Report {
         rows,
         facts: Vec::new(),
+        measures: Vec::new(),
     })
 }
 
@@ -825,10 +1020,12 @@ fn growth(
     scale: &Scale,
     key: &SigningKey,
     big: &Ledger,
+    facts: &mut Vec<(String, String)>,
+    measures: &mut Vec<(String, f64)>,
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     let trusted = [key.verifier().clone()];
-    let sizes = [scale.big_rows / 100, scale.big_rows / 10, scale.big_rows];
+    let sizes = crate::targets::growth_sizes(scale);
     for size in sizes {
         let path = if size == scale.big_rows {
             big.path().to_path_buf()
@@ -863,11 +1060,21 @@ fn growth(
         let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
         ledger.append_batch(&records)?;
         rows.push(since_checkpoint(
-            &format!("growth: verify --since-checkpoint, 100 rows after {size}"),
+            &crate::targets::names::since_checkpoint(size),
             &ledger,
             &trusted,
             scale.samples,
         )?);
+        rows.push(since_checkpoint_limit(
+            size,
+            &ledger,
+            &trusted,
+            scale.samples,
+        )?);
+        if size == sizes[0] {
+            // Beside the largest ledger's: whether verifying needs more memory as it grows.
+            peak_memory(ledger.path(), size, facts, measures)?;
+        }
         if size != scale.big_rows {
             rows.push(once(
                 &format!("growth: full verify of {size} rows"),
@@ -879,6 +1086,86 @@ fn growth(
         }
     }
     Ok(rows)
+}
+
+/// The peak resident memory of a process verifying the ledger at `path` of `rows` rows.
+fn peak_memory(
+    path: &std::path::Path,
+    rows: usize,
+    facts: &mut Vec<(String, String)>,
+    measures: &mut Vec<(String, f64)>,
+) -> anyhow::Result<()> {
+    let peak = processes::verify_peak_memory(path)? as f64;
+    let name = crate::targets::names::verify_peak_rss(rows);
+    facts.push((name.clone(), format!("{:.1} MiB", peak / (1024.0 * 1024.0))));
+    measures.push((name, peak));
+    Ok(())
+}
+
+/// The floor under `verify --since-checkpoint` on `ledger`, read from its own file with a
+/// connection of its own: the newest checkpoint's note opened under `trusted` (one
+/// Ed25519 signature, as the ledger opens it), the 100 bodies after it read and hashed
+/// (SHA-256), and the tree's root at the checkpoint computed from stored tree hashes.
+/// No chain links, columns, leaves or inclusion proof.
+fn since_checkpoint_limit(
+    size: usize,
+    ledger: &Ledger,
+    trusted: &[attest_ledger::VerifierKey],
+    samples: usize,
+) -> anyhow::Result<Row> {
+    let conn = rusqlite::Connection::open_with_flags(
+        ledger.path(),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )?;
+    let hashes = StoredHashes(&conn);
+    per_call(
+        &crate::targets::names::since_checkpoint_limit(size),
+        samples,
+        || {
+            let tx = conn.unchecked_transaction()?;
+            let note: String = tx
+                .prepare_cached("SELECT note FROM checkpoints ORDER BY size DESC LIMIT 1")?
+                .query_row([], |row| row.get(0))?;
+            let checkpoint = attest_ledger::open_checkpoint(note.as_bytes(), trusted)?;
+            let mut read = tx
+                .prepare_cached("SELECT body FROM entries WHERE seq > ?1 ORDER BY seq LIMIT 100")?;
+            let mut bodies = read.query([checkpoint.size])?;
+            let mut hashed = 0;
+            while let Some(row) = bodies.next()? {
+                std::hint::black_box(Sha256::digest(row.get_ref(0)?.as_bytes()?));
+                hashed += 1;
+            }
+            anyhow::ensure!(hashed == 100, "{hashed} rows after the checkpoint, not 100");
+            // The ledger writes tree hashes 64 leaves at a time: the root of the largest
+            // tree of whole flushes at or below the checkpoint reads as many stored hashes.
+            let filed = checkpoint.size - checkpoint.size % TREE_FLUSH_LEAVES;
+            std::hint::black_box(tlog_tiles::tree_hash(filed, &hashes)?);
+            Ok(())
+        },
+    )
+}
+
+/// `tree_hashes` read by stored index, one prepared lookup per hash, as the ledger reads it.
+struct StoredHashes<'c>(&'c rusqlite::Connection);
+
+impl tlog_tiles::HashReader for StoredHashes<'_> {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<tlog_tiles::Hash>, tlog_tiles::Error> {
+        let mut read = self
+            .0
+            .prepare_cached("SELECT hash FROM tree_hashes WHERE idx = ?1")
+            .map_err(|_| tlog_tiles::Error::IndexesNotInTree)?;
+        indexes
+            .iter()
+            .map(|&index| {
+                let hash: Vec<u8> = read
+                    .query_row([index], |row| row.get(0))
+                    .map_err(|_| tlog_tiles::Error::IndexesNotInTree)?;
+                hash.try_into()
+                    .map(tlog_tiles::Hash)
+                    .map_err(|_| tlog_tiles::Error::IndexesNotInTree)
+            })
+            .collect()
+    }
 }
 
 /// `verify --since-checkpoint` over the 100 rows appended after the newest checkpoint.
