@@ -179,8 +179,10 @@ impl Ledger {
     ) -> Result<Walked, LedgerError> {
         if expected <= INLINE_ROWS {
             let mut all = Batch::default();
-            // One batch that grows to the few rows there are.
-            let grow = || Some(Batch::default());
+            // One batch, sized for the few rows there are rather than grown to them.
+            let sized = Batch::with_capacity(usize::try_from(expected).unwrap_or(0));
+            let mut sized = Some(sized);
+            let grow = || sized.take().or_else(|| Some(Batch::default()));
             self.read_rows(source, start, &mut progress, usize::MAX, grow, |batch| {
                 all = batch;
                 true
