@@ -1,12 +1,15 @@
 //! The row-by-row part of verification, split over two threads: this thread reads
-//! rows and their stored tree hashes out of the store; a worker hashes, parses and
-//! checks them in order. Reading and checking cost about the same, so on two cores
-//! the walk takes about half the time, and memory stays flat (a few batches in flight).
+//! rows and their stored tree hashes out of the store; a worker parses and checks them
+//! in order. Hashing the bodies goes to whichever thread has time: the worker hashes
+//! every row the reader has not, and the reader hashes rows of the batch it holds
+//! while the worker is behind (the channel is full) instead of waiting. So both cores
+//! stay busy whichever side is slower on a machine, and memory stays flat (a few
+//! batches in flight).
 
 use std::collections::BTreeMap;
-use std::sync::mpsc;
+use std::sync::mpsc::{self, TrySendError};
 
-use crate::canonical::{entry_hash, Hash};
+use crate::canonical::{entry_hash, Hash, GENESIS};
 use crate::merkle::{leaf_hash, CompactRange};
 use crate::source::{Source, TreeSlot};
 use crate::verify::{b64, Claim};
@@ -18,6 +21,8 @@ const BATCH: usize = 512;
 const IN_FLIGHT: usize = 4;
 /// Walks this short are checked on the calling thread: a thread costs more than they do.
 const INLINE_ROWS: u64 = 1024;
+/// Rows the reader hashes between tries to hand a batch to a worker that was behind.
+const HASH_STEP: usize = 32;
 
 /// Fields of a row kept in a batch, in this order: hash, ts, system, verb, agent,
 /// decision, level, run, action_id, body, then the leaf's stored tree hashes.
@@ -36,6 +41,8 @@ const TREE: usize = 10;
 struct Batch {
     data: Vec<u8>,
     rows: Vec<CopiedRow>,
+    /// Rows before this one are hashed (rows are hashed in order, by either thread).
+    hashed: usize,
 }
 
 /// Where one row's fields are in its batch's `data`.
@@ -49,9 +56,8 @@ struct CopiedRow {
     /// The table ends before this leaf: its hashes are the unwritten tail, which
     /// appends write in bulk; nothing stored to compare.
     unwritten: bool,
-    /// SHA-256 of the body and its leaf hash, computed by the reading thread.
-    body_hash: Hash,
-    leaf: Hash,
+    /// SHA-256 of the body and its leaf hash, once either thread has computed them.
+    hashed: Option<(Hash, Hash)>,
 }
 
 impl Batch {
@@ -59,17 +65,30 @@ impl Batch {
         Batch {
             data: Vec::with_capacity(rows * 1024),
             rows: Vec::with_capacity(rows),
+            hashed: 0,
         }
     }
 
     fn clear(&mut self) {
         self.data.clear();
         self.rows.clear();
+        self.hashed = 0;
     }
 
-    /// Copies `row` and its stored tree hashes, hashing the body on the way.
+    /// Hashes the bodies of up to `most` rows not hashed yet; whether any were left.
+    fn hash_some(&mut self, most: usize) -> bool {
+        let end = self.rows.len().min(self.hashed.saturating_add(most));
+        for i in self.hashed..end {
+            let (start, stop) = self.rows[i].spans[BODY];
+            let body_hash = entry_hash(self.data.get(start..stop).unwrap_or_default());
+            self.rows[i].hashed = Some((body_hash, leaf_hash(&body_hash)));
+        }
+        self.hashed = end;
+        end < self.rows.len()
+    }
+
+    /// Copies `row` and its stored tree hashes (hashed later, by either thread).
     fn push(&mut self, row: &StoredRow<'_>, slot: TreeSlot<'_>) {
-        let body_hash = entry_hash(row.body);
         let (tree, unwritten) = match slot {
             TreeSlot::Stored(hashes) => (Some(hashes), false),
             TreeSlot::Bad => (None, false),
@@ -104,8 +123,7 @@ impl Batch {
             spans,
             nulls,
             unwritten,
-            body_hash,
-            leaf: leaf_hash(&body_hash),
+            hashed: None,
         });
     }
 
@@ -161,8 +179,10 @@ impl Ledger {
     ) -> Result<Walked, LedgerError> {
         if expected <= INLINE_ROWS {
             let mut all = Batch::default();
-            // One batch that grows to the few rows there are.
-            let grow = || Some(Batch::default());
+            // One batch, sized for the few rows there are rather than grown to them.
+            let sized = Batch::with_capacity(usize::try_from(expected).unwrap_or(0));
+            let mut sized = Some(sized);
+            let grow = || sized.take().or_else(|| Some(Batch::default()));
             self.read_rows(source, start, &mut progress, usize::MAX, grow, |batch| {
                 all = batch;
                 true
@@ -185,8 +205,22 @@ impl Ledger {
                 &mut progress,
                 BATCH,
                 || recycled.try_recv().ok(),
-                |batch| {
-                    worker_gone = send.send(batch).is_err();
+                |mut batch| {
+                    // While the worker is behind, hash rows for it rather than wait.
+                    loop {
+                        match send.try_send(batch) {
+                            Ok(()) => break,
+                            Err(TrySendError::Full(back)) => batch = back,
+                            Err(TrySendError::Disconnected(_)) => {
+                                worker_gone = true;
+                                break;
+                            }
+                        }
+                        if !batch.hash_some(HASH_STEP) {
+                            worker_gone = send.send(batch).is_err();
+                            break;
+                        }
+                    }
                     !worker_gone
                 },
             );
@@ -252,12 +286,15 @@ fn check_rows(
     mut done: impl FnMut(Batch),
 ) -> Walked {
     let mut tree_ok = true;
-    for batch in batches {
+    for mut batch in batches {
+        batch.hash_some(usize::MAX);
         for row in &batch.rows {
-            checker.check_hashed(&batch.stored(row), row.body_hash);
+            // Every row is hashed now; `GENESIS` is never reached.
+            let (body_hash, leaf) = row.hashed.unwrap_or((GENESIS, GENESIS));
+            checker.check_hashed(&batch.stored(row), body_hash);
             let mut expected = batch.bytes(row, TREE).map(|hashes| hashes.chunks_exact(32));
             let mut stored_ok = expected.is_some() || row.unwritten;
-            range.push_with(row.leaf, |hash: &Hash| {
+            range.push_with(leaf, |hash: &Hash| {
                 let matches = row.unwritten
                     || expected
                         .as_mut()

@@ -97,10 +97,10 @@ impl Source for SqliteSource<'_> {
     }
 
     fn tree_end(&self) -> Result<u64, LedgerError> {
+        // Prepared once per connection: `verify --since-checkpoint` asks on every run.
         self.conn
-            .query_row("SELECT MAX(idx) FROM tree_hashes", [], |row| {
-                row.get::<_, Option<u64>>(0)
-            })
+            .prepare_cached("SELECT MAX(idx) FROM tree_hashes")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get::<_, Option<u64>>(0)))
             .map(|max| max.map_or(0, |idx| idx.saturating_add(1)))
             .map_err(self.store.sqlite("reading the tree's size"))
     }
