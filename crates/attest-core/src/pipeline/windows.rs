@@ -186,11 +186,17 @@ impl Attest {
         }
     }
 
-    /// Runs a blocking ledger call off the async workers.
+    /// Runs a blocking ledger call: off the async workers, unless the writer is idle.
     pub(super) async fn on_ledger<T: Send + 'static>(
         &self,
         call: impl FnOnce(&Ledger) -> Result<T, attest_ledger::LedgerError> + Send + 'static,
     ) -> Result<T, AttestError> {
+        // A SQLite ledger with an idle writer: on this thread, as an idle writer's append
+        // is (two thread hand-offs cost more than a side table's point read or write;
+        // the slot keeps it to one runtime thread at a time).
+        if let Some((ledger, _slot)) = self.writer.idle_ledger() {
+            return call(ledger).map_err(AttestError::Ledger);
+        }
         let ledger = Arc::clone(&self.ledger);
         tokio::task::spawn_blocking(move || call(&ledger))
             .await

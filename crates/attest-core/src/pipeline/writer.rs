@@ -80,9 +80,10 @@ impl LedgerWriter {
 }
 
 impl LedgerWriter {
-    /// The SQLite ledger, when nothing is queued and no other caller is appending on
-    /// its own thread; the caller holds the inline slot until the guard drops.
-    fn idle_ledger(&self) -> Option<(&Ledger, InlineSlot<'_>)> {
+    /// The SQLite ledger, when nothing is queued and no other caller is using it on
+    /// its own thread (an append, or a side table's read or write through
+    /// `Attest::on_ledger`); the caller holds the inline slot until the guard drops.
+    pub(crate) fn idle_ledger(&self) -> Option<(&Ledger, InlineSlot<'_>)> {
         let ledger = self.inline.as_deref()?;
         if self.queued.load(Ordering::Acquire) != 0 {
             return None;
@@ -95,7 +96,7 @@ impl LedgerWriter {
 }
 
 /// The inline slot, held: freed when dropped (after the append, or if it panicked).
-struct InlineSlot<'a>(&'a AtomicBool);
+pub(crate) struct InlineSlot<'a>(&'a AtomicBool);
 
 impl Drop for InlineSlot<'_> {
     fn drop(&mut self) {

@@ -21,6 +21,17 @@ impl PgStore {
         let during = "checking a call digest";
         let mut client = self.client()?;
         let mut tx = client.transaction().map_err(self.err(during))?;
+        // At `full` a claim or finish commits without waiting for its own WAL flush, as
+        // on SQLite: PostgreSQL's WAL is one sequence, so the intent's commit, which
+        // waits for its flush, makes the claim committed before it durable too; a finish
+        // lost to a crash leaves the call open, and a retry then reads its outcome row
+        // (see `crate::calls`). Without it two synced commits per action were the
+        // ceiling of concurrent whole actions (the pool's 8 sessions each waiting on a
+        // flush).
+        if settle.is_some() && self.synchronous {
+            tx.batch_execute("SET LOCAL synchronous_commit = off")
+                .map_err(self.err(during))?;
+        }
         if settle.is_some() {
             tx.execute(
                 "INSERT INTO call_digests (tenant, digest, action_id, owner, seq, at_ms, until_ms)

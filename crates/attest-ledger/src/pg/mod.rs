@@ -66,6 +66,9 @@ pub(crate) struct PgStore {
     /// The chain's end as this process last saw it commit.
     edge: Mutex<Option<PgEdge>>,
     read_only: bool,
+    /// The sessions commit synchronously (`full`): a call digest's claim and finish then
+    /// commit without waiting for their own flush ([`PgStore::settle_call`]).
+    synchronous: bool,
 }
 
 impl PgStore {
@@ -95,6 +98,7 @@ impl PgStore {
             tenant: tenant.unwrap_or("").to_owned(),
             edge: Mutex::new(None),
             read_only,
+            synchronous: durability == Durability::Full,
         };
         if read_only {
             store.check_schema()?;
