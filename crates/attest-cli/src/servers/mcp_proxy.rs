@@ -115,6 +115,7 @@ impl Proxy {
             tools: Arc::new(Mutex::new(HashMap::new())),
             progress: Arc::default(),
             requests: Arc::default(),
+            filing: Arc::default(),
             in_flight: InFlight::default(),
         }))
     }
@@ -132,6 +133,8 @@ struct Inner {
     progress: Routes<ProgressToken>,
     /// Requests in flight: the id on the upstream link → the client's own.
     requests: Routes<RequestId>,
+    /// Held (written) while a request goes upstream and its routes are filed.
+    filing: Filing,
     /// The upstream's notifications read and not yet passed on ([`super::mcp_order`]).
     in_flight: InFlight,
 }
@@ -175,6 +178,7 @@ impl Proxy {
             tools: Arc::clone(&self.0.tools),
             progress: Arc::clone(&self.0.progress),
             requests: Arc::clone(&self.0.requests),
+            filing: Arc::clone(&self.0.filing),
             posted: matches!(self.0.options.upstream, UpstreamSpec::Url { .. })
                 .then(|| key.clone()),
             in_flight: self.0.in_flight.clone(),
@@ -213,13 +217,21 @@ impl Proxy {
     ) -> Result<ServerResult, ServiceError> {
         let options = PeerRequestOptions::no_options().with_meta(context.meta.clone());
         let listen = matches!(request, ClientRequest::SubscriptionsListenRequest(_));
-        let handle = peer.send_request_with_option(request, options).await?;
+        // rmcp names the upstream request id and progress token as it sends, so the
+        // routes can only be filed after; a notification the upstream sends about the
+        // request before they are filed waits for them (`UpstreamClient::handle_notification`)
+        // instead of finding no route and being dropped.
+        let (handle, _request, _progress) = {
+            let _filing = self.0.filing.write().await;
+            let handle = peer.send_request_with_option(request, options).await?;
+            let request = Route::new(&self.0.requests, handle.id.clone(), context.id.clone());
+            let progress = context
+                .meta
+                .get_progress_token()
+                .map(|theirs| Route::new(&self.0.progress, handle.progress_token.clone(), theirs));
+            (handle, request, progress)
+        };
         let id = handle.id.clone();
-        let _request = Route::new(&self.0.requests, id.clone(), context.id.clone());
-        let _progress = context
-            .meta
-            .get_progress_token()
-            .map(|theirs| Route::new(&self.0.progress, handle.progress_token.clone(), theirs));
         tokio::select! {
             result = handle.await_response() => {
                 self.0.in_flight.settled().await;
@@ -701,6 +713,7 @@ struct UpstreamClient {
     tools: Arc<Mutex<HashMap<String, Tool>>>,
     progress: Routes<ProgressToken>,
     requests: Routes<RequestId>,
+    filing: Filing,
     /// A remote upstream's key for the request a notification was posted for
     /// ([`super::mcp_http_streams`]); none for a stdio upstream.
     posted: Option<StreamKey>,
@@ -757,6 +770,8 @@ impl Service<RoleClient> for UpstreamClient {
             Some(ticket) => Some(self.in_flight.forwarding(*ticket).await),
             None => None,
         };
+        // Every request sent so far has its routes filed (held only for the look-ups).
+        let filed = self.filing.read().await;
         let mut notification = match notification {
             ServerNotification::ProgressNotification(mut progress) => {
                 let theirs = lock(&self.progress)
@@ -776,6 +791,7 @@ impl Service<RoleClient> for UpstreamClient {
         };
         let mut meta = notification_meta(context.meta, &context.extensions);
         let destination = self.destination(&mut meta);
+        drop(filed);
         carry_meta(&mut notification, meta);
         if let Some(destination) = destination {
             notification.extensions_mut().insert(destination);
@@ -869,6 +885,10 @@ fn notification_meta(
 
 /// An id on the upstream link (a progress token, a request id) → the client's own.
 type Routes<K> = Arc<Mutex<HashMap<K, K>>>;
+
+/// Taken to write while a request is sent upstream and its [`Routes`] filed, to read by a
+/// notification before it looks a route up.
+type Filing = Arc<tokio::sync::RwLock<()>>;
 
 /// Maps an upstream id to the client's while one request is in flight.
 struct Route<K: std::hash::Hash + Eq> {
