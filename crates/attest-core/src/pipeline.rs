@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
-use attest_ledger::{Appended, Confirm, Ledger, Record, Shadow};
+use attest_ledger::{Appended, CallStep, Confirm, Ledger, LedgerError, Record, Shadow};
 use attest_policy::{Action, Decision, Policy, RiskTierPolicy, Verdict};
 use serde::Serialize;
 use serde_json::Value;
@@ -220,12 +220,29 @@ struct Cleared {
     calling: Calling,
 }
 
-/// What the gate step leaves: an action cleared to run, a stored request whose answer
-/// decides, or an end recorded without running.
+/// What the gate step leaves: an action cleared to run (or opened: its intent
+/// recorded), a stored request whose answer decides, or an end recorded without running.
 enum Gated {
     Run(Box<(Prepared, Cleared)>),
+    Open(Box<Opened>),
     Stored(String),
     Ended(Ended),
+}
+
+/// A cleared action about to run: counted, its intent (for a write) recorded.
+struct Opened {
+    prepared: Prepared,
+    cleared: Cleared,
+    intent: Option<Appended>,
+}
+
+/// How opening a cleared action ended.
+enum Opening {
+    Open(Box<Opened>),
+    /// Its digest's claim, riding with the intent, found the digest taken since the
+    /// check: nothing was written or counted.
+    Raced(Box<Prepared>),
+    Failed(AttestError),
 }
 
 /// What became of a tool's answer on its way to the ledger, when it was not a JSON value.
@@ -311,7 +328,19 @@ impl Attest {
                 called.mark();
                 tool(params)
             };
-            let mut result = match self.clear(prepared).await {
+            let mut gated = self.clear(prepared, false).await;
+            // A claim that rode with the intent found the digest taken meanwhile (a racing
+            // retry): nothing was written, and the call is decided again, claiming apart.
+            if let Ok(Gated::Run(cleared)) = gated {
+                let (prepared, cleared) = *cleared;
+                gated = match self.open(prepared, cleared, held.as_ref()).await {
+                    Opening::Open(opened) => Ok(Gated::Open(opened)),
+                    Opening::Raced(prepared) => self.clear(*prepared, true).await,
+                    Opening::Failed(err) => Err(err),
+                };
+            }
+            let mut result = match gated {
+                Ok(Gated::Open(opened)) => self.run_opened(*opened, tool, check).await,
                 Ok(Gated::Run(cleared)) => {
                     let (prepared, cleared) = *cleared;
                     self.execute(prepared, cleared, tool, check, held.as_ref())
@@ -348,42 +377,99 @@ impl Attest {
         T: Serialize,
         E: std::fmt::Display,
     {
-        let Prepared {
-            action,
-            params_hash,
-        } = prepared;
+        match self.open(prepared, cleared, held).await {
+            Opening::Open(opened) => self.run_opened(*opened, tool, check).await,
+            Opening::Failed(err) => Err(err),
+            // Only a claim the check left to ride with the intent races, and only a call
+            // cleared by policy alone has one.
+            Opening::Raced(_) => Err(AttestError::Internal(
+                "an approved call's claim of its digest was refused",
+            )),
+        }
+    }
+
+    /// Before a cleared action runs: counted in its windows, its intent recorded with the
+    /// claim of its digest.
+    async fn open(&self, prepared: Prepared, cleared: Cleared, held: Option<&HeldKey>) -> Opening {
         // Counted in its windows before it runs (a budget is spent by what ran, and a
         // window that cannot be written stops the call).
-        self.count_before_run(&action.id, &cleared.counting).await?;
-        // Its digest claimed (a retry of it now finds it open); a table that cannot be
-        // written stops the call.
-        if let Err(err) = self.claim_before_run(&action, &cleared.calling).await {
-            self.release(&action.id, &cleared.counting).await;
-            return Err(AttestError::NotRecorded(Box::new(err)));
+        if let Err(err) = self
+            .count_before_run(&prepared.action.id, &cleared.counting)
+            .await
+        {
+            return Opening::Failed(err);
         }
+        let action = &prepared.action;
         // Commit point before the call: a write runs only once the ledger durably holds a
-        // row naming it. A crash or a full disk after this leaves an intent without an
+        // row naming it, and its digest claimed in the same commit (a retry of it then
+        // finds it open). A crash or a full disk after this leaves an intent without an
         // outcome, which `attest verify` and `attest ledger` report.
         let intent = if action.verb.is_read() {
             None
         } else {
-            let mut record =
-                self.to_record(&action, params_hash.clone(), &cleared, RowOutcome::Intent)?;
+            let record = self.to_record(
+                action,
+                prepared.params_hash.clone(),
+                &cleared,
+                RowOutcome::Intent,
+            );
+            let mut record = match record {
+                Ok(record) => record,
+                Err(err) => {
+                    self.release(&action.id, &cleared.counting).await;
+                    return Opening::Failed(err);
+                }
+            };
             // Recorded as every free-text field is: a credential shape in a key is redacted.
             record.idempotency_key = held.map(|held| attest_policy::redact_text(&held.key));
-            let row = match self.append(record).await {
+            let step = cleared.calling.intent_step(&action.id);
+            let row = match self.append_with(record, step).await {
                 Ok(row) => row,
                 Err(err) => {
-                    // It does not run: what it counted and claimed is taken back.
+                    // It does not run: what it counted and claimed is taken back (a claim
+                    // that rode with the intent was not written either).
                     self.release(&action.id, &cleared.counting).await;
-                    self.finish_calling(&action.id, &cleared.calling, None)
-                        .await;
-                    return Err(AttestError::NotRecorded(Box::new(err)));
+                    if let AttestError::Ledger(LedgerError::CallHeld(_)) = err {
+                        return Opening::Raced(Box::new(prepared));
+                    }
+                    if cleared.calling.claimed_apart() {
+                        self.finish_calling(&action.id, &cleared.calling, None)
+                            .await;
+                    }
+                    return Opening::Failed(AttestError::NotRecorded(Box::new(err)));
                 }
             };
             self.note_intent(held, row.seq).await;
             Some(row)
         };
+        Opening::Open(Box::new(Opened {
+            prepared,
+            cleared,
+            intent,
+        }))
+    }
+
+    /// Runs an opened action, verifies the result and records the outcome.
+    async fn run_opened<F, Fut, T, E>(
+        &self,
+        opened: Opened,
+        tool: F,
+        check: Option<&CustomCheck>,
+    ) -> Result<Outcome<T, E>, AttestError>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: std::fmt::Display,
+    {
+        let Opened {
+            prepared: Prepared {
+                action,
+                params_hash,
+            },
+            cleared,
+            intent,
+        } = opened;
         let run = telemetry::step("run");
         let answer = tool(action.params.clone()).instrument(run.clone()).await;
         run.record(
@@ -415,16 +501,13 @@ impl Attest {
             }
         };
         // The tool has run: if its outcome cannot be recorded, the intent row stands for
-        // it and the caller still gets the tool's answer, with a warning.
-        let (appended, warning) = match (self.append(record).await, intent) {
-            (Ok(appended), _) => {
-                // A call that ran blocks its duplicates for its dedupe window; a failed
-                // one frees its digest (an outcome not recorded leaves it open: its
-                // intent stands for it, and a retry asks).
-                let ran = seen.is_ok().then_some(appended.seq);
-                self.finish_calling(&action.id, &cleared.calling, ran).await;
-                (appended, None)
-            }
+        // it and the caller still gets the tool's answer, with a warning. With the
+        // outcome, in its commit: a call that ran blocks its duplicates for its dedupe
+        // window; a failed one frees its digest (an outcome not recorded leaves it open:
+        // its intent stands for it, and a retry asks).
+        let finish = cleared.calling.outcome_step(&action.id, seen.is_ok());
+        let (appended, warning) = match (self.append_with(record, finish).await, intent) {
+            (Ok(appended), _) => (appended, None),
             (Err(err), Some(intent)) => {
                 let warning = format!(
                     "the action ran, but its outcome could not be recorded ({}); intent row seq {} \
@@ -629,13 +712,14 @@ impl Attest {
     /// Policy, then the gate when policy asks. Refusals and rejections are recorded here
     /// and end the call; anything else yields the proof that the action may run (or
     /// names the stored request whose answer decides).
-    async fn clear(&self, prepared: Prepared) -> Result<Gated, AttestError> {
+    /// `apart`: a digest found free is claimed now, not with the intent.
+    async fn clear(&self, prepared: Prepared, apart: bool) -> Result<Gated, AttestError> {
         let step = telemetry::step("policy");
         let verdict = step.in_scope(|| self.evaluate(&prepared.action));
         // Retries and duplicates: checked against the earlier calls of the same digest,
         // which a call that would run now claims (in shadow mode: when it runs).
         let (verdict, mut calling) = self
-            .deduped(&prepared.action, verdict, !self.shadow)
+            .deduped(&prepared.action, verdict, !self.shadow, apart)
             .await?;
         // Budgets and rates: checked against what ran, and counted when the call would
         // run now (in shadow mode nothing is enforced: it counts when it runs).
@@ -703,7 +787,7 @@ impl Attest {
         match self.prepare(action.clone()) {
             Ok(prepared) => {
                 let verdict = self.evaluate(&prepared.action);
-                let verdict = match self.deduped(&prepared.action, verdict, false).await {
+                let verdict = match self.deduped(&prepared.action, verdict, false, false).await {
                     Ok((verdict, _)) => verdict,
                     Err(err) => undecided(&prepared.action, &error_chain(&err)),
                 };
@@ -877,7 +961,9 @@ impl Attest {
         // A duplicate is named in the row (a `refuse` window refuses); an earlier
         // attempt left open is named too, and the approved call claims the digest when
         // it runs.
-        let (evaluated, calling) = self.deduped(&prepared.action, evaluated, false).await?;
+        let (evaluated, calling) = self
+            .deduped(&prepared.action, evaluated, false, false)
+            .await?;
         let (mut verdict, counting) = self.windowed(&prepared.action, evaluated, false).await;
         let refusal = match verdict.decision {
             Decision::Refuse | Decision::Recorded => Some(None),
@@ -991,10 +1077,23 @@ impl Attest {
     }
 
     async fn append(&self, record: Record) -> Result<Appended, AttestError> {
+        self.append_with(record, None).await
+    }
+
+    /// Appends `record` with a call-digest step that commits in its transaction.
+    async fn append_with(
+        &self,
+        record: Record,
+        step: Option<CallStep>,
+    ) -> Result<Appended, AttestError> {
         // SQLite blocks (and at `full` durability, syncs): the writer thread does it, off
         // the async workers, group-committing concurrent actions.
         let span = telemetry::append_span(&record);
-        let appended = self.writer.append(record).instrument(span.clone()).await;
+        let appended = self
+            .writer
+            .append(record, step)
+            .instrument(span.clone())
+            .await;
         if let Ok(row) = &appended {
             telemetry::appended(&span, row);
         }

@@ -20,6 +20,11 @@
 //! (rows of calls never repeated stay until then: one small row per distinct write
 //! that ran with a window).
 //!
+//! A step can also ride in the transaction of an append ([`Ledger::append_with`]): an
+//! intent's row and its claim, an outcome's row and its finish, commit together, one
+//! commit for both and grouped with other callers' appends. A claim found held there
+//! writes nothing: the append fails with [`LedgerError::CallHeld`].
+//!
 //! A ledger written before this table existed starts with it empty: intents left open
 //! by an older release do not block retries (their digest was never stored), and are
 //! still listed and resolvable by seq.
@@ -75,6 +80,121 @@ pub enum CallCheck {
     Held(HeldCall),
 }
 
+/// A call-digest step that rides in the transaction of an append
+/// ([`Ledger::append_with`]): it commits with the row, or not at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallStep {
+    /// As [`Ledger::claim_call`]; if an earlier call holds the digest, neither the step
+    /// nor the row is written: the append fails with [`LedgerError::CallHeld`].
+    Claim {
+        /// The claim.
+        claim: CallClaim,
+        /// The open call it takes over (see [`Ledger::claim_call`]).
+        replacing: Option<String>,
+    },
+    /// As [`Ledger::take_call`]: claimed whatever holds it.
+    Take(CallClaim),
+    /// As [`Ledger::finish_call`], the row being the call's outcome: `keep`, how long it
+    /// blocks duplicates (`None`: the call did not run, and the digest's row goes).
+    Finish {
+        /// The call's digest.
+        digest: String,
+        /// The action holding it.
+        action_id: String,
+        /// The dedupe window; `None` or zero: the row goes.
+        keep: Option<Duration>,
+    },
+}
+
+impl CallStep {
+    fn digest(&self) -> &str {
+        match self {
+            CallStep::Claim { claim, .. } | CallStep::Take(claim) => &claim.digest,
+            CallStep::Finish { digest, .. } => digest,
+        }
+    }
+}
+
+/// A step as the store carries it in an append's transaction: the record it rides with
+/// (its index in the group), the hashed digest, and the write it makes of the row read.
+pub(crate) struct Riding<'s> {
+    /// The record's index among the records of the append.
+    pub(crate) index: usize,
+    /// The digest's key in the table.
+    pub(crate) digest: [u8; 32],
+    step: &'s CallStep,
+    now_ms: i64,
+}
+
+impl<'s> Riding<'s> {
+    /// The steps of `steps` (one per record, or none at all) that are there, at `now_ms`.
+    pub(crate) fn of(steps: &'s [Option<CallStep>], now_ms: i64) -> Vec<Riding<'s>> {
+        steps
+            .iter()
+            .enumerate()
+            .filter_map(|(index, step)| {
+                step.as_ref().map(|step| Riding {
+                    index,
+                    digest: key_hash(step.digest()),
+                    step,
+                    now_ms,
+                })
+            })
+            .collect()
+    }
+
+    /// What to write, from the digest's row, for the record whose row has `seq`; a claim
+    /// an earlier call holds fails (the store writes nothing of the append).
+    pub(crate) fn write(
+        &self,
+        row: Option<&StoredCall>,
+        seq: u64,
+    ) -> Result<CallWrite, LedgerError> {
+        match self.step {
+            CallStep::Claim { claim, replacing } => {
+                claim_write(claim, replacing.as_deref(), self.now_ms, row)
+                    .map_err(|held| LedgerError::CallHeld(Box::new(held)))
+            }
+            CallStep::Take(claim) => Ok(CallWrite::Put(open_row(claim, self.now_ms))),
+            CallStep::Finish {
+                action_id, keep, ..
+            } => Ok(finish_write(
+                action_id,
+                keep.map(|keep| (seq, keep)),
+                self.now_ms,
+                row,
+            )),
+        }
+    }
+}
+
+/// A store's read and write of one digest's row inside an append's transaction: `write`
+/// decides from the row read.
+pub(crate) type SettleIn<'s> = dyn FnMut(
+        [u8; 32],
+        &mut dyn FnMut(Option<&StoredCall>) -> Result<CallWrite, LedgerError>,
+    ) -> Result<(), LedgerError>
+    + 's;
+
+/// Makes the steps riding with an append through the store's `settle`, after its rows
+/// (`seqs`: the records' seqs, by index).
+pub(crate) fn ride(
+    calls: &[Riding<'_>],
+    seqs: &[u64],
+    settle: &mut SettleIn<'_>,
+) -> Result<(), LedgerError> {
+    for riding in calls {
+        let seq = seqs
+            .get(riding.index)
+            .copied()
+            .ok_or(LedgerError::Internal(
+                "a call-digest step rides with no record",
+            ))?;
+        settle(riding.digest, &mut |row| riding.write(row, seq))?;
+    }
+    Ok(())
+}
+
 /// A row as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StoredCall {
@@ -115,18 +235,18 @@ impl Ledger {
         replacing: Option<&str>,
     ) -> Result<CallCheck, LedgerError> {
         let now_ms = millis(self.now());
-        let dedupe_ms = claim.dedupe.map(duration_ms);
         let mut held = None;
         self.store.calls(
             key_hash(&claim.digest),
-            Some(&mut |row: Option<&StoredCall>| {
-                held = row.and_then(|row| blocking(row, now_ms, dedupe_ms, replacing));
-                if held.is_some() {
-                    CallWrite::Keep
-                } else {
-                    CallWrite::Put(open_row(claim, now_ms))
-                }
-            }),
+            Some(
+                &mut |row: Option<&StoredCall>| match claim_write(claim, replacing, now_ms, row) {
+                    Ok(write) => write,
+                    Err(found) => {
+                        held = Some(found);
+                        CallWrite::Keep
+                    }
+                },
+            ),
         )?;
         Ok(match held {
             Some(held) => CallCheck::Held(held),
@@ -171,19 +291,7 @@ impl Ledger {
         self.store
             .calls(
                 key_hash(digest),
-                Some(&mut |row: Option<&StoredCall>| match row {
-                    Some(row) if row.action_id == action_id => match ran {
-                        Some((seq, keep)) if !keep.is_zero() => CallWrite::Put(StoredCall {
-                            action_id: row.action_id.clone(),
-                            owner: row.owner.clone(),
-                            seq: Some(i64::try_from(seq).unwrap_or(i64::MAX)),
-                            at_ms: now_ms,
-                            until_ms: now_ms.saturating_add(duration_ms(keep)),
-                        }),
-                        _ => CallWrite::Delete,
-                    },
-                    _ => CallWrite::Keep,
-                }),
+                Some(&mut |row: Option<&StoredCall>| finish_write(action_id, ran, now_ms, row)),
             )
             .map(drop)
     }
@@ -193,6 +301,42 @@ impl Ledger {
     /// rows went.
     pub fn forget_call(&self, action_id: &str) -> Result<u64, LedgerError> {
         self.store.forget_calls(action_id)
+    }
+}
+
+/// A claim's write of the digest's row `row`: the claim, unless an earlier call holds it.
+fn claim_write(
+    claim: &CallClaim,
+    replacing: Option<&str>,
+    now_ms: i64,
+    row: Option<&StoredCall>,
+) -> Result<CallWrite, HeldCall> {
+    let dedupe_ms = claim.dedupe.map(duration_ms);
+    match row.and_then(|row| blocking(row, now_ms, dedupe_ms, replacing)) {
+        Some(held) => Err(held),
+        None => Ok(CallWrite::Put(open_row(claim, now_ms))),
+    }
+}
+
+/// A finish's write of the digest's row `row` (see [`Ledger::finish_call`]).
+fn finish_write(
+    action_id: &str,
+    ran: Option<(u64, Duration)>,
+    now_ms: i64,
+    row: Option<&StoredCall>,
+) -> CallWrite {
+    match row {
+        Some(row) if row.action_id == action_id => match ran {
+            Some((seq, keep)) if !keep.is_zero() => CallWrite::Put(StoredCall {
+                action_id: row.action_id.clone(),
+                owner: row.owner.clone(),
+                seq: Some(i64::try_from(seq).unwrap_or(i64::MAX)),
+                at_ms: now_ms,
+                until_ms: now_ms.saturating_add(duration_ms(keep)),
+            }),
+            _ => CallWrite::Delete,
+        },
+        _ => CallWrite::Keep,
     }
 }
 

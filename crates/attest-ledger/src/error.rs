@@ -226,6 +226,11 @@ pub enum LedgerError {
     /// Reading an input file failed.
     Input(#[source] std::io::Error),
 
+    /// A claim that rode with an append found its digest held by an earlier call
+    /// ([`crate::CallStep::Claim`]): nothing of the append was written.
+    #[error("the call's digest is held by an earlier call: {0:?}")]
+    CallHeld(Box<crate::HeldCall>),
+
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use crate::calls::{CallStep, Riding};
 use crate::store::Extended;
+use crate::windows::millis;
 use crate::{Appended, Ledger, LedgerError, Record};
 
 /// Most records one group commit writes in one transaction.
@@ -28,7 +30,7 @@ pub(crate) struct GroupCommit {
 #[derive(Default)]
 struct GroupState {
     next_ticket: u64,
-    queue: Vec<(u64, Record)>,
+    queue: Vec<(u64, Record, Option<CallStep>)>,
     results: HashMap<u64, Result<Appended, LedgerError>>,
     leading: bool,
 }
@@ -44,11 +46,23 @@ impl Ledger {
     /// Appends one record, sharing a transaction with concurrent callers in this
     /// process; returns once its row is durable at the configured level.
     pub fn append_owned(&self, record: Record) -> Result<Appended, LedgerError> {
+        self.append_with(record, None)
+    }
+
+    /// Appends one record with a call-digest step that commits in the same transaction
+    /// ([`CallStep`]), sharing it with concurrent callers in this process; returns once
+    /// both are durable at the configured level. A claim found held writes nothing:
+    /// [`LedgerError::CallHeld`].
+    pub fn append_with(
+        &self,
+        record: Record,
+        step: Option<CallStep>,
+    ) -> Result<Appended, LedgerError> {
         let group = &self.group;
         let mut state = group.lock();
         let ticket = state.next_ticket;
         state.next_ticket += 1;
-        state.queue.push((ticket, record));
+        state.queue.push((ticket, record, step));
         loop {
             if let Some(result) = state.results.remove(&ticket) {
                 return result;
@@ -56,7 +70,8 @@ impl Ledger {
             if !state.leading {
                 state.leading = true;
                 let take = state.queue.len().min(MAX_GROUP);
-                let batch: Vec<(u64, Record)> = state.queue.drain(..take).collect();
+                let batch: Vec<(u64, Record, Option<CallStep>)> =
+                    state.queue.drain(..take).collect();
                 drop(state);
                 let results = self.commit_group(batch);
                 state = group.lock();
@@ -74,11 +89,21 @@ impl Ledger {
 
     /// Writes one group; if the group's transaction fails, each record is retried on
     /// its own so every caller gets its own outcome (one bad record fails alone).
-    fn commit_group(&self, batch: Vec<(u64, Record)>) -> Vec<(u64, Result<Appended, LedgerError>)> {
-        let (tickets, records): (Vec<u64>, Vec<Record>) = batch.into_iter().unzip();
+    fn commit_group(
+        &self,
+        batch: Vec<(u64, Record, Option<CallStep>)>,
+    ) -> Vec<(u64, Result<Appended, LedgerError>)> {
+        let mut tickets = Vec::with_capacity(batch.len());
+        let mut records = Vec::with_capacity(batch.len());
+        let mut steps = Vec::with_capacity(batch.len());
+        for (ticket, record, step) in batch {
+            tickets.push(ticket);
+            records.push(record);
+            steps.push(step);
+        }
         tickets
             .into_iter()
-            .zip(self.append_each(&records))
+            .zip(self.append_each_with(&records, &steps))
             .collect()
     }
 
@@ -87,7 +112,17 @@ impl Ledger {
     /// alone. Returns one result per record, in order; each `Ok` is durable at the
     /// configured level. A dedicated writer thread that drains a queue calls this.
     pub fn append_each(&self, records: &[Record]) -> Vec<Result<Appended, LedgerError>> {
-        match self.append_batch(records) {
+        self.append_each_with(records, &[])
+    }
+
+    /// [`Ledger::append_each`], each record with the call-digest step at its index in
+    /// `steps` (empty: none) committed in its transaction.
+    pub fn append_each_with(
+        &self,
+        records: &[Record],
+        steps: &[Option<CallStep>],
+    ) -> Vec<Result<Appended, LedgerError>> {
+        match self.append_batch_with(records, steps) {
             Ok(appended) => appended.into_iter().map(Ok).collect(),
             // Writing again could write twice.
             Err(LedgerError::OutcomeUnknown { .. }) => records
@@ -98,8 +133,10 @@ impl Ledger {
             // Each record in a transaction of its own, so one bad record fails alone.
             Err(_) => records
                 .iter()
-                .map(|record| {
-                    self.append_batch(std::slice::from_ref(record))?
+                .enumerate()
+                .map(|(index, record)| {
+                    let step = steps.get(index).map_or(&[][..], std::slice::from_ref);
+                    self.append_batch_with(std::slice::from_ref(record), step)?
                         .pop()
                         .ok_or(LedgerError::Internal("a batch of one appended nothing"))
                 })
@@ -123,9 +160,20 @@ impl Ledger {
     /// with the hash this writer built, the commit held and its rows are the result,
     /// so nothing is written twice.
     pub fn append_batch(&self, records: &[Record]) -> Result<Vec<Appended>, LedgerError> {
+        self.append_batch_with(records, &[])
+    }
+
+    /// [`Ledger::append_batch`], with the call-digest steps (one per record, or none) in
+    /// the same transaction.
+    fn append_batch_with(
+        &self,
+        records: &[Record],
+        steps: &[Option<CallStep>],
+    ) -> Result<Vec<Appended>, LedgerError> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
+        let riding = Riding::of(steps, millis(self.now()));
         let store = self.store.as_ref();
         let clock = self.clock.as_ref();
         // Groups whose commit may have held, or may yet (a server finishing a
@@ -158,7 +206,7 @@ impl Ledger {
             // same seq, and the store lets only one of them commit.
             let mut build =
                 |edge: &crate::chain::ChainEdge| crate::chain::build(records, edge, clock);
-            match store.extend(records, !pending.is_empty(), &mut build) {
+            match store.extend(records, &riding, !pending.is_empty(), &mut build) {
                 Extended::Committed(appended) => return Ok(appended),
                 Extended::Conflict(err) => {
                     last_error = Some(err);

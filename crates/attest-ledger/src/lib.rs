@@ -141,7 +141,7 @@ mod walk;
 mod windows;
 
 pub use archive::Archive;
-pub use calls::{CallCheck, CallClaim, HeldCall};
+pub use calls::{CallCheck, CallClaim, CallStep, HeldCall};
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
 pub use checkpoint::{
     open_checkpoint, open_checkpoint_signed, read_checkpoint_unverified, sign_checkpoint,

@@ -3,8 +3,13 @@
 //!
 //! The ledger keeps, beside the chain, one row per digest of a write in flight or that
 //! ran within its dedupe window ([`attest_ledger::Ledger::claim_call`]); the check is
-//! one lookup, and for a call that would run now (`act`) the check and the claim are one
-//! atomic step: of two retries racing, in any process on any host, one claims it.
+//! one lookup. For a call that would run now (`act`) and finds its digest free, the
+//! claim rides in the transaction of its intent row, made on the same terms
+//! ([`attest_ledger::CallStep::Claim`]): one commit for both, group-committed with other
+//! actions' rows. Of two retries racing, in any process on any host, one writes its
+//! intent with the claim; the other writes nothing and is decided again, claiming apart
+//! in a transaction of its own (the check and the claim one atomic step), so it then
+//! sees the first. The finish rides with the outcome row in the same way.
 //!
 //! - The same call ran within the verdict's dedupe window (a rule's or the policy's
 //!   `dedupe:`): [`Dedupe::duplicate`] applies (ask, or refuse), with "the same call ran
@@ -27,7 +32,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use attest_ledger::{CallCheck, CallClaim, HeldCall, Record};
+use attest_ledger::{CallCheck, CallClaim, CallStep, HeldCall, Record};
 use attest_policy::{Action, Decision, Dedupe, Verdict};
 
 use super::Attest;
@@ -47,6 +52,10 @@ pub(super) struct Calling {
     digest: Option<String>,
     /// Claimed by the check; else claimed when the call runs.
     claimed: bool,
+    /// Found free by the check: claimed, on the same terms, in the transaction of the
+    /// call's intent row (one commit for both). Of two racing there, one writes its
+    /// intent; the other writes nothing and is decided again.
+    with_intent: Option<CallClaim>,
     /// How long the digest blocks duplicates once the call ran (its dedupe window).
     keep: Duration,
 }
@@ -55,6 +64,43 @@ impl Calling {
     /// Nothing to track.
     pub(super) fn none() -> Calling {
         Calling::default()
+    }
+
+    /// The step that rides with the intent of the call `action_id`, about to run: the
+    /// check's claim, or (a person approved it, shadow mode) a claim whatever holds the
+    /// digest; nothing if the check claimed it already.
+    pub(super) fn intent_step(&self, action_id: &str) -> Option<CallStep> {
+        let digest = self.digest.as_ref()?;
+        if self.claimed {
+            return None;
+        }
+        Some(match &self.with_intent {
+            Some(claim) => CallStep::Claim {
+                claim: claim.clone(),
+                replacing: None,
+            },
+            None => CallStep::Take(CallClaim {
+                digest: digest.clone(),
+                action_id: action_id.to_owned(),
+                owner: liveness::this_process().to_owned(),
+                dedupe: None,
+            }),
+        })
+    }
+
+    /// Whether the check claimed the digest itself (in a transaction of its own).
+    pub(super) fn claimed_apart(&self) -> bool {
+        self.claimed
+    }
+
+    /// The step that rides with the outcome of the call `action_id`: a call that ran
+    /// blocks its duplicates for its dedupe window; one that failed frees its digest.
+    pub(super) fn outcome_step(&self, action_id: &str, ran: bool) -> Option<CallStep> {
+        Some(CallStep::Finish {
+            digest: self.digest.clone()?,
+            action_id: action_id.to_owned(),
+            keep: ran.then_some(self.keep),
+        })
     }
 }
 
@@ -77,29 +123,36 @@ impl Attest {
     /// and finish. `claim`: a verdict of `act` claims the digest now, atomically (false
     /// in shadow mode). A digest that cannot be read refuses; one that cannot be
     /// claimed is [`AttestError::NotRecorded`]: the call did not run.
+    ///
+    /// A digest found free is claimed with the call's intent ([`Calling::intent_step`]),
+    /// unless `apart`: then in a transaction of its own now (a call decided again after
+    /// it lost that race).
     pub(super) async fn deduped(
         &self,
         action: &Action,
         verdict: Verdict,
         claim: bool,
+        apart: bool,
     ) -> Result<(Verdict, Calling), AttestError> {
-        Ok(match self.check_calls(action, &verdict, claim).await {
-            Ok((mut verdict, calling)) => {
-                verdict.dedupe = None;
-                (verdict, calling)
-            }
-            Err(err @ AttestError::NotRecorded(_)) => return Err(err),
-            Err(err) => (
-                super::undecided(
-                    action,
-                    &format!(
-                        "the call's earlier attempts could not be checked: {}",
-                        crate::error_chain(&err)
+        Ok(
+            match self.check_calls(action, &verdict, claim, apart).await {
+                Ok((mut verdict, calling)) => {
+                    verdict.dedupe = None;
+                    (verdict, calling)
+                }
+                Err(err @ AttestError::NotRecorded(_)) => return Err(err),
+                Err(err) => (
+                    super::undecided(
+                        action,
+                        &format!(
+                            "the call's earlier attempts could not be checked: {}",
+                            crate::error_chain(&err)
+                        ),
                     ),
+                    Calling::none(),
                 ),
-                Calling::none(),
-            ),
-        })
+            },
+        )
     }
 
     async fn check_calls(
@@ -107,6 +160,7 @@ impl Attest {
         action: &Action,
         verdict: &Verdict,
         claim: bool,
+        apart: bool,
     ) -> Result<(Verdict, Calling), AttestError> {
         if action.verb.is_read()
             || matches!(verdict.decision, Decision::Refuse | Decision::Recorded)
@@ -123,13 +177,15 @@ impl Attest {
         let mut calling = Calling {
             digest: Some(request.digest.clone()),
             claimed: false,
+            with_intent: None,
             keep: window.unwrap_or_default(),
         };
         let claim = claim && verdict.decision == Decision::Act;
         let mut replacing: Option<String> = None;
         // One takeover at most: an open call found after it is a live racer's.
         for _ in 0..2 {
-            let held = if claim {
+            // A takeover claims apart: it names the dead call it replaces.
+            let held = if claim && (apart || replacing.is_some()) {
                 let (asked, over) = (request.clone(), replacing.clone());
                 let check = self
                     .on_ledger(move |ledger| ledger.claim_call(&asked, over.as_deref()))
@@ -148,7 +204,12 @@ impl Attest {
                     .on_ledger(move |ledger| ledger.held_call(&digest, window))
                     .await?
                 {
-                    None => return Ok((verdict.clone(), calling)),
+                    None => {
+                        if claim {
+                            calling.with_intent = Some(request);
+                        }
+                        return Ok((verdict.clone(), calling));
+                    }
                     Some(held) => held,
                 }
             };
@@ -295,31 +356,12 @@ impl Attest {
         })
     }
 
-    /// Claims the digest for a call about to run, unless the check already did (a person
-    /// approved it, or shadow mode).
-    pub(super) async fn claim_before_run(
-        &self,
-        action: &Action,
-        calling: &Calling,
-    ) -> Result<(), AttestError> {
-        let Some(digest) = &calling.digest else {
-            return Ok(());
-        };
-        if calling.claimed {
-            return Ok(());
-        }
-        let claim = CallClaim {
-            digest: digest.clone(),
-            action_id: action.id.clone(),
-            owner: liveness::this_process().to_owned(),
-            dedupe: None,
-        };
-        self.on_ledger(move |ledger| ledger.take_call(&claim)).await
-    }
-
     /// Takes back a claim made by the check, for a call that will not run now (a window
     /// crossed after it: the call claims its digest again if a person approves it).
     pub(super) async fn unclaim(&self, action_id: &str, calling: &mut Calling) {
+        // A claim still to ride with the intent: a call that runs after a person
+        // approved it claims whatever holds the digest.
+        calling.with_intent = None;
         if calling.claimed {
             self.finish_calling(action_id, calling, None).await;
             calling.claimed = false;
@@ -486,6 +528,7 @@ fn rows_of(
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     use attest_ledger::{Ledger, LedgerOptions};
     use attest_policy::{PolicyEngine, Verb};
@@ -812,5 +855,74 @@ policies:
         let expect_run = liveness::is_gone(&dead.owner);
         let outcome = run(&attest, send("a@x.io"), &ran).await;
         assert_eq!(outcome.ran(), expect_run, "{outcome:?}");
+    }
+
+    #[tokio::test]
+    async fn a_claim_that_rode_with_its_intent_and_lost_the_race_is_decided_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = "policies:\n  - name: all\n    match: {}\n    decision: act\n";
+        let attest = attest(&dir, policy, AutoGate::reject("ops"));
+        // B is checked first and finds the digest free: its claim is to ride with its intent.
+        let b = attest.prepare(send("a@x.io")).unwrap();
+        let Ok(super::super::Gated::Run(cleared)) = attest.clear(b, false).await else {
+            panic!("B clears")
+        };
+        let (b, cleared) = *cleared;
+        // A, the same call, records its intent (and claims the digest) before B does.
+        leave_open(&attest, send("a@x.io")).await;
+        // B's intent finds the digest taken: nothing of B is written or claimed.
+        let super::super::Opening::Raced(b) = attest.open(b, cleared, None).await else {
+            panic!("B's claim with its intent finds A's")
+        };
+        let open = crate::open_intents(attest.ledger(), 1).unwrap();
+        assert_eq!(open.len(), 1, "A's intent only: {open:?}");
+        // Decided again, claiming apart: A is open (its process alive), so B is asked
+        // about, and the gate rejects it; it never runs.
+        match attest.clear(*b, true).await {
+            Ok(super::super::Gated::Ended(ended)) => assert!(
+                matches!(ended, super::super::Ended::Rejected { .. }),
+                "B is asked about and rejected"
+            ),
+            _ => panic!("B is asked about"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_same_call_made_at_once_by_many_tasks_runs_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = "policies:\n  - name: all\n    match: {}\n    decision: act\n";
+        let attest = attest(&dir, policy, AutoGate::reject("ops"));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let barrier = Arc::new(tokio::sync::Barrier::new(16));
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let (attest, ran, barrier) = (attest.clone(), ran.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    attest
+                        .call(send("a@x.io"))
+                        .run(|_| async move {
+                            ran.fetch_add(1, Ordering::SeqCst);
+                            // Still running while the others are decided.
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            Ok::<_, crate::ToolError>(json!({"id": "m_1"}))
+                        })
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(task.await.unwrap());
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "{outcomes:?}");
+        let rejected = outcomes
+            .iter()
+            .filter(|o| matches!(o, Outcome::Rejected { .. }))
+            .count();
+        assert_eq!(rejected, 15, "{outcomes:?}");
+        // One intent, one outcome: nothing of the calls that did not run but their asks.
+        assert!(crate::open_intents(attest.ledger(), 1).unwrap().is_empty());
     }
 }

@@ -1,7 +1,8 @@
 //! The ledger's writer thread: one thread of its own does every append an `Attest`
 //! makes, instead of a `spawn_blocking` per action.
 //!
-//! A caller queues its record with a reply slot and awaits the reply. The thread takes
+//! A caller queues its record (with the call-digest step that commits with it, if any)
+//! with a reply slot and awaits the reply. The thread takes
 //! everything queued (up to [`MAX_GROUP`]) and writes it with [`Ledger::append_each`]:
 //! one transaction and one sync for the lot, so concurrent actions are group-committed
 //! exactly as before. A reply is sent only after the transaction holding its row
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
-use attest_ledger::{Appended, Ledger, LedgerError, Record, MAX_GROUP};
+use attest_ledger::{Appended, CallStep, Ledger, LedgerError, Record, MAX_GROUP};
 use tokio::sync::oneshot;
 
 use crate::AttestError;
@@ -29,7 +30,7 @@ type Reply = oneshot::Sender<Result<Appended, LedgerError>>;
 /// The queue into the writer thread, and the way around it when it is idle.
 #[derive(Debug, Clone)]
 pub(crate) struct LedgerWriter {
-    queue: mpsc::Sender<(Record, Reply)>,
+    queue: mpsc::Sender<(Record, Option<CallStep>, Reply)>,
     /// The ledger, for appends on the caller's thread; `None` for a PostgreSQL ledger.
     inline: Option<Arc<Ledger>>,
     /// Whether a caller is appending on its own thread.
@@ -57,10 +58,17 @@ impl LedgerWriter {
         })
     }
 
-    /// Appends `record`; returns once its row is durable at the configured level.
-    pub(crate) async fn append(&self, record: Record) -> Result<Appended, AttestError> {
+    /// Appends `record`, and makes `step` in the same transaction; returns once both
+    /// are durable at the configured level.
+    pub(crate) async fn append(
+        &self,
+        record: Record,
+        step: Option<CallStep>,
+    ) -> Result<Appended, AttestError> {
         if let Some((ledger, _slot)) = self.idle_ledger() {
-            let result = ledger.append_each(std::slice::from_ref(&record)).pop();
+            let result = ledger
+                .append_each_with(std::slice::from_ref(&record), std::slice::from_ref(&step))
+                .pop();
             return match result {
                 Some(result) => result.map_err(AttestError::Ledger),
                 None => Err(AttestError::WriterStopped),
@@ -68,7 +76,7 @@ impl LedgerWriter {
         }
         let (reply, answer) = oneshot::channel();
         self.queued.fetch_add(1, Ordering::AcqRel);
-        if self.queue.send((record, reply)).is_err() {
+        if self.queue.send((record, step, reply)).is_err() {
             self.queued.fetch_sub(1, Ordering::AcqRel);
             return Err(AttestError::WriterStopped);
         }
@@ -106,28 +114,32 @@ impl Drop for InlineSlot<'_> {
 
 fn write_until_closed(
     ledger: &Ledger,
-    jobs: &mpsc::Receiver<(Record, Reply)>,
+    jobs: &mpsc::Receiver<(Record, Option<CallStep>, Reply)>,
     queued: &AtomicUsize,
 ) {
     let mut records = Vec::new();
+    let mut steps = Vec::new();
     let mut replies = Vec::new();
     // `recv` fails only once every sender (every `Attest` clone) is gone.
-    while let Ok((record, reply)) = jobs.recv() {
+    while let Ok((record, step, reply)) = jobs.recv() {
         records.push(record);
+        steps.push(step);
         replies.push(reply);
         while records.len() < MAX_GROUP {
-            let Ok((record, reply)) = jobs.try_recv() else {
+            let Ok((record, step, reply)) = jobs.try_recv() else {
                 break;
             };
             records.push(record);
+            steps.push(step);
             replies.push(reply);
         }
-        let results = ledger.append_each(&records);
+        let results = ledger.append_each_with(&records, &steps);
         queued.fetch_sub(records.len(), Ordering::AcqRel);
         for (reply, result) in replies.drain(..).zip(results) {
             // A caller that stopped waiting (its task was cancelled) still has its row.
             let _ = reply.send(result);
         }
         records.clear();
+        steps.clear();
     }
 }

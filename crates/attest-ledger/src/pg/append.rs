@@ -13,6 +13,7 @@ use postgres::{Client, GenericClient, IsolationLevel};
 use super::blocking::Held;
 use super::read::PgSource;
 use super::{Conn, PgEdge, PgStore};
+use crate::calls::Riding;
 use crate::canonical::GENESIS;
 use crate::chain::{Built, ChainEdge};
 use crate::merkle::CompactRange;
@@ -106,6 +107,7 @@ impl PgStore {
     pub(crate) fn extend_chain(
         &self,
         records: &[Record],
+        calls: &[Riding<'_>],
         fresh: bool,
         build: &mut Build<'_>,
     ) -> Extended {
@@ -141,8 +143,20 @@ impl PgStore {
         } else {
             Filing::NONE
         };
-        match self.write_group(&mut client, records, &built, filing) {
-            Ok(()) => {
+        let written = if calls.is_empty() {
+            self.write_group(&mut client, records, &built, filing)
+                .map_err(Unwritten::Postgres)
+        } else {
+            self.write_group_riding(&mut client, records, calls, &built, filing)
+        };
+        let err = match written {
+            Ok(()) => None,
+            Err(Unwritten::Postgres(err)) => Some(err),
+            // A claim held, or a step that failed for another reason than the server.
+            Err(Unwritten::Ledger(err)) => return Extended::Failed(err),
+        };
+        match err {
+            None => {
                 let appended = built.appended();
                 *self.edge_slot() = Some(PgEdge {
                     chain: built.edge,
@@ -151,11 +165,11 @@ impl PgStore {
                 Extended::Committed(appended)
             }
             // Another writer took the seq: read the new tip, rebuild, re-hash.
-            Err(err) if is_conflict(&err) => Extended::Conflict(self.err("appending")(err)),
+            Some(err) if is_conflict(&err) => Extended::Conflict(self.err("appending")(err)),
             // A constraint or type error: the same statement fails again.
-            Err(err) if !is_ambiguous(&err) => Extended::Failed(self.err("appending")(err)),
+            Some(err) if !is_ambiguous(&err) => Extended::Failed(self.err("appending")(err)),
             // The connection broke: the statement may have committed.
-            Err(err) => Extended::Unknown {
+            Some(err) => Extended::Unknown {
                 built: built.appended(),
                 error: self.err("appending")(err),
             },
@@ -208,6 +222,30 @@ impl PgStore {
         }))
     }
 
+    /// The group's statement and the call-digest steps riding with it, in one
+    /// transaction (the steps after the rows: a step's write needs its row's seq).
+    fn write_group_riding(
+        &self,
+        client: &mut Client,
+        records: &[Record],
+        calls: &[Riding<'_>],
+        group: &Built,
+        filing: Filing,
+    ) -> Result<(), Unwritten> {
+        let mut tx = client.transaction().map_err(Unwritten::Postgres)?;
+        self.group_args(records, group, filing)
+            .run(&mut tx)
+            .map_err(Unwritten::Postgres)?;
+        let seqs: Vec<u64> = group.rows.iter().map(|row| row.seq).collect();
+        match self.ride_calls(&mut tx, calls, &seqs) {
+            Ok(()) => {}
+            Err(LedgerError::Postgres { source, .. }) => return Err(Unwritten::Postgres(source)),
+            Err(err) => return Err(Unwritten::Ledger(err)),
+        }
+        // Commit point: rows and steps together, durable at the configured level.
+        tx.commit().map_err(Unwritten::Postgres)
+    }
+
     fn write_group(
         &self,
         client: &mut Client,
@@ -215,6 +253,15 @@ impl PgStore {
         group: &Built,
         filing: Filing,
     ) -> Result<(), postgres::Error> {
+        self.group_args(records, group, filing).run(client)
+    }
+
+    fn group_args<'a>(
+        &'a self,
+        records: &'a [Record],
+        group: &'a Built,
+        filing: Filing,
+    ) -> AppendArgs<'a> {
         let mut args = AppendArgs::new(&self.tenant, filing);
         for (row, record) in group.rows.iter().zip(records) {
             args.seqs.push(row.seq as i64);
@@ -235,8 +282,15 @@ impl PgStore {
             .map(|i| i as i64)
             .collect();
         args.tree = group.tree.iter().map(|h| &h[..]).collect();
-        args.run(client)
+        args
     }
+}
+
+/// Why a group with riding steps was not written: the server's answer (told apart as a
+/// lone statement's is), or the ledger's own (a claim held).
+enum Unwritten {
+    Postgres(postgres::Error),
+    Ledger(LedgerError),
 }
 
 pub(crate) fn is_conflict(err: &postgres::Error) -> bool {

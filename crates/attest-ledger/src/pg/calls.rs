@@ -4,8 +4,10 @@
 //! rather than an advisory lock, so that PostgreSQL-compatible databases without
 //! advisory locks run it.
 
+use postgres::GenericClient;
+
 use super::PgStore;
-use crate::calls::{CallWrite, SettleCall, StoredCall};
+use crate::calls::{CallWrite, Riding, SettleCall, StoredCall};
 use crate::LedgerError;
 
 /// The placeholder a lock creates for a digest with no row: it holds nothing (a ran
@@ -32,26 +34,48 @@ impl PgStore {
             tx.batch_execute("SET LOCAL synchronous_commit = off")
                 .map_err(self.err(during))?;
         }
-        if settle.is_some() {
-            tx.execute(
-                "INSERT INTO call_digests (tenant, digest, action_id, owner, seq, at_ms, until_ms)
-                 VALUES ($1, $2, $3, '', 0, 0, 0)
-                 ON CONFLICT (tenant, digest) DO UPDATE SET digest = EXCLUDED.digest",
-                &[&self.tenant, &&digest[..], &PLACEHOLDER],
+        let row = match settle {
+            None => tx.with(|tx| self.call_row(tx, digest, during))?,
+            Some(settle) => {
+                tx.with(|tx| self.settle_call_tx(tx, digest, &mut |row| Ok(settle(row)), during))?
+            }
+        };
+        // Commit point: the digest is claimed (or finished) once this returns; a failed
+        // commit leaves the row as it was (the caller does not run the call), a lost
+        // acknowledgement may leave it claimed, which blocks a retry until it is resolved.
+        tx.commit().map_err(self.err(during))?;
+        Ok(row)
+    }
+
+    /// Makes the steps riding with an append, inside its transaction, after its rows
+    /// (`seqs`: the records' seqs, by index).
+    pub(crate) fn ride_calls(
+        &self,
+        tx: &mut impl GenericClient,
+        calls: &[Riding<'_>],
+        seqs: &[u64],
+    ) -> Result<(), LedgerError> {
+        let during = "settling a call digest with its row";
+        crate::calls::ride(calls, seqs, &mut |digest, write| {
+            self.settle_call_tx(tx, digest, write, during).map(drop)
+        })
+    }
+
+    /// The digest's row, read committed (a plain read: no lock).
+    fn call_row(
+        &self,
+        tx: &mut impl GenericClient,
+        digest: [u8; 32],
+        during: &'static str,
+    ) -> Result<Option<StoredCall>, LedgerError> {
+        let found = tx
+            .query_opt(
+                "SELECT action_id, owner, seq, at_ms, until_ms FROM call_digests
+                 WHERE tenant = $1 AND digest = $2",
+                &[&self.tenant, &&digest[..]],
             )
             .map_err(self.err(during))?;
-        }
-        // Read committed, after the lock: this sees what the digest's last writer committed.
-        let found = tx
-            .with(|tx| {
-                tx.query_opt(
-                    "SELECT action_id, owner, seq, at_ms, until_ms FROM call_digests
-                     WHERE tenant = $1 AND digest = $2",
-                    &[&self.tenant, &&digest[..]],
-                )
-            })
-            .map_err(self.err(during))?;
-        let row = found
+        Ok(found
             .map(|row| StoredCall {
                 action_id: row.get(0),
                 owner: row.get(1),
@@ -59,11 +83,28 @@ impl PgStore {
                 at_ms: row.get(3),
                 until_ms: row.get(4),
             })
-            .filter(|row| !(row.action_id == PLACEHOLDER && row.until_ms == 0));
-        let Some(settle) = settle else {
-            return Ok(row);
-        };
-        match settle(row.as_ref()) {
+            .filter(|row| !(row.action_id == PLACEHOLDER && row.until_ms == 0)))
+    }
+
+    /// Locks the digest's row (creating a placeholder), reads it, and writes what
+    /// `settle` decides, inside the caller's transaction; returns the row read.
+    fn settle_call_tx(
+        &self,
+        tx: &mut impl GenericClient,
+        digest: [u8; 32],
+        settle: &mut dyn FnMut(Option<&StoredCall>) -> Result<CallWrite, LedgerError>,
+        during: &'static str,
+    ) -> Result<Option<StoredCall>, LedgerError> {
+        tx.execute(
+            "INSERT INTO call_digests (tenant, digest, action_id, owner, seq, at_ms, until_ms)
+             VALUES ($1, $2, $3, '', 0, 0, 0)
+             ON CONFLICT (tenant, digest) DO UPDATE SET digest = EXCLUDED.digest",
+            &[&self.tenant, &&digest[..], &PLACEHOLDER],
+        )
+        .map_err(self.err(during))?;
+        // Read committed, after the lock: this sees what the digest's last writer committed.
+        let row = self.call_row(tx, digest, during)?;
+        match settle(row.as_ref())? {
             CallWrite::Keep if row.is_some() => {}
             CallWrite::Keep | CallWrite::Delete => {
                 tx.execute(
@@ -89,10 +130,6 @@ impl PgStore {
                 .map_err(self.err(during))?;
             }
         }
-        // Commit point: the digest is claimed (or finished) once this returns; a failed
-        // commit leaves the row as it was (the caller does not run the call), a lost
-        // acknowledgement may leave it claimed, which blocks a retry until it is resolved.
-        tx.commit().map_err(self.err(during))?;
         Ok(row)
     }
 

@@ -31,7 +31,7 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::calls::{SettleCall, StoredCall};
+use crate::calls::{Riding, SettleCall, StoredCall};
 use crate::chain::ChainEdge;
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter};
@@ -136,8 +136,14 @@ impl Store for PgStore {
         &self.name
     }
 
-    fn extend(&self, records: &[Record], fresh: bool, build: &mut Build<'_>) -> Extended {
-        off_runtime(|| self.extend_chain(records, fresh, build))
+    fn extend(
+        &self,
+        records: &[Record],
+        calls: &[Riding<'_>],
+        fresh: bool,
+        build: &mut Build<'_>,
+    ) -> Extended {
+        off_runtime(|| self.extend_chain(records, calls, fresh, build))
     }
 
     fn late_commits(&self) -> bool {

@@ -13,6 +13,7 @@ use super::{
     Edge, SqliteStore, FILING_CHUNK, FILING_ROWS, INSERT_ENTRY, INSERT_TREE_HASH, SELECT_TIP,
     TREE_FLUSH_LEAVES,
 };
+use crate::calls::Riding;
 use crate::canonical::{Hash, GENESIS};
 use crate::chain::ChainEdge;
 use crate::query::{Columns, Unfiled, FILED_THROUGH};
@@ -23,7 +24,12 @@ impl SqliteStore {
     /// One append attempt ([`crate::store::Store::extend`]). SQLite never loses to
     /// another writer (the write lock is held from the edge read to the commit), and a
     /// commit that returned an error either holds or never will.
-    pub(crate) fn extend_chain(&self, records: &[Record], build: &mut Build<'_>) -> Extended {
+    pub(crate) fn extend_chain(
+        &self,
+        records: &[Record],
+        calls: &[Riding<'_>],
+        build: &mut Build<'_>,
+    ) -> Extended {
         let mut conn = self.lock();
         let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
             Ok(tx) => tx,
@@ -36,6 +42,10 @@ impl SqliteStore {
             let mut edge = self.edge_in(&tx)?;
             let built = build(&edge.chain)?;
             self.insert_built(&tx, records, &built, &mut edge)?;
+            if !calls.is_empty() {
+                let seqs: Vec<u64> = built.rows.iter().map(|row| row.seq).collect();
+                self.ride_calls(&tx, calls, &seqs)?;
+            }
             edge.chain = built.edge.clone();
             if edge.chain.seq - edge.written >= TREE_FLUSH_LEAVES {
                 self.write_tree_tail(&tx, &mut edge)?;

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use crate::calls::{SettleCall, StoredCall};
+use crate::calls::{Riding, SettleCall, StoredCall};
 use crate::chain::ChainEdge;
 use crate::clock::format_ts;
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
@@ -442,10 +442,16 @@ impl Store for SqliteStore {
         &self.path
     }
 
-    fn extend(&self, records: &[Record], _fresh: bool, build: &mut Build<'_>) -> Extended {
+    fn extend(
+        &self,
+        records: &[Record],
+        calls: &[Riding<'_>],
+        _fresh: bool,
+        build: &mut Build<'_>,
+    ) -> Extended {
         // The cached edge is checked against `data_version` inside the write lock, so
         // it is never stale: `fresh` changes nothing here.
-        self.extend_chain(records, build)
+        self.extend_chain(records, calls, build)
     }
 
     fn late_commits(&self) -> bool {

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::{Build, Cut, Extended, Read, Sign, Store};
+use crate::calls::Riding;
 use crate::chain::Built;
 use crate::query::{Counts, Filter};
 use crate::source::Source;
@@ -49,9 +50,15 @@ impl Store for Faulty {
         self.inner.path()
     }
 
-    fn extend(&self, records: &[Record], fresh: bool, build: &mut Build<'_>) -> Extended {
+    fn extend(
+        &self,
+        records: &[Record],
+        calls: &[Riding<'_>],
+        fresh: bool,
+        build: &mut Build<'_>,
+    ) -> Extended {
         if !self.armed.swap(false, Ordering::SeqCst) {
-            return self.inner.extend(records, fresh, build);
+            return self.inner.extend(records, calls, fresh, build);
         }
         match self.fault {
             Fault::EdgeRead => Extended::Failed(injected("injected: reading the edge failed")),
@@ -59,7 +66,7 @@ impl Store for Faulty {
                 // The rows are built on the store's real edge, then the write fails
                 // before anything reaches the store.
                 let mut built: Option<Built> = None;
-                let outcome = self.inner.extend(records, fresh, &mut |edge| {
+                let outcome = self.inner.extend(records, calls, fresh, &mut |edge| {
                     built = Some(build(edge)?);
                     Err(injected("injected: the insert failed"))
                 });
@@ -74,7 +81,7 @@ impl Store for Faulty {
                     }
                 }
             }
-            Fault::CommitPersisted => match self.inner.extend(records, fresh, build) {
+            Fault::CommitPersisted => match self.inner.extend(records, calls, fresh, build) {
                 Extended::Committed(built) => Extended::Unknown {
                     built,
                     error: injected("injected: the commit's acknowledgement was lost"),

@@ -30,7 +30,7 @@ mod faults;
 
 use std::path::Path;
 
-use crate::calls::{SettleCall, StoredCall};
+use crate::calls::{Riding, SettleCall, StoredCall};
 use crate::chain::{Built, ChainEdge};
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter};
@@ -83,8 +83,16 @@ pub(crate) trait Store: Send + Sync {
 
     /// One attempt to extend the chain: in one write transaction, read the edge (a
     /// cached one unless `fresh`), let `build` build `records` on it, store the rows
-    /// and tree hashes, commit.
-    fn extend(&self, records: &[Record], fresh: bool, build: &mut Build<'_>) -> Extended;
+    /// and tree hashes, make the call-digest steps `calls` ride with (after the rows:
+    /// a step's write needs its row's seq; a claim held fails the whole attempt,
+    /// [`Extended::Failed`]), commit.
+    fn extend(
+        &self,
+        records: &[Record],
+        calls: &[Riding<'_>],
+        fresh: bool,
+        build: &mut Build<'_>,
+    ) -> Extended;
 
     /// Whether a commit whose outcome was unknown may still land later (a server
     /// finishing a statement after the connection broke). A store where it cannot

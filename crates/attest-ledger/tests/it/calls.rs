@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use attest_ledger::{CallCheck, CallClaim, HeldCall, LedgerOptions};
+use attest_ledger::{CallCheck, CallClaim, CallStep, HeldCall, LedgerError, LedgerOptions};
 
 use crate::both::StoreTester;
-use crate::ManualClock;
+use crate::{sample_record, ManualClock};
 
 fn claim(action_id: &str, dedupe: Option<Duration>) -> CallClaim {
     CallClaim {
@@ -164,5 +164,125 @@ fn writers_racing_for_one_digest_claim_it_once() {
             handles.into_iter().map(|h| h.join().unwrap()).sum()
         });
         assert_eq!(claimed, 1, "{}", case.name());
+    });
+}
+
+#[test]
+fn a_step_riding_with_a_row_commits_with_it_or_not_at_all() {
+    StoreTester::new("a_step_riding_with_a_row", 0).run(|case| {
+        let ledger = &case.ledger;
+        let minute = Duration::from_secs(60);
+        let claiming = |id: &str| {
+            Some(CallStep::Claim {
+                claim: claim(id, Some(minute)),
+                replacing: None,
+            })
+        };
+        // The intent's row and its claim: one commit.
+        let intent = ledger.append_with(sample_record(1), claiming("a1")).unwrap();
+        assert!(matches!(
+            case.reopen().held_call("digest-of-one-call", None).unwrap(),
+            Some(HeldCall::Open { action_id, .. }) if action_id == "a1"
+        ));
+        // A retry's intent finds the digest held: neither its row nor its claim is written.
+        let err = ledger
+            .append_with(sample_record(2), claiming("a2"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, LedgerError::CallHeld(held) if matches!(**held, HeldCall::Open { ref action_id, .. } if action_id == "a1")),
+            "{err:?} ({})",
+            case.name()
+        );
+        assert_eq!(ledger.tip().unwrap().map(|(seq, _)| seq), Some(intent.seq));
+        // The outcome's row and the finish: the duplicate window names the outcome's seq.
+        let finish = CallStep::Finish {
+            digest: "digest-of-one-call".to_owned(),
+            action_id: "a1".to_owned(),
+            keep: Some(minute),
+        };
+        let outcome = ledger.append_with(sample_record(3), Some(finish)).unwrap();
+        assert!(matches!(
+            case.reopen().held_call("digest-of-one-call", Some(minute)).unwrap(),
+            Some(HeldCall::Ran { seq, .. }) if seq == outcome.seq
+        ));
+        // Within the window a claim is held by the call that ran; a take is not.
+        assert!(matches!(
+            ledger.append_with(sample_record(4), claiming("a3")),
+            Err(LedgerError::CallHeld(_))
+        ));
+        ledger
+            .append_with(sample_record(4), Some(CallStep::Take(claim("a4", None))))
+            .unwrap();
+        // A finish of a call that did not run removes its row.
+        let failed = CallStep::Finish {
+            digest: "digest-of-one-call".to_owned(),
+            action_id: "a4".to_owned(),
+            keep: None,
+        };
+        ledger.append_with(sample_record(5), Some(failed)).unwrap();
+        assert_eq!(ledger.held_call("digest-of-one-call", Some(minute)).unwrap(), None);
+        let report = ledger.verify().unwrap();
+        assert!(report.problems.is_empty(), "{:?} ({})", report.problems, case.name());
+    });
+}
+
+#[test]
+fn claims_riding_in_one_group_commit_each_get_their_own_answer() {
+    StoreTester::new("claims_riding_in_one_group", 0).run(|case| {
+        let ledger = case.reopen();
+        let writers = 8;
+        let barrier = Barrier::new(writers);
+        // Every writer claims a digest of its own and the one digest they share, through
+        // one ledger (its group commit): one shared claim holds, each own claim holds.
+        let results: Vec<(bool, bool)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..writers)
+                .map(|w| {
+                    let (ledger, barrier) = (&ledger, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        let own = CallClaim {
+                            digest: format!("own digest {w}"),
+                            ..claim(&format!("own-{w}"), None)
+                        };
+                        let own = ledger.append_with(
+                            sample_record(w as u64),
+                            Some(CallStep::Claim {
+                                claim: own,
+                                replacing: None,
+                            }),
+                        );
+                        let shared = ledger.append_with(
+                            sample_record(w as u64),
+                            Some(CallStep::Claim {
+                                claim: claim(&format!("shared-{w}"), None),
+                                replacing: None,
+                            }),
+                        );
+                        if let Err(err) = &shared {
+                            assert!(matches!(err, LedgerError::CallHeld(_)), "{err:?}");
+                        }
+                        (own.is_ok(), shared.is_ok())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(results.iter().all(|(own, _)| *own), "{results:?}");
+        let shared = results.iter().filter(|(_, shared)| *shared).count();
+        assert_eq!(shared, 1, "{}", case.name());
+        // Rows written: one per claim that held, nothing of the claims that did not.
+        assert_eq!(
+            ledger.tip().unwrap().map(|(seq, _)| seq),
+            Some(writers as u64 + 1),
+            "{}",
+            case.name()
+        );
+        let report = ledger.verify().unwrap();
+        assert!(
+            report.problems.is_empty(),
+            "{:?} ({})",
+            report.problems,
+            case.name()
+        );
     });
 }
