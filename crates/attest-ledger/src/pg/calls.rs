@@ -4,6 +4,9 @@
 //! rather than an advisory lock, so that PostgreSQL-compatible databases without
 //! advisory locks run it.
 
+use std::collections::HashMap;
+
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use super::PgStore;
@@ -48,17 +51,107 @@ impl PgStore {
     }
 
     /// Makes the steps riding with an append, inside its transaction, after its rows
-    /// (`seqs`: the records' seqs, by index).
+    /// (`seqs`: the records' seqs, by index), in four statements whatever their number:
+    /// lock every digest (sorted, so two groups never wait on each other in a cycle), read
+    /// them, apply the steps in order to what was read (a later step of one digest sees
+    /// an earlier one's write, as one after the other would), write back what changed.
     pub(crate) fn ride_calls(
         &self,
         tx: &mut impl GenericClient,
         calls: &[Riding<'_>],
         seqs: &[u64],
     ) -> Result<(), LedgerError> {
-        let during = "settling a call digest with its row";
+        let during = "settling call digests with their rows";
+        let mut digests: Vec<[u8; 32]> = calls.iter().map(|riding| riding.digest).collect();
+        digests.sort_unstable();
+        digests.dedup();
+        let keys: Vec<&[u8]> = digests.iter().map(|digest| &digest[..]).collect();
+        tx.query_typed(
+            "INSERT INTO call_digests (tenant, digest, action_id, owner, seq, at_ms, until_ms)
+             SELECT $1, u.digest, $3, '', 0, 0, 0
+             FROM unnest($2::bytea[]) WITH ORDINALITY AS u(digest, n) ORDER BY u.n
+             ON CONFLICT (tenant, digest) DO UPDATE SET digest = EXCLUDED.digest",
+            &[
+                (&self.tenant, Type::TEXT),
+                (&keys, Type::BYTEA_ARRAY),
+                (&PLACEHOLDER, Type::TEXT),
+            ],
+        )
+        .map_err(self.err(during))?;
+        let found = tx
+            .query_typed(
+                "SELECT digest, action_id, owner, seq, at_ms, until_ms FROM call_digests
+                 WHERE tenant = $1 AND digest = ANY($2)",
+                &[(&self.tenant, Type::TEXT), (&keys, Type::BYTEA_ARRAY)],
+            )
+            .map_err(self.err(during))?;
+        let mut state: HashMap<[u8; 32], Option<StoredCall>> =
+            digests.iter().map(|digest| (*digest, None)).collect();
+        for row in found {
+            let digest: Vec<u8> = row.get(0);
+            let Ok(digest) = <[u8; 32]>::try_from(digest.as_slice()) else {
+                continue;
+            };
+            let call = StoredCall {
+                action_id: row.get(1),
+                owner: row.get(2),
+                seq: row.get(3),
+                at_ms: row.get(4),
+                until_ms: row.get(5),
+            };
+            if !is_placeholder(&call) {
+                state.insert(digest, Some(call));
+            }
+        }
+        let before = state.clone();
         crate::calls::ride(calls, seqs, &mut |digest, write| {
-            self.settle_call_tx(tx, digest, write, during).map(drop)
-        })
+            let slot = state.entry(digest).or_default();
+            match write(slot.as_ref())? {
+                CallWrite::Keep => {}
+                CallWrite::Put(call) => *slot = Some(call),
+                CallWrite::Delete => *slot = None,
+            }
+            Ok(())
+        })?;
+        let mut gone: Vec<&[u8]> = Vec::new();
+        let mut put = PutCalls::default();
+        for digest in &digests {
+            let (was, now) = (before.get(digest), state.get(digest));
+            match now {
+                // Unchanged: left as it is.
+                Some(Some(_)) if was == now => {}
+                Some(Some(call)) => put.push(digest, call),
+                // Gone, or never there: the placeholder the lock made goes too.
+                _ => gone.push(&digest[..]),
+            }
+        }
+        if !gone.is_empty() {
+            tx.query_typed(
+                "DELETE FROM call_digests WHERE tenant = $1 AND digest = ANY($2)",
+                &[(&self.tenant, Type::TEXT), (&gone, Type::BYTEA_ARRAY)],
+            )
+            .map_err(self.err(during))?;
+        }
+        if !put.digests.is_empty() {
+            tx.query_typed(
+                "UPDATE call_digests AS c SET action_id = u.action_id, owner = u.owner,
+                     seq = u.seq, at_ms = u.at_ms, until_ms = u.until_ms
+                 FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[])
+                     AS u(digest, action_id, owner, seq, at_ms, until_ms)
+                 WHERE c.tenant = $1 AND c.digest = u.digest",
+                &[
+                    (&self.tenant, Type::TEXT),
+                    (&put.digests, Type::BYTEA_ARRAY),
+                    (&put.action_ids, Type::TEXT_ARRAY),
+                    (&put.owners, Type::TEXT_ARRAY),
+                    (&put.seqs, Type::INT8_ARRAY),
+                    (&put.at_ms, Type::INT8_ARRAY),
+                    (&put.until_ms, Type::INT8_ARRAY),
+                ],
+            )
+            .map_err(self.err(during))?;
+        }
+        Ok(())
     }
 
     /// The digest's row, read committed (a plain read: no lock).
@@ -83,7 +176,7 @@ impl PgStore {
                 at_ms: row.get(3),
                 until_ms: row.get(4),
             })
-            .filter(|row| !(row.action_id == PLACEHOLDER && row.until_ms == 0)))
+            .filter(|row| !is_placeholder(row)))
     }
 
     /// Locks the digest's row (creating a placeholder), reads it, and writes what
@@ -144,5 +237,32 @@ impl PgStore {
                 )
             })
             .map_err(self.err(during))
+    }
+}
+
+/// Whether `row` is the placeholder a lock made (it holds nothing).
+fn is_placeholder(row: &StoredCall) -> bool {
+    row.action_id == PLACEHOLDER && row.until_ms == 0
+}
+
+/// The rows a group's steps write back, column by column.
+#[derive(Default)]
+struct PutCalls<'a> {
+    digests: Vec<&'a [u8]>,
+    action_ids: Vec<&'a str>,
+    owners: Vec<&'a str>,
+    seqs: Vec<Option<i64>>,
+    at_ms: Vec<i64>,
+    until_ms: Vec<i64>,
+}
+
+impl<'a> PutCalls<'a> {
+    fn push(&mut self, digest: &'a [u8; 32], call: &'a StoredCall) {
+        self.digests.push(&digest[..]);
+        self.action_ids.push(&call.action_id);
+        self.owners.push(&call.owner);
+        self.seqs.push(call.seq);
+        self.at_ms.push(call.at_ms);
+        self.until_ms.push(call.until_ms);
     }
 }
