@@ -3,13 +3,14 @@
 //!
 //! The ledger keeps, beside the chain, one row per digest of a write in flight or that
 //! ran within its dedupe window ([`attest_ledger::Ledger::claim_call`]); the check is
-//! one lookup. For a call that would run now (`act`) and finds its digest free, the
-//! claim rides in the transaction of its intent row, made on the same terms
+//! one lookup. For a call that would run now (`act`), the check and the claim are one
+//! atomic step that rides in the transaction of its intent row
 //! ([`attest_ledger::CallStep::Claim`]): one commit for both, group-committed with other
-//! actions' rows. Of two retries racing, in any process on any host, one writes its
-//! intent with the claim; the other writes nothing and is decided again, claiming apart
-//! in a transaction of its own (the check and the claim one atomic step), so it then
-//! sees the first. The finish rides with the outcome row in the same way.
+//! actions' rows, and no lookup before. Of two retries racing, in any process on any
+//! host, one writes its intent with the claim; the other finds the digest held there,
+//! writes nothing, and is decided again, claiming apart in a transaction of its own, so
+//! that what holds the digest (an open call, a duplicate) decides as below. The finish
+//! rides with the outcome row in the same way.
 //!
 //! - The same call ran within the verdict's dedupe window (a rule's or the policy's
 //!   `dedupe:`): [`Dedupe::duplicate`] applies (ask, or refuse), with "the same call ran
@@ -52,9 +53,10 @@ pub(super) struct Calling {
     digest: Option<String>,
     /// Claimed by the check; else claimed when the call runs.
     claimed: bool,
-    /// Found free by the check: claimed, on the same terms, in the transaction of the
-    /// call's intent row (one commit for both). Of two racing there, one writes its
-    /// intent; the other writes nothing and is decided again.
+    /// For a call that would run now: claimed, on the check's terms, in the transaction
+    /// of its intent row (one commit for both). A call that finds the digest held there
+    /// (a retry racing it, a duplicate) writes nothing and is decided again, claiming
+    /// apart.
     with_intent: Option<CallClaim>,
     /// How long the digest blocks duplicates once the call ran (its dedupe window).
     keep: Duration,
@@ -181,11 +183,16 @@ impl Attest {
             keep: window.unwrap_or_default(),
         };
         let claim = claim && verdict.decision == Decision::Act;
+        if claim && !apart {
+            // Claimed with the intent, on the same terms, without a look first: a digest
+            // held by then is found there, and the call decided again, claiming apart.
+            calling.with_intent = Some(request);
+            return Ok((verdict.clone(), calling));
+        }
         let mut replacing: Option<String> = None;
         // One takeover at most: an open call found after it is a live racer's.
         for _ in 0..2 {
-            // A takeover claims apart: it names the dead call it replaces.
-            let held = if claim && (apart || replacing.is_some()) {
+            let held = if claim {
                 let (asked, over) = (request.clone(), replacing.clone());
                 let check = self
                     .on_ledger(move |ledger| ledger.claim_call(&asked, over.as_deref()))
@@ -204,12 +211,7 @@ impl Attest {
                     .on_ledger(move |ledger| ledger.held_call(&digest, window))
                     .await?
                 {
-                    None => {
-                        if claim {
-                            calling.with_intent = Some(request);
-                        }
-                        return Ok((verdict.clone(), calling));
-                    }
+                    None => return Ok((verdict.clone(), calling)),
                     Some(held) => held,
                 }
             };
@@ -862,7 +864,7 @@ policies:
         let dir = tempfile::tempdir().unwrap();
         let policy = "policies:\n  - name: all\n    match: {}\n    decision: act\n";
         let attest = attest(&dir, policy, AutoGate::reject("ops"));
-        // B is checked first and finds the digest free: its claim is to ride with its intent.
+        // B is decided first: its claim is to ride with its intent.
         let b = attest.prepare(send("a@x.io")).unwrap();
         let Ok(super::super::Gated::Run(cleared)) = attest.clear(b, false).await else {
             panic!("B clears")
