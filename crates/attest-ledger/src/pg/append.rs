@@ -11,6 +11,7 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, GenericClient, IsolationLevel};
 
 use super::blocking::Held;
+use super::connect::Session;
 use super::read::PgSource;
 use super::{Conn, PgEdge, PgStore};
 use crate::calls::Riding;
@@ -226,15 +227,16 @@ impl PgStore {
     /// transaction (the steps after the rows: a step's write needs its row's seq).
     fn write_group_riding(
         &self,
-        client: &mut Client,
+        session: &mut Session,
         records: &[Record],
         calls: &[Riding<'_>],
         group: &Built,
         filing: Filing,
     ) -> Result<(), Unwritten> {
-        let mut tx = client.transaction().map_err(Unwritten::Postgres)?;
+        let append = session.append().map_err(Unwritten::Postgres)?;
+        let mut tx = session.transaction().map_err(Unwritten::Postgres)?;
         self.group_args(records, group, filing)
-            .run(&mut tx)
+            .run_prepared(&mut tx, &append)
             .map_err(Unwritten::Postgres)?;
         let seqs: Vec<u64> = group.rows.iter().map(|row| row.seq).collect();
         match self.ride_calls(&mut tx, calls, &seqs) {
@@ -248,12 +250,14 @@ impl PgStore {
 
     fn write_group(
         &self,
-        client: &mut Client,
+        session: &mut Session,
         records: &[Record],
         group: &Built,
         filing: Filing,
     ) -> Result<(), postgres::Error> {
-        self.group_args(records, group, filing).run(client)
+        let append = session.append()?;
+        self.group_args(records, group, filing)
+            .run_prepared(&mut **session, &append)
     }
 
     fn group_args<'a>(
@@ -387,9 +391,29 @@ impl<'a> AppendArgs<'a> {
 
     /// Runs the statement (typed: no round trip to prepare it).
     pub(crate) fn run(&self, client: &mut impl GenericClient) -> Result<(), postgres::Error> {
+        self.with_params(|params| {
+            let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
+                .iter()
+                .copied()
+                .zip(APPEND_TYPES.iter().cloned())
+                .collect();
+            client.query_typed(APPEND, &typed).map(drop)
+        })
+    }
+
+    /// Runs the statement as `statement`, prepared on this connection (planned once).
+    pub(crate) fn run_prepared(
+        &self,
+        client: &mut impl GenericClient,
+        statement: &postgres::Statement,
+    ) -> Result<(), postgres::Error> {
+        self.with_params(|params| client.query(statement, params).map(drop))
+    }
+
+    fn with_params<R>(&self, run: impl FnOnce(&[&(dyn ToSql + Sync)]) -> R) -> R {
         let after = i64::try_from(self.filing.after).unwrap_or(i64::MAX);
         let through = self.filing.through.to_string();
-        let params: [&(dyn ToSql + Sync); 17] = [
+        run(&[
             &self.tenant,
             &self.seqs,
             &self.hashes,
@@ -407,13 +431,6 @@ impl<'a> AppendArgs<'a> {
             &self.filing.file,
             &after,
             &through,
-        ];
-        let typed: Vec<(&(dyn ToSql + Sync), Type)> = params
-            .iter()
-            .copied()
-            .zip(APPEND_TYPES.iter().cloned())
-            .collect();
-        client.query_typed(APPEND, &typed)?;
-        Ok(())
+        ])
     }
 }
