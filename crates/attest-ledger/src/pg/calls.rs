@@ -30,9 +30,9 @@ impl PgStore {
         // on SQLite: PostgreSQL's WAL is one sequence, so the intent's commit, which
         // waits for its flush, makes the claim committed before it durable too; a finish
         // lost to a crash leaves the call open, and a retry then reads its outcome row
-        // (see `crate::calls`). Without it two synced commits per action were the
-        // ceiling of concurrent whole actions (the pool's 8 sessions each waiting on a
-        // flush).
+        // (see `crate::calls`). A claim or finish riding with a row commits in the row's
+        // transaction instead ([`PgStore::ride_calls`]); this one is the rarer claim made
+        // apart (a call decided again, a takeover, a person's approval of a recorded call).
         if settle.is_some() && self.synchronous {
             tx.batch_execute("SET LOCAL synchronous_commit = off")
                 .map_err(self.err(during))?;
