@@ -4,26 +4,12 @@
 //! when the same call is retried, or a person's answer: `attest intents resolve`).
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
-use attest_ledger::{Filter, Ledger, LedgerError, Record};
-use serde::{Deserialize, Serialize};
+pub use attest_ledger::OpenIntent;
+use attest_ledger::{Filter, Ledger, LedgerError, OpenIntents, Record};
+use serde::Deserialize;
 
 use crate::record::INTENT;
-
-/// An intent row that no later row of the same action follows: the action may have
-/// run, and nothing in the ledger says how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OpenIntent {
-    /// The intent row's seq.
-    pub seq: u64,
-    /// The action's id.
-    pub action_id: String,
-    /// The system acted on.
-    pub system: String,
-    /// The verb.
-    pub verb: String,
-}
 
 /// The fields of a body this scan reads; anything unparsable is verify's to report.
 #[derive(Deserialize)]
@@ -47,12 +33,12 @@ struct ExecutionView<'a> {
 /// Every intent from `from_seq` on that has no later row with its `action_id`, oldest
 /// first. One streaming pass; memory grows with the open intents only.
 pub fn open_intents(ledger: &Ledger, from_seq: u64) -> Result<Vec<OpenIntent>, LedgerError> {
-    let mut open: BTreeMap<String, OpenIntent> = BTreeMap::new();
+    let mut open = OpenIntents::default();
     let intent = memchr::memmem::Finder::new(INTENT.as_bytes());
     ledger.for_each_row(from_seq, |row| {
         // With no intent open, only an intent row changes anything, and a body that
         // spells "intent" nowhere (nor escapes anything) cannot hold one: skip the
-        // parse. `attest verify` runs this over every row.
+        // parse.
         if open.is_empty() && !row.body.contains(&b'\\') && intent.find(row.body).is_none() {
             return Ok(true);
         }
@@ -60,24 +46,16 @@ pub fn open_intents(ledger: &Ledger, from_seq: u64) -> Result<Vec<OpenIntent>, L
             return Ok(true);
         };
         let is_intent = view.execution.as_ref().is_some_and(|e| e.status == INTENT);
-        if is_intent {
-            open.insert(
-                view.action_id.clone().into_owned(),
-                OpenIntent {
-                    seq: row.seq,
-                    action_id: view.action_id.into_owned(),
-                    system: view.system.into_owned(),
-                    verb: view.verb.into_owned(),
-                },
-            );
-        } else if !open.is_empty() {
-            open.remove(view.action_id.as_ref());
-        }
+        open.see(
+            row.seq,
+            &view.action_id,
+            &view.system,
+            &view.verb,
+            is_intent,
+        );
         Ok(true)
     })?;
-    let mut open: Vec<OpenIntent> = open.into_values().collect();
-    open.sort_by_key(|intent| intent.seq);
-    Ok(open)
+    Ok(open.into_sorted())
 }
 
 /// How an open intent's action was found to have ended.

@@ -24,8 +24,7 @@ pub(crate) enum RowOutcome<'a> {
     Recorded(Option<&'a Value>, Verification),
 }
 
-/// The execution status of an intent row: cleared to run, outcome not yet recorded.
-pub const INTENT: &str = "intent";
+pub use attest_ledger::INTENT;
 
 pub(crate) fn to_record(
     action: &Action,

@@ -16,9 +16,15 @@ use crate::StoredRow;
 /// Deeper nesting than this is left to the full parser (serde_json's own limit is 128).
 const MAX_DEPTH: usize = 64;
 
+/// A body that agrees, and what verify's walk learns from it besides.
+pub(crate) struct Agreed {
+    /// `execution.status` is [`crate::INTENT`]: the row opens its action.
+    pub(crate) intent: bool,
+}
+
 /// Whether `row`'s body is a well-formed entry that agrees with its columns, its seq
-/// and `prev` (the hash of the row before).
-pub(crate) fn agrees(row: &StoredRow<'_>, prev: &Hash) -> bool {
+/// and `prev` (the hash of the row before); `None` when it does not.
+pub(crate) fn agrees(row: &StoredRow<'_>, prev: &Hash) -> Option<Agreed> {
     // Invalid UTF-8 anywhere is ruled out without a pass of its own: outside strings
     // the scanner accepts ASCII tokens only, and `string` checks each string's bytes.
     let mut members = Members::default();
@@ -27,7 +33,7 @@ pub(crate) fn agrees(row: &StoredRow<'_>, prev: &Hash) -> bool {
         at: 0,
     };
     if scanner.top(&mut members).is_none() || scanner.at != row.body.len() {
-        return false;
+        return None;
     }
     let (Some(v), Some(seq), Some(body_prev), Some(ts), Some(system), Some(verb), Some(decision)) = (
         members.v,
@@ -38,13 +44,13 @@ pub(crate) fn agrees(row: &StoredRow<'_>, prev: &Hash) -> bool {
         members.verb,
         members.decision,
     ) else {
-        return false;
+        return None;
     };
     // `verification` without a `level` is not an entry; the full parse says so.
     if members.verification && members.level.is_none() {
-        return false;
+        return None;
     }
-    v == b"1"
+    let agrees = v == b"1"
         && parse_u64(seq) == Some(row.seq)
         && std::str::from_utf8(body_prev).is_ok_and(|text| is_hex_of(text, prev))
         && ts == row.ts.as_bytes()
@@ -54,7 +60,43 @@ pub(crate) fn agrees(row: &StoredRow<'_>, prev: &Hash) -> bool {
         && members.agent == row.agent.map(str::as_bytes)
         && members.level == row.level.map(str::as_bytes)
         && members.run_id == row.run.map(str::as_bytes)
-        && members.action_id == row.action_id.map(str::as_bytes)
+        && members.action_id == row.action_id.map(str::as_bytes);
+    agrees.then(|| Agreed {
+        intent: members.status == Some(crate::INTENT.as_bytes()),
+    })
+}
+
+/// How many bytes at the start of `bytes` are neither `"`, `\` nor a control
+/// character: where a string without escapes ends. Strings are most of a body, so this
+/// reads eight bytes at a time; `plain_prefix_is_the_first_special_byte` holds it to the
+/// byte-by-byte answer.
+fn plain_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    // A byte's high bit is set where it is zero; a borrow can only wrongly flag bytes
+    // above a truly flagged one, so the lowest flag is exact.
+    let zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in words.by_ref() {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(eight);
+        let special = zero(word ^ (ONES * u64::from(b'"')))
+            | zero(word ^ (ONES * u64::from(b'\\')))
+            // Below 0x20: subtracting 0x20 borrows, and the byte had no high bit.
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH);
+        if special != 0 {
+            // Little-endian: the lowest set bit is the first special byte.
+            return at + (special.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + words
+        .remainder()
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .unwrap_or(words.remainder().len())
 }
 
 /// The members verify compares, as raw bytes (string contents without quotes).
@@ -73,6 +115,10 @@ struct Members<'a> {
     action_id: Option<&'a [u8]>,
     /// Whether `verification` was seen (its `level` may still be absent).
     verification: bool,
+    /// `execution.status`.
+    status: Option<&'a [u8]>,
+    /// Whether `execution` was seen.
+    execution: bool,
 }
 
 /// A strict JSON reader for canonical bodies; every method returns `None` on anything
@@ -109,18 +155,13 @@ impl<'a> Scanner<'a> {
                     if std::mem::replace(&mut members.verification, true) {
                         return None;
                     }
-                    let level = &mut members.level;
-                    return scanner.object(2, |scanner, name| {
-                        if name == b"level" {
-                            if level.is_some() {
-                                return None;
-                            }
-                            *level = Some(scanner.string()?);
-                            Some(())
-                        } else {
-                            scanner.value(3)
-                        }
-                    });
+                    return scanner.member_of(b"level", &mut members.level);
+                }
+                b"execution" => {
+                    if std::mem::replace(&mut members.execution, true) {
+                        return None;
+                    }
+                    return scanner.member_of(b"status", &mut members.status);
                 }
                 _ => return scanner.value(2),
             };
@@ -133,6 +174,21 @@ impl<'a> Scanner<'a> {
                 scanner.string()?
             });
             Some(())
+        })
+    }
+
+    /// A nested object, keeping its string member `wanted` in `slot` (once).
+    fn member_of(&mut self, wanted: &[u8], slot: &mut Option<&'a [u8]>) -> Option<()> {
+        self.object(2, |scanner, name| {
+            if name == wanted {
+                if slot.is_some() {
+                    return None;
+                }
+                *slot = Some(scanner.string()?);
+                Some(())
+            } else {
+                scanner.value(3)
+            }
         })
     }
 
@@ -195,11 +251,8 @@ impl<'a> Scanner<'a> {
     fn string(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.at;
-        let len = self.bytes[start..]
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-        let end = start + len;
-        (self.bytes[end] == b'"').then_some(())?;
+        let end = start + plain_prefix(self.bytes.get(start..)?);
+        (*self.bytes.get(end)? == b'"').then_some(())?;
         let text = &self.bytes[start..end];
         // No multi-byte character holds a quote or a backslash byte, so a string
         // ends where its bytes do and is valid UTF-8 on its own or not at all.
@@ -336,6 +389,11 @@ mod tests {
         }
     }
 
+    /// Whether the fast path agrees.
+    fn agrees(row: &StoredRow<'_>, prev: &Hash) -> bool {
+        super::agrees(row, prev).is_some()
+    }
+
     /// Whether the full parse finds no problem with the body (hash aside).
     fn full_parse_agrees(row: &StoredRow<'_>, prev: Hash) -> bool {
         let mut checker = ChainChecker::resume_after(row.seq - 1, prev);
@@ -399,6 +457,18 @@ mod tests {
     }
 
     #[test]
+    fn the_fast_path_says_whether_a_row_is_an_intent() {
+        let prev = [3u8; 32];
+        for status in ["intent", "ok", "intents", "pending"] {
+            let mut record = record("plain", 1);
+            record.execution.status = status.to_owned();
+            let bytes = body(&record, 1, &prev);
+            let agreed = super::agrees(&row(&record, 1, &bytes), &prev).unwrap();
+            assert_eq!(agreed.intent, status == crate::INTENT, "{status}");
+        }
+    }
+
+    #[test]
     fn invalid_utf8_inside_a_string_does_not_agree() {
         let prev = [3u8; 32];
         let record = record("caf\u{e9}", 1);
@@ -411,6 +481,22 @@ mod tests {
         // (The full parse skips the preview without reading it as text; the body's
         // hash is what catches such an edit. The fast path only has to not agree.)
         assert!(!agrees(&row(&record, 1, &bytes), &prev));
+    }
+
+    proptest! {
+        #[test]
+        fn plain_prefix_is_the_first_special_byte(
+            bytes in prop::collection::vec(
+                prop_oneof![any::<u8>(), Just(b'"'), Just(b'\\'), 0x1fu8..=0x21, 0x7fu8..=0x81],
+                0..40,
+            ),
+        ) {
+            let slow = bytes
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .unwrap_or(bytes.len());
+            prop_assert_eq!(plain_prefix(&bytes), slow);
+        }
     }
 
     proptest! {

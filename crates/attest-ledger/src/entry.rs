@@ -223,6 +223,9 @@ pub(crate) struct EntryView<'a> {
     pub(crate) run_id: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
     pub(crate) action_id: Option<std::borrow::Cow<'a, str>>,
+    /// Read as any value: only whether its `status` is an intent's matters here.
+    #[serde(default)]
+    pub(crate) execution: Option<serde_json::Value>,
 }
 
 /// The one field of `verification` that is copied to a column.

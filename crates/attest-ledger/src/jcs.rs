@@ -286,6 +286,69 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// RFC 8785 bytes of an object of a fixed shape, written member by member into one
+/// buffer: for callers that canonicalize the same few fields on every call (the action
+/// digest), where going through a `Value` would copy every member and sort the names.
+///
+/// Members must be given in RFC 8785 order (names sorted by UTF-16 code units) and names
+/// must need no escaping; both are the caller's literals, checked in debug builds, and a
+/// caller's test compares its bytes with [`crate::canonical_bytes`] of the same object.
+pub struct CanonicalObject {
+    out: Vec<u8>,
+    object: Object,
+    last: Option<&'static str>,
+}
+
+impl CanonicalObject {
+    /// An empty object, its buffer sized for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> CanonicalObject {
+        let mut out = Vec::with_capacity(capacity);
+        let object = Object::open(&mut out);
+        CanonicalObject {
+            out,
+            object,
+            last: None,
+        }
+    }
+
+    fn name(&mut self, name: &'static str) {
+        debug_assert!(
+            self.last.is_none_or(|last| utf16_order(last, name).is_lt()),
+            "member {name:?} is out of RFC 8785 order"
+        );
+        debug_assert!(!name.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20));
+        self.last = Some(name);
+        self.object.key(&mut self.out, name);
+    }
+
+    /// A string member.
+    pub fn str(&mut self, name: &'static str, value: &str) {
+        self.name(name);
+        write_str(&mut self.out, value);
+    }
+
+    /// A string member, or `null` when there is none.
+    pub fn str_or_null(&mut self, name: &'static str, value: Option<&str>) {
+        self.name(name);
+        match value {
+            Some(value) => write_str(&mut self.out, value),
+            None => self.out.extend_from_slice(b"null"),
+        }
+    }
+
+    /// A member holding any JSON value, canonicalized.
+    pub fn value(&mut self, name: &'static str, value: &Value) -> Result<(), LedgerError> {
+        self.name(name);
+        write_value(&mut self.out, value)
+    }
+
+    /// The object's bytes.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.out.push(b'}');
+        self.out
+    }
+}
+
 /// Writes an object's members with commas between them; names are ASCII literals
 /// that need no escaping.
 struct Object {

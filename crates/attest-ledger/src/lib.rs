@@ -117,6 +117,7 @@ mod entry;
 mod error;
 mod group;
 mod idempotency;
+mod intents;
 mod jcs;
 mod keys;
 mod ledger;
@@ -154,6 +155,8 @@ pub use entry::{Call, Confirm, Execution, Imported, Record, Shadow, Verification
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
 pub use idempotency::{KeyClaim, KeyOutcome, KeyState, KeysPurged};
+pub use intents::{OpenIntent, OpenIntents, INTENT};
+pub use jcs::CanonicalObject;
 pub use keys::{SigningKey, VerifierKey};
 pub use ledger::Ledger;
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};

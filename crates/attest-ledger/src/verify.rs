@@ -14,7 +14,7 @@ use crate::source::{Hashes, Source};
 use crate::walk::Walked;
 use crate::{
     open_checkpoint_signed, read_checkpoint_unverified, CheckpointBody, CheckpointError, Ledger,
-    LedgerError, StoredRow, VerifierKey,
+    LedgerError, OpenIntent, OpenIntents, StoredRow, VerifierKey, INTENT,
 };
 
 /// Most problems kept in a report; the first is the one that matters.
@@ -105,6 +105,10 @@ pub struct VerifyReport {
     pub verified_by: Vec<String>,
     /// Things a reader should know that are not problems (e.g. "no trusted key").
     pub notes: Vec<String>,
+    /// The intents among the rows checked that no later checked row of their action
+    /// follows, oldest first: writes that may have run with nothing saying how they ended.
+    #[serde(skip)]
+    pub open_intents: Vec<OpenIntent>,
 }
 
 /// A checkpoint's size and root, for reports.
@@ -134,6 +138,7 @@ pub struct ChainChecker {
     expected_seq: u64,
     prev: Hash,
     report: VerifyReport,
+    intents: OpenIntents,
 }
 
 impl Default for ChainChecker {
@@ -149,7 +154,9 @@ impl Default for ChainChecker {
                 signatures_checked: false,
                 verified_by: Vec::new(),
                 notes: Vec::new(),
+                open_intents: Vec::new(),
             },
+            intents: OpenIntents::default(),
         }
     }
 }
@@ -235,8 +242,13 @@ impl ChainChecker {
     }
 
     fn check_body(&mut self, row: &StoredRow<'_>) {
-        // The common case, a canonical body that agrees, without building anything.
-        if crate::columns::agrees(row, &self.prev) {
+        // The common case, a canonical body that agrees, without building anything
+        // (its action_id, system and verb are the row's columns).
+        if let Some(agreed) = crate::columns::agrees(row, &self.prev) {
+            if let Some(action_id) = row.action_id {
+                self.intents
+                    .see(row.seq, action_id, row.system, row.verb, agreed.intent);
+            }
             return;
         }
         self.check_body_fully(row);
@@ -254,6 +266,12 @@ impl ChainChecker {
                 )
             }
         };
+        if let Some(action_id) = view.action_id.as_deref() {
+            let status = view.execution.as_ref().and_then(|e| e.get("status"));
+            let intent = status.and_then(serde_json::Value::as_str) == Some(INTENT);
+            self.intents
+                .see(row.seq, action_id, &view.system, &view.verb, intent);
+        }
         if view.v != FORMAT_VERSION {
             self.problem(
                 row.seq,
@@ -316,7 +334,10 @@ impl ChainChecker {
 
     /// The report so far.
     pub fn finish(self) -> VerifyReport {
-        self.report
+        VerifyReport {
+            open_intents: self.intents.into_sorted(),
+            ..self.report
+        }
     }
 }
 

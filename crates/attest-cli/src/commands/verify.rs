@@ -3,8 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use attest_core::{open_intents, OpenIntent};
-use attest_ledger::{to_hex, LedgerError, VerifyOptions, VerifyReport};
+use attest_ledger::{to_hex, LedgerError, OpenIntent, VerifyOptions, VerifyReport};
 use serde_json::json;
 
 use crate::cli::VerifyArgs;
@@ -54,13 +53,9 @@ pub(crate) fn run(config: &Config, args: &VerifyArgs) -> anyhow::Result<ExitCode
         Err(err) if err.is_damaged() => return damaged(config, &err, args.json),
         other => other?,
     };
-    // With --since-checkpoint only the rows it walked are searched.
-    let from = match (&report.checkpoint, args.since_checkpoint) {
-        (Some(checkpoint), true) => checkpoint.size,
-        _ => 1,
-    };
-    let intents = open_intents(&ledger, from)?;
+    // Found in the walk: with --since-checkpoint, among the rows after the checkpoint.
     let mut report = report;
+    let intents = std::mem::take(&mut report.open_intents);
     for path in &args.archive {
         let archive = read_archive(path)?;
         let checked = ledger.verify_archive(&archive, &trusted)?;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use attest_ledger::{canonical_bytes, format_ts};
+use attest_ledger::{format_ts, CanonicalObject};
 use attest_policy::{params_preview, Action, Verdict};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
@@ -464,20 +464,23 @@ impl Answer {
 /// An approval is bound to this digest: an action that differs in any of these fields
 /// cannot use it.
 pub fn action_digest(action: &Action) -> Result<String, ApprovalError> {
-    let canonical = canonical_bytes(&json!({
-        "system": action.system,
-        "verb": action.verb.as_str(),
-        "target": action.target,
-        "params": action.params,
-        "agent": action.agent,
-        "actor": action.actor,
-        "server": action.extra.server,
-        "tool": action.extra.tool_name,
-        "method": action.extra.method,
-        "url": action.extra.url,
-    }))
-    .map_err(ApprovalError::Canonical)?;
-    Ok(hex::encode(Sha256::digest(canonical)))
+    // Written member by member in RFC 8785 order: this runs on every write action, and
+    // going through `json!` copied the params and sorted the names each time.
+    // `the_digest_is_the_canonical_form_of_the_documented_object` holds it to the library.
+    let mut canonical = CanonicalObject::with_capacity(256);
+    canonical.str_or_null("actor", action.actor.as_deref());
+    canonical.str_or_null("agent", action.agent.as_deref());
+    canonical.str_or_null("method", action.extra.method.as_deref());
+    canonical
+        .value("params", &action.params)
+        .map_err(ApprovalError::Canonical)?;
+    canonical.str_or_null("server", action.extra.server.as_deref());
+    canonical.str("system", &action.system);
+    canonical.str_or_null("target", action.target.as_deref());
+    canonical.str_or_null("tool", action.extra.tool_name.as_deref());
+    canonical.str_or_null("url", action.extra.url.as_deref());
+    canonical.str("verb", action.verb.as_str());
+    Ok(hex::encode(Sha256::digest(canonical.finish())))
 }
 
 /// Whether `approver` may decide on an action policy judged as `verdict`.
@@ -551,6 +554,7 @@ pub(super) fn rfc3339_opt<S: Serializer>(
 #[cfg(test)]
 mod tests {
     use attest_policy::{Decision, Risk, Verb};
+    use proptest::strategy::Strategy;
     use serde_json::json;
 
     use super::*;
@@ -575,6 +579,53 @@ mod tests {
             }),
         ] {
             assert_ne!(action_digest(&a).unwrap(), action_digest(&changed).unwrap());
+        }
+    }
+
+    proptest::proptest! {
+        // The digest is written by hand for speed; the library's canonical form of the
+        // documented object is what it must equal, byte for byte.
+        #[test]
+        fn the_digest_is_the_canonical_form_of_the_documented_object(
+            texts in proptest::collection::vec(
+                proptest::option::of("[a-z\"\\\\\u{0}-\u{1f}\u{e000}\u{10000}é/ ]{0,6}"), 8),
+            params in proptest::collection::btree_map(
+                "[a-zA-Z\u{e000}\u{10000}_]{0,4}",
+                proptest::prop_oneof![
+                    proptest::num::i64::ANY.prop_map(|n| json!(n)),
+                    proptest::num::f64::NORMAL.prop_map(|n| json!(n)),
+                    "[ -~\u{7f}-\u{3ff}]{0,8}".prop_map(|t| json!(t)),
+                    proptest::bool::ANY.prop_map(|b| json!([b, null, {"z": 1, "a": [2.5]}])),
+                ],
+                0..6,
+            ),
+        ) {
+            let mut action = Action::new(texts[0].clone().unwrap_or_default(), Verb::Send)
+                .with_params(Value::Object(params.into_iter().collect()));
+            action.target = texts[1].clone();
+            action.agent = texts[2].clone();
+            action.actor = texts[3].clone();
+            action.extra.server = texts[4].clone();
+            action.extra.tool_name = texts[5].clone();
+            action.extra.method = texts[6].clone();
+            action.extra.url = texts[7].clone();
+            let library = attest_ledger::canonical_bytes(&json!({
+                "system": action.system,
+                "verb": action.verb.as_str(),
+                "target": action.target,
+                "params": action.params,
+                "agent": action.agent,
+                "actor": action.actor,
+                "server": action.extra.server,
+                "tool": action.extra.tool_name,
+                "method": action.extra.method,
+                "url": action.extra.url,
+            }))
+            .unwrap();
+            proptest::prop_assert_eq!(
+                action_digest(&action).unwrap(),
+                hex::encode(Sha256::digest(library))
+            );
         }
     }
 

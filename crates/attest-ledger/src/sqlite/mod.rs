@@ -103,6 +103,8 @@ const MIGRATIONS: &[&str] = &[
 
 /// How long a writer waits for another writer's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Prepared statements the write connection keeps.
+const STATEMENT_CACHE: usize = 64;
 
 /// Secondary indexes that releases before this one created on `entries`. No query the
 /// product runs uses them (listings read by seq, prune by seq range), and each one
@@ -299,6 +301,9 @@ impl SqliteStore {
             .map_err(sqlite("handing WAL checkpoints to a thread"))?;
         conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
             .map_err(sqlite("bounding the WAL"))?;
+        // Every statement the write path prepares stays cached (rusqlite keeps 16 by
+        // default; appends, digest steps, windows and keys use about 25).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let wal = WalCheckpointer::start(&path).map_err(sqlite("opening the WAL checkpointer"))?;
         let store = SqliteStore {
             path,

@@ -11,6 +11,7 @@ mod crash;
 mod filing;
 mod fuzz;
 mod idempotency;
+mod intents;
 mod peers;
 mod pg_db;
 mod pg_restart;
