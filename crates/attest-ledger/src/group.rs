@@ -33,6 +33,10 @@ struct GroupState {
     queue: Vec<(u64, Record, Option<CallStep>)>,
     results: HashMap<u64, Result<Appended, LedgerError>>,
     leading: bool,
+    /// Callers waiting on `done`: a leader wakes them only when there are any, since
+    /// every notify is a system call (std's condvar does not count its waiters), one
+    /// per append on the common path of a lone caller.
+    waiting: usize,
 }
 
 impl GroupCommit {
@@ -77,13 +81,17 @@ impl Ledger {
                 state = group.lock();
                 state.leading = false;
                 state.results.extend(results);
-                group.done.notify_all();
+                if state.waiting > 0 {
+                    group.done.notify_all();
+                }
                 continue;
             }
+            state.waiting += 1;
             state = group
                 .done
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
+            state.waiting -= 1;
         }
     }
 
