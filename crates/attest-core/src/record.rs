@@ -111,7 +111,7 @@ pub(crate) fn hash_value(value: &Value) -> Result<String, AttestError> {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    to_hex(&Sha256::digest(bytes).into())
 }
 
 #[cfg(test)]

@@ -39,7 +39,15 @@ pub fn entry_hash(canonical: &[u8]) -> Hash {
 
 /// Lower-case hex, the form hashes take inside entries.
 pub fn to_hex(hash: &Hash) -> String {
-    hex::encode(hash)
+    // `hex::encode` builds its string a `char` at a time (2% of a whole action in its
+    // profile); its slice encoder writes the 64 bytes straight.
+    let mut text = [0u8; 64];
+    // 64 bytes is exactly twice 32: the encoder cannot refuse the slice.
+    let _ = hex::encode_to_slice(hash, &mut text);
+    // Hex digits are ASCII: never the empty default.
+    std::str::from_utf8(&text)
+        .map(str::to_owned)
+        .unwrap_or_default()
 }
 
 /// Whether `text` is exactly the lower-case hex of `hash`, without decoding it.
@@ -67,6 +75,16 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+
+    #[test]
+    fn to_hex_is_the_hex_crates_lower_case_hex() {
+        for seed in 0u8..=255 {
+            let hash: Hash =
+                std::array::from_fn(|i| seed.wrapping_mul(31) ^ (i as u8).wrapping_mul(7));
+            assert_eq!(to_hex(&hash), hex::encode(hash));
+            assert!(is_hex_of(&to_hex(&hash), &hash));
+        }
+    }
 
     fn canonical_of(text: &str) -> String {
         let value: Value = serde_json::from_str(text).unwrap();

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use attest_ledger::{format_ts, CanonicalObject};
+use attest_ledger::{format_ts, to_hex, CanonicalObject};
 use attest_policy::{params_preview, Action, Verdict};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
@@ -480,7 +480,7 @@ pub fn action_digest(action: &Action) -> Result<String, ApprovalError> {
     canonical.str_or_null("tool", action.extra.tool_name.as_deref());
     canonical.str_or_null("url", action.extra.url.as_deref());
     canonical.str("verb", action.verb.as_str());
-    Ok(hex::encode(Sha256::digest(canonical.finish())))
+    Ok(to_hex(&Sha256::digest(canonical.finish()).into()))
 }
 
 /// Whether `approver` may decide on an action policy judged as `verdict`.
