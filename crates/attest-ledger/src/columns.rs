@@ -152,16 +152,18 @@ impl<'a> Scanner<'a> {
                 b"run_id" => &mut members.run_id,
                 b"action_id" => &mut members.action_id,
                 b"verification" => {
-                    if std::mem::replace(&mut members.verification, true) {
-                        return None;
-                    }
-                    return scanner.member_of(b"level", &mut members.level);
+                    return scanner.member_of(
+                        &mut members.verification,
+                        b"level",
+                        &mut members.level,
+                    )
                 }
                 b"execution" => {
-                    if std::mem::replace(&mut members.execution, true) {
-                        return None;
-                    }
-                    return scanner.member_of(b"status", &mut members.status);
+                    return scanner.member_of(
+                        &mut members.execution,
+                        b"status",
+                        &mut members.status,
+                    )
                 }
                 _ => return scanner.value(2),
             };
@@ -177,8 +179,17 @@ impl<'a> Scanner<'a> {
         })
     }
 
-    /// A nested object, keeping its string member `wanted` in `slot` (once).
-    fn member_of(&mut self, wanted: &[u8], slot: &mut Option<&'a [u8]>) -> Option<()> {
+    /// A nested object met once (`seen`), keeping its string member `wanted` in `slot`
+    /// (once).
+    fn member_of(
+        &mut self,
+        seen: &mut bool,
+        wanted: &[u8],
+        slot: &mut Option<&'a [u8]>,
+    ) -> Option<()> {
+        if std::mem::replace(seen, true) {
+            return None;
+        }
         self.object(2, |scanner, name| {
             if name == wanted {
                 if slot.is_some() {

@@ -28,7 +28,8 @@ pub struct OpenIntent {
 /// intents only (an outcome row closes its action's intent).
 #[derive(Debug, Default)]
 pub struct OpenIntents {
-    open: HashMap<String, OpenIntent>,
+    /// By action id: the intent's seq, system and verb (the id is the key, kept once).
+    open: HashMap<String, (u64, String, String)>,
 }
 
 impl OpenIntents {
@@ -38,12 +39,7 @@ impl OpenIntents {
         if intent {
             self.open.insert(
                 action_id.to_owned(),
-                OpenIntent {
-                    seq,
-                    action_id: action_id.to_owned(),
-                    system: system.to_owned(),
-                    verb: verb.to_owned(),
-                },
+                (seq, system.to_owned(), verb.to_owned()),
             );
         } else if !self.open.is_empty() {
             self.open.remove(action_id);
@@ -57,7 +53,16 @@ impl OpenIntents {
 
     /// The open intents, oldest first.
     pub fn into_sorted(self) -> Vec<OpenIntent> {
-        let mut open: Vec<OpenIntent> = self.open.into_values().collect();
+        let mut open: Vec<OpenIntent> = self
+            .open
+            .into_iter()
+            .map(|(action_id, (seq, system, verb))| OpenIntent {
+                seq,
+                action_id,
+                system,
+                verb,
+            })
+            .collect();
         open.sort_by_key(|intent| intent.seq);
         open
     }
