@@ -67,10 +67,11 @@ pub(crate) fn agrees(row: &StoredRow<'_>, prev: &Hash) -> Option<Agreed> {
 }
 
 /// How many bytes at the start of `bytes` are neither `"`, `\` nor a control
-/// character: where a string without escapes ends. Strings are most of a body, so this
-/// reads eight bytes at a time; `plain_prefix_is_the_first_special_byte` holds it to the
-/// byte-by-byte answer.
-fn plain_prefix(bytes: &[u8]) -> usize {
+/// character (nor, with `ASCII_ONLY`, a byte of a multi-byte character): where a string
+/// without escapes ends, or where it stops being plain ASCII. Strings are most of a
+/// body, so this reads eight bytes at a time; `plain_prefix_is_the_first_special_byte`
+/// holds it to the byte-by-byte answer.
+fn plain_prefix<const ASCII_ONLY: bool>(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
     // A byte's high bit is set where it is zero; a borrow can only wrongly flag bytes
@@ -85,7 +86,9 @@ fn plain_prefix(bytes: &[u8]) -> usize {
         let special = zero(word ^ (ONES * u64::from(b'"')))
             | zero(word ^ (ONES * u64::from(b'\\')))
             // Below 0x20: subtracting 0x20 borrows, and the byte had no high bit.
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH);
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH)
+            // A high bit is a byte of its own: exact, and it borrows from nothing.
+            | if ASCII_ONLY { word & HIGH } else { 0 };
         if special != 0 {
             // Little-endian: the lowest set bit is the first special byte.
             return at + (special.trailing_zeros() / 8) as usize;
@@ -95,7 +98,7 @@ fn plain_prefix(bytes: &[u8]) -> usize {
     at + words
         .remainder()
         .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20 || (ASCII_ONLY && b >= 0x80))
         .unwrap_or(words.remainder().len())
 }
 
@@ -262,12 +265,18 @@ impl<'a> Scanner<'a> {
     fn string(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.at;
-        let end = start + plain_prefix(self.bytes.get(start..)?);
+        // One pass for the common case, an ASCII string; from the first byte of a
+        // multi-byte character on, a second scan for the end and a UTF-8 check.
+        let mut end = start + plain_prefix::<true>(self.bytes.get(start..)?);
+        let ascii = *self.bytes.get(end)? < 0x80;
+        if !ascii {
+            end += plain_prefix::<false>(self.bytes.get(end..)?);
+        }
         (*self.bytes.get(end)? == b'"').then_some(())?;
         let text = &self.bytes[start..end];
         // No multi-byte character holds a quote or a backslash byte, so a string
         // ends where its bytes do and is valid UTF-8 on its own or not at all.
-        if !text.is_ascii() && std::str::from_utf8(text).is_err() {
+        if !ascii && std::str::from_utf8(text).is_err() {
             return None;
         }
         self.at = end + 1;
@@ -502,11 +511,12 @@ mod tests {
                 0..40,
             ),
         ) {
-            let slow = bytes
+            let slow = |ascii_only: bool| bytes
                 .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20 || (ascii_only && b >= 0x80))
                 .unwrap_or(bytes.len());
-            prop_assert_eq!(plain_prefix(&bytes), slow);
+            prop_assert_eq!(plain_prefix::<false>(&bytes), slow(false));
+            prop_assert_eq!(plain_prefix::<true>(&bytes), slow(true));
         }
     }
 

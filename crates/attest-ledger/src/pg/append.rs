@@ -11,6 +11,7 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, GenericClient, IsolationLevel};
 
 use super::blocking::Held;
+use super::calls::RideStatements;
 use super::connect::Session;
 use super::read::PgSource;
 use super::{Conn, PgEdge, PgStore};
@@ -234,12 +235,13 @@ impl PgStore {
         filing: Filing,
     ) -> Result<(), Unwritten> {
         let append = session.append().map_err(Unwritten::Postgres)?;
+        let ride = RideStatements::prepare(session).map_err(Unwritten::Postgres)?;
         let mut tx = session.transaction().map_err(Unwritten::Postgres)?;
         self.group_args(records, group, filing)
             .run_prepared(&mut tx, &append)
             .map_err(Unwritten::Postgres)?;
         let seqs: Vec<u64> = group.rows.iter().map(|row| row.seq).collect();
-        match self.ride_calls(&mut tx, calls, &seqs) {
+        match self.ride_calls(&mut tx, &ride, calls, &seqs) {
             Ok(()) => {}
             Err(LedgerError::Postgres { source, .. }) => return Err(Unwritten::Postgres(source)),
             Err(err) => return Err(Unwritten::Ledger(err)),

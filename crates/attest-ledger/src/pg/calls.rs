@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use postgres::types::Type;
 use postgres::GenericClient;
 
+use super::connect::Session;
 use super::PgStore;
 use crate::calls::{CallWrite, Riding, SettleCall, StoredCall};
 use crate::LedgerError;
@@ -16,6 +17,53 @@ use crate::LedgerError;
 /// The placeholder a lock creates for a digest with no row: it holds nothing (a ran
 /// row that expired at the epoch), and is replaced or removed in the same transaction.
 const PLACEHOLDER: &str = "";
+
+/// Locks the digests `$2` (creating a placeholder, `$3`, where there is no row) and
+/// returns each one's row as its last writer committed it: `ON CONFLICT DO UPDATE`
+/// locks and returns the newest committed version, as a read after the lock would.
+const LOCK_CALLS: &str =
+    "INSERT INTO call_digests (tenant, digest, action_id, owner, seq, at_ms, until_ms)
+     SELECT $1, u.digest, $3, '', 0, 0, 0
+     FROM unnest($2::bytea[]) WITH ORDINALITY AS u(digest, n) ORDER BY u.n
+     ON CONFLICT (tenant, digest) DO UPDATE SET digest = EXCLUDED.digest
+     RETURNING digest, action_id, owner, seq, at_ms, until_ms";
+const LOCK_CALLS_TYPES: [Type; 3] = [Type::TEXT, Type::BYTEA_ARRAY, Type::TEXT];
+
+/// Removes the digests `$2` and rewrites the rows `$3…$8`, in one statement (the two
+/// sets never share a digest, so no row is changed twice).
+const WRITE_CALLS: &str = "WITH gone AS (
+         DELETE FROM call_digests WHERE tenant = $1 AND digest = ANY($2) RETURNING 1
+     )
+     UPDATE call_digests AS c SET action_id = u.action_id, owner = u.owner,
+         seq = u.seq, at_ms = u.at_ms, until_ms = u.until_ms
+     FROM unnest($3::bytea[], $4::text[], $5::text[], $6::int8[], $7::int8[], $8::int8[])
+         AS u(digest, action_id, owner, seq, at_ms, until_ms)
+     WHERE c.tenant = $1 AND c.digest = u.digest";
+const WRITE_CALLS_TYPES: [Type; 8] = [
+    Type::TEXT,
+    Type::BYTEA_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::INT8_ARRAY,
+    Type::INT8_ARRAY,
+    Type::INT8_ARRAY,
+];
+
+/// The two statements [`PgStore::ride_calls`] runs, prepared on the append's connection.
+pub(crate) struct RideStatements {
+    lock: postgres::Statement,
+    write: postgres::Statement,
+}
+
+impl RideStatements {
+    pub(crate) fn prepare(session: &mut Session) -> Result<RideStatements, postgres::Error> {
+        Ok(RideStatements {
+            lock: session.prepared(LOCK_CALLS, &LOCK_CALLS_TYPES)?,
+            write: session.prepared(WRITE_CALLS, &WRITE_CALLS_TYPES)?,
+        })
+    }
+}
 
 impl PgStore {
     pub(crate) fn settle_call(
@@ -51,13 +99,15 @@ impl PgStore {
     }
 
     /// Makes the steps riding with an append, inside its transaction, after its rows
-    /// (`seqs`: the records' seqs, by index), in four statements whatever their number:
-    /// lock every digest (sorted, so two groups never wait on each other in a cycle), read
-    /// them, apply the steps in order to what was read (a later step of one digest sees
-    /// an earlier one's write, as one after the other would), write back what changed.
+    /// (`seqs`: the records' seqs, by index), in two statements whatever their number
+    /// ([`RideStatements`]): lock and read every digest (sorted, so two groups never
+    /// wait on each other in a cycle), apply the steps in order to what was read (a
+    /// later step of one digest sees an earlier one's write, as one after the other
+    /// would), write back what changed.
     pub(crate) fn ride_calls(
         &self,
         tx: &mut impl GenericClient,
+        statements: &RideStatements,
         calls: &[Riding<'_>],
         seqs: &[u64],
     ) -> Result<(), LedgerError> {
@@ -66,24 +116,8 @@ impl PgStore {
         digests.sort_unstable();
         digests.dedup();
         let keys: Vec<&[u8]> = digests.iter().map(|digest| &digest[..]).collect();
-        tx.query_typed(
-            "INSERT INTO call_digests (tenant, digest, action_id, owner, seq, at_ms, until_ms)
-             SELECT $1, u.digest, $3, '', 0, 0, 0
-             FROM unnest($2::bytea[]) WITH ORDINALITY AS u(digest, n) ORDER BY u.n
-             ON CONFLICT (tenant, digest) DO UPDATE SET digest = EXCLUDED.digest",
-            &[
-                (&self.tenant, Type::TEXT),
-                (&keys, Type::BYTEA_ARRAY),
-                (&PLACEHOLDER, Type::TEXT),
-            ],
-        )
-        .map_err(self.err(during))?;
         let found = tx
-            .query_typed(
-                "SELECT digest, action_id, owner, seq, at_ms, until_ms FROM call_digests
-                 WHERE tenant = $1 AND digest = ANY($2)",
-                &[(&self.tenant, Type::TEXT), (&keys, Type::BYTEA_ARRAY)],
-            )
+            .query(&statements.lock, &[&self.tenant, &keys, &PLACEHOLDER])
             .map_err(self.err(during))?;
         let mut state: HashMap<[u8; 32], Option<StoredCall>> =
             digests.iter().map(|digest| (*digest, None)).collect();
@@ -125,28 +159,18 @@ impl PgStore {
                 _ => gone.push(&digest[..]),
             }
         }
-        if !gone.is_empty() {
-            tx.query_typed(
-                "DELETE FROM call_digests WHERE tenant = $1 AND digest = ANY($2)",
-                &[(&self.tenant, Type::TEXT), (&gone, Type::BYTEA_ARRAY)],
-            )
-            .map_err(self.err(during))?;
-        }
-        if !put.digests.is_empty() {
-            tx.query_typed(
-                "UPDATE call_digests AS c SET action_id = u.action_id, owner = u.owner,
-                     seq = u.seq, at_ms = u.at_ms, until_ms = u.until_ms
-                 FROM unnest($2::bytea[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[])
-                     AS u(digest, action_id, owner, seq, at_ms, until_ms)
-                 WHERE c.tenant = $1 AND c.digest = u.digest",
+        if !gone.is_empty() || !put.digests.is_empty() {
+            tx.query(
+                &statements.write,
                 &[
-                    (&self.tenant, Type::TEXT),
-                    (&put.digests, Type::BYTEA_ARRAY),
-                    (&put.action_ids, Type::TEXT_ARRAY),
-                    (&put.owners, Type::TEXT_ARRAY),
-                    (&put.seqs, Type::INT8_ARRAY),
-                    (&put.at_ms, Type::INT8_ARRAY),
-                    (&put.until_ms, Type::INT8_ARRAY),
+                    &self.tenant,
+                    &gone,
+                    &put.digests,
+                    &put.action_ids,
+                    &put.owners,
+                    &put.seqs,
+                    &put.at_ms,
+                    &put.until_ms,
                 ],
             )
             .map_err(self.err(during))?;

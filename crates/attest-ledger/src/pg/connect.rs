@@ -35,23 +35,31 @@ impl std::fmt::Debug for Sessions {
 /// A pooled connection and what it prepared.
 pub(crate) struct Session {
     client: Client,
-    /// The append statement, prepared on this connection once: a named statement is
-    /// planned once (after five custom plans, a generic one), where an unnamed one is
-    /// planned on every call, and planning the append's CTE (about 1 ms) cost more
-    /// than running it.
-    append: Option<postgres::Statement>,
+    /// The write path's statements, each prepared on this connection on first use: a
+    /// named statement is parsed once and planned once (after five custom plans, a
+    /// generic one), where an unnamed one is parsed and planned on every call, and
+    /// planning the append's CTE (about 1 ms) cost more than running it.
+    prepared: Vec<(&'static str, postgres::Statement)>,
 }
 
 impl Session {
     /// The append statement on this connection, prepared on first use.
     pub(crate) fn append(&mut self) -> Result<postgres::Statement, postgres::Error> {
-        if let Some(statement) = &self.append {
+        self.prepared(super::append::APPEND, &super::append::APPEND_TYPES)
+    }
+
+    /// `sql` (one of the write path's constants) with parameters of `types`, prepared
+    /// on this connection on first use.
+    pub(crate) fn prepared(
+        &mut self,
+        sql: &'static str,
+        types: &[postgres::types::Type],
+    ) -> Result<postgres::Statement, postgres::Error> {
+        if let Some((_, statement)) = self.prepared.iter().find(|(known, _)| *known == sql) {
             return Ok(statement.clone());
         }
-        let statement = self
-            .client
-            .prepare_typed(super::append::APPEND, &super::append::APPEND_TYPES)?;
-        self.append = Some(statement.clone());
+        let statement = self.client.prepare_typed(sql, types)?;
+        self.prepared.push((sql, statement.clone()));
         Ok(statement)
     }
 }
@@ -76,7 +84,7 @@ impl r2d2::ManageConnection for Sessions {
     fn connect(&self) -> Result<Session, postgres::Error> {
         Ok(Session {
             client: self.0.connect()?,
-            append: None,
+            prepared: Vec::new(),
         })
     }
 
