@@ -37,6 +37,46 @@ pub(crate) fn per_call(
     Ok(summarize(name, times, 1))
 }
 
+/// One sample of an operation, in nanoseconds: what [`paired`] takes turns with.
+pub(crate) type Sampler<'a> = &'a mut dyn FnMut() -> anyhow::Result<f64>;
+
+/// `op` as a [`Sampler`]: each call times one call of `op`.
+pub(crate) fn timing(
+    mut op: impl FnMut() -> anyhow::Result<()>,
+) -> impl FnMut() -> anyhow::Result<f64> {
+    move || {
+        let start = Instant::now();
+        op()?;
+        Ok(start.elapsed().as_nanos() as f64)
+    }
+}
+
+/// Samples `a` and `b` by turns, `chunk` samples of one and then of the other, until
+/// each has `samples`: a row and its limit row see the same minutes of a machine whose
+/// speed drifts (on the 2-core virtual machine, a row read 2× apart in runs minutes
+/// apart), so their ratio reads the code rather than the drift. A chunk rather than
+/// single samples keeps each one's caches warm for most of its samples.
+pub(crate) fn paired(
+    samples: usize,
+    chunk: usize,
+    (name_a, a): (&str, Sampler<'_>),
+    (name_b, b): (&str, Sampler<'_>),
+) -> anyhow::Result<[Row; 2]> {
+    let chunk = chunk.max(1);
+    let mut times_a = Vec::with_capacity(samples);
+    let mut times_b = Vec::with_capacity(samples);
+    while times_a.len() < samples {
+        let take = chunk.min(samples - times_a.len());
+        for _ in 0..take {
+            times_a.push(a()?);
+        }
+        for _ in 0..take {
+            times_b.push(b()?);
+        }
+    }
+    Ok([summarize(name_a, times_a, 1), summarize(name_b, times_b, 1)])
+}
+
 /// Times `op` in batches of `batch` calls, for operations too quick to time one by
 /// one; each sample is a batch's mean.
 pub(crate) fn per_call_batched(

@@ -14,7 +14,8 @@ use attest_core::Attest;
 use attest_ledger::{canonical_bytes, Ledger, LedgerOptions};
 use attest_policy::PolicyEngine;
 
-use crate::measure::{bulk, flat, once, per_call, Row};
+use crate::measure::{bulk, flat, once, paired, timing, Row};
+use crate::scenarios::PAIR_CHUNK;
 use crate::scenarios::{record, Breadth, Scale};
 use crate::targets::names;
 
@@ -94,15 +95,19 @@ pub(crate) fn rows(
 
     let ledger = open(&db.url, Some("one"))?;
     let mut n = 0;
-    rows.push(per_call(names::PG_APPEND, samples.min(500), || {
+    let mut append = timing(|| {
         n += 1;
         ledger.append(&record(n))?;
         Ok(())
-    })?);
+    });
     let mut bare = BareEntries::create(&db.url, "bare_one")?;
-    rows.push(per_call(names::PG_BARE_INSERT, samples.min(500), || {
-        bare.insert_one()
-    })?);
+    let mut insert = timing(|| bare.insert_one());
+    rows.extend(paired(
+        samples.min(500),
+        PAIR_CHUNK,
+        (names::PG_APPEND, &mut append),
+        (names::PG_BARE_INSERT, &mut insert),
+    )?);
 
     // 64 tasks on one ledger, each a whole action (intent + outcome rows) at a time:
     // group commit makes a statement of whatever is queued.

@@ -13,7 +13,7 @@ use attest_ledger::{Durability, Ledger, LedgerOptions, Record, SigningKey};
 use attest_policy::{Action, Verb};
 use serde_json::json;
 
-use crate::measure::{flat, from_times, Row};
+use crate::measure::{flat, paired, Row, Sampler};
 use crate::scenarios::{record, Scale};
 use crate::targets::names;
 
@@ -148,37 +148,52 @@ pub(crate) fn cli_rows(dir: &Path, scale: &Scale) -> anyhow::Result<Vec<Row>> {
     let python = python()?;
     let mut out = Vec::new();
     let samples = scale.process_samples;
-    let mut n = 0;
-    out.push(timed(&names::cli_import(rows), samples, || {
-        n += 1;
-        let into = work.join(format!("import-{n}"));
+    let mut imports = 0;
+    let import_name = names::cli_import(rows);
+    let mut import = process(&import_name, || {
+        imports += 1;
+        let into = work.join(format!("import-{imports}"));
         std::fs::create_dir_all(&into)?;
         let mut run = cli(&attest, &work);
         run.arg("--ledger")
             .arg(into.join("ledger.sqlite"))
             .args(["import", &export_arg]);
         Ok((run, Some(into)))
-    })?);
-    out.push(timed(&names::cli_executemany(rows), samples, || {
-        n += 1;
-        let into = work.join(format!("bare-{n}"));
+    });
+    let mut bares = 0;
+    let executemany_name = names::cli_executemany(rows);
+    let mut executemany = process(&executemany_name, || {
+        bares += 1;
+        let into = work.join(format!("bare-{bares}"));
         std::fs::create_dir_all(&into)?;
         let mut run = Command::new(&python);
         run.args(["-c", EXECUTEMANY])
             .arg(into.join("bare.sqlite"))
             .arg(&export);
         Ok((run, Some(into)))
-    })?);
-    out.push(timed(&names::cli_verify(rows), samples, || {
+    });
+    out.extend(timed(
+        samples,
+        (&import_name, &mut import),
+        (&executemany_name, &mut executemany),
+    )?);
+    let verify_name = names::cli_verify(rows);
+    let mut verify = process(&verify_name, || {
         let mut run = cli(&attest, &work);
         run.args(["--ledger", &ledger_arg, "verify"]);
         Ok((run, None))
-    })?);
-    out.push(timed(&names::cli_openssl(rows), samples, || {
+    });
+    let openssl_name = names::cli_openssl(rows);
+    let mut openssl = process(&openssl_name, || {
         let mut run = Command::new("openssl");
         run.args(["dgst", "-sha256", &export_arg]);
         Ok((run, None))
-    })?);
+    });
+    out.extend(timed(
+        samples,
+        (&verify_name, &mut verify),
+        (&openssl_name, &mut openssl),
+    )?);
 
     let (key, _) = SigningKey::generate("bench.attest/cli")?;
     ledger.checkpoint(&key)?;
@@ -186,27 +201,29 @@ pub(crate) fn cli_rows(dir: &Path, scale: &Scale) -> anyhow::Result<Vec<Row>> {
     ledger.append_batch(&after)?;
     drop(ledger);
     let vkey = key.verifier().to_string();
-    out.push(timed(
-        &names::cli_since_checkpoint(rows),
-        scale.samples,
-        || {
-            let mut run = cli(&attest, &work);
-            run.args([
-                "--ledger",
-                &ledger_arg,
-                "verify",
-                "--since-checkpoint",
-                "--vkey",
-                &vkey,
-            ]);
-            Ok((run, None))
-        },
-    )?);
-    out.push(timed(names::CLI_VERSION, scale.samples, || {
+    let since_name = names::cli_since_checkpoint(rows);
+    let mut since = process(&since_name, || {
+        let mut run = cli(&attest, &work);
+        run.args([
+            "--ledger",
+            &ledger_arg,
+            "verify",
+            "--since-checkpoint",
+            "--vkey",
+            &vkey,
+        ]);
+        Ok((run, None))
+    });
+    let mut version = process(names::CLI_VERSION, || {
         let mut run = cli(&attest, &work);
         run.arg("--version");
         Ok((run, None))
-    })?);
+    });
+    out.extend(timed(
+        scale.samples,
+        (&since_name, &mut since),
+        (names::CLI_VERSION, &mut version),
+    )?);
     Ok(out)
 }
 
@@ -234,16 +251,13 @@ fn cli(attest: &Path, dir: &Path) -> Command {
     command
 }
 
-/// Runs the command `next` makes `samples` times (after one untimed run that warms the
-/// page cache), each from spawn to exit, and removes the scratch directory it names
-/// after each: a row of per-process times.
-fn timed(
-    name: &str,
-    samples: usize,
-    mut next: impl FnMut() -> anyhow::Result<(Command, Option<std::path::PathBuf>)>,
-) -> anyhow::Result<Row> {
-    let mut times = Vec::with_capacity(samples);
-    for sample in 0..=samples {
+/// A sampler of the command `next` makes: each sample runs one, timed from spawn to
+/// exit, and removes the scratch directory it names afterwards (untimed).
+fn process<'a>(
+    name: &'a str,
+    mut next: impl FnMut() -> anyhow::Result<(Command, Option<std::path::PathBuf>)> + 'a,
+) -> impl FnMut() -> anyhow::Result<f64> + 'a {
+    move || {
         let (mut command, scratch) = next()?;
         command.stdout(Stdio::null()).stderr(Stdio::piped());
         let start = Instant::now();
@@ -257,12 +271,21 @@ fn timed(
             command.get_program(),
             String::from_utf8_lossy(&output.stderr)
         );
-        if sample > 0 {
-            times.push(elapsed);
-        }
         if let Some(scratch) = scratch {
             std::fs::remove_dir_all(&scratch)?;
         }
+        Ok(elapsed)
     }
-    Ok(from_times(name, times))
+}
+
+/// A process row and its limit's, `samples` runs of each by turns (after one untimed
+/// run of each, which warms the page cache): see [`paired`].
+fn timed(
+    samples: usize,
+    (name, row): (&str, Sampler<'_>),
+    (limit_name, limit): (&str, Sampler<'_>),
+) -> anyhow::Result<[Row; 2]> {
+    row()?;
+    limit()?;
+    paired(samples, 1, (name, row), (limit_name, limit))
 }

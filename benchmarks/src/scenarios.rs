@@ -14,7 +14,7 @@ use attest_policy::{Action, Policy, PolicyEngine, Verb};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::measure::{against, bulk, flat, once, per_call, per_call_batched, Row};
+use crate::measure::{against, bulk, flat, once, paired, per_call, per_call_batched, timing, Row};
 use crate::targets::names;
 use crate::{mcp_proxy, processes};
 
@@ -312,7 +312,7 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
         scale.samples,
         &mut facts,
     )?);
-    rows.extend(limits(&dir, scale)?);
+    rows.extend(limits(&dir, scale, false)?);
     compare_with_limits(&mut rows, scale);
     Ok(Report {
         rows,
@@ -339,14 +339,7 @@ pub(crate) fn targets_only(scale: &Scale) -> anyhow::Result<Report> {
     let mut measures = Vec::new();
     let runtime = runtime()?;
     let policy = PolicyEngine::default_policy()?;
-    rows.push(append_row(&dir, Durability::Normal, scale)?);
-    rows.push(action_row(
-        &dir,
-        &runtime,
-        &policy,
-        Durability::Normal,
-        scale,
-    )?);
+    rows.extend(paired_rows(&dir, &runtime, &policy, scale)?);
     rows.extend(concurrency_rows(&dir, &runtime, &policy, scale, &[64])?);
     rows.push(group_commit_limit(&dir, scale)?);
     let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
@@ -360,13 +353,53 @@ pub(crate) fn targets_only(scale: &Scale) -> anyhow::Result<Report> {
     )?);
     rows.extend(crate::postgres::rows(scale, Breadth::Targets, &mut facts)?);
     rows.extend(processes::cli_rows(dir.path(), scale)?);
-    rows.extend(limits(&dir, scale)?);
+    rows.extend(limits(&dir, scale, true)?);
     compare_with_limits(&mut rows, scale);
     Ok(Report {
         rows,
         facts,
         measures,
     })
+}
+
+/// The append and the whole action at `normal`, each measured by turns with its limit
+/// ([`crate::measure::paired`]): the rows issue 27's first two targets are scored on.
+fn paired_rows(
+    dir: &tempfile::TempDir,
+    runtime: &tokio::runtime::Runtime,
+    policy: &PolicyEngine,
+    scale: &Scale,
+) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let ledger = open(dir, "append-normal.sqlite", Durability::Normal)?;
+    let mut n = 0;
+    let mut append = timing(|| {
+        n += 1;
+        ledger.append(&record(n))?;
+        Ok(())
+    });
+    let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
+    let mut filed = timing(|| counted.insert(1));
+    rows.extend(paired(
+        scale.samples,
+        PAIR_CHUNK,
+        ("ledger append, one row (normal)", &mut append),
+        (FILED_LIMIT, &mut filed),
+    )?);
+    let attest = action_attest(dir, policy, Durability::Normal, "action-normal.sqlite")?;
+    let mut action = timing(whole_action_op(&attest, runtime));
+    let mut bare = BareTable::create(dir, "normal-twice", "NORMAL", Extras::None)?;
+    let mut twice = timing(|| {
+        bare.insert(1)?;
+        bare.insert(1)
+    });
+    rows.extend(paired(
+        scale.samples,
+        PAIR_CHUNK,
+        ("whole action: act + ack, file-backed (normal)", &mut action),
+        (TWO_COMMITS_LIMIT, &mut twice),
+    )?);
+    Ok(rows)
 }
 
 /// Sets each Attest row beside the limit row it is read against.
@@ -380,8 +413,7 @@ fn compare_with_limits(rows: &mut [Row], scale: &Scale) {
         ("ledger append, one row (full)".to_owned(), bare("full")),
         (
             "whole action: act + ack, file-backed (normal)".to_owned(),
-            "limit: two bare INSERTs of the same row + tree rows, two commits, prepared (normal)"
-                .to_owned(),
+            TWO_COMMITS_LIMIT.to_owned(),
         ),
         (
             "whole action: act + ack, file-backed (full)".to_owned(),
@@ -507,7 +539,7 @@ pub(crate) fn ledger_only(scale: &Scale) -> anyhow::Result<Report> {
         &mut measures,
         Breadth::Everything,
     )?);
-    rows.extend(limits(&dir, scale)?);
+    rows.extend(limits(&dir, scale, false)?);
     compare_with_limits(&mut rows, scale);
     Ok(Report {
         rows,
@@ -624,21 +656,37 @@ fn whole_action(
     name: &str,
     file: &str,
 ) -> anyhow::Result<Row> {
-    let ledger = open(dir, file, durability)?;
-    let attest = Attest::builder()
-        .ledger(ledger)
+    let attest = action_attest(dir, policy, durability, file)?;
+    per_call(name, samples, whole_action_op(&attest, runtime))
+}
+
+/// An `Attest` over a new ledger `file` in `dir`, deciding by `policy`, as agent `bench`.
+fn action_attest(
+    dir: &tempfile::TempDir,
+    policy: &PolicyEngine,
+    durability: Durability,
+    file: &str,
+) -> anyhow::Result<Attest> {
+    Ok(Attest::builder()
+        .ledger(open(dir, file, durability)?)
         .policy(policy.clone())
         .agent("bench")
-        .build()?;
-    per_call(name, samples, || {
-        let action = update_action();
+        .build()?)
+}
+
+/// One whole action through `attest`: the update, decided, run, acknowledged, recorded.
+fn whole_action_op<'a>(
+    attest: &'a Attest,
+    runtime: &'a tokio::runtime::Runtime,
+) -> impl FnMut() -> anyhow::Result<()> + 'a {
+    move || {
         runtime.block_on(
             attest
-                .call(action)
+                .call(update_action())
                 .run(|_| async { Ok::<_, std::convert::Infallible>(json!({"id": "8812"})) }),
         )?;
         Ok(())
-    })
+    }
 }
 
 /// Only the decision rows with and without a window condition (`--only windows`).
@@ -833,6 +881,19 @@ pub(crate) fn concurrent_actions(
         Ok::<_, anyhow::Error>(())
     })
 }
+
+/// Samples of a row, then of its limit, by turns, where the two are measured in pairs
+/// ([`crate::measure::paired`]).
+pub(crate) const PAIR_CHUNK: usize = 50;
+
+/// The limit under an append that files counters and lookups as the ledger does.
+const FILED_LIMIT: &str =
+    "limit: bare INSERT + tree rows + counters and run/action_id lookups every 64 rows, prepared (normal)";
+
+/// The limit under a whole action: a governed write appends twice (its intent row, then
+/// its outcome row), so the floor is two such commits.
+const TWO_COMMITS_LIMIT: &str =
+    "limit: two bare INSERTs of the same row + tree rows, two commits, prepared (normal)";
 
 /// Writers in the group-commit limits, and the most rows one commit takes.
 pub(crate) const GROUP_WRITERS: usize = 64;
@@ -1059,17 +1120,20 @@ fn growth(
         ledger.checkpoint(key)?;
         let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
         ledger.append_batch(&records)?;
-        rows.push(since_checkpoint(
-            &crate::targets::names::since_checkpoint(size),
-            &ledger,
-            &trusted,
+        let conn = rusqlite::Connection::open_with_flags(
+            ledger.path(),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )?;
+        let mut verify = timing(since_checkpoint_op(&ledger, &trusted));
+        let mut limit = timing(|| since_checkpoint_limit(&conn, &trusted));
+        rows.extend(paired(
             scale.samples,
-        )?);
-        rows.push(since_checkpoint_limit(
-            size,
-            &ledger,
-            &trusted,
-            scale.samples,
+            PAIR_CHUNK,
+            (&crate::targets::names::since_checkpoint(size), &mut verify),
+            (
+                &crate::targets::names::since_checkpoint_limit(size),
+                &mut limit,
+            ),
         )?);
         if size == sizes[0] {
             // Beside the largest ledger's: whether verifying needs more memory as it grows.
@@ -1102,47 +1166,34 @@ fn peak_memory(
     Ok(())
 }
 
-/// The floor under `verify --since-checkpoint` on `ledger`, read from its own file with a
-/// connection of its own: the newest checkpoint's note opened under `trusted` (one
-/// Ed25519 signature, as the ledger opens it), the 100 bodies after it read and hashed
-/// (SHA-256), and the tree's root at the checkpoint computed from stored tree hashes.
-/// No chain links, columns, leaves or inclusion proof.
+/// The floor under `verify --since-checkpoint`, once, on `conn` (the ledger's own file
+/// through a connection of its own): the newest checkpoint's note opened under `trusted`
+/// (one Ed25519 signature, as the ledger opens it), the 100 bodies after it read and
+/// hashed (SHA-256), and the tree's root at the checkpoint computed from stored tree
+/// hashes. No chain links, columns, leaves or inclusion proof.
 fn since_checkpoint_limit(
-    size: usize,
-    ledger: &Ledger,
+    conn: &rusqlite::Connection,
     trusted: &[attest_ledger::VerifierKey],
-    samples: usize,
-) -> anyhow::Result<Row> {
-    let conn = rusqlite::Connection::open_with_flags(
-        ledger.path(),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )?;
-    let hashes = StoredHashes(&conn);
-    per_call(
-        &crate::targets::names::since_checkpoint_limit(size),
-        samples,
-        || {
-            let tx = conn.unchecked_transaction()?;
-            let note: String = tx
-                .prepare_cached("SELECT note FROM checkpoints ORDER BY size DESC LIMIT 1")?
-                .query_row([], |row| row.get(0))?;
-            let checkpoint = attest_ledger::open_checkpoint(note.as_bytes(), trusted)?;
-            let mut read = tx
-                .prepare_cached("SELECT body FROM entries WHERE seq > ?1 ORDER BY seq LIMIT 100")?;
-            let mut bodies = read.query([checkpoint.size])?;
-            let mut hashed = 0;
-            while let Some(row) = bodies.next()? {
-                std::hint::black_box(Sha256::digest(row.get_ref(0)?.as_bytes()?));
-                hashed += 1;
-            }
-            anyhow::ensure!(hashed == 100, "{hashed} rows after the checkpoint, not 100");
-            // The ledger writes tree hashes 64 leaves at a time: the root of the largest
-            // tree of whole flushes at or below the checkpoint reads as many stored hashes.
-            let filed = checkpoint.size - checkpoint.size % TREE_FLUSH_LEAVES;
-            std::hint::black_box(tlog_tiles::tree_hash(filed, &hashes)?);
-            Ok(())
-        },
-    )
+) -> anyhow::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    let note: String = tx
+        .prepare_cached("SELECT note FROM checkpoints ORDER BY size DESC LIMIT 1")?
+        .query_row([], |row| row.get(0))?;
+    let checkpoint = attest_ledger::open_checkpoint(note.as_bytes(), trusted)?;
+    let mut read =
+        tx.prepare_cached("SELECT body FROM entries WHERE seq > ?1 ORDER BY seq LIMIT 100")?;
+    let mut bodies = read.query([checkpoint.size])?;
+    let mut hashed = 0;
+    while let Some(row) = bodies.next()? {
+        std::hint::black_box(Sha256::digest(row.get_ref(0)?.as_bytes()?));
+        hashed += 1;
+    }
+    anyhow::ensure!(hashed == 100, "{hashed} rows after the checkpoint, not 100");
+    // The ledger writes tree hashes 64 leaves at a time: the root of the largest
+    // tree of whole flushes at or below the checkpoint reads as many stored hashes.
+    let filed = checkpoint.size - checkpoint.size % TREE_FLUSH_LEAVES;
+    std::hint::black_box(tlog_tiles::tree_hash(filed, &StoredHashes(&tx))?);
+    Ok(())
 }
 
 /// `tree_hashes` read by stored index, one prepared lookup per hash, as the ledger reads it.
@@ -1175,7 +1226,15 @@ fn since_checkpoint(
     trusted: &[attest_ledger::VerifierKey],
     samples: usize,
 ) -> anyhow::Result<Row> {
-    per_call(name, samples, || {
+    per_call(name, samples, since_checkpoint_op(ledger, trusted))
+}
+
+/// One since-checkpoint verify of `ledger` (100 rows after its newest checkpoint).
+fn since_checkpoint_op<'a>(
+    ledger: &'a Ledger,
+    trusted: &'a [attest_ledger::VerifierKey],
+) -> impl FnMut() -> anyhow::Result<()> + 'a {
+    move || {
         let report = ledger.verify_with(VerifyOptions {
             trusted,
             since_checkpoint: true,
@@ -1187,11 +1246,13 @@ fn since_checkpoint(
             ledger.path().display()
         );
         Ok(())
-    })
+    }
 }
 
 /// What the machine allows: the floor under each Attest row.
-fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
+/// With `paired`, the limits [`paired_rows`] measures by turns with their rows are left
+/// out.
+fn limits(dir: &tempfile::TempDir, scale: &Scale, paired: bool) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     let body = canonical_bytes(&record(1))?;
     rows.push(per_call_batched(
@@ -1214,24 +1275,16 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Vec<Row>> {
             || bare.insert(1),
         )?);
     }
-    // What the dashboard's counters and the run / action id lookups add to that floor.
-    let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
-    rows.push(per_call(
-        "limit: bare INSERT + tree rows + counters and run/action_id lookups every 64 rows, prepared (normal)",
-        scale.samples,
-        || counted.insert(1),
-    )?);
-    // A governed write appends twice (its intent row, then its outcome row): the floor
-    // under a whole action is two such commits.
-    let mut bare = BareTable::create(dir, "normal-twice", "NORMAL", Extras::None)?;
-    rows.push(per_call(
-        "limit: two bare INSERTs of the same row + tree rows, two commits, prepared (normal)",
-        scale.samples,
-        || {
+    if !paired {
+        // What the dashboard's counters and the run / action id lookups add to that floor.
+        let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
+        rows.push(per_call(FILED_LIMIT, scale.samples, || counted.insert(1))?);
+        let mut bare = BareTable::create(dir, "normal-twice", "NORMAL", Extras::None)?;
+        rows.push(per_call(TWO_COMMITS_LIMIT, scale.samples, || {
             bare.insert(1)?;
             bare.insert(1)
-        },
-    )?);
+        })?);
+    }
     let mut bare = BareTable::create(dir, "OFF", "OFF", Extras::None)?;
     let batch = 10_000;
     rows.push(bulk(
