@@ -271,3 +271,46 @@ pub(crate) fn human(ns: f64) -> String {
         format!("{ns:.0} ns")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::paired;
+
+    #[test]
+    fn pairs_take_turns_a_chunk_at_a_time_until_each_has_its_samples() {
+        let order = RefCell::new(String::new());
+        let mut a = || {
+            order.borrow_mut().push('a');
+            Ok(10.0)
+        };
+        let mut b = || {
+            order.borrow_mut().push('b');
+            Ok(30.0)
+        };
+        let [row, limit] = paired(5, 2, ("row", &mut a), ("limit", &mut b)).unwrap();
+        assert_eq!(order.into_inner(), "aabbaabbab");
+        assert_eq!(
+            (row.name.as_str(), row.samples, row.p50_ns),
+            ("row", 5, 10.0)
+        );
+        assert_eq!(
+            (limit.name.as_str(), limit.samples, limit.p50_ns),
+            ("limit", 5, 30.0)
+        );
+    }
+
+    #[test]
+    fn a_failing_sample_stops_the_pair() {
+        let mut calls = 0;
+        let mut a = || Ok(1.0);
+        let mut b = || {
+            calls += 1;
+            anyhow::ensure!(calls < 2, "the limit failed");
+            Ok(1.0)
+        };
+        let err = paired(10, 1, ("row", &mut a), ("limit", &mut b)).unwrap_err();
+        assert_eq!(err.to_string(), "the limit failed");
+    }
+}
