@@ -77,6 +77,29 @@ pub(crate) fn paired(
     Ok([summarize(name_a, times_a, 1), summarize(name_b, times_b, 1)])
 }
 
+/// Two long runs by turns: `rounds` rounds, each a run of `a` then one of `b` (given the
+/// round's number), each row its runs' total time per operation (`ops` per run): what
+/// [`paired`] is for rows too long to sample one by one.
+pub(crate) fn bulk_paired(
+    rounds: usize,
+    (name_a, ops_a, a): (&str, usize, &mut dyn FnMut(usize) -> anyhow::Result<()>),
+    (name_b, ops_b, b): (&str, usize, &mut dyn FnMut(usize) -> anyhow::Result<()>),
+) -> anyhow::Result<[Row; 2]> {
+    let (mut total_a, mut total_b) = (0.0, 0.0);
+    for round in 0..rounds {
+        let start = Instant::now();
+        a(round)?;
+        total_a += start.elapsed().as_nanos() as f64;
+        let start = Instant::now();
+        b(round)?;
+        total_b += start.elapsed().as_nanos() as f64;
+    }
+    Ok([
+        summarize(name_a, vec![total_a], ops_a * rounds),
+        summarize(name_b, vec![total_b], ops_b * rounds),
+    ])
+}
+
 /// Times `op` in batches of `batch` calls, for operations too quick to time one by
 /// one; each sample is a batch's mean.
 pub(crate) fn per_call_batched(
@@ -276,7 +299,7 @@ pub(crate) fn human(ns: f64) -> String {
 mod tests {
     use std::cell::RefCell;
 
-    use super::paired;
+    use super::{bulk_paired, paired};
 
     #[test]
     fn pairs_take_turns_a_chunk_at_a_time_until_each_has_its_samples() {
@@ -299,6 +322,26 @@ mod tests {
             (limit.name.as_str(), limit.samples, limit.p50_ns),
             ("limit", 5, 30.0)
         );
+    }
+
+    #[test]
+    fn long_runs_take_turns_a_round_at_a_time_and_count_every_operation() {
+        let order = RefCell::new(Vec::new());
+        let mut a = |round: usize| {
+            order.borrow_mut().push(('a', round));
+            Ok(())
+        };
+        let mut b = |round: usize| {
+            order.borrow_mut().push(('b', round));
+            Ok(())
+        };
+        let [row, limit] = bulk_paired(3, ("row", 10, &mut a), ("limit", 4, &mut b)).unwrap();
+        assert_eq!(
+            order.into_inner(),
+            [('a', 0), ('b', 0), ('a', 1), ('b', 1), ('a', 2), ('b', 2)]
+        );
+        assert_eq!((row.name.as_str(), row.samples), ("row", 30));
+        assert_eq!((limit.name.as_str(), limit.samples), ("limit", 12));
     }
 
     #[test]

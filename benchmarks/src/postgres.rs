@@ -116,15 +116,15 @@ pub(crate) fn rows(
         .ledger(open(&db.url, Some("tasks"))?)
         .policy(PolicyEngine::default_policy()?)
         .build()?;
-    let tasks = crate::scenarios::GROUP_WRITERS;
-    rows.push(bulk(names::PG_TASKS_64, tasks * per_task, || {
-        crate::scenarios::concurrent_actions(&runtime, &attest, tasks, per_task)
-    })?);
-    drop(attest);
     let mut grouped = BareEntries::create(&db.url, "bare_group")?;
-    rows.push(bulk(names::PG_GROUP_COMMIT, tasks * per_task, || {
-        crate::scenarios::group_commit(per_task, |rows| grouped.insert_many(rows))
-    })?);
+    rows.extend(crate::scenarios::paired_group_commit(
+        &runtime,
+        &attest,
+        per_task,
+        (names::PG_TASKS_64, names::PG_GROUP_COMMIT),
+        &mut |rows| grouped.insert_many(rows),
+    )?);
+    drop(attest);
 
     if breadth == Breadth::Targets {
         rows.extend(batched(&db, big_rows)?);

@@ -14,7 +14,9 @@ use attest_policy::{Action, Policy, PolicyEngine, Verb};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::measure::{against, bulk, flat, once, paired, per_call, per_call_batched, timing, Row};
+use crate::measure::{
+    against, bulk, bulk_paired, flat, once, paired, per_call, per_call_batched, timing, Row,
+};
 use crate::targets::names;
 use crate::{mcp_proxy, processes};
 
@@ -340,8 +342,15 @@ pub(crate) fn targets_only(scale: &Scale) -> anyhow::Result<Report> {
     let runtime = runtime()?;
     let policy = PolicyEngine::default_policy()?;
     rows.extend(paired_rows(&dir, &runtime, &policy, scale)?);
-    rows.extend(concurrency_rows(&dir, &runtime, &policy, scale, &[64])?);
-    rows.push(group_commit_limit(&dir, scale)?);
+    let attest = action_attest(&dir, &policy, Durability::Full, "tasks-64.sqlite")?;
+    let mut bare = BareTable::create(&dir, "group-commit", "FULL", Extras::None)?;
+    rows.extend(paired_group_commit(
+        &runtime,
+        &attest,
+        scale.per_task,
+        (names::TASKS_64, names::GROUP_COMMIT),
+        &mut |rows| bare.insert(rows),
+    )?);
     let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
     rows.extend(evidence(
         &dir,
@@ -858,12 +867,24 @@ pub(crate) fn concurrent_actions(
     tasks: usize,
     per_task: usize,
 ) -> anyhow::Result<()> {
+    concurrent_actions_from(runtime, attest, tasks, 0..per_task)
+}
+
+/// [`concurrent_actions`], each task's calls numbered `calls` (each call has params of
+/// its own, so a later round's calls are not repeats of an earlier round's).
+pub(crate) fn concurrent_actions_from(
+    runtime: &tokio::runtime::Runtime,
+    attest: &Attest,
+    tasks: usize,
+    calls: std::ops::Range<usize>,
+) -> anyhow::Result<()> {
     runtime.block_on(async {
         let handles: Vec<_> = (0..tasks)
             .map(|task| {
                 let attest = attest.clone();
+                let calls = calls.clone();
                 tokio::spawn(async move {
-                    for n in 0..per_task {
+                    for n in calls {
                         attest
                             .call(task_update(task, n))
                             .run(|_| async {
@@ -950,6 +971,34 @@ pub(crate) fn group_commit(
         }
         Ok(())
     })
+}
+
+/// Rounds a paired group-commit measurement takes: each a run of the tasks and one of
+/// the limit's writers, a quarter of the actions each.
+const GROUP_ROUNDS: usize = 4;
+
+/// [`GROUP_WRITERS`] tasks of whole actions through `attest` and the group-commit limit
+/// committing with `commit`, `per_task` actions per task (and per limit writer) in all,
+/// by turns ([`crate::measure::bulk_paired`]): the two rows `names` for a 64-task target.
+pub(crate) fn paired_group_commit(
+    runtime: &tokio::runtime::Runtime,
+    attest: &Attest,
+    per_task: usize,
+    (tasks_name, limit_name): (&str, &str),
+    commit: &mut dyn FnMut(usize) -> anyhow::Result<()>,
+) -> anyhow::Result<[Row; 2]> {
+    let per_round = (per_task / GROUP_ROUNDS).max(1);
+    let ops = GROUP_WRITERS * per_round;
+    let mut tasks = |round: usize| {
+        let first = round * per_round;
+        concurrent_actions_from(runtime, attest, GROUP_WRITERS, first..first + per_round)
+    };
+    let mut limit = |_round: usize| group_commit(per_round, &mut *commit);
+    bulk_paired(
+        GROUP_ROUNDS,
+        (tasks_name, ops, &mut tasks),
+        (limit_name, ops, &mut limit),
+    )
 }
 
 /// [`group_commit`] into a bare SQLite table at `synchronous = FULL`, per action.
