@@ -1,13 +1,14 @@
 //! The PostgreSQL store's recent calls by digest (see [`crate::calls`]): one
-//! transaction that first locks the digest's row (`INSERT … ON CONFLICT DO UPDATE`, which
-//! creates a placeholder when there is none), then reads and writes it. A row lock
+//! transaction that first locks the digest's row and reads it in one statement
+//! ([`LOCK_CALLS`]: `INSERT … ON CONFLICT DO UPDATE … RETURNING`, which creates a
+//! placeholder when there is none), then writes it. A row lock
 //! rather than an advisory lock, so that PostgreSQL-compatible databases without
 //! advisory locks run it.
 
 use std::collections::HashMap;
 
 use postgres::types::Type;
-use postgres::GenericClient;
+use postgres::{GenericClient, ToStatement};
 
 use super::connect::Session;
 use super::PgStore;
@@ -116,26 +117,10 @@ impl PgStore {
         digests.sort_unstable();
         digests.dedup();
         let keys: Vec<&[u8]> = digests.iter().map(|digest| &digest[..]).collect();
-        let found = tx
-            .query(&statements.lock, &[&self.tenant, &keys, &PLACEHOLDER])
-            .map_err(self.err(during))?;
         let mut state: HashMap<[u8; 32], Option<StoredCall>> =
             digests.iter().map(|digest| (*digest, None)).collect();
-        for row in found {
-            let digest: Vec<u8> = row.get(0);
-            let Ok(digest) = <[u8; 32]>::try_from(digest.as_slice()) else {
-                continue;
-            };
-            let call = StoredCall {
-                action_id: row.get(1),
-                owner: row.get(2),
-                seq: row.get(3),
-                at_ms: row.get(4),
-                until_ms: row.get(5),
-            };
-            if !is_placeholder(&call) {
-                state.insert(digest, Some(call));
-            }
+        for (digest, call) in self.lock_calls(tx, &statements.lock, &keys, during)? {
+            state.insert(digest, Some(call));
         }
         let before = state.clone();
         crate::calls::ride(calls, seqs, &mut |digest, write| {
@@ -193,14 +178,30 @@ impl PgStore {
             )
             .map_err(self.err(during))?;
         Ok(found
-            .map(|row| StoredCall {
-                action_id: row.get(0),
-                owner: row.get(1),
-                seq: row.get(2),
-                at_ms: row.get(3),
-                until_ms: row.get(4),
-            })
+            .map(|row| stored_call(&row, 0))
             .filter(|row| !is_placeholder(row)))
+    }
+
+    /// Locks the digests `keys` with [`LOCK_CALLS`] (prepared, or its text) and returns
+    /// the rows their last writers committed (a placeholder the lock made is no row).
+    fn lock_calls<T: ToStatement + ?Sized>(
+        &self,
+        tx: &mut impl GenericClient,
+        lock: &T,
+        keys: &[&[u8]],
+        during: &'static str,
+    ) -> Result<Vec<([u8; 32], StoredCall)>, LedgerError> {
+        let found = tx
+            .query(lock, &[&self.tenant, &keys, &PLACEHOLDER])
+            .map_err(self.err(during))?;
+        Ok(found
+            .iter()
+            .filter_map(|row| {
+                let digest = <[u8; 32]>::try_from(row.get::<_, &[u8]>(0)).ok()?;
+                let call = stored_call(row, 1);
+                (!is_placeholder(&call)).then_some((digest, call))
+            })
+            .collect())
     }
 
     /// Locks the digest's row (creating a placeholder), reads it, and writes what
@@ -212,15 +213,10 @@ impl PgStore {
         settle: &mut dyn FnMut(Option<&StoredCall>) -> Result<CallWrite, LedgerError>,
         during: &'static str,
     ) -> Result<Option<StoredCall>, LedgerError> {
-        tx.execute(
-            "INSERT INTO call_digests (tenant, digest, action_id, owner, seq, at_ms, until_ms)
-             VALUES ($1, $2, $3, '', 0, 0, 0)
-             ON CONFLICT (tenant, digest) DO UPDATE SET digest = EXCLUDED.digest",
-            &[&self.tenant, &&digest[..], &PLACEHOLDER],
-        )
-        .map_err(self.err(during))?;
-        // Read committed, after the lock: this sees what the digest's last writer committed.
-        let row = self.call_row(tx, digest, during)?;
+        let row = self
+            .lock_calls(tx, LOCK_CALLS, &[&digest[..]], during)?
+            .pop()
+            .map(|(_, call)| call);
         match settle(row.as_ref())? {
             CallWrite::Keep if row.is_some() => {}
             CallWrite::Keep | CallWrite::Delete => {
@@ -261,6 +257,17 @@ impl PgStore {
                 )
             })
             .map_err(self.err(during))
+    }
+}
+
+/// The call in `row`'s columns from `first` on: action_id, owner, seq, at_ms, until_ms.
+fn stored_call(row: &postgres::Row, first: usize) -> StoredCall {
+    StoredCall {
+        action_id: row.get(first),
+        owner: row.get(first + 1),
+        seq: row.get(first + 2),
+        at_ms: row.get(first + 3),
+        until_ms: row.get(first + 4),
     }
 }
 

@@ -55,7 +55,9 @@ impl Session {
         sql: &'static str,
         types: &[postgres::types::Type],
     ) -> Result<postgres::Statement, postgres::Error> {
-        if let Some((_, statement)) = self.prepared.iter().find(|(known, _)| *known == sql) {
+        // The same constant is (nearly always) the same address: no compare of its text.
+        let same = |known: &&str| std::ptr::eq(*known, sql) || *known == sql;
+        if let Some((_, statement)) = self.prepared.iter().find(|(known, _)| same(known)) {
             return Ok(statement.clone());
         }
         let statement = self.client.prepare_typed(sql, types)?;
