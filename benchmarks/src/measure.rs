@@ -51,6 +51,10 @@ pub(crate) fn timing(
     }
 }
 
+/// Samples of a row, then of its limit, by turns, where the two are measured in pairs
+/// with [`paired`].
+pub(crate) const PAIR_CHUNK: usize = 50;
+
 /// Samples `a` and `b` by turns, `chunk` samples of one and then of the other, until
 /// each has `samples`: a row and its limit row see the same minutes of a machine whose
 /// speed drifts (on the 2-core virtual machine, a row read 2× apart in runs minutes

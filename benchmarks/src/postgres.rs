@@ -14,8 +14,7 @@ use attest_core::Attest;
 use attest_ledger::{canonical_bytes, Ledger, LedgerOptions};
 use attest_policy::PolicyEngine;
 
-use crate::measure::{bulk, flat, once, paired, timing, Row};
-use crate::scenarios::PAIR_CHUNK;
+use crate::measure::{bulk, flat, once, paired, timing, Row, PAIR_CHUNK};
 use crate::scenarios::{record, Breadth, Scale};
 use crate::targets::names;
 
@@ -94,12 +93,7 @@ pub(crate) fn rows(
     let mut rows = Vec::new();
 
     let ledger = open(&db.url, Some("one"))?;
-    let mut n = 0;
-    let mut append = timing(|| {
-        n += 1;
-        ledger.append(&record(n))?;
-        Ok(())
-    });
+    let mut append = timing(crate::scenarios::appending(&ledger));
     let mut bare = BareEntries::create(&db.url, "bare_one")?;
     let mut insert = timing(|| bare.insert_one());
     rows.extend(paired(

@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::measure::{
     against, bulk, bulk_paired, flat, once, paired, per_call, per_call_batched, timing, Row,
+    PAIR_CHUNK,
 };
 use crate::targets::names;
 use crate::{mcp_proxy, processes};
@@ -265,14 +266,8 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
     )?);
 
     rows.push(readback_row(&dir, &runtime, &policy, scale)?);
-    rows.extend(concurrency_rows(
-        &dir,
-        &runtime,
-        &policy,
-        scale,
-        &[1, 8, 64],
-    )?);
-    rows.push(group_commit_limit(&dir, scale)?);
+    rows.extend(concurrency_rows(&dir, &runtime, &policy, scale, &[1, 8])?);
+    rows.extend(sqlite_group_commit(&dir, &runtime, &policy, scale)?);
     rows.push(processes::several_processes(
         dir.path(),
         4,
@@ -342,15 +337,7 @@ pub(crate) fn targets_only(scale: &Scale) -> anyhow::Result<Report> {
     let runtime = runtime()?;
     let policy = PolicyEngine::default_policy()?;
     rows.extend(paired_rows(&dir, &runtime, &policy, scale)?);
-    let attest = action_attest(&dir, &policy, Durability::Full, "tasks-64.sqlite")?;
-    let mut bare = BareTable::create(&dir, "group-commit", "FULL", Extras::None)?;
-    rows.extend(paired_group_commit(
-        &runtime,
-        &attest,
-        scale.per_task,
-        (names::TASKS_64, names::GROUP_COMMIT),
-        &mut |rows| bare.insert(rows),
-    )?);
+    rows.extend(sqlite_group_commit(&dir, &runtime, &policy, scale)?);
     let bulk_ledger = open(&dir, "bulk.sqlite", Durability::Normal)?;
     rows.extend(evidence(
         &dir,
@@ -381,12 +368,7 @@ fn paired_rows(
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     let ledger = open(dir, "append-normal.sqlite", Durability::Normal)?;
-    let mut n = 0;
-    let mut append = timing(|| {
-        n += 1;
-        ledger.append(&record(n))?;
-        Ok(())
-    });
+    let mut append = timing(appending(&ledger));
     let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
     let mut filed = timing(|| counted.insert(1));
     rows.extend(paired(
@@ -564,16 +546,21 @@ fn append_row(
     scale: &Scale,
 ) -> anyhow::Result<Row> {
     let ledger = open(dir, &format!("append-{durability}.sqlite"), durability)?;
-    let mut n = 0;
     per_call(
         &format!("ledger append, one row ({durability})"),
         samples_for(durability, scale),
-        || {
-            n += 1;
-            ledger.append(&record(n))?;
-            Ok(())
-        },
+        appending(&ledger),
     )
+}
+
+/// One append to `ledger` per call, each of the next [`record`].
+pub(crate) fn appending(ledger: &Ledger) -> impl FnMut() -> anyhow::Result<()> + '_ {
+    let mut n = 0;
+    move || {
+        n += 1;
+        ledger.append(&record(n))?;
+        Ok(())
+    }
 }
 
 /// `whole action: act + ack`: a medium-risk update through the whole pipeline.
@@ -839,11 +826,8 @@ fn concurrency_rows(
 ) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
     for &tasks in counts {
-        let ledger = open(dir, &format!("tasks-{tasks}.sqlite"), Durability::Full)?;
-        let attest = Attest::builder()
-            .ledger(ledger)
-            .policy(policy.clone())
-            .build()?;
+        let file = format!("tasks-{tasks}.sqlite");
+        let attest = action_attest(dir, policy, Durability::Full, &file)?;
         let per_task = if tasks == 1 {
             scale.sync_samples
         } else {
@@ -902,10 +886,6 @@ pub(crate) fn concurrent_actions_from(
         Ok::<_, anyhow::Error>(())
     })
 }
-
-/// Samples of a row, then of its limit, by turns, where the two are measured in pairs
-/// ([`crate::measure::paired`]).
-pub(crate) const PAIR_CHUNK: usize = 50;
 
 /// The limit under an append that files counters and lookups as the ledger does.
 const FILED_LIMIT: &str =
@@ -1001,13 +981,22 @@ pub(crate) fn paired_group_commit(
     )
 }
 
-/// [`group_commit`] into a bare SQLite table at `synchronous = FULL`, per action.
-fn group_commit_limit(dir: &tempfile::TempDir, scale: &Scale) -> anyhow::Result<Row> {
+/// 64 concurrent tasks of whole actions on a SQLite ledger at `full`, by turns with
+/// [`group_commit`] into a bare table at `synchronous = FULL` ([`paired_group_commit`]).
+fn sqlite_group_commit(
+    dir: &tempfile::TempDir,
+    runtime: &tokio::runtime::Runtime,
+    policy: &PolicyEngine,
+    scale: &Scale,
+) -> anyhow::Result<[Row; 2]> {
+    let attest = action_attest(dir, policy, Durability::Full, "tasks-64.sqlite")?;
     let mut bare = BareTable::create(dir, "group-commit", "FULL", Extras::None)?;
-    bulk(
-        crate::targets::names::GROUP_COMMIT,
-        GROUP_WRITERS * scale.per_task,
-        || group_commit(scale.per_task, |rows| bare.insert(rows)),
+    paired_group_commit(
+        runtime,
+        &attest,
+        scale.per_task,
+        (names::TASKS_64, names::GROUP_COMMIT),
+        &mut |rows| bare.insert(rows),
     )
 }
 
