@@ -93,8 +93,62 @@ pub(crate) const APPEND_UNFILED: &str = "WITH e AS (
 INSERT INTO tree_hashes (tenant, idx, hash)
     SELECT $1, u.idx, u.hash FROM UNNEST($13::int8[], $14::bytea[]) AS u(idx, hash)";
 
-/// [`APPEND_UNFILED`]'s parameters: [`APPEND`]'s without the filing's three.
-pub(crate) const UNFILED_PARAMS: usize = 14;
+/// [`APPEND_UNFILED`] for a group of one row (every lone append): the row as plain
+/// parameters, not eleven one-element arrays to unnest (`EXPLAIN ANALYZE`: 23 against
+/// 38 µs of the server's time).
+pub(crate) const APPEND_ONE: &str = "WITH e AS (
+    INSERT INTO entries (tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+)
+INSERT INTO tree_hashes (tenant, idx, hash)
+    SELECT $1, u.idx, u.hash FROM UNNEST($13::int8[], $14::bytea[]) AS u(idx, hash)";
+
+/// Which of the three append statements a group is written with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AppendShape {
+    /// [`APPEND`]: entries, tree hashes, and the filing of counters and lookups.
+    Filing,
+    /// [`APPEND_UNFILED`]: entries and tree hashes.
+    Unfiled,
+    /// [`APPEND_ONE`]: one entry and its tree hashes.
+    One,
+}
+
+impl AppendShape {
+    pub(crate) fn sql(self) -> &'static str {
+        match self {
+            AppendShape::Filing => APPEND,
+            AppendShape::Unfiled => APPEND_UNFILED,
+            AppendShape::One => APPEND_ONE,
+        }
+    }
+
+    pub(crate) fn types(self) -> &'static [Type] {
+        match self {
+            AppendShape::Filing => &APPEND_TYPES,
+            // The filing's three parameters are the last.
+            AppendShape::Unfiled => &APPEND_TYPES[..14],
+            AppendShape::One => &APPEND_ONE_TYPES,
+        }
+    }
+}
+
+const APPEND_ONE_TYPES: [Type; 14] = [
+    Type::TEXT,
+    Type::INT8,
+    Type::BYTEA,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::INT8_ARRAY,
+    Type::BYTEA_ARRAY,
+];
 
 pub(crate) const APPEND_TYPES: [Type; 17] = [
     Type::TEXT,
@@ -251,11 +305,11 @@ impl PgStore {
         group: &Built,
         filing: Filing,
     ) -> Result<(), Unwritten> {
-        let append = session.append(filing.file).map_err(Unwritten::Postgres)?;
+        let args = self.group_args(records, group, filing);
+        let append = session.append(args.shape()).map_err(Unwritten::Postgres)?;
         let ride = RideStatements::prepare(session).map_err(Unwritten::Postgres)?;
         let mut tx = session.transaction().map_err(Unwritten::Postgres)?;
-        self.group_args(records, group, filing)
-            .run_prepared(&mut tx, &append)
+        args.run_prepared(&mut tx, &append)
             .map_err(Unwritten::Postgres)?;
         let seqs: Vec<u64> = group.rows.iter().map(|row| row.seq).collect();
         match self.ride_calls(&mut tx, &ride, calls, &seqs) {
@@ -274,9 +328,9 @@ impl PgStore {
         group: &Built,
         filing: Filing,
     ) -> Result<(), postgres::Error> {
-        let append = session.append(filing.file)?;
-        self.group_args(records, group, filing)
-            .run_prepared(&mut **session, &append)
+        let args = self.group_args(records, group, filing);
+        let append = session.append(args.shape())?;
+        args.run_prepared(&mut **session, &append)
     }
 
     fn group_args<'a>(
@@ -420,21 +474,48 @@ impl<'a> AppendArgs<'a> {
         })
     }
 
-    /// Runs `statement` ([`APPEND`], or [`APPEND_UNFILED`] when nothing is filed),
-    /// prepared on this connection (planned once).
+    /// The statement these arguments are written with.
+    pub(crate) fn shape(&self) -> AppendShape {
+        match (self.filing.file, self.seqs.len()) {
+            (true, _) => AppendShape::Filing,
+            (false, 1) => AppendShape::One,
+            (false, _) => AppendShape::Unfiled,
+        }
+    }
+
+    /// Runs `statement`, the [`AppendArgs::shape`]'s, prepared on this connection
+    /// (planned once).
     pub(crate) fn run_prepared(
         &self,
         client: &mut impl GenericClient,
         statement: &postgres::Statement,
     ) -> Result<(), postgres::Error> {
-        self.with_params(|params| {
-            let params = if self.filing.file {
-                params
-            } else {
-                &params[..UNFILED_PARAMS]
-            };
-            client.execute(statement, params).map(drop)
-        })
+        match self.shape() {
+            AppendShape::Filing => self.with_params(|params| client.execute(statement, params)),
+            AppendShape::Unfiled => {
+                self.with_params(|params| client.execute(statement, &params[..14]))
+            }
+            AppendShape::One => client.execute(
+                statement,
+                &[
+                    &self.tenant,
+                    &self.seqs[0],
+                    &self.hashes[0],
+                    &self.ts[0],
+                    &self.system[0],
+                    &self.verb[0],
+                    &self.agent[0],
+                    &self.decision[0],
+                    &self.level[0],
+                    &self.run[0],
+                    &self.action[0],
+                    &self.bodies[0],
+                    &self.tree_idx,
+                    &self.tree,
+                ],
+            ),
+        }
+        .map(drop)
     }
 
     fn with_params<R>(&self, run: impl FnOnce(&[&(dyn ToSql + Sync)]) -> R) -> R {

@@ -43,16 +43,12 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// The append statement on this connection, prepared on first use: the one that
-    /// files counters and lookups too, or the one that writes only entries and tree
-    /// hashes.
-    pub(crate) fn append(&mut self, files: bool) -> Result<postgres::Statement, postgres::Error> {
-        use super::append::{APPEND, APPEND_TYPES, APPEND_UNFILED, UNFILED_PARAMS};
-        if files {
-            self.prepared(APPEND, &APPEND_TYPES)
-        } else {
-            self.prepared(APPEND_UNFILED, &APPEND_TYPES[..UNFILED_PARAMS])
-        }
+    /// The append statement of `shape` on this connection, prepared on first use.
+    pub(crate) fn append(
+        &mut self,
+        shape: super::append::AppendShape,
+    ) -> Result<postgres::Statement, postgres::Error> {
+        self.prepared(shape.sql(), shape.types())
     }
 
     /// `sql` (one of the write path's constants) with parameters of `types`, prepared
