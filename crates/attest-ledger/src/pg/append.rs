@@ -1,7 +1,7 @@
-//! The PostgreSQL store's append: one statement per group (entries, tree hashes and
-//! counters), a compare-and-swap on the key `(tenant, seq)`, and how each failure is
-//! told apart (another writer's row, a refusal, or a connection lost with the outcome
-//! unknown).
+//! The PostgreSQL store's append: one statement per group (entries and tree hashes, and
+//! counters and lookups when the group files them; see [`AppendShape`]), a
+//! compare-and-swap on the key `(tenant, seq)`, and how each failure is told apart
+//! (another writer's row, a refusal, or a connection lost with the outcome unknown).
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -28,7 +28,8 @@ use crate::{LedgerError, Record};
 /// (`sqlite::FILING_ROWS`); readers take in the unfiled tail themselves.
 pub(crate) const FILING_ROWS: u64 = 64;
 
-/// One statement per group: the entries; then (each reading the entries' output, so
+/// The statement of a group that files ([`AppendShape::Filing`]), and of a prune's
+/// filing step: the entries; then (each reading the entries' output, so
 /// they run after every entry is in) the tree hashes and, when `$15`, the filing of
 /// every entry after `$16` (those stored before, and these) into the counters and
 /// lookups, with `filed_through` moved to `$17`. A conflict on `(tenant, seq)` fails
