@@ -127,12 +127,14 @@ impl AppendShape {
     pub(crate) fn types(self) -> &'static [Type] {
         match self {
             AppendShape::Filing => &APPEND_TYPES,
-            // The filing's three parameters are the last.
-            AppendShape::Unfiled => &APPEND_TYPES[..14],
+            AppendShape::Unfiled => &APPEND_TYPES[..UNFILED_PARAMS],
             AppendShape::One => &APPEND_ONE_TYPES,
         }
     }
 }
+
+/// [`APPEND_UNFILED`]'s parameters: [`APPEND`]'s without the filing's three, its last.
+const UNFILED_PARAMS: usize = 14;
 
 const APPEND_ONE_TYPES: [Type; 14] = [
     Type::TEXT,
@@ -494,7 +496,7 @@ impl<'a> AppendArgs<'a> {
         match self.shape() {
             AppendShape::Filing => self.with_params(|params| client.execute(statement, params)),
             AppendShape::Unfiled => {
-                self.with_params(|params| client.execute(statement, &params[..14]))
+                self.with_params(|params| client.execute(statement, &params[..UNFILED_PARAMS]))
             }
             AppendShape::One => client.execute(
                 statement,
