@@ -1,5 +1,5 @@
 //! `attest import`: record actions that already happened, from JSON lines, in one
-//! transaction, holding rows rather than the parsed file.
+//! transaction, holding rows rather than the parsed file (beyond `PARSE_ONCE_BYTES`).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
@@ -18,6 +18,11 @@ use crate::progress::Progress;
 
 /// Longest line accepted: one action, params included.
 const MAX_LINE: usize = 1 << 20;
+
+/// Input up to this size is parsed once: the items its check pass makes are the ones
+/// imported (held parsed between the two, a few times this in memory at most). A larger
+/// input is parsed again as it is imported, so what a long import holds is rows.
+const PARSE_ONCE_BYTES: u64 = 16 << 20;
 
 /// One line: the action's fields, optionally the result it had, and what the source
 /// records of how it went (an `attest export` line carries all of these).
@@ -50,10 +55,11 @@ struct Line {
 
 pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
-    // Standard input is read once into memory (its bytes, not parsed values), a file
-    // twice: the first pass checks every line, so a bad line imports nothing and
-    // leaves no ledger behind; the second turns each line into its row as it goes,
-    // so what is held is rows, never the whole file parsed.
+    // Standard input is read once into memory (its bytes, not parsed values). The
+    // first pass checks every line, so a bad line imports nothing and leaves no ledger
+    // behind. What it parsed is imported as it is while the input read stays within
+    // PARSE_ONCE_BYTES; past that, a file is read a second time, turning each line
+    // into its row as it goes, so what is held is rows, never the whole file parsed.
     let stdin = if name == "-" {
         // Line by line, each through the bound: an endless line is refused, not read.
         let mut input = std::io::stdin().lock();
@@ -80,7 +86,16 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
         }
     };
     let mut checking = Progress::new("checking", "bytes", args.progress, false);
-    let ids = each_item(open()?, &name, &mut checking, |_| Ok(()))?;
+    let mut kept = Some(Vec::new());
+    let ids = each_item(open()?, &name, &mut checking, |number, read, item| {
+        if read > PARSE_ONCE_BYTES {
+            kept = None;
+        }
+        if let Some(kept) = kept.as_mut() {
+            kept.push((number, item));
+        }
+        Ok(())
+    })?;
     checking.finish();
     let Some(ids) = ids else {
         anyhow::bail!("{name} holds no actions");
@@ -89,9 +104,22 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
     already_recorded(&ledger, &ids, &name)?;
     let attest = Attest::builder().ledger(ledger).build()?;
     let mut batch = attest.import();
-    let mut reading = Progress::new("importing", "bytes", args.progress, false);
-    each_item(open()?, &name, &mut reading, |item| Ok(batch.push(item)?))?;
-    reading.finish();
+    match kept {
+        Some(items) => {
+            for (number, item) in items {
+                batch
+                    .push(item)
+                    .with_context(|| format!("{name}:{number}"))?;
+            }
+        }
+        None => {
+            let mut reading = Progress::new("importing", "bytes", args.progress, false);
+            each_item(open()?, &name, &mut reading, |_, _, item| {
+                Ok(batch.push(item)?)
+            })?;
+            reading.finish();
+        }
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -110,7 +138,8 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// Each action line of `input` (of `size` bytes) given to `take`, in order, checked:
+/// Each action line of `input` (of `size` bytes) given to `take` with its line number
+/// and the bytes read through it, in order, checked:
 /// every line parses, and an action id appears once (a stage, an intent or an ask
 /// still pending, may be followed by a later line of the same action, as in an
 /// export). Returns each id's last line, or `None` when there was no action.
@@ -118,7 +147,7 @@ fn each_item(
     (mut input, size): (Box<dyn BufRead + '_>, u64),
     name: &str,
     progress: &mut Progress,
-    mut take: impl FnMut(ImportItem) -> anyhow::Result<()>,
+    mut take: impl FnMut(usize, u64, ImportItem) -> anyhow::Result<()>,
 ) -> anyhow::Result<Option<HashMap<String, (usize, bool)>>> {
     let mut ids: HashMap<String, (usize, bool)> = HashMap::new();
     let (mut number, mut read, mut any) = (0, 0u64, false);
@@ -150,7 +179,7 @@ fn each_item(
             }
         }
         any = true;
-        take(item).with_context(|| format!("{name}:{number}"))?;
+        take(number, read, item).with_context(|| format!("{name}:{number}"))?;
     }
     progress.update(size, size);
     Ok(any.then_some(ids))

@@ -56,6 +56,43 @@ fn a_bad_line_imports_nothing_and_is_named() {
     assert!(!ledger_file(dir.path()).exists());
 }
 
+/// Past 16 MiB of input an import reads the file a second time instead of holding
+/// what its check parsed: all of it is still imported, and a bad line still
+/// imports nothing.
+#[test]
+fn an_import_past_the_parse_once_bound_reads_the_file_again() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 lines of 900 KB (an unknown key, ignored): 18 MB in all.
+    let pad = "x".repeat(900_000);
+    let mut lines: String = (0..20)
+        .map(|i| {
+            format!(
+                "{{\"system\":\"slack\",\"verb\":\"send\",\"target\":\"#ops\",\"note\":\"{pad}\",\"result\":{{\"ok\":true,\"ts\":\"{i}.1\"}}}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("big.jsonl"), &lines).unwrap();
+    let output = attest(dir.path(), &["import", "big.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("imported 20 actions as seq 1 to 20"),
+        "{}",
+        stdout(&output)
+    );
+
+    let other = tempfile::tempdir().unwrap();
+    lines.push_str("{\"system\":\"gmail\",\"verb\":\"sned\"}\n");
+    std::fs::write(other.path().join("big.jsonl"), &lines).unwrap();
+    let output = attest(other.path(), &["import", "big.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("big.jsonl:21"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!ledger_file(other.path()).exists());
+}
+
 #[test]
 fn an_export_imported_elsewhere_keeps_each_actions_time_and_outcome() {
     let source = crate::demo_ledger();
