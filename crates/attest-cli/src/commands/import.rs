@@ -106,11 +106,17 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
     let mut batch = attest.import();
     match kept {
         Some(items) => {
-            for (number, item) in items {
+            let mut reading = Progress::new("importing", "actions", args.progress, false);
+            let total = items.len() as u64;
+            for (done, (number, item)) in (1u64..).zip(items) {
                 batch
                     .push(item)
                     .with_context(|| format!("{name}:{number}"))?;
+                if done.is_multiple_of(4096) || done == total {
+                    reading.update(done, total);
+                }
             }
+            reading.finish();
         }
         None => {
             let mut reading = Progress::new("importing", "bytes", args.progress, false);
