@@ -28,6 +28,27 @@ use crate::{LedgerError, Record};
 /// (`sqlite::FILING_ROWS`); readers take in the unfiled tail themselves.
 pub(crate) const FILING_ROWS: u64 = 64;
 
+/// The three append statements' shared parts, one spelling each (`concat!` takes only
+/// literals): the entries' insert and its columns, the entries as the arrays `$2` to
+/// `$12` in that order, and the tree hashes from `$13` and `$14`.
+macro_rules! insert_entries {
+    () => {
+        "INSERT INTO entries (tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body)"
+    };
+}
+macro_rules! unnested_entries {
+    () => {
+        "SELECT $1, * FROM UNNEST($2::int8[], $3::bytea[], $4::text[], $5::text[], $6::text[],
+                             $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[])"
+    };
+}
+macro_rules! insert_tree_hashes {
+    () => {
+        "INSERT INTO tree_hashes (tenant, idx, hash)
+    SELECT $1, u.idx, u.hash FROM UNNEST($13::int8[], $14::bytea[]) AS u(idx, hash)"
+    };
+}
+
 /// The statement of a group that files ([`AppendShape::Filing`]), and of a prune's
 /// filing step: the entries; then (each reading the entries' output, so
 /// they run after every entry is in) the tree hashes and, when `$15`, the filing of
@@ -35,14 +56,17 @@ pub(crate) const FILING_ROWS: u64 = 64;
 /// lookups, with `filed_through` moved to `$17`. A conflict on `(tenant, seq)` fails
 /// the whole statement: nothing of the group is written. With no entries it files
 /// what is stored (a prune's first step).
-pub(crate) const APPEND: &str = "WITH e AS (
-    INSERT INTO entries (tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body)
-    SELECT $1, * FROM UNNEST($2::int8[], $3::bytea[], $4::text[], $5::text[], $6::text[],
-                             $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[])
+pub(crate) const APPEND: &str = concat!(
+    "WITH e AS (\n    ",
+    insert_entries!(),
+    "\n    ",
+    unnested_entries!(),
+    "
     RETURNING seq, ts, system, agent, decision, level, run, action_id
 ), t AS (
-    INSERT INTO tree_hashes (tenant, idx, hash)
-    SELECT $1, u.idx, u.hash FROM UNNEST($13::int8[], $14::bytea[]) AS u(idx, hash)
+    ",
+    insert_tree_hashes!(),
+    "
     WHERE (SELECT count(*) FROM e) > 0
     RETURNING 1
 ), u AS (
@@ -78,31 +102,34 @@ pub(crate) const APPEND: &str = "WITH e AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM e), (SELECT count(*) FROM t), (SELECT count(*) FROM c),
-       (SELECT count(*) FROM l), (SELECT count(*) FROM f)";
+       (SELECT count(*) FROM l), (SELECT count(*) FROM f)"
+);
 
 /// [`APPEND`] for a group that files nothing (63 appends in 64): the entries and their
 /// tree hashes only. The server opens only the two tables it writes; the filing
-/// statement's other three, and its nine other plan nodes, cost one row's append about
-/// as much server time as the row's own insert (`EXPLAIN ANALYZE`: 45 against 100 µs).
+/// statement's other three tables and the plan nodes that file into them cost one
+/// row's append about as much server time as the row's own insert (`EXPLAIN ANALYZE`
+/// of one row: 45 against 93–108 µs).
 /// Its parameters are [`APPEND`]'s first fourteen; a conflict on `(tenant, seq)` fails
 /// it whole, as it does [`APPEND`].
-pub(crate) const APPEND_UNFILED: &str = "WITH e AS (
-    INSERT INTO entries (tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body)
-    SELECT $1, * FROM UNNEST($2::int8[], $3::bytea[], $4::text[], $5::text[], $6::text[],
-                             $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[])
-)
-INSERT INTO tree_hashes (tenant, idx, hash)
-    SELECT $1, u.idx, u.hash FROM UNNEST($13::int8[], $14::bytea[]) AS u(idx, hash)";
+pub(crate) const APPEND_UNFILED: &str = concat!(
+    "WITH e AS (\n    ",
+    insert_entries!(),
+    "\n    ",
+    unnested_entries!(),
+    "\n)\n",
+    insert_tree_hashes!()
+);
 
 /// [`APPEND_UNFILED`] for a group of one row (every lone append): the row as plain
 /// parameters, not eleven one-element arrays to unnest (`EXPLAIN ANALYZE`: 23 against
 /// 38 µs of the server's time).
-pub(crate) const APPEND_ONE: &str = "WITH e AS (
-    INSERT INTO entries (tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-)
-INSERT INTO tree_hashes (tenant, idx, hash)
-    SELECT $1, u.idx, u.hash FROM UNNEST($13::int8[], $14::bytea[]) AS u(idx, hash)";
+pub(crate) const APPEND_ONE: &str = concat!(
+    "WITH e AS (\n    ",
+    insert_entries!(),
+    "\n    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)\n)\n",
+    insert_tree_hashes!()
+);
 
 /// Which of the three append statements a group is written with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
