@@ -72,12 +72,19 @@ fn an_import_past_the_parse_once_bound_reads_the_file_again() {
         })
         .collect();
     std::fs::write(dir.path().join("big.jsonl"), &lines).unwrap();
-    let output = attest(dir.path(), &["import", "big.jsonl"]);
+    let output = attest(dir.path(), &["import", "big.jsonl", "--progress"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
         stdout(&output).contains("imported 20 actions as seq 1 to 20"),
         "{}",
         stdout(&output)
+    );
+    // The second reading counts bytes; importing what the check kept counts actions.
+    let bytes = lines.len();
+    assert!(
+        stderr(&output).contains(&format!("importing: {bytes}/{bytes} bytes")),
+        "{}",
+        stderr(&output)
     );
 
     let other = tempfile::tempdir().unwrap();
