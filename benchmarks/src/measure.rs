@@ -60,25 +60,42 @@ pub(crate) const PAIR_CHUNK: usize = 50;
 /// speed drifts (on the 2-core virtual machine, a row read 2× apart in runs minutes
 /// apart), so their ratio reads the code rather than the drift. A chunk rather than
 /// single samples keeps each one's caches warm for most of its samples.
-pub(crate) fn paired(
+pub(crate) fn paired<'s>(
     samples: usize,
     chunk: usize,
-    (name_a, a): (&str, Sampler<'_>),
-    (name_b, b): (&str, Sampler<'_>),
+    a: (&str, Sampler<'s>),
+    b: (&str, Sampler<'s>),
 ) -> anyhow::Result<[Row; 2]> {
-    let chunk = chunk.max(1);
-    let mut times_a = Vec::with_capacity(samples);
-    let mut times_b = Vec::with_capacity(samples);
-    while times_a.len() < samples {
-        let take = chunk.min(samples - times_a.len());
-        for _ in 0..take {
-            times_a.push(a()?);
-        }
-        for _ in 0..take {
-            times_b.push(b()?);
-        }
+    let mut rows = by_turns(samples, chunk, vec![a, b])?.into_iter();
+    match (rows.next(), rows.next()) {
+        (Some(a), Some(b)) => Ok([a, b]),
+        _ => anyhow::bail!("by_turns returned fewer rows than it was given samplers"),
     }
-    Ok([summarize(name_a, times_a, 1), summarize(name_b, times_b, 1)])
+}
+
+/// [`paired`] for any number of samplers: a row, its limit and its floor, by turns.
+pub(crate) fn by_turns(
+    samples: usize,
+    chunk: usize,
+    mut samplers: Vec<(&str, Sampler<'_>)>,
+) -> anyhow::Result<Vec<Row>> {
+    let chunk = chunk.max(1);
+    let mut times = vec![Vec::with_capacity(samples); samplers.len()];
+    let mut taken = 0;
+    while taken < samples {
+        let take = chunk.min(samples - taken);
+        for ((_, sample), times) in samplers.iter_mut().zip(&mut times) {
+            for _ in 0..take {
+                times.push(sample()?);
+            }
+        }
+        taken += take;
+    }
+    Ok(samplers
+        .iter()
+        .zip(times)
+        .map(|((name, _), times)| summarize(name, times, 1))
+        .collect())
 }
 
 /// Two long runs by turns: `rounds` rounds, each a run of `a` then one of `b` (given the

@@ -15,8 +15,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::measure::{
-    against, bulk, bulk_paired, flat, once, paired, per_call, per_call_batched, timing, Row,
-    PAIR_CHUNK,
+    against, bulk, bulk_paired, by_turns, flat, once, paired, per_call, per_call_batched, timing,
+    Row, PAIR_CHUNK,
 };
 use crate::targets::names;
 use crate::{mcp_proxy, processes};
@@ -384,17 +384,26 @@ fn paired_rows(
         bare.insert(1)?;
         bare.insert(1)
     });
-    rows.extend(paired(
+    let mut stored = BareTable::create(dir, "normal-action", "NORMAL", Extras::Action)?;
+    let mut action_storage = timing(|| {
+        stored.insert(1)?;
+        stored.insert(1)
+    });
+    rows.extend(by_turns(
         scale.samples,
         PAIR_CHUNK,
-        ("whole action: act + ack, file-backed (normal)", &mut action),
-        (TWO_COMMITS_LIMIT, &mut twice),
+        vec![
+            ("whole action: act + ack, file-backed (normal)", &mut action),
+            (TWO_COMMITS_LIMIT, &mut twice),
+            (names::ACTION_FLOOR, &mut action_storage),
+        ],
     )?);
     Ok(rows)
 }
 
 /// Sets each Attest row beside the limit row it is read against.
-fn compare_with_limits(rows: &mut [Row], scale: &Scale) {
+fn compare_with_limits(rows: &mut Vec<Row>, scale: &Scale) {
+    full_verify_floor(rows, scale);
     let bare =
         |mode: &str| format!("limit: bare INSERT of the same row + tree rows, prepared ({mode})");
     let big_rows = scale.big_rows;
@@ -459,9 +468,44 @@ fn compare_with_limits(rows: &mut [Row], scale: &Scale) {
             names::cli_since_checkpoint(n_rows),
             names::CLI_VERSION.to_owned(),
         ),
+        // The floors: what the format and the design make a row do beyond its limit.
+        (
+            names::ACTION_FLOOR.to_owned(),
+            names::TWO_COMMITS.to_owned(),
+        ),
+        (
+            names::since_checkpoint_floor(big_rows),
+            names::since_checkpoint_limit(big_rows),
+        ),
+        (
+            names::full_verify_floor(big_rows),
+            names::one_core_sha(big_rows),
+        ),
     ];
     for (row, limit) in pairs {
         against(rows, &row, &limit);
+    }
+}
+
+/// The floor under a full verify on this machine's cores, from two rows of the run: the
+/// reads of the snapshot ([`full_verify_reads`]) and the bodies' SHA-256 on one core,
+/// shared by all cores without loss (`(reads + SHA-256) / cores`): generous, since it
+/// splits the reads too, which one connection cannot, and charges nothing for checking
+/// the columns, the chain, the leaves or the tree.
+fn full_verify_floor(rows: &mut Vec<Row>, scale: &Scale) {
+    let big_rows = scale.big_rows;
+    let p50 = |name: &str| {
+        rows.iter()
+            .find(|row| row.name == name)
+            .map(|row| row.p50_ns)
+    };
+    if let (Some(reads), Some(sha)) = (
+        p50(&names::full_verify_reads(big_rows)),
+        p50(&names::one_core_sha(big_rows)),
+    ) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let floor = (reads + sha) / cores;
+        rows.push(flat(&names::full_verify_floor(big_rows), 1, floor));
     }
 }
 
@@ -1063,6 +1107,7 @@ fn evidence(
         anyhow::ensure!(report.is_intact(), "big ledger does not verify");
         Ok(())
     })?);
+    rows.push(full_verify_reads(big.path(), big_rows)?);
     peak_memory(big.path(), big_rows, facts, measures)?;
     if breadth == Breadth::Targets {
         rows.extend(growth(dir, scale, &key, &big, facts, measures)?);
@@ -1158,20 +1203,23 @@ fn growth(
         ledger.checkpoint(key)?;
         let records: Vec<Record> = (0..100).map(|i| record(n + 1 + i)).collect();
         ledger.append_batch(&records)?;
+        // Without SQLite's per-connection mutex, as the ledger opens its own: a limit
+        // that locked around every column read would read slower than the machine.
         let conn = rusqlite::Connection::open_with_flags(
             ledger.path(),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         let mut verify = timing(since_checkpoint_op(&ledger, &trusted));
-        let mut limit = timing(|| since_checkpoint_limit(&conn, &trusted));
-        rows.extend(paired(
+        let mut limit = timing(|| since_checkpoint_limit(&conn, &trusted, SinceReads::Bodies));
+        let mut floor = timing(|| since_checkpoint_limit(&conn, &trusted, SinceReads::Checked));
+        rows.extend(by_turns(
             scale.samples,
             PAIR_CHUNK,
-            (&crate::targets::names::since_checkpoint(size), &mut verify),
-            (
-                &crate::targets::names::since_checkpoint_limit(size),
-                &mut limit,
-            ),
+            vec![
+                (&names::since_checkpoint(size), &mut verify),
+                (&names::since_checkpoint_limit(size), &mut limit),
+                (&names::since_checkpoint_floor(size), &mut floor),
+            ],
         )?);
         if size == sizes[0] {
             // Beside the largest ledger's: whether verifying needs more memory as it grows.
@@ -1190,6 +1238,40 @@ fn growth(
     Ok(rows)
 }
 
+/// What a full verify of the `rows`-row ledger at `path` cannot do without, timed once:
+/// one read-only connection (one snapshot) reading every column verify checks, in seq
+/// order, and every stored tree hash; no hashing, no checks. SQLite answers one
+/// statement on one thread, so this is the least time a reader of that snapshot takes.
+fn full_verify_reads(path: &std::path::Path, rows: usize) -> anyhow::Result<Row> {
+    let conn = rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    once(&names::full_verify_reads(rows), || {
+        let tx = conn.unchecked_transaction()?;
+        let mut read = 0;
+        for sql in [
+            format!("SELECT {CHECKED_COLUMNS} FROM entries ORDER BY seq"),
+            "SELECT idx, hash FROM tree_hashes ORDER BY idx".to_owned(),
+        ] {
+            let mut statement = tx.prepare(&sql)?;
+            let width = statement.column_count();
+            let mut found = statement.query([])?;
+            while let Some(row) = found.next()? {
+                for column in 0..width {
+                    std::hint::black_box(row.get_ref(column)?);
+                }
+                read += 1;
+            }
+        }
+        anyhow::ensure!(
+            read > rows,
+            "{read} rows and tree hashes read of {rows} rows"
+        );
+        Ok(())
+    })
+}
+
 /// The peak resident memory of a process verifying the ledger at `path` of `rows` rows.
 fn peak_memory(
     path: &std::path::Path,
@@ -1204,29 +1286,64 @@ fn peak_memory(
     Ok(())
 }
 
-/// The floor under `verify --since-checkpoint`, once, on `conn` (the ledger's own file
-/// through a connection of its own): the newest checkpoint's note opened under `trusted`
-/// (one Ed25519 signature, as the ledger opens it), the 100 bodies after it read and
+/// The `entries` columns verify reads and checks against the body, body first.
+const CHECKED_COLUMNS: &str =
+    "body, seq, hash, ts, system, verb, agent, decision, level, run, action_id";
+
+/// What a since-checkpoint limit or floor row reads of the rows after the checkpoint.
+#[derive(Clone, Copy, PartialEq)]
+enum SinceReads {
+    /// The bodies only: the limit issue 27 names.
+    Bodies,
+    /// Every column verify checks against the body (the eleven `entries` columns), and
+    /// the stored tree hashes those leaves completed (verify compares them with the
+    /// hashes the entries give, or proofs served from them could fail unnoticed): the
+    /// reads since-checkpoint verify cannot do without, before any of its checks.
+    Checked,
+}
+
+/// The limit (or, with [`SinceReads::Checked`], the floor) under `verify
+/// --since-checkpoint`, once, on `conn` (the ledger's own file through a connection of
+/// its own): the newest checkpoint's note opened under `trusted` (one Ed25519
+/// signature, as the ledger opens it), the 100 rows after it read and their bodies
 /// hashed (SHA-256), and the tree's root at the checkpoint computed from stored tree
-/// hashes. No chain links, columns, leaves or inclusion proof.
+/// hashes. No chain links, columns compared, leaves or inclusion proof.
 fn since_checkpoint_limit(
     conn: &rusqlite::Connection,
     trusted: &[attest_ledger::VerifierKey],
+    reads: SinceReads,
 ) -> anyhow::Result<()> {
     let tx = conn.unchecked_transaction()?;
     let note: String = tx
         .prepare_cached("SELECT note FROM checkpoints ORDER BY size DESC LIMIT 1")?
         .query_row([], |row| row.get(0))?;
     let checkpoint = attest_ledger::open_checkpoint(note.as_bytes(), trusted)?;
-    let mut read =
-        tx.prepare_cached("SELECT body FROM entries WHERE seq > ?1 ORDER BY seq LIMIT 100")?;
-    let mut bodies = read.query([checkpoint.size])?;
+    let columns = match reads {
+        SinceReads::Bodies => "body",
+        SinceReads::Checked => CHECKED_COLUMNS,
+    };
+    let mut read = tx.prepare_cached(&format!(
+        "SELECT {columns} FROM entries WHERE seq > ?1 ORDER BY seq LIMIT 100"
+    ))?;
+    let width = read.column_count();
+    let mut rows = read.query([checkpoint.size])?;
     let mut hashed = 0;
-    while let Some(row) = bodies.next()? {
+    while let Some(row) = rows.next()? {
+        for column in 0..width {
+            std::hint::black_box(row.get_ref(column)?);
+        }
         std::hint::black_box(Sha256::digest(row.get_ref(0)?.as_bytes()?));
         hashed += 1;
     }
     anyhow::ensure!(hashed == 100, "{hashed} rows after the checkpoint, not 100");
+    if reads == SinceReads::Checked {
+        let mut stored =
+            tx.prepare_cached("SELECT idx, hash FROM tree_hashes WHERE idx >= ?1 ORDER BY idx")?;
+        let mut hashes = stored.query([tlog_tiles::stored_hash_index(0, checkpoint.size)])?;
+        while let Some(hash) = hashes.next()? {
+            std::hint::black_box((hash.get_ref(0)?, hash.get_ref(1)?));
+        }
+    }
     // The ledger writes tree hashes 64 leaves at a time: the root of the largest
     // tree of whole flushes at or below the checkpoint reads as many stored hashes.
     let filed = checkpoint.size - checkpoint.size % TREE_FLUSH_LEAVES;
@@ -1390,6 +1507,11 @@ enum Extras {
     /// them: the counters (totals by decision, level, system, agent, and decisions by
     /// hour) in one grouped upsert, and a `lookups` row per run and action id.
     Counted,
+    /// `Counted`, and in every commit the call-digest row of the action the commit
+    /// belongs to (two commits an action) read by its digest and written, as a whole
+    /// action's claim (with the intent) and finish (with the outcome) are: the storage a
+    /// whole action needs for a retried call to run once (issue 33), without its CPU work.
+    Action,
 }
 
 /// Leaves between the ledger's bulk writes of tree rows (attest-ledger's `TREE_FLUSH_LEAVES`).
@@ -1415,7 +1537,7 @@ impl BareTable {
                 level TEXT, body TEXT NOT NULL);
              CREATE TABLE tree_hashes (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL);",
         )?;
-        if extras == Extras::Counted {
+        if extras != Extras::None {
             conn.execute_batch(
                 "ALTER TABLE entries ADD COLUMN run TEXT;
                  ALTER TABLE entries ADD COLUMN action_id TEXT;
@@ -1423,6 +1545,14 @@ impl BareTable {
                      PRIMARY KEY (key, seq)) WITHOUT ROWID;
                  CREATE TABLE counters (dim TEXT NOT NULL, key TEXT NOT NULL, hour TEXT NOT NULL,
                      n INTEGER NOT NULL, PRIMARY KEY (dim, key, hour)) WITHOUT ROWID;",
+            )?;
+        }
+        if extras == Extras::Action {
+            // The ledger's own table (attest-ledger's `CALLS_SCHEMA`).
+            conn.execute_batch(
+                "CREATE TABLE call_digests (digest BLOB NOT NULL PRIMARY KEY, action_id TEXT NOT NULL,
+                     owner TEXT NOT NULL, seq INTEGER, at_ms INTEGER NOT NULL,
+                     until_ms INTEGER NOT NULL) WITHOUT ROWID;",
             )?;
         }
         let body = String::from_utf8(canonical_bytes(&record(1))?)?;
@@ -1448,7 +1578,7 @@ impl BareTable {
             // With extras: the wider INSERT and the grouped counter upsert.
             let mut counted = match self.extras {
                 Extras::None => None,
-                Extras::Counted => Some((
+                Extras::Counted | Extras::Action => Some((
                     tx.prepare_cached(
                         "INSERT INTO entries (seq, hash, ts, system, verb, agent, decision, level, body, run, action_id)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -1506,6 +1636,9 @@ impl BareTable {
                         }
                     }
                 }
+                if self.extras == Extras::Action {
+                    BareTable::call_digest(&tx, self.seq)?;
+                }
                 // A leaf completes 1 + (trailing zeros of its 1-based number) stored hashes;
                 // like the ledger, they are written 64 leaves at a time.
                 self.pending += 1 + u64::from(self.seq.trailing_zeros());
@@ -1519,6 +1652,33 @@ impl BareTable {
             }
         }
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Reads and writes the call-digest row of the action row `seq` belongs to: rows
+    /// 2n − 1 and 2n are one action's claim and finish.
+    fn call_digest(tx: &rusqlite::Transaction<'_>, seq: u64) -> anyhow::Result<()> {
+        use rusqlite::OptionalExtension;
+        let action = seq.div_ceil(2);
+        let mut digest = [0u8; 32];
+        digest[..8].copy_from_slice(&action.to_le_bytes());
+        let found: Option<String> = tx
+            .prepare_cached("SELECT action_id FROM call_digests WHERE digest = ?1")?
+            .query_row([&digest[..]], |row| row.get(0))
+            .optional()?;
+        std::hint::black_box(found);
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO call_digests (digest, action_id, owner, seq, at_ms, until_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(rusqlite::params![
+            &digest[..],
+            format!("{action:012}"),
+            "bench-owner",
+            seq,
+            1_764_568_800_000_i64,
+            1_764_655_200_000_i64
+        ])?;
         Ok(())
     }
 }
