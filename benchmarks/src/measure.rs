@@ -320,7 +320,7 @@ pub(crate) fn human(ns: f64) -> String {
 mod tests {
     use std::cell::RefCell;
 
-    use super::{bulk_paired, paired};
+    use super::{bulk_paired, by_turns, paired};
 
     #[test]
     fn pairs_take_turns_a_chunk_at_a_time_until_each_has_its_samples() {
@@ -342,6 +342,34 @@ mod tests {
         assert_eq!(
             (limit.name.as_str(), limit.samples, limit.p50_ns),
             ("limit", 5, 30.0)
+        );
+    }
+
+    #[test]
+    fn a_row_its_limit_and_its_floor_take_turns_in_the_order_given() {
+        let order = RefCell::new(String::new());
+        let sampler = |letter: char, ns: f64| {
+            let order = &order;
+            move || {
+                order.borrow_mut().push(letter);
+                Ok(ns)
+            }
+        };
+        let (mut a, mut b, mut c) = (sampler('a', 10.0), sampler('b', 20.0), sampler('c', 15.0));
+        let rows = by_turns(
+            3,
+            2,
+            vec![("row", &mut a), ("limit", &mut b), ("floor", &mut c)],
+        )
+        .unwrap();
+        assert_eq!(order.into_inner(), "aabbccabc");
+        let named: Vec<(&str, usize, f64)> = rows
+            .iter()
+            .map(|row| (row.name.as_str(), row.samples, row.p50_ns))
+            .collect();
+        assert_eq!(
+            named,
+            [("row", 3, 10.0), ("limit", 3, 20.0), ("floor", 3, 15.0)]
         );
     }
 

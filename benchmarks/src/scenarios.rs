@@ -15,8 +15,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::measure::{
-    against, bulk, bulk_paired, by_turns, flat, once, paired, per_call, per_call_batched, timing,
-    Row, PAIR_CHUNK,
+    against, bulk, bulk_paired, by_turns, flat, once, per_call, per_call_batched, timing, Row,
+    PAIR_CHUNK,
 };
 use crate::targets::names;
 use crate::{mcp_proxy, processes};
@@ -371,11 +371,21 @@ fn paired_rows(
     let mut append = timing(appending(&ledger));
     let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
     let mut filed = timing(|| counted.insert(1));
-    rows.extend(paired(
+    let mut counted_too = BareTable::create(dir, "NORMAL-floor", "NORMAL", Extras::Counted)?;
+    let mut n = 0;
+    let mut floor = timing(|| {
+        n += 1;
+        counted_too.insert(1)?;
+        entry_bytes_and_hashes(&record(n))
+    });
+    rows.extend(by_turns(
         scale.samples,
         PAIR_CHUNK,
-        ("ledger append, one row (normal)", &mut append),
-        (FILED_LIMIT, &mut filed),
+        vec![
+            ("ledger append, one row (normal)", &mut append),
+            (FILED_LIMIT, &mut filed),
+            (names::APPEND_FLOOR, &mut floor),
+        ],
     )?);
     let attest = action_attest(dir, policy, Durability::Normal, "action-normal.sqlite")?;
     let mut action = timing(whole_action_op(&attest, runtime));
@@ -399,6 +409,27 @@ fn paired_rows(
         ],
     )?);
     Ok(rows)
+}
+
+/// The least CPU work an append's row needs beyond its limit's INSERTs: the record
+/// written as JSON (serde_json, the bytes a canonical writer must also produce), their
+/// SHA-256 (the entry hash), the leaf hash, and one tree node hash (a leaf completes
+/// one stored node on average). No chain link, timestamp or edge check.
+fn entry_bytes_and_hashes(record: &Record) -> anyhow::Result<()> {
+    let body = serde_json::to_vec(record)?;
+    let entry: [u8; 32] = Sha256::digest(&body).into();
+    let leaf: [u8; 32] = Sha256::new()
+        .chain_update([0u8])
+        .chain_update(entry)
+        .finalize()
+        .into();
+    let node = Sha256::new()
+        .chain_update([1u8])
+        .chain_update(leaf)
+        .chain_update(entry)
+        .finalize();
+    std::hint::black_box(node);
+    Ok(())
 }
 
 /// Sets each Attest row beside the limit row it is read against.

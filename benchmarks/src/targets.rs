@@ -216,6 +216,8 @@ pub(crate) mod names {
     pub(crate) const PG_BARE_INSERT: &str =
         "limit: postgres bare INSERT of the same row, one round trip + commit (autocommit)";
     pub(crate) const CLI_VERSION: &str = "cli: attest --version (a process)";
+    pub(crate) const APPEND_FLOOR: &str =
+        "floor: the filed limit, and the record's JSON (serde_json), its SHA-256, leaf hash and one tree node hash (normal)";
     pub(crate) const ACTION_FLOOR: &str =
         "floor: the whole action's two commits, with run + action_id columns, counters and lookups every 64 rows, and the call-digest row read and written in each, prepared (normal)";
 
@@ -299,7 +301,8 @@ pub(crate) fn issue_27(scale: &Scale) -> Vec<Target> {
             APPEND_NORMAL.to_owned(),
             FILED_LIMIT.to_owned(),
             Bound::AtMostTimes(1.1),
-        ),
+        )
+        .floor(APPEND_FLOOR.to_owned()),
         Target::new(
             "64 concurrent tasks, full, SQLite: ≥ 0.6× the group-commit limit's actions/s",
             TASKS_64.to_owned(),
