@@ -266,7 +266,17 @@ fn batched(db: &Database, big_rows: usize) -> anyhow::Result<Vec<Row>> {
         }
         Ok(())
     })?;
-    Ok(vec![ledger, limit])
+    let mut floor_table = BareEntries::create(&db.url, "floor_batched")?;
+    let floor = bulk(&names::pg_batched_floor(big_rows), big_rows, || {
+        let mut left = big_rows;
+        while left > 0 {
+            let rows = left.min(BATCH);
+            floor_table.insert_many_with_tree(rows)?;
+            left -= rows;
+        }
+        Ok(())
+    })?;
+    Ok(vec![ledger, limit, floor])
 }
 
 /// The floor under a PostgreSQL append: the same entry row (the ledger's `entries`
@@ -277,7 +287,12 @@ struct BareEntries {
     client: postgres::Client,
     one: postgres::Statement,
     many: postgres::Statement,
+    /// `many`, and in the same statement the rows' stored tree hashes and an
+    /// action-id lookup row each (see [`BareEntries::insert_many_with_tree`]).
+    many_with_tree: postgres::Statement,
     seq: i64,
+    /// Tree hashes written so far (their next index).
+    idx: i64,
     body: Vec<u8>,
     row: attest_ledger::Record,
 }
@@ -290,7 +305,11 @@ impl BareEntries {
                 tenant TEXT NOT NULL, seq BIGINT NOT NULL, hash BYTEA NOT NULL, ts TEXT NOT NULL,
                 system TEXT NOT NULL, verb TEXT NOT NULL, agent TEXT, decision TEXT NOT NULL,
                 level TEXT, run TEXT, action_id TEXT, body BYTEA NOT NULL,
-                PRIMARY KEY (tenant, seq))"
+                PRIMARY KEY (tenant, seq));
+             CREATE TABLE {table}_tree (tenant TEXT NOT NULL, idx BIGINT NOT NULL,
+                hash BYTEA NOT NULL, PRIMARY KEY (tenant, idx));
+             CREATE TABLE {table}_lookups (tenant TEXT NOT NULL, key TEXT NOT NULL,
+                seq BIGINT NOT NULL, PRIMARY KEY (tenant, key, seq))"
         ))?;
         let columns =
             "tenant, seq, hash, ts, system, verb, agent, decision, level, run, action_id, body";
@@ -303,12 +322,26 @@ impl BareEntries {
                 $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
                 $10::text[], $11::bytea[])"
         ))?;
+        let many_with_tree = client.prepare(&format!(
+            "WITH entries AS (
+                 INSERT INTO {table} ({columns}) SELECT 'bare', * FROM unnest($1::bigint[],
+                     $2::bytea[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                     $8::text[], $9::text[], $10::text[], $11::bytea[])),
+             tree AS (
+                 INSERT INTO {table}_tree (tenant, idx, hash)
+                 SELECT 'bare', * FROM unnest($12::bigint[], $13::bytea[]))
+             INSERT INTO {table}_lookups (tenant, key, seq)
+             SELECT 'bare', 'action_id:' || action_id, seq FROM unnest($10::text[], $1::bigint[])
+                 AS ids (action_id, seq)"
+        ))?;
         let row = record(1);
         Ok(BareEntries {
             client,
             one,
             many,
+            many_with_tree,
             seq: 0,
+            idx: 0,
             body: canonical_bytes(&row)?,
             row,
         })
@@ -341,29 +374,60 @@ impl BareEntries {
         Ok(())
     }
 
+    /// The floor under a batched append: `rows` rows in one statement as
+    /// [`BareEntries::insert_many`] writes them, with what the format and the design
+    /// store beside them, in the same statement: the tree hashes the leaves complete
+    /// (`1 + trailing zeros` of each leaf's number, as the ledger stores them for
+    /// proofs) and one action-id lookup row per entry (an outcome finds its intent by
+    /// action id). No run lookups, counters, hashing or JSON.
+    fn insert_many_with_tree(&mut self, rows: usize) -> anyhow::Result<()> {
+        let first = self.seq + 1;
+        let hashes: i64 = (first..first + rows as i64)
+            .map(|leaf| 1 + i64::from(leaf.trailing_zeros()))
+            .sum();
+        let indexes: Vec<i64> = (self.idx..self.idx + hashes).collect();
+        self.idx += hashes;
+        let tree_hashes = vec![&[9u8; 32][..]; indexes.len()];
+        self.insert_many_with(rows, &[&indexes, &tree_hashes])
+    }
+
     /// `rows` rows in one statement: one round trip, one commit.
     fn insert_many(&mut self, rows: usize) -> anyhow::Result<()> {
+        self.insert_many_with(rows, &[])
+    }
+
+    /// `rows` rows by `many`, or with `tree` (its two extra parameters) by `many_with_tree`.
+    fn insert_many_with(
+        &mut self,
+        rows: usize,
+        tree: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> anyhow::Result<()> {
         let seqs: Vec<i64> = (self.seq + 1..=self.seq + rows as i64).collect();
         self.seq += rows as i64;
         let r = &self.row;
         let level = r.verification.as_ref().map(|v| v.level.as_str());
         let action_ids: Vec<String> = seqs.iter().map(|seq| format!("{seq:012}")).collect();
-        self.client.execute(
-            &self.many,
-            &[
-                &seqs,
-                &vec![&[7u8; 32][..]; rows],
-                &vec![Self::TS; rows],
-                &vec![r.system.as_str(); rows],
-                &vec![r.verb.as_str(); rows],
-                &vec![r.agent.as_deref(); rows],
-                &vec![r.decision.as_str(); rows],
-                &vec![level; rows],
-                &vec![r.run_id.as_deref(); rows],
-                &action_ids,
-                &vec![self.body.as_slice(); rows],
-            ],
-        )?;
+        let statement = if tree.is_empty() {
+            &self.many
+        } else {
+            &self.many_with_tree
+        };
+        let columns: [&(dyn postgres::types::ToSql + Sync); 11] = [
+            &seqs,
+            &vec![&[7u8; 32][..]; rows],
+            &vec![Self::TS; rows],
+            &vec![r.system.as_str(); rows],
+            &vec![r.verb.as_str(); rows],
+            &vec![r.agent.as_deref(); rows],
+            &vec![r.decision.as_str(); rows],
+            &vec![level; rows],
+            &vec![r.run_id.as_deref(); rows],
+            &action_ids,
+            &vec![self.body.as_slice(); rows],
+        ];
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            columns.iter().chain(tree).copied().collect();
+        self.client.execute(statement, &params)?;
         Ok(())
     }
 }

@@ -512,6 +512,10 @@ fn compare_with_limits(rows: &mut Vec<Row>, scale: &Scale) {
             names::full_verify_floor(big_rows),
             names::one_core_sha(big_rows),
         ),
+        (
+            names::pg_batched_floor(big_rows),
+            names::pg_bare_batched(big_rows),
+        ),
     ];
     for (row, limit) in pairs {
         against(rows, &row, &limit);
