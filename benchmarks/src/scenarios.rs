@@ -414,7 +414,8 @@ fn paired_rows(
 /// The least CPU work an append's row needs beyond its limit's INSERTs: the record
 /// written as JSON (serde_json, the bytes a canonical writer must also produce), their
 /// SHA-256 (the entry hash), the leaf hash, and one tree node hash (a leaf completes
-/// one stored node on average). No chain link, timestamp or edge check.
+/// one stored node on average). No chain link, timestamp or edge check. Its caller
+/// builds the record in the sample, as the append row's sample builds the one it appends.
 fn entry_bytes_and_hashes(record: &Record) -> anyhow::Result<()> {
     let body = serde_json::to_vec(record)?;
     let entry: [u8; 32] = Sha256::digest(&body).into();
