@@ -66,11 +66,8 @@ pub(crate) fn paired<'s>(
     a: (&str, Sampler<'s>),
     b: (&str, Sampler<'s>),
 ) -> anyhow::Result<[Row; 2]> {
-    let mut rows = by_turns(samples, chunk, vec![a, b])?.into_iter();
-    match (rows.next(), rows.next()) {
-        (Some(a), Some(b)) => Ok([a, b]),
-        _ => anyhow::bail!("by_turns returned fewer rows than it was given samplers"),
-    }
+    <[Row; 2]>::try_from(by_turns(samples, chunk, vec![a, b])?)
+        .map_err(|rows| anyhow::anyhow!("{} rows for two samplers", rows.len()))
 }
 
 /// [`paired`] for any number of samplers: a row, its limit and its floor, by turns.

@@ -258,25 +258,27 @@ fn batched(db: &Database, big_rows: usize) -> anyhow::Result<Vec<Row>> {
     })?;
     let mut bare = BareEntries::create(&db.url, "bare_batched")?;
     let limit = bulk(&names::pg_bare_batched(big_rows), big_rows, || {
-        let mut left = big_rows;
-        while left > 0 {
-            let rows = left.min(BATCH);
-            bare.insert_many(rows)?;
-            left -= rows;
-        }
-        Ok(())
+        in_batches(big_rows, |rows| bare.insert_many(rows))
     })?;
     let mut floor_table = BareEntries::create(&db.url, "floor_batched")?;
     let floor = bulk(&names::pg_batched_floor(big_rows), big_rows, || {
-        let mut left = big_rows;
-        while left > 0 {
-            let rows = left.min(BATCH);
-            floor_table.insert_many_with_tree(rows)?;
-            left -= rows;
-        }
-        Ok(())
+        in_batches(big_rows, |rows| floor_table.insert_many_with_tree(rows))
     })?;
     Ok(vec![ledger, limit, floor])
+}
+
+/// `total` rows handed to `insert` [`BATCH`] at a time (the last batch the rest).
+fn in_batches(
+    total: usize,
+    mut insert: impl FnMut(usize) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut left = total;
+    while left > 0 {
+        let rows = left.min(BATCH);
+        insert(rows)?;
+        left -= rows;
+    }
+    Ok(())
 }
 
 /// The floor under a PostgreSQL append: the same entry row (the ledger's `entries`
@@ -388,30 +390,28 @@ impl BareEntries {
         let indexes: Vec<i64> = (self.idx..self.idx + hashes).collect();
         self.idx += hashes;
         let tree_hashes = vec![&[9u8; 32][..]; indexes.len()];
-        self.insert_many_with(rows, &[&indexes, &tree_hashes])
+        let statement = self.many_with_tree.clone();
+        self.insert_many_by(&statement, rows, &[&indexes, &tree_hashes])
     }
 
     /// `rows` rows in one statement: one round trip, one commit.
     fn insert_many(&mut self, rows: usize) -> anyhow::Result<()> {
-        self.insert_many_with(rows, &[])
+        let statement = self.many.clone();
+        self.insert_many_by(&statement, rows, &[])
     }
 
-    /// `rows` rows by `many`, or with `tree` (its two extra parameters) by `many_with_tree`.
-    fn insert_many_with(
+    /// `rows` rows by `statement`: the eleven entry columns as arrays, then `extra`.
+    fn insert_many_by(
         &mut self,
+        statement: &postgres::Statement,
         rows: usize,
-        tree: &[&(dyn postgres::types::ToSql + Sync)],
+        extra: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> anyhow::Result<()> {
         let seqs: Vec<i64> = (self.seq + 1..=self.seq + rows as i64).collect();
         self.seq += rows as i64;
         let r = &self.row;
         let level = r.verification.as_ref().map(|v| v.level.as_str());
         let action_ids: Vec<String> = seqs.iter().map(|seq| format!("{seq:012}")).collect();
-        let statement = if tree.is_empty() {
-            &self.many
-        } else {
-            &self.many_with_tree
-        };
         let columns: [&(dyn postgres::types::ToSql + Sync); 11] = [
             &seqs,
             &vec![&[7u8; 32][..]; rows],
@@ -426,7 +426,7 @@ impl BareEntries {
             &vec![self.body.as_slice(); rows],
         ];
         let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            columns.iter().chain(tree).copied().collect();
+            columns.iter().chain(extra).copied().collect();
         self.client.execute(statement, &params)?;
         Ok(())
     }

@@ -383,7 +383,7 @@ fn paired_rows(
         PAIR_CHUNK,
         vec![
             ("ledger append, one row (normal)", &mut append),
-            (FILED_LIMIT, &mut filed),
+            (names::FILED_LIMIT, &mut filed),
             (names::APPEND_FLOOR, &mut floor),
         ],
     )?);
@@ -404,7 +404,7 @@ fn paired_rows(
         PAIR_CHUNK,
         vec![
             ("whole action: act + ack, file-backed (normal)", &mut action),
-            (TWO_COMMITS_LIMIT, &mut twice),
+            (names::TWO_COMMITS, &mut twice),
             (names::ACTION_FLOOR, &mut action_storage),
         ],
     )?);
@@ -418,22 +418,13 @@ fn paired_rows(
 /// builds the record in the sample, as the append row's sample builds the one it appends.
 fn entry_bytes_and_hashes(record: &Record) -> anyhow::Result<()> {
     let body = serde_json::to_vec(record)?;
-    let entry: [u8; 32] = Sha256::digest(&body).into();
-    let leaf: [u8; 32] = Sha256::new()
-        .chain_update([0u8])
-        .chain_update(entry)
-        .finalize()
-        .into();
-    let node = Sha256::new()
-        .chain_update([1u8])
-        .chain_update(leaf)
-        .chain_update(entry)
-        .finalize();
-    std::hint::black_box(node);
+    let leaf = tlog_tiles::record_hash(&attest_ledger::entry_hash(&body));
+    std::hint::black_box(tlog_tiles::node_hash(leaf, leaf));
     Ok(())
 }
 
-/// Sets each Attest row beside the limit row it is read against.
+/// Adds the rows derived from others (the full-verify floor), then sets each Attest row
+/// (and each floor) beside the limit row it is read against.
 fn compare_with_limits(rows: &mut Vec<Row>, scale: &Scale) {
     full_verify_floor(rows, scale);
     let bare =
@@ -445,7 +436,7 @@ fn compare_with_limits(rows: &mut Vec<Row>, scale: &Scale) {
         ("ledger append, one row (full)".to_owned(), bare("full")),
         (
             "whole action: act + ack, file-backed (normal)".to_owned(),
-            TWO_COMMITS_LIMIT.to_owned(),
+            names::TWO_COMMITS.to_owned(),
         ),
         (
             "whole action: act + ack, file-backed (full)".to_owned(),
@@ -967,15 +958,6 @@ pub(crate) fn concurrent_actions_from(
     })
 }
 
-/// The limit under an append that files counters and lookups as the ledger does.
-const FILED_LIMIT: &str =
-    "limit: bare INSERT + tree rows + counters and run/action_id lookups every 64 rows, prepared (normal)";
-
-/// The limit under a whole action: a governed write appends twice (its intent row, then
-/// its outcome row), so the floor is two such commits.
-const TWO_COMMITS_LIMIT: &str =
-    "limit: two bare INSERTs of the same row + tree rows, two commits, prepared (normal)";
-
 /// Writers in the group-commit limits, and the most rows one commit takes.
 pub(crate) const GROUP_WRITERS: usize = 64;
 
@@ -1285,24 +1267,28 @@ fn full_verify_reads(path: &std::path::Path, rows: usize) -> anyhow::Result<Row>
     )?;
     once(&names::full_verify_reads(rows), || {
         let tx = conn.unchecked_transaction()?;
-        let mut read = 0;
-        for sql in [
+        let mut read = [0usize; 2];
+        for (sql, count) in [
             format!("SELECT {CHECKED_COLUMNS} FROM entries ORDER BY seq"),
             "SELECT idx, hash FROM tree_hashes ORDER BY idx".to_owned(),
-        ] {
-            let mut statement = tx.prepare(&sql)?;
+        ]
+        .iter()
+        .zip(&mut read)
+        {
+            let mut statement = tx.prepare(sql)?;
             let width = statement.column_count();
             let mut found = statement.query([])?;
             while let Some(row) = found.next()? {
                 for column in 0..width {
                     std::hint::black_box(row.get_ref(column)?);
                 }
-                read += 1;
+                *count += 1;
             }
         }
+        let [entries, hashes] = read;
         anyhow::ensure!(
-            read > rows,
-            "{read} rows and tree hashes read of {rows} rows"
+            entries == rows && hashes >= rows,
+            "read {entries} entries and {hashes} tree hashes of a {rows}-row ledger"
         );
         Ok(())
     })
@@ -1469,9 +1455,11 @@ fn limits(dir: &tempfile::TempDir, scale: &Scale, paired: bool) -> anyhow::Resul
     if !paired {
         // What the dashboard's counters and the run / action id lookups add to that floor.
         let mut counted = BareTable::create(dir, "NORMAL-counted", "NORMAL", Extras::Counted)?;
-        rows.push(per_call(FILED_LIMIT, scale.samples, || counted.insert(1))?);
+        rows.push(per_call(names::FILED_LIMIT, scale.samples, || {
+            counted.insert(1)
+        })?);
         let mut bare = BareTable::create(dir, "normal-twice", "NORMAL", Extras::None)?;
-        rows.push(per_call(TWO_COMMITS_LIMIT, scale.samples, || {
+        rows.push(per_call(names::TWO_COMMITS, scale.samples, || {
             bare.insert(1)?;
             bare.insert(1)
         })?);
