@@ -166,7 +166,7 @@ pub use proofs::{ConsistencyProof, InclusionProof, ProofError};
 pub use prune::PruneReport;
 pub use query::{Counts, Filter};
 pub use row::{Appended, RowSummary, StoredRow};
-pub use sqlite::SCHEMA_VERSION;
+pub use sqlite::{switch_to_wal, SCHEMA_VERSION};
 pub use verify::{
     ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,
 };

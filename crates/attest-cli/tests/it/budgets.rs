@@ -481,11 +481,11 @@ fn hook_sessions_racing_at_a_cap_are_allowed_only_up_to_it() {
         })
         .collect();
     let allowed: Vec<usize> = (0..8).filter(|&n| decisions[n] == "allow").collect();
-    assert_eq!(allowed.len(), 3, "{decisions:?}");
+    assert_eq!(allowed.len(), 3, "{decisions:?} {answers:#?}");
     assert_eq!(
         decisions.iter().filter(|d| **d == "ask").count(),
         5,
-        "{decisions:?}"
+        "{decisions:?} {answers:#?}"
     );
     let asked = answers
         .iter()

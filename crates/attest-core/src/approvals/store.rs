@@ -775,8 +775,7 @@ fn open_sqlite(path: &Path) -> Result<Connection, ApprovalError> {
     .map_err(sqlite("opening"))?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(sqlite("setting the busy timeout"))?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(sqlite("switching to WAL"))?;
+    attest_ledger::switch_to_wal(&conn, BUSY_TIMEOUT).map_err(sqlite("switching to WAL"))?;
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(sqlite("setting durability"))?;
     // Purged params are overwritten with zeros in the file, not just unlinked.

@@ -34,6 +34,7 @@ use crate::{
     SystemClock,
 };
 use read::SqliteSource;
+pub use wal::switch_to_wal;
 use wal::{WalCheckpointer, WAL_SIZE_LIMIT};
 
 /// The schema version stored in `attest_meta` (and, from version 2 on, in
@@ -292,8 +293,7 @@ impl SqliteStore {
         let conn = Connection::open_with_flags(&path, flags).map_err(sqlite("opening"))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(sqlite("setting the busy timeout"))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sqlite("switching to WAL"))?;
+        switch_to_wal(&conn, BUSY_TIMEOUT).map_err(sqlite("switching to WAL"))?;
         conn.pragma_update(None, "synchronous", options.durability.pragma())
             .map_err(sqlite("setting durability"))?;
         // Commits never checkpoint the WAL themselves: `wal` does it off the append path.

@@ -17,9 +17,9 @@
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 /// How long the second step of a checkpoint waits for readers and writers.
 const RESTART_WAIT: Duration = Duration::from_millis(10);
@@ -34,6 +34,34 @@ const CHECKPOINT_PAGES: usize = 1000;
 /// Bytes a WAL is truncated to when it is reset after a checkpoint, if it grew larger
 /// (set on every connection: the one that resets it applies its own limit).
 pub(crate) const WAL_SIZE_LIMIT: i64 = 16 << 20;
+
+/// How long a busy WAL switch sleeps before it tries again.
+const SWITCH_RETRY: Duration = Duration::from_millis(5);
+
+/// Puts the file `conn` opened in WAL mode, waiting up to `within` for other processes.
+///
+/// A file still in rollback mode (new, or written by a process that has not switched it
+/// yet) changes mode under an exclusive lock, taken while this connection already reads
+/// the file: SQLite answers `SQLITE_BUSY` at once then instead of calling the busy
+/// handler (waiting could deadlock two readers that both want to write), so processes
+/// that open a new ledger together would fail. This waits in its own loop instead, as
+/// the busy handler would. Once the file is in WAL mode the switch takes no such lock.
+pub fn switch_to_wal(conn: &Connection, within: Duration) -> rusqlite::Result<()> {
+    let started = Instant::now();
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if matches!(
+                    error.code,
+                    ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked
+                ) && started.elapsed() < within =>
+            {
+                std::thread::sleep(SWITCH_RETRY);
+            }
+            done => return done,
+        }
+    }
+}
 
 /// The checkpoint thread and how to wake it.
 pub(crate) struct WalCheckpointer {

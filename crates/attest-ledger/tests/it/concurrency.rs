@@ -72,6 +72,39 @@ fn four_processes_appending_at_once_keep_one_chain() {
     assert_eq!(ledger.tip().unwrap().map(|(seq, _)| seq), Some(2000));
 }
 
+/// Processes that open a new ledger together race to switch the file to WAL; SQLite
+/// answers a switch that finds another writer busy at once, without waiting. An open
+/// that meets a file another connection is writing in rollback mode waits for it and
+/// succeeds.
+#[test]
+fn opening_a_file_another_connection_is_writing_in_rollback_mode_waits_its_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let writer = rusqlite::Connection::open(&path).unwrap();
+    writer
+        .execute_batch("PRAGMA journal_mode = DELETE; BEGIN IMMEDIATE;")
+        .unwrap();
+    let opened = std::thread::scope(|scope| {
+        let opening = scope.spawn(|| Ledger::open(&path, LedgerOptions::default()));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            !opening.is_finished(),
+            "the open waits while the file is being written"
+        );
+        writer.execute_batch("COMMIT").unwrap();
+        opening.join().unwrap()
+    });
+    let ledger = opened.unwrap();
+    ledger.append(&sample_record(1)).unwrap();
+    assert!(ledger.verify().unwrap().is_intact());
+    drop(writer);
+    let mode: String = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
 /// The child half of the process test: run only by the test above, through env vars.
 #[test]
 #[ignore = "a child process of four_processes_appending_at_once_keep_one_chain"]
