@@ -396,29 +396,22 @@ fn figure(unit: Unit, value: Option<f64>) -> String {
 
 /// The measured ratio or difference, and the bound, as the table shows them.
 fn measured_and_bound(scored: &Scored) -> (String, String) {
-    match scored.direction {
-        "at_most_above_ns" => (
-            scored
-                .measured
-                .map(|ns| format!("{}{}", if ns < 0.0 { "−" } else { "+" }, human(ns.abs())))
-                .unwrap_or_else(|| "-".to_owned()),
-            format!("≤ +{}", human(scored.bound)),
-        ),
-        direction => (
-            scored
-                .measured
-                .map(|m| format!("{m:.2}×"))
-                .unwrap_or_else(|| "-".to_owned()),
-            format!(
-                "{} {}×",
-                if direction == "rate_at_least_times" {
-                    "rate ≥"
-                } else {
-                    "≤"
-                },
-                scored.bound
-            ),
-        ),
+    let bound = match scored.direction {
+        "at_most_above_ns" => format!("≤ +{}", human(scored.bound)),
+        "rate_at_least_times" => format!("rate ≥ {}×", scored.bound),
+        _ => format!("≤ {}×", scored.bound),
+    };
+    (measured_text(scored.direction, scored.measured), bound)
+}
+
+/// A figure as [`against`] gives it (a difference or a ratio), written for `direction`.
+fn measured_text(direction: &str, measured: Option<f64>) -> String {
+    match (direction, measured) {
+        (_, None) => "-".to_owned(),
+        ("at_most_above_ns", Some(ns)) => {
+            format!("{}{}", if ns < 0.0 { "−" } else { "+" }, human(ns.abs()))
+        }
+        (_, Some(m)) => format!("{m:.2}×"),
     }
 }
 
@@ -429,11 +422,10 @@ pub(crate) fn table(scored: &[Scored]) -> String {
     );
     for s in scored {
         let (measured, bound) = measured_and_bound(s);
-        let floor = match (s.floor_measured, s.out_of_reach) {
-            (None, _) => "-".to_owned(),
-            (Some(m), true) => format!("{m:.2}×: out of reach"),
-            (Some(m), false) => format!("{m:.2}×"),
-        };
+        let mut floor = measured_text(s.direction, s.floor_measured);
+        if s.out_of_reach {
+            floor.push_str(": out of reach");
+        }
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             s.target,
@@ -584,6 +576,23 @@ mod tests {
         );
         assert!(!unmeasured[0].out_of_reach);
         assert!(table(&unmeasured).ends_with("| not met | - |\n"));
+        // A floor beside a difference bound is a difference too, written as its row's is.
+        let above = score(
+            &[target(Bound::AtMostAbove(2e6)).floor("floor".to_owned())],
+            |name| match name {
+                "row" => Some(5e6),
+                "limit" => Some(1e6),
+                "floor" => Some(4e6),
+                _ => None,
+            },
+        );
+        assert!(above[0].out_of_reach);
+        assert!(
+            table(&above)
+                .ends_with("| +4.00 ms | ≤ +2.00 ms | not met | +3.00 ms: out of reach |\n"),
+            "{}",
+            table(&above)
+        );
     }
 
     #[test]
