@@ -443,8 +443,13 @@ pub struct OidcSettings {
     /// A file (mode 0600) holding the client secret; none for a public client (PKCE only).
     pub client_secret_file: Option<PathBuf>,
     /// The ID token claim naming the approver, matched to a registered approver's name
-    /// [default: `email`].
+    /// [default: `email`, counted only with `email_verified: true`].
     pub claim: Option<String>,
+    /// The provider guarantees `claim` names one person (an `email` it issued itself, a
+    /// directory's `upn`): taken without `email_verified`. Any claim but `email` and `sub`
+    /// needs it [default: false].
+    #[serde(default)]
+    pub claim_guaranteed: bool,
 }
 
 /// Gateway settings.

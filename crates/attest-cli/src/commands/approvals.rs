@@ -462,6 +462,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
                     client_id: settings.client_id.clone(),
                     client_secret: oidc_secret,
                     claim: settings.claim.clone().unwrap_or_else(|| "email".to_owned()),
+                    claim_guaranteed: settings.claim_guaranteed,
                     public_url: public.clone(),
                 })
                 .await?,

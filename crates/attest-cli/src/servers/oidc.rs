@@ -8,8 +8,12 @@
 //!   flow (cookie and query must agree), exchanges the code at the token endpoint (with
 //!   the verifier, and the client secret when there is one), and checks the ID token with
 //!   the one [`JwtValidator`]: the provider's signature, its issuer, this client as the
-//!   audience, not expired, and the nonce of this flow. The configured claim (`email`,
-//!   else e.g. `sub`) must be a registered, active approver's name. Then a session
+//!   audience, not expired nor before its `nbf`, no critical header extension, and the
+//!   nonce of this flow. The configured claim must be a registered, active approver's
+//!   name, and one the provider vouches for: `email` only with `email_verified: true`,
+//!   `sub` (unique and never reassigned, OpenID Connect Core §2), or a claim the operator
+//!   declares guaranteed (`claim_guaranteed`); any other claim stops the inbox at start,
+//!   since a display name or username is whatever the account's holder chose. Then a session
 //!   cookie is set: `HttpOnly`, `SameSite=Strict`, `Secure` when the inbox's public URL
 //!   is `https`; only its SHA-256 is kept, with the approver and an expiry.
 //! - `POST /logout` ends the session.
@@ -103,6 +107,8 @@ pub(crate) struct OidcOptions {
     pub(crate) client_id: String,
     pub(crate) client_secret: Option<String>,
     pub(crate) claim: String,
+    /// The operator's word that the provider guarantees `claim` names one person.
+    pub(crate) claim_guaranteed: bool,
     /// The inbox's public base URL: the redirect URI is its `/login/callback`.
     pub(crate) public_url: String,
 }
@@ -111,6 +117,14 @@ impl Oidc {
     /// Reads the provider's discovery document and keys; fails (and the inbox does not
     /// start) when either cannot be had.
     pub(crate) async fn discover(options: OidcOptions) -> anyhow::Result<Oidc> {
+        let claim = &options.claim;
+        if !options.claim_guaranteed && claim != "email" && claim != "sub" {
+            anyhow::bail!(
+                "inbox.oidc.claim {claim}: OpenID Connect promises only `sub` (and `email` with \
+                 email_verified) name one person; set inbox.oidc.claim_guaranteed: true if the \
+                 provider guarantees {claim}"
+            );
+        }
         let http = http_client()?;
         let issuer = &options.issuer;
         let metadata = issuer_metadata(&http, issuer)
@@ -124,10 +138,10 @@ impl Oidc {
                 .with_context(|| format!("inbox.oidc: {issuer}'s metadata names no {name}"))
         };
         let jwks = endpoint("jwks_uri")?;
-        let id_tokens =
-            JwtValidator::discover(issuer, Some(&jwks), &options.client_id, &options.claim)
-                .await
-                .context("inbox.oidc: the provider's keys")?;
+        let id_tokens = JwtValidator::discover(issuer, Some(&jwks), &options.client_id, claim)
+            .await
+            .context("inbox.oidc: the provider's keys")?
+            .claim_guaranteed(options.claim_guaranteed);
         let redirect = format!(
             "{}/login/callback",
             options.public_url.trim_end_matches('/')

@@ -12,6 +12,7 @@
 //!   says how (`agent_auth`); forged, expired, wrong-audience and revoked credentials and
 //!   a label that disagrees are refused and never reach the upstream.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -49,21 +50,21 @@ pub(crate) fn mint(issuer: &str, query: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn write_config(dir: &Path, yaml: &str) {
+pub(crate) fn write_config(dir: &Path, yaml: &str) {
     std::fs::create_dir_all(dir.join(".attest")).unwrap();
     std::fs::write(dir.join(".attest/config.yaml"), yaml).unwrap();
 }
 
 /// What the inbox answered the provider's redirect with.
-struct Callback {
-    status: u16,
+pub(crate) struct Callback {
+    pub(crate) status: u16,
     cookies: Vec<String>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Callback {
     /// The session cookie's `name=value`, when one was set.
-    fn session(&self) -> Option<String> {
+    pub(crate) fn session(&self) -> Option<String> {
         self.cookies
             .iter()
             .find(|c| c.starts_with("attest_session=") && !c.starts_with("attest_session=;"))
@@ -83,7 +84,7 @@ fn set_cookies(response: &reqwest::Response) -> Vec<String> {
 /// One sign-in as a browser makes it: `/login`, the provider (signing in `user`, the ID
 /// token spoiled as `spoil` says), and back to the inbox with the flow's cookie (unless
 /// `cookie` is false: a callback in another browser).
-async fn sign_in(base: &str, user: &str, spoil: &str, cookie: bool) -> Callback {
+pub(crate) async fn sign_in(base: &str, user: &str, spoil: &str, cookie: bool) -> Callback {
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -133,6 +134,63 @@ async fn sign_in(base: &str, user: &str, spoil: &str, cookie: bool) -> Callback 
     }
 }
 
+/// An inbox whose approvers sign in with the local provider: one request pending,
+/// `raj@acme.com` a registered approver.
+pub(crate) struct OidcInbox {
+    _issuer: Running,
+    _server: crate::approvals::Server,
+    /// The inbox's base URL.
+    pub(crate) base: String,
+    /// The pending request's id.
+    pub(crate) id: String,
+}
+
+/// Configures `inbox.oidc` for the local provider (its lines `oidc` added to the
+/// section, e.g. `claim: email`) and serves the inbox.
+pub(crate) async fn oidc_inbox(dir: &Path, oidc: &[&str]) -> OidcInbox {
+    let (id, _token) = crate::approvals::pend(dir).await;
+    crate::approvals::add_approver(dir, "raj@acme.com", &[]);
+    let (issuer_running, issuer) = local_issuer(dir);
+    let secret = dir.join("client.secret");
+    std::fs::write(&secret, CLIENT_SECRET).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let mut yaml = format!(
+        "inbox:\n  oidc:\n    issuer: {issuer}\n    client_id: {CLIENT_ID}\n    \
+         client_secret_file: {}\n",
+        secret.display()
+    );
+    for line in oidc {
+        yaml.push_str(&format!("    {line}\n"));
+    }
+    write_config(dir, &yaml);
+    let server = crate::approvals::serve(dir, &[]);
+    OidcInbox {
+        _issuer: issuer_running,
+        base: server.url.clone(),
+        _server: server,
+        id,
+    }
+}
+
+/// Signs raj in once per `(spoil, reason)`, the ID token spoiled so: each must be refused
+/// (403) saying `reason`, with no session made. Every one that was not is listed.
+pub(crate) async fn refused_sign_ins(base: &str, spoils: &[(&str, &str)]) {
+    let mut let_in = Vec::new();
+    for (spoil, reason) in spoils {
+        let answer = sign_in(base, "raj@acme.com", spoil, true).await;
+        if answer.status != 403 || !answer.body.contains(reason) || answer.session().is_some() {
+            let_in.push(format!("{spoil}: {} {}", answer.status, answer.body));
+        }
+    }
+    assert!(
+        let_in.is_empty(),
+        "not refused as they should be: {let_in:#?}"
+    );
+}
+
 #[tokio::test]
 async fn approvers_sign_in_with_the_provider_bad_id_tokens_are_refused_and_the_signed_in_approver_decides(
 ) {
@@ -140,25 +198,8 @@ async fn approvers_sign_in_with_the_provider_bad_id_tokens_are_refused_and_the_s
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (id, _token) = crate::approvals::pend(dir.path()).await;
-    crate::approvals::add_approver(dir.path(), "raj@acme.com", &[]);
-    let (_issuer, issuer) = local_issuer(dir.path());
-    let secret = dir.path().join("client.secret");
-    std::fs::write(&secret, CLIENT_SECRET).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    write_config(
-        dir.path(),
-        &format!(
-            "inbox:\n  oidc:\n    issuer: {issuer}\n    client_id: {CLIENT_ID}\n    \
-             client_secret_file: {}\n    claim: email\n",
-            secret.display()
-        ),
-    );
-    let server = crate::approvals::serve(dir.path(), &[]);
-    let base = server.url.clone();
+    let inbox = oidc_inbox(dir.path(), &["claim: email"]).await;
+    let (base, id) = (inbox.base.clone(), inbox.id.clone());
     let http = reqwest::Client::new();
 
     // Without a session the API says where to sign in.
@@ -167,18 +208,17 @@ async fn approvers_sign_in_with_the_provider_bad_id_tokens_are_refused_and_the_s
     assert_eq!(me.json::<Value>().await.unwrap()["login"], "/login");
 
     // Each spoiled ID token is refused, and no session is made.
-    for (spoil, reason) in [
-        ("issuer", "another issuer"),
-        ("audience", "another resource"),
-        ("expired", "expired"),
-        ("nonce", "nonce"),
-        ("signature", "signature"),
-    ] {
-        let answer = sign_in(&base, "raj@acme.com", spoil, true).await;
-        assert_eq!(answer.status, 403, "{spoil}: {}", answer.body);
-        assert!(answer.body.contains(reason), "{spoil}: {}", answer.body);
-        assert_eq!(answer.session(), None, "{spoil}");
-    }
+    refused_sign_ins(
+        &base,
+        &[
+            ("issuer", "another issuer"),
+            ("audience", "another resource"),
+            ("expired", "expired"),
+            ("nonce", "nonce"),
+            ("signature", "signature"),
+        ],
+    )
+    .await;
     // A callback in a browser that did not begin the flow (login CSRF) is refused.
     let elsewhere = sign_in(&base, "raj@acme.com", "", false).await;
     assert_eq!(elsewhere.status, 403, "{}", elsewhere.body);
@@ -267,7 +307,7 @@ async fn approvers_sign_in_with_the_provider_bad_id_tokens_are_refused_and_the_s
 }
 
 /// `attest agents add NAME --json`: the token, printed once.
-fn add_agent(dir: &Path, name: &str) -> String {
+pub(crate) fn add_agent(dir: &Path, name: &str) -> String {
     let out = attest(
         dir,
         &["--ledger", "ledger.sqlite", "agents", "add", name, "--json"],
@@ -278,6 +318,45 @@ fn add_agent(dir: &Path, name: &str) -> String {
     let token = added["token"].as_str().unwrap().to_owned();
     assert!(token.starts_with("atg_"), "{token}");
     token
+}
+
+/// The writes that reached the vendor (each one that ran is also read back, a GET).
+pub(crate) fn posts(vendor: &Shared) -> usize {
+    let vendor = vendor.lock().unwrap();
+    vendor
+        .hits
+        .iter()
+        .filter(|hit| hit.starts_with("POST"))
+        .count()
+}
+
+/// `POST /v1/notes` through the gateway `gw` with the headers `extra`.
+pub(crate) fn create_note(gw: &str, extra: &[&str]) -> (u16, HashMap<String, String>, String) {
+    let mut headers = Vec::new();
+    for header in extra {
+        headers.extend(["-H", header]);
+    }
+    curl(
+        "POST",
+        &format!("{gw}/v1/notes"),
+        Some(&json!({"title": "t"})),
+        &headers,
+    )
+}
+
+/// [`AGENT_POLICY`], and agents named by the local provider's JWTs for the audience
+/// `attest-gateway` (their `sub`) or unauthenticated: the provider running, and its issuer.
+pub(crate) fn gateway_agents(dir: &Path) -> (Running, String) {
+    std::fs::write(dir.join("policy.yaml"), AGENT_POLICY).unwrap();
+    let (running, issuer) = local_issuer(dir);
+    write_config(
+        dir,
+        &format!(
+            "agents:\n  jwt:\n    issuer: {issuer}\n    audience: attest-gateway\n    \
+             claim: sub\n  unauthenticated: record\n"
+        ),
+    );
+    (running, issuer)
 }
 
 const AGENT_POLICY: &str = r#"
@@ -300,15 +379,7 @@ fn an_agent_token_and_a_jwt_name_the_same_agent_through_the_gateway_and_bad_cred
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("policy.yaml"), AGENT_POLICY).unwrap();
-    let (_issuer, issuer) = local_issuer(dir.path());
-    write_config(
-        dir.path(),
-        &format!(
-            "agents:\n  jwt:\n    issuer: {issuer}\n    audience: attest-gateway\n    \
-             claim: sub\n  unauthenticated: record\n"
-        ),
-    );
+    let (_issuer, issuer) = gateway_agents(dir.path());
     let token = add_agent(dir.path(), "billing-bot");
     let listed = attest(
         dir.path(),
@@ -322,27 +393,8 @@ fn an_agent_token_and_a_jwt_name_the_same_agent_through_the_gateway_and_bad_cred
     let vendor = Shared::default();
     let upstream = start_vendor(Arc::clone(&vendor));
     let (_gateway, gw) = start_gateway(dir.path(), &upstream, &[]);
-    // The writes that reached the vendor (each one that ran is also read back, a GET).
-    let hits = || {
-        let vendor = vendor.lock().unwrap();
-        vendor
-            .hits
-            .iter()
-            .filter(|hit| hit.starts_with("POST"))
-            .count()
-    };
-    let create = |extra: &[&str]| {
-        let mut headers = Vec::new();
-        for header in extra {
-            headers.extend(["-H", header]);
-        }
-        curl(
-            "POST",
-            &format!("{gw}/v1/notes"),
-            Some(&json!({"title": "t"})),
-            &headers,
-        )
-    };
+    let hits = || posts(&vendor);
+    let create = |extra: &[&str]| create_note(&gw, extra);
 
     // The agent's own token, and a JWT whose subject is the agent: both name billing-bot.
     let (status, _, body) = create(&[&format!("X-Attest-Token: {token}")]);

@@ -59,10 +59,6 @@ async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_i
         format!(r#"Bearer resource_metadata="{metadata_url}""#)
     );
 
-    let mint = |query: String| {
-        let issuer = issuer.clone();
-        async move { crate::identity::mint(&issuer, &query) }
-    };
     let refused = [
         (
             format!("sub=mallory&aud={resource}&iss=http://127.0.0.1:9"),
@@ -75,23 +71,52 @@ async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_i
         (format!("sub=mallory&aud={resource}&exp_in=-120"), "expired"),
         (format!("sub=mallory&aud={resource}&key=other"), "signature"),
     ];
-    for (query, reason) in refused {
-        let bearer = format!("Bearer {}", mint(query.clone()).await);
-        let answer = Session::new(&resource, &[("authorization", &bearer)])
-            .initialize()
-            .await;
-        assert_eq!(answer.status, 401, "{query}");
-        let challenge = answer.headers["www-authenticate"].to_str().unwrap();
-        assert!(
-            challenge.contains(r#"error="invalid_token""#) && challenge.contains(reason),
-            "{query}: {challenge}"
-        );
-    }
+    refused_at(&resource, &issuer, &refused).await;
 
     // The issuer's token for this resource gets in, and its subject is the agent.
-    let token = mint(format!("sub=alice&aud={resource}")).await;
+    let token = crate::identity::mint(&issuer, &format!("sub=alice&aud={resource}"));
+    alice_creates(dir.path(), &resource, &token).await;
+    // The upstream got the proxy's own token (it refuses any other), never alice's.
+    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
+    assert!(log.contains("create_note"), "{log}");
+    let all = serde_json::to_string(&exported_entries(dir.path())).unwrap();
+    assert!(!all.contains(&token) && !all.contains(TOKEN));
+}
+
+/// Presents each `(mint query, reason)`'s token from `issuer` to the protected resource:
+/// each must get a 401 whose challenge says `invalid_token` and `reason`. Every one that
+/// did not is listed.
+pub(crate) async fn refused_at<Q: AsRef<str>>(resource: &str, issuer: &str, tokens: &[(Q, &str)]) {
+    let mut let_in = Vec::new();
+    for (query, reason) in tokens {
+        let query = query.as_ref();
+        let bearer = format!("Bearer {}", crate::identity::mint(issuer, query));
+        let answer = Session::new(resource, &[("authorization", &bearer)])
+            .initialize()
+            .await;
+        let challenge = answer
+            .headers
+            .get("www-authenticate")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default();
+        if answer.status != 401
+            || !challenge.contains(r#"error="invalid_token""#)
+            || !challenge.contains(reason)
+        {
+            let_in.push(format!("{query}: {} {challenge}", answer.status));
+        }
+    }
+    assert!(
+        let_in.is_empty(),
+        "not refused as they should be: {let_in:#?}"
+    );
+}
+
+/// `token` opens a session on the protected resource and creates a note, recorded as
+/// made by `alice`.
+pub(crate) async fn alice_creates(dir: &std::path::Path, resource: &str, token: &str) {
     let bearer = format!("Bearer {token}");
-    let mut alice = Session::open(&resource, &[("authorization", &bearer)]).await;
+    let mut alice = Session::open(resource, &[("authorization", &bearer)]).await;
     let created = alice
         .request(
             "tools/call",
@@ -99,14 +124,9 @@ async fn listen_is_a_protected_resource_that_takes_only_its_issuers_tokens_for_i
         )
         .await;
     assert_eq!(created["result"]["isError"], false, "{created}");
-    let rows = crate::outcome_entries(dir.path());
+    let rows = crate::outcome_entries(dir);
     let create = rows.iter().find(|row| row["verb"] == "create").unwrap();
     assert_eq!(create["agent"], "alice", "{create}");
-    // The upstream got the proxy's own token (it refuses any other), never alice's.
-    let log = std::fs::read_to_string(dir.path().join("notes.log")).unwrap();
-    assert!(log.contains("create_note"), "{log}");
-    let all = serde_json::to_string(&exported_entries(dir.path())).unwrap();
-    assert!(!all.contains(&token) && !all.contains(TOKEN));
 }
 
 /// The OAuth-protected notes server with its own authorization server

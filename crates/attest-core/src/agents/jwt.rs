@@ -6,8 +6,13 @@
 //! and `--listen`) and approvers signing in to the inbox (the OpenID Connect ID token).
 //! Each gets a validator for one issuer and one audience: a token is accepted when its
 //! signature checks against one of the issuer's keys with an asymmetric algorithm, its
-//! `iss` is the issuer, its `aud` names the audience, it has not expired, and the
-//! configured claim (`sub`, `email`, …) is a non-empty string: who the caller is.
+//! `iss` is the issuer, its `aud` names the audience, it has not expired and is not
+//! before its `nbf` (both with [`LEEWAY_SECS`] of clock skew), its protected header marks
+//! nothing critical (`crit`: no extension is understood here, so any is refused, RFC 7515
+//! §4.1.11), and the configured claim (`sub`, `email`, …) is a non-empty string: who the
+//! caller is. An `email` claim names the caller only when the provider says it verified
+//! the address (`email_verified: true`), unless the operator guarantees the claim
+//! ([`JwtValidator::claim_guaranteed`]).
 //!
 //! In attest-core (feature `http`) so that the binary's doors and the Python and
 //! TypeScript packages check agents' JWTs with the same code.
@@ -15,6 +20,7 @@
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
@@ -33,8 +39,12 @@ const ACCEPTED: &[Algorithm] = &[
     Algorithm::EdDSA,
 ];
 
-/// Clock skew allowed on `exp`.
-const LEEWAY_SECS: u64 = 30;
+/// Clock skew allowed on `exp` and `nbf`.
+pub const LEEWAY_SECS: u64 = 30;
+
+/// The longest token read: far above any provider's, and a bound on the header decoded
+/// here before the signature is checked.
+const MAX_TOKEN: usize = 16 * 1024;
 
 /// How often an unknown key id may send the validator back to the JWKS.
 const REFRESH_INTERVAL: Duration = Duration::from_secs(30);
@@ -91,6 +101,7 @@ pub struct JwtValidator {
     issuer: String,
     audience: String,
     claim: String,
+    claim_guaranteed: bool,
     jwks_url: String,
     keys: RwLock<JwkSet>,
     refreshed: Mutex<Instant>,
@@ -126,6 +137,7 @@ impl JwtValidator {
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
             claim: claim.to_owned(),
+            claim_guaranteed: false,
             jwks_url,
             keys: RwLock::new(keys),
             refreshed: Mutex::new(Instant::now()),
@@ -138,8 +150,21 @@ impl JwtValidator {
         &self.issuer
     }
 
-    /// Checks `token`: signature, issuer, audience, expiry, and the caller's claim.
+    /// Takes the configured claim as the provider's guarantee of who the caller is, with
+    /// no `email_verified` asked of an `email` claim: for a provider the operator knows
+    /// issues only addresses it owns (a directory's own domain).
+    pub fn claim_guaranteed(mut self, guaranteed: bool) -> JwtValidator {
+        self.claim_guaranteed = guaranteed;
+        self
+    }
+
+    /// Checks `token`: signature, issuer, audience, expiry, not-before, critical header
+    /// parameters, and the caller's claim.
     pub async fn validate(&self, token: &str) -> Result<Verified, &'static str> {
+        if token.len() > MAX_TOKEN {
+            return Err("the token is too long");
+        }
+        nothing_critical(token)?;
         let header = jsonwebtoken::decode_header(token).map_err(|_| "not a JWT")?;
         if !ACCEPTED.contains(&header.alg) {
             return Err("signature algorithm not accepted");
@@ -153,12 +178,16 @@ impl JwtValidator {
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        // jsonwebtoken leaves `nbf` unchecked unless asked; a token for later is not one
+        // for now.
+        validation.validate_nbf = true;
         validation.leeway = LEEWAY_SECS;
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation).map_err(
             |err| {
                 use jsonwebtoken::errors::ErrorKind;
                 match err.kind() {
                     ErrorKind::ExpiredSignature => "the token has expired",
+                    ErrorKind::ImmatureSignature => "the token is not valid yet (its nbf)",
                     ErrorKind::InvalidIssuer => "the token is from another issuer",
                     ErrorKind::InvalidAudience => {
                         "the token is for another resource (its audience is not this one)"
@@ -168,19 +197,48 @@ impl JwtValidator {
                 }
             },
         )?;
-        let name = data
+        // jsonwebtoken skips an `nbf` it cannot read as a time (a string, null, a negative
+        // number): such a token states a start nobody can check, so it is refused.
+        if data
             .claims
-            .get(&self.claim)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
-            .ok_or("the token does not name the caller in its configured claim")?
-            .to_owned();
+            .get("nbf")
+            .is_some_and(|nbf| nbf.as_f64().is_none_or(|nbf| nbf < 0.0))
+        {
+            return Err("the token's nbf is not a time");
+        }
+        let name = self.caller(&data.claims)?.to_owned();
         Ok(Verified {
             issuer: self.issuer.clone(),
             name,
             claims: data.claims,
         })
+    }
+
+    /// The configured claim's value, when it names the caller: a non-empty string, and for
+    /// `email` an address the provider verified (OpenID Connect Core §5.1: an unverified
+    /// address is whatever the account's holder typed), unless the claim is guaranteed.
+    fn caller<'a>(&self, claims: &'a Map<String, Value>) -> Result<&'a str, &'static str> {
+        let name = claims
+            .get(&self.claim)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .ok_or("the token does not name the caller in its configured claim")?;
+        if self.claim == "email" && !self.claim_guaranteed {
+            match claims.get("email_verified") {
+                Some(Value::Bool(true)) => {}
+                Some(Value::Bool(false)) => {
+                    return Err("the provider has not verified this e-mail address \
+                                (email_verified is false)")
+                }
+                Some(_) => return Err("the token's email_verified is not true or false"),
+                None => {
+                    return Err("the provider does not say it verified this e-mail address \
+                                (no email_verified)")
+                }
+            }
+        }
+        Ok(name)
     }
 
     /// The key `kid` names (or the only key, for a token that names none).
@@ -220,6 +278,27 @@ impl JwtValidator {
                 true
             }
             Err(_) => false,
+        }
+    }
+}
+
+/// Refuses a token whose protected header has `crit` (RFC 7515 §4.1.11): the listed
+/// extensions must be understood or the token rejected, and none is understood here; an
+/// empty list is itself forbidden. jsonwebtoken's `Header` drops unknown members, `crit`
+/// among them, so the header's JSON is read here (the caller bounds the token's length).
+fn nothing_critical(token: &str) -> Result<(), &'static str> {
+    let (encoded, _) = token.split_once('.').ok_or("not a JWT")?;
+    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(encoded)
+        .map_err(|_| "not a JWT")?;
+    let header: Map<String, Value> = serde_json::from_slice(&json).map_err(|_| "not a JWT")?;
+    match header.get("crit") {
+        None => Ok(()),
+        Some(Value::Array(names)) if names.is_empty() => {
+            Err("the token's header has an empty crit list (RFC 7515 forbids it)")
+        }
+        Some(_) => {
+            Err("the token's header marks as critical (crit) an extension not understood here")
         }
     }
 }

@@ -7,9 +7,12 @@ Connect discovery document naming its JWKS (one RSA key, kid "k1") and, for the 
 only, mints tokens on request:
 
     GET /mint?sub=alice&aud=RESOURCE[&iss=…][&exp_in=SECONDS][&key=other][&claim_NAME=VALUE]
+              [&nbf_in=SECONDS][&nbf=JSON][&crit=JSON]
 
 `key=other` signs with a second key that claims the same kid (a forged signature);
-`claim_email=a@b` adds claim `email`.
+`claim_email=a@b` adds claim `email`; `nbf_in` sets `nbf` that far from now, `nbf` to a
+JSON value as given; `crit` puts a JSON value in the header's `crit` (and each name it
+lists in the header too, as RFC 7515 has a producer do).
 
 The authorization code flow with PKCE, for one confidential client (CLIENT_ID with
 CLIENT_SECRET, sent as HTTP Basic): `GET /authorize` signs in the user the test names
@@ -17,7 +20,10 @@ CLIENT_SECRET, sent as HTTP Basic): `GET /authorize` signs in the user the test 
 state; `POST /token` takes the code once, checks the client, the redirect URI and the
 PKCE verifier (S256), and answers an ID token (`aud` the client, `nonce` the request's,
 `email` and `sub` the user). The test spoils the ID token with `spoil` on the
-authorization request: `issuer`, `audience`, `expired`, `nonce` or `signature`. Every
+authorization request: `issuer`, `audience`, `expired`, `nonce`, `signature`, `nbf` (an
+hour ahead), `crit` (an unknown critical extension), `crit_empty` (`crit: []`),
+`email_unverified` (`email_verified: false`) or `email_verified_absent`; otherwise the
+ID token says `email_verified: true`. Every
 token request is appended to $OAUTH_LOG (one JSON line) when set. Prints the issuer on its
 first line once it listens.
 """
@@ -54,6 +60,16 @@ def metadata():
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256"],
             "code_challenge_methods_supported": ["S256"]}
+
+
+def header(crit):
+    """The JWS header: the key id, and `crit` (a JSON text) with the names it lists."""
+    headers = {"kid": "k1"}
+    if crit is not None:
+        headers["crit"] = json.loads(crit)
+        if isinstance(headers["crit"], list):
+            headers.update({name: True for name in headers["crit"] if isinstance(name, str)})
+    return headers
 
 
 def log(entry):
@@ -98,9 +114,13 @@ class Handler(BaseHTTPRequestHandler):
             now = int(time.time())
             claims = {"sub": q["sub"], "aud": q["aud"], "iss": q.get("iss", ISSUER),
                       "iat": now, "exp": now + int(q.get("exp_in", "300"))}
+            if "nbf_in" in q:
+                claims["nbf"] = now + int(q["nbf_in"])
+            if "nbf" in q:
+                claims["nbf"] = json.loads(q["nbf"])
             claims.update({k[len("claim_"):]: v for k, v in q.items() if k.startswith("claim_")})
             token = jwt.encode(claims, KEYS[q.get("key", "good")], algorithm="RS256",
-                               headers={"kid": "k1"})
+                               headers=header(q.get("crit")))
             self.reply(200, token, "text/plain")
         else:
             self.reply(404, {"error": "not found"})
@@ -135,9 +155,15 @@ class Handler(BaseHTTPRequestHandler):
                   "sub": "user-" + hashlib.sha256(user.encode()).hexdigest()[:12],
                   "email": user, "iat": now - (600 if spoil == "expired" else 0),
                   "exp": now + (-300 if spoil == "expired" else 300),
-                  "nonce": "not-the-nonce" if spoil == "nonce" else request.get("nonce", "")}
+                  "nonce": "not-the-nonce" if spoil == "nonce" else request.get("nonce", ""),
+                  "email_verified": spoil != "email_unverified"}
+        if spoil == "email_verified_absent":
+            del claims["email_verified"]
+        if spoil == "nbf":
+            claims["nbf"] = now + 3600
+        crit = {"crit": '["urn:example:unknown"]', "crit_empty": "[]"}.get(spoil)
         key = KEYS["other" if spoil == "signature" else "good"]
-        id_token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+        id_token = jwt.encode(claims, key, algorithm="RS256", headers=header(crit))
         self.reply(200, {"access_token": secrets.token_urlsafe(16), "token_type": "Bearer",
                          "expires_in": 300, "id_token": id_token})
 
