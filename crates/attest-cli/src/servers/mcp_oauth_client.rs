@@ -484,6 +484,7 @@ async fn authorize(
     if options.grant == Grant::ClientCredentials {
         return client_credentials(manager, &metadata, options).await;
     }
+    advertises_s256(&metadata, &options.url)?;
     let file = TokenFile::new(options.token_file.clone(), &options.url);
     let (stored_secret, stored_redirect) = file.client()?;
 
@@ -551,6 +552,23 @@ async fn authorize(
         .context("OAuth token exchange")?;
     file.remember_client(client_secret, &redirect_uri).await?;
     Ok(session.auth_manager)
+}
+
+/// Refuses an authorization server whose metadata does not list S256 among its
+/// `code_challenge_methods_supported`: the MCP authorization spec has the client refuse
+/// to proceed, since a server that ignores the challenge leaves an intercepted code
+/// usable by whoever holds it. rmcp refuses a list without S256 but goes on when the
+/// list is absent; both stop here, before registration or the authorization request.
+fn advertises_s256(metadata: &AuthorizationMetadata, url: &str) -> anyhow::Result<()> {
+    let said = match metadata.code_challenge_methods_supported.as_deref() {
+        Some(methods) if methods.iter().any(|method| method == "S256") => return Ok(()),
+        None => "does not advertise PKCE (its metadata has no code_challenge_methods_supported)",
+        Some(_) => "does not advertise S256 PKCE (its code_challenge_methods_supported lacks S256)",
+    };
+    anyhow::bail!(
+        "the authorization server of {url} {said}; the MCP authorization spec requires a \
+         client to refuse a server without S256 PKCE, so Attest does not sign in to it"
+    )
 }
 
 /// The authorization server's metadata: rmcp's discovery (from the challenge, protected

@@ -154,16 +154,15 @@ fn oauth_notes_with(dir: &std::path::Path, env: &[(&str, &str)]) -> (crate::Runn
 }
 
 /// The authorization server's grants so far, in order (`register`, `authorization_code`,
-/// `refresh_token`, `revoked`).
+/// `refresh_token`, `revoked`); its log's authorization requests left out.
 fn grants(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("oauth.log"))
         .unwrap_or_default()
         .lines()
-        .map(|line| {
+        .filter_map(|line| {
             serde_json::from_str::<Value>(line).unwrap()["grant"]
                 .as_str()
-                .unwrap()
-                .to_owned()
+                .map(str::to_owned)
         })
         .collect()
 }
@@ -469,6 +468,36 @@ fn a_2025_03_26_server_on_its_own_origin_is_its_authorization_server_but_no_othe
     );
     assert!(grants(other.path()).is_empty());
     assert!(!tokens.exists() || std::fs::read_dir(&tokens).unwrap().next().is_none());
+}
+
+#[test]
+fn mcp_login_refuses_an_authorization_server_that_does_not_advertise_s256_pkce() {
+    if !python_with("mcp") || !python_with("uvicorn") {
+        return;
+    }
+    // Metadata without code_challenge_methods_supported, then with only `plain`: refused
+    // with the reason, before any registration, authorization or token request.
+    for (methods, said) in [
+        ("", "does not advertise PKCE"),
+        ("plain", "does not advertise S256 PKCE"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_server, url) = oauth_notes_with(dir.path(), &[("OAUTH_PKCE_METHODS", methods)]);
+        let tokens = dir.path().join("tokens");
+        let refused = headless_login(&url, &tokens);
+        let stderr = crate::stderr(&refused);
+        assert!(
+            !refused.status.success(),
+            "{methods:?}: signed in: {stderr}"
+        );
+        assert!(
+            stderr.contains(said) && stderr.contains("MCP authorization spec"),
+            "{methods:?}: {stderr}"
+        );
+        let log = std::fs::read_to_string(dir.path().join("oauth.log")).unwrap_or_default();
+        assert_eq!(log, "", "{methods:?}: the authorization server was asked");
+        assert!(!tokens.exists() || std::fs::read_dir(&tokens).unwrap().next().is_none());
+    }
 }
 
 #[test]

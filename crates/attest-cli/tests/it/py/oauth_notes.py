@@ -15,7 +15,9 @@ OAUTH_REFRESH_DELAY=SECS a refresh answers after that long (two clients refreshi
 once then overlap). With OAUTH_LEGACY_ISSUER=URL ({base} in it is the server's origin),
 the 2025-03-26 revision's layout: no protected resource metadata (nor a pointer to it in
 the challenge), the authorization server's metadata at the origin's root naming URL as
-its issuer, and its endpoints under /oauth.
+its issuer, and its endpoints under /oauth. With OAUTH_PKCE_METHODS the metadata's
+code_challenge_methods_supported is that comma-separated list (empty: the field left
+out). Each authorization request is appended to OAUTH_LOG as {"request": "authorize"}.
 """
 
 import asyncio
@@ -56,6 +58,7 @@ LEGACY_ISSUER = os.environ.get("OAUTH_LEGACY_ISSUER", "").replace("{base}", BASE
 PREFIX = "/oauth" if LEGACY_ISSUER else ""
 if LEGACY_ISSUER:
     CHALLENGE = b'Bearer error="invalid_token"'
+PKCE_METHODS = os.environ.get("OAUTH_PKCE_METHODS", "S256")
 
 APP = server.streamable_http_app(host="127.0.0.1")
 
@@ -108,12 +111,15 @@ async def oauth(scope, receive, send):
                                        "scopes_supported": ["notes"]})
     if path == "/.well-known/oauth-authorization-server":
         at = BASE + PREFIX
-        return await reply(send, 200, {
+        metadata = {
             "issuer": LEGACY_ISSUER or BASE, "authorization_endpoint": f"{at}/authorize",
             "token_endpoint": f"{at}/token", "registration_endpoint": f"{at}/register",
-            "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+            "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_methods_supported": ["none"], "scopes_supported": ["notes"]})
+            "token_endpoint_auth_methods_supported": ["none"], "scopes_supported": ["notes"]}
+        if PKCE_METHODS:
+            metadata["code_challenge_methods_supported"] = PKCE_METHODS.split(",")
+        return await reply(send, 200, metadata)
     if path == "/register" and method == "POST":
         registration = json.loads(await body_of(receive))
         client_id = "client-" + secrets.token_hex(4)
@@ -122,6 +128,7 @@ async def oauth(scope, receive, send):
                                        "redirect_uris": registration["redirect_uris"],
                                        "token_endpoint_auth_method": "none"})
     if path == "/authorize":
+        log({"request": "authorize"})
         if query.get("code_challenge_method") != "S256" or "code_challenge" not in query:
             return await reply(send, 400, {"error": "invalid_request"})
         code = secrets.token_urlsafe(16)
