@@ -367,3 +367,42 @@ async fn fetch_json(http: &reqwest::Client, url: &str) -> Result<Value, Provider
     serde_json::from_slice(&bytes)
         .map_err(|err| ProviderError::because(format!("GET {url}: not JSON"), err))
 }
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+
+    use super::nothing_critical;
+
+    /// A token whose protected header is `header` (the rest is never read here).
+    fn token(header: &str) -> String {
+        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(header);
+        format!("{encoded}.e30.c2ln")
+    }
+
+    #[test]
+    fn any_crit_is_refused_and_a_header_that_does_not_parse_is_not_a_jwt() {
+        assert_eq!(
+            nothing_critical(&token(r#"{"alg":"RS256","kid":"k1"}"#)),
+            Ok(())
+        );
+        for critical in [
+            r#"{"alg":"RS256","crit":["exp"],"exp":1}"#,
+            r#"{"alg":"RS256","crit":"b64","b64":false}"#,
+            r#"{"alg":"RS256","crit":{"b64":true}}"#,
+            r#"{"alg":"RS256","crit":null}"#,
+            // RFC 7515 §4: the last of duplicate members counts; either one is refused.
+            r#"{"alg":"RS256","crit":["x"],"crit":[]}"#,
+        ] {
+            let why = nothing_critical(&token(critical)).unwrap_err();
+            assert!(why.contains("crit"), "{critical}: {why}");
+        }
+        assert_eq!(
+            nothing_critical(&token(r#"{"alg":"RS256","crit":[]}"#)),
+            Err("the token's header has an empty crit list (RFC 7515 forbids it)")
+        );
+        for garbled in ["", "no dots", "!!!.e30.c2ln", &token("[1]"), &token("{")] {
+            assert_eq!(nothing_critical(garbled), Err("not a JWT"), "{garbled}");
+        }
+    }
+}
