@@ -177,15 +177,20 @@ test("a JWT from the identity provider names the agent; a spoiled one never runs
     `agents:\n  jwt:\n    issuer: ${idp.issuer}\n    audience: attest-js\n    jwks_url: ${idp.jwks}\n    claim: email\n`,
   );
   const tool = notes();
-  const good = idp.mint({ sub: "u-1", email: "claims-bot" });
+  // An e-mail claim names the agent only when the provider verified the address.
+  const email = { email: "claims-bot", email_verified: true };
+  const good = idp.mint({ sub: "u-1", ...email });
   await open(t, where, config, { agentToken: good, agent: "claims-bot" }).call(NOTE, PARAMS, tool.run);
   assert.deepEqual(who(cli), [["claims-bot", "jwt", "update"]]);
   const spoiled = {
-    expired: idp.mint({ email: "claims-bot" }, { expiresIn: -300 }),
-    "another audience": idp.mint({ email: "claims-bot", aud: "someone-else" }),
-    forged: idp.mint({ email: "claims-bot" }, { signer: idp.other }),
-    "another issuer": idp.mint({ email: "claims-bot", iss: "http://127.0.0.1:9" }),
+    expired: idp.mint(email, { expiresIn: -300 }),
+    "another audience": idp.mint({ ...email, aud: "someone-else" }),
+    forged: idp.mint(email, { signer: idp.other }),
+    "another issuer": idp.mint({ ...email, iss: "http://127.0.0.1:9" }),
     "no claim": idp.mint({ sub: "u-1" }),
+    "an unverified e-mail": idp.mint({ ...email, email_verified: false }),
+    "an e-mail not said to be verified": idp.mint({ email: "claims-bot" }),
+    "not valid yet": idp.mint({ ...email, nbf: Math.floor(Date.now() / 1000) + 3600 }),
   };
   for (const [why, token] of Object.entries(spoiled)) {
     const attest = open(t, where, config, { agentToken: token });
