@@ -313,7 +313,13 @@ function checksOf({ verify, readBack } = {}) {
 async function judge(checks, value, params) {
   try {
     if (checks.readBack) return { record: toJson((await checks.readBack(value, params)) ?? null) };
-    if (checks.verify) return { verified: Boolean(await checks.verify(value, params)) };
+    if (checks.verify) {
+      const answer = await checks.verify(value, params);
+      // Only `true` confirms and only `false` contradicts, as Python's `verify=`: anything
+      // else ({ ok: false }, "false", []) is no answer, so the row degrades, never to
+      // verified-custom or unverified.
+      return typeof answer === "boolean" ? { verified: answer } : { checkFailed: true };
+    }
   } catch {
     return { checkFailed: true };
   }

@@ -43,7 +43,7 @@ export interface ToolSpec {
   framework?: string;
   /** The resume token of this call when it was held before (possibly in another process). */
   token?: string;
-  /** Whether the action landed (sync or async): `verified-custom` or `unverified`; throwing degrades the row. */
+  /** Whether the action landed (sync or async): `true` is `verified-custom`, `false` `unverified`; any other answer, or throwing, degrades the row. */
   verify?: (result: any, params: any) => boolean | Promise<boolean>;
   /** Fetches the record the call wrote (`null` when none); Attest compares it with the params (`read-back:<name>`). */
   readBack?: (result: any, params: any) => unknown | Promise<unknown>;

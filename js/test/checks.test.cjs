@@ -127,3 +127,25 @@ test("a check that finds nothing or throws degrades the row, never to unverified
     assert.match(JSON.stringify(verification.evidence ?? verification), degraded);
   }
 });
+
+// Only `true` confirms and only `false` contradicts, as in Python: any other answer is no
+// answer, and the row degrades (never verified-custom, never unverified).
+for (const [name, answer] of [
+  ["{ok: false}", { ok: false }],
+  ['"false"', "false"],
+  ["[]", []],
+]) {
+  test(`a verify answering ${name} is not a yes: the row degrades`, async (t) => {
+    const { attest, cli } = acting(t);
+    const updateContact = attest.tool(
+      { system: "crm", verb: "update", verify: async () => answer },
+      async ({ id }) => ({ id, ok: true }),
+    );
+    const { receipt } = await updateContact.withReceipt({ id: "c7", name: "Ada" });
+    assert.equal(receipt.level, "acknowledged");
+    const { verification } = cli.entries().at(-1);
+    assert.equal(verification.method, "custom");
+    assert.equal(verification.level, "acknowledged");
+    assert.equal(verification.evidence.degraded, "custom check could not run");
+  });
+}

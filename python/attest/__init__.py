@@ -21,8 +21,10 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import hashlib
 import inspect
 import json
+import math
 import os
 import threading
 from typing import Any, Awaitable, Callable, Iterator, Mapping, Optional, TypeVar, Union
@@ -87,6 +89,71 @@ def to_json(value: Any) -> str:
     an acknowledgement. Objects JSON does not know are described by ``str``; pydantic
     models and dataclasses by their fields."""
     return json.dumps(value, default=_plain, sort_keys=True, ensure_ascii=False)
+
+
+def _strict_json(value: Any) -> Optional[str]:
+    """:func:`to_json`'s text when it is JSON the engine reads (no NaN or infinity, keys
+    that sort, no lone surrogate), else ``None``."""
+    try:
+        text = json.dumps(value, default=_plain, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except Exception:  # noqa: BLE001 - any failure to encode (an object's own hook too) is no JSON
+        return None
+    return text
+
+
+def _result_json(result: Any) -> str:
+    """The result as the engine hashes and checks it. The tool ran, so its row must be
+    written whatever it returned: a value JSON cannot carry (NaN or infinity, a key that
+    is not a string, a lone surrogate) is replaced by what stands in for it (see
+    :func:`_carried`), never by its raw form; the rest is read as usual."""
+    text = _strict_json(result)
+    if text is not None:
+        return text
+    try:
+        return json.dumps(_carried(result), sort_keys=True, ensure_ascii=False)
+    except Exception:  # noqa: BLE001 - too deep to walk, or an object's own hook raised
+        # The whole result stands in for itself: its type, nothing of its value.
+        return json.dumps({"unrepresentable": type(result).__name__})
+
+
+def _fingerprint(data: str) -> str:
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _carried(value: Any) -> Any:
+    """``value`` with what JSON cannot carry replaced: a NaN or infinite float by
+    ``{"unrepresentable": "float", "sha256": <of its repr>}``, a string with a lone
+    surrogate by ``{"unrepresentable": "string", "sha256": <of its UTF-8 with the
+    surrogate kept>}``, a key that is not a string, a number, a bool or ``None`` by
+    ``"unrepresentable key sha256:<of its repr>"`` (numbers, bools and ``None`` as keys
+    become the strings JSON gives them). The fingerprints let someone holding the value
+    match it; the ledger never holds the value."""
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"unrepresentable": "float", "sha256": _fingerprint(repr(value))}
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return {"unrepresentable": "string", "sha256": _fingerprint(value)}
+        return value
+    if isinstance(value, dict):
+        return {_carried_key(key): _carried(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_carried(item) for item in value]
+    return _carried(_plain(value))
+
+
+def _carried_key(key: Any) -> str:
+    if isinstance(key, str):
+        carried = _carried(key)
+        if isinstance(carried, str):
+            return carried
+    elif key is None or isinstance(key, (bool, int)) or (isinstance(key, float) and math.isfinite(key)):
+        return json.dumps(key)
+    return "unrepresentable key sha256:" + _fingerprint(repr(key))
 
 
 def _plain(value: Any) -> Any:
@@ -190,8 +257,8 @@ class Attest:
         Rust ``wrap_fn`` does. Use as ``@a.tool`` or ``@a.tool(system=..., verb=...)``.
 
         ``verify``: a callable (sync or ``async``) given the result (and the params, when
-        it takes two arguments) that returns whether the action landed: ``verified-custom``
-        or ``unverified``. ``read_back``: a callable, given the same, that fetches the
+        it takes two arguments) that returns whether the action landed: ``True`` is
+        ``verified-custom``, ``False`` ``unverified``, any other answer degrades the row. ``read_back``: a callable, given the same, that fetches the
         record the call wrote (``None`` when there is none); Attest compares it with the
         params and records ``verified`` or ``unverified`` as ``read-back:<its name>``, with
         the fields compared. Either one raising degrades the row, never to ``unverified``.
@@ -424,8 +491,14 @@ def _finish_sync(
     except BaseException as error:
         _LAST.set(running.fail(type(error).__name__))
         raise
-    judged = checks.judge_sync(result, use)
-    _LAST.set(running.finish(to_json(result), **judged))
+    judged, escaping = checks.judge_sync(result, use)
+    try:
+        _LAST.set(running.finish(_result_json(result), **judged))
+    finally:
+        # What stops the program (an exit, an interrupt) reaches the caller even when
+        # the row could not be written (that error is then its context).
+        if escaping is not None:
+            raise escaping
     return result
 
 
@@ -439,9 +512,17 @@ async def _finish_async(
     except BaseException as error:
         _LAST.set(await asyncio.to_thread(running.fail, type(error).__name__))
         raise
-    judged = await checks.judge_async(result, use)
-    _LAST.set(await asyncio.to_thread(running.finish, to_json(result), **judged))
-    return result
+    judged, escaping = await checks.judge_async(result, use)
+    if escaping is None:
+        _LAST.set(await asyncio.to_thread(running.finish, _result_json(result), **judged))
+        return result
+    try:
+        # Written on this thread, without awaiting: a cancelled task may be cancelled
+        # again at its next await, and the row must be in the ledger before the
+        # cancellation (or the exit) reaches the caller.
+        _LAST.set(running.finish(_result_json(result), **judged))
+    finally:
+        raise escaping
 
 
 Check = Callable[..., Any]
@@ -471,35 +552,54 @@ class _Checks:
 
     def _judged(self, answer: Any) -> dict:
         if self.read_back is not None:
-            return {"record": to_json(answer)}
+            record = _strict_json(answer)
+            # A record JSON cannot carry cannot be compared: the read-back did not answer.
+            return {"check_failed": True} if record is None else {"record": record}
         if not isinstance(answer, bool):
             # Neither yes nor no: the check did not answer, so the row degrades.
             return {"check_failed": True}
         return {"verified": answer}
 
-    def judge_sync(self, result: Any, params: Mapping[str, Any]) -> dict:
+    def judge_sync(self, result: Any, params: Mapping[str, Any]) -> tuple[dict, Optional[BaseException]]:
+        """What the check said of ``result``, and what it raised that must still reach
+        the caller once the outcome row is written (see :func:`_unanswered`)."""
         check = self._chosen()
         if check is None:
-            return {}
+            return {}, None
         try:
             answer = check(*_check_args(check, result, params))
             if inspect.isawaitable(answer):
                 answer = _run_awaitable(answer)
-        except Exception:  # noqa: BLE001 - a check that raised could not run: the row degrades
-            return {"check_failed": True}
-        return self._judged(answer)
+        except BaseException as error:  # noqa: BLE001 - the row is written first, see _unanswered
+            return _unanswered(error)
+        return self._judged(answer), None
 
-    async def judge_async(self, result: Any, params: Mapping[str, Any]) -> dict:
+    async def judge_async(self, result: Any, params: Mapping[str, Any]) -> tuple[dict, Optional[BaseException]]:
+        """Like :meth:`judge_sync`, awaiting the check in the caller's event loop."""
         check = self._chosen()
         if check is None:
-            return {}
+            return {}, None
         try:
             answer = check(*_check_args(check, result, params))
             if inspect.isawaitable(answer):
                 answer = await answer
-        except Exception:  # noqa: BLE001 - a check that raised could not run: the row degrades
-            return {"check_failed": True}
-        return self._judged(answer)
+        except BaseException as error:  # noqa: BLE001 - the row is written first, see _unanswered
+            return _unanswered(error)
+        return self._judged(answer), None
+
+
+def _unanswered(error: BaseException) -> tuple[dict, Optional[BaseException]]:
+    """A check that raised did not answer; the tool ran, so its row is written either
+    way. An ``Exception`` is the check's own failure: the row degrades and the caller
+    gets its result. Anything else (``SystemExit``, ``KeyboardInterrupt``, a cancelled
+    task's ``CancelledError``, ``GeneratorExit``) is the program stopping the call: the
+    row is written, then it is raised again. A cancellation or an interrupt is recorded
+    as such (the tool ran, its check was cancelled)."""
+    if isinstance(error, Exception) and not isinstance(error, asyncio.CancelledError):
+        return {"check_failed": True}, None
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
+        return {"check_cancelled": True}, error
+    return {"check_failed": True}, error
 
 
 def _check_name(check: Check) -> str:

@@ -69,6 +69,7 @@ class Running:
         verified: Optional[bool] = None,
         record: Optional[str] = None,
         check_failed: bool = False,
+        check_cancelled: bool = False,
     ) -> Receipt: ...
     def fail(self, error: str) -> Receipt: ...
 

@@ -165,8 +165,9 @@ impl Running {
     /// The tool returned: `result` is its result as JSON text (for verification only).
     /// What the caller's own check said comes with it: `verified` (a `verify=` check's
     /// answer), `record` (the JSON a `read_back=` fetched, `null` when it found nothing),
-    /// or `check_failed` (the check raised).
-    #[pyo3(signature = (result, verified=None, record=None, check_failed=false))]
+    /// `check_failed` (the check raised), or `check_cancelled` (the check was cancelled
+    /// or interrupted before it answered).
+    #[pyo3(signature = (result, verified=None, record=None, check_failed=false, check_cancelled=false))]
     fn finish(
         &self,
         py: Python<'_>,
@@ -174,16 +175,24 @@ impl Running {
         verified: Option<bool>,
         record: Option<&str>,
         check_failed: bool,
+        check_cancelled: bool,
     ) -> PyResult<Receipt> {
-        let value = parse_json(result, "result")?;
-        let judged = match (check_failed, verified, record) {
-            (true, _, _) => Some(Judgement::CouldNotRun),
-            (false, Some(ok), _) => Some(Judgement::Verified(ok)),
-            (false, None, Some(text)) => {
-                let record = parse_json(text, "record")?;
-                Some(Judgement::Record(Some(record).filter(|r| !r.is_null())))
+        // The tool ran, so its row is written whatever its result: JSON the engine cannot
+        // read (nested deeper than it reads) stands in as such, never raw.
+        let value = parse_json(result, "result")
+            .unwrap_or_else(|_| serde_json::json!({"unrepresentable": "json"}));
+        let judged = match (check_cancelled, check_failed, verified, record) {
+            (true, _, _, _) => Some(Judgement::Cancelled),
+            (false, true, _, _) => Some(Judgement::CouldNotRun),
+            (false, false, Some(ok), _) => Some(Judgement::Verified(ok)),
+            (false, false, None, Some(text)) => {
+                // A record the read-back found that JSON cannot carry is no record read.
+                Some(match parse_json(text, "record") {
+                    Ok(record) => Judgement::Record(Some(record).filter(|r| !r.is_null())),
+                    Err(_) => Judgement::CouldNotRun,
+                })
             }
-            (false, None, None) => None,
+            (false, false, None, None) => None,
         };
         self.answer(py, Ok(value), judged)
     }

@@ -96,3 +96,22 @@ def a(ledger_file: pathlib.Path, policy_file: pathlib.Path) -> attest.Attest:
 @pytest.fixture
 def cli(tmp_path: pathlib.Path, ledger_file: pathlib.Path, policy_file: pathlib.Path) -> Cli:
     return Cli(tmp_path, ledger_file, policy_file)
+
+
+# Contacts are written without asking, so a test of them is about verification and
+# recording alone (each write still leaves an intent row, then its outcome).
+CRM_POLICY = """\
+version: 1
+policies:
+  - name: crm-writes-run
+    match: {system: crm}
+    decision: act
+"""
+
+
+@pytest.fixture
+def acting(tmp_path: pathlib.Path, ledger_file: pathlib.Path) -> attest.Attest:
+    """An engine whose policy lets every `crm` call act."""
+    policy = tmp_path / "crm.yaml"
+    policy.write_text(CRM_POLICY)
+    return attest.Attest(ledger=ledger_file, policy=policy, agent="py-agent", durability="normal")

@@ -10,23 +10,6 @@ import pytest
 import attest
 from vendor import Vendor
 
-# Contacts are written without asking, so each test is about verification alone.
-POLICY = """\
-version: 1
-policies:
-  - name: crm-writes-run
-    match: {system: crm}
-    decision: act
-"""
-
-
-@pytest.fixture
-def acting(tmp_path, ledger_file):
-    policy = tmp_path / "crm.yaml"
-    policy.write_text(POLICY)
-    return attest.Attest(ledger=ledger_file, policy=policy, agent="py-agent", durability="normal")
-
-
 @pytest.fixture(params=[False, True], ids=["honest", "lying"])
 def vendor(request):
     served = Vendor(lying=request.param)

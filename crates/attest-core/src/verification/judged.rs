@@ -38,7 +38,18 @@ pub enum Judgement {
     Record(Option<Value>),
     /// The check raised: it could not run (the outcome degrades, never `unverified`).
     CouldNotRun,
+    /// The check was cancelled before it answered (the caller's task was cancelled, or
+    /// interrupted): the tool ran, the check did not finish; the outcome degrades as for
+    /// [`Judgement::CouldNotRun`], and its evidence says it was cancelled.
+    Cancelled,
 }
+
+/// The error a yes/no caller check gives when it was cancelled ([`Judgement::Cancelled`]):
+/// the verification step records that the check was cancelled rather than that it could
+/// not run.
+#[derive(Debug, thiserror::Error)]
+#[error("the check was cancelled")]
+pub struct CheckCancelled;
 
 /// Where the caller leaves its [`Judgement`] for the check to read.
 pub type JudgementSlot = Arc<Mutex<Option<Judgement>>>;
@@ -49,6 +60,7 @@ pub fn caller_check(kind: &CallerCheck, slot: &JudgementSlot) -> CustomCheck {
     match kind {
         CallerCheck::Verify => CustomCheck::sync(move |_action, _result| match take(&slot) {
             Some(Judgement::Verified(ok)) => Ok(ok),
+            Some(Judgement::Cancelled) => Err(ToolError::from(CheckCancelled)),
             _ => Err(ToolError::from("the verify= check did not answer")),
         }),
         CallerCheck::ReadBack { name } => {
@@ -83,6 +95,7 @@ fn read_back_finding(
         Some(Judgement::Record(None)) => {
             Finding::degraded("the read-back found no record", evidence)
         }
+        Some(Judgement::Cancelled) => Finding::degraded("the read-back was cancelled", evidence),
         _ => Finding::degraded("the read-back could not run", evidence),
     }
 }

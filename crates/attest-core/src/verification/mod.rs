@@ -52,7 +52,7 @@ pub use custom::CustomCheck;
 pub use env::{base_url_var, Credentials, Env, ProcessEnv};
 pub use finding::{Evidence, Finding};
 pub use http::{FetchError, Fetched, HttpOptions, HttpReader, ReadMethod, ReadRequest};
-pub use judged::{caller_check, CallerCheck, Judgement, JudgementSlot};
+pub use judged::{caller_check, CallerCheck, CheckCancelled, Judgement, JudgementSlot};
 pub use level::Level;
 pub use mcp_pair::{pair_getter, ListedTool, McpPair, ToolCaller};
 pub use openapi::OpenApiDriver;
@@ -126,13 +126,16 @@ pub(crate) async fn verify(
             Level::Unverified,
             verification(Level::Unverified, "custom", Some(false), Map::new()),
         ),
-        Err(_) => {
-            // The error text may carry tokens or bodies; the ledger keeps only that it failed.
+        Err(err) => {
+            // The error text may carry tokens or bodies; the ledger keeps only that it
+            // failed, or that it was cancelled (the tool ran, its check did not finish).
+            let why = if err.is::<CheckCancelled>() {
+                "custom check cancelled"
+            } else {
+                "custom check could not run"
+            };
             let mut evidence = Map::new();
-            evidence.insert(
-                "degraded".to_owned(),
-                Value::String("custom check could not run".to_owned()),
-            );
+            evidence.insert("degraded".to_owned(), Value::String(why.to_owned()));
             (ack_level, verification(ack_level, "custom", None, evidence))
         }
     }
