@@ -200,6 +200,40 @@ fn an_agent_token_names_its_agent_in_its_own_tenant_only() {
     );
 }
 
+#[test]
+fn a_jwt_names_an_agent_in_the_gateways_own_tenant_only() {
+    if curl_missing() || !python_with("jwt") || !python_with("cryptography") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(dir.join("policy.yaml"), crate::gateway::POLICY).unwrap();
+    let (_issuer, issuer) = crate::identity::local_issuer(dir);
+    write_config(
+        dir,
+        &format!("agents:\n  jwt: {{issuer: {issuer}, audience: attest-gateway}}\n"),
+    );
+    let vendor = Shared::default();
+    let upstream = start_vendor(Arc::clone(&vendor));
+    let (_gateway, gw) = start_gateway(dir, &upstream, &["--allow-tenant", "beta"]);
+    let jwt = crate::identity::mint(&issuer, "sub=bot-a&aud=attest-gateway");
+    let post = |tenant: Option<&str>| {
+        let mut headers = vec![format!("X-Attest-Token: {jwt}")];
+        headers.extend(tenant.map(|t| format!("X-Attest-Tenant: {t}")));
+        let args: Vec<&str> = headers.iter().flat_map(|h| ["-H", h.as_str()]).collect();
+        let body = json!({"title": "t", "body": "b"});
+        curl("POST", &format!("{gw}/v1/notes"), Some(&body), &args)
+    };
+    let (status, _, body) = post(None);
+    assert_eq!(status, 201, "the issuer's own tenant: {body}");
+    let (status, _, body) = post(Some("beta"));
+    assert_eq!(
+        status, 401,
+        "a JWT of the gateway's issuer acted in beta: {body}"
+    );
+    assert!(exported(dir, Some("beta")).is_empty());
+}
+
 /// Every entry of `tenant`'s chain (the default one for `None`).
 fn exported(dir: &Path, tenant: Option<&str>) -> Vec<Value> {
     let mut args = vec!["--ledger", "ledger.sqlite"];
