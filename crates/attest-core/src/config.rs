@@ -219,6 +219,11 @@ pub struct AgentSettings {
     /// What a call without a credential gets [default: `refuse`].
     #[serde(default)]
     pub unauthenticated: Unauthenticated,
+    /// The person each agent acts for (`billing-bot: ann@acme.com`): the requester of
+    /// every call the agent's credential proves, whom separation of duties keeps from
+    /// approving it, whether or not the caller also names them in a header.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub owners: std::collections::BTreeMap<String, String>,
 }
 
 /// Tokens an identity provider issues, checked against its published keys.

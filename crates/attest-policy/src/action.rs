@@ -56,6 +56,11 @@ pub struct Extra {
     /// agents configured; `None`: the agent is a label the caller gave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_auth: Option<String>,
+    /// The person the proven agent acts for (`agents.owners`), set by a door with agents
+    /// configured from the credential, never from a header: a requester that separation
+    /// of duties excludes from approving, whatever the caller's headers name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_owner: Option<String>,
     /// An HTTP call's path parameters, under the names the vendor's own tools use
     /// (`owner`, `repo`, `issue_number` from `/repos/o/r/issues/12`). They are part of
     /// the action (see [`Action::call_params`]) without being sent in the body.

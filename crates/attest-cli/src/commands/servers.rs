@@ -119,7 +119,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         // A token issued for this proxy as a protected resource, or an agent's own
         // credential, is not the upstream's.
         pass_bearer: args.oauth_issuer.is_none() && config.file.agents.is_none(),
-        identity: None,
+        agent: None,
     };
     if let Some(address) = listen {
         anyhow::ensure!(
@@ -153,7 +153,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
     }
     let runtime = stdio_runtime()?;
     let options = mcp_proxy::ProxyOptions {
-        identity: process_agent(config, &attest, &runtime)?,
+        agent: process_agent(config, &attest, &runtime)?,
         ..options
     };
     let outcome = runtime.block_on(mcp_proxy::serve(attest, options));
@@ -264,8 +264,8 @@ pub(crate) fn mcp_login(args: &McpLoginArgs) -> anyhow::Result<ExitCode> {
 pub(crate) fn mcp_server(config: &Config) -> anyhow::Result<ExitCode> {
     let attest = pipeline(config)?;
     let runtime = stdio_runtime()?;
-    let identity = process_agent(config, &attest, &runtime)?;
-    let outcome = runtime.block_on(mcp_server::serve(attest, identity));
+    let agent = process_agent(config, &attest, &runtime)?;
+    let outcome = runtime.block_on(mcp_server::serve(attest, agent));
     runtime.shutdown_timeout(Duration::from_secs(1));
     outcome?;
     Ok(ExitCode::SUCCESS)
@@ -362,28 +362,29 @@ fn agent_auth(
 }
 
 /// For a door on stdio (`mcp-server`, `mcp-proxy` without `--listen`), started by one
-/// agent's own client: with agents configured, that agent proves who it is once, with its
-/// token or JWT in `ATTEST_AGENT_TOKEN`, and every call is then its own. A credential that
-/// proves nobody (or none, unless `unauthenticated: record`) stops the door.
+/// agent's own client: with agents configured, that agent proves who it is with its token
+/// or JWT in `ATTEST_AGENT_TOKEN`, now (a credential that proves nobody, or none unless
+/// `unauthenticated: record`, stops the door) and again on every call, so a token revoked
+/// or rotated in the store, or a JWT that expired, stops the next call.
 fn process_agent(
     config: &Config,
     attest: &attest_core::Attest,
     runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<Option<attest_core::agents::AgentIdentity>> {
+) -> anyhow::Result<Option<Arc<attest_core::agents::CallerAgent>>> {
     let Some(agents) = agent_auth(config, attest, runtime)? else {
         return Ok(None);
     };
     use attest_core::agents::AGENT_TOKEN_VAR;
     let credential = crate::secrets::read_secret(None, AGENT_TOKEN_VAR)?;
-    let proven = runtime
-        .block_on(agents.identify(credential.as_deref(), None))
-        .map_err(|refusal| {
-            anyhow::anyhow!(
-                "{AGENT_TOKEN_VAR}: {} (agents: is configured)",
-                refusal.reason
-            )
-        })?;
-    Ok(Some(proven))
+    let agent =
+        attest_core::agents::CallerAgent::new(Arc::unwrap_or_clone(agents), credential, None);
+    runtime.block_on(agent.identify()).map_err(|refusal| {
+        anyhow::anyhow!(
+            "{AGENT_TOKEN_VAR}: {} (agents: is configured)",
+            refusal.reason
+        )
+    })?;
+    Ok(Some(Arc::new(agent)))
 }
 
 /// The variable that holds the gateway's token (never a command-line flag: `ps` shows those).

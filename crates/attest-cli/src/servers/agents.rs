@@ -41,11 +41,9 @@ pub(crate) async fn listen_guard(
         .map(|(_, token)| token.trim().to_owned());
     match agents.identify(bearer.as_deref(), None).await {
         Ok(identity) => {
-            request.extensions_mut().insert(Authenticated {
-                issuer: format!("attest-agents:{}", identity.how),
-                subject: identity.name,
-                how: identity.how,
-            });
+            request
+                .extensions_mut()
+                .insert(Authenticated::from(identity));
             next.run(request).await
         }
         Err(refusal) => {

@@ -62,9 +62,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::gateway_replay;
-use super::gateway_tenants::{TenantRefusal, Tenants};
+use super::gateway_tenants::{Picked, TenantRefusal, Tenants};
 use super::{chain, held_json, not_recorded_text, receipt_json};
-use attest_core::agents::{AgentAuth, AgentIdentity};
+use attest_core::agents::{AgentAuth, AgentIdentity, AgentRefusal};
 
 /// The header that names the upstream base URL.
 pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
@@ -596,8 +596,8 @@ async fn forward(
     body: Bytes,
 ) -> Response {
     let state = state.0;
-    let identity = match identify(&state, &headers).await {
-        Ok(identity) => identity,
+    let (attest, identity) = match tenant_and_agent(&state, &headers).await {
+        Ok(picked) => picked,
         Err(refused) => return refused,
     };
     if is_own_path(uri.path()) {
@@ -607,10 +607,6 @@ async fn forward(
             None,
         );
     }
-    let attest = match state.tenants.pick(&state.attest, &headers).await {
-        Ok(attest) => attest,
-        Err(refusal) => return refused_tenant(refusal),
-    };
     let url = match target_url(&uri, &headers, &state.options) {
         Ok(url) => url,
         Err(why) => return why.into_response(),
@@ -687,24 +683,50 @@ fn refused_tenant(refusal: TenantRefusal) -> Response {
     reject(refusal.status, json!({"error": refusal.message}), None)
 }
 
-/// Who may call: with agents configured, the agent the request's `X-Attest-Token`
-/// proves (checked against its `X-Attest-Agent` label); else nobody in particular, once
-/// the gateway's shared token (when it has one) is there. Refused: the answer to send;
-/// nothing was recorded or sent upstream.
-async fn identify(state: &Inner, headers: &HeaderMap) -> Result<Option<AgentIdentity>, Response> {
+/// The request's tenant's pipeline and who calls: with agents configured, the agent the
+/// request's `X-Attest-Token` proves in that tenant (its own tokens; the JWT issuer only
+/// in the gateway's own tenant), checked against its `X-Attest-Agent` label; else nobody
+/// in particular, once the gateway's shared token (when it has one) is there. Refused:
+/// the answer to send; nothing was recorded or sent upstream.
+async fn tenant_and_agent(
+    state: &Inner,
+    headers: &HeaderMap,
+) -> Result<(Attest, Option<AgentIdentity>), Response> {
+    let picked = state
+        .tenants
+        .pick(&state.attest, headers)
+        .await
+        .map_err(refused_tenant)?;
+    let identity = identify(state, headers, &picked).await?;
+    Ok((picked.attest, identity))
+}
+
+async fn identify(
+    state: &Inner,
+    headers: &HeaderMap,
+    picked: &Picked,
+) -> Result<Option<AgentIdentity>, Response> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let refused = |refusal: AgentRefusal| {
+        reject(
+            super::agents::status(&refusal),
+            json!({"error": refusal.reason}),
+            None,
+        )
+    };
     if let Some(agents) = &state.options.agents {
+        let in_tenant;
+        let agents = if picked.own {
+            agents.as_ref()
+        } else {
+            in_tenant = agents.in_tenant(&picked.attest).map_err(refused)?;
+            &in_tenant
+        };
         return agents
             .identify(text(TOKEN_HEADER), text(attest_core::AGENT_HEADER))
             .await
             .map(Some)
-            .map_err(|refusal| {
-                reject(
-                    super::agents::status(&refusal),
-                    json!({"error": refusal.reason}),
-                    None,
-                )
-            });
+            .map_err(refused);
     }
     match &state.options.token {
         Some(token) if !token.accepts(headers) => Err(reject(
@@ -724,13 +746,9 @@ async fn resume(
     headers: HeaderMap,
 ) -> Response {
     let state = state.0;
-    let identity = match identify(&state, &headers).await {
-        Ok(identity) => identity,
+    let (attest, identity) = match tenant_and_agent(&state, &headers).await {
+        Ok(picked) => picked,
         Err(refused) => return refused,
-    };
-    let attest = match state.tenants.pick(&state.attest, &headers).await {
-        Ok(attest) => attest,
-        Err(refusal) => return refused_tenant(refusal),
     };
     let token = ResumeToken::new(token);
     let request = match attest.approvals() {

@@ -29,6 +29,13 @@ pub(crate) struct Tenants {
     opened: tokio::sync::Mutex<HashMap<String, Attest>>,
 }
 
+/// The pipeline a request is for, and whether it is the gateway's own (the one its
+/// agents configuration, JWT issuer included, was set up for).
+pub(crate) struct Picked {
+    pub(crate) attest: Attest,
+    pub(crate) own: bool,
+}
+
 /// Why a request's tenant is refused: the status and the message for the caller.
 #[derive(Debug)]
 pub(crate) struct TenantRefusal {
@@ -60,16 +67,20 @@ impl Tenants {
     }
 
     /// The pipeline for a request: `default` (the gateway's own) without the header or
-    /// when it names the gateway's own tenant; else the named tenant's.
+    /// when it names the gateway's own tenant; else the named tenant's, whose agent
+    /// tokens are its own (see [`attest_core::agents::AgentAuth::in_tenant`]).
     pub(crate) async fn pick(
         &self,
         default: &Attest,
         headers: &HeaderMap,
-    ) -> Result<Attest, TenantRefusal> {
+    ) -> Result<Picked, TenantRefusal> {
         let refuse = |status, message: String| TenantRefusal { status, message };
         let mut values = headers.get_all(TENANT_HEADER).iter();
         let Some(value) = values.next() else {
-            return Ok(default.clone());
+            return Ok(Picked {
+                attest: default.clone(),
+                own: true,
+            });
         };
         if values.next().is_some() {
             return Err(refuse(
@@ -91,7 +102,10 @@ impl Tenants {
             })?;
         if let Some(own) = &self.own {
             return if name == own {
-                Ok(default.clone())
+                Ok(Picked {
+                    attest: default.clone(),
+                    own: true,
+                })
             } else {
                 Err(refuse(
                     StatusCode::FORBIDDEN,
@@ -108,8 +122,9 @@ impl Tenants {
             ));
         }
         let mut opened = self.opened.lock().await;
+        let other = |attest: Attest| Picked { attest, own: false };
         if let Some(attest) = opened.get(name) {
-            return Ok(attest.clone());
+            return Ok(other(attest.clone()));
         }
         let open = Arc::clone(&self.open);
         let owned = name.to_owned();
@@ -129,6 +144,6 @@ impl Tenants {
                 )
             })?;
         opened.insert(name.to_owned(), attest.clone());
-        Ok(attest)
+        Ok(other(attest))
     }
 }

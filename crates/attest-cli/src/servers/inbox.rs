@@ -14,7 +14,9 @@
 //!   decided as the approver registered with the presser's Slack user id;
 //! - `GET|POST /links/{id}/{approve|reject}` (with a link key): one-click links, signed
 //!   for one request, one choice and one approver. `GET` only shows what the link would
-//!   do; the page's button posts.
+//!   do; the page's button posts. Under a quorum, or for a request with a requester, the
+//!   `POST` counts only with that approver's own credential as well (401/403 otherwise):
+//!   a link is not proof of who decided when one reader may hold several.
 //!
 //! Because it is a browser app, every request's `Host` must be the address the inbox
 //! listens on (or `--public-url`'s), else 421 (DNS rebinding); a state-changing request
@@ -837,11 +839,21 @@ async fn link_decide(
     State(state): State<Shared>,
     Path((id, choice)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Response {
     let (choice, approver) = match check_link(&state, &id, &choice, &query) {
         Ok(checked) => checked,
         Err(refusal) => return refusal.into_response(),
     };
+    let request = match load(&state, id.clone()).await {
+        Ok(request) => request,
+        Err(err) => return err.into_response(),
+    };
+    if request.needs_signed_in_approvers() {
+        if let Err(refusal) = signed_in_as(&state, &headers, approver).await {
+            return refusal.into_response();
+        }
+    }
     let answer = match choice {
         Choice::Approve => Answer::approve(approver, "link"),
         Choice::Reject => Answer::reject(approver, "link"),
@@ -867,6 +879,32 @@ async fn link_decide(
             )
                 .into_response()
         }
+    }
+}
+
+/// Under a quorum, or with a requester to keep out, a link is not proof of who decided
+/// (whoever read the notice may hold every approver's link): it counts only when the
+/// request also carries that approver's own credential (a token, a sign-in session, the
+/// trusted identity header).
+async fn signed_in_as(
+    state: &InboxState,
+    headers: &HeaderMap,
+    link_approver: &str,
+) -> Result<(), LinkRefused> {
+    let refuse = |status, text: String| LinkRefused { status, text };
+    match approver(state, headers).await {
+        Ok(name) if name.trim().eq_ignore_ascii_case(link_approver.trim()) => Ok(()),
+        Ok(name) => Err(refuse(
+            StatusCode::FORBIDDEN,
+            format!("this link is {link_approver}'s, but {name} is signed in"),
+        )),
+        Err(_) => Err(refuse(
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "this request needs {link_approver} signed in (a link alone does not count under a \
+                 quorum or when its requester is known): sign in to the inbox, then decide there"
+            ),
+        )),
     }
 }
 

@@ -82,9 +82,9 @@ pub(crate) struct ProxyOptions {
     /// Whether a `--listen` client's own bearer token goes to a `--url` upstream (not when
     /// `--listen` is a protected resource: that token was issued for the proxy).
     pub(crate) pass_bearer: bool,
-    /// On stdio with agents configured, the agent this process's credential proved (on
-    /// `--listen` each request's own credential names it instead).
-    pub(crate) identity: Option<attest_core::agents::AgentIdentity>,
+    /// On stdio with agents configured, this process's agent credential, checked on
+    /// every call (on `--listen` each request's own credential names it instead).
+    pub(crate) agent: Option<Arc<attest_core::agents::CallerAgent>>,
 }
 
 /// Serves MCP on this process's stdio until the client goes away, then stops the upstream.
@@ -318,6 +318,15 @@ impl Proxy {
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
         let name = call.params.name.to_string();
+        // On stdio, this process's agent credential proves its agent again for each call:
+        // a token revoked or rotated since the start (or an expired JWT) stops this one.
+        let proven = match &self.0.options.agent {
+            Some(agent) => match agent.identify().await {
+                Ok(identity) => Some(Authenticated::from(identity)),
+                Err(refusal) => return self.answer(&name, Err(refusal.into())),
+            },
+            None => None,
+        };
         if name == RESUME_TOOL && self.0.options.mode != Mode::Auto {
             return self.resume(call, context).await;
         }
@@ -328,13 +337,7 @@ impl Proxy {
         let options = &self.0.options;
         // The agent a `--listen` protected resource or agent credential authenticated, the
         // agent this stdio process proved, else whatever names one.
-        let who = authenticated(&context).or_else(|| {
-            options.identity.as_ref().map(|identity| Authenticated {
-                issuer: format!("attest-agents:{}", identity.how),
-                subject: identity.name.clone(),
-                how: identity.how,
-            })
-        });
+        let who = authenticated(&context).or(proven);
         let mut action = self.0.attest.action(ProtocolCall::Mcp(McpCall {
             server: &options.server,
             server_named: options.server_named,
@@ -353,6 +356,7 @@ impl Proxy {
         }));
         if let Some(who) = &who {
             action.extra.agent_auth = Some(who.how.to_owned());
+            action.extra.agent_owner.clone_from(&who.owner);
         }
         let key = match mcp_keys::key_of(&context.meta) {
             Ok(key) => key,
@@ -597,6 +601,11 @@ impl Proxy {
             Err(err @ AttestError::NotRecorded(_)) => Ok(ServerResult::CallToolResult(
                 error_result(not_recorded_text(&format!("`{name}`"), &err), None),
             )),
+            // The agent's credential proves nobody now: nothing ran, nothing recorded.
+            Err(AttestError::Agent(refusal)) => Ok(ServerResult::CallToolResult(error_result(
+                format!("`{name}` was not called: {}", refusal.reason),
+                None,
+            ))),
             // Not recorded (the ledger failed).
             Err(err) => Err(ErrorData::internal_error(
                 format!("attest could not decide or record `{name}`: {}", chain(&err)),

@@ -37,6 +37,19 @@ pub(crate) struct Authenticated {
     /// How the agent was proven (the row's `agent_auth`): `jwt`, `token`, or
     /// `unauthenticated` (an `agents:` door that records calls without a credential).
     pub(crate) how: &'static str,
+    /// The person the agent acts for (`agents.owners`): its calls' requester.
+    pub(crate) owner: Option<String>,
+}
+
+impl From<attest_core::agents::AgentIdentity> for Authenticated {
+    fn from(identity: attest_core::agents::AgentIdentity) -> Authenticated {
+        Authenticated {
+            issuer: format!("attest-agents:{}", identity.how),
+            subject: identity.name,
+            how: identity.how,
+            owner: identity.owner,
+        }
+    }
 }
 
 /// The protected resource: its identity and the validator of its authorization server's
@@ -94,6 +107,7 @@ impl Resource {
             issuer: verified.issuer,
             subject: verified.name,
             how: "jwt",
+            owner: None,
         })
     }
 }

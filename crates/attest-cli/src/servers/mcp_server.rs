@@ -49,9 +49,9 @@ const NOT_HERE: &str = "attest_ask files a request; the agent makes the call its
 /// JSON-RPC errors ([`super::frames`]).
 pub(crate) async fn serve(
     attest: Attest,
-    identity: Option<attest_core::agents::AgentIdentity>,
+    agent: Option<Arc<attest_core::agents::CallerAgent>>,
 ) -> anyhow::Result<()> {
-    let server = AttestServer { attest, identity };
+    let server = AttestServer { attest, agent };
     let running = server
         .serve(super::frames::stdio())
         .await
@@ -63,9 +63,10 @@ pub(crate) async fn serve(
 /// The MCP server over one pipeline.
 pub(crate) struct AttestServer {
     attest: Attest,
-    /// With agents configured, the agent this process's credential proved: every call's
-    /// agent (a call naming another is refused).
-    identity: Option<attest_core::agents::AgentIdentity>,
+    /// With agents configured, this process's agent credential, proven again on every
+    /// call (a token revoked or rotated since the start stops the next call): every
+    /// call's agent (a call naming another is refused).
+    agent: Option<Arc<attest_core::agents::CallerAgent>>,
 }
 
 impl ServerHandler for AttestServer {
@@ -94,6 +95,13 @@ impl ServerHandler for AttestServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
+        // Every tool, reads of the ledger included, is this agent's call: its credential
+        // must still prove it (a call that names an action proves it again as it names it).
+        if let Some(agent) = &self.agent {
+            if let Err(refusal) = agent.identify().await {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refusal.reason)]).into());
+            }
+        }
         let outcome = match request.name.as_ref() {
             "attest_decide" => self.decide(&args).await,
             "attest_ask" => self.ask(&args).await,
@@ -123,9 +131,10 @@ impl ServerHandler for AttestServer {
 impl AttestServer {
     /// The call `args` describe, as [`action_from`] makes it, named by the proven agent
     /// when there is one.
-    fn action(&self, args: &Value) -> Result<Action, String> {
+    async fn action(&self, args: &Value) -> Result<Action, String> {
         let mut action = action_from(&self.attest, args)?;
-        if let Some(identity) = &self.identity {
+        if let Some(agent) = &self.agent {
+            let identity = agent.identify().await.map_err(|refusal| refusal.reason)?;
             let label = args.get("agent").and_then(Value::as_str);
             if label.is_some_and(|label| !label.trim().eq_ignore_ascii_case(&identity.name)) {
                 return Err(format!(
@@ -141,7 +150,7 @@ impl AttestServer {
     /// Core's verdict, as a governed call would get it now (a policy that fails refuses;
     /// a budget or rate window the call would cross applies).
     async fn decide(&self, args: &Value) -> Result<Value, String> {
-        let action = self.action(args)?;
+        let action = self.action(args).await?;
         let verdict = self.attest.verdict_now(&action).await;
         Ok(decision_report(&action, &verdict))
     }
@@ -150,7 +159,7 @@ impl AttestServer {
     /// the ask is recorded) and answers its id and token. A call policy lets through or
     /// refuses needs no person: the verdict is answered and nothing is filed.
     async fn ask(&self, args: &Value) -> Result<Value, String> {
-        let action = self.action(args)?;
+        let action = self.action(args).await?;
         let verdict = self.attest.verdict_now(&action).await;
         if verdict.decision != Decision::Ask {
             let mut report = decision_report(&action, &verdict);
@@ -188,7 +197,7 @@ impl AttestServer {
     /// (the approver on the row, the approval used once), else as reported after the
     /// fact. Either way its result is verified as a governed call's is.
     async fn record(&self, args: &Value) -> Result<Value, String> {
-        let action = self.action(args)?;
+        let action = self.action(args).await?;
         let result = args.get("result").filter(|r| !r.is_null()).cloned();
         let Some(token) = text_arg(args, "token")? else {
             return self.reported(action, result.as_ref(), None).await;
@@ -475,7 +484,7 @@ mod tests {
             .unwrap();
         AttestServer {
             attest,
-            identity: None,
+            agent: None,
         }
     }
 
@@ -519,7 +528,6 @@ mod tests {
     /// store gate) on a fresh ledger in `dir`, for `identity` when given.
     fn asking_server(
         dir: &tempfile::TempDir,
-        identity: Option<attest_core::agents::AgentIdentity>,
     ) -> (AttestServer, Arc<attest_core::approvals::ApprovalStore>) {
         use attest_core::approvals::{ApprovalStore, StoreGate};
         let ledger =
@@ -532,7 +540,13 @@ mod tests {
             .gate(StoreGate::new(Arc::clone(&store)))
             .build()
             .unwrap();
-        (AttestServer { attest, identity }, store)
+        (
+            AttestServer {
+                attest,
+                agent: None,
+            },
+            store,
+        )
     }
 
     /// A call policy asks about, made without waiting for the person: asking files one
@@ -542,7 +556,7 @@ mod tests {
     async fn a_call_recorded_before_its_approval_says_so() {
         use attest_core::approvals::Status;
         let dir = tempfile::tempdir().unwrap();
-        let (server, store) = asking_server(&dir, None);
+        let (server, store) = asking_server(&dir);
         let call = json!({"system": "stripe", "verb": "pay", "params": {"amount": 5}});
         // Nothing to ask about a read: nothing is filed.
         let read = server
@@ -629,9 +643,18 @@ mod tests {
 
     #[tokio::test]
     async fn with_a_proven_agent_every_call_is_its_own_and_another_name_is_refused() {
+        use attest_core::agents::{AgentAuth, CallerAgent};
         let dir = tempfile::tempdir().unwrap();
-        let identity = attest_core::agents::AgentIdentity::new("billing-bot", "token");
-        let (server, _store) = asking_server(&dir, Some(identity));
+        let (mut server, store) = asking_server(&dir);
+        let (_, token) = store.add_agent("billing-bot").unwrap();
+        let auth = AgentAuth::new(
+            &server.attest,
+            &attest_core::config::AgentSettings::default(),
+        )
+        .await
+        .unwrap();
+        let credential = Some(token.expose().to_owned());
+        server.agent = Some(Arc::new(CallerAgent::new(auth, credential, None)));
         let ledger = Arc::clone(server.attest.ledger());
         let pay = json!({"system": "stripe", "verb": "pay", "params": {"amount": 5}});
         let mut posing = pay.clone();
@@ -652,5 +675,9 @@ mod tests {
         assert_eq!(rows.len(), 1, "{rows:?}");
         assert_eq!(rows[0]["agent"], "billing-bot");
         assert_eq!(rows[0]["agent_auth"], "token");
+        // Revoked while the server runs: the next call names nobody.
+        store.revoke_agent("billing-bot").unwrap();
+        let refused = server.ask(&own).await.unwrap_err();
+        assert!(refused.contains("not a valid agent token"), "{refused}");
     }
 }

@@ -217,6 +217,7 @@ mod tests {
                 issuer: "https://as".to_owned(),
                 subject: subject.to_owned(),
                 how: "jwt",
+                owner: None,
             });
         }
         request

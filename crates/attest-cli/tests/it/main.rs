@@ -41,6 +41,7 @@ pub(crate) mod notify;
 mod ocsf;
 mod policy;
 mod postgres;
+mod principals;
 mod quorum;
 mod readme;
 mod recipes;

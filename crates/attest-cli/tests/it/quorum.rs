@@ -212,30 +212,67 @@ fn write_config(dir: &Path, teams_url: &str, by: &str) {
     .unwrap();
 }
 
+/// A payment waiting for two of finance, with `attest serve` telling a Teams channel:
+/// the agent's pipeline, the channel's cards, the approvers' tokens, the request.
+struct Waiting {
+    pipeline: Attest,
+    cards: mpsc::UnboundedReceiver<Value>,
+    ann: String,
+    raj: String,
+    bob: String,
+    id: String,
+    token: ResumeToken,
+    server: crate::approvals::Server,
+}
+
+async fn waiting_payment(dir: &Path) -> Waiting {
+    let pipeline = agent(dir, Arc::new(attest_ledger::SystemClock));
+    let (teams_url, cards) = teams_receiver().await;
+    write_config(dir, &teams_url, "inbox");
+    let ann = add_approver(dir, "ann@acme.com", &[]);
+    let raj = add_approver(dir, "raj@acme.com", &[]);
+    let bob = add_approver(dir, "bob@acme.com", &[]);
+    let (id, token) = pend(&pipeline).await;
+    let server = serve_env(dir, &[], &[("ATTEST_LINK_KEY", LINK_KEY)]);
+    Waiting {
+        pipeline,
+        cards,
+        ann,
+        raj,
+        bob,
+        id,
+        token,
+        server,
+    }
+}
+
 #[tokio::test]
 async fn a_two_of_finance_payment_needs_two_others_and_runs_once() {
     let dir = tempfile::tempdir().unwrap();
-    let pipeline = agent(dir.path(), Arc::new(attest_ledger::SystemClock));
-    let (teams_url, mut cards) = teams_receiver().await;
-    write_config(dir.path(), &teams_url, "inbox");
-    let ann = add_approver(dir.path(), "ann@acme.com", &[]);
-    let raj = add_approver(dir.path(), "raj@acme.com", &[]);
-    let bob = add_approver(dir.path(), "bob@acme.com", &[]);
-    let (id, token) = pend(&pipeline).await;
-    let server = serve_env(dir.path(), &[], &[("ATTEST_LINK_KEY", LINK_KEY)]);
-    // The inbox posts the waiting request: its progress, and links for the two others.
+    let Waiting {
+        pipeline,
+        mut cards,
+        ann,
+        raj,
+        bob,
+        id,
+        token,
+        server,
+    } = waiting_payment(dir.path()).await;
+    // The inbox posts the waiting request: its progress, and (a quorum) the request's page
+    // where each approver signs in, never the approvers' decision links.
     let first = card_text(&next_card(&mut cards).await);
     assert!(
         first.contains("0 of 2 approvals, waiting for finance"),
         "{first}"
     );
     assert!(
-        first.contains("Approve as raj@acme.com") && first.contains("Reject as bob@acme.com"),
+        first.contains("Sign in to decide") && first.contains(&format!("?request={id}")),
         "{first}"
     );
     assert!(
-        !first.contains("as ann@acme.com"),
-        "the actor gets no links: {first}"
+        !first.contains("/links/"),
+        "a decision link in a channel: {first}"
     );
     let decision = |who: &str, choice: &str| {
         let (url, who) = (
@@ -383,7 +420,7 @@ async fn reminder_escalation_and_expiry_fire_once_each_with_two_servers() {
     );
     assert!(reminder.contains(&id), "{reminder}");
     assert!(!reminder.contains("cfo@acme.com"), "{reminder}");
-    // Two hours on: the escalation, with links for the CFO.
+    // Two hours on: the escalation, with the request's page (a quorum: no decision links).
     set_clock(&clock_file, start + 2 * hour + Duration::from_secs(1));
     let escalation = card_text(&next_card(&mut cards).await);
     assert!(
@@ -391,7 +428,7 @@ async fn reminder_escalation_and_expiry_fire_once_each_with_two_servers() {
         "{escalation}"
     );
     assert!(
-        escalation.contains("Approve as cfo@acme.com"),
+        escalation.contains("Sign in to decide") && !escalation.contains("/links/"),
         "{escalation}"
     );
     // Three hours on: expired, and recorded once.
@@ -419,4 +456,101 @@ async fn reminder_escalation_and_expiry_fire_once_each_with_two_servers() {
             .await,
         Ok(Outcome::Expired { .. })
     ));
+}
+
+/// A POST to a one-click link, as its page's button sends it, with `bearer` when given.
+async fn open_link(link: &str, bearer: Option<&str>) -> (u16, String) {
+    let parsed = reqwest::Url::parse(link).unwrap();
+    let mut request = reqwest::Client::new()
+        .post(parsed.clone())
+        .header("origin", parsed.origin().ascii_serialization());
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+/// Issue 50: one reader of a notice that held every approver's signed link (as webhook
+/// bodies and cards did) met a 2-of-finance quorum alone. Under a quorum a link counts
+/// only with its own approver signed in: opened alone, or by another approver, it
+/// decides nothing, and the payment stays held.
+#[tokio::test]
+async fn a_quorum_met_by_one_reader_of_the_notice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let Waiting {
+        pipeline,
+        mut cards,
+        raj,
+        bob,
+        id,
+        token,
+        server,
+        ..
+    } = waiting_payment(dir.path()).await;
+    let card = card_text(&next_card(&mut cards).await);
+    assert!(
+        !card.contains("/links/"),
+        "a decision link in a channel: {card}"
+    );
+    // The reader holds both approvers' links, signed with the inbox's own key.
+    let signer = attest_core::approvals::LinkSigner::new(
+        attest_core::approvals::Secret::new(LINK_KEY),
+        server.url.clone(),
+        Duration::from_secs(600),
+    );
+    let link = |who: &str| {
+        signer
+            .link(
+                &id,
+                attest_core::approvals::Choice::Approve,
+                who,
+                SystemTime::now(),
+            )
+            .unwrap()
+    };
+    let (raj_link, bob_link) = (link("raj@acme.com"), link("bob@acme.com"));
+    for link in [&raj_link, &bob_link] {
+        let (status, page) = open_link(link, None).await;
+        assert_eq!(status, 401, "a link alone counted: {page}");
+        assert!(page.contains("signed in"), "{page}");
+    }
+    // Signed in as Bob, Raj's link is still not Bob's to use.
+    let (status, page) = open_link(&raj_link, Some(&bob)).await;
+    assert_eq!(status, 403, "{page}");
+    let (status, shown) = api(
+        reqwest::Method::GET,
+        format!("{}/api/requests/{id}", server.url),
+        &bob,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(shown["approvals"]["have"], 0, "{shown}");
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let run = || {
+        let ran = Arc::clone(&ran);
+        pipeline.call(&token).run(move |_| async move {
+            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, ToolError>(json!({"id": "py_1"}))
+        })
+    };
+    assert!(
+        matches!(run().await, Ok(Outcome::Held { .. })),
+        "the payment must stay held"
+    );
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Each approver, signed in, with their own link: two of finance, and it runs once.
+    assert_eq!(open_link(&raj_link, Some(&raj)).await.0, 200);
+    let (status, page) = open_link(&bob_link, Some(&bob)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("approved"), "{page}");
+    assert!(matches!(run().await, Ok(Outcome::Ran { .. })));
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let rows = outcomes(dir.path());
+    assert_eq!(
+        rows.last().unwrap()["confirm"]["approvers"],
+        json!(["raj@acme.com", "bob@acme.com"])
+    );
 }

@@ -41,6 +41,8 @@ pub struct AgentIdentity {
     pub name: String,
     /// How it was proven: `token`, `jwt` or `unauthenticated`.
     pub how: &'static str,
+    /// The person the agent acts for (`agents.owners`): its calls' requester.
+    pub owner: Option<String>,
 }
 
 impl AgentIdentity {
@@ -49,13 +51,23 @@ impl AgentIdentity {
         AgentIdentity {
             name: name.into(),
             how,
+            owner: None,
         }
     }
 
-    /// Names the action's agent, and how it was proven, from this identity.
+    /// The same identity, acting for `owner`.
+    pub fn with_owner(mut self, owner: Option<String>) -> AgentIdentity {
+        self.owner = owner;
+        self
+    }
+
+    /// Names the action's agent, how it was proven and whom it acts for, from this
+    /// identity (an owner the caller put on the action is replaced: only the credential
+    /// says it).
     pub fn apply(&self, action: &mut Action) {
         action.agent = Some(self.name.clone());
         action.extra.agent_auth = Some(self.how.to_owned());
+        action.extra.agent_owner.clone_from(&self.owner);
     }
 }
 
@@ -138,17 +150,21 @@ mod with_http {
         Provider(#[source] ProviderError),
     }
 
-    /// The configured ways an agent proves itself.
+    /// The configured ways an agent proves itself, in one tenant: its tokens are looked
+    /// up in that tenant's store, and the configured JWT issuer belongs to the tenant the
+    /// door was started for (another tenant's [`AgentAuth::in_tenant`] trusts none).
+    #[derive(Clone)]
     pub struct AgentAuth {
         store: Arc<ApprovalStore>,
-        jwt: Option<JwtValidator>,
+        jwt: Option<Arc<JwtValidator>>,
         unauthenticated: Unauthenticated,
+        owners: Arc<std::collections::BTreeMap<String, String>>,
     }
 
     impl std::fmt::Debug for AgentAuth {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.debug_struct("AgentAuth")
-                .field("jwt", &self.jwt.as_ref().map(JwtValidator::issuer))
+                .field("jwt", &self.jwt.as_ref().map(|jwt| jwt.issuer()))
                 .field("unauthenticated", &self.unauthenticated)
                 .finish_non_exhaustive()
         }
@@ -178,9 +194,38 @@ mod with_http {
             };
             Ok(AgentAuth {
                 store,
-                jwt,
+                jwt: jwt.map(Arc::new),
                 unauthenticated: settings.unauthenticated,
+                owners: Arc::new(settings.owners.clone()),
             })
+        }
+
+        /// The same agents configuration in another tenant, `attest`'s: tokens are
+        /// looked up in its own store only, and no JWT is accepted there (the configured
+        /// issuer belongs to the door's own tenant), so a credential of one tenant never
+        /// names an agent in another.
+        pub fn in_tenant(&self, attest: &Attest) -> Result<AgentAuth, AgentRefusal> {
+            let store = attest.approvals().map_err(|err| AgentRefusal {
+                kind: RefusalKind::Unavailable,
+                reason: "the agent store is not available".to_owned(),
+                detail: Some(crate::error_chain(&err)),
+            })?;
+            Ok(AgentAuth {
+                store,
+                jwt: None,
+                unauthenticated: self.unauthenticated,
+                owners: Arc::clone(&self.owners),
+            })
+        }
+
+        /// The person `agent` acts for, as `agents.owners` says (names match
+        /// case-insensitively).
+        fn owner_of(&self, agent: &str) -> Option<String> {
+            self.owners
+                .iter()
+                .find(|(name, _)| name.trim().eq_ignore_ascii_case(agent.trim()))
+                .map(|(_, owner)| owner.trim().to_owned())
+                .filter(|owner| !owner.is_empty())
         }
 
         /// The agent `credential` proves, checked against the `label` the caller also
@@ -246,6 +291,8 @@ mod with_http {
                     AgentIdentity::new(verified.name, "jwt")
                 }
             };
+            let owner = self.owner_of(&identity.name);
+            let identity = identity.with_owner(owner);
             match label.map(str::trim).filter(|l| !l.is_empty()) {
                 Some(label) if !label.eq_ignore_ascii_case(&identity.name) => {
                     Err(AgentRefusal::new(
@@ -297,20 +344,30 @@ mod with_http {
                 return Ok(None);
             };
             let auth = AgentAuth::new(attest, agents).await?;
-            let credential = credential
-                .or_else(|| settings.env_var(AGENT_TOKEN_VAR))
-                .map(|text| text.trim().to_owned())
-                .filter(|text| !text.is_empty());
+            let credential = credential.or_else(|| settings.env_var(AGENT_TOKEN_VAR));
             let label = settings
                 .agent
                 .as_ref()
                 .filter(|agent| agent.source != Source::Default)
                 .map(|agent| agent.value.clone());
-            Ok(Some(CallerAgent {
+            Ok(Some(CallerAgent::new(auth, credential, label)))
+        }
+
+        /// A caller proving itself to `auth` with `credential`, labelled `label`: for a
+        /// door that reads its one agent's credential itself (`mcp-server`, the stdio
+        /// proxy) and checks it on every call.
+        pub fn new(
+            auth: AgentAuth,
+            credential: Option<String>,
+            label: Option<String>,
+        ) -> CallerAgent {
+            CallerAgent {
                 auth,
-                credential,
+                credential: credential
+                    .map(|text| text.trim().to_owned())
+                    .filter(|text| !text.is_empty()),
                 label,
-            }))
+            }
         }
 
         /// The agent this caller's credential proves now, checked against its label.

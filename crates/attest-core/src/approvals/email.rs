@@ -12,7 +12,7 @@ use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::Value;
 
-use super::webhook::links;
+use super::webhook::{links, request_page};
 use super::{ApprovalRequest, LinkSigner, Notice, Notifier, NotifyError, Secret};
 
 /// How long one SMTP exchange may take.
@@ -164,6 +164,11 @@ impl EmailNotifier {
                     pair["reject"].as_str().unwrap_or_default(),
                 ));
             }
+        }
+        if let Some(page) = request_page(self.links.as_ref(), request)? {
+            body.push_str(&format!(
+                "\nSign in to decide (a link alone does not count for this request): {page}\n"
+            ));
         }
         body.push_str(&format!(
             "\nOr decide in the inbox, or with `attest confirm {} approve|reject`.\n",

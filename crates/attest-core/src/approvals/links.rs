@@ -82,6 +82,17 @@ impl LinkSigner {
         &self.base_url
     }
 
+    /// The inbox's page for request `id`: what a notice carries instead of decision links
+    /// when a link alone may not decide ([`super::ApprovalRequest::needs_signed_in_approvers`]).
+    /// It decides nothing; the approver signs in there.
+    pub fn request_page(&self, id: &str) -> Result<String, SignatureError> {
+        let mut url = Url::parse(&self.base_url).map_err(|_| SignatureError::Malformed {
+            field: "link base url",
+        })?;
+        url.query_pairs_mut().append_pair("request", id);
+        Ok(url.into())
+    }
+
     /// A link that decides request `id` as `choice`, in `approver`'s name.
     pub fn link(
         &self,

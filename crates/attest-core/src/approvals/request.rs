@@ -151,6 +151,29 @@ impl ApprovalRequest {
                 .any(|person| person.eq_ignore_ascii_case(approver.trim()))
     }
 
+    /// Whether a one-click link alone may not decide it: under a quorum, or when it has
+    /// a requester whom separation of duties excludes. Whoever reads a notice could
+    /// otherwise open every approver's link (meet a quorum alone, or approve their own
+    /// call in another's name), so such a request's notices carry a link to the request
+    /// only, and a link counts only when its approver is signed in.
+    pub fn needs_signed_in_approvers(&self) -> bool {
+        self.verdict.quorum.is_some() || self.own_people().next().is_some()
+    }
+
+    /// The people whose own call it is: its actor, the owner of the connection it uses,
+    /// and the person its proven agent acts for.
+    fn own_people(&self) -> impl Iterator<Item = &str> {
+        [
+            &self.action.actor,
+            &self.action.owner,
+            &self.action.extra.agent_owner,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|person| person.trim())
+        .filter(|person| !person.is_empty())
+    }
+
     /// The first words of a message about it: "Approval needed", or that it is a
     /// reminder or an escalation.
     pub fn headline(&self) -> &'static str {
@@ -163,13 +186,14 @@ impl ApprovalRequest {
         }
     }
 
-    /// Whether `person` asked for the action (its actor) or owns the connection it uses:
-    /// they never approve it (under a quorum, never count at all).
+    /// Whether `person` asked for the action (its actor, or the person its proven agent
+    /// acts for) or owns the connection it uses: they never approve it (under a quorum,
+    /// never count at all). The agent's owner comes from its credential, so a caller
+    /// that names nobody (or someone else) in a header still cannot approve its own
+    /// agent's call.
     pub fn is_own(&self, person: &str) -> bool {
-        [&self.action.actor, &self.action.owner]
-            .into_iter()
-            .flatten()
-            .any(|p| p.trim().eq_ignore_ascii_case(person.trim()))
+        self.own_people()
+            .any(|own| own.eq_ignore_ascii_case(person.trim()))
     }
 
     /// Who decided, for a message: everyone a quorum's approval was given by, else the

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use attest_ledger::{Clock, SystemClock};
 use serde_json::{json, Value};
 
-use super::webhook::{http_client, http_error, links};
+use super::webhook::{http_client, http_error, links, request_page};
 use super::{ApprovalRequest, LinkSigner, Notice, Notifier, NotifyError, Status};
 
 /// The card content type Teams expects in `attachments`.
@@ -96,6 +96,13 @@ impl TeamsNotifier {
                         }));
                     }
                 }
+            }
+            if let Some(page) = request_page(self.links.as_ref(), request)? {
+                actions.push(json!({
+                    "type": "Action.OpenUrl",
+                    "title": "Sign in to decide",
+                    "url": page,
+                }));
             }
         } else {
             let by = request.decided_by();

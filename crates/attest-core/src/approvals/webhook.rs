@@ -129,11 +129,14 @@ impl WebhookNotifier {
     /// Posts a request's notice of type `kind`, with its links.
     async fn post_request(&self, kind: &str, request: &ApprovalRequest) -> Result<(), NotifyError> {
         let now = self.clock.now();
-        let body = json!({
+        let mut body = json!({
             "type": kind,
             "request": request.summary(),
             "links": links(self.links.as_ref(), request, now)?,
         });
+        if let Some(page) = request_page(self.links.as_ref(), request)? {
+            body["request_url"] = Value::String(page);
+        }
         self.post(&body).await
     }
 
@@ -171,12 +174,17 @@ impl WebhookNotifier {
 /// person it was made for, so a rule that names nobody gets none: a link in nobody's
 /// name would be a credential for anyone who sees the message. (Its approvers decide in
 /// the inbox, in Slack or with `attest confirm`.)
+///
+/// Every notifier posts to a channel others read (a webhook, a Slack channel, a Teams
+/// channel, a mailing list), so a request a link alone may not decide (a quorum, a
+/// requester to keep out) gets none either: one reader would hold every approver's link.
+/// Its notice carries [`request_page`] instead, where each approver signs in.
 pub(crate) fn links(
     signer: Option<&LinkSigner>,
     request: &ApprovalRequest,
     now: SystemTime,
 ) -> Result<Value, NotifyError> {
-    let Some(signer) = signer else {
+    let Some(signer) = signer.filter(|_| !request.needs_signed_in_approvers()) else {
         return Ok(Value::Array(Vec::new()));
     };
     let mut out = Vec::new();
@@ -196,6 +204,25 @@ pub(crate) fn links(
         }));
     }
     Ok(Value::Array(out))
+}
+
+/// The inbox's page for `request`, when its notice carries no decision links because a
+/// link alone may not decide it (and links are configured, so the inbox's address is
+/// known).
+pub(crate) fn request_page(
+    signer: Option<&LinkSigner>,
+    request: &ApprovalRequest,
+) -> Result<Option<String>, NotifyError> {
+    match signer {
+        Some(signer) if request.needs_signed_in_approvers() => signer
+            .request_page(&request.id)
+            .map(Some)
+            .map_err(|err| NotifyError::Build {
+                notifier: "links",
+                detail: err.to_string(),
+            }),
+        _ => Ok(None),
+    }
 }
 
 /// The people a notice about `request` gives links to: the rule's approvers (its groups'
