@@ -857,3 +857,112 @@ fn a_missing_credential_names_the_configured_variable_and_the_write_is_acknowled
         "read back without a credential"
     );
 }
+
+// --- one registry entry, every door that describes a call ---
+
+/// A directory whose configuration maps the in-house tool `frobnicate_gadget` to
+/// `widgets.delete`, with a policy that refuses `widgets.delete` organisation-wide. The
+/// compiled-in registry knows neither the tool nor the system (`unknown.write`, which
+/// asks), so a door that describes the call without the configured registry disagrees.
+fn registry_entry_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let attest_dir = dir.path().join(".attest");
+    std::fs::create_dir_all(&attest_dir).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(attest_dir.join(name), text).unwrap();
+    write(
+        "config.yaml",
+        "policy: policy.yaml\nregistry: [in-house.yaml]\n",
+    );
+    write(
+        "in-house.yaml",
+        "overrides:\n  - {tool: frobnicate_gadget, system: widgets, verb: delete}\n",
+    );
+    write(
+        "policy.yaml",
+        "version: 1\norg:\n  blocked: [widgets.delete]\n",
+    );
+    write(
+        "cases.yaml",
+        "cases:\n  - name: the in-house tool is a blocked delete\n    call: {tool: frobnicate_gadget}\n    expect: {decision: refuse}\n",
+    );
+    dir
+}
+
+#[test]
+fn a_configured_registry_entry_reads_alike_through_every_door() {
+    let dir = registry_entry_dir();
+    let path = dir.path();
+    let run = |args: &[&str]| {
+        let output = crate::attest(path, args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        stdout(&output)
+    };
+    let detected: Value =
+        serde_json::from_str(&run(&["detect", "--tool", "frobnicate_gadget", "--json"])).unwrap();
+    assert_eq!(
+        (&detected["system"], &detected["verb"]),
+        (&json!("widgets"), &json!("delete")),
+        "detect: {detected}"
+    );
+    let explained: Value = serde_json::from_str(&run(&[
+        "policy",
+        "explain",
+        "--tool",
+        "frobnicate_gadget",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (
+            &explained["system"],
+            &explained["verb"],
+            &explained["decision"]
+        ),
+        (&json!("widgets"), &json!("delete"), &json!("refuse")),
+        "policy explain: {explained}"
+    );
+    // The CI test of the policy, with the same configuration as production.
+    let tested = run(&[
+        "policy",
+        "test",
+        ".attest/policy.yaml",
+        ".attest/cases.yaml",
+    ]);
+    assert!(!tested.contains("FAIL"), "policy test: {tested}");
+    // Each coding agent's hook denies the call and records the refusal as widgets.delete.
+    use crate::hook_agents::{claude, codex, copilot, cursor, gemini, verdict};
+    let tool = "mcp__acme__frobnicate_gadget";
+    let events = [
+        ("claude-code", claude(tool, json!({}))),
+        ("codex", codex(tool, json!({}))),
+        ("gemini", gemini(tool, json!({}))),
+        (
+            "cursor",
+            cursor(
+                "beforeMCPExecution",
+                json!({"tool_name": "frobnicate_gadget", "tool_input": "{}",
+                       "mcp_server_name": "acme", "command": "acme-mcp"}),
+            ),
+        ),
+        ("copilot", copilot("acme/frobnicate_gadget", json!({}))),
+    ];
+    for (agent, event) in events {
+        let answer = crate::hook::hook_answer(path, &[agent], &event, &[]);
+        assert_eq!(verdict(agent, &answer), "deny", "hook {agent}: {answer}");
+        let rows = exported_entries(path);
+        let row = rows
+            .last()
+            .unwrap_or_else(|| panic!("hook {agent}: no row"));
+        assert_eq!(
+            (&row["system"], &row["verb"], &row["decision"]),
+            (&json!("widgets"), &json!("delete"), &json!("refuse")),
+            "hook {agent}: {row}"
+        );
+    }
+}
