@@ -2,9 +2,11 @@
 //!
 //! [`Attest::wrap_rig`] turns any rig [`Tool`](RigTool) into an [`Attested`] tool that is
 //! itself a rig tool (same name, description and parameters), so it goes into an agent's
-//! tool list in place of the original. Each call is detected from the tool's name,
-//! decided, run, verified and recorded; a refusal or rejection reaches the model as a
-//! refused tool result that says why, and the tool never runs.
+//! tool list in place of the original. Each call is described by the tool's name, as
+//! [`Attest::action`] describes a framework's function call (with the pipeline's
+//! configured registry), then decided, run, verified and recorded; a refusal or
+//! rejection reaches the model as a refused tool result that says why, and the tool
+//! never runs.
 //!
 //! `cargo run -p attest-core --features rig --example rig_tools` shows it offline.
 

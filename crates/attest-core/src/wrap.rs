@@ -2,8 +2,9 @@
 //!
 //! A framework keeps its tools in a list; [`Attest::wrap_all`] governs the whole list
 //! in one call, and [`Attest::wrap_fn`] turns an `async fn(Value) -> Result<Value, _>`
-//! into a governed tool named the way the agent calls it. Detection names the system
-//! and verb from that name ([`FnTool`]).
+//! into a governed tool named the way the agent calls it. A tool describes its call
+//! (its name and arguments, [`FnTool`]); the pipeline's configured registry names the
+//! system and verb from that name ([`Attest::action`]).
 
 use std::future::Future;
 use std::sync::Arc;
