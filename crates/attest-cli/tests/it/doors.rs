@@ -860,10 +860,14 @@ fn a_missing_credential_names_the_configured_variable_and_the_write_is_acknowled
 
 // --- one registry entry, every door that describes a call ---
 
+/// The widgets API: nothing listens there, and a refused call never reaches it.
+const WIDGETS_API: &str = "http://127.0.0.1:9";
+
 /// A directory whose configuration maps the in-house tool `frobnicate_gadget` to
-/// `widgets.delete`, with a policy that refuses `widgets.delete` organisation-wide. The
-/// compiled-in registry knows neither the tool nor the system (`unknown.write`, which
-/// asks), so a door that describes the call without the configured registry disagrees.
+/// `widgets.delete` (and the widgets API's host, [`WIDGETS_API`], to `widgets`), with a
+/// policy that refuses `widgets.delete` organisation-wide. The compiled-in registry knows
+/// neither the tool nor the system (`unknown.write`, which asks), so a door that
+/// describes the call without the configured registry disagrees.
 fn registry_entry_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let attest_dir = dir.path().join(".attest");
@@ -871,7 +875,9 @@ fn registry_entry_dir() -> tempfile::TempDir {
     let write = |name: &str, text: &str| std::fs::write(attest_dir.join(name), text).unwrap();
     write(
         "config.yaml",
-        "policy: policy.yaml\nregistry: [in-house.yaml]\n",
+        &format!(
+            "policy: policy.yaml\nregistry: [in-house.yaml]\nsystems:\n  widgets: {{base_url: '{WIDGETS_API}'}}\n"
+        ),
     );
     write(
         "in-house.yaml",
@@ -883,7 +889,16 @@ fn registry_entry_dir() -> tempfile::TempDir {
     );
     write(
         "cases.yaml",
-        "cases:\n  - name: the in-house tool is a blocked delete\n    call: {tool: frobnicate_gadget}\n    expect: {decision: refuse}\n",
+        &format!(
+            "cases:
+  - name: the in-house tool is a blocked delete
+    call: {{tool: frobnicate_gadget}}
+    expect: {{decision: refuse}}
+  - name: a delete on the widgets API is a blocked delete
+    call: {{method: DELETE, url: '{WIDGETS_API}/gadgets/g1'}}
+    expect: {{decision: refuse}}
+"
+        ),
     );
     dir
 }
@@ -903,30 +918,30 @@ fn a_configured_registry_entry_reads_alike_through_every_door() {
         );
         stdout(&output)
     };
-    let detected: Value =
-        serde_json::from_str(&run(&["detect", "--tool", "frobnicate_gadget", "--json"])).unwrap();
-    assert_eq!(
-        (&detected["system"], &detected["verb"]),
-        (&json!("widgets"), &json!("delete")),
-        "detect: {detected}"
-    );
-    let explained: Value = serde_json::from_str(&run(&[
-        "policy",
-        "explain",
-        "--tool",
-        "frobnicate_gadget",
-        "--json",
-    ]))
-    .unwrap();
-    assert_eq!(
-        (
-            &explained["system"],
-            &explained["verb"],
-            &explained["decision"]
-        ),
-        (&json!("widgets"), &json!("delete"), &json!("refuse")),
-        "policy explain: {explained}"
-    );
+    let url = format!("{WIDGETS_API}/gadgets/g1");
+    for call in [
+        &["--tool", "frobnicate_gadget"][..],
+        &["--method", "DELETE", "--url", &url],
+    ] {
+        let detected: Value =
+            serde_json::from_str(&run(&[&["detect", "--json"], call].concat())).unwrap();
+        assert_eq!(
+            (&detected["system"], &detected["verb"]),
+            (&json!("widgets"), &json!("delete")),
+            "detect {call:?}: {detected}"
+        );
+        let explained: Value =
+            serde_json::from_str(&run(&[&["policy", "explain", "--json"], call].concat())).unwrap();
+        assert_eq!(
+            (
+                &explained["system"],
+                &explained["verb"],
+                &explained["decision"]
+            ),
+            (&json!("widgets"), &json!("delete"), &json!("refuse")),
+            "policy explain {call:?}: {explained}"
+        );
+    }
     // The CI test of the policy, with the same configuration as production.
     let tested = run(&[
         "policy",
@@ -935,6 +950,10 @@ fn a_configured_registry_entry_reads_alike_through_every_door() {
         ".attest/cases.yaml",
     ]);
     assert!(!tested.contains("FAIL"), "policy test: {tested}");
+    assert!(
+        tested.contains("2 of 2 cases passed"),
+        "policy test: {tested}"
+    );
     // Each coding agent's hook denies the call and records the refusal as widgets.delete.
     use crate::hook_agents::{claude, codex, copilot, cursor, gemini, verdict};
     let tool = "mcp__acme__frobnicate_gadget";
@@ -965,4 +984,42 @@ fn a_configured_registry_entry_reads_alike_through_every_door() {
             "hook {agent}: {row}"
         );
     }
+    // The gateway refuses the delete on the widgets API before forwarding it.
+    if curl_missing() {
+        return;
+    }
+    let (_gateway, line) = crate::start_first_line(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(crate::store_args(
+                path,
+                &[
+                    "--ledger",
+                    "ledger.sqlite",
+                    "gateway",
+                    "--port",
+                    "0",
+                    "--upstream",
+                    WIDGETS_API,
+                ],
+            ))
+            .current_dir(path)
+            .env_clear(),
+    );
+    let address = line
+        .strip_prefix("attest gateway listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    let (status, headers, body) = curl("DELETE", &format!("{address}/gadgets/g1"), None, &[]);
+    assert_eq!(status, 403, "gateway: {body}");
+    assert_eq!(
+        headers["x-attest-decision"], "refuse",
+        "gateway: {headers:?}"
+    );
+    let rows = exported_entries(path);
+    let row = rows.last().expect("the gateway's row");
+    assert_eq!(
+        (&row["system"], &row["verb"], &row["decision"]),
+        (&json!("widgets"), &json!("delete"), &json!("refuse")),
+        "gateway: {row}"
+    );
 }
