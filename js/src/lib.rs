@@ -603,6 +603,7 @@ fn describe(attest: &Attest, spec: &CallSpec, params: Value) -> Result<Action> {
             framework: spec.framework.as_deref(),
             name: &spec.name,
             arguments: params,
+            server: None,
             system: spec.system.as_deref(),
             verb,
             context,

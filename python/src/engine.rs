@@ -199,6 +199,7 @@ impl Engine {
                 framework: spec.framework.as_deref(),
                 name: &spec.name,
                 arguments: params,
+                server: None,
                 system: spec.system.as_deref(),
                 verb: spec.verb,
                 context,

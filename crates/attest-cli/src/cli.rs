@@ -508,7 +508,9 @@ pub(crate) enum PolicyCommand {
     Check(PolicyCheckArgs),
     /// Run expected-decision cases against a policy, as you would in your own CI.
     ///
-    /// Exit 0 when every case passes, 1 when any fails.
+    /// Each case's `call:` is described as the doors describe it, with the configured
+    /// detection registry (the configuration file or --config). Exit 0 when every case
+    /// passes, 1 when any fails.
     Test(PolicyTestArgs),
     /// Decide recorded actions again under a candidate policy (`--policy candidate.yaml`)
     /// and show what changes: transitions (act → ask, …) by the candidate's rules, with

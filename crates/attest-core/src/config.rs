@@ -662,17 +662,21 @@ impl ConfigFile {
     /// The read-back drivers: the recipes (each `recipes` directory before the built-in
     /// ones), then one OpenAPI driver per spec; each system's base URL (unless its
     /// `ATTEST_BASE_URL_<SYSTEM>` is set in `env`, which wins), and its `credential`
-    /// variable read from `env` in place of the one its recipe names.
+    /// variable read from `env` in place of the one its recipe names. The recipes tell
+    /// one system's names apart with `registry` (the configured one, [`Self::registry`]).
     pub fn readback<E: Env + Clone + 'static>(
         &self,
         env: E,
         origin: &str,
+        registry: Arc<Registry>,
     ) -> Result<ReadBack, ConfigError> {
         let wrap = |source| ConfigError::ReadBack {
             origin: origin.to_owned(),
             source: Box::new(source),
         };
-        let mut recipes = RecipeDriver::builtin().map_err(wrap)?;
+        let mut recipes = RecipeDriver::builtin()
+            .map_err(wrap)?
+            .with_registry(registry);
         // The last directory listed is tried last: add them in reverse.
         for dir in self.recipes.iter().rev() {
             recipes = recipes.with_dir(dir).map_err(wrap)?;

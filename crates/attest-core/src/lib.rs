@@ -87,8 +87,8 @@ pub use pipeline::{
     UNAUTHENTICATED,
 };
 pub use protocol_call::{
-    CallContext, CodingAgentCall, FunctionCall, HttpCall, McpCall, ProtocolCall, ShellCall,
-    ACTOR_HEADER, AGENT_HEADER, RUN_HEADER,
+    CallContext, CodingAgentCall, Describer, FunctionCall, HttpCall, McpCall, ProtocolCall,
+    SdkCall, ShellCall, ACTOR_HEADER, AGENT_HEADER, RUN_HEADER,
 };
 pub use receipt::Receipt;
 pub use record::INTENT;

@@ -27,10 +27,13 @@
 //! # }
 //! ```
 
+use std::sync::Arc;
+
 use attest_policy::{Action, Verb};
 use serde_json::{json, Map, Value};
 
-use crate::detect::{apply_hints, DetectInput, ToolHints};
+use crate::detect::{apply_hints, DetectInput, OperationIds, Registry, ToolHints};
+use crate::verification::ReadBack;
 use crate::Attest;
 
 /// A call, in its protocol's own terms.
@@ -47,6 +50,8 @@ pub enum ProtocolCall<'a> {
     CodingAgent(CodingAgentCall<'a>),
     /// A function an agent framework calls (a decorated Python function, a LangChain tool).
     Function(FunctionCall<'a>),
+    /// A vendor SDK's method (`stripe.Refund.create`).
+    Sdk(SdkCall<'a>),
 }
 
 /// What the caller says about a call beyond its protocol: each, when set, is recorded
@@ -124,6 +129,9 @@ pub struct CodingAgentCall<'a> {
     pub params: Option<Value>,
     /// The agent's session: the run.
     pub session: Option<&'a str>,
+    /// Other inputs the same call may be read as (each further file one patch touches):
+    /// the call is described by its riskiest reading.
+    pub readings: Vec<Value>,
     /// What the caller says beyond the protocol.
     pub context: CallContext<'a>,
 }
@@ -135,6 +143,8 @@ pub struct FunctionCall<'a> {
     pub framework: Option<&'a str>,
     /// The function's (or tool's) name.
     pub name: &'a str,
+    /// The MCP server or toolkit it belongs to: a hint for the system.
+    pub server: Option<&'a str>,
     /// Its arguments (the action's params).
     pub arguments: Value,
     /// The system its decorator declares; with `verb`, it wins over detection. Alone,
@@ -142,6 +152,17 @@ pub struct FunctionCall<'a> {
     pub system: Option<&'a str>,
     /// The verb its decorator declares.
     pub verb: Option<Verb>,
+    /// What the caller says beyond the protocol.
+    pub context: CallContext<'a>,
+}
+
+/// A vendor SDK's method call.
+#[derive(Debug, Clone, Default)]
+pub struct SdkCall<'a> {
+    /// The call's path (`stripe.Refund.create`, `gmail.users().messages().send()`).
+    pub path: &'a str,
+    /// Its arguments (the action's params).
+    pub arguments: Value,
     /// What the caller says beyond the protocol.
     pub context: CallContext<'a>,
 }
@@ -159,118 +180,182 @@ const MAX_IDENTITY_BYTES: usize = 256;
 impl Attest {
     /// The action `call` describes, as this pipeline's configuration sees it.
     pub fn action(&self, call: ProtocolCall<'_>) -> Action {
-        let registry = self.registry();
-        let (mut action, context) = match call {
-            ProtocolCall::Mcp(call) => {
-                let input = if call.server_named {
-                    DetectInput::NamedServerTool {
-                        name: call.tool,
-                        server: call.server,
-                    }
-                } else {
-                    DetectInput::Tool {
-                        name: call.tool,
-                        server: Some(call.server).filter(|s| !s.is_empty()),
-                    }
-                };
-                let mut action = registry.detect_action(&input, call.arguments);
-                apply_hints(&mut action, &call.annotations);
-                let mut context = call.context;
-                if context.run.is_none() {
-                    context.run = call.meta.and_then(run_from_meta);
-                }
-                (action, context)
-            }
-            ProtocolCall::Http(call) => {
-                let mut detection = registry.detect_http_request(
-                    call.method,
-                    call.url,
-                    call.headers.iter().copied(),
-                    Some(call.body),
-                );
-                let path = crate::detect::url::split_url(call.url).path;
-                self.operations()
-                    .refine(registry, call.method, path, &mut detection);
-                let header = |name: &str| {
-                    call.headers
-                        .iter()
-                        .find(|(key, _)| key.eq_ignore_ascii_case(name))
-                        .and_then(|(_, value)| std::str::from_utf8(value).ok())
-                };
-                // A non-JSON body is kept byte for byte, and a form's fields are params.
-                let params = crate::http_body::body_params(header("content-type"), call.body);
-                let mut action = detection.into_action(params);
-                DetectInput::Http {
-                    method: call.method,
-                    url: call.url,
-                    body: None,
-                }
-                .fill_extra(&mut action.extra);
-                let identity = |name: &str| header(name).and_then(identity);
-                let context = CallContext {
-                    agent: call.context.agent.or_else(|| identity(AGENT_HEADER)),
-                    actor: call.context.actor.or_else(|| identity(ACTOR_HEADER)),
-                    run: call.context.run.or_else(|| identity(RUN_HEADER)),
-                    target: call.context.target,
-                };
-                (action, context)
-            }
-            ProtocolCall::Shell(call) => {
-                let input = DetectInput::Shell {
-                    command: call.command,
-                };
-                let action = registry.detect_action(&input, json!({"command": call.command}));
-                (action, call.context)
-            }
-            ProtocolCall::CodingAgent(call) => {
-                let input = DetectInput::CodingTool {
-                    name: call.tool,
-                    input: &call.input,
-                };
-                let params = call.params.clone().unwrap_or_else(|| call.input.clone());
-                let mut action = registry.detect_action(&input, params);
-                action.extra.framework = Some(call.agent.to_owned());
-                let mut context = call.context;
-                context.run = context.run.or(call.session);
-                (action, context)
-            }
-            ProtocolCall::Function(call) => {
-                let name = DetectInput::Tool {
-                    name: call.name,
-                    server: None,
-                };
-                let found = match (call.system, call.verb) {
-                    (Some(system), Some(verb)) => {
-                        registry.detect(&DetectInput::Manual { system, verb })
-                    }
-                    _ => registry.detect(&name),
-                };
-                let mut action = found.into_action(call.arguments);
-                if let (Some(system), None) = (call.system, call.verb) {
-                    // A system without a verb: the name's verb on the declared system.
-                    system.clone_into(&mut action.system);
-                }
-                if !call.name.is_empty() {
-                    name.fill_extra(&mut action.extra);
-                }
-                action.extra.framework = call.framework.map(str::to_owned);
-                (action, call.context)
-            }
-        };
-        let set = |field: &mut Option<String>, value: Option<&str>| {
-            if let Some(value) = value {
-                *field = Some(value.to_owned());
-            }
-        };
-        set(&mut action.agent, context.agent);
-        set(&mut action.actor, context.actor);
-        set(&mut action.run_id, context.run);
-        set(&mut action.target, context.target);
-        if let Some(readback) = self.readback() {
-            readback.fill_path_params(&mut action);
-        }
-        action
+        describe(self.registry(), self.operations(), self.readback(), call)
     }
+}
+
+/// What describes calls, without the rest of a pipeline: the configured registry,
+/// OpenAPI operation ids and read-back drivers ([`crate::setup::Settings::describer`]).
+/// A command that judges a call without making it (`attest policy test`, `policy
+/// explain`) describes it exactly as [`Attest::action`] does for the doors.
+#[derive(Debug, Clone)]
+pub struct Describer {
+    registry: Arc<Registry>,
+    operations: Arc<OperationIds>,
+    readback: Option<Arc<ReadBack>>,
+}
+
+impl Describer {
+    /// Describes with `registry`, `operations` and, when given, `readback`'s path
+    /// parameters.
+    pub fn new(
+        registry: impl Into<Arc<Registry>>,
+        operations: impl Into<Arc<OperationIds>>,
+        readback: Option<Arc<ReadBack>>,
+    ) -> Describer {
+        Describer {
+            registry: registry.into(),
+            operations: operations.into(),
+            readback,
+        }
+    }
+
+    /// The action `call` describes: what [`Attest::action`] answers with the same parts.
+    pub fn action(&self, call: ProtocolCall<'_>) -> Action {
+        describe(
+            &self.registry,
+            &self.operations,
+            self.readback.as_deref(),
+            call,
+        )
+    }
+}
+
+/// The one description of a call: detected with `registry`, refined by `operations`, its
+/// path parameters filled by `readback`.
+fn describe(
+    registry: &Registry,
+    operations: &OperationIds,
+    readback: Option<&ReadBack>,
+    call: ProtocolCall<'_>,
+) -> Action {
+    let (mut action, context) = match call {
+        ProtocolCall::Mcp(call) => {
+            let input = if call.server_named {
+                DetectInput::NamedServerTool {
+                    name: call.tool,
+                    server: call.server,
+                }
+            } else {
+                DetectInput::Tool {
+                    name: call.tool,
+                    server: Some(call.server).filter(|s| !s.is_empty()),
+                }
+            };
+            let mut action = registry.detect_action(&input, call.arguments);
+            apply_hints(&mut action, &call.annotations);
+            let mut context = call.context;
+            if context.run.is_none() {
+                context.run = call.meta.and_then(run_from_meta);
+            }
+            (action, context)
+        }
+        ProtocolCall::Http(call) => {
+            let mut detection = registry.detect_http_request(
+                call.method,
+                call.url,
+                call.headers.iter().copied(),
+                Some(call.body),
+            );
+            let path = crate::detect::url::split_url(call.url).path;
+            operations.refine(registry, call.method, path, &mut detection);
+            let header = |name: &str| {
+                call.headers
+                    .iter()
+                    .find(|(key, _)| key.eq_ignore_ascii_case(name))
+                    .and_then(|(_, value)| std::str::from_utf8(value).ok())
+            };
+            // A non-JSON body is kept byte for byte, and a form's fields are params.
+            let params = crate::http_body::body_params(header("content-type"), call.body);
+            let mut action = detection.into_action(params);
+            DetectInput::Http {
+                method: call.method,
+                url: call.url,
+                body: None,
+            }
+            .fill_extra(&mut action.extra);
+            let identity = |name: &str| header(name).and_then(identity);
+            let context = CallContext {
+                agent: call.context.agent.or_else(|| identity(AGENT_HEADER)),
+                actor: call.context.actor.or_else(|| identity(ACTOR_HEADER)),
+                run: call.context.run.or_else(|| identity(RUN_HEADER)),
+                target: call.context.target,
+            };
+            (action, context)
+        }
+        ProtocolCall::Shell(call) => {
+            let input = DetectInput::Shell {
+                command: call.command,
+            };
+            let action = registry.detect_action(&input, json!({"command": call.command}));
+            (action, call.context)
+        }
+        ProtocolCall::CodingAgent(call) => {
+            let reading = |input| DetectInput::CodingTool {
+                name: call.tool,
+                input,
+            };
+            let detected = |input| (reading(input), registry.detect(&reading(input)));
+            // The riskiest reading; of equally risky ones, the first.
+            let (input, detection) =
+                call.readings
+                    .iter()
+                    .map(detected)
+                    .fold(detected(&call.input), |best, next| {
+                        if next.1.danger() > best.1.danger() {
+                            next
+                        } else {
+                            best
+                        }
+                    });
+            let params = call.params.clone().unwrap_or_else(|| call.input.clone());
+            let mut action = detection.into_action(params);
+            input.fill_extra(&mut action.extra);
+            action.extra.framework = Some(call.agent.to_owned());
+            let mut context = call.context;
+            context.run = context.run.or(call.session);
+            (action, context)
+        }
+        ProtocolCall::Function(call) => {
+            let name = DetectInput::Tool {
+                name: call.name,
+                server: call.server,
+            };
+            let found = match (call.system, call.verb) {
+                (Some(system), Some(verb)) => {
+                    registry.detect(&DetectInput::Manual { system, verb })
+                }
+                _ => registry.detect(&name),
+            };
+            let mut action = found.into_action(call.arguments);
+            if let (Some(system), None) = (call.system, call.verb) {
+                // A system without a verb: the name's verb on the declared system.
+                system.clone_into(&mut action.system);
+            }
+            if !call.name.is_empty() {
+                name.fill_extra(&mut action.extra);
+            }
+            action.extra.framework = call.framework.map(str::to_owned);
+            (action, call.context)
+        }
+        ProtocolCall::Sdk(call) => {
+            let input = DetectInput::Sdk { path: call.path };
+            (registry.detect_action(&input, call.arguments), call.context)
+        }
+    };
+    let set = |field: &mut Option<String>, value: Option<&str>| {
+        if let Some(value) = value {
+            *field = Some(value.to_owned());
+        }
+    };
+    set(&mut action.agent, context.agent);
+    set(&mut action.actor, context.actor);
+    set(&mut action.run_id, context.run);
+    set(&mut action.target, context.target);
+    if let Some(readback) = readback {
+        readback.fill_path_params(&mut action);
+    }
+    action
 }
 
 /// An identity value as recorded: trimmed, not empty, at most 256 bytes, no control
@@ -336,6 +421,39 @@ mod tests {
         assert_eq!(coding.run_id.as_deref(), Some("s-1"));
         assert_eq!(coding.extra.framework.as_deref(), Some("claude-code"));
         assert_eq!(function.extra.framework.as_deref(), Some("langchain"));
+    }
+
+    #[test]
+    fn a_coding_agent_call_is_described_by_its_riskiest_reading() {
+        let (_dir, attest) = attest();
+        let edit = |path: &str| json!({"file_path": path});
+        let detected = |path: &str| {
+            attest.registry().detect(&DetectInput::CodingTool {
+                name: "Edit",
+                input: &edit(path),
+            })
+        };
+        let (source, workflow) = (
+            detected("src/main.rs"),
+            detected(".github/workflows/ci.yml"),
+        );
+        assert!(
+            workflow.danger() > source.danger(),
+            "{workflow:?} {source:?}"
+        );
+        // A patch to source code and to a workflow is judged as the workflow edit.
+        let action = attest.action(ProtocolCall::CodingAgent(CodingAgentCall {
+            agent: "codex",
+            tool: "Edit",
+            input: edit("src/main.rs"),
+            readings: vec![edit(".github/workflows/ci.yml"), edit("src/lib.rs")],
+            ..CodingAgentCall::default()
+        }));
+        assert_eq!(
+            (action.system.as_str(), action.verb, action.recognised),
+            (workflow.system.as_str(), workflow.verb, workflow.recognised)
+        );
+        assert_eq!(action.extra.tool_name.as_deref(), Some("Edit"));
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //!
 //! [`Attest::wrap_rig`] turns any rig [`Tool`](RigTool) into an [`Attested`] tool that is
 //! itself a rig tool (same name, description and parameters), so it goes into an agent's
-//! tool list in place of the original. Each call is detected from the tool's name,
-//! decided, run, verified and recorded; a refusal or rejection reaches the model as a
-//! refused tool result that says why, and the tool never runs.
+//! tool list in place of the original. Each call is described by the tool's name, as
+//! [`Attest::action`] describes a framework's function call (with the pipeline's
+//! configured registry), then decided, run, verified and recorded; a refusal or
+//! rejection reaches the model as a refused tool result that says why, and the tool
+//! never runs.
 //!
 //! `cargo run -p attest-core --features rig --example rig_tools` shows it offline.
 
@@ -12,8 +14,7 @@ use rig_core::tool::{Tool as RigTool, ToolContext, ToolExecutionError};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::detect::{detect, DetectInput};
-use crate::{Attest, AttestError, Outcome, ToolError};
+use crate::{Attest, AttestError, FunctionCall, Outcome, ProtocolCall, ToolError};
 
 /// A rig tool whose calls go through an [`Attest`] pipeline.
 #[derive(Debug, Clone)]
@@ -91,10 +92,12 @@ where
         args: Value,
     ) -> Result<T::Output, RigToolError> {
         let typed: T::Args = serde_json::from_value(args.clone()).map_err(RigToolError::Args)?;
-        let input = DetectInput::Function { name: T::NAME };
-        let mut action = detect(&input).into_action(args);
-        input.fill_extra(&mut action.extra);
-        action.extra.framework = Some("rig".to_owned());
+        let action = self.attest.action(ProtocolCall::Function(FunctionCall {
+            framework: Some("rig"),
+            name: T::NAME,
+            arguments: args,
+            ..FunctionCall::default()
+        }));
         let tool = &self.tool;
         let outcome = self
             .attest
@@ -166,9 +169,22 @@ mod tests {
     /// Calls the wrapped refund tool once with `args` under `gate`: what the model got,
     /// how often the tool really ran, and the ledger's rows.
     async fn call_refund(gate: AutoGate, args: &str) -> (ToolResult, usize, Vec<RowSummary>) {
+        call_refund_with(gate, args, None).await
+    }
+
+    /// [`call_refund`] in a pipeline detecting with `registry` (else the compiled-in one).
+    async fn call_refund_with(
+        gate: AutoGate,
+        args: &str,
+        registry: Option<crate::Registry>,
+    ) -> (ToolResult, usize, Vec<RowSummary>) {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
-        let attest = Attest::builder().ledger(ledger).gate(gate).build().unwrap();
+        let mut builder = Attest::builder().ledger(ledger).gate(gate);
+        if let Some(registry) = registry {
+            builder = builder.registry(registry);
+        }
+        let attest = builder.build().unwrap();
         let runs = Arc::new(AtomicUsize::new(0));
         let tool = attest.wrap_rig(Refund(Arc::clone(&runs)));
         assert_eq!(ErasedTool::name(&tool), "stripe_create_refund");
@@ -176,6 +192,31 @@ mod tests {
         let result = tool.execute(args.to_owned(), &mut context).await;
         let rows = attest.ledger().list(10).unwrap();
         (result, runs.load(Ordering::SeqCst), rows)
+    }
+
+    #[tokio::test]
+    async fn a_rig_call_is_described_with_the_configured_registry() {
+        // The configured registry's entry for the tool's name beats the compiled-in
+        // reading (`stripe.pay`, which asks): a refused delete of widgets.
+        let mut registry = crate::Registry::builtin().unwrap();
+        registry.register(
+            "stripe_create_refund",
+            "widgets",
+            attest_policy::Verb::Delete,
+        );
+        let (result, runs, rows) = call_refund_with(
+            AutoGate::reject("ops"),
+            r#"{"amount": 4200}"#,
+            Some(registry),
+        )
+        .await;
+        result.refusal().expect("a refused result");
+        assert_eq!(runs, 0);
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(
+            (rows[0].system.as_str(), rows[0].verb.as_str()),
+            ("widgets", "delete")
+        );
     }
 
     #[tokio::test]

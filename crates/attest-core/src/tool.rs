@@ -1,16 +1,19 @@
 //! Tools: wrap a tool object once, call it through the pipeline many times.
 
 use async_trait::async_trait;
-use attest_policy::Action;
 use serde_json::Value;
 
-use crate::{Attest, AttestError, CustomCheck, Outcome, ResumeToken, Start, ToolError};
+use crate::{
+    Attest, AttestError, CustomCheck, Outcome, ProtocolCall, ResumeToken, Start, ToolError,
+};
 
 /// A tool an agent can call, described well enough for policy to decide on it.
 #[async_trait]
 pub trait Tool: Send + Sync {
-    /// Describes a call with `params` as an action (system, verb, target, params).
-    fn action(&self, params: Value) -> Action;
+    /// Describes a call with `params` in its protocol's terms (a function's name and
+    /// arguments, an MCP tool, what its declaration fixes); the pipeline it is wrapped
+    /// in turns that into the action ([`Attest::action`]), with its configured registry.
+    fn describe(&self, params: Value) -> ProtocolCall<'_>;
 
     /// Performs the call.
     async fn call(&self, params: Value) -> Result<Value, ToolError>;
@@ -34,8 +37,7 @@ pub type ToolOutcome = Outcome<Value, ToolError>;
 impl<T: Tool> Governed<T> {
     /// Calls the tool through the pipeline.
     pub async fn call(&self, params: Value) -> Result<ToolOutcome, AttestError> {
-        let action = self.tool.action(params);
-        self.run(action.into()).await
+        self.run(self.action(params).into()).await
     }
 
     /// Runs the call a resume token stands for, once a person has approved it (see
@@ -56,6 +58,12 @@ impl<T: Tool> Governed<T> {
     /// The wrapped tool.
     pub fn tool(&self) -> &T {
         &self.tool
+    }
+
+    /// The action a call with `params` is: the tool's description, as this pipeline's
+    /// configuration sees it.
+    pub fn action(&self, params: Value) -> attest_policy::Action {
+        self.attest.action(self.tool.describe(params))
     }
 }
 

@@ -2,18 +2,18 @@
 //!
 //! A framework keeps its tools in a list; [`Attest::wrap_all`] governs the whole list
 //! in one call, and [`Attest::wrap_fn`] turns an `async fn(Value) -> Result<Value, _>`
-//! into a governed tool named the way the agent calls it. Detection names the system
-//! and verb from that name ([`FnTool`]).
+//! into a governed tool named the way the agent calls it. A tool describes its call
+//! (its name and arguments, [`FnTool`]); the pipeline's configured registry names the
+//! system and verb from that name ([`Attest::action`]).
 
 use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use attest_policy::{Action, Verb};
+use attest_policy::Verb;
 use serde_json::Value;
 
-use crate::detect::{detect, DetectInput};
-use crate::{Attest, CustomCheck, Governed, Tool, ToolError};
+use crate::{Attest, CustomCheck, FunctionCall, Governed, ProtocolCall, Tool, ToolError};
 
 /// A tool made of a name and an async function.
 ///
@@ -83,24 +83,19 @@ where
     F: Fn(Value) -> Fut + Send + Sync,
     Fut: Future<Output = Result<Value, ToolError>> + Send,
 {
-    fn action(&self, params: Value) -> Action {
-        let input = match &self.manual {
-            Some((system, verb)) => DetectInput::Manual {
-                system,
-                verb: *verb,
-            },
-            None => DetectInput::Tool {
-                name: &self.name,
-                server: self.server.as_deref(),
-            },
+    fn describe(&self, params: Value) -> ProtocolCall<'_> {
+        let (system, verb) = match &self.manual {
+            Some((system, verb)) => (Some(system.as_str()), Some(*verb)),
+            None => (None, None),
         };
-        let mut action = detect(&input).into_action(params);
-        DetectInput::Tool {
+        ProtocolCall::Function(FunctionCall {
             name: &self.name,
             server: self.server.as_deref(),
-        }
-        .fill_extra(&mut action.extra);
-        action
+            arguments: params,
+            system,
+            verb,
+            ..FunctionCall::default()
+        })
     }
 
     async fn call(&self, params: Value) -> Result<Value, ToolError> {
@@ -117,8 +112,8 @@ macro_rules! forward_tool {
     ($($pointer:ident),+) => {$(
         #[async_trait]
         impl Tool for $pointer<dyn Tool> {
-            fn action(&self, params: Value) -> Action {
-                (**self).action(params)
+            fn describe(&self, params: Value) -> ProtocolCall<'_> {
+                (**self).describe(params)
             }
 
             async fn call(&self, params: Value) -> Result<Value, ToolError> {
@@ -194,7 +189,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let attest = attest(&dir);
         let list = attest.wrap_fn("list_issues", |_| async { Ok(json!({"issues": []})) });
-        assert_eq!(list.tool().action(json!({})).verb, Verb::List);
+        assert_eq!(list.action(json!({})).verb, Verb::List);
         let outcome = list.call(json!({})).await.unwrap();
         assert_eq!(outcome.receipt().decision, Decision::Act);
 
@@ -232,11 +227,47 @@ mod tests {
             let outcome = tool.call(json!({})).await.unwrap();
             assert_eq!(outcome.receipt().decision, Decision::Act);
         }
-        let action = governed[1].tool().action(json!({}));
+        let action = governed[1].action(json!({}));
         assert_eq!((action.system.as_str(), action.verb), ("crm", Verb::Update));
         assert_eq!(action.extra.tool_name.as_deref(), Some("frobnicate"));
         // The read: one row; the update: its intent, then its outcome.
         assert_eq!(attest.ledger().list(10).unwrap().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_governed_tool_is_described_with_the_configured_registry() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path().join("l.sqlite"), LedgerOptions::default()).unwrap();
+        // The compiled-in registry knows neither name: `unknown.write`, which asks.
+        let mut registry = crate::Registry::builtin().unwrap();
+        registry.register("frobnicate_widget", "acmecrm", Verb::List);
+        registry.register("scrap_gadget", "widgets", Verb::Delete);
+        let attest = Attest::builder()
+            .ledger(ledger)
+            .registry(registry)
+            .gate(AutoGate::reject("ops"))
+            .build()
+            .unwrap();
+        let list = attest.wrap_fn("frobnicate_widget", |_| async { Ok(json!([])) });
+        let outcome = list.call(json!({})).await.unwrap();
+        assert_eq!(outcome.receipt().decision, Decision::Act, "{outcome:?}");
+        let tools: Vec<Box<dyn Tool>> = vec![Box::new(
+            FnTool::new("scrap_gadget", |_| async { Ok(json!({})) }).on_server("acme"),
+        )];
+        let scrap = attest.wrap_all(tools);
+        let outcome = scrap[0].call(json!({"id": "g1"})).await.unwrap();
+        assert!(matches!(outcome, Outcome::Rejected { .. }), "{outcome:?}");
+        let rows = attest.ledger().list(10).unwrap();
+        let described: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|row| (row.system.as_str(), row.verb.as_str()))
+            .collect();
+        // Newest first: the rejected delete, then the list.
+        assert_eq!(
+            described,
+            [("widgets", "delete"), ("acmecrm", "list")],
+            "{rows:?}"
+        );
     }
 
     #[tokio::test]

@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Dedupe, Escalation, Quorum, Risk, Window};
+use crate::{Action, Dedupe, Escalation, Quorum, Risk, Window};
 
 /// What happens to an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -133,5 +133,25 @@ impl Verdict {
             escalation: None,
             dedupe: None,
         }
+    }
+
+    /// What this verdict decided for `action` and why, as one JSON object: the action's
+    /// system, verb, target and whether detection recognised it; the tier, decision,
+    /// reasons, rules fired, target class, approvers (groups resolved) and hold. What
+    /// `attest policy explain --json` prints and the MCP server's `attest_decide` answers.
+    pub fn report(&self, action: &Action) -> serde_json::Value {
+        serde_json::json!({
+            "system": action.system,
+            "verb": action.verb,
+            "target": action.target,
+            "recognised": action.recognised,
+            "tier": self.tier,
+            "decision": self.decision,
+            "reasons": self.reasons,
+            "rules_fired": self.rules_fired,
+            "target_class": self.target_class,
+            "approvers": self.approver_members,
+            "hold": self.hold,
+        })
     }
 }

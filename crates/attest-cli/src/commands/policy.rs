@@ -2,65 +2,43 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attest_core::detect::detect_action;
-use attest_core::http_body::body_params;
-use attest_core::DetectInput;
+use attest_core::{CallContext, Describer, DetectInput};
 use attest_ledger::{LedgerError, WindowClaim};
 use attest_policy::{
     lint, run_cases_with, Action, CaseCall, Policy, Verdict, Window, MAX_POLICY_BYTES,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::{
     PolicyCheckArgs, PolicyCommand, PolicyExplainArgs, PolicyReplayArgs, PolicyTestArgs,
 };
-use crate::commands::detect::{input, print};
+use crate::commands::detect::{describe, input, print};
 use crate::config::{load_policy, read_text, Config};
 
 pub(crate) fn run(config: &Config, command: &PolicyCommand) -> anyhow::Result<ExitCode> {
     match command {
         PolicyCommand::Explain(args) => explain(config, args),
         PolicyCommand::Check(args) => check(args),
-        PolicyCommand::Test(args) => test(args),
+        PolicyCommand::Test(args) => test(config, args),
         PolicyCommand::Replay(args) => replay(config, args),
     }
 }
 
-/// What policy decided for `action` and why, as `attest policy explain --json` prints it
-/// and the MCP server's `attest_decide` returns it.
-pub(crate) fn decision_report(action: &Action, verdict: &Verdict) -> Value {
-    json!({
-        "system": action.system,
-        "verb": action.verb,
-        "target": action.target,
-        "recognised": action.recognised,
-        "tier": verdict.tier,
-        "decision": verdict.decision,
-        "reasons": verdict.reasons,
-        "rules_fired": verdict.rules_fired,
-        "target_class": verdict.target_class,
-        "approvers": verdict.approver_members,
-        "hold": verdict.hold,
-    })
-}
-
 fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode> {
     let policy = config.policy()?;
-    let call = input(&args.call)?;
-    // Detected as the servers detect it: with the configured registry files and hosts.
-    let mut detection = config.registry()?.detect(&call);
-    let params = match (&args.params, &args.call.body) {
-        (Some(text), _) => serde_json::from_str(text).context("--params is not JSON")?,
-        (None, Some(body)) => body_params(None, body.as_bytes()),
-        (None, None) => json!({}),
+    let params = match &args.params {
+        Some(text) => Some(serde_json::from_str(text).context("--params is not JSON")?),
+        None => None,
     };
-    if let Some(target) = &args.target {
-        detection.target = Some(target.clone());
-    }
-    let mut action = detection.clone().into_action(params);
-    call.fill_extra(&mut action.extra);
-    action.actor.clone_from(&args.actor);
-    action.agent.clone_from(&args.agent);
+    // Described as the doors describe it: with the configured registry files and hosts.
+    let context = CallContext {
+        agent: args.agent.as_deref(),
+        actor: args.actor.as_deref(),
+        target: args.target.as_deref(),
+        run: None,
+    };
+    let action = describe(&config.describer()?, &input(&args.call)?, params, context)
+        .map_err(anyhow::Error::msg)?;
     let mut verdict = policy.evaluate(&action)?;
     let windows = window_figures(config, &verdict);
     // As a call made now would be decided: the first window this call would cross.
@@ -73,7 +51,7 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
     }
     let mut out = std::io::stdout().lock();
     if args.json {
-        let mut report = decision_report(&action, &verdict);
+        let mut report = verdict.report(&action);
         report["windows"] = windows
             .iter()
             .map(|(window, figure)| {
@@ -101,7 +79,7 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    print(&mut out, &detection)?;
+    print(&mut out, &action)?;
     writeln!(
         out,
         "tier {}  target class {}  decision {}{}",
@@ -291,14 +269,17 @@ fn check(args: &PolicyCheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn test(args: &PolicyTestArgs) -> anyhow::Result<ExitCode> {
+fn test(config: &Config, args: &PolicyTestArgs) -> anyhow::Result<ExitCode> {
     let policy = load_policy(&args.file)?;
     let cases = read_text(&args.cases, MAX_POLICY_BYTES as u64)?;
+    // The cases' calls are described as production describes them: with the configured
+    // registry, so a CI test of the policy and the doors agree.
+    let describer = config.describer()?;
     let report = run_cases_with(
         &policy,
         &cases,
         &args.cases.display().to_string(),
-        &resolve_call,
+        &|call| resolve_call(&describer, call),
     )?;
     writeln!(std::io::stdout().lock(), "{report}")?;
     Ok(if report.all_passed() {
@@ -308,34 +289,28 @@ fn test(args: &PolicyTestArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// A policy case's `call:` as the servers would see it: a tool on the server it names
-/// (that server is the system), or an HTTP request whose JSON body gives the params.
-fn resolve_call(call: &CaseCall) -> Result<Action, String> {
+/// A policy case's `call:` as the doors would see it: a tool on the server it names
+/// (that server is the system), or an HTTP request whose body gives the params.
+fn resolve_call(describer: &Describer, call: &CaseCall) -> Result<Action, String> {
     let body = call.body_bytes();
-    let (input, params) = match (&call.tool, &call.method, &call.url) {
-        (Some(name), _, _) => {
-            let input = match &call.server {
-                Some(server) => DetectInput::NamedServerTool { name, server },
-                None => DetectInput::Tool { name, server: None },
-            };
-            (input, call.params.clone().unwrap_or_else(|| json!({})))
-        }
-        (None, Some(method), Some(url)) => {
-            let params = match (&call.params, &body) {
-                (Some(params), _) => params.clone(),
-                (None, Some(body)) => body_params(None, body),
-                (None, None) => json!({}),
-            };
-            let input = DetectInput::Http {
-                method,
-                url,
-                body: body.as_deref(),
-            };
-            (input, params)
-        }
+    let input = match (&call.tool, &call.method, &call.url) {
+        (Some(name), _, _) => match &call.server {
+            Some(server) => DetectInput::NamedServerTool { name, server },
+            None => DetectInput::Tool { name, server: None },
+        },
+        (None, Some(method), Some(url)) => DetectInput::Http {
+            method,
+            url,
+            body: body.as_deref(),
+        },
         _ => return Err("a call needs a tool, or a method and a url".to_owned()),
     };
-    let mut action = detect_action(&input, params);
+    let mut action = describe(
+        describer,
+        &input,
+        call.params.clone(),
+        CallContext::default(),
+    )?;
     call.fill_people(&mut action);
     Ok(action)
 }

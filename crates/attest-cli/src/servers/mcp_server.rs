@@ -37,7 +37,6 @@ use rmcp::service::{RequestContext, RoleServer, ServiceExt};
 use serde_json::{json, Value};
 
 use super::{chain, receipt_json};
-use crate::commands::policy::decision_report;
 
 /// Largest `limit` `attest_ledger` accepts.
 const MAX_LEDGER_ROWS: u64 = 1000;
@@ -152,7 +151,7 @@ impl AttestServer {
     async fn decide(&self, args: &Value) -> Result<Value, String> {
         let action = self.action(args).await?;
         let verdict = self.attest.verdict_now(&action).await;
-        Ok(decision_report(&action, &verdict))
+        Ok(verdict.report(&action))
     }
 
     /// Files an approval request for a call policy asks about (the notifiers are told,
@@ -162,7 +161,7 @@ impl AttestServer {
         let action = self.action(args).await?;
         let verdict = self.attest.verdict_now(&action).await;
         if verdict.decision != Decision::Ask {
-            let mut report = decision_report(&action, &verdict);
+            let mut report = verdict.report(&action);
             report["requested"] = json!(false);
             return Ok(report);
         }

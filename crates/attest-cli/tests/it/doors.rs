@@ -857,3 +857,169 @@ fn a_missing_credential_names_the_configured_variable_and_the_write_is_acknowled
         "read back without a credential"
     );
 }
+
+// --- one registry entry, every door that describes a call ---
+
+/// The widgets API: nothing listens there, and a refused call never reaches it.
+const WIDGETS_API: &str = "http://127.0.0.1:9";
+
+/// A directory whose configuration maps the in-house tool `frobnicate_gadget` to
+/// `widgets.delete` (and the widgets API's host, [`WIDGETS_API`], to `widgets`), with a
+/// policy that refuses `widgets.delete` organisation-wide. The compiled-in registry knows
+/// neither the tool nor the system (`unknown.write`, which asks), so a door that
+/// describes the call without the configured registry disagrees.
+fn registry_entry_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let attest_dir = dir.path().join(".attest");
+    std::fs::create_dir_all(&attest_dir).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(attest_dir.join(name), text).unwrap();
+    write(
+        "config.yaml",
+        &format!(
+            "policy: policy.yaml\nregistry: [in-house.yaml]\nsystems:\n  widgets: {{base_url: '{WIDGETS_API}'}}\n"
+        ),
+    );
+    write(
+        "in-house.yaml",
+        "overrides:\n  - {tool: frobnicate_gadget, system: widgets, verb: delete}\n",
+    );
+    write(
+        "policy.yaml",
+        "version: 1\norg:\n  blocked: [widgets.delete]\n",
+    );
+    write(
+        "cases.yaml",
+        &format!(
+            "cases:
+  - name: the in-house tool is a blocked delete
+    call: {{tool: frobnicate_gadget}}
+    expect: {{decision: refuse}}
+  - name: a delete on the widgets API is a blocked delete
+    call: {{method: DELETE, url: '{WIDGETS_API}/gadgets/g1'}}
+    expect: {{decision: refuse}}
+"
+        ),
+    );
+    dir
+}
+
+#[test]
+fn a_configured_registry_entry_reads_alike_through_every_door() {
+    let dir = registry_entry_dir();
+    let path = dir.path();
+    let run = |args: &[&str]| {
+        let output = crate::attest(path, args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        stdout(&output)
+    };
+    let url = format!("{WIDGETS_API}/gadgets/g1");
+    for call in [
+        &["--tool", "frobnicate_gadget"][..],
+        &["--method", "DELETE", "--url", &url],
+    ] {
+        let detected: Value =
+            serde_json::from_str(&run(&[&["detect", "--json"], call].concat())).unwrap();
+        assert_eq!(
+            (&detected["system"], &detected["verb"]),
+            (&json!("widgets"), &json!("delete")),
+            "detect {call:?}: {detected}"
+        );
+        let explained: Value =
+            serde_json::from_str(&run(&[&["policy", "explain", "--json"], call].concat())).unwrap();
+        assert_eq!(
+            (
+                &explained["system"],
+                &explained["verb"],
+                &explained["decision"]
+            ),
+            (&json!("widgets"), &json!("delete"), &json!("refuse")),
+            "policy explain {call:?}: {explained}"
+        );
+    }
+    // The CI test of the policy, with the same configuration as production.
+    let tested = run(&[
+        "policy",
+        "test",
+        ".attest/policy.yaml",
+        ".attest/cases.yaml",
+    ]);
+    assert!(!tested.contains("FAIL"), "policy test: {tested}");
+    assert!(
+        tested.contains("2 of 2 cases passed"),
+        "policy test: {tested}"
+    );
+    // Each coding agent's hook denies the call and records the refusal as widgets.delete.
+    use crate::hook_agents::{claude, codex, copilot, cursor, gemini, verdict};
+    let tool = "mcp__acme__frobnicate_gadget";
+    let events = [
+        ("claude-code", claude(tool, json!({}))),
+        ("codex", codex(tool, json!({}))),
+        ("gemini", gemini(tool, json!({}))),
+        (
+            "cursor",
+            cursor(
+                "beforeMCPExecution",
+                json!({"tool_name": "frobnicate_gadget", "tool_input": "{}",
+                       "mcp_server_name": "acme", "command": "acme-mcp"}),
+            ),
+        ),
+        ("copilot", copilot("acme/frobnicate_gadget", json!({}))),
+    ];
+    for (agent, event) in events {
+        let answer = crate::hook::hook_answer(path, &[agent], &event, &[]);
+        assert_eq!(verdict(agent, &answer), "deny", "hook {agent}: {answer}");
+        let rows = exported_entries(path);
+        let row = rows
+            .last()
+            .unwrap_or_else(|| panic!("hook {agent}: no row"));
+        assert_eq!(
+            (&row["system"], &row["verb"], &row["decision"]),
+            (&json!("widgets"), &json!("delete"), &json!("refuse")),
+            "hook {agent}: {row}"
+        );
+    }
+    // The gateway refuses the delete on the widgets API before forwarding it.
+    if curl_missing() {
+        return;
+    }
+    let (_gateway, line) = crate::start_first_line(
+        Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(crate::store_args(
+                path,
+                &[
+                    "--ledger",
+                    "ledger.sqlite",
+                    "gateway",
+                    "--port",
+                    "0",
+                    "--upstream",
+                    WIDGETS_API,
+                ],
+            ))
+            .current_dir(path)
+            .env_clear(),
+    );
+    let address = line
+        .strip_prefix("attest gateway listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    let (status, headers, body) = curl("DELETE", &format!("{address}/gadgets/g1"), None, &[]);
+    assert_eq!(status, 403, "gateway: {body}");
+    assert_eq!(
+        headers["x-attest-decision"], "refuse",
+        "gateway: {headers:?}"
+    );
+    let rows = exported_entries(path);
+    let row = rows.last().expect("the gateway's row");
+    assert_eq!(
+        (&row["system"], &row["verb"], &row["decision"]),
+        (&json!("widgets"), &json!("delete"), &json!("refuse")),
+        "gateway: {row}"
+    );
+}

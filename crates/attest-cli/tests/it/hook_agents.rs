@@ -13,7 +13,7 @@ use crate::{exported_entries, stderr, stdout};
 
 /// What one answer says, in Attest's words: `allow`, `ask`, `deny`, or `none` (the
 /// agent goes on as it would without the hook).
-fn verdict(agent: &str, answer: &Value) -> String {
+pub(crate) fn verdict(agent: &str, answer: &Value) -> String {
     let word = match agent {
         "claude-code" => answer["hookSpecificOutput"]["permissionDecision"].as_str(),
         "codex" | "copilot" => {
@@ -46,7 +46,7 @@ fn answer(dir: &Path, agent: &str, event: &Value) -> Value {
 }
 
 /// Claude Code's `PreToolUse` input (code.claude.com/docs/en/hooks).
-fn claude(tool: &str, input: Value) -> Value {
+pub(crate) fn claude(tool: &str, input: Value) -> Value {
     json!({
         "session_id": "abc123",
         "transcript_path": "/home/dev/.claude/projects/app/abc123.jsonl",
@@ -60,7 +60,7 @@ fn claude(tool: &str, input: Value) -> Value {
 }
 
 /// Codex's `PreToolUse` input (developers.openai.com/codex/hooks).
-fn codex(tool: &str, input: Value) -> Value {
+pub(crate) fn codex(tool: &str, input: Value) -> Value {
     json!({
         "session_id": "019a-codex-session",
         "transcript_path": null,
@@ -75,7 +75,7 @@ fn codex(tool: &str, input: Value) -> Value {
 }
 
 /// Gemini CLI's `BeforeTool` input (geminicli.com/docs/hooks/reference).
-fn gemini(tool: &str, input: Value) -> Value {
+pub(crate) fn gemini(tool: &str, input: Value) -> Value {
     json!({
         "session_id": "gemini-session",
         "transcript_path": "/home/dev/.gemini/tmp/chats/session.json",
@@ -88,7 +88,7 @@ fn gemini(tool: &str, input: Value) -> Value {
 }
 
 /// Cursor's common input fields with an event's own (cursor.com/docs/agent/hooks).
-fn cursor(event: &str, fields: Value) -> Value {
+pub(crate) fn cursor(event: &str, fields: Value) -> Value {
     let mut value = json!({
         "hook_event_name": event,
         "conversation_id": "conv-123",
@@ -126,7 +126,7 @@ fn cursor_tool(event: &str, tool: &str, input: Value, fields: Value) -> Value {
 
 /// Copilot CLI's `preToolUse` input: `toolArgs` is a JSON text (docs.github.com, CLI
 /// hooks reference).
-fn copilot(tool: &str, args: Value) -> Value {
+pub(crate) fn copilot(tool: &str, args: Value) -> Value {
     json!({
         "timestamp": 1_764_619_200_000_u64,
         "cwd": "/home/dev/app",

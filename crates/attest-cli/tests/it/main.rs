@@ -20,7 +20,7 @@ mod fail_closed;
 pub(crate) mod gateway;
 mod held_probes;
 pub(crate) mod hook;
-mod hook_agents;
+pub(crate) mod hook_agents;
 mod hook_approvals;
 mod hook_install;
 mod idempotency;

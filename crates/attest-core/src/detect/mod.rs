@@ -227,7 +227,7 @@ impl Detection {
         }
     }
 
-    fn danger(&self) -> (Risk, bool) {
+    pub(crate) fn danger(&self) -> (Risk, bool) {
         let risk = self.risk.unwrap_or(self.verb.default_risk());
         let risk = if self.recognised || self.verb.is_read() {
             risk

@@ -11,7 +11,7 @@ use crate::approvals::{ApprovalStore, LinkSigner, Notifier, Secret};
 use crate::config::{ConfigError, NotifyBy};
 use crate::detect::{OperationIds, Registry};
 use crate::verification::ReadBack;
-use crate::{Attest, Gate};
+use crate::{Attest, Describer, Gate};
 
 /// What only the door itself can add to what the configuration builds: each field's
 /// default is the configuration's.
@@ -74,9 +74,9 @@ impl Settings {
     /// a ledger behind), then the ledger, its approval store and the gate.
     pub fn build(&self, parts: DoorParts) -> Result<Attest, ConfigError> {
         let policy = self.policy()?;
-        let registry = self.registry()?;
+        let registry = Arc::new(self.registry()?);
         let operations = self.operations()?;
-        let readback = self.readback()?;
+        let readback = self.readback_with(Arc::clone(&registry))?;
         let mut notifiers = if parts.never_asks || parts.gate.is_some() {
             Vec::new()
         } else {
@@ -177,11 +177,30 @@ impl Settings {
     /// The read-back drivers: recipes (the file's `recipes` directories first), OpenAPI
     /// specs, and each system's base URL and credential variable.
     pub fn readback(&self) -> Result<ReadBack, ConfigError> {
+        self.readback_with(Arc::new(self.registry()?))
+    }
+
+    /// [`Settings::readback`] over the configured `registry`, already built.
+    fn readback_with(&self, registry: Arc<Registry>) -> Result<ReadBack, ConfigError> {
         let env = Arc::clone(&self.env);
         let env = move |name: &str| env.var(name);
         let mut file = self.file.clone();
         file.openapi.clone_from(&self.openapi.value);
-        file.readback(env, &self.origin())
+        file.readback(env, &self.origin(), registry)
+    }
+
+    /// What describes calls as the pipeline [`Settings::build`] builds would, without
+    /// opening the ledger: the configured registry, OpenAPI operation ids and read-back
+    /// drivers. For a command that judges calls without making them (`attest policy
+    /// test`, `policy explain`).
+    pub fn describer(&self) -> Result<Describer, ConfigError> {
+        let registry = Arc::new(self.registry()?);
+        let readback = self.readback_with(Arc::clone(&registry))?;
+        Ok(Describer::new(
+            registry,
+            self.operations()?,
+            Some(Arc::new(readback)),
+        ))
     }
 
     /// The notifiers a door that asks tells (none with `notify.by: inbox`: `attest

@@ -1,6 +1,7 @@
 //! The recipe driver: reads a write back the way a declarative recipe says.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use attest_policy::Action;
@@ -14,18 +15,38 @@ use super::readback::{ReadBackDriver, ReadContext};
 use super::recipe::{Check, Missing, Recipe, Scheme, Source, Test};
 use super::template::{scalar_text, Encoding, PathPart, Vars};
 use super::{Evidence, Finding};
+use crate::detect::Registry;
 use crate::AttestError;
 
 /// Reads writes back with recipes; the first recipe that applies to an action is used.
 #[derive(Debug, Clone, Default)]
 pub struct RecipeDriver {
     recipes: Vec<Recipe>,
+    /// The registry whose aliases name one system (`None`: the compiled-in one).
+    registry: Option<Arc<Registry>>,
 }
 
 impl RecipeDriver {
     /// A driver with exactly these recipes, tried in order.
     pub fn new(recipes: Vec<Recipe>) -> Self {
-        RecipeDriver { recipes }
+        RecipeDriver {
+            recipes,
+            registry: None,
+        }
+    }
+
+    /// Tells a recipe's system from an action's by `registry`'s aliases (the configured
+    /// registry, whose files may name systems and aliases the compiled-in one lacks).
+    #[must_use]
+    pub fn with_registry(mut self, registry: Arc<Registry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    fn registry(&self) -> &Registry {
+        self.registry
+            .as_deref()
+            .unwrap_or_else(|| Registry::shared())
     }
 
     /// The built-in recipes (`policies/recipes/*.yaml`, compiled in).
@@ -51,7 +72,10 @@ impl RecipeDriver {
 
     /// The recipe that applies to `action`, if any.
     pub fn recipe_for(&self, action: &Action, result: &Value) -> Option<&Recipe> {
-        self.recipes.iter().find(|r| applies(r, action, result))
+        let registry = self.registry();
+        self.recipes
+            .iter()
+            .find(|r| applies(registry, r, action, result))
     }
 }
 
@@ -70,7 +94,7 @@ impl ReadBackDriver for RecipeDriver {
         let segments = url_segments(url)?;
         self.recipes
             .iter()
-            .filter(|recipe| same_system(&recipe.system, &action.system))
+            .filter(|recipe| same_system(self.registry(), &recipe.system, &action.system))
             .find_map(|recipe| {
                 let pattern = recipe
                     .read
@@ -91,8 +115,10 @@ impl ReadBackDriver for RecipeDriver {
 
 /// Whether `recipe` applies: system, verb, `when`, and every placeholder but `{base}`
 /// has a value.
-fn applies(recipe: &Recipe, action: &Action, result: &Value) -> bool {
-    if !same_system(&recipe.system, &action.system) || !recipe.verbs.contains(&action.verb) {
+fn applies(registry: &Registry, recipe: &Recipe, action: &Action, result: &Value) -> bool {
+    if !same_system(registry, &recipe.system, &action.system)
+        || !recipe.verbs.contains(&action.verb)
+    {
         return false;
     }
     let when = &recipe.when;
@@ -127,11 +153,10 @@ fn applies(recipe: &Recipe, action: &Action, result: &Value) -> bool {
 
 /// Whether a recipe's system is the action's: the same name, or two names of one
 /// system in the detection registry (`google-calendar` and `calendar`).
-fn same_system(recipe: &str, action: &str) -> bool {
+fn same_system(registry: &Registry, recipe: &str, action: &str) -> bool {
     if recipe.eq_ignore_ascii_case(action) {
         return true;
     }
-    let registry = crate::detect::Registry::shared();
     let canonical = |name: &str| registry.system_named(name).map(str::to_owned);
     canonical(recipe).is_some_and(|found| Some(found) == canonical(action))
 }
@@ -401,4 +426,37 @@ fn check_value(check: &Check, value: &Value, vars: Option<&Vars<'_>>) -> (Option
         Test::Exists(wanted) => present == *wanted,
     };
     (got, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use attest_policy::Verb;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_recipe_names_its_system_by_an_alias_of_the_configured_registry() {
+        let recipes = super::super::recipe::parse_recipes(
+            "recipes:\n  - name: books.entry\n    system: ledgerly\n    verbs: [update]\n    read: {url: \"{base}/entries/{id}\", id: [params:/id]}\n",
+            "books.yaml",
+        )
+        .unwrap();
+        let mut registry = Registry::builtin().unwrap();
+        registry
+            .extend_yaml(
+                "systems:\n  books:\n    aliases: [ledgerly]\n",
+                "in-house.yaml",
+            )
+            .unwrap();
+        let action = Action::new("books", Verb::Update).with_params(json!({"id": "e1"}));
+        let compiled = RecipeDriver::new(recipes);
+        let by_its_own_name =
+            Action::new("ledgerly", Verb::Update).with_params(json!({"id": "e1"}));
+        assert!(compiled.recipe_for(&by_its_own_name, &json!({})).is_some());
+        assert!(compiled.recipe_for(&action, &json!({})).is_none());
+        let configured = compiled.with_registry(Arc::new(registry));
+        let found = configured.recipe_for(&action, &json!({}));
+        assert_eq!(found.map(|r| r.name.as_str()), Some("books.entry"));
+    }
 }

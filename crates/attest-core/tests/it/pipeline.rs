@@ -3,7 +3,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use attest_core::{
-    Attest, AttestError, AutoGate, CustomCheck, Level, Outcome, RejectGate, Tool, ToolError,
+    Attest, AttestError, AutoGate, CustomCheck, FunctionCall, Level, Outcome, ProtocolCall,
+    RejectGate, Tool, ToolError,
 };
 use attest_ledger::{Ledger, LedgerOptions};
 use attest_policy::{Action, Decision, Policy, PolicyError, Verb, Verdict};
@@ -377,8 +378,14 @@ struct Crm {
 
 #[async_trait]
 impl Tool for Crm {
-    fn action(&self, params: Value) -> Action {
-        Action::new("crm", Verb::Update).with_params(params)
+    fn describe(&self, params: Value) -> ProtocolCall<'_> {
+        ProtocolCall::Function(FunctionCall {
+            name: "crm",
+            arguments: params,
+            system: Some("crm"),
+            verb: Some(Verb::Update),
+            ..FunctionCall::default()
+        })
     }
     async fn call(&self, params: Value) -> Result<Value, ToolError> {
         self.calls.fetch_add(1, Ordering::SeqCst);

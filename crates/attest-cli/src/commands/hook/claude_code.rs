@@ -122,6 +122,7 @@ pub(super) fn call(value: &Value, project_var: Option<&str>) -> Result<ToolCall,
     Ok(ToolCall {
         tool: tool.clone(),
         input: input.clone(),
+        readings: Vec::new(),
         agent_tool: tool,
         params: input,
         cwd,

@@ -17,7 +17,6 @@
 
 use std::time::Duration;
 
-use attest_core::detect::{detect, DetectInput};
 use serde_json::{json, Value};
 
 use super::claude_code;
@@ -59,7 +58,10 @@ impl Contract for Codex {
             "apply_patch" => {
                 call.tool = "Edit".to_owned();
                 let patch = command_text(call.params.get("command").or(call.params.get("input")));
-                call.input = json!({"file_path": riskiest_path(&patch)});
+                // Each file is a reading of the call; core judges it by the riskiest.
+                let mut edits = patch_paths(&patch).map(|path| json!({"file_path": path}));
+                call.input = edits.next().unwrap_or_else(|| json!({"file_path": ""}));
+                call.readings = edits.collect();
             }
             _ => {}
         }
@@ -114,10 +116,9 @@ fn command_text(command: Option<&Value>) -> String {
     }
 }
 
-/// Of the files a patch touches, the one whose write is riskiest (a patch to source code
-/// and to `.github/workflows/` is judged as the workflow edit).
-fn riskiest_path(patch: &str) -> String {
-    let paths = patch.lines().filter_map(|line| {
+/// The files a patch touches, in its order (a move names its source and destination).
+fn patch_paths(patch: &str) -> impl Iterator<Item = &str> {
+    patch.lines().filter_map(|line| {
         [
             "*** Add File: ",
             "*** Update File: ",
@@ -127,22 +128,7 @@ fn riskiest_path(patch: &str) -> String {
         .iter()
         .find_map(|prefix| line.strip_prefix(prefix))
         .map(str::trim)
-    });
-    let judged = |path: &str| {
-        detect(&DetectInput::CodingTool {
-            name: "Edit",
-            input: &json!({"file_path": path}),
-        })
-    };
-    let mut best: Option<(String, attest_core::Detection)> = None;
-    for path in paths {
-        let found = judged(path);
-        best = match best {
-            Some((old, was)) if was.clone().riskier(found.clone()) == was => Some((old, was)),
-            _ => Some((path.to_owned(), found)),
-        };
-    }
-    best.map(|(path, _)| path).unwrap_or_default()
+    })
 }
 
 #[cfg(test)]
@@ -150,9 +136,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_patch_is_judged_by_its_riskiest_file() {
+    fn a_patch_is_read_as_an_edit_of_each_file_it_touches() {
         let patch = "*** Begin Patch\n*** Update File: src/main.rs\n@@\n-a\n+b\n*** Add File: .github/workflows/ci.yml\n+on: push\n*** End Patch\n";
-        assert_eq!(riskiest_path(patch), ".github/workflows/ci.yml");
-        assert_eq!(riskiest_path("*** Update File: src/lib.rs\n"), "src/lib.rs");
+        let event = json!({
+            "session_id": "s", "hook_event_name": "PreToolUse",
+            "tool_name": "apply_patch", "tool_input": {"command": patch},
+        });
+        let call = Codex.parse(&event).unwrap().call.unwrap();
+        assert_eq!(call.tool, "Edit");
+        assert_eq!(call.input, json!({"file_path": "src/main.rs"}));
+        assert_eq!(
+            call.readings,
+            [json!({"file_path": ".github/workflows/ci.yml"})]
+        );
+        let one = json!({
+            "session_id": "s", "hook_event_name": "PreToolUse",
+            "tool_name": "apply_patch", "tool_input": {"command": "*** Update File: src/lib.rs\n"},
+        });
+        let call = Codex.parse(&one).unwrap().call.unwrap();
+        assert_eq!(call.input, json!({"file_path": "src/lib.rs"}));
+        assert!(call.readings.is_empty());
     }
 }

@@ -65,6 +65,7 @@ impl Contract for Copilot {
             call: Some(ToolCall {
                 tool,
                 input,
+                readings: Vec::new(),
                 agent_tool,
                 params,
                 project_dir: cwd.as_deref().map(std::path::PathBuf::from),

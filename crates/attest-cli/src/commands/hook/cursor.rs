@@ -167,6 +167,7 @@ impl Contract for Cursor {
             call: Some(ToolCall {
                 tool,
                 input,
+                readings: Vec::new(),
                 agent_tool,
                 params,
                 cwd: event::text(value, "cwd").map(str::to_owned),

@@ -38,6 +38,9 @@ pub(crate) struct ToolCall {
     pub(crate) tool: String,
     /// The input `detect` reads (the fields it looks for, under its names).
     pub(crate) input: Value,
+    /// Other inputs the call may be read as (each further file a patch touches): it is
+    /// judged by its riskiest reading.
+    pub(crate) readings: Vec<Value>,
     /// The tool's name as the agent sent it (part of the call's digest).
     pub(crate) agent_tool: String,
     /// The input exactly as the agent sent it: the action's params (hashed, never stored)

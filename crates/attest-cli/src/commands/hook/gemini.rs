@@ -65,6 +65,7 @@ impl Contract for Gemini {
             call: Some(ToolCall {
                 tool,
                 input,
+                readings: Vec::new(),
                 agent_tool,
                 params,
                 cwd,

@@ -77,6 +77,7 @@ pub(crate) fn action(attest: &Attest, settings: &Settings, call: &ToolCall) -> A
         input: call.input.clone(),
         params: Some(call.params.clone()),
         session: call.session.as_deref(),
+        readings: call.readings.clone(),
         context: CallContext {
             agent: Some(&settings.agent),
             actor: settings.actor.as_deref(),
