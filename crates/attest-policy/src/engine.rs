@@ -770,6 +770,31 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_call_a_parser_gave_up_on_is_judged_on_its_face_too() {
+        let policy = engine(&format!(
+            "{BUDGET}  - name: deletes\n    match: {{verb: delete}}\n    decision: act\n"
+        ));
+        // Read as a delete (which acts), on its face a payment whose amount cannot be
+        // read: the budget's own decision (ask) stands, the stricter of the two.
+        let mut gave_up =
+            Action::new("stripe", Verb::Delete).with_params(json!("{\"amount\": 1e400}"));
+        gave_up.extra.face_verb = Some(Verb::Pay);
+        let v = policy.evaluate(&gave_up).unwrap();
+        assert_eq!(
+            (v.decision, v.rules_fired.as_slice()),
+            (Decision::Ask, &["budget".to_owned()][..])
+        );
+        // A readable amount: the face reading's window goes with the stricter verdict.
+        gave_up.params = json!({"amount": 45});
+        let v = policy.evaluate(&gave_up).unwrap();
+        assert_eq!(v.windows.len(), 1, "{v:?}");
+        assert_eq!(v.windows[0].rule, "budget");
+        // Without the face reading, the budget was escaped.
+        gave_up.extra.face_verb = None;
+        assert!(policy.evaluate(&gave_up).unwrap().windows.is_empty());
+    }
+
     const DEDUPE: &str = concat!(
         "dedupe: {window: 60s}\n",
         "policies:\n",

@@ -543,19 +543,30 @@ mod tests {
             .unwrap()
             .ran());
         assert_eq!(ran.load(Ordering::SeqCst), 2);
-        // The intent row carries the key; the outcome row does not.
-        let mut keys = Vec::new();
+        // The intent row carries the key; the outcome row does not; each of the three
+        // replays left a row naming the first call's outcome row (seq 2), not run.
+        let mut rows = Vec::new();
         attest
             .ledger()
             .for_each_row(1, |row| {
                 let body: serde_json::Value = serde_json::from_slice(row.body).unwrap();
-                keys.push(body["idempotency_key"].as_str().map(str::to_owned));
+                let key = body["idempotency_key"].as_str().map(str::to_owned);
+                rows.push((key, body["replay_of"]["seq"].as_u64()));
                 Ok(true)
             })
             .unwrap();
+        let k = |key: &str| Some(key.to_owned());
         assert_eq!(
-            keys,
-            [Some("k1".to_owned()), None, Some("k2".to_owned()), None]
+            rows,
+            [
+                (k("k1"), None),
+                (None, None),
+                (None, Some(2)),
+                (None, Some(2)),
+                (None, Some(2)),
+                (k("k2"), None),
+                (None, None)
+            ]
         );
     }
 
