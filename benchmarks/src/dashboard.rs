@@ -99,6 +99,7 @@ fn record(n: u64) -> Record {
             evidence: serde_json::Map::new(),
         }),
         idempotency_key: None,
+        replay_of: None,
         imported: None,
         shadow: None,
     }

@@ -54,7 +54,7 @@ mod windows;
 mod writer;
 use call::Ended;
 pub use import::{ImportBatch, ImportItem};
-use keys::{Called, Claimed, HeldKey, IdempotencyOptions};
+use keys::{Called, Claimed, HeldKey, IdempotencyOptions, Keyed};
 pub use resume::Decided;
 use retries::Calling;
 pub use retries::RETRY_RULE;
@@ -305,7 +305,7 @@ impl Attest {
         action: Action,
         tool: F,
         check: Option<&CustomCheck>,
-        key: Option<&str>,
+        key: Option<Keyed<'_>>,
         keep: K,
     ) -> Result<Outcome<T, E>, AttestError>
     where
@@ -321,7 +321,7 @@ impl Attest {
             // A retry of a call that ran under the same key ends here (see `keys`).
             let held = match self.claim_key(key, &prepared.action).await? {
                 Claimed::Go(held) => held,
-                Claimed::Replay(ended) => return Ok(ended.widen()),
+                Claimed::Replay(first) => return Ok(self.replay(&prepared, *first).await?.widen()),
             };
             let called = Called::default();
             let tool = |params| {

@@ -91,6 +91,7 @@ pub(crate) fn to_record(
         execution,
         verification,
         idempotency_key: None,
+        replay_of: None,
         imported: None,
         shadow: None,
     })

@@ -374,6 +374,7 @@ mod tests {
                 evidence: serde_json::Map::new(),
             }),
             idempotency_key: None,
+            replay_of: None,
             imported: None,
             shadow: None,
         }

@@ -76,6 +76,11 @@ pub struct Record {
     /// running again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Present on the row of a retry that carried the idempotency key of a call that
+    /// ran: that call, whose response the retry was given (or, refused under today's
+    /// policy, was not). The retry itself did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<ReplayOf>,
     /// Present when the row was imported (`attest import`): the action happened
     /// elsewhere, and its decision, confirm, execution and verification are what the
     /// source says, not what Attest decided or checked. The row's own `ts` is when it
@@ -116,6 +121,15 @@ impl Call {
     pub fn is_empty(&self) -> bool {
         self == &Call::default()
     }
+}
+
+/// The first call an idempotent retry was tied to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayOf {
+    /// Its action id.
+    pub action_id: String,
+    /// Its outcome row.
+    pub seq: u64,
 }
 
 /// Where an imported row's action came from.

@@ -1,8 +1,18 @@
 //! Idempotency keys: a retried call with the same key acts once, kept beside the chain.
 //!
 //! A side table of claimed keys, **not** part of the hash-chained format: nothing here
-//! is verified, exported, copied or proven. A key is stored as the SHA-256 of its text
-//! (per tenant: each tenant's rows are its own), with the digest of the call it was
+//! is verified, exported, copied or proven. A key belongs to whoever sent it, where they
+//! sent it ([`KeyScope`]): its row is the SHA-256 of the principal (an authenticated
+//! agent, or a keyed fingerprint of the credential the call carried), the method, the
+//! route and the key's text, so another principal's call with the same key finds no row
+//! and is its own call (per tenant: each tenant's rows are its own). A credential is
+//! keyed with a secret made once per ledger (`idempotency_secret` in `attest_meta`): the
+//! table holds no hash of a credential that a guess can be tested against without that
+//! secret, and neither the credential nor its fingerprint is ever chained or logged. A
+//! row stored before keys were scoped (the SHA-256 of the key's text alone) is found by
+//! no principal; while it lives, a claim of its key is refused
+//! ([`KeyState::Unbound`]) rather than run again or replayed to someone else. Each row
+//! holds the digest of the call it was
 //! first used for, the claiming action's id, when it expires, the intent row's seq and,
 //! once the call ended, its outcome (the caller's receipt, opaque to the ledger) and
 //! the bytes a door replays (a response, bounded by the caller; absent for in-process
@@ -20,6 +30,7 @@
 
 use std::time::Duration;
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use crate::{Ledger, LedgerError};
@@ -27,8 +38,10 @@ use crate::{Ledger, LedgerError};
 /// A key claimed for one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyClaim {
-    /// The key as the caller sent it (stored as its SHA-256).
+    /// The key as the caller sent it (stored hashed with its scope).
     pub key: String,
+    /// Whose the key is, and where it applies.
+    pub scope: KeyScope,
     /// The digest of the whole call: the same key with another digest is refused.
     pub digest: String,
     /// The claiming action's id.
@@ -36,6 +49,45 @@ pub struct KeyClaim {
     /// How long the key is held from the claim.
     pub lifetime: Duration,
 }
+
+/// Whose a key is and where it applies: a key is one principal's, on one method and route.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyScope {
+    /// Who sent it.
+    pub principal: Principal,
+    /// The HTTP method, or the MCP method.
+    pub method: String,
+    /// The route: the URL without query, or the MCP server and tool.
+    pub route: String,
+}
+
+/// Who a key belongs to.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum Principal {
+    /// An agent the door authenticated (a per-agent token, a JWT, an OAuth subject).
+    Agent(String),
+    /// Without agent authentication: the credential the call carried (its `Authorization`,
+    /// cookies, API-key headers), as bytes. Only a keyed fingerprint of it is stored.
+    Credential(Vec<u8>),
+    /// The call carried no credential and named no authenticated agent.
+    #[default]
+    Nobody,
+}
+
+impl std::fmt::Debug for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A credential is never printed.
+        match self {
+            Principal::Agent(name) => f.debug_tuple("Agent").field(name).finish(),
+            Principal::Credential(_) => f.write_str("Credential(..)"),
+            Principal::Nobody => f.write_str("Nobody"),
+        }
+    }
+}
+
+/// A claimed key's row, as [`Ledger::key_id`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyId([u8; 32]);
 
 /// What the store holds for a key another call claimed first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +108,12 @@ pub enum KeyState {
     },
     /// The first call ended: what it left.
     Done(KeyOutcome),
+    /// The key was claimed before keys were bound to a principal: whose it is cannot be
+    /// told, so it is neither replayed nor run again until it expires.
+    Unbound {
+        /// Its intent row, once written.
+        intent_seq: Option<u64>,
+    },
 }
 
 /// How a keyed call ended, as its caller stored it.
@@ -86,8 +144,10 @@ pub(crate) enum KeyChange<'a> {
 /// A claim as the store sees it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StoredKey<'a> {
-    /// SHA-256 of the key text.
+    /// The key's row: its text hashed with its scope.
     pub(crate) key: [u8; 32],
+    /// The row the key had before keys were scoped: SHA-256 of its text alone.
+    pub(crate) unscoped: [u8; 32],
     pub(crate) digest: &'a str,
     pub(crate) action_id: &'a str,
     /// When it expires, ms since the epoch.
@@ -106,6 +166,13 @@ pub(crate) struct KeyRow {
 }
 
 impl KeyRow {
+    /// What a claim finds where the key's only row predates scoped keys.
+    pub(crate) fn unbound(intent_seq: Option<i64>) -> KeyState {
+        KeyState::Unbound {
+            intent_seq: intent_seq.and_then(|s| u64::try_from(s).ok()),
+        }
+    }
+
     /// What a second claim of this row, with `digest`, at `now_ms`, finds.
     pub(crate) fn state(self, digest: &str, now_ms: i64) -> KeyState {
         if self.digest != digest {
@@ -145,7 +212,8 @@ impl Ledger {
         let now_ms = crate::windows::millis(self.now());
         let lifetime = i64::try_from(claim.lifetime.as_millis()).unwrap_or(i64::MAX);
         let stored = StoredKey {
-            key: key_hash(&claim.key),
+            key: self.key_id(claim)?.0,
+            unscoped: Sha256::digest(claim.key.as_bytes()).into(),
             digest: &claim.digest,
             action_id: &claim.action_id,
             expires_ms: now_ms.saturating_add(lifetime),
@@ -153,38 +221,82 @@ impl Ledger {
         self.store.claim_key(now_ms, &stored)
     }
 
+    /// The row `claim` claims: its key hashed with its scope, a credential keyed with
+    /// this ledger's secret (made on first use).
+    pub fn key_id(&self, claim: &KeyClaim) -> Result<KeyId, LedgerError> {
+        let mut hash = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hash.update((bytes.len() as u64).to_be_bytes());
+            hash.update(bytes);
+        };
+        field(b"attest idempotency key v2");
+        match &claim.scope.principal {
+            Principal::Agent(name) => {
+                field(b"agent");
+                field(name.as_bytes());
+            }
+            Principal::Credential(credential) => {
+                let mut mac = Hmac::<Sha256>::new_from_slice(&self.key_secret()?)
+                    .map_err(|_| LedgerError::Internal("an HMAC key of 32 bytes"))?;
+                mac.update(credential);
+                field(b"credential");
+                field(&mac.finalize().into_bytes());
+            }
+            Principal::Nobody => field(b"nobody"),
+        }
+        field(claim.scope.method.as_bytes());
+        field(claim.scope.route.as_bytes());
+        field(claim.key.as_bytes());
+        Ok(KeyId(hash.finalize().into()))
+    }
+
+    /// The secret credentials are keyed with: made once per ledger (tenant), kept in
+    /// `attest_meta`, read once per process.
+    fn key_secret(&self) -> Result<[u8; 32], LedgerError> {
+        if let Some(secret) = self.key_secret.get() {
+            return Ok(*secret);
+        }
+        let mut fresh = [0u8; 32];
+        rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut fresh);
+        let stored = self.store.key_secret(&hex::encode(fresh))?;
+        let mut secret = [0u8; 32];
+        hex::decode_to_slice(stored.trim(), &mut secret).map_err(|_| {
+            LedgerError::Internal("idempotency_secret in attest_meta is not 64 hex digits")
+        })?;
+        Ok(*self.key_secret.get_or_init(|| secret))
+    }
+
     /// Notes the intent row of the call holding `key` (so a second caller can name it).
-    pub fn key_intent(&self, key: &str, action_id: &str, seq: u64) -> Result<(), LedgerError> {
+    pub fn key_intent(&self, key: &KeyId, action_id: &str, seq: u64) -> Result<(), LedgerError> {
         self.store
-            .change_key(&key_hash(key), action_id, KeyChange::Intent(seq))
+            .change_key(Some(&key.0), action_id, KeyChange::Intent(seq))
     }
 
     /// Stores how the call holding `key` ended: `outcome` (the caller's receipt) and,
-    /// for a door, the bytes it replays. Kept until the key expires.
+    /// for a door, the bytes it replays. Kept until the key expires. `key` `None`: the
+    /// key `action_id` holds, whichever it is (an intent settled after its process went
+    /// away, whose scope is not known).
     pub fn finish_key(
         &self,
-        key: &str,
+        key: Option<&KeyId>,
         action_id: &str,
         outcome: &str,
         replay: Option<&[u8]>,
     ) -> Result<(), LedgerError> {
         let change = KeyChange::Done { outcome, replay };
-        self.store.change_key(&key_hash(key), action_id, change)
+        self.store.change_key(key.map(|k| &k.0), action_id, change)
     }
 
     /// Frees `key` when the call holding it did not run (refused, held, not recorded):
-    /// a retry is decided afresh. A key whose call ended is not freed.
-    pub fn release_key(&self, key: &str, action_id: &str) -> Result<(), LedgerError> {
+    /// a retry is decided afresh. A key whose call ended is not freed. `key` `None`: as
+    /// for [`Ledger::finish_key`].
+    pub fn release_key(&self, key: Option<&KeyId>, action_id: &str) -> Result<(), LedgerError> {
         self.store
-            .change_key(&key_hash(key), action_id, KeyChange::Release)
+            .change_key(key.map(|k| &k.0), action_id, KeyChange::Release)
     }
 
     /// Removes the keys that have expired, and says how many remain.
     pub fn purge_keys(&self) -> Result<KeysPurged, LedgerError> {
         self.store.purge_keys(crate::windows::millis(self.now()))
     }
-}
-
-fn key_hash(key: &str) -> [u8; 32] {
-    Sha256::digest(key.as_bytes()).into()
 }

@@ -57,6 +57,14 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.str(out, "prev", entry.prev);
     obj.key(out, "reasons");
     write_strings(out, &record.reasons);
+    if let Some(first) = &record.replay_of {
+        obj.key(out, "replay_of");
+        let mut inner = Object::open(out);
+        inner.str(out, "action_id", &first.action_id);
+        inner.key(out, "seq");
+        write_u64(out, first.seq)?;
+        out.push(b'}');
+    }
     if !record.result_ids.is_empty() {
         obj.key(out, "result_ids");
         write_strings(out, &record.result_ids);
@@ -525,11 +533,16 @@ mod tests {
                     rules_fired,
                 }),
         );
+        let replay_of = proptest::option::of(
+            (text(), 0..(1u64 << 53))
+                .prop_map(|(action_id, seq)| crate::ReplayOf { action_id, seq }),
+        );
         let touched = (
             call,
             proptest::collection::vec(text(), 0..3),
             shadow,
             proptest::option::of(text()),
+            replay_of,
         );
         (
             ids,
@@ -557,7 +570,7 @@ mod tests {
                     execution,
                     verification,
                     imported,
-                    (call, result_ids, shadow, idempotency_key),
+                    (call, result_ids, shadow, idempotency_key, replay_of),
                 )| Record {
                     action_id,
                     run_id,
@@ -582,6 +595,7 @@ mod tests {
                     execution,
                     verification,
                     idempotency_key,
+                    replay_of,
                     imported,
                     shadow,
                 },

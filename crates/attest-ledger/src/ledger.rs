@@ -20,6 +20,8 @@ pub struct Ledger {
     pub(crate) store: Box<dyn Store>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) group: GroupCommit,
+    /// The secret idempotency keys' credentials are keyed with, once read.
+    pub(crate) key_secret: std::sync::OnceLock<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -74,6 +76,7 @@ impl Ledger {
             store,
             clock,
             group: GroupCommit::default(),
+            key_secret: std::sync::OnceLock::new(),
         }
     }
 

@@ -44,7 +44,10 @@
 //! the call (`Idempotency-Key`, `idempotencyKey`, `idempotency_key=`). A retry with the
 //! same key and the same call was given this call's outcome instead of running; the
 //! key's claim and what a door replays live beside the chain, not in it
-//! ([`Ledger::claim_key`]).
+//! ([`Ledger::claim_key`]). The row of such a retry (execution `not_run`: it did not run
+//! now) carries `"replay_of"` (an object: `action_id` and `seq`, the first call's outcome
+//! row), whether it was given that outcome or, refused under the policy of its day, was
+//! not.
 //!
 //! A row may carry `"agent_auth"` (a string: `token`, `jwt` or `unauthenticated`): how
 //! the agent it names was authenticated, where agents are configured; absent, the
@@ -94,7 +97,7 @@
 //!     tier: "high".into(), reasons: vec![], rules_fired: vec![],
 //!     params_hash: "00".repeat(32), params_preview: Default::default(), result_ids: vec![], confirm: None,
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
-//!     verification: None, idempotency_key: None, imported: None, shadow: None,
+//!     verification: None, idempotency_key: None, replay_of: None, imported: None, shadow: None,
 //! };
 //! let appended = ledger.append(&record)?;
 //! assert_eq!(appended.seq, 1);
@@ -151,10 +154,12 @@ pub use checkpoint::{
 pub use checkpoints::StoredCheckpoint;
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
-pub use entry::{Call, Confirm, Execution, Imported, Record, Shadow, Verification, FORMAT_VERSION};
+pub use entry::{
+    Call, Confirm, Execution, Imported, Record, ReplayOf, Shadow, Verification, FORMAT_VERSION,
+};
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
-pub use idempotency::{KeyClaim, KeyOutcome, KeyState, KeysPurged};
+pub use idempotency::{KeyClaim, KeyId, KeyOutcome, KeyScope, KeyState, KeysPurged, Principal};
 pub use intents::{OpenIntent, OpenIntents, INTENT};
 pub use jcs::CanonicalObject;
 pub use keys::{SigningKey, VerifierKey};

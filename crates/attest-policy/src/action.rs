@@ -61,6 +61,13 @@ pub struct Extra {
     /// of duties excludes from approving, whatever the caller's headers name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_owner: Option<String>,
+    /// Set where a parser gave up on the call (an encoding, a content type, JSON that is
+    /// not exactly one object) and `verb` became the riskiest there is: the verb it read
+    /// as on its face. Policy judges both readings and the stricter verdict stands, so a
+    /// rule written for the face verb (a budget's `limit` that cannot read its amount)
+    /// still applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub face_verb: Option<Verb>,
     /// An HTTP call's path parameters, under the names the vendor's own tools use
     /// (`owner`, `repo`, `issue_number` from `/repos/o/r/issues/12`). They are part of
     /// the action (see [`Action::call_params`]) without being sent in the body.

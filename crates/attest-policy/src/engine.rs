@@ -343,8 +343,36 @@ impl Policy for PolicyEngine {
 
 impl PolicyEngine {
     /// The verdict, or the name of the rule whose answer turns on params that
-    /// `known` says are not there (never with [`Recorded::COMPLETE`]).
+    /// `known` says are not there (never with [`Recorded::COMPLETE`]). Where a parser gave
+    /// up on the call ([`crate::Extra::face_verb`]), both readings are judged and the
+    /// stricter verdict stands, with the other's budget and rate windows: a rule written
+    /// for the face verb (a `limit` whose amount cannot be read) is never escaped by the
+    /// substituted verb.
     fn decide(&self, action: &Action, known: Recorded) -> Result<Verdict, String> {
+        let verdict = self.decide_one(action, known)?;
+        let Some(face) = action.extra.face_verb.filter(|face| *face != action.verb) else {
+            return Ok(verdict);
+        };
+        let mut on_face = action.clone();
+        on_face.verb = face;
+        on_face.extra.face_verb = None;
+        let on_face = self.decide_one(&on_face, known)?;
+        let (mut kept, other) = if strictness(on_face.decision) > strictness(verdict.decision) {
+            (on_face, verdict)
+        } else {
+            (verdict, on_face)
+        };
+        // A rule both readings met counts the call once.
+        for window in other.windows {
+            if !kept.windows.iter().any(|w| w.key == window.key) {
+                kept.windows.push(window);
+            }
+        }
+        Ok(kept)
+    }
+
+    /// [`PolicyEngine::decide`] for one reading of the call.
+    fn decide_one(&self, action: &Action, known: Recorded) -> Result<Verdict, String> {
         let complete = known.params_complete;
         let tier = self.tier(action);
         let mut verdict = Verdict {
@@ -740,6 +768,31 @@ mod tests {
             "{:?}",
             v.reasons
         );
+    }
+
+    #[test]
+    fn a_call_a_parser_gave_up_on_is_judged_on_its_face_too() {
+        let policy = engine(&format!(
+            "{BUDGET}  - name: deletes\n    match: {{verb: delete}}\n    decision: act\n"
+        ));
+        // Read as a delete (which acts), on its face a payment whose amount cannot be
+        // read: the budget's own decision (ask) stands, the stricter of the two.
+        let mut gave_up =
+            Action::new("stripe", Verb::Delete).with_params(json!("{\"amount\": 1e400}"));
+        gave_up.extra.face_verb = Some(Verb::Pay);
+        let v = policy.evaluate(&gave_up).unwrap();
+        assert_eq!(
+            (v.decision, v.rules_fired.as_slice()),
+            (Decision::Ask, &["budget".to_owned()][..])
+        );
+        // A readable amount: the face reading's window goes with the stricter verdict.
+        gave_up.params = json!({"amount": 45});
+        let v = policy.evaluate(&gave_up).unwrap();
+        assert_eq!(v.windows.len(), 1, "{v:?}");
+        assert_eq!(v.windows[0].rule, "budget");
+        // Without the face reading, the budget was escaped.
+        gave_up.extra.face_verb = None;
+        assert!(policy.evaluate(&gave_up).unwrap().windows.is_empty());
     }
 
     const DEDUPE: &str = concat!(

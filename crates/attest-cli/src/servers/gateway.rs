@@ -645,7 +645,9 @@ async fn forward(
         call = call.check(check);
     }
     if let Some(key) = key {
-        call = call.idempotency_key(key);
+        call = call
+            .idempotency_key(key)
+            .credential(gateway_replay::credential_of(&headers));
     }
     let outcome = call
         .run_keeping(

@@ -64,6 +64,32 @@ pub(crate) fn key_of(headers: &HeaderMap) -> Result<Option<String>, String> {
     Ok(Some(key.to_owned()))
 }
 
+/// The credential a request carried upstream, which an idempotency key is bound to when
+/// no agent is authenticated: every `Authorization`, `Cookie` and credential-named
+/// header (`X-Api-Key`, `X-Auth-Token`, …), names and values length-prefixed in name
+/// order. Attest keeps only a keyed fingerprint of it.
+pub(crate) fn credential_of(headers: &HeaderMap) -> Vec<u8> {
+    let mut carried: Vec<(&str, &[u8])> = headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+        .filter(|(name, _)| {
+            *name != KEY_HEADER
+                && (matches!(*name, "authorization" | "proxy-authorization" | "cookie")
+                    || attest_policy::is_credential_name(name))
+        })
+        .collect();
+    // Stable whatever order the client sent them in (a repeated header keeps its order).
+    carried.sort_by_key(|(name, _)| *name);
+    let mut bytes = Vec::new();
+    for (name, value) in carried {
+        for part in [name.as_bytes(), value] {
+            bytes.extend_from_slice(&(part.len() as u64).to_be_bytes());
+            bytes.extend_from_slice(part);
+        }
+    }
+    bytes
+}
+
 /// A response as kept: its head as JSON on the first line, then the body's bytes.
 #[derive(Debug, Serialize, Deserialize)]
 struct Head {
@@ -153,13 +179,16 @@ fn unkeep(bytes: &[u8]) -> Option<(Head, Bytes)> {
 pub(crate) fn refused(err: &IdempotencyError) -> Response {
     let status = match err {
         IdempotencyError::Mismatch => StatusCode::UNPROCESSABLE_ENTITY,
-        IdempotencyError::InUse { .. } => StatusCode::CONFLICT,
+        IdempotencyError::InUse { .. } | IdempotencyError::Unbound { .. } => StatusCode::CONFLICT,
         _ => StatusCode::BAD_REQUEST,
     };
     let mut body = json!({"error": err.to_string(), "upstream_called": false});
     if let IdempotencyError::InUse {
         intent_seq: Some(seq),
         ..
+    }
+    | IdempotencyError::Unbound {
+        intent_seq: Some(seq),
     } = err
     {
         body["intent_seq"] = json!(seq);

@@ -12,6 +12,7 @@
 
 use attest_core::{check_key, IdempotencyError};
 use rmcp::model::{CallToolResult, ServerResult};
+use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{json, Value};
 
 use super::gateway_replay::MAX_REPLAY_BYTES;
@@ -70,6 +71,13 @@ pub(crate) fn key_of(
         Some(Value::String(key)) => check_key(key).map(|()| Some(key.clone())),
         Some(_) => Err(IdempotencyError::BadKey),
     }
+}
+
+/// The `Authorization` a `--listen` request carried (`None` over stdio, or without one).
+pub(crate) fn credential_of(context: &RequestContext<RoleServer>) -> Option<Vec<u8>> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let value = parts.headers.get(http::header::AUTHORIZATION)?;
+    Some(value.as_bytes().to_vec())
 }
 
 /// The bytes kept for a result (`None` over the bound).

@@ -376,6 +376,11 @@ impl Proxy {
             }
             if let Some(key) = key {
                 governed = governed.idempotency_key(key);
+                // A `--listen` client's `Authorization`, which its key is bound to when
+                // no agent is authenticated (stdio carries none).
+                if let Some(credential) = mcp_keys::credential_of(&context) {
+                    governed = governed.credential(credential);
+                }
             }
             governed.run_keeping(execute, kept_result).await
         });

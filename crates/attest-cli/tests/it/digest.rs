@@ -82,6 +82,7 @@ impl Act<'_> {
                 evidence: Default::default(),
             }),
             idempotency_key: None,
+            replay_of: None,
             imported: None,
             shadow: None,
         }

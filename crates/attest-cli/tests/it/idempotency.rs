@@ -217,6 +217,18 @@ policies:
     reason: the notes server is a sandbox
 "#;
 
+/// A directory holding [`NOTES_POLICY`], and the notes server's command (Python, the
+/// script); `None` without Python's `mcp` (the test is skipped).
+fn notes_dir() -> Option<(tempfile::TempDir, [String; 2])> {
+    if !crate::mcp::python_with("mcp") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.yaml"), NOTES_POLICY).unwrap();
+    let command = [crate::python(), crate::mcp::py("notes_server.py")];
+    Some((dir, command.map(|path| path.display().to_string())))
+}
+
 /// How many `create_note` calls reached the notes server.
 fn creates(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("notes.log"))
@@ -296,13 +308,9 @@ fn through_the_mcp_proxy_a_call_with_a_meta_key_runs_once() {
 
 #[test]
 fn through_the_mcp_proxy_a_sep_3182_params_key_runs_once() {
-    if !crate::mcp::python_with("mcp") {
+    let Some((dir, [python, server])) = notes_dir() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("policy.yaml"), NOTES_POLICY).unwrap();
-    let server = crate::mcp::py("notes_server.py");
-    let python = crate::python();
+    };
     let ledger = crate::test_ledger_at(dir.path());
     let log = dir.path().join("notes.log");
     let mut session = crate::mcp_frames::Session::start_with(
@@ -318,8 +326,8 @@ fn through_the_mcp_proxy_a_sep_3182_params_key_runs_once() {
             "--server",
             "notes",
             "--",
-            python.to_str().unwrap(),
-            server.to_str().unwrap(),
+            &python,
+            &server,
         ],
         &[("NOTES_LOG", &log)],
     );
@@ -400,4 +408,171 @@ async fn through_mcp_proxy_listen_a_sep_3182_params_key_runs_once() {
         assert_eq!(retry["_meta"]["attest/replayed"], true, "{retry}");
         assert_eq!(retry["_meta"]["_attest"], results[0]["_meta"]["_attest"]);
     }
+}
+
+/// A keyed POST of `body` sent with `authorization` alone: (status, whether it was
+/// marked a replay, `x-attest-seq`, body).
+fn keyed_post_as(
+    gateway: &str,
+    authorization: &str,
+    key: &str,
+    body: &Value,
+) -> (u16, bool, Option<u64>, String) {
+    let (authorization, key) = (
+        format!("Authorization: {authorization}"),
+        format!("Idempotency-Key: {key}"),
+    );
+    let (status, headers, text) =
+        crate::unreadable::post_raw(gateway, &[&authorization, &key], &body.to_string());
+    let seq = headers.get("x-attest-seq").and_then(|v| v.parse().ok());
+    (status, replay_mark(&headers), seq, text)
+}
+
+/// The ledger's rows that name a first call (`replay_of`), as exported.
+fn replay_rows(dir: &Path) -> Vec<Value> {
+    crate::exported_entries(dir)
+        .into_iter()
+        .filter(|entry| entry.get("replay_of").is_some())
+        .collect()
+}
+
+/// Caller B, with another bearer, sending caller A's `Idempotency-Key` and body is
+/// never shown A's response: its call is its own, and reaches the vendor (which refuses
+/// B's bearer). A's own retry still replays A's response.
+#[test]
+fn through_the_gateway_another_bearer_with_the_same_key_is_its_own_call() {
+    let Some(under) = crate::unreadable::gateway_under(POLICY) else {
+        return;
+    };
+    let (dir, vendor, address) = (under.dir.path(), &under.vendor, &under.address);
+    let note = json!({"title": "payroll"});
+    let alice = "Bearer sekret-token-42";
+    let (status, replayed, _, first) = keyed_post_as(address, alice, "key-shared-1", &note);
+    assert_eq!((status, replayed), (201, false), "{first}");
+    assert_eq!(posts(vendor), 1);
+
+    let (status, replayed, _, text) =
+        keyed_post_as(address, "Bearer mallory", "key-shared-1", &note);
+    assert!(
+        !replayed,
+        "another bearer was given the stored response: {text}"
+    );
+    assert_ne!(text, first, "another bearer was shown A's response");
+    assert_eq!(status, 401, "B's own call, answered by the vendor: {text}");
+    assert_eq!(posts(vendor), 2, "B's call reached the vendor itself");
+
+    // The same bearer retrying: A's response, once more, from the store.
+    let again = keyed_post_as(address, alice, "key-shared-1", &note);
+    assert_eq!(
+        (again.0, again.1, again.3.as_str()),
+        (201, true, first.as_str())
+    );
+    assert_eq!(posts(vendor), 2);
+    // Neither bearer reached the ledger.
+    let all = serde_json::to_string(&crate::exported_entries(dir)).unwrap();
+    assert!(!all.contains("mallory") && !all.contains("sekret"), "{all}");
+}
+
+/// Over `mcp-proxy --listen` (no agents, no OAuth): a session opened with another
+/// bearer and the first session's `_meta` key runs its own call.
+#[tokio::test]
+async fn through_mcp_proxy_listen_another_bearer_with_the_same_key_is_its_own_call() {
+    let Some((dir, [python, server])) = notes_dir() else {
+        return;
+    };
+    let log = dir.path().join("notes.log");
+    let args = [
+        "--ledger",
+        "ledger.sqlite",
+        "--policy",
+        "policy.yaml",
+        "mcp-proxy",
+        "--server",
+        "notes",
+        "--mode",
+        "auto",
+        "--listen",
+        "127.0.0.1:0",
+        "--",
+        &python,
+        &server,
+    ];
+    let (_proxy, line) = crate::start_first_line(
+        std::process::Command::new(env!("CARGO_BIN_EXE_attest"))
+            .args(crate::store_args(dir.path(), &args))
+            .current_dir(dir.path())
+            .env_clear()
+            .env("NOTES_LOG", &log),
+    );
+    let endpoint = line
+        .strip_prefix("attest mcp-proxy listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    let call = json!({
+        "name": "create_note",
+        "arguments": {"title": "plan", "body": "ship it"},
+        "_meta": {"idempotencyKey": "listen-shared-1"},
+    });
+    let mut alice =
+        crate::mcp_http::Session::open(&endpoint, &[("authorization", "Bearer alice")]).await;
+    let first = alice.request("tools/call", call.clone()).await["result"].clone();
+    assert!(first["_meta"].get("attest/replayed").is_none(), "{first}");
+    assert_eq!(creates(dir.path()), 1);
+
+    let mut mallory =
+        crate::mcp_http::Session::open(&endpoint, &[("authorization", "Bearer mallory")]).await;
+    let other = mallory.request("tools/call", call.clone()).await["result"].clone();
+    assert!(
+        other["_meta"].get("attest/replayed").is_none(),
+        "another bearer was given the stored result: {other}"
+    );
+    assert_ne!(other["_meta"]["_attest"], first["_meta"]["_attest"]);
+    assert_eq!(creates(dir.path()), 2, "B's call ran itself: {other}");
+
+    let again = alice.request("tools/call", call).await["result"].clone();
+    assert_eq!(again["_meta"]["attest/replayed"], true, "{again}");
+    assert_eq!(creates(dir.path()), 2);
+}
+
+/// A retry is decided again under today's policy: once policy refuses everything, a key
+/// that replayed yesterday gets a 403, and every retry leaves a row naming the first call.
+#[test]
+fn a_replay_after_the_policy_changes_to_refuse_is_refused_with_a_row_naming_the_first() {
+    let Some(under) = crate::unreadable::gateway_under(POLICY) else {
+        return;
+    };
+    let (dir, vendor, address) = (under.dir.path(), &under.vendor, &under.address);
+    let token = "Bearer sekret-token-42";
+    let note = json!({"title": "refund"});
+    let (status, replayed, seq, first) = keyed_post_as(address, token, "key-policy-1", &note);
+    assert_eq!((status, replayed), (201, false), "{first}");
+    let first_seq = seq.expect("the first call's seq");
+    // Under the same policy, a replay: the first response, and a row naming it.
+    let again = keyed_post_as(address, token, "key-policy-1", &note);
+    assert_eq!(
+        (again.0, again.1, again.3.as_str()),
+        (201, true, first.as_str())
+    );
+    drop(under.gateway);
+    let rows = replay_rows(dir);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["replay_of"]["seq"], first_seq, "{}", rows[0]);
+    assert_eq!(rows[0]["decision"], "act");
+    assert_eq!(rows[0]["execution"]["status"], "not_run");
+
+    std::fs::write(
+        dir.join("policy.yaml"),
+        "version: 1\npolicies:\n  - name: nothing\n    match: {}\n    decision: refuse\n    reason: everything is refused now\n",
+    )
+    .unwrap();
+    let ledger = crate::test_ledger(dir);
+    let (_gateway, address) = start_gateway_on(dir, &ledger, &under.upstream, &[], &[]);
+    let (status, replayed, _, text) = keyed_post_as(&address, token, "key-policy-1", &note);
+    assert_eq!(status, 403, "a refused call was replayed: {text}");
+    assert!(!replayed && !text.contains(&first), "{text}");
+    assert_eq!(posts(vendor), 1);
+    let rows = replay_rows(dir);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1]["replay_of"]["seq"], first_seq, "{}", rows[1]);
+    assert_eq!(rows[1]["decision"], "refuse", "{}", rows[1]);
 }

@@ -201,7 +201,8 @@ fn killed_create_as(
         let mut command = std::process::Command::new("curl");
         command.args(["-s", "-o", "/dev/null", "-X", "POST", "--max-time", "40"]);
         if let Some(header) = &key_header {
-            command.args(["-H", header]);
+            // A key is its sender's: the retry (`retry_with`) carries this credential.
+            command.args(["-H", header, "-H", "Authorization: Bearer sekret-token-42"]);
         }
         command
             .args(["-H", "Content-Type: application/json", "--data"])

@@ -53,6 +53,7 @@ mod skips;
 mod surfaces;
 mod tamper;
 mod tiles;
+pub(crate) mod unreadable;
 mod verify_claims;
 
 use std::io::{BufRead, BufReader};

@@ -110,6 +110,7 @@ fn record(i: u64, stage: bool) -> Record {
         },
         verification: None,
         idempotency_key: None,
+        replay_of: None,
         imported: (i % 10 == 6).then(|| Imported {
             ts: Some("2026-11-01T00:00:00Z".into()),
         }),

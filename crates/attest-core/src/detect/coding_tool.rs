@@ -48,6 +48,7 @@ pub(super) fn detect_coding_tool(registry: &Registry, name: &str, input: &Value)
 
 fn local(system: &str, verb: Verb, target: Option<&str>) -> Detection {
     Detection {
+        face_verb: None,
         system: system.to_owned(),
         verb,
         target: target.map(str::to_owned),

@@ -170,12 +170,17 @@ pub struct Detection {
     /// A risk tier fixed for this exact tool by the registry (`gmail_create_draft` is medium).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<Risk>,
+    /// Set where a parser gave up and the verb became the riskiest there is: the verb the
+    /// call read as on its face. Policy judges both readings ([`attest_policy::Extra::face_verb`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub face_verb: Option<Verb>,
 }
 
 impl Detection {
     /// The answer for a call nothing is known about: `unknown`/`write`, not recognised.
     pub fn unrecognised(source: Source) -> Detection {
         Detection {
+            face_verb: None,
             system: UNKNOWN_SYSTEM.to_owned(),
             verb: Verb::Write,
             target: None,
@@ -188,6 +193,7 @@ impl Detection {
     fn manual(system: &str, verb: Verb) -> Detection {
         let system = system.trim();
         Detection {
+            face_verb: None,
             system: if system.is_empty() {
                 UNKNOWN_SYSTEM.to_owned()
             } else {
@@ -220,6 +226,8 @@ impl Detection {
     #[must_use]
     pub fn as_riskiest_verb(self) -> Detection {
         Detection {
+            // The first reading a parser gave up on is the face one.
+            face_verb: self.face_verb.or(Some(self.verb)),
             verb: Verb::Delete,
             recognised: false,
             risk: None,
@@ -250,6 +258,7 @@ impl Detection {
         if action.risk.is_none() {
             action.risk = self.risk;
         }
+        action.extra.face_verb = self.face_verb;
     }
 
     /// A new action with this detection and the tool's params.
@@ -259,6 +268,7 @@ impl Detection {
         action.source = self.source;
         action.recognised = self.recognised;
         action.risk = self.risk;
+        action.extra.face_verb = self.face_verb;
         action
     }
 }
@@ -307,8 +317,9 @@ pub const METHOD_OVERRIDE_HEADERS: [&str; 3] = [
 
 impl Registry {
     /// Detects an HTTP request with its headers, judged by its riskiest reading: the method,
-    /// each [`METHOD_OVERRIDE_HEADERS`] value (one that is not text reads as an unknown
-    /// method, so an unrecognised write), and `_method` or a GraphQL document in the query
+    /// each [`METHOD_OVERRIDE_HEADERS`] value, each method of a comma-listed one, and the
+    /// whole list as one unknown method (one that is not text reads as an unknown method,
+    /// so an unrecognised write), and `_method` or a GraphQL document in the query
     /// or in the body, read as its `Content-Encoding` and `Content-Type` say (a body that
     /// cannot be read so is judged as the riskiest verb).
     pub fn detect_http_request<'h>(
@@ -334,7 +345,13 @@ impl Registry {
                 .iter()
                 .any(|known| name.eq_ignore_ascii_case(known))
             {
-                overrides.push(text.unwrap_or("?"));
+                // A list (`PATCH, DELETE`) is every method it names and the whole list
+                // (an unknown method): a server may take the first, the last, or neither.
+                let text = text.unwrap_or("?");
+                overrides.push(text);
+                if text.contains(',') {
+                    overrides.extend(text.split(','));
+                }
             }
         }
         let mut found = url::detect_http_declared(self, method, url, declared, body);

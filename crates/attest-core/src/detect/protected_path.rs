@@ -102,6 +102,7 @@ pub(crate) fn is_protected(path: &str) -> bool {
 /// default policy); a protected path is high (asks).
 pub(crate) fn file_write(path: &str) -> Detection {
     Detection {
+        face_verb: None,
         system: FILES_SYSTEM.to_owned(),
         verb: Verb::Write,
         target: Some("file".to_owned()),

@@ -54,6 +54,7 @@ fn shell(verb: Verb, target: Option<&str>, risk: Option<Risk>) -> Detection {
 
 fn known(system: &str, verb: Verb, target: Option<&str>, risk: Option<Risk>) -> Detection {
     Detection {
+        face_verb: None,
         system: system.to_owned(),
         verb,
         target: target.map(str::to_owned),
@@ -65,6 +66,7 @@ fn known(system: &str, verb: Verb, target: Option<&str>, risk: Option<Risk>) -> 
 
 fn unknown() -> Detection {
     Detection {
+        face_verb: None,
         system: SHELL_SYSTEM.to_owned(),
         verb: Verb::Execute,
         target: None,
@@ -269,6 +271,7 @@ fn gh(registry: &Registry, args: &[String]) -> Detection {
             found(Verb::Read, None)
         }
         _ => Detection {
+            face_verb: None,
             recognised: false,
             ..found(Verb::Write, None)
         },

@@ -196,6 +196,7 @@ pub(crate) fn detect_name(
 
     let recognised = system.is_some() && verb.is_some();
     Detection {
+        face_verb: None,
         system: system
             .map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id))
             .to_owned(),
@@ -321,6 +322,7 @@ fn find_override(
     let verb_at = (start..words.len()).find(|&i| verbs[i].is_some());
     let len = name_target(words, verbs, &used, verb_at, &mut target);
     Some(Detection {
+        face_verb: None,
         system: system
             .map_or(UNKNOWN_SYSTEM, |id| registry.system_name(id))
             .to_owned(),

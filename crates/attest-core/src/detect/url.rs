@@ -227,7 +227,11 @@ pub(crate) fn detect_http_declared(
     let parts = split_url(url);
     let reading = read_request(parts.query, declared, body);
     let mut methods = vec![method_of(method)];
-    for value in &reading.overrides {
+    // A comma-listed value is each method it names, and the whole list (an unknown one).
+    let listed = reading.overrides.iter().flat_map(|value| {
+        std::iter::once(value.as_str()).chain(value.split(',').filter(|_| value.contains(',')))
+    });
+    for value in listed {
         let overridden = method_of(value);
         if !methods.contains(&overridden) {
             methods.push(overridden);
@@ -508,6 +512,7 @@ fn detect_one(
         .map(|operation| graphql::detect_field(registry, operation))
         .reduce(graphql::FieldDetection::riskier)
         .map(|field| Detection {
+            face_verb: None,
             system: system.to_string(),
             verb: field.verb,
             target: field.target,
@@ -564,6 +569,7 @@ fn detect_one(
     // that is the caller's shaping again.
     let verb = verb.filter(|v| method == Method::Read || known_host || !v.is_read());
     let found = Detection {
+        face_verb: None,
         system: system.into_owned(),
         verb: verb.unwrap_or(match method {
             Method::Post => Verb::Create,

@@ -10,6 +10,7 @@ use attest_policy::Action;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::keys::Keyed;
 use super::Attest;
 use crate::approvals::ResumeToken;
 use crate::{AttestError, CustomCheck, Receipt, ToolError};
@@ -200,6 +201,7 @@ pub struct Call<'a> {
     start: Start,
     check: Option<&'a CustomCheck>,
     key: Option<String>,
+    credential: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -208,6 +210,7 @@ impl std::fmt::Debug for Call<'_> {
             .field("start", &self.start)
             .field("check", &self.check)
             .field("key", &self.key)
+            .field("credential", &self.credential.as_ref().map(|_| ".."))
             .finish_non_exhaustive()
     }
 }
@@ -244,6 +247,7 @@ impl Attest {
             start: start.into(),
             check: None,
             key: None,
+            credential: None,
         }
     }
 }
@@ -264,8 +268,22 @@ impl<'a> Call<'a> {
     /// runs, this one waits, then replays it or is refused
     /// ([`crate::IdempotencyError::InUse`]). The key is recorded on the intent row; it
     /// is not part of what identifies the call. Reads and resumed calls ignore it.
+    ///
+    /// A key belongs to whoever sent it, on its method and route: the authenticated agent
+    /// (`action.extra.agent_auth` other than `unauthenticated`), else the call's
+    /// [`Call::credential`]. Another principal's call with the same key is its own call.
+    /// A retry is decided again under today's policy: refused (and recorded so) when
+    /// policy now refuses; else replayed, with a row that names the first call.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.key = Some(key.into());
+        self
+    }
+
+    /// The credential the call carried (its `Authorization`, cookies, API-key headers),
+    /// for a door that authenticates no agent: an idempotency key is bound to it, kept
+    /// only as a fingerprint keyed with the ledger's secret. Never recorded or logged.
+    pub fn credential(mut self, credential: impl Into<Vec<u8>>) -> Self {
+        self.credential = Some(credential.into());
         self
     }
 
@@ -302,7 +320,16 @@ impl<'a> Call<'a> {
         match self.start {
             Start::Action(action) => {
                 self.attest
-                    .run_action(*action, tool, self.check, self.key.as_deref(), keep)
+                    .run_action(
+                        *action,
+                        tool,
+                        self.check,
+                        self.key.as_deref().map(|key| Keyed {
+                            key,
+                            credential: self.credential.as_deref(),
+                        }),
+                        keep,
+                    )
                     .await
             }
             Start::Resume(token) => {

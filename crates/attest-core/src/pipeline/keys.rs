@@ -8,7 +8,10 @@
 //!   once it ran (returned or failed) its receipt, and what its door replays, are kept
 //!   for the key's lifetime. A call that did not run (refused, rejected, held, expired,
 //!   its intent not recorded) frees the key again: a retry is decided afresh;
-//! - the key ended a call with the same digest: [`Outcome::Replayed`], nothing runs;
+//! - the key ended a call with the same digest: the retry is decided again under
+//!   today's policy, and a row naming the first call ([`attest_ledger::ReplayOf`]) is
+//!   written either way: refused ([`Outcome::Refused`]) when policy now refuses it, else
+//!   [`Outcome::Replayed`] with the first call's receipt; nothing runs;
 //! - the key belongs to another call: [`IdempotencyError::Mismatch`];
 //! - the key's call has no outcome yet: the retry waits (bounded, [`IdempotencyOptions::wait`])
 //!   for it, then replays it, or is refused with [`IdempotencyError::InUse`] naming its
@@ -21,6 +24,12 @@
 //!   (with no response to replay: the first process did not live to keep one); it did
 //!   not, and the key is free.
 //!
+//! A key is the principal's that sent it, on its method and route ([`KeyScope`]): the
+//! authenticated agent, else a keyed fingerprint of the credential the call carried
+//! ([`crate::Call::credential`]). Another principal sending the same key (and body)
+//! finds no row: its call is its own, decided and run as any call, and never shown
+//! the first call's response.
+//!
 //! Keys apply to writes; a read with a key runs as any read.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use attest_ledger::{KeyClaim, KeyState};
+use attest_ledger::{KeyClaim, KeyId, KeyScope, KeyState, Principal, ReplayOf};
 use attest_policy::{Action, Decision};
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +100,17 @@ pub enum IdempotencyError {
         /// How long ago the first call started.
         age: Duration,
     },
+    /// The key was claimed before keys were bound to a principal (an older release):
+    /// whose it is cannot be told, so it is not used until it expires.
+    #[error(
+        "the idempotency key was claimed by an older release that did not record whose it \
+         is{}; it is neither replayed nor run again until it expires: use a new key",
+        .intent_seq.map(|seq| format!(" (intent seq {seq})")).unwrap_or_default()
+    )]
+    Unbound {
+        /// The first call's intent row, once written.
+        intent_seq: Option<u64>,
+    },
 }
 
 fn in_use(intent_seq: &Option<u64>, age: &Duration) -> String {
@@ -118,9 +138,17 @@ pub fn check_key(key: &str) -> Result<(), IdempotencyError> {
     }
 }
 
+/// A key as a call carries it: its text, and the credential the call carried.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Keyed<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) credential: Option<&'a [u8]>,
+}
+
 /// A key this call holds.
 pub(super) struct HeldKey {
     pub(super) key: String,
+    id: KeyId,
     action_id: String,
 }
 
@@ -128,8 +156,36 @@ pub(super) struct HeldKey {
 pub(super) enum Claimed {
     /// Go on: the key is this call's (or there is none).
     Go(Option<HeldKey>),
-    /// The first call's outcome: end here.
-    Replay(Box<super::call::Ended>),
+    /// The first call ran: decide the replay ([`Attest::replay`]).
+    Replay(Box<First>),
+}
+
+/// The first call with a key, as a retry finds it.
+pub(super) struct First {
+    receipt: Receipt,
+    response: Option<Vec<u8>>,
+}
+
+/// Whose `key` is on `action`: the authenticated agent, else the credential, else nobody;
+/// on the action's method and route.
+fn scope_of(action: &Action, credential: Option<&[u8]>) -> KeyScope {
+    let extra = &action.extra;
+    let authenticated = extra
+        .agent_auth
+        .as_deref()
+        .is_some_and(|how| how != crate::agents::UNAUTHENTICATED);
+    let principal = match (&action.agent, credential) {
+        (Some(agent), _) if authenticated => Principal::Agent(agent.clone()),
+        (_, Some(credential)) => Principal::Credential(credential.to_vec()),
+        _ => Principal::Nobody,
+    };
+    // An array: fields that may hold any character stay apart.
+    let route = serde_json::json!([action.system, extra.url, extra.server, extra.tool_name]);
+    KeyScope {
+        principal,
+        method: extra.method.as_deref().unwrap_or("").to_ascii_uppercase(),
+        route: route.to_string(),
+    }
 }
 
 /// A receipt as kept with its key (the ledger stores it as text).
@@ -195,19 +251,22 @@ impl Attest {
     /// Claims `key` for the prepared `action` (see the module docs).
     pub(super) async fn claim_key(
         &self,
-        key: Option<&str>,
+        keyed: Option<Keyed<'_>>,
         action: &Action,
     ) -> Result<Claimed, AttestError> {
-        let Some(key) = key.filter(|_| !action.verb.is_read()) else {
+        let Some(Keyed { key, credential }) = keyed.filter(|_| !action.verb.is_read()) else {
             return Ok(Claimed::Go(None));
         };
         check_key(key)?;
         let claim = KeyClaim {
             key: key.to_owned(),
+            scope: scope_of(action, credential),
             digest: crate::approvals::action_digest(action)?,
             action_id: action.id.clone(),
             lifetime: self.idempotency.lifetime,
         };
+        let asked = claim.clone();
+        let id = self.on_ledger(move |ledger| ledger.key_id(&asked)).await?;
         let mut pause = Duration::from_millis(20);
         let mut waited = Duration::ZERO;
         let mut reconciled = false;
@@ -220,15 +279,19 @@ impl Attest {
                 KeyState::Claimed => {
                     return Ok(Claimed::Go(Some(HeldKey {
                         key: claim.key,
+                        id,
                         action_id: claim.action_id,
                     })))
                 }
                 KeyState::Mismatch => return Err(IdempotencyError::Mismatch.into()),
+                KeyState::Unbound { intent_seq } => {
+                    return Err(IdempotencyError::Unbound { intent_seq }.into())
+                }
                 KeyState::Done(done) => {
                     let kept: Kept = serde_json::from_str(&done.outcome).map_err(|_| {
                         AttestError::Internal("an idempotency key's kept receipt does not parse")
                     })?;
-                    return Ok(Claimed::Replay(Box::new(Outcome::Replayed {
+                    return Ok(Claimed::Replay(Box::new(First {
                         receipt: kept.receipt(&done.action_id),
                         response: done.replay,
                     })));
@@ -262,20 +325,21 @@ impl Attest {
     /// recorded for it, or `None` when it did not run). Best effort: the outcome row is
     /// written already, and a key left in use only refuses retries until it expires.
     pub(super) async fn key_follows(&self, intent: &attest_ledger::Record, ran: Option<&Receipt>) {
-        let Some(key) = intent.idempotency_key.clone() else {
+        // The row is found by its action: the intent names its key, not whose it was.
+        if intent.idempotency_key.is_none() {
             return;
-        };
+        }
         let action_id = intent.action_id.clone();
         let settled = match ran {
             Some(receipt) => match serde_json::to_string(&Kept::of(receipt)) {
                 Ok(text) => {
-                    self.on_ledger(move |ledger| ledger.finish_key(&key, &action_id, &text, None))
+                    self.on_ledger(move |ledger| ledger.finish_key(None, &action_id, &text, None))
                         .await
                 }
                 Err(_) => return,
             },
             None => {
-                self.on_ledger(move |ledger| ledger.release_key(&key, &action_id))
+                self.on_ledger(move |ledger| ledger.release_key(None, &action_id))
                     .await
             }
         };
@@ -288,13 +352,60 @@ impl Attest {
     /// no intent row).
     pub(super) async fn note_intent(&self, held: Option<&HeldKey>, seq: u64) {
         let Some(held) = held else { return };
-        let (key, id) = (held.key.clone(), held.action_id.clone());
+        let (key, id) = (held.id, held.action_id.clone());
         if let Err(err) = self
             .on_ledger(move |ledger| ledger.key_intent(&key, &id, seq))
             .await
         {
             tracing::warn!(error = %crate::error_chain(&err), "an idempotency key's intent row was not noted");
         }
+    }
+
+    /// A retry of a call that ran under its key, decided again under today's policy: a
+    /// row naming the first call is written either way (not run); refused when policy
+    /// now refuses, else the first call's receipt and response. A row that cannot be
+    /// written replays nothing.
+    pub(super) async fn replay(
+        &self,
+        prepared: &super::Prepared,
+        first: First,
+    ) -> Result<super::call::Ended, AttestError> {
+        let (mut verdict, _) = self.enforced(&prepared.action);
+        let refused = matches!(verdict.decision, Decision::Refuse | Decision::Recorded);
+        if refused {
+            verdict.decision = Decision::Refuse;
+            verdict.reasons.push(format!(
+                "a retry of seq {} with its idempotency key: policy now refuses the call, so \
+                 its response is not replayed",
+                first.receipt.seq
+            ));
+        }
+        let mut record = crate::record::to_record(
+            &prepared.action,
+            prepared.params_hash.clone(),
+            &verdict,
+            verdict.decision,
+            None,
+            crate::record::RowOutcome::NotRun,
+        )?;
+        record.replay_of = Some(ReplayOf {
+            action_id: first.receipt.action_id.clone(),
+            seq: first.receipt.seq,
+        });
+        let appended = self.append(record).await?;
+        if refused {
+            let receipt = Receipt::new(
+                &prepared.action.id,
+                appended,
+                verdict.decision,
+                verdict.reasons,
+            );
+            return Ok(Outcome::Refused { receipt });
+        }
+        Ok(Outcome::Replayed {
+            receipt: first.receipt,
+            response: first.response,
+        })
     }
 
     /// Ends the key this call held: keeps the outcome of a call that ran (and `replay`,
@@ -315,12 +426,12 @@ impl Attest {
             Err(_) if called.was() => return,
             Err(_) => None,
         };
-        let HeldKey { key, action_id } = held;
+        let HeldKey { id, action_id, .. } = held;
         let done = match kept {
             Some((kept, replay)) => match serde_json::to_string(&kept) {
                 Ok(text) => {
                     self.on_ledger(move |ledger| {
-                        ledger.finish_key(&key, &action_id, &text, replay.as_deref())
+                        ledger.finish_key(Some(&id), &action_id, &text, replay.as_deref())
                     })
                     .await
                 }
@@ -328,7 +439,7 @@ impl Attest {
                 Err(_) => Ok(()),
             },
             None => {
-                self.on_ledger(move |ledger| ledger.release_key(&key, &action_id))
+                self.on_ledger(move |ledger| ledger.release_key(Some(&id), &action_id))
                     .await
             }
         };
@@ -432,19 +543,30 @@ mod tests {
             .unwrap()
             .ran());
         assert_eq!(ran.load(Ordering::SeqCst), 2);
-        // The intent row carries the key; the outcome row does not.
-        let mut keys = Vec::new();
+        // The intent row carries the key; the outcome row does not; each of the three
+        // replays left a row naming the first call's outcome row (seq 2), not run.
+        let mut rows = Vec::new();
         attest
             .ledger()
             .for_each_row(1, |row| {
                 let body: serde_json::Value = serde_json::from_slice(row.body).unwrap();
-                keys.push(body["idempotency_key"].as_str().map(str::to_owned));
+                let key = body["idempotency_key"].as_str().map(str::to_owned);
+                rows.push((key, body["replay_of"]["seq"].as_u64()));
                 Ok(true)
             })
             .unwrap();
+        let k = |key: &str| Some(key.to_owned());
         assert_eq!(
-            keys,
-            [Some("k1".to_owned()), None, Some("k2".to_owned()), None]
+            rows,
+            [
+                (k("k1"), None),
+                (None, None),
+                (None, Some(2)),
+                (None, Some(2)),
+                (None, Some(2)),
+                (k("k2"), None),
+                (None, None)
+            ]
         );
     }
 

@@ -20,6 +20,17 @@ impl PgStore {
             &[&self.tenant, &now_ms],
         )
         .map_err(self.err(during))?;
+        // A row from before keys were scoped holds the key's text alone: no principal
+        // may claim it while it lives.
+        let unscoped = tx
+            .with(|tx| {
+                tx.query_opt(
+                    "SELECT intent_seq FROM idempotency_keys WHERE tenant = $1 AND key = $2",
+                    &[&self.tenant, &&claim.unscoped[..]],
+                )
+            })
+            .map_err(self.err(during))?
+            .map(|row| KeyRow::unbound(row.get(0)));
         // A row released between this insert and the read is claimed again (twice at
         // most; after that the caller is told a call is running, and may retry).
         let mut state = KeyState::Running {
@@ -45,6 +56,10 @@ impl PgStore {
                 .map_err(self.err(during))?;
             if inserted == 1 {
                 state = KeyState::Claimed;
+                break;
+            }
+            if let Some(legacy) = unscoped {
+                state = legacy;
                 break;
             }
             // Read committed: the row of the claimer whose insert this one waited on.
@@ -79,18 +94,21 @@ impl PgStore {
 
     pub(crate) fn change_idempotency_key(
         &self,
-        key: &[u8; 32],
+        key: Option<&[u8; 32]>,
         action_id: &str,
         change: KeyChange<'_>,
     ) -> Result<(), LedgerError> {
         let during = "updating an idempotency key";
         let mut client = self.client()?;
-        let key = &key[..];
+        // Without a key: the row `action_id` holds, whichever key it is (a settled
+        // intent's); `$2` NULL then matches every key of the tenant.
+        let key = key.map(|k| &k[..]);
+        let held = "tenant = $1 AND ($2::bytea IS NULL OR key = $2) AND action_id = $3 \
+                    AND outcome IS NULL";
         client
             .with(|client| match change {
                 KeyChange::Intent(seq) => client.execute(
-                    "UPDATE idempotency_keys SET intent_seq = $4
-                     WHERE tenant = $1 AND key = $2 AND action_id = $3 AND outcome IS NULL",
+                    &format!("UPDATE idempotency_keys SET intent_seq = $4 WHERE {held}"),
                     &[
                         &self.tenant,
                         &key,
@@ -99,18 +117,36 @@ impl PgStore {
                     ],
                 ),
                 KeyChange::Done { outcome, replay } => client.execute(
-                    "UPDATE idempotency_keys SET outcome = $4, replay = $5
-                     WHERE tenant = $1 AND key = $2 AND action_id = $3 AND outcome IS NULL",
+                    &format!("UPDATE idempotency_keys SET outcome = $4, replay = $5 WHERE {held}"),
                     &[&self.tenant, &key, &action_id, &outcome, &replay],
                 ),
                 KeyChange::Release => client.execute(
-                    "DELETE FROM idempotency_keys
-                     WHERE tenant = $1 AND key = $2 AND action_id = $3 AND outcome IS NULL",
+                    &format!("DELETE FROM idempotency_keys WHERE {held}"),
                     &[&self.tenant, &key, &action_id],
                 ),
             })
             .map(drop)
             .map_err(self.err(during))
+    }
+
+    /// The secret keyed fingerprints use: `fresh`, unless one is stored already.
+    pub(crate) fn idempotency_secret(&self, fresh: &str) -> Result<String, LedgerError> {
+        let during = "reading the idempotency secret";
+        let mut client = self.client()?;
+        let row = client
+            .with(|client| {
+                client.execute(
+                    "INSERT INTO attest_meta (tenant, key, value)
+                     VALUES ($1, 'idempotency_secret', $2) ON CONFLICT (tenant, key) DO NOTHING",
+                    &[&self.tenant, &fresh],
+                )?;
+                client.query_one(
+                    "SELECT value FROM attest_meta WHERE tenant = $1 AND key = 'idempotency_secret'",
+                    &[&self.tenant],
+                )
+            })
+            .map_err(self.err(during))?;
+        Ok(row.get(0))
     }
 
     pub(crate) fn purge_idempotency_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError> {

@@ -214,7 +214,7 @@ impl Store for PgStore {
 
     fn change_key(
         &self,
-        key: &[u8; 32],
+        key: Option<&[u8; 32]>,
         action_id: &str,
         change: KeyChange<'_>,
     ) -> Result<(), LedgerError> {
@@ -223,6 +223,10 @@ impl Store for PgStore {
 
     fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError> {
         off_runtime(|| self.purge_idempotency_keys(now_ms))
+    }
+
+    fn key_secret(&self, fresh: &str) -> Result<String, LedgerError> {
+        off_runtime(|| self.idempotency_secret(fresh))
     }
 
     fn calls(

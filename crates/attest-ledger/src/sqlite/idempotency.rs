@@ -23,6 +23,9 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 
 const DELETE_EXPIRED: &str = "DELETE FROM idempotency_keys WHERE expires_ms <= ?1";
 
+/// A row claimed before keys were scoped, by the SHA-256 of its text alone.
+const UNSCOPED: &str = "SELECT intent_seq FROM idempotency_keys WHERE key = ?1";
+
 impl SqliteStore {
     pub(crate) fn claim_idempotency_key(
         &self,
@@ -54,10 +57,18 @@ impl SqliteStore {
             )
             .optional()
             .map_err(self.sqlite(during))?;
+        let unscoped = || {
+            tx.query_row(UNSCOPED, [&claim.unscoped[..]], |row| {
+                row.get::<_, Option<i64>>(0)
+            })
+            .optional()
+        };
         let state = match row {
             Some(row) => row.state(claim.digest, now_ms),
-            None => {
-                tx.execute(
+            None => match unscoped().map_err(self.sqlite(during))? {
+                Some(intent_seq) => KeyRow::unbound(intent_seq),
+                None => {
+                    tx.execute(
                     "INSERT INTO idempotency_keys (key, digest, action_id, claimed_ms, expires_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                     params![
@@ -69,8 +80,9 @@ impl SqliteStore {
                     ],
                 )
                 .map_err(self.sqlite(during))?;
-                KeyState::Claimed
-            }
+                    KeyState::Claimed
+                }
+            },
         };
         // Commit point: the key is this call's once this returns; a failed commit
         // claims nothing, and the caller does not run the call.
@@ -80,31 +92,57 @@ impl SqliteStore {
 
     pub(crate) fn change_idempotency_key(
         &self,
-        key: &[u8; 32],
+        key: Option<&[u8; 32]>,
         action_id: &str,
         change: KeyChange<'_>,
     ) -> Result<(), LedgerError> {
         let conn = self.lock();
         let during = "updating an idempotency key";
-        let key = &key[..];
+        // Without a key: the row `action_id` holds, found by a scan (a settled intent's,
+        // rare); with one, by the key.
+        let only = if key.is_some() { "key = ?1 AND" } else { "" };
+        let key = key.map(|k| &k[..]);
         match change {
             KeyChange::Intent(seq) => conn.execute(
-                "UPDATE idempotency_keys SET intent_seq = ?3
-                 WHERE key = ?1 AND action_id = ?2 AND outcome IS NULL",
+                &format!(
+                    "UPDATE idempotency_keys SET intent_seq = ?3
+                     WHERE {only} action_id = ?2 AND outcome IS NULL"
+                ),
                 params![key, action_id, i64::try_from(seq).unwrap_or(i64::MAX)],
             ),
             KeyChange::Done { outcome, replay } => conn.execute(
-                "UPDATE idempotency_keys SET outcome = ?3, replay = ?4
-                 WHERE key = ?1 AND action_id = ?2 AND outcome IS NULL",
+                &format!(
+                    "UPDATE idempotency_keys SET outcome = ?3, replay = ?4
+                     WHERE {only} action_id = ?2 AND outcome IS NULL"
+                ),
                 params![key, action_id, outcome, replay],
             ),
             KeyChange::Release => conn.execute(
-                "DELETE FROM idempotency_keys
-                 WHERE key = ?1 AND action_id = ?2 AND outcome IS NULL",
+                &format!(
+                    "DELETE FROM idempotency_keys
+                     WHERE {only} action_id = ?2 AND outcome IS NULL"
+                ),
                 params![key, action_id],
             ),
         }
         .map(drop)
+        .map_err(self.sqlite(during))
+    }
+
+    /// The secret keyed fingerprints use: `fresh`, unless one is stored already.
+    pub(crate) fn idempotency_secret(&self, fresh: &str) -> Result<String, LedgerError> {
+        let conn = self.lock();
+        let during = "reading the idempotency secret";
+        conn.execute(
+            "INSERT OR IGNORE INTO attest_meta (key, value) VALUES ('idempotency_secret', ?1)",
+            [fresh],
+        )
+        .map_err(self.sqlite(during))?;
+        conn.query_row(
+            "SELECT value FROM attest_meta WHERE key = 'idempotency_secret'",
+            [],
+            |row| row.get(0),
+        )
         .map_err(self.sqlite(during))
     }
 

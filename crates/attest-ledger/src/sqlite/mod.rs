@@ -539,7 +539,7 @@ impl Store for SqliteStore {
 
     fn change_key(
         &self,
-        key: &[u8; 32],
+        key: Option<&[u8; 32]>,
         action_id: &str,
         change: KeyChange<'_>,
     ) -> Result<(), LedgerError> {
@@ -548,6 +548,10 @@ impl Store for SqliteStore {
 
     fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError> {
         self.purge_idempotency_keys(now_ms)
+    }
+
+    fn key_secret(&self, fresh: &str) -> Result<String, LedgerError> {
+        self.idempotency_secret(fresh)
     }
 
     fn calls(

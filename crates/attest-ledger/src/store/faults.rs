@@ -159,7 +159,7 @@ impl Store for Faulty {
 
     fn change_key(
         &self,
-        key: &[u8; 32],
+        key: Option<&[u8; 32]>,
         action_id: &str,
         change: crate::idempotency::KeyChange<'_>,
     ) -> Result<(), LedgerError> {
@@ -168,6 +168,10 @@ impl Store for Faulty {
 
     fn purge_keys(&self, now_ms: i64) -> Result<crate::idempotency::KeysPurged, LedgerError> {
         self.inner.purge_keys(now_ms)
+    }
+
+    fn key_secret(&self, fresh: &str) -> Result<String, LedgerError> {
+        self.inner.key_secret(fresh)
     }
 
     fn calls(
@@ -216,6 +220,7 @@ fn record(n: u64) -> Record {
         },
         verification: None,
         idempotency_key: None,
+        replay_of: None,
         imported: None,
         shadow: None,
     }

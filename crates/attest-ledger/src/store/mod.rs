@@ -157,16 +157,21 @@ pub(crate) trait Store: Send + Sync {
     /// [`crate::idempotency`]).
     fn claim_key(&self, now_ms: i64, claim: &StoredKey<'_>) -> Result<KeyState, LedgerError>;
 
-    /// Changes the key `key` held by `action_id` (only while it has no outcome).
+    /// Changes the key `key` (`None`: whichever) held by `action_id` (only while it has
+    /// no outcome).
     fn change_key(
         &self,
-        key: &[u8; 32],
+        key: Option<&[u8; 32]>,
         action_id: &str,
         change: KeyChange<'_>,
     ) -> Result<(), LedgerError>;
 
     /// Drops the keys expired at `now_ms`; counts what is left.
     fn purge_keys(&self, now_ms: i64) -> Result<KeysPurged, LedgerError>;
+
+    /// The secret idempotency keys' credentials are keyed with: `fresh` stored, unless
+    /// one was stored before, and what is stored returned.
+    fn key_secret(&self, fresh: &str) -> Result<String, LedgerError>;
     /// The row of the call digest `digest` (see [`crate::calls`]). With `settle`, in one
     /// write transaction that no other writer of this digest can interleave with: also
     /// writes what `settle` decides from the row read. Without, a plain read.

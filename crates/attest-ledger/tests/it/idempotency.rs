@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use attest_ledger::{KeyClaim, KeyOutcome, KeyState, KeysPurged, LedgerOptions};
+use attest_ledger::{
+    KeyClaim, KeyId, KeyOutcome, KeyScope, KeyState, KeysPurged, Ledger, LedgerOptions, Principal,
+};
 
 use crate::both::StoreTester;
 use crate::ManualClock;
@@ -12,10 +14,51 @@ use crate::ManualClock;
 fn claim(key: &str, digest: &str, action_id: &str) -> KeyClaim {
     KeyClaim {
         key: key.to_owned(),
+        scope: KeyScope::default(),
         digest: digest.to_owned(),
         action_id: action_id.to_owned(),
         lifetime: Duration::from_secs(60),
     }
+}
+
+/// The row of `key` claimed by nobody in particular.
+fn id(ledger: &Ledger, key: &str) -> KeyId {
+    ledger.key_id(&claim(key, "", "")).unwrap()
+}
+
+#[test]
+fn a_key_is_its_principals_on_its_route() {
+    StoreTester::new("a_key_is_its_principals_on_its_route", 0).run(|case| {
+        let ledger = case.reopen();
+        let scoped = |principal: Principal, route: &str, action: &str| KeyClaim {
+            scope: KeyScope {
+                principal,
+                method: "POST".to_owned(),
+                route: route.to_owned(),
+            },
+            ..claim("k", "d", action)
+        };
+        let alice = || Principal::Credential(b"Bearer alice".to_vec());
+        let first = scoped(alice(), "/v1/refunds", "a1");
+        assert_eq!(ledger.claim_key(&first).unwrap(), KeyState::Claimed);
+        let first_id = ledger.key_id(&first).unwrap();
+        ledger.finish_key(Some(&first_id), "a1", "{}", Some(b"A's body")).unwrap();
+        // Another credential, an agent, nobody, another route: each its own key.
+        for (i, other) in [
+            scoped(Principal::Credential(b"Bearer bob".to_vec()), "/v1/refunds", "b1"),
+            scoped(Principal::Agent("Bearer alice".to_owned()), "/v1/refunds", "b2"),
+            scoped(Principal::Nobody, "/v1/refunds", "b3"),
+            scoped(alice(), "/v1/charges", "b4"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert_eq!(ledger.claim_key(other).unwrap(), KeyState::Claimed, "{i}");
+        }
+        // The same credential on the same route, from another process: the first's.
+        let again = case.reopen().claim_key(&scoped(alice(), "/v1/refunds", "a2")).unwrap();
+        assert!(matches!(again, KeyState::Done(done) if done.replay.as_deref() == Some(&b"A's body"[..])));
+    });
 }
 
 #[test]
@@ -42,7 +85,7 @@ fn a_key_is_claimed_once_ends_once_and_expires() {
             }
             other => panic!("{name}: {other:?}"),
         }
-        ledger.key_intent("k1", "a1", 7).unwrap();
+        ledger.key_intent(&id(&ledger, "k1"), "a1", 7).unwrap();
         clock.0.fetch_add(5, Ordering::SeqCst);
         match ledger.claim_key(&claim("k1", "d1", "a2")).unwrap() {
             KeyState::Running {
@@ -62,13 +105,20 @@ fn a_key_is_claimed_once_ends_once_and_expires() {
             KeyState::Mismatch
         );
         // Only the holder ends it.
-        ledger.finish_key("k1", "a2", "{}", None).unwrap();
+        ledger
+            .finish_key(Some(&id(&ledger, "k1")), "a2", "{}", None)
+            .unwrap();
         assert!(matches!(
             ledger.claim_key(&claim("k1", "d1", "a2")).unwrap(),
             KeyState::Running { .. }
         ));
         ledger
-            .finish_key("k1", "a1", r#"{"seq":8}"#, Some(b"body"))
+            .finish_key(
+                Some(&id(&ledger, "k1")),
+                "a1",
+                r#"{"seq":8}"#,
+                Some(b"body"),
+            )
             .unwrap();
         let done = KeyState::Done(KeyOutcome {
             action_id: "a1".to_owned(),
@@ -90,13 +140,13 @@ fn a_key_is_claimed_once_ends_once_and_expires() {
             KeyState::Mismatch
         );
         // A finished key is not released; a running one is.
-        ledger.release_key("k1", "a1").unwrap();
+        ledger.release_key(Some(&id(&ledger, "k1")), "a1").unwrap();
         assert_eq!(ledger.claim_key(&claim("k1", "d1", "a6")).unwrap(), done);
         assert_eq!(
             ledger.claim_key(&claim("k2", "d1", "b1")).unwrap(),
             KeyState::Claimed
         );
-        ledger.release_key("k2", "b1").unwrap();
+        ledger.release_key(Some(&id(&ledger, "k2")), "b1").unwrap();
         assert_eq!(
             ledger.claim_key(&claim("k2", "d9", "b2")).unwrap(),
             KeyState::Claimed
