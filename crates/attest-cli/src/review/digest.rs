@@ -302,8 +302,8 @@ fn flags_for(
         "no earlier actions".to_owned()
     } else {
         format!(
-            "{} earlier actions on {}",
-            past.actions,
+            "{} on {}",
+            counted(past.actions, "earlier action"),
             past.systems.iter().cloned().collect::<Vec<_>>().join(", ")
         )
     };
@@ -316,8 +316,8 @@ fn flags_for(
                 count(system.actions),
                 0.0,
                 format!(
-                    "first use of {name}: {} actions in the window; the baseline holds {used}",
-                    system.actions
+                    "first use of {name}: {} in the window; the baseline holds {used}",
+                    n_actions(system.actions)
                 ),
             ));
             continue;
@@ -337,7 +337,8 @@ fn flags_for(
                     count(*n),
                     0.0,
                     format!(
-                        "first {name} {verb}: {n} actions in the window; earlier {name} verbs: {}",
+                        "first {name} {verb}: {} in the window; earlier {name} verbs: {}",
+                        n_actions(*n),
                         known.join(", ")
                     ),
                 ));
@@ -392,7 +393,8 @@ fn flags_for(
                 count(outside),
                 count(share),
                 format!(
-                    "{outside} actions at {} UTC, hours that held {share} of the agent's {} baseline actions (usual hours, UTC: {})",
+                    "{} at {} UTC, hours that held {share} of the agent's {} baseline actions (usual hours, UTC: {})",
+                    n_actions(outside),
                     unusual.iter().map(|h| format!("{h:02}:00")).collect::<Vec<_>>().join(", "),
                     past.actions,
                     usual.join(" ")
@@ -462,19 +464,32 @@ fn mean_sd(per_window: &BTreeMap<u64, u64>, windows: u64) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
+/// `n` and `noun`, plural unless `n` is 1: "1 flag", "2 flags".
+pub(crate) fn counted(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+/// "1 action", "2 actions".
+pub(crate) fn n_actions(n: u64) -> String {
+    counted(n, "action")
+}
+
 /// The digest as text for a terminal.
 pub(crate) fn render_text(digest: &Digest) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "digest {} .. {} (baseline from {}, {} windows): {} actions, {} flags",
+        "digest {} .. {} (baseline from {}, {} windows): {}, {}",
         digest.window.from,
         digest.window.until,
         digest.baseline.from,
         digest.baseline.windows,
-        digest.actions,
-        digest.flag_count
+        n_actions(digest.actions),
+        counted(digest.flag_count as u64, "flag")
     );
     if digest.baseline.actions == 0 {
         let _ = writeln!(
@@ -487,8 +502,10 @@ pub(crate) fn render_text(digest: &Digest) -> String {
     for agent in &digest.agents {
         let _ = writeln!(
             out,
-            "\nagent {}: {} actions (baseline {})",
-            agent.agent, agent.actions, agent.baseline_actions
+            "\nagent {}: {} (baseline {})",
+            agent.agent,
+            n_actions(agent.actions),
+            agent.baseline_actions
         );
         for system in &agent.systems {
             let join = |map: &BTreeMap<String, u64>| {
