@@ -62,8 +62,8 @@ pub(crate) fn digest_notice(digest: &Digest) -> Notice {
         kind: NoticeKind::DigestReady,
         title: format!(
             "Attest digest: {}, {}",
-            super::digest::n_actions(digest.actions),
-            super::digest::counted(flags as u64, "flag")
+            crate::count::n_actions(digest.actions),
+            crate::count::counted(flags as u64, "flag")
         ),
         text: super::render_text(digest),
         data: serde_json::to_value(digest).unwrap_or_default(),

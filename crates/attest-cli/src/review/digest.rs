@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use super::rows::{unix_secs, RowView};
 use super::shadow::ShadowTally;
+use crate::count::{counted, n_actions};
 
 /// The fewest actions in a window that can be a volume spike.
 pub(crate) const MIN_SPIKE: u64 = 10;
@@ -462,19 +463,6 @@ fn mean_sd(per_window: &BTreeMap<u64, u64>, windows: u64) -> (f64, f64) {
         + empty * mean * mean)
         / n;
     (mean, var.sqrt())
-}
-
-/// `n` and `noun`, plural unless `n` is 1: "1 flag", "2 flags".
-pub(crate) fn counted(n: u64, noun: &str) -> String {
-    match n {
-        1 => format!("1 {noun}"),
-        _ => format!("{n} {noun}s"),
-    }
-}
-
-/// "1 action", "2 actions".
-pub(crate) fn n_actions(n: u64) -> String {
-    counted(n, "action")
 }
 
 /// The digest as text for a terminal.
