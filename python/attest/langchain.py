@@ -103,12 +103,19 @@ def _graph_resume() -> Any:
         return _NOT_RESUMED
 
 
+def _interrupt(request: dict) -> Any:
+    """LangGraph's ``interrupt(request)``: reached only inside a LangGraph task, so only
+    there is LangGraph imported."""
+    from langgraph.types import interrupt
+
+    return interrupt(request)
+
+
 def _paused(attest: Attest, name: str, call: Callable[[Optional[str]], Any]) -> Any:
     """Runs ``call(token)`` (a governed call, presenting ``token`` when given); inside a
     LangGraph task a held call pauses the graph with ``interrupt()`` until a resume
-    brings the decision."""
-    from langgraph.types import interrupt
-
+    brings the decision. LangGraph is imported only once inside one (a LangChain user
+    may have ``langchain-core`` alone)."""
     resumed = _graph_resume()
     if resumed is None:
         return call(None)
@@ -117,14 +124,12 @@ def _paused(attest: Attest, name: str, call: Callable[[Optional[str]], Any]) -> 
         try:
             return call(token)
         except Held as held:
-            answer = interrupt(held_request(attest, held, name))
+            answer = _interrupt(held_request(attest, held, name))
             token = _token_in(answer) or held.token
 
 
 async def _apaused(attest: Attest, name: str, call: Callable[[Optional[str]], Any]) -> Any:
     """:func:`_paused` for a coroutine ``call``."""
-    from langgraph.types import interrupt
-
     resumed = _graph_resume()
     if resumed is None:
         return await call(None)
@@ -133,7 +138,7 @@ async def _apaused(attest: Attest, name: str, call: Callable[[Optional[str]], An
         try:
             return await call(token)
         except Held as held:
-            answer = interrupt(held_request(attest, held, name))
+            answer = _interrupt(held_request(attest, held, name))
             token = _token_in(answer) or held.token
 
 

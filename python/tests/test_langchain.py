@@ -118,3 +118,42 @@ def test_wrapped_tools_take_verify_and_read_back(a, cli):
     first, second = cli.outcomes()
     assert (first["verification"]["method"], first["verification"]["level"]) == ("custom", "verified-custom")
     assert (second["verification"]["method"], second["verification"]["level"]) == ("read-back:custom", "unverified")
+
+
+WITHOUT_LANGGRAPH = """
+import json, sys
+sys.modules["langgraph"] = None  # LangChain alone: every `import langgraph...` fails
+from langchain_core.tools import tool
+import attest, attest.langchain
+
+@tool
+def get_weather(city: str) -> str:
+    \"\"\"The weather in a city.\"\"\"
+    return f"sunny in {city}"
+
+@tool
+def create_ticket(title: str) -> dict:
+    \"\"\"Open a support ticket.\"\"\"
+    raise AssertionError("a held call ran")
+
+a = attest.Attest(ledger=sys.argv[1], policy=sys.argv[2], agent="py-agent", durability="normal")
+weather, ticket = attest.langchain.wrap_tools([get_weather, create_ticket], a)
+print(json.dumps({"read": weather.invoke({"city": "Oslo"}), "write": ticket.invoke({"title": "printer"})}))
+"""
+
+
+def test_wrap_tools_works_with_langchain_core_alone(ledger_file, policy_file, cli):
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", WITHOUT_LANGGRAPH, str(ledger_file), str(policy_file)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    answers = json.loads(out.stdout)
+    assert answers["read"] == "sunny in Oslo"
+    # Held, as outside a graph: the model reads that a person must approve first.
+    assert answers["write"].startswith("Not run yet: Attest is"), answers
+    [waiting] = json.loads(cli.run("pending", "--json").stdout)
+    assert waiting["verb"] == "create"

@@ -11,6 +11,7 @@ mod cli;
 mod cli_tiles;
 mod commands;
 mod config;
+mod count;
 mod progress;
 mod review;
 mod secrets;

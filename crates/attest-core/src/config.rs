@@ -1,8 +1,9 @@
 //! The configuration file (`.attest/config.yaml`): what every surface reads, once.
 //!
 //! A [`ConfigFile`] is parsed from YAML with unknown fields refused; an error names the
-//! file, the line and column, and the field. Relative paths in a file are resolved
-//! against the file's own directory when it is [loaded](ConfigFile::load). Secrets are
+//! file, the line and column, and the field. In the paths a file names, a leading `~`
+//! and `$VAR` / `${VAR}` are expanded, and relative ones are resolved against the file's
+//! own directory, when it is [loaded](ConfigFile::load). Secrets are
 //! never written in the file: it names the environment variables that hold them
 //! (`token_env: SLACK_BOT_TOKEN`), and only those variables are read.
 //!
@@ -38,6 +39,8 @@ use crate::approvals::Secret;
 use crate::approvals::{LinkSigner, Notifier};
 use crate::detect::Registry;
 use crate::verification::{Env, OpenApiDriver, ReadBack, RecipeDriver};
+
+mod expand;
 
 /// The largest configuration file read, in bytes.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -519,8 +522,9 @@ impl ConfigFile {
         Ok(file)
     }
 
-    /// Reads and parses a file, resolving its relative paths against its directory.
-    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+    /// Reads and parses a file, expanding `~` and variables in its paths (from `env`) and
+    /// resolving relative ones against its directory (see [`ConfigFile::resolve`]).
+    pub fn load(path: &Path, env: &dyn Env) -> Result<ConfigFile, ConfigError> {
         let io = |source| ConfigError::Io {
             path: path.to_path_buf(),
             source,
@@ -533,33 +537,69 @@ impl ConfigFile {
             });
         }
         let text = std::fs::read_to_string(path).map_err(io)?;
-        let mut file = ConfigFile::parse(&text, &path.display().to_string())?;
+        let origin = path.display().to_string();
+        let mut file = ConfigFile::parse(&text, &origin)?;
         let dir = path.parent().unwrap_or_else(|| Path::new(""));
-        file.resolve(dir);
+        file.resolve(dir, env, &origin)?;
         Ok(file)
     }
 
-    /// Makes every relative path absolute against `dir` (the ledger only when it is a
-    /// path, not a URL).
-    pub fn resolve(&mut self, dir: &Path) {
-        let join = |path: &mut PathBuf| {
-            if path.is_relative() {
+    /// Expands a leading `~` (`$HOME`) and `$VAR` / `${VAR}` in every path the file names,
+    /// then makes each relative one absolute against `dir` (the ledger only when it is a
+    /// path, not a URL; a URL as written is left alone). A variable that is not set in
+    /// `env` is an error naming `origin` and the key, never an empty string.
+    pub fn resolve(&mut self, dir: &Path, env: &dyn Env, origin: &str) -> Result<(), ConfigError> {
+        let expand = |field: String, raw: &str| {
+            expand::expand(raw, env).map_err(|message| ConfigError::Invalid {
+                origin: origin.to_owned(),
+                field,
+                message,
+            })
+        };
+        let path = |field: String, path: &mut PathBuf, join: bool| {
+            if let Some(raw) = path.to_str() {
+                *path = PathBuf::from(expand(field, raw)?);
+            }
+            if join && path.is_relative() {
                 *path = dir.join(&*path);
             }
+            Ok::<(), ConfigError>(())
         };
         if let Some(ledger) = self.ledger.as_mut().filter(|l| !l.contains("://")) {
-            if Path::new(ledger.as_str()).is_relative() {
+            *ledger = expand("ledger".to_owned(), ledger)?;
+            if !ledger.contains("://") && Path::new(ledger.as_str()).is_relative() {
                 *ledger = dir.join(&*ledger).display().to_string();
             }
         }
-        self.key.iter_mut().for_each(join);
-        self.policy.iter_mut().for_each(join);
-        self.registry.iter_mut().for_each(join);
-        self.recipes.iter_mut().for_each(join);
-        self.openapi.iter_mut().for_each(join);
-        if let Some(oidc) = self.inbox.oidc.as_mut() {
-            oidc.client_secret_file.iter_mut().for_each(join);
+        if let Some(key) = self.key.as_mut() {
+            path("key".to_owned(), key, true)?;
         }
+        if let Some(policy) = self.policy.as_mut() {
+            path("policy".to_owned(), policy, true)?;
+        }
+        for (name, list) in [
+            ("registry", &mut self.registry),
+            ("recipes", &mut self.recipes),
+            ("openapi", &mut self.openapi),
+        ] {
+            for (i, item) in list.iter_mut().enumerate() {
+                path(format!("{name}[{i}]"), item, true)?;
+            }
+        }
+        if let Some(oidc) = self.inbox.oidc.as_mut() {
+            if let Some(secret) = oidc.client_secret_file.as_mut() {
+                path("inbox.oidc.client_secret_file".to_owned(), secret, true)?;
+            }
+        }
+        if let Some(teams) = self.notify.teams.as_mut() {
+            // Kept relative to the working directory, as before; only expanded.
+            path(
+                "notify.teams.url_file".to_owned(),
+                &mut teams.url_file,
+                false,
+            )?;
+        }
+        Ok(())
     }
 
     /// Checks what serde cannot: names of variables, URLs, non-empty lists.
@@ -1006,6 +1046,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+    use crate::verification::ProcessEnv;
 
     #[test]
     fn every_key_parses() {
@@ -1039,7 +1080,8 @@ gateway: {upstream: 'https://api.acme.com', allow_upstream: [api.github.com]}
         assert_eq!(file.approvals.use_by, Some(Duration::from_secs(3600)));
         assert_eq!(file.approvals.wait, Some(Duration::from_secs(90)));
         assert_eq!(file.notify.email.as_ref().unwrap().tls, SmtpTls::Tls);
-        file.resolve(Path::new("/etc/attest"));
+        file.resolve(Path::new("/etc/attest"), &ProcessEnv, "c.yaml")
+            .unwrap();
         assert_eq!(file.ledger.as_deref(), Some("/etc/attest/audit.sqlite"));
         assert_eq!(
             file.registry,
@@ -1103,7 +1145,7 @@ gateway: {upstream: 'https://api.acme.com', allow_upstream: [api.github.com]}
     #[test]
     fn a_postgres_ledger_stays_a_url() {
         let mut file = ConfigFile::parse("ledger: postgres://db/attest\n", "c").unwrap();
-        file.resolve(Path::new("/etc"));
+        file.resolve(Path::new("/etc"), &ProcessEnv, "c").unwrap();
         assert_eq!(file.ledger.as_deref(), Some("postgres://db/attest"));
     }
 

@@ -193,7 +193,13 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
             )?;
             match decided.receipt {
                 Some(receipt) => writeln!(out, " (ledger seq {})", receipt.seq)?,
-                None => writeln!(out, "; it runs when the agent resumes it")?,
+                // Approved: a call still blocking on it (block mode, within its wait)
+                // sees the decision and runs at once; a call answered as held (pending
+                // mode, or its wait over) runs when the agent resumes it or calls again.
+                None => writeln!(
+                    out,
+                    "; a call still waiting for it runs now; a held call runs when the agent resumes it or makes it again"
+                )?,
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -18,8 +18,9 @@ pub(crate) fn run(config: &Config, args: &CheckpointArgs) -> anyhow::Result<Exit
         out.write_all(latest.note.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let key = config.signing_key(&args.key)?;
+    // The ledger first: a ledger that does not exist is the problem to name, not its key.
     let ledger = config.open_ledger(false)?;
+    let key = config.signing_key(&args.key)?;
     // Never sign a broken ledger: check what the new checkpoint would vouch for, from
     // the previous checkpoint on, which the signing key or a key given with --vkey (the
     // one it replaces, after a rotation) must have signed.

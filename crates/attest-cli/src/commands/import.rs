@@ -137,8 +137,8 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
     );
     writeln!(
         std::io::stdout().lock(),
-        "imported {} actions as seq {} to {} (marked imported; decisions and outcomes as the source records them)",
-        receipts.len(),
+        "imported {} as seq {} to {} (marked imported; decisions and outcomes as the source records them)",
+        crate::count::n_actions(receipts.len() as u64),
         first.unwrap_or_default(),
         last.unwrap_or_default()
     )?;

@@ -211,8 +211,8 @@ fn replay(config: &Config, args: &PolicyReplayArgs) -> anyhow::Result<ExitCode> 
     }
     writeln!(
         out,
-        "{} actions replayed: {} unchanged, {} change, {} undecidable",
-        report.actions,
+        "{} replayed: {} unchanged, {} change, {} undecidable",
+        crate::count::n_actions(report.actions),
         report.unchanged,
         report.transitions.iter().map(|t| t.count).sum::<u64>(),
         report.undecidable.iter().map(|u| u.count).sum::<u64>(),
@@ -241,8 +241,9 @@ fn replay(config: &Config, args: &PolicyReplayArgs) -> anyhow::Result<ExitCode> 
     for u in &report.undecidable {
         writeln!(
             out,
-            "undecidable: rule {} needs params the ledger does not keep ({} actions)",
-            u.rule, u.count
+            "undecidable: rule {} needs params the ledger does not keep ({})",
+            u.rule,
+            crate::count::n_actions(u.count)
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -61,9 +61,9 @@ pub(crate) fn digest_notice(digest: &Digest) -> Notice {
     Notice {
         kind: NoticeKind::DigestReady,
         title: format!(
-            "Attest digest: {} actions, {flags} flag{}",
-            digest.actions,
-            if flags == 1 { "" } else { "s" }
+            "Attest digest: {}, {}",
+            crate::count::n_actions(digest.actions),
+            crate::count::counted(flags as u64, "flag")
         ),
         text: super::render_text(digest),
         data: serde_json::to_value(digest).unwrap_or_default(),

@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use super::rows::{unix_secs, RowView};
 use super::shadow::ShadowTally;
+use crate::count::{counted, n_actions};
 
 /// The fewest actions in a window that can be a volume spike.
 pub(crate) const MIN_SPIKE: u64 = 10;
@@ -302,8 +303,8 @@ fn flags_for(
         "no earlier actions".to_owned()
     } else {
         format!(
-            "{} earlier actions on {}",
-            past.actions,
+            "{} on {}",
+            counted(past.actions, "earlier action"),
             past.systems.iter().cloned().collect::<Vec<_>>().join(", ")
         )
     };
@@ -316,8 +317,8 @@ fn flags_for(
                 count(system.actions),
                 0.0,
                 format!(
-                    "first use of {name}: {} actions in the window; the baseline holds {used}",
-                    system.actions
+                    "first use of {name}: {} in the window; the baseline holds {used}",
+                    n_actions(system.actions)
                 ),
             ));
             continue;
@@ -337,7 +338,8 @@ fn flags_for(
                     count(*n),
                     0.0,
                     format!(
-                        "first {name} {verb}: {n} actions in the window; earlier {name} verbs: {}",
+                        "first {name} {verb}: {} in the window; earlier {name} verbs: {}",
+                        n_actions(*n),
                         known.join(", ")
                     ),
                 ));
@@ -392,7 +394,8 @@ fn flags_for(
                 count(outside),
                 count(share),
                 format!(
-                    "{outside} actions at {} UTC, hours that held {share} of the agent's {} baseline actions (usual hours, UTC: {})",
+                    "{} at {} UTC, hours that held {share} of the agent's {} baseline actions (usual hours, UTC: {})",
+                    n_actions(outside),
                     unusual.iter().map(|h| format!("{h:02}:00")).collect::<Vec<_>>().join(", "),
                     past.actions,
                     usual.join(" ")
@@ -468,13 +471,13 @@ pub(crate) fn render_text(digest: &Digest) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "digest {} .. {} (baseline from {}, {} windows): {} actions, {} flags",
+        "digest {} .. {} (baseline from {}, {} windows): {}, {}",
         digest.window.from,
         digest.window.until,
         digest.baseline.from,
         digest.baseline.windows,
-        digest.actions,
-        digest.flag_count
+        n_actions(digest.actions),
+        counted(digest.flag_count as u64, "flag")
     );
     if digest.baseline.actions == 0 {
         let _ = writeln!(
@@ -487,8 +490,10 @@ pub(crate) fn render_text(digest: &Digest) -> String {
     for agent in &digest.agents {
         let _ = writeln!(
             out,
-            "\nagent {}: {} actions (baseline {})",
-            agent.agent, agent.actions, agent.baseline_actions
+            "\nagent {}: {} (baseline {})",
+            agent.agent,
+            n_actions(agent.actions),
+            agent.baseline_actions
         );
         for system in &agent.systems {
             let join = |map: &BTreeMap<String, u64>| {

@@ -1080,3 +1080,47 @@ fn serve_with_no_approvers_says_nobody_can_sign_in_and_how_to_add_one() {
     assert!(shown.contains("dashboard on"), "{shown}");
     assert!(!shown.contains("no approvers"), "{shown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirm_says_a_waiting_call_runs_now_and_a_held_one_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let ann = add_approver(dir.path(), "ann@acme.com", &[]);
+    // Block mode: the agent's call waits in this process while a person approves.
+    let agent = pipeline(dir.path(), Duration::from_secs(60));
+    let waiting = tokio::spawn(async move {
+        agent
+            .call(payment())
+            .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
+            .await
+    });
+    let id = loop {
+        let out = attest(dir.path(), &["pending", "--json"]);
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!([]));
+        if let Some(id) = list[0]["id"].as_str() {
+            break id.to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let out = confirm_as(dir.path(), &ann, &[&id, "approve"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("a call still waiting for it runs now"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("it runs when the agent resumes it"),
+        "{said}"
+    );
+    // And it did: the waiting call ran without being made again.
+    let ran = tokio::time::timeout(Duration::from_secs(30), waiting).await;
+    assert!(matches!(ran, Ok(Ok(Ok(Outcome::Ran { .. })))), "{ran:?}");
+    // A held call (pending mode, or after its wait): it runs when made again or resumed.
+    let (id, _) = pend(dir.path()).await;
+    let out = confirm_as(dir.path(), &ann, &[&id, "approve"]);
+    let said = stdout(&out);
+    assert!(
+        said.contains("a held call runs when the agent resumes it or makes it again"),
+        "{said}"
+    );
+}

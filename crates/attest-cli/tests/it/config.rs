@@ -256,3 +256,61 @@ fn recipes_list_shows_the_configured_recipe_directories_first() {
     let rows: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(rows[0]["name"], "books.entry", "{rows}");
 }
+
+#[test]
+fn a_tilde_and_variables_in_configured_paths_are_expanded() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, work) = (root.path().join("home"), root.path().join("work"));
+    std::fs::create_dir_all(work.join(".attest")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let home_var = home.display().to_string();
+    let env = [("HOME", home_var.as_str()), ("BOOKS", "books")];
+    std::fs::write(
+        work.join(".attest/config.yaml"),
+        "ledger: ~/books/agents.sqlite\npolicy: ${HOME}/$BOOKS/policy.yaml\n",
+    )
+    .unwrap();
+    let (_, report) = check_json(&work, &env, &[]);
+    let expected = home.join("books/agents.sqlite").display().to_string();
+    assert_eq!(setting(&report, "ledger")["value"], expected, "{report}");
+    let policy = home.join("books/policy.yaml").display().to_string();
+    assert_eq!(setting(&report, "policy")["value"], policy, "{report}");
+    std::fs::write(
+        work.join(".attest/config.yaml"),
+        "ledger: ~/books/agents.sqlite\n",
+    )
+    .unwrap();
+    let output = attest_env(&work, &["demo"], &env);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(home.join("books/agents.sqlite").exists());
+    assert!(
+        !work.join(".attest/~").exists(),
+        "a folder named ~ appeared"
+    );
+    assert!(!work.join(".attest/ledger.sqlite").exists());
+}
+
+#[test]
+fn an_unset_variable_in_a_configured_path_is_an_error_naming_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".attest")).unwrap();
+    std::fs::write(
+        dir.path().join(".attest/config.yaml"),
+        "ledger: audit.sqlite\nkey: ${NOPE}/checkpoint.key\n",
+    )
+    .unwrap();
+    // `config check` reports it as a problem (exit 1); a door that starts on it refuses.
+    let output = attest_env(dir.path(), &["config", "check"], &[("HOME", "/nowhere")]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.contains("problem: .attest/config.yaml: key: $NOPE is not set"),
+        "{said}"
+    );
+    let output = attest_env(dir.path(), &["demo"], &[("HOME", "/nowhere")]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let err = stderr(&output);
+    assert!(err.contains(".attest/config.yaml"), "{err}");
+    assert!(err.contains("key: $NOPE is not set"), "{err}");
+    assert!(!dir.path().join(".attest/audit.sqlite").exists());
+}

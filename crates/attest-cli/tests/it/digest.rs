@@ -337,3 +337,29 @@ fn a_ledger_with_no_baseline_raises_no_flag_and_says_why() {
     assert_eq!(json["flag_count"], 0, "{json:#}");
     assert_eq!(json["baseline"]["actions"], 0, "{json:#}");
 }
+
+#[test]
+fn one_action_is_counted_in_the_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = history("bot");
+    rows.extend(office_day("bot", 1));
+    write_ledger(Path::new(&crate::test_ledger_at(dir.path())), rows);
+    let text = expect_ok(&attest(
+        dir.path(),
+        &[
+            "--ledger",
+            "ledger.sqlite",
+            "digest",
+            "--since",
+            "24h",
+            "--until",
+            UNTIL,
+        ],
+    ));
+    assert!(text.contains("): 1 action, 0 flags"), "{text}");
+    assert!(
+        text.contains("agent bot: 1 action (baseline 280)"),
+        "{text}"
+    );
+    assert!(!text.contains("1 actions"), "{text}");
+}

@@ -367,3 +367,14 @@ fn a_rotated_key_continues_the_chain_and_verify_names_each_signer() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
 }
+
+#[test]
+fn checkpoint_of_a_ledger_that_does_not_exist_says_so_before_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = attest(dir.path(), &["--ledger", "books/q4.sqlite", "checkpoint"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let err = stderr(&output);
+    assert!(err.contains("no ledger at books/q4.sqlite"), "{err}");
+    assert!(!err.contains("signing key"), "{err}");
+    assert!(!dir.path().join("books").exists());
+}

@@ -350,3 +350,27 @@ fn an_import_cannot_claim_how_its_agent_was_authenticated() {
     assert_eq!(row["agent"], "billing-bot");
     assert_eq!(row["agent_auth"], Value::Null, "{row}");
 }
+
+#[test]
+fn one_imported_action_is_counted_in_the_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("one.jsonl"),
+        "{\"id\":\"a1\",\"system\":\"gmail\",\"verb\":\"send\"}\n",
+    )
+    .unwrap();
+    let output = attest(dir.path(), &["import", "one.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.starts_with("imported 1 action as seq 1 to 1"),
+        "{said}"
+    );
+    let output = attest(dir.path(), &["policy", "replay"]);
+    let said = stdout(&output);
+    assert!(
+        said.starts_with("1 action replayed:"),
+        "{}{said}",
+        stderr(&output)
+    );
+}

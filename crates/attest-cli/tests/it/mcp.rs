@@ -31,11 +31,29 @@ pub(crate) fn python_with(module: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        peer_missing(&format!(
-            "python3 with the `{module}` module is missing (run .ci/run, or `pip install {module}`)"
-        ));
+        peer_missing(&missing_module(module));
     }
     found
+}
+
+/// What a skip says when the test Python lacks `module`.
+fn missing_module(module: &str) -> String {
+    // The distribution to install, where its name is not the module's.
+    let package = match module {
+        "jwt" => "PyJWT",
+        "yaml" => "PyYAML",
+        other => other,
+    };
+    format!(
+        "python3 with the `{module}` module is missing (run .ci/run, or `pip install {package}`)"
+    )
+}
+
+#[test]
+fn a_missing_module_names_the_package_that_provides_it() {
+    let hint = missing_module("jwt");
+    assert!(hint.contains("`pip install PyJWT`"), "{hint}");
+    assert!(missing_module("mcp").contains("`pip install mcp`"));
 }
 
 /// The entry point of an npm MCP server installed by `.ci/run`, when the Python MCP client

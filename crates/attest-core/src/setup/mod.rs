@@ -254,7 +254,7 @@ impl Settings {
             })
         });
         let file = match &file_path {
-            Some(path) => ConfigFile::load(&path.value)?,
+            Some(path) => ConfigFile::load(&path.value, env.as_ref())?,
             None => ConfigFile::default(),
         };
         let origin = origin_of(file_path.as_ref());
