@@ -569,14 +569,7 @@ fn input_that_is_not_the_agents_is_its_deny() {
             } else {
                 bad.to_owned()
             };
-            let output = run_hook(dir.path(), &[agent], &bad, &[]);
-            assert_eq!(
-                output.status.code(),
-                Some(0),
-                "{agent} {what}: {}",
-                stderr(&output)
-            );
-            let answer: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+            let answer = raw_answer(dir.path(), agent, &bad, what);
             assert_eq!(verdict(agent, &answer), "deny", "{agent} {what}: {answer}");
             assert!(
                 reason(&answer).contains("did not run"),
@@ -947,4 +940,118 @@ fn shadow_mode_never_blocks_on_any_agent_and_records_the_verdict() {
             assert_eq!(row["agent"], agent, "{row}");
         }
     }
+}
+
+/// Issue 48: input the hook cannot read is that agent's deny, never an allow or an ask
+/// left to a prompt that may not exist — a command that is not a string, a `toolArgs`
+/// text nested too deep or holding a lone surrogate, a duplicated key (JSON parsers
+/// disagree on which one counts), an event over the size bound.
+#[test]
+fn input_the_hook_cannot_read_is_each_agents_deny() {
+    let dir = tempfile::tempdir().unwrap();
+    let push = "git push --force origin main";
+    let mut gemini_array = gemini("run_shell_command", json!({"command": ["git", "status"]}));
+    gemini_array["tool_input"]["description"] = json!("status");
+    let gemini_object = gemini("run_shell_command", json!({"command": {"program": "git"}}));
+    let deep = format!(
+        "{{\"command\": \"git status\", \"x\": {}{}}}",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let mut copilot_deep = copilot("bash", json!({}));
+    copilot_deep["toolArgs"] = json!(deep);
+    let mut copilot_surrogate = copilot("bash", json!({}));
+    copilot_surrogate["toolArgs"] = json!("{\"command\": \"git status \\ud800\"}");
+    let mut cases: Vec<(&str, &str, String)> = vec![
+        (
+            "gemini",
+            "a command that is an array",
+            gemini_array.to_string(),
+        ),
+        (
+            "gemini",
+            "a command that is an object",
+            gemini_object.to_string(),
+        ),
+        ("copilot", "toolArgs 200 deep", copilot_deep.to_string()),
+        (
+            "copilot",
+            "toolArgs with a lone surrogate",
+            copilot_surrogate.to_string(),
+        ),
+    ];
+    // The same key twice: the force push first, a read last (serde_json keeps the last).
+    let duplicated = [
+        (
+            "claude-code",
+            format!(
+                "{{\"session_id\": \"s\", \"cwd\": \"/home/dev/app\", \"hook_event_name\": \"PreToolUse\", \"tool_name\": \"Bash\", \"tool_input\": {{\"command\": \"{push}\"}}, \"tool_name\": \"Read\"}}"
+            ),
+        ),
+        (
+            "codex",
+            format!(
+                "{{\"session_id\": \"s\", \"cwd\": \"/home/dev/app\", \"hook_event_name\": \"PreToolUse\", \"tool_name\": \"Bash\", \"tool_input\": {{\"command\": \"{push}\", \"command\": \"git status\"}}}}"
+            ),
+        ),
+        (
+            "gemini",
+            format!(
+                "{{\"session_id\": \"s\", \"cwd\": \"/home/dev/app\", \"hook_event_name\": \"BeforeTool\", \"tool_name\": \"run_shell_command\", \"tool_input\": {{\"command\": \"{push}\"}}, \"tool_name\": \"read_file\"}}"
+            ),
+        ),
+        (
+            "cursor",
+            "{\"hook_event_name\": \"preToolUse\", \"conversation_id\": \"c\", \"generation_id\": \"g\", \"workspace_roots\": [\"/home/dev/app\"], \"tool_name\": \"Delete\", \"tool_input\": {\"path\": \"/home/dev/app/src\"}, \"tool_name\": \"Grep\"}"
+                .to_owned(),
+        ),
+        (
+            "copilot",
+            format!(
+                "{{\"timestamp\": 1, \"cwd\": \"/home/dev/app\", \"toolName\": \"bash\", \"toolArgs\": \"{{\\\"command\\\": \\\"{push}\\\"}}\", \"toolName\": \"view\"}}"
+            ),
+        ),
+    ];
+    for (agent, event) in &duplicated {
+        cases.push((agent, "a duplicated key", event.clone()));
+    }
+    // 20 MiB: over the bound, whatever the agent.
+    let pad = " ".repeat(20 * 1024 * 1024);
+    for agent in ["claude-code", "codex", "gemini", "cursor", "copilot"] {
+        let mut event = match agent {
+            "claude-code" => claude("Bash", json!({"command": "git status"})),
+            "codex" => codex("Bash", json!({"command": "git status"})),
+            "gemini" => gemini("run_shell_command", json!({"command": "git status"})),
+            "cursor" => cursor_tool(
+                "preToolUse",
+                "Shell",
+                json!({"command": "git status"}),
+                json!({}),
+            ),
+            _ => copilot("bash", json!({"command": "git status"})),
+        };
+        event["pad"] = json!(pad);
+        cases.push((agent, "a 20 MiB event", event.to_string()));
+    }
+    let mut wrong = Vec::new();
+    for (agent, what, event) in &cases {
+        let answer = raw_answer(dir.path(), agent, event, what);
+        if verdict(agent, &answer) != "deny" || !reason(&answer).contains("did not run") {
+            wrong.push(format!("{agent} {what}: {answer}"));
+        }
+    }
+    assert!(wrong.is_empty(), "not denied:\n{}", wrong.join("\n"));
+}
+
+/// The answer to `event` sent as it is (not always valid JSON), after checking the hook
+/// exited 0 (an agent reads the answer only then).
+fn raw_answer(dir: &Path, agent: &str, event: &str, what: &str) -> Value {
+    let output = run_hook(dir, &[agent], event, &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{agent} {what}: {}",
+        stderr(&output)
+    );
+    serde_json::from_str(stdout(&output).trim()).unwrap()
 }

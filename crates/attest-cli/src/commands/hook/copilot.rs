@@ -41,7 +41,7 @@ impl Contract for Copilot {
             return Err("not a JSON object".to_owned());
         }
         let agent_tool = event::required(value, "toolName")?.to_owned();
-        let params = event::input_value(value.get("toolArgs"));
+        let params = event::input_value(value.get("toolArgs"))?;
         let moment = match value.get("toolResult") {
             None | Some(Value::Null) => Moment::Before,
             Some(result) => match event::text(result, "resultType") {
@@ -58,7 +58,7 @@ impl Contract for Copilot {
                 _ => Moment::After(Ok(result.clone())),
             },
         };
-        let (tool, input) = canonical(&agent_tool, &params);
+        let (tool, input) = canonical(&agent_tool, &params)?;
         let cwd = event::text(value, "cwd").map(str::to_owned);
         Ok(Event {
             moment,
@@ -100,19 +100,20 @@ impl Contract for Copilot {
 }
 
 /// Copilot's built-in tools under the names and fields `detect` reads.
-fn canonical(tool: &str, input: &Value) -> (String, Value) {
-    let field = |key: &str| event::text(input, key).unwrap_or_default();
-    match tool {
+/// A field the call is judged by that is missing or not a string is `Err`.
+fn canonical(tool: &str, input: &Value) -> Result<(String, Value), String> {
+    let field = |key: &str| event::field(input, key);
+    Ok(match tool {
         "bash" | "shell" | "powershell" => {
-            ("Bash".to_owned(), json!({"command": field("command")}))
+            ("Bash".to_owned(), json!({"command": field("command")?}))
         }
         "create" | "edit" | "write" | "str_replace_editor" => {
-            ("Write".to_owned(), json!({"file_path": field("path")}))
+            ("Write".to_owned(), json!({"file_path": field("path")?}))
         }
         "view" | "read" | "glob" | "grep" => ("Read".to_owned(), json!({})),
-        "web_fetch" | "fetch" => ("WebFetch".to_owned(), json!({"url": field("url")})),
+        "web_fetch" | "fetch" => ("WebFetch".to_owned(), json!({"url": field("url")?})),
         other => (mcp_tool(other), input.clone()),
-    }
+    })
 }
 
 /// The built-in GitHub MCP server's key, the prefix of its tools' names.
@@ -152,7 +153,7 @@ mod tests {
             ("github-mcp-server-", "github-mcp-server-"),
             ("/x", "/x"),
         ] {
-            assert_eq!(canonical(name, &json!({})).0, tool, "{name}");
+            assert_eq!(canonical(name, &json!({})).unwrap().0, tool, "{name}");
         }
     }
 }

@@ -56,7 +56,7 @@ impl Contract for Gemini {
             .get("tool_input")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let (tool, input) = canonical(&agent_tool, &params);
+        let (tool, input) = canonical(&agent_tool, &params)?;
         let cwd = event::text(value, "cwd").map(str::to_owned);
         let project_dir = super::project_from_env(Some("GEMINI_PROJECT_DIR"))
             .or_else(|| cwd.as_deref().map(std::path::PathBuf::from));
@@ -113,23 +113,27 @@ impl Contract for Gemini {
 }
 
 /// Gemini's built-in tools under the names and fields `detect` reads.
-fn canonical(tool: &str, input: &Value) -> (String, Value) {
-    let field = |key: &str| event::text(input, key).unwrap_or_default();
-    match tool {
-        "run_shell_command" => ("Bash".to_owned(), json!({"command": field("command")})),
-        "write_file" | "replace" | "edit" => {
-            ("Write".to_owned(), json!({"file_path": field("file_path")}))
-        }
+/// A field the call is judged by that is missing or not a string is `Err`.
+fn canonical(tool: &str, input: &Value) -> Result<(String, Value), String> {
+    Ok(match tool {
+        "run_shell_command" => (
+            "Bash".to_owned(),
+            json!({"command": event::field(input, "command")?}),
+        ),
+        "write_file" | "replace" | "edit" => (
+            "Write".to_owned(),
+            json!({"file_path": event::field(input, "file_path")?}),
+        ),
         "read_file" | "read_many_files" | "list_directory" | "glob" | "search_file_content" => {
             ("Read".to_owned(), json!({}))
         }
-        "web_fetch" => match first_url(field("prompt")) {
+        "web_fetch" => match event::optional_field(input, "prompt")?.and_then(first_url) {
             Some(url) => ("WebFetch".to_owned(), json!({"url": url})),
             None => ("WebFetch".to_owned(), json!({})),
         },
         "google_web_search" => ("WebSearch".to_owned(), json!({})),
         other => (other.to_owned(), input.clone()),
-    }
+    })
 }
 
 /// The first `http://` or `https://` URL in a prompt (`web_fetch` takes URLs in prose).
