@@ -1055,3 +1055,38 @@ fn raw_answer(dir: &Path, agent: &str, event: &str, what: &str) -> Value {
     );
     serde_json::from_str(stdout(&output).trim()).unwrap()
 }
+
+/// Issue 48: a configuration file that does not load (here an unknown key) makes every
+/// hook answer deny, naming the file, the line and the key; a read is no exception.
+#[test]
+fn a_configuration_error_is_every_agents_deny_with_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".attest")).unwrap();
+    std::fs::write(
+        dir.path().join(".attest/config.yaml"),
+        "agent: app-bot\nledgr: audit.sqlite\n",
+    )
+    .unwrap();
+    let status = json!({"command": "git status"});
+    for (agent, event) in [
+        ("claude-code", claude("Bash", status.clone())),
+        ("codex", codex("Bash", status.clone())),
+        ("gemini", gemini("run_shell_command", status.clone())),
+        (
+            "cursor",
+            cursor(
+                "beforeShellExecution",
+                json!({"command": "git status", "cwd": "/home/dev/app"}),
+            ),
+        ),
+        ("copilot", copilot("bash", status.clone())),
+    ] {
+        let answer = answer(dir.path(), agent, &event);
+        assert_eq!(verdict(agent, &answer), "deny", "{agent}: {answer}");
+        let why = reason(&answer);
+        assert!(
+            why.contains(".attest/config.yaml:2") && why.contains("ledgr"),
+            "{agent}: {answer}"
+        );
+    }
+}
