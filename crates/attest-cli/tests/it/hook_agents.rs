@@ -1090,3 +1090,35 @@ fn a_configuration_error_is_every_agents_deny_with_file_line_and_key() {
         );
     }
 }
+
+/// Issue 48: Copilot CLI sends its session as `sessionId`, which is the row's run, and
+/// `toolArgs` as an object as well as a JSON text; both shapes are judged alike.
+#[test]
+fn copilot_session_id_is_the_run_and_tool_args_may_be_an_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let push = json!({"command": "git push --force origin main"});
+    let mut as_object = copilot("bash", json!({}));
+    as_object["toolArgs"] = push.clone();
+    as_object["sessionId"] = json!("copilot-session-7");
+    for (what, event) in [
+        ("text", copilot("bash", push.clone())),
+        ("object", as_object.clone()),
+    ] {
+        let answer = answer(dir.path(), "copilot", &event);
+        assert_eq!(answer["permissionDecision"], "deny", "{what}: {answer}");
+        assert!(reason(&answer).contains("git.delete"), "{what}: {answer}");
+    }
+    let mut after = copilot("bash", json!({"command": "git status"}));
+    after["sessionId"] = json!("copilot-session-7");
+    after["toolResult"] = json!({"resultType": "success", "textResultForLlm": "clean"});
+    answer(dir.path(), "copilot", &after);
+    let rows: Vec<Value> = exported_entries(dir.path())
+        .into_iter()
+        .filter(|row| row["execution"]["status"] != "intent")
+        .collect();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().all(|row| row["run_id"] == "copilot-session-7"),
+        "{rows:?}"
+    );
+}

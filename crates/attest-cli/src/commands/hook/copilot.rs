@@ -1,8 +1,9 @@
 //! GitHub Copilot CLI's hook contract (<https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference>,
 //! hooks in `.github/hooks/*.json`).
 //!
-//! In: `preToolUse` gets `timestamp`, `cwd`, `toolName` and `toolArgs` (the arguments as
-//! a JSON text); `postToolUse` gets the same and `toolResult` (`resultType`: `success`,
+//! In: `preToolUse` gets `timestamp`, `sessionId` (the row's run), `cwd`, `toolName` and
+//! `toolArgs` (the arguments as a JSON text, or as an object: the real program sends
+//! both); `postToolUse` gets the same and `toolResult` (`resultType`: `success`,
 //! `failure` or `denied`, and `textResultForLlm`). There is no event name in the input:
 //! an event with a `toolResult` is the one after the call. Tools are `bash`
 //! (`command`), `create` / `edit` (`path`), `view` (`path`), `web_fetch` (`url`) and MCP
@@ -70,7 +71,11 @@ impl Contract for Copilot {
                 params,
                 project_dir: cwd.as_deref().map(std::path::PathBuf::from),
                 cwd,
-                session: None,
+                // Copilot CLI names the session `sessionId`; `session_id` as the other
+                // agents do is read too.
+                session: event::text(value, "sessionId")
+                    .or_else(|| event::text(value, "session_id"))
+                    .map(str::to_owned),
             }),
         })
     }
