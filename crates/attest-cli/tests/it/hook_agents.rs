@@ -1122,3 +1122,49 @@ fn copilot_session_id_is_the_run_and_tool_args_may_be_an_object() {
         "{rows:?}"
     );
 }
+
+/// Issue 48: Gemini CLI names an MCP tool `mcp_<server>_<tool>` (its own
+/// `parseMcpToolName` takes the server up to the first `_` after `mcp_`), and sends the
+/// server and the tool apart in `mcp_context` (its hooks' `McpToolContext`), which is read
+/// first: a server whose name has a `_` cannot be told from the name alone. The call is
+/// judged and recorded as `mcp__<server>__<tool>`, as on every other agent.
+#[test]
+fn gemini_mcp_tools_are_read_in_geminis_spelling() {
+    let title = json!({"owner": "acme", "repo": "app", "title": "x"});
+    let mut with_context = gemini("mcp_my_github_create_issue", title.clone());
+    with_context["mcp_context"] = json!({
+        "server_name": "my_github", "tool_name": "create_issue", "command": "github-mcp",
+    });
+    for (what, before, recorded) in [
+        (
+            "name",
+            gemini("mcp_github_create_issue", title.clone()),
+            "mcp__github__create_issue",
+        ),
+        ("mcp_context", with_context, "mcp__my_github__create_issue"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let answer = answer(dir.path(), "gemini", &before);
+        assert_eq!(answer["decision"], "deny", "{what}: {answer}");
+        assert!(
+            reason(&answer).contains("github.create"),
+            "{what}: {answer}"
+        );
+        let mut after = before.clone();
+        after["hook_event_name"] = json!("AfterTool");
+        after["tool_response"] = json!({"llmContent": [{"text": "created"}]});
+        hook_answer(dir.path(), &["gemini"], &after, &[]);
+        let rows: Vec<Value> = exported_entries(dir.path())
+            .into_iter()
+            .filter(|row| row["execution"]["status"] != "intent")
+            .collect();
+        assert_eq!(rows.len(), 1, "{what}: {rows:?}");
+        assert_eq!(rows[0]["call"]["tool"], recorded, "{what}: {}", rows[0]);
+    }
+    // An `mcp_context` that is not the agent's is not guessed around.
+    let mut garbled = gemini("mcp_github_list_issues", json!({}));
+    garbled["mcp_context"] = json!({"server_name": ["github"], "tool_name": "list_issues"});
+    let dir = tempfile::tempdir().unwrap();
+    let answer = answer(dir.path(), "gemini", &garbled);
+    assert_eq!(answer["decision"], "deny", "{answer}");
+}
