@@ -39,6 +39,7 @@ mod gemini;
 mod govern;
 mod holds;
 mod install;
+mod json;
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -53,8 +54,10 @@ use crate::config::Config;
 
 use event::{Contract, Event, Moment, Ruling};
 
-/// The largest event read from stdin (a `PostToolUse` carries the tool's whole output).
-const MAX_EVENT_BYTES: u64 = 32 * 1024 * 1024;
+/// The largest event read from stdin (a `PostToolUse` carries the tool's whole output,
+/// which the agents cut to far less); at most one byte more is read, and an event over
+/// it is a deny.
+const MAX_EVENT_BYTES: u64 = 16 * 1024 * 1024;
 
 pub(crate) fn run(global: &Global, command: &HookCommand) -> anyhow::Result<ExitCode> {
     let (kind, args) = match command {
@@ -106,8 +109,8 @@ fn answer(
             &format!("the hook event is larger than {MAX_EVENT_BYTES} bytes"),
         );
     }
-    let parsed = serde_json::from_slice::<Value>(input)
-        .map_err(|err| format!("the hook event is not JSON: {err}"))
+    let parsed = json::parse(input)
+        .map_err(|err| format!("the hook event is not JSON that reads one way: {err}"))
         .and_then(|value| contract.parse(&value).map(|event| (value, event)));
     let (value, event) = match parsed {
         Ok(parsed) => parsed,

@@ -569,14 +569,7 @@ fn input_that_is_not_the_agents_is_its_deny() {
             } else {
                 bad.to_owned()
             };
-            let output = run_hook(dir.path(), &[agent], &bad, &[]);
-            assert_eq!(
-                output.status.code(),
-                Some(0),
-                "{agent} {what}: {}",
-                stderr(&output)
-            );
-            let answer: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+            let answer = raw_answer(dir.path(), agent, &bad, what);
             assert_eq!(verdict(agent, &answer), "deny", "{agent} {what}: {answer}");
             assert!(
                 reason(&answer).contains("did not run"),
@@ -947,4 +940,231 @@ fn shadow_mode_never_blocks_on_any_agent_and_records_the_verdict() {
             assert_eq!(row["agent"], agent, "{row}");
         }
     }
+}
+
+/// Issue 48: input the hook cannot read is that agent's deny, never an allow or an ask
+/// left to a prompt that may not exist — a command that is not a string, a `toolArgs`
+/// text nested too deep or holding a lone surrogate, a duplicated key (JSON parsers
+/// disagree on which one counts), an event over the size bound.
+#[test]
+fn input_the_hook_cannot_read_is_each_agents_deny() {
+    let dir = tempfile::tempdir().unwrap();
+    let push = "git push --force origin main";
+    let mut gemini_array = gemini("run_shell_command", json!({"command": ["git", "status"]}));
+    gemini_array["tool_input"]["description"] = json!("status");
+    let gemini_object = gemini("run_shell_command", json!({"command": {"program": "git"}}));
+    let deep = format!(
+        "{{\"command\": \"git status\", \"x\": {}{}}}",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let mut copilot_deep = copilot("bash", json!({}));
+    copilot_deep["toolArgs"] = json!(deep);
+    let mut copilot_surrogate = copilot("bash", json!({}));
+    copilot_surrogate["toolArgs"] = json!("{\"command\": \"git status \\ud800\"}");
+    let mut cases: Vec<(&str, &str, String)> = vec![
+        (
+            "gemini",
+            "a command that is an array",
+            gemini_array.to_string(),
+        ),
+        (
+            "gemini",
+            "a command that is an object",
+            gemini_object.to_string(),
+        ),
+        ("copilot", "toolArgs 200 deep", copilot_deep.to_string()),
+        (
+            "copilot",
+            "toolArgs with a lone surrogate",
+            copilot_surrogate.to_string(),
+        ),
+    ];
+    // The same key twice: the force push first, a read last (serde_json keeps the last).
+    let duplicated = [
+        (
+            "claude-code",
+            format!(
+                "{{\"session_id\": \"s\", \"cwd\": \"/home/dev/app\", \"hook_event_name\": \"PreToolUse\", \"tool_name\": \"Bash\", \"tool_input\": {{\"command\": \"{push}\"}}, \"tool_name\": \"Read\"}}"
+            ),
+        ),
+        (
+            "codex",
+            format!(
+                "{{\"session_id\": \"s\", \"cwd\": \"/home/dev/app\", \"hook_event_name\": \"PreToolUse\", \"tool_name\": \"Bash\", \"tool_input\": {{\"command\": \"{push}\", \"command\": \"git status\"}}}}"
+            ),
+        ),
+        (
+            "gemini",
+            format!(
+                "{{\"session_id\": \"s\", \"cwd\": \"/home/dev/app\", \"hook_event_name\": \"BeforeTool\", \"tool_name\": \"run_shell_command\", \"tool_input\": {{\"command\": \"{push}\"}}, \"tool_name\": \"read_file\"}}"
+            ),
+        ),
+        (
+            "cursor",
+            "{\"hook_event_name\": \"preToolUse\", \"conversation_id\": \"c\", \"generation_id\": \"g\", \"workspace_roots\": [\"/home/dev/app\"], \"tool_name\": \"Delete\", \"tool_input\": {\"path\": \"/home/dev/app/src\"}, \"tool_name\": \"Grep\"}"
+                .to_owned(),
+        ),
+        (
+            "copilot",
+            format!(
+                "{{\"timestamp\": 1, \"cwd\": \"/home/dev/app\", \"toolName\": \"bash\", \"toolArgs\": \"{{\\\"command\\\": \\\"{push}\\\"}}\", \"toolName\": \"view\"}}"
+            ),
+        ),
+    ];
+    for (agent, event) in &duplicated {
+        cases.push((agent, "a duplicated key", event.clone()));
+    }
+    // 20 MiB: over the bound, whatever the agent.
+    let pad = " ".repeat(20 * 1024 * 1024);
+    for agent in ["claude-code", "codex", "gemini", "cursor", "copilot"] {
+        let mut event = match agent {
+            "claude-code" => claude("Bash", json!({"command": "git status"})),
+            "codex" => codex("Bash", json!({"command": "git status"})),
+            "gemini" => gemini("run_shell_command", json!({"command": "git status"})),
+            "cursor" => cursor_tool(
+                "preToolUse",
+                "Shell",
+                json!({"command": "git status"}),
+                json!({}),
+            ),
+            _ => copilot("bash", json!({"command": "git status"})),
+        };
+        event["pad"] = json!(pad);
+        cases.push((agent, "a 20 MiB event", event.to_string()));
+    }
+    let mut wrong = Vec::new();
+    for (agent, what, event) in &cases {
+        let answer = raw_answer(dir.path(), agent, event, what);
+        if verdict(agent, &answer) != "deny" || !reason(&answer).contains("did not run") {
+            wrong.push(format!("{agent} {what}: {answer}"));
+        }
+    }
+    assert!(wrong.is_empty(), "not denied:\n{}", wrong.join("\n"));
+}
+
+/// The answer to `event` sent as it is (not always valid JSON), after checking the hook
+/// exited 0 (an agent reads the answer only then).
+fn raw_answer(dir: &Path, agent: &str, event: &str, what: &str) -> Value {
+    let output = run_hook(dir, &[agent], event, &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{agent} {what}: {}",
+        stderr(&output)
+    );
+    serde_json::from_str(stdout(&output).trim()).unwrap()
+}
+
+/// Issue 48: a configuration file that does not load (here an unknown key) makes every
+/// hook answer deny, naming the file, the line and the key; a read is no exception.
+#[test]
+fn a_configuration_error_is_every_agents_deny_with_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".attest")).unwrap();
+    std::fs::write(
+        dir.path().join(".attest/config.yaml"),
+        "agent: app-bot\nledgr: audit.sqlite\n",
+    )
+    .unwrap();
+    let status = json!({"command": "git status"});
+    for (agent, event) in [
+        ("claude-code", claude("Bash", status.clone())),
+        ("codex", codex("Bash", status.clone())),
+        ("gemini", gemini("run_shell_command", status.clone())),
+        (
+            "cursor",
+            cursor(
+                "beforeShellExecution",
+                json!({"command": "git status", "cwd": "/home/dev/app"}),
+            ),
+        ),
+        ("copilot", copilot("bash", status.clone())),
+    ] {
+        let answer = answer(dir.path(), agent, &event);
+        assert_eq!(verdict(agent, &answer), "deny", "{agent}: {answer}");
+        let why = reason(&answer);
+        assert!(
+            why.contains(".attest/config.yaml:2") && why.contains("ledgr"),
+            "{agent}: {answer}"
+        );
+    }
+}
+
+/// Issue 48: Copilot CLI sends its session as `sessionId`, which is the row's run, and
+/// `toolArgs` as an object as well as a JSON text; both shapes are judged alike.
+#[test]
+fn copilot_session_id_is_the_run_and_tool_args_may_be_an_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let push = json!({"command": "git push --force origin main"});
+    let mut as_object = copilot("bash", json!({}));
+    as_object["toolArgs"] = push.clone();
+    as_object["sessionId"] = json!("copilot-session-7");
+    for (what, event) in [
+        ("text", copilot("bash", push.clone())),
+        ("object", as_object.clone()),
+    ] {
+        let answer = answer(dir.path(), "copilot", &event);
+        assert_eq!(answer["permissionDecision"], "deny", "{what}: {answer}");
+        assert!(reason(&answer).contains("git.delete"), "{what}: {answer}");
+    }
+    let mut after = copilot("bash", json!({"command": "git status"}));
+    after["sessionId"] = json!("copilot-session-7");
+    after["toolResult"] = json!({"resultType": "success", "textResultForLlm": "clean"});
+    answer(dir.path(), "copilot", &after);
+    let rows: Vec<Value> = exported_entries(dir.path())
+        .into_iter()
+        .filter(|row| row["execution"]["status"] != "intent")
+        .collect();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().all(|row| row["run_id"] == "copilot-session-7"),
+        "{rows:?}"
+    );
+}
+
+/// Issue 48: Gemini CLI names an MCP tool `mcp_<server>_<tool>` (its own
+/// `parseMcpToolName` takes the server up to the first `_` after `mcp_`), and sends the
+/// server and the tool apart in `mcp_context` (its hooks' `McpToolContext`), which is read
+/// first: a server whose name has a `_` cannot be told from the name alone. The call is
+/// judged and recorded as `mcp__<server>__<tool>`, as on every other agent.
+#[test]
+fn gemini_mcp_tools_are_read_in_geminis_spelling() {
+    let title = json!({"owner": "acme", "repo": "app", "title": "x"});
+    let mut with_context = gemini("mcp_my_github_create_issue", title.clone());
+    with_context["mcp_context"] = json!({
+        "server_name": "my_github", "tool_name": "create_issue", "command": "github-mcp",
+    });
+    for (what, before, recorded) in [
+        (
+            "name",
+            gemini("mcp_github_create_issue", title.clone()),
+            "mcp__github__create_issue",
+        ),
+        ("mcp_context", with_context, "mcp__my_github__create_issue"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let answer = answer(dir.path(), "gemini", &before);
+        assert_eq!(answer["decision"], "deny", "{what}: {answer}");
+        assert!(
+            reason(&answer).contains("github.create"),
+            "{what}: {answer}"
+        );
+        let mut after = before.clone();
+        after["hook_event_name"] = json!("AfterTool");
+        after["tool_response"] = json!({"llmContent": [{"text": "created"}]});
+        hook_answer(dir.path(), &["gemini"], &after, &[]);
+        let rows: Vec<Value> = exported_entries(dir.path())
+            .into_iter()
+            .filter(|row| row["execution"]["status"] != "intent")
+            .collect();
+        assert_eq!(rows.len(), 1, "{what}: {rows:?}");
+        assert_eq!(rows[0]["call"]["tool"], recorded, "{what}: {}", rows[0]);
+    }
+    // An `mcp_context` that is not the agent's is not guessed around.
+    let mut garbled = gemini("mcp_github_list_issues", json!({}));
+    garbled["mcp_context"] = json!({"server_name": ["github"], "tool_name": "list_issues"});
+    let dir = tempfile::tempdir().unwrap();
+    let answer = answer(dir.path(), "gemini", &garbled);
+    assert_eq!(answer["decision"], "deny", "{answer}");
 }

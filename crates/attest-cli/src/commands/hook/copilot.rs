@@ -1,8 +1,9 @@
 //! GitHub Copilot CLI's hook contract (<https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference>,
 //! hooks in `.github/hooks/*.json`).
 //!
-//! In: `preToolUse` gets `timestamp`, `cwd`, `toolName` and `toolArgs` (the arguments as
-//! a JSON text); `postToolUse` gets the same and `toolResult` (`resultType`: `success`,
+//! In: `preToolUse` gets `timestamp`, `sessionId` (the row's run), `cwd`, `toolName` and
+//! `toolArgs` (the arguments as a JSON text, or as an object: the real program sends
+//! both); `postToolUse` gets the same and `toolResult` (`resultType`: `success`,
 //! `failure` or `denied`, and `textResultForLlm`). There is no event name in the input:
 //! an event with a `toolResult` is the one after the call. Tools are `bash`
 //! (`command`), `create` / `edit` (`path`), `view` (`path`), `web_fetch` (`url`) and MCP
@@ -41,7 +42,7 @@ impl Contract for Copilot {
             return Err("not a JSON object".to_owned());
         }
         let agent_tool = event::required(value, "toolName")?.to_owned();
-        let params = event::input_value(value.get("toolArgs"));
+        let params = event::input_value(value.get("toolArgs"))?;
         let moment = match value.get("toolResult") {
             None | Some(Value::Null) => Moment::Before,
             Some(result) => match event::text(result, "resultType") {
@@ -58,7 +59,7 @@ impl Contract for Copilot {
                 _ => Moment::After(Ok(result.clone())),
             },
         };
-        let (tool, input) = canonical(&agent_tool, &params);
+        let (tool, input) = canonical(&agent_tool, &params)?;
         let cwd = event::text(value, "cwd").map(str::to_owned);
         Ok(Event {
             moment,
@@ -70,7 +71,11 @@ impl Contract for Copilot {
                 params,
                 project_dir: cwd.as_deref().map(std::path::PathBuf::from),
                 cwd,
-                session: None,
+                // Copilot CLI names the session `sessionId`; `session_id` as the other
+                // agents do is read too.
+                session: event::text(value, "sessionId")
+                    .or_else(|| event::text(value, "session_id"))
+                    .map(str::to_owned),
             }),
         })
     }
@@ -100,19 +105,20 @@ impl Contract for Copilot {
 }
 
 /// Copilot's built-in tools under the names and fields `detect` reads.
-fn canonical(tool: &str, input: &Value) -> (String, Value) {
-    let field = |key: &str| event::text(input, key).unwrap_or_default();
-    match tool {
+/// A field the call is judged by that is missing or not a string is `Err`.
+fn canonical(tool: &str, input: &Value) -> Result<(String, Value), String> {
+    let field = |key: &str| event::field(input, key);
+    Ok(match tool {
         "bash" | "shell" | "powershell" => {
-            ("Bash".to_owned(), json!({"command": field("command")}))
+            ("Bash".to_owned(), json!({"command": field("command")?}))
         }
         "create" | "edit" | "write" | "str_replace_editor" => {
-            ("Write".to_owned(), json!({"file_path": field("path")}))
+            ("Write".to_owned(), json!({"file_path": field("path")?}))
         }
         "view" | "read" | "glob" | "grep" => ("Read".to_owned(), json!({})),
-        "web_fetch" | "fetch" => ("WebFetch".to_owned(), json!({"url": field("url")})),
+        "web_fetch" | "fetch" => ("WebFetch".to_owned(), json!({"url": field("url")?})),
         other => (mcp_tool(other), input.clone()),
-    }
+    })
 }
 
 /// The built-in GitHub MCP server's key, the prefix of its tools' names.
@@ -152,7 +158,7 @@ mod tests {
             ("github-mcp-server-", "github-mcp-server-"),
             ("/x", "/x"),
         ] {
-            assert_eq!(canonical(name, &json!({})).0, tool, "{name}");
+            assert_eq!(canonical(name, &json!({})).unwrap().0, tool, "{name}");
         }
     }
 }

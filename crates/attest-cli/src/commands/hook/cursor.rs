@@ -97,11 +97,11 @@ impl Contract for Cursor {
                     event::text(value, "mcp_server_name"),
                     event::required(value, "tool_name")?,
                 );
-                let params = event::input_value(value.get("tool_input"));
+                let params = event::input_value(value.get("tool_input"))?;
                 let moment = if name == "beforeMCPExecution" {
                     Moment::Before
                 } else {
-                    Moment::After(Ok(event::input_value(value.get("result_json"))))
+                    Moment::After(Ok(event::output_value(value.get("result_json"))))
                 };
                 (moment, tool.clone(), params.clone(), tool, params)
             }
@@ -138,7 +138,7 @@ impl Contract for Cursor {
                 let moment = match name {
                     PRE_TOOL_USE => Moment::Before,
                     POST_TOOL_USE => {
-                        Moment::After(Ok(event::input_value(value.get("tool_output"))))
+                        Moment::After(Ok(event::output_value(value.get("tool_output"))))
                     }
                     _ => match event::text(value, "failure_type") {
                         // Denied (by the person, another hook or Attest): it did not run.
@@ -148,7 +148,7 @@ impl Contract for Cursor {
                             .to_owned())),
                     },
                 };
-                let params = event::input_value(value.get("tool_input"));
+                let params = event::input_value(value.get("tool_input"))?;
                 let (tool, input) = canonical(agent_tool, &params);
                 (moment, agent_tool.to_owned(), params, tool, input)
             }

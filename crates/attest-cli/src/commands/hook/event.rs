@@ -120,10 +120,36 @@ pub(crate) fn required<'a>(value: &'a Value, key: &str) -> Result<&'a str, Strin
     text(value, key).ok_or_else(|| format!("no `{key}` string"))
 }
 
+/// A string field of a tool's input that the call is judged by: `Err` when it is missing
+/// or not a string (a command that is an array is not a read).
+pub(crate) fn field<'a>(input: &'a Value, key: &str) -> Result<&'a str, String> {
+    text(input, key).ok_or_else(|| format!("the tool input has no `{key}` string"))
+}
+
+/// An optional string field of a tool's input: `Err` when it is there but not a string.
+pub(crate) fn optional_field<'a>(input: &'a Value, key: &str) -> Result<Option<&'a str>, String> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(format!("the tool input's `{key}` is not a string")),
+    }
+}
+
 /// A tool input that an agent sends as a JSON text (Cursor's MCP input, Copilot's
-/// `toolArgs`) or as an object; text that does not parse stays a string, so it is still
-/// hashed and its tool still judged.
-pub(crate) fn input_value(value: Option<&Value>) -> Value {
+/// `toolArgs`) or as an object; text that does not read as JSON one way only (too deep,
+/// a lone surrogate, a key twice) is `Err`: the call cannot be judged.
+pub(crate) fn input_value(value: Option<&Value>) -> Result<Value, String> {
+    match value {
+        Some(Value::String(text)) => super::json::parse(text.as_bytes())
+            .map_err(|err| format!("the tool input is not JSON that reads one way: {err}")),
+        Some(other) => Ok(other.clone()),
+        None => Ok(Value::Object(serde_json::Map::new())),
+    }
+}
+
+/// A tool's output that an agent sends as a JSON text or as a value: text that does not
+/// parse stays a string, so it is still hashed.
+pub(crate) fn output_value(value: Option<&Value>) -> Value {
     match value {
         Some(Value::String(text)) => {
             serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))

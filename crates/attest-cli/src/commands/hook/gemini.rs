@@ -5,7 +5,9 @@
 //! `error`). Built-in tools are `run_shell_command` (`command`), `write_file` and
 //! `replace` (`file_path`), `read_file`, `read_many_files`, `list_directory`, `glob`,
 //! `search_file_content`, `web_fetch` (`prompt`, holding the URLs), `google_web_search`;
-//! MCP tools are `mcp__<server>__<tool>`. Gemini CLI sets `GEMINI_PROJECT_DIR`.
+//! MCP tools are `mcp_<server>_<tool>` (Gemini CLI's `MCP_TOOL_PREFIX` and `_` separator),
+//! with `mcp_context` (`server_name`, `tool_name`) beside them, read first, since a server
+//! name with a `_` makes the name ambiguous. Gemini CLI sets `GEMINI_PROJECT_DIR`.
 //!
 //! Out (exit 0): `decision` (`allow` or `deny`) with a `reason` the model reads. There is
 //! no ask, so an ask is a deny with the reason. After the call,
@@ -56,7 +58,7 @@ impl Contract for Gemini {
             .get("tool_input")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let (tool, input) = canonical(&agent_tool, &params);
+        let (tool, input) = canonical(&agent_tool, &params, value.get("mcp_context"))?;
         let cwd = event::text(value, "cwd").map(str::to_owned);
         let project_dir = super::project_from_env(Some("GEMINI_PROJECT_DIR"))
             .or_else(|| cwd.as_deref().map(std::path::PathBuf::from));
@@ -113,22 +115,63 @@ impl Contract for Gemini {
 }
 
 /// Gemini's built-in tools under the names and fields `detect` reads.
-fn canonical(tool: &str, input: &Value) -> (String, Value) {
-    let field = |key: &str| event::text(input, key).unwrap_or_default();
-    match tool {
-        "run_shell_command" => ("Bash".to_owned(), json!({"command": field("command")})),
-        "write_file" | "replace" | "edit" => {
-            ("Write".to_owned(), json!({"file_path": field("file_path")}))
-        }
+/// A field the call is judged by that is missing or not a string is `Err`; so is an
+/// `mcp_context` without its two names.
+fn canonical(
+    tool: &str,
+    input: &Value,
+    mcp_context: Option<&Value>,
+) -> Result<(String, Value), String> {
+    Ok(match tool {
+        "run_shell_command" => (
+            "Bash".to_owned(),
+            json!({"command": event::field(input, "command")?}),
+        ),
+        "write_file" | "replace" | "edit" => (
+            "Write".to_owned(),
+            json!({"file_path": event::field(input, "file_path")?}),
+        ),
         "read_file" | "read_many_files" | "list_directory" | "glob" | "search_file_content" => {
             ("Read".to_owned(), json!({}))
         }
-        "web_fetch" => match first_url(field("prompt")) {
+        "web_fetch" => match event::optional_field(input, "prompt")?.and_then(first_url) {
             Some(url) => ("WebFetch".to_owned(), json!({"url": url})),
             None => ("WebFetch".to_owned(), json!({})),
         },
         "google_web_search" => ("WebSearch".to_owned(), json!({})),
-        other => (other.to_owned(), input.clone()),
+        other => (mcp_tool(other, mcp_context)?, input.clone()),
+    })
+}
+
+/// An MCP tool as `detect` names it, `mcp__<server>__<tool>`: from `mcp_context` (its
+/// `server_name` and `tool_name`) when Gemini CLI sends one, else from the name
+/// `mcp_<server>_<tool>` split as Gemini CLI's own `parseMcpToolName` splits it (the
+/// server up to the first `_`); any other name as it is.
+fn mcp_tool(name: &str, mcp_context: Option<&Value>) -> Result<String, String> {
+    match mcp_context {
+        None | Some(Value::Null) => {}
+        Some(context) => {
+            let server = event::field(context, "server_name");
+            let tool = event::field(context, "tool_name");
+            return match (server, tool) {
+                (Ok(server), Ok(tool)) if !server.is_empty() && !tool.is_empty() => {
+                    Ok(format!("mcp__{server}__{tool}"))
+                }
+                _ => Err("`mcp_context` has no `server_name` and `tool_name` strings".to_owned()),
+            };
+        }
+    }
+    if name.starts_with("mcp__") {
+        return Ok(name.to_owned());
+    }
+    match name
+        .strip_prefix("mcp_")
+        .and_then(|rest| rest.split_once('_'))
+    {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+            Ok(format!("mcp__{server}__{tool}"))
+        }
+        _ => Ok(name.to_owned()),
     }
 }
 
