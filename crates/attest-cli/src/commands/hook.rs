@@ -9,7 +9,8 @@
 //!
 //! - Before the call: policy decides. `act` allows; `refuse` denies with the reasons
 //!   (recorded at once); `ask` goes to the agent's own prompt where the agent enforces
-//!   one (the row then says the prompt decided and that nobody was authenticated), or,
+//!   one (the row then says the prompt decided and that nobody was authenticated), is a
+//!   deny, recorded at once, where the agent's mode prompts nobody, or,
 //!   with `--approvals attest`, becomes a durable approval request that outlives the
 //!   hook ([`holds`]).
 //! - After the call: the outcome is recorded (ran or failed, the output hashed, never

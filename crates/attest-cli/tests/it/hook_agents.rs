@@ -1168,3 +1168,42 @@ fn gemini_mcp_tools_are_read_in_geminis_spelling() {
     let answer = answer(dir.path(), "gemini", &garbled);
     assert_eq!(answer["decision"], "deny", "{answer}");
 }
+
+/// Issue 48: Claude Code sends `permission_mode` in every event; under
+/// `bypassPermissions` (`--dangerously-skip-permissions`) and `dontAsk` it prompts
+/// nobody, so an `ask` would run unasked. The ask is a deny saying so, the attempt is
+/// recorded as decided by Attest's policy with the mode noted, and no row says approved
+/// (not even after an after-event for the same call).
+#[test]
+fn claude_code_in_bypass_permissions_mode_gets_a_deny_not_an_ask() {
+    for mode in ["bypassPermissions", "dontAsk"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut push = claude("Bash", json!({"command": "git push origin main"}));
+        push["permission_mode"] = json!(mode);
+        let answer = answer(dir.path(), "claude-code", &push);
+        assert_eq!(verdict("claude-code", &answer), "deny", "{mode}: {answer}");
+        let why = reason(&answer);
+        assert!(
+            why.contains(mode) && why.contains("person"),
+            "{mode}: {why}"
+        );
+        let rows = exported_entries(dir.path());
+        assert_eq!(rows.len(), 1, "{mode}: the attempt's row: {rows:?}");
+        assert_eq!(rows[0]["decision"], "ask", "{mode}: {}", rows[0]);
+        assert_eq!(
+            rows[0]["confirm"]["outcome"], "rejected",
+            "{mode}: {}",
+            rows[0]
+        );
+        assert!(rows[0]["confirm"].get("approver").is_none(), "{}", rows[0]);
+        let note = rows[0]["confirm"]["note"].as_str().unwrap_or_default();
+        assert!(note.contains(mode), "{mode}: {}", rows[0]);
+        // Had it run anyway, its after-event approves nothing.
+        let mut post = push.clone();
+        post["hook_event_name"] = json!("PostToolUse");
+        post["tool_response"] = json!({"stdout": "", "stderr": "To origin\n"});
+        hook_answer(dir.path(), &["claude-code"], &post, &[]);
+        let text = serde_json::to_string(&exported_entries(dir.path())).unwrap();
+        assert!(!text.contains("\"approved\""), "{mode}: {text}");
+    }
+}

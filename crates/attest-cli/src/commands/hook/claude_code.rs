@@ -1,8 +1,9 @@
 //! Claude Code's hook contract (<https://code.claude.com/docs/en/hooks>, "Hooks reference").
 //!
 //! In: one JSON object with `hook_event_name`, `session_id`, `cwd`, `tool_name`,
-//! `tool_input`, and for `PostToolUse` the `tool_response` (for `PostToolUseFailure`,
-//! `error`). Tools are `Bash` (`command`), `Write`/`Edit`/`MultiEdit` (`file_path`),
+//! `tool_input`, `permission_mode` (under `bypassPermissions` or `dontAsk` nobody is
+//! prompted, so an ask is a deny), and for `PostToolUse` the `tool_response` (for
+//! `PostToolUseFailure`, `error`). Tools are `Bash` (`command`), `Write`/`Edit`/`MultiEdit` (`file_path`),
 //! `Read`, `WebFetch` (`url`), `WebSearch`, and MCP tools `mcp__<server>__<tool>`.
 //! Claude Code sets `CLAUDE_PROJECT_DIR` to the project's root for every hook.
 //!
@@ -128,5 +129,13 @@ pub(super) fn call(value: &Value, project_var: Option<&str>) -> Result<ToolCall,
         cwd,
         session: event::text(value, "session_id").map(str::to_owned),
         project_dir,
+        unprompted: event::text(value, "permission_mode")
+            .filter(|mode| UNPROMPTED_MODES.contains(mode))
+            .map(str::to_owned),
     })
 }
+
+/// Claude Code's permission modes in which nobody is prompted: `bypassPermissions`
+/// (`--dangerously-skip-permissions`) runs every call, `dontAsk` denies what would have
+/// been asked. Its hook answer `deny` is honoured in every mode.
+const UNPROMPTED_MODES: [&str; 2] = ["bypassPermissions", "dontAsk"];

@@ -70,6 +70,7 @@ impl Contract for Copilot {
                 agent_tool,
                 params,
                 project_dir: cwd.as_deref().map(std::path::PathBuf::from),
+                unprompted: None,
                 cwd,
                 // Copilot CLI names the session `sessionId`; `session_id` as the other
                 // agents do is read too.

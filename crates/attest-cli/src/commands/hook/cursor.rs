@@ -173,6 +173,7 @@ impl Contract for Cursor {
                 cwd: event::text(value, "cwd").map(str::to_owned),
                 session: event::text(value, "conversation_id").map(str::to_owned),
                 project_dir: root,
+                unprompted: None,
             }),
         })
     }

@@ -52,6 +52,10 @@ pub(crate) struct ToolCall {
     pub(crate) session: Option<String>,
     /// The project directory whose settings, policy and ledger govern the call.
     pub(crate) project_dir: Option<PathBuf>,
+    /// The agent's mode, when the agent says it prompts nobody for this call (Claude
+    /// Code's `permission_mode` `bypassPermissions` or `dontAsk`): an ask cannot go to
+    /// its prompt.
+    pub(crate) unprompted: Option<String>,
 }
 
 /// What Attest rules before a call, with the reason the model or the person reads.

@@ -73,6 +73,7 @@ impl Contract for Gemini {
                 cwd,
                 session: event::text(value, "session_id").map(str::to_owned),
                 project_dir,
+                unprompted: None,
             }),
         })
     }

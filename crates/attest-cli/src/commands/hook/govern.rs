@@ -109,6 +109,9 @@ pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Rul
     Ok(match verdict.decision {
         Decision::Act => Ruling::Allow(format!("Attest: {label} acts ({reasons})")),
         Decision::Ask => match settings.approvals {
+            HookApprovals::Prompt if call.unprompted.is_some() => {
+                unprompted(settings, call, action, &label, &reasons)?
+            }
             HookApprovals::Prompt if settings.contract.enforces_ask(call) => Ruling::Ask(format!(
                 "Attest: {label} needs a person's approval ({reasons})"
             )),
@@ -131,6 +134,30 @@ pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Rul
             ))
         }
     })
+}
+
+/// An ask where the agent's mode prompts nobody: recorded as Attest's policy deciding,
+/// the mode noted, and denied. Never put to a prompt that will not be shown.
+fn unprompted(
+    settings: &Settings,
+    call: &ToolCall,
+    action: Action,
+    label: &str,
+    reasons: &str,
+) -> anyhow::Result<Ruling> {
+    let gate = ModeGate::new(settings, call);
+    let note = gate.note.clone();
+    let attest = pipeline(&settings.config, gate)?;
+    let seq = runtime()?
+        .block_on(attest.call(action).run(never_run))?
+        .receipt()
+        .seq;
+    Ok(Ruling::Deny(format!(
+        "Attest: {label} needs a person's approval ({reasons}). {} It did not run (ledger \
+         seq {seq}). Tell the user; with Attest approvals (`--approvals attest`) an approver \
+         can allow it.",
+        note
+    )))
 }
 
 /// At the agent's own permission prompt: deny what policy refuses, leave the rest to the
@@ -185,6 +212,12 @@ pub(crate) fn after(
                 runtime()?.block_on(attest.call(action).run(tool))
             }
         },
+        HookApprovals::Prompt if call.unprompted.is_some() => {
+            // The call ran in a mode that prompts nobody: nobody approved it.
+            let attest = pipeline(&settings.config, ModeGate::new(settings, call))?;
+            let action = recorded_action(&attest);
+            runtime()?.block_on(attest.call(action).run(tool))
+        }
         HookApprovals::Prompt => {
             // The call ran: whoever sat at the agent's prompt let through what policy
             // asked about. Nobody was authenticated, and the row says so.
@@ -253,6 +286,36 @@ impl Gate for PromptGate {
         GateDecision::Approve {
             approver: String::new(),
             channel: self.channel.clone(),
+        }
+    }
+}
+
+/// Answers an ask where the agent's mode prompts nobody: rejected by Attest's policy,
+/// naming no approver, the mode in the note.
+struct ModeGate {
+    note: String,
+}
+
+impl ModeGate {
+    fn new(settings: &Settings, call: &ToolCall) -> ModeGate {
+        ModeGate {
+            note: format!(
+                "Attest would have asked a person, and {}'s permission mode `{}` prompts \
+                 nobody, so Attest's policy denied it.",
+                settings.contract.title(),
+                call.unprompted.as_deref().unwrap_or("unknown")
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl Gate for ModeGate {
+    async fn decide(&self, _action: &Action, _verdict: &Verdict) -> GateDecision {
+        GateDecision::Reject {
+            approver: String::new(),
+            channel: "attest-policy".to_owned(),
+            note: Some(self.note.clone()),
         }
     }
 }
