@@ -14,7 +14,8 @@
 //!   with `--approvals attest`, becomes a durable approval request that outlives the
 //!   hook ([`holds`]).
 //! - After the call: the outcome is recorded (ran or failed, the output hashed, never
-//!   stored), read back where the system has a recipe; an `unverified` result is told
+//!   stored), read back where the system has a recipe (a call the hook denied because
+//!   nobody could be asked is recorded as the agent reported it, never as approved); an `unverified` result is told
 //!   to the model in the agent's additional-context field.
 //!
 //! Anything that cannot be decided (input that is not the agent's JSON, too large, a

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::hook::{hook_answer, run_hook, with_stdin};
-use crate::{exported_entries, stderr, stdout};
+use crate::{exported_entries, outcome_entries, stderr, stdout};
 
 /// What one answer says, in Attest's words: `allow`, `ask`, `deny`, or `none` (the
 /// agent goes on as it would without the hook).
@@ -709,7 +709,9 @@ fn an_mcp_write_read_back_as_not_done_is_told_to_the_model() {
     }
     let levels: Vec<String> = exported_entries(dir.path())
         .iter()
-        .filter(|e| e["execution"]["status"] == "ok")
+        // Gemini and Codex have no prompt: the ask was a deny, so what they report ran is
+        // recorded as reported (`recorded`), never approved, and still read back.
+        .filter(|e| ["ok", "recorded"].contains(&e["execution"]["status"].as_str().unwrap()))
         .map(|e| {
             e["verification"]["level"]
                 .as_str()
@@ -1206,4 +1208,33 @@ fn claude_code_in_bypass_permissions_mode_gets_a_deny_not_an_ask() {
         let text = serde_json::to_string(&exported_entries(dir.path())).unwrap();
         assert!(!text.contains("\"approved\""), "{mode}: {text}");
     }
+}
+
+/// Issue 48: Gemini CLI has no prompt, so the hook denies what policy asks about. An
+/// `AfterTool` for that call approves nothing: nobody was asked. It is recorded as the
+/// agent reported it (decision `recorded`, no approval), and the model is told Attest
+/// had denied it.
+#[test]
+fn an_after_event_for_a_call_the_hook_denied_is_never_recorded_as_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let push = gemini(
+        "run_shell_command",
+        json!({"command": "git push origin main"}),
+    );
+    let answer = answer(dir.path(), "gemini", &push);
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    let mut after = push.clone();
+    after["hook_event_name"] = json!("AfterTool");
+    after["tool_response"] = json!({"llmContent": "To origin", "returnDisplay": "ok"});
+    let told = hook_answer(dir.path(), &["gemini"], &after, &[]);
+    let context = told["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(context.contains("denied"), "{told}");
+    let rows = outcome_entries(dir.path());
+    let text = serde_json::to_string(&rows).unwrap();
+    assert!(!text.contains("\"approved\""), "{text}");
+    assert!(!text.contains("gemini-prompt"), "{text}");
+    assert_eq!(rows.len(), 1, "{text}");
+    assert_eq!(rows[0]["decision"], "recorded", "{}", rows[0]);
 }

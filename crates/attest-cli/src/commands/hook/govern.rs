@@ -183,6 +183,7 @@ pub(crate) fn after(
     outcome: Result<Value, String>,
 ) -> anyhow::Result<AfterNote> {
     let outcome = outcome.map(event::tool_result);
+    let reported = outcome.clone();
     let tool = |_: Value| async move { outcome };
     // A call counted in its windows when it was allowed is recorded under that id.
     let counted_as = CountedCalls::new(settings, call)?.take()?;
@@ -212,10 +213,17 @@ pub(crate) fn after(
                 runtime()?.block_on(attest.call(action).run(tool))
             }
         },
-        HookApprovals::Prompt if call.unprompted.is_some() => {
-            // The call ran in a mode that prompts nobody: nobody approved it.
-            let attest = pipeline(&settings.config, ModeGate::new(settings, call))?;
+        HookApprovals::Prompt
+            if call.unprompted.is_some() || !settings.contract.enforces_ask(call) =>
+        {
+            // No prompt was shown, so an ask was denied before the call and nobody
+            // approved it: what the agent reports is recorded as reported, never as
+            // approved.
+            let attest = pipeline(&settings.config, RejectGate)?;
             let action = recorded_action(&attest);
+            if runtime()?.block_on(attest.verdict_now(&action)).decision == Decision::Ask {
+                return ran_though_denied(settings, &attest, action, reported);
+            }
             runtime()?.block_on(attest.call(action).run(tool))
         }
         HookApprovals::Prompt => {
@@ -236,6 +244,33 @@ pub(crate) fn after(
         anyhow::bail!("the call ran, but Attest did not allow it: {why}")
     }
     Ok(note_for(recorded.into_receipt()))
+}
+
+/// An after-event for a call the hook denied because policy asks and nobody could be
+/// asked: the agent says it ran, so it is recorded as reported (decision `recorded`, no
+/// approval, its result hashed), and the model is told Attest had denied it.
+fn ran_though_denied(
+    settings: &Settings,
+    attest: &Attest,
+    action: Action,
+    result: Result<Value, String>,
+) -> anyhow::Result<AfterNote> {
+    let label = label(&action);
+    let result = result.unwrap_or_else(|error| serde_json::json!({ "error": error }));
+    let receipt = runtime()?.block_on(attest.record(action, Some(&result)))?;
+    let seq = receipt.seq;
+    let mut note = note_for(receipt);
+    let denied = format!(
+        "Attest denied {label} before it ran (it needs a person's approval and {} asked \
+         nobody), yet the call was reported as run: recorded as reported, not approved \
+         (ledger seq {seq}). Tell the user.",
+        settings.contract.title()
+    );
+    note.context = Some(match note.context {
+        Some(context) => format!("{denied}\n{context}"),
+        None => denied,
+    });
+    Ok(note)
 }
 
 /// A call the agent reports after the fact (no hook could stop it first): recorded as
