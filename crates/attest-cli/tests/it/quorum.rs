@@ -246,6 +246,23 @@ async fn waiting_payment(dir: &Path) -> Waiting {
     }
 }
 
+/// Makes the held payment's call (resuming `token`), counting in `ran` each time its tool
+/// really runs.
+async fn pay(
+    attest: &Attest,
+    token: &ResumeToken,
+    ran: &Arc<std::sync::atomic::AtomicUsize>,
+) -> Result<Outcome<Value, ToolError>, attest_core::AttestError> {
+    let ran = Arc::clone(ran);
+    attest
+        .call(token)
+        .run(move |_| async move {
+            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, ToolError>(json!({"id": "py_1"}))
+        })
+        .await
+}
+
 #[tokio::test]
 async fn a_two_of_finance_payment_needs_two_others_and_runs_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -340,14 +357,7 @@ async fn a_two_of_finance_payment_needs_two_others_and_runs_once() {
     );
     let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for _ in 0..2 {
-        let ran = Arc::clone(&ran);
-        let _ = pipeline
-            .call(&token)
-            .run(move |_| async move {
-                ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                Ok::<_, ToolError>(json!({"id": "py_1"}))
-            })
-            .await;
+        let _ = pay(&pipeline, &token, &ran).await;
     }
     assert_eq!(
         ran.load(std::sync::atomic::Ordering::SeqCst),
@@ -529,13 +539,7 @@ async fn a_quorum_met_by_one_reader_of_the_notice_is_refused() {
     assert_eq!(status, 200);
     assert_eq!(shown["approvals"]["have"], 0, "{shown}");
     let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let run = || {
-        let ran = Arc::clone(&ran);
-        pipeline.call(&token).run(move |_| async move {
-            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Ok::<_, ToolError>(json!({"id": "py_1"}))
-        })
-    };
+    let run = || pay(&pipeline, &token, &ran);
     assert!(
         matches!(run().await, Ok(Outcome::Held { .. })),
         "the payment must stay held"
