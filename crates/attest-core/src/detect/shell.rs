@@ -750,6 +750,253 @@ mod tests {
         assert!(!recognised);
     }
 
+    /// True when the default policy asks about (or refuses) the reading: high risk or
+    /// more, or an unrecognised write.
+    fn asks(command: &str) -> bool {
+        let found = detect_command(Registry::shared(), command);
+        found.danger().0 >= Risk::High
+    }
+
+    #[test]
+    fn runners_are_judged_by_the_program_they_run() {
+        let deletes = [
+            "npx rimraf .git",
+            "npx --yes rimraf .git",
+            "npx -p rimraf rimraf .git",
+            "npm exec rimraf .git",
+            "npm exec -- rimraf .git",
+            "npm x rimraf .git",
+            "pnpm dlx rimraf .git",
+            "pnpm exec rimraf .git",
+            "yarn dlx rimraf .git",
+            "yarn exec rimraf .git",
+            "bunx rimraf .git",
+            "bun x rimraf .git",
+            "git submodule foreach 'rm -rf .'",
+            "git submodule foreach --recursive 'rm -rf .'",
+            "git bisect run rm -rf .",
+            "git rebase --exec 'rm -rf .' main",
+            "find . -exec rm {} ;",
+            "find . -name '*.o' -execdir rm -rf {} +",
+            "find . -ok rm {} ;",
+            "fd -e o -x rm",
+            "ls | xargs rm",
+            "env rm -rf x",
+            "env -i PATH=/bin rm -rf x",
+            "env -S 'rm -rf x'",
+            "nice -n 5 rm -rf x",
+            "timeout 10 rm -rf x",
+            "timeout -s KILL 10s rm -rf x",
+            "nohup rm -rf x",
+            "sudo rm -rf x",
+            "sudo -u root rm -rf x",
+            "watch rm -rf x",
+            "watch -n 1 'rm -rf x'",
+            "stdbuf -oL rm -rf x",
+            "time rm -rf x",
+            "command rm -rf x",
+            "exec rm -rf x",
+            "setsid rm -rf x",
+            "ionice -c 3 rm -rf x",
+        ];
+        for command in deletes {
+            let (system, verb, _) = found(command);
+            assert_eq!(
+                (system.as_str(), verb),
+                ("files", Verb::Delete),
+                "{command}"
+            );
+        }
+        // A program nobody knows, run by a runner, is an unknown command: it asks.
+        for command in [
+            "npx some-unknown-tool",
+            "npx -c 'some-unknown-tool'",
+            "npm exec evil",
+            "pnpm dlx evil",
+            "pnpm exec evil",
+            "yarn dlx evil",
+            "bunx evil",
+            "git submodule foreach ./evil.sh",
+            "git bisect run ./evil.sh",
+            "find . -exec ./evil {} ;",
+            "watch ./evil",
+            "sudo -i",
+            "sudo -s",
+            "timeout 10",
+        ] {
+            let (_, _, recognised) = found(command);
+            assert!(!recognised, "{command}");
+            assert!(asks(command), "{command}");
+        }
+        // What a runner runs is read as itself: a read stays a read.
+        for (command, system, verb) in [
+            ("find . -name x -exec cat {} ;", "shell", Verb::Read),
+            (
+                "find . -name '*.rs' -exec grep -n foo {} +",
+                "shell",
+                Verb::Read,
+            ),
+            ("timeout 5 git status", "git", Verb::Read),
+            ("npx tsc --noEmit", "shell", Verb::Execute),
+            ("git submodule foreach git status", "git", Verb::Read),
+            ("env", "shell", Verb::Read),
+        ] {
+            let (s, v, _) = found(command);
+            assert_eq!((s.as_str(), v), (system, verb), "{command}");
+        }
+        assert!(!asks("npx tsc --noEmit"));
+    }
+
+    #[test]
+    fn configuration_that_makes_a_program_run_a_command_asks() {
+        for command in [
+            "git -c core.fsmonitor='rm -f x' status",
+            "git -c core.sshCommand='rm -f x' fetch",
+            "git -c core.pager='rm -f x' log",
+            "git -c core.editor='rm -f x' commit",
+            "git -c core.hooksPath=hooks commit -m x",
+            "git -c alias.st='!rm -rf .' st",
+            "git -c credential.helper='!evil' fetch",
+            "git -c diff.x.textconv=evil diff",
+            "git -c Core.FSMonitor=evil status",
+            "git --config-env=core.pager=EVIL log",
+            "git --exec-path=. status",
+            "git fetch --upload-pack='rm -rf x' origin",
+            "git clone 'ext::sh -c evil' x",
+            "GIT_SSH_COMMAND='rm -rf x' git fetch",
+            "GIT_PROXY_COMMAND=evil git fetch",
+            "GIT_EXTERNAL_DIFF=evil git diff",
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=evil git log",
+            "GIT_CONFIG_PARAMETERS=\"'core.pager'='evil'\" git log",
+            "GIT_CONFIG_GLOBAL=evil.cfg git status",
+            "GIT_EXEC_PATH=. git status",
+            "LD_PRELOAD=./x.so ls",
+            "LD_LIBRARY_PATH=. ls",
+            "PAGER='rm -rf x' git log",
+            "GIT_PAGER=evil git log",
+            "EDITOR=evil git commit",
+            "VISUAL=evil git commit",
+            "BASH_ENV=./evil.sh ls",
+            "ENV=./evil.sh ls",
+            "PROMPT_COMMAND=evil ls",
+            "NODE_OPTIONS='--require ./evil.js' npm test",
+            "PYTHONSTARTUP=evil.py ls",
+            "PATH=.:$PATH ls",
+            "env GIT_SSH_COMMAND=evil git fetch",
+            "env LD_PRELOAD=./x.so ls",
+            "sudo LD_PRELOAD=./x.so ls",
+            "export PAGER=evil; git log",
+            "export GIT_SSH_COMMAND=evil && git fetch",
+            "export -n X; export LD_PRELOAD=./x.so",
+            "PAGER=evil",
+        ] {
+            assert!(asks(command), "{command}");
+            let (_, _, recognised) = found(command);
+            assert!(!recognised, "{command}");
+        }
+        // Settings that run nothing change nothing.
+        for (command, system) in [
+            ("git -c color.ui=always status", "git"),
+            ("git -c user.name=x -c user.email=y log", "git"),
+            ("FOO=1 LANG=C git status", "git"),
+            ("export FOO=1; ls", "shell"),
+        ] {
+            let (s, v, _) = found(command);
+            assert_eq!((s.as_str(), v), (system, Verb::Read), "{command}");
+        }
+    }
+
+    #[test]
+    fn read_programs_that_write_are_judged_by_the_path_they_write() {
+        for path in ["out.txt", ".claude/settings.json", ".git/hooks/pre-commit"] {
+            let redirected = detect_command(Registry::shared(), &format!("true > {path}"));
+            for spelling in [
+                "sort -o {} in.txt",
+                "sort --output={} in.txt",
+                "sort -o{} in.txt",
+                "uniq in.txt {}",
+                "uniq -c in.txt {}",
+                "sed -i s/a/b/ {}",
+                "sed 's/x/y/w {}' in.txt",
+                "sed -n '/x/w {}' in.txt",
+                "sed -e 'W {}' in.txt",
+                "awk '{{ print > \"{}\" }}' in.txt",
+                "awk '{{ print $1 >> \"{}\" }}' in.txt",
+                "gawk -i inplace '{{ print }}' {}",
+                "find . -fprint {}",
+                "find . -fprint0 {}",
+                "find . -fprintf {} '%p'",
+                "find . -fls {}",
+                "tee {}",
+                "tee -a {}",
+                "cp in.txt {}",
+                "mv in.txt {}",
+                "install -m 644 in.txt {}",
+                "dd if=in.txt of={}",
+                "tree -o {}",
+                "git diff --output={}",
+                "git log -p --output {}",
+                "git config --file {} user.name x",
+                "less -o {} in.txt",
+                "time -o {} ls",
+            ] {
+                let command = spelling
+                    .replace("{}", path)
+                    .replace("{{", "{")
+                    .replace("}}", "}");
+                let found = detect_command(Registry::shared(), &command);
+                assert_eq!(found, redirected, "{command}");
+            }
+        }
+        // A write to git's own configuration is a write to `.git/config`.
+        let config = detect_command(Registry::shared(), "true > .git/config");
+        for command in ["git config user.name x", "git config --add user.name x"] {
+            assert_eq!(
+                detect_command(Registry::shared(), command),
+                config,
+                "{command}"
+            );
+        }
+        // Settings that make git run a command ask whatever file they go to.
+        for command in [
+            "git config core.hooksPath .hooks",
+            "git config --global core.hooksPath /tmp/h",
+            "git config --global alias.st '!rm -rf .'",
+            "git config set core.fsmonitor evil",
+            "git config --file x.cfg core.pager evil",
+            "awk 'BEGIN{system(\"rm -rf x\")}'",
+            "awk '{ print | \"sh\" }' in.txt",
+            "awk 'BEGIN { \"date\" | getline d }'",
+            "awk -f prog.awk in.txt",
+            "awk '{ print > $2 }' in.txt",
+            "sed 's/x/rm -rf y/e' in.txt",
+            "sed '1e rm -rf y' in.txt",
+            "sed -f prog.sed in.txt",
+            "sort --compress-program=evil in.txt",
+            "rg --pre evil foo",
+        ] {
+            assert!(asks(command), "{command}");
+        }
+        // Reading stays reading.
+        for command in [
+            "git config --get user.name",
+            "git config user.name",
+            "git config -l",
+            "git config --list --show-origin",
+            "sort in.txt",
+            "uniq in.txt",
+            "sed -n 's/a/b/p' in.txt",
+            "awk '$1 > 5 { print $2 }' in.txt",
+            "awk -F: '{ print $1 }' /etc/passwd",
+            "find . -name '*.rs'",
+            "tree src",
+        ] {
+            let (_, verb, _) = found(command);
+            assert!(verb.is_read(), "{command}");
+            assert!(!asks(command), "{command}");
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn any_command_line_is_judged(command in "\\PC{0,300}") {

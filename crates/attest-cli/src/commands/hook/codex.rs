@@ -116,18 +116,41 @@ fn command_text(command: Option<&Value>) -> String {
     }
 }
 
-/// The files a patch touches, in its order (a move names its source and destination).
+/// The hunk headers of Codex's patch format, as its parser spells them.
+const PATCH_HEADERS: [&str; 4] = [
+    "*** Add File: ",
+    "*** Update File: ",
+    "*** Delete File: ",
+    "*** Move to: ",
+];
+
+/// The files a patch touches, in its order (a move names its source and destination),
+/// read as leniently as Codex's own parser (`codex-rs/apply-patch`), which trims each
+/// header of surrounding whitespace: every line that is a header once trimmed names a
+/// file, wherever it stands. A line that looks like a header this reading does not know
+/// (another case, no space after the colon) is an empty path: a write nobody can place,
+/// which asks.
 fn patch_paths(patch: &str) -> impl Iterator<Item = &str> {
     patch.lines().filter_map(|line| {
-        [
-            "*** Add File: ",
-            "*** Update File: ",
-            "*** Delete File: ",
-            "*** Move to: ",
-        ]
-        .iter()
-        .find_map(|prefix| line.strip_prefix(prefix))
-        .map(str::trim)
+        let line = line.trim();
+        if let Some(path) = PATCH_HEADERS
+            .iter()
+            .find_map(|header| line.strip_prefix(header))
+        {
+            return Some(path.trim());
+        }
+        if matches!(
+            line,
+            "*** Begin Patch" | "*** End Patch" | "*** End of File"
+        ) {
+            return None;
+        }
+        let lower = line.to_ascii_lowercase();
+        let unknown_header = lower.starts_with("***")
+            && ["file", "move", "to:"]
+                .iter()
+                .any(|word| lower.contains(word));
+        unknown_header.then_some("")
     })
 }
 
@@ -156,5 +179,53 @@ mod tests {
         let call = Codex.parse(&one).unwrap().call.unwrap();
         assert_eq!(call.input, json!({"file_path": "src/lib.rs"}));
         assert!(call.readings.is_empty());
+    }
+
+    /// The files a patch touches, as the Codex hook reads them.
+    fn read(patch: &str) -> Vec<Value> {
+        let event = json!({
+            "session_id": "s", "hook_event_name": "PreToolUse",
+            "tool_name": "apply_patch", "tool_input": {"command": patch},
+        });
+        let call = Codex.parse(&event).unwrap().call.unwrap();
+        std::iter::once(call.input).chain(call.readings).collect()
+    }
+
+    #[test]
+    fn patch_headers_are_read_as_codex_reads_them() {
+        // Codex's parser trims each hunk header of surrounding whitespace.
+        for patch in [
+            "*** Begin Patch\n  *** Add File: .codex/config.toml\n+x\n*** End Patch\n",
+            "*** Begin Patch\n\t*** Add File: .codex/config.toml \n+x\n*** End Patch\n",
+            " *** Begin Patch\n   *** Add File: .codex/config.toml\r\n+x\n *** End Patch",
+        ] {
+            assert_eq!(
+                read(patch),
+                [json!({"file_path": ".codex/config.toml"})],
+                "{patch:?}"
+            );
+        }
+        let all = "*** Begin Patch\n *** Update File: src/a.rs\n  *** Move to: .codex/hooks.json\n@@\n-a\n+b\n*** End of File\n    *** Delete File: .git/hooks/pre-commit\n*** End Patch";
+        assert_eq!(
+            read(all),
+            [
+                json!({"file_path": "src/a.rs"}),
+                json!({"file_path": ".codex/hooks.json"}),
+                json!({"file_path": ".git/hooks/pre-commit"}),
+            ]
+        );
+        // A header ours cannot read (no space after the colon, another case, a marker
+        // it does not know) is the riskiest reading: a write to a path nobody knows.
+        for patch in [
+            "*** Begin Patch\n*** Add File:.codex/config.toml\n+x\n*** End Patch",
+            "*** Begin Patch\n*** add file: .codex/config.toml\n+x\n*** End Patch",
+            "*** Begin Patch\n*** Rename File: a b\n*** End Patch",
+        ] {
+            assert!(
+                read(patch).contains(&json!({"file_path": ""})),
+                "{patch:?}: {:?}",
+                read(patch)
+            );
+        }
     }
 }
