@@ -282,3 +282,58 @@ fn what_cannot_be_decided_is_denied() {
     std::fs::remove_file(dir.path().join("attest.yaml")).unwrap();
     assert_eq!(self::answer(dir.path(), &other), json!({}));
 }
+
+/// Each command's decision (`allow`, `ask`, `deny`) as Claude Code's `Bash`, by the
+/// hook in `dir`.
+fn bash_decisions(dir: &Path, commands: &[&str], expected: &str) {
+    for (i, command) in commands.iter().enumerate() {
+        let event = pre("Bash", json!({"command": command}), &format!("toolu_{i}"));
+        let answer = answer(dir, &event);
+        assert_eq!(decision(&answer).0, expected, "{command}: {answer}");
+    }
+}
+
+#[test]
+fn a_command_line_is_judged_by_its_riskiest_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    // Runners, settings that run a command, and read programs that write: each asks.
+    bash_decisions(
+        dir.path(),
+        &[
+            "npx rimraf .git",
+            "npm exec rimraf .git",
+            "pnpm dlx rimraf .git",
+            "yarn dlx rimraf .git",
+            "bunx rimraf .git",
+            "git submodule foreach 'rm -rf .'",
+            "git bisect run rm -rf .",
+            "find . -exec rm -rf {} +",
+            "git -c core.fsmonitor='rm -f x' status",
+            "git -c alias.st='!rm -rf .' st",
+            "GIT_SSH_COMMAND='rm -rf x' git fetch",
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=sh git log",
+            "LD_PRELOAD=./x.so ls",
+            "env PAGER='rm -rf x' git log",
+            "export EDITOR=evil; git commit",
+            "sort -o .claude/settings.json in.txt",
+            "uniq in.txt .mcp.json",
+            "sed 's/x/y/w .claude/settings.json' in.txt",
+            "awk '{ print > \".mcp.json\" }' in.txt",
+            "awk 'BEGIN{system(\"rm -rf x\")}'",
+            "find . -fprint .git/hooks/pre-commit",
+            "git config core.hooksPath .hooks",
+        ],
+        "ask",
+    );
+    // What they run or write, when harmless, is allowed as before.
+    bash_decisions(
+        dir.path(),
+        &[
+            "find . -name '*.rs' -exec grep -n TODO {} +",
+            "timeout 10 git status",
+            "sort -o sorted.txt in.txt",
+            "git -c color.ui=always log --oneline",
+        ],
+        "allow",
+    );
+}

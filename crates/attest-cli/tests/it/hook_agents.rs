@@ -222,6 +222,15 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
         ),
         (
             "codex",
+            "indented settings write",
+            codex(
+                "apply_patch",
+                json!({"command": "*** Begin Patch\n*** Update File: src/main.rs\n@@\n-a\n+b\n  *** Add File: .codex/config.toml\n+model = \"o3\"\n*** End Patch\n"}),
+            ),
+            "deny",
+        ),
+        (
+            "codex",
             "file read",
             codex("Bash", json!({"command": "cat README.md"})),
             "none",

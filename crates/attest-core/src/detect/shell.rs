@@ -2,15 +2,26 @@
 //! `curl -X POST https://api.stripe.com/v1/refunds`).
 //!
 //! A command line is split into simple commands at `;`, `&`, `&&`, `||`, `|`, newlines
-//! and command substitutions, each is read as words (quotes and backslashes honoured,
-//! leading `VAR=value`, `sudo`, `env`, `nohup`, `time`, `command`, `exec`, `xargs` skipped), and
-//! the riskiest reading of the whole line wins. A program this module does not know is
-//! an unrecognised `shell`/`execute`, which policy asks about.
+//! and command substitutions, each is read as words (quotes and backslashes honoured),
+//! and the riskiest reading of the whole line wins. A program run by another is judged
+//! by the program it runs ([`runners`]: `sudo`, `env`, `xargs`, `npx`, `find -exec`,
+//! `git submodule foreach`, …); a setting that makes a program run a command asks
+//! ([`settings`]: `PAGER=…`, `git -c core.fsmonitor=…`); a file a program writes through
+//! an option is judged as a redirection to it (`> F`) is ([`writing_options`]: `sort -o`,
+//! `sed w`, `awk '> "F"'`, `find -fprint`, `git config`). A program this module does not
+//! know is an unrecognised `shell`/`execute`, which policy asks about.
+
+mod git;
+mod runners;
+mod settings;
+mod writing_options;
 
 use attest_policy::{Risk, Source, Verb};
 
 use super::protected_path::file_write;
 use super::{Detection, Registry};
+use runners::{judge, Runs};
+use writing_options::Effect;
 
 /// The system of commands that run on the agent's own machine.
 pub const SHELL_SYSTEM: &str = "shell";
@@ -20,32 +31,71 @@ const MAX_COMMAND_BYTES: usize = 64 * 1024;
 
 /// Detects a shell command line: the riskiest of its simple commands.
 pub(super) fn detect_command(registry: &Registry, command: &str) -> Detection {
-    if command.len() > MAX_COMMAND_BYTES {
+    detect_line(registry, command, 0)
+}
+
+/// A command line read `depth` runners or substitutions deep.
+fn detect_line(registry: &Registry, command: &str, depth: usize) -> Detection {
+    if command.len() > MAX_COMMAND_BYTES || depth > MAX_NESTING {
         return unknown();
     }
     let mut found: Option<Detection> = None;
-    for simple in simple_commands(command) {
-        let words = program_words(&simple.words);
-        let mut one = words
-            .split_first()
-            .map(|(program, args)| detect_simple(registry, program, args));
+    for simple in nested_commands(command, depth) {
+        let mut one = detect_words(registry, &simple.words, depth);
         // A redirection writes its file whatever the program is (`echo {} > .mcp.json`).
         for path in &simple.writes {
-            let write = file_write(path);
-            one = Some(match one {
-                Some(before) => before.riskier(write),
-                None => write,
-            });
+            one = Some(worst(one, file_write(path)));
         }
-        let Some(one) = one else {
-            continue;
-        };
-        found = Some(match found {
-            Some(before) => before.riskier(one),
-            None => one,
-        });
+        if let Some(one) = one {
+            found = Some(worst(found, one));
+        }
     }
     found.unwrap_or_else(|| shell(Verb::Read, None, None))
+}
+
+/// One simple command's words (`None` when it has none): its program, after the
+/// assignments and wrappers before it, judged with what those set.
+fn detect_words(registry: &Registry, words: &[String], depth: usize) -> Option<Detection> {
+    if depth > MAX_NESTING {
+        return Some(unknown());
+    }
+    let prefixed = runners::prefixed(words);
+    let mut found = prefixed
+        .words
+        .split_first()
+        .map(|(program, args)| detect_simple(registry, program, args, depth));
+    match prefixed.bare_wrapper.as_deref() {
+        // `env` alone prints the environment.
+        Some("env") => found = Some(worst(found, shell(Verb::Read, None, None))),
+        // A runner with nothing to run (`sudo -i`): nobody knows what it runs.
+        Some(_) => found = Some(worst(found, unknown())),
+        None => {}
+    }
+    if prefixed
+        .assigned
+        .iter()
+        .any(|name| settings::variable_runs_commands(name))
+    {
+        found = Some(worst(found, unknown()));
+    }
+    for path in &prefixed.writes {
+        found = Some(worst(found, file_write(path)));
+    }
+    if let Some(line) = &prefixed.line {
+        found = Some(worst(
+            found,
+            judge(registry, &Runs::Line(line.clone()), depth),
+        ));
+    }
+    found
+}
+
+/// The riskier of a reading so far (if any) and another.
+fn worst(before: Option<Detection>, other: Detection) -> Detection {
+    match before {
+        Some(before) => before.riskier(other),
+        None => other,
+    }
 }
 
 fn shell(verb: Verb, target: Option<&str>, risk: Option<Risk>) -> Detection {
@@ -77,18 +127,23 @@ fn unknown() -> Detection {
 }
 
 /// One simple command: its program (a path's last part) and arguments.
-fn detect_simple(registry: &Registry, program: &str, args: &[String]) -> Detection {
+fn detect_simple(registry: &Registry, program: &str, args: &[String], depth: usize) -> Detection {
     let name = program.rsplit('/').next().unwrap_or(program);
     let has = |flags: &[&str]| args.iter().any(|arg| flags.contains(&arg.as_str()));
+    let sub = subcommand(args).unwrap_or("");
+    let runs = |runs: Runs| judge(registry, &runs, depth);
     match name {
-        "git" => git(args),
+        "git" => git::git(registry, args, depth),
         "gh" => gh(registry, args),
         "curl" | "wget" | "http" | "https" | "xh" => http_client(registry, name, args),
-        "rm" | "rmdir" | "shred" | "unlink" => {
-            let recursive = args.iter().any(|arg| {
-                arg == "--recursive"
-                    || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains(['r', 'R']))
-            });
+        "rm" | "rmdir" | "shred" | "unlink" | "rimraf" => {
+            let recursive = name == "rimraf"
+                || args.iter().any(|arg| {
+                    arg == "--recursive"
+                        || (arg.starts_with('-')
+                            && !arg.starts_with("--")
+                            && arg.contains(['r', 'R']))
+                });
             known(
                 "files",
                 Verb::Delete,
@@ -99,32 +154,73 @@ fn detect_simple(registry: &Registry, program: &str, args: &[String]) -> Detecti
         "mv" | "cp" | "mkdir" | "touch" | "ln" | "chmod" | "chown" | "tee" | "truncate"
         | "patch" | "install" => writes_files(args),
         "perl" | "ruby" if inline_code(name, args) => unknown(),
-        "sed" | "perl" | "ruby" if has(&["-i"]) || args.iter().any(|a| a.starts_with("-i")) => {
+        "perl" | "ruby" if has(&["-i"]) || args.iter().any(|a| a.starts_with("-i")) => {
             writes_files(args)
         }
-        "find" if has(&["-delete", "-exec", "-execdir", "-ok"]) => {
-            known("files", Verb::Delete, Some("file"), None)
+        // Package runners: judged by the package they run.
+        "npx" | "bunx" => runs(runners::package_runner(args)),
+        "npm" | "bun" if matches!(sub, "exec" | "x") => {
+            runs(runners::package_runner(after(args, sub)))
         }
-        "dd" => args
-            .iter()
-            .filter_map(|arg| arg.strip_prefix("of="))
-            .map(file_write)
-            .fold(
-                known("disk", Verb::Delete, None, Some(Risk::VeryHigh)),
-                Detection::riskier,
-            ),
+        "pnpm" | "yarn" if matches!(sub, "dlx" | "exec") => {
+            runs(runners::package_runner(after(args, sub)))
+        }
+        "watch" => runs(runners::watch(args)),
+        "find" => {
+            let mut found = if has(&["-delete"]) {
+                known("files", Verb::Delete, Some("file"), None)
+            } else {
+                shell(Verb::Read, None, None)
+            };
+            for command in runners::find_exec(args) {
+                found = found.riskier(runs(command));
+            }
+            with_effects(found, writing_options::effects(name, args))
+        }
+        "fd" if runners::fd_exec(args).is_some() => {
+            runners::fd_exec(args).map_or_else(unknown, runs)
+        }
+        "dd" => {
+            // `dd of=/dev/sda` (or no `of=`) is the disk; `of=FILE` is a file written.
+            let files: Vec<&str> = args
+                .iter()
+                .filter_map(|arg| arg.strip_prefix("of="))
+                .collect();
+            if files.is_empty() || files.iter().any(|path| path.starts_with("/dev/")) {
+                known("disk", Verb::Delete, None, Some(Risk::VeryHigh))
+            } else {
+                files
+                    .into_iter()
+                    .map(file_write)
+                    .reduce(Detection::riskier)
+                    .unwrap_or_else(unknown)
+            }
+        }
         "mkfs" | "fdisk" | "parted" | "wipefs" => {
             known("disk", Verb::Delete, None, Some(Risk::VeryHigh))
         }
-        "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "rg" | "ag" | "find" | "fd"
-        | "wc" | "echo" | "printf" | "pwd" | "which" | "whoami" | "date" | "env" | "printenv"
-        | "file" | "stat" | "du" | "df" | "tree" | "diff" | "sort" | "uniq" | "cut" | "awk"
-        | "sed" | "jq" | "true" | "false" | "test" | "[" | "cd" | "basename" | "dirname"
-        | "realpath" | "uname" | "ps" | "id" | "hostname" | "sha256sum" | "md5sum" | "type" => {
-            shell(Verb::Read, None, None)
+        // Shell builtins that only set variables: judged by the names they export.
+        "export" | "declare" | "typeset" | "local" | "readonly" => {
+            let sets_command = args.iter().any(|arg| {
+                runners::assignment_name(arg).is_some_and(settings::variable_runs_commands)
+            });
+            if sets_command {
+                unknown()
+            } else {
+                shell(Verb::Read, None, None)
+            }
         }
-        "cargo" | "npm" | "pnpm" | "yarn" | "npx" | "pip" | "pip3" | "uv" | "poetry" | "twine"
-        | "go" | "gem" | "bundle" | "mvn" | "gradle" | "dotnet" => package_tool(name, args),
+        "ls" | "cat" | "head" | "tail" | "less" | "more" | "grep" | "rg" | "ag" | "fd" | "wc"
+        | "echo" | "printf" | "pwd" | "which" | "whoami" | "date" | "env" | "printenv" | "file"
+        | "stat" | "du" | "df" | "tree" | "diff" | "sort" | "uniq" | "cut" | "awk" | "gawk"
+        | "mawk" | "nawk" | "sed" | "jq" | "true" | "false" | "test" | "[" | "cd" | "basename"
+        | "dirname" | "realpath" | "uname" | "ps" | "id" | "hostname" | "sha256sum" | "md5sum"
+        | "type" => with_effects(
+            shell(Verb::Read, None, None),
+            writing_options::effects(name, args),
+        ),
+        "cargo" | "npm" | "pnpm" | "yarn" | "pip" | "pip3" | "uv" | "poetry" | "twine" | "go"
+        | "gem" | "bundle" | "mvn" | "gradle" | "dotnet" => package_tool(name, args),
         "python" | "python3" | "node" | "deno" | "bun" | "php" | "lua" | "Rscript" | "pwsh"
             if inline_code(name, args) =>
         {
@@ -147,6 +243,18 @@ fn detect_simple(registry: &Registry, program: &str, args: &[String]) -> Detecti
     }
 }
 
+/// A reading made riskier by what its options do: each file written read as a
+/// redirection to it, code run as a command nobody knows.
+fn with_effects(reading: Detection, effects: Vec<Effect>) -> Detection {
+    effects
+        .into_iter()
+        .map(|effect| match effect {
+            Effect::Writes(path) => file_write(&path),
+            Effect::RunsCode => unknown(),
+        })
+        .fold(reading, Detection::riskier)
+}
+
 /// The first argument that is not an option.
 fn subcommand(args: &[String]) -> Option<&str> {
     args.iter()
@@ -159,67 +267,6 @@ fn after<'a>(args: &'a [String], word: &str) -> &'a [String] {
     match args.iter().position(|arg| arg == word) {
         Some(at) => &args[at + 1..],
         None => &[],
-    }
-}
-
-fn git(args: &[String]) -> Detection {
-    // Options before the subcommand that take a value (`git -C dir push`).
-    let mut rest = args;
-    while let Some((first, tail)) = rest.split_first() {
-        if matches!(first.as_str(), "-C" | "-c" | "--git-dir" | "--work-tree") {
-            rest = tail.get(1..).unwrap_or(&[]);
-        } else if first.starts_with('-') {
-            rest = tail;
-        } else {
-            break;
-        }
-    }
-    let Some((sub, sub_args)) = rest.split_first() else {
-        return known("git", Verb::Read, None, None);
-    };
-    let has = |flags: &[&str]| sub_args.iter().any(|arg| flags.contains(&arg.as_str()));
-    match sub.as_str() {
-        "push" => {
-            let destructive = has(&[
-                "-f",
-                "--force",
-                "--force-with-lease",
-                "--delete",
-                "-d",
-                "--mirror",
-                "--prune",
-            ]) || sub_args.iter().any(|arg| {
-                arg.starts_with("--force") || arg.starts_with(':') || arg.starts_with("+")
-            });
-            if destructive {
-                known("git", Verb::Delete, Some("branch"), None)
-            } else {
-                known("git", Verb::Share, Some("branch"), None)
-            }
-        }
-        "reset" if has(&["--hard"]) => known("git", Verb::Delete, Some("changes"), None),
-        "clean"
-            if sub_args
-                .iter()
-                .any(|arg| arg.starts_with('-') && arg.contains('f')) =>
-        {
-            known("git", Verb::Delete, Some("file"), None)
-        }
-        "branch" if has(&["-D", "-d", "--delete"]) => {
-            known("git", Verb::Delete, Some("branch"), Some(Risk::High))
-        }
-        "stash" if matches!(subcommand(sub_args), Some("drop" | "clear")) => {
-            known("git", Verb::Delete, Some("stash"), Some(Risk::High))
-        }
-        "status" | "log" | "diff" | "show" | "blame" | "grep" | "ls-files" | "ls-tree"
-        | "rev-parse" | "describe" | "shortlog" | "reflog" | "cat-file" | "fetch" | "remote"
-        | "config" | "help" | "version" => known("git", Verb::Read, None, None),
-        "branch" | "tag"
-            if sub_args.is_empty() || has(&["-l", "--list", "-a", "-r", "-v", "-vv"]) =>
-        {
-            known("git", Verb::Read, None, None)
-        }
-        _ => known("git", Verb::Update, Some("repository"), Some(Risk::Medium)),
     }
 }
 
@@ -445,76 +492,6 @@ fn infra(args: &[String]) -> Detection {
     }
 }
 
-/// The words from the program on: leading assignments and wrappers that run the rest of
-/// the line as a command (`sudo`, `env`, `nohup`, `xargs`, …) skipped: `… | xargs rm` is
-/// the `rm` it runs.
-fn program_words(words: &[String]) -> Vec<String> {
-    let mut rest = words;
-    loop {
-        let Some((first, tail)) = rest.split_first() else {
-            return Vec::new();
-        };
-        let assignment = first.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        });
-        let wrapper = matches!(
-            first.as_str(),
-            "sudo"
-                | "doas"
-                | "env"
-                | "nohup"
-                | "time"
-                | "command"
-                | "exec"
-                | "nice"
-                | "timeout"
-                | "stdbuf"
-                | "xargs"
-        );
-        if assignment || (wrapper && !tail.is_empty()) {
-            rest = tail;
-            // A wrapper's own options (`sudo -u root`, `nice -n 5`, `timeout 10`): skip
-            // flags, the value of those that take one, and `timeout`'s duration.
-            while let Some((next, more)) = rest.split_first() {
-                if !wrapper {
-                    break;
-                }
-                if takes_value(first, next) {
-                    rest = more.get(1..).unwrap_or(&[]);
-                } else if next.starts_with('-')
-                    || (first == "timeout"
-                        && next.chars().next().is_some_and(|c| c.is_ascii_digit()))
-                {
-                    rest = more;
-                } else {
-                    break;
-                }
-            }
-        } else {
-            return rest.to_vec();
-        }
-    }
-}
-
-/// True when `flag` of the wrapper `program` takes the next word as its value.
-fn takes_value(program: &str, flag: &str) -> bool {
-    match program {
-        "sudo" | "doas" => matches!(
-            flag,
-            "-u" | "-g" | "-U" | "-C" | "-D" | "-h" | "-p" | "-r" | "-t"
-        ),
-        "env" => matches!(flag, "-u" | "-C" | "-S"),
-        "nice" => flag == "-n",
-        "timeout" => matches!(flag, "-s" | "-k"),
-        "stdbuf" => matches!(flag, "-i" | "-o" | "-e"),
-        "xargs" => matches!(
-            flag,
-            "-I" | "-n" | "-P" | "-L" | "-d" | "-E" | "-s" | "-a" | "--delimiter" | "--max-args"
-        ),
-        _ => false,
-    }
-}
-
 /// One simple command: its words, and the files its output redirections write.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Simple {
@@ -522,17 +499,13 @@ struct Simple {
     writes: Vec<String>,
 }
 
-/// Splits a command line into simple commands of words. Quotes and backslashes are
-/// honoured; `$(…)` and backticks start a command of their own (their text is read
-/// as commands too); an output redirection's target is a file the command writes.
-fn simple_commands(line: &str) -> Vec<Simple> {
-    nested_commands(line, 0)
-}
-
 /// How deep command substitutions are read; deeper ones are a command nobody knows (so
 /// the line asks), and no input can exhaust the stack.
 const MAX_NESTING: usize = 8;
 
+/// Splits a command line into simple commands of words. Quotes and backslashes are
+/// honoured; `$(…)` and backticks start a command of their own (their text is read
+/// as commands too); an output redirection's target is a file the command writes.
 fn nested_commands(line: &str, depth: usize) -> Vec<Simple> {
     if depth > MAX_NESTING {
         return vec![Simple {
@@ -601,6 +574,16 @@ fn nested_commands(line: &str, depth: usize) -> Vec<Simple> {
                 let inner: String = chars.by_ref().take_while(|&c| c != ')').collect();
                 commands.extend(nested_commands(&inner, depth + 1));
                 in_word = true;
+            }
+            // A brace is a group only as a word of its own (`{ a; }`); `{}` is a word.
+            '{' | '}'
+                if in_word
+                    || !chars
+                        .peek()
+                        .is_none_or(|&next| next.is_whitespace() || ";&|)".contains(next)) =>
+            {
+                in_word = true;
+                word.push(c);
             }
             ';' | '&' | '|' | '\n' | '(' | ')' | '{' | '}' => {
                 end_word(&mut words, &mut word, &mut in_word);
