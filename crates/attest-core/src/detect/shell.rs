@@ -15,6 +15,7 @@ mod git;
 mod runners;
 mod settings;
 mod writing_options;
+mod written_code;
 
 use attest_policy::{Risk, Source, Verb};
 
@@ -40,8 +41,20 @@ fn detect_line(registry: &Registry, command: &str, depth: usize) -> Detection {
         return unknown();
     }
     let mut found: Option<Detection> = None;
+    // Files written so far in this line: code among them that runs later asks.
+    let mut written: Vec<String> = Vec::new();
     for simple in nested_commands(command, depth) {
         let mut one = detect_words(registry, &simple.words, depth);
+        let runs_written = written_code::files_run(&simple.words).iter().any(|run| {
+            written
+                .iter()
+                .any(|file| written_code::same_file(run, file))
+        });
+        if runs_written {
+            one = Some(worst(one, unknown()));
+        }
+        written.extend(written_code::files_written(&simple.words));
+        written.extend(simple.writes.iter().cloned());
         // A redirection writes its file whatever the program is (`echo {} > .mcp.json`).
         for path in &simple.writes {
             one = Some(worst(one, file_write(path)));
@@ -670,6 +683,12 @@ fn push_simple(commands: &mut Vec<Simple>, words: &mut Vec<String>, writes: &mut
     }
 }
 
+/// A line's words split at whitespace, for tests of the parts below the tokenizer.
+#[cfg(test)]
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_owned).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -976,6 +995,31 @@ mod tests {
         ] {
             let (_, verb, _) = found(command);
             assert!(verb.is_read(), "{command}");
+            assert!(!asks(command), "{command}");
+        }
+    }
+
+    #[test]
+    fn code_written_and_run_in_one_line_asks() {
+        for command in [
+            "printf 'import shutil' > t.py; python3 t.py",
+            "cat > run.js <<'EOF'\nrequire('fs').rmSync('.git')\nEOF\nnode ./run.js",
+            "echo 'x' | tee tool.rb && ruby tool.rb --go",
+            "cp /tmp/x ./deploy && ./deploy",
+            "printf 'all:\\n\\trm -rf .git\\n' > Makefile && make",
+            "printf '{}' > package.json; npm test",
+            "printf '{}' > package.json; yarn build",
+            "printf 'x' > s.pl && perl s.pl",
+        ] {
+            assert!(asks(command), "{command}");
+        }
+        // A program run with no knowledge of who wrote it stays as it was.
+        for command in [
+            "python3 t.py",
+            "make",
+            "npm test",
+            "printf x > out.txt; python3 t.py",
+        ] {
             assert!(!asks(command), "{command}");
         }
     }

@@ -200,11 +200,8 @@ pub(super) fn fd_exec(args: &[String]) -> Option<Runs> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::words;
     use super::*;
-
-    fn words(line: &str) -> Vec<String> {
-        line.split_whitespace().map(str::to_owned).collect()
-    }
 
     #[test]
     fn wrappers_and_assignments_before_a_program() {
