@@ -178,6 +178,18 @@ fn detect_simple(registry: &Registry, program: &str, args: &[String], depth: usi
         "pnpm" | "yarn" if matches!(sub, "dlx" | "exec") => {
             runs(runners::package_runner(after(args, sub)))
         }
+        // `yarn rimraf .git` runs the package's program when no script has the name: the
+        // program counts where Attest knows it (a script's name alone says nothing).
+        "yarn" | "pnpm" if !sub.is_empty() => {
+            let at = args.iter().position(|arg| arg == sub).unwrap_or(0);
+            let program = runs(Runs::Words(args.get(at..).unwrap_or(&[]).to_vec()));
+            let tool = package_tool(name, args);
+            if program.recognised {
+                tool.riskier(program)
+            } else {
+                tool
+            }
+        }
         "watch" => runs(runners::watch(args)),
         "find" => {
             let mut found = if has(&["-delete"]) {
@@ -772,6 +784,8 @@ mod tests {
             "pnpm exec rimraf .git",
             "yarn dlx rimraf .git",
             "yarn exec rimraf .git",
+            "yarn rimraf .git",
+            "pnpm rimraf .git",
             "bunx rimraf .git",
             "bun x rimraf .git",
             "git submodule foreach 'rm -rf .'",
