@@ -107,6 +107,7 @@
 //! ```
 
 mod archive;
+pub mod bundle;
 mod calls;
 mod canonical;
 mod chain;

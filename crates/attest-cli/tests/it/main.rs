@@ -8,6 +8,7 @@ mod alerts;
 pub(crate) mod approvals;
 mod bad_input;
 mod budgets;
+mod bundle;
 mod config;
 mod dashboard_browser;
 mod demo;
