@@ -414,6 +414,13 @@ pub(crate) struct KeygenArgs {
     /// default: attest-ledger].
     #[arg(long)]
     pub(crate) name: Option<String>,
+    /// Generate the key on a PKCS#11 token instead of in a file: the key URI
+    /// (`pkcs11:token=LABEL;object=NAME?module-path=MODULE`, NAME being the key's name);
+    /// the private key never leaves the token. The PIN comes from ATTEST_PKCS11_PIN_FILE
+    /// or ATTEST_PKCS11_PIN. Put the URI in the configuration's `key:` (or --key,
+    /// ATTEST_SIGNING_KEY) to sign checkpoints there.
+    #[arg(long, value_name = "URI", conflicts_with_all = ["out", "name"])]
+    pub(crate) pkcs11: Option<String>,
     /// Where to write the private key [default: signing.key beside the ledger].
     #[arg(
         long = "out",

@@ -40,6 +40,7 @@ mod mcp_streams;
 mod metrics_doors;
 pub(crate) mod notify;
 mod ocsf;
+mod pkcs11;
 mod policy;
 mod postgres;
 mod principals;
