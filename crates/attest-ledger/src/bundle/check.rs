@@ -341,3 +341,44 @@ fn row_seq(row: &[u8]) -> Result<u64, String> {
         .map(|s| s.seq)
         .map_err(|err| format!("not a ledger row: {err}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tar of `entries`: (name, type, data).
+    fn tar_of(entries: &[(&str, tar::EntryType, &[u8])]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, kind, data) in entries {
+            let mut header = tar::Header::new_ustar();
+            header.set_entry_type(*kind);
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            if *kind == tar::EntryType::Symlink {
+                header.set_link_name("/etc/passwd").unwrap();
+            }
+            builder.append_data(&mut header, name, *data).unwrap();
+        }
+        builder.into_inner().unwrap()
+    }
+
+    #[test]
+    fn only_regular_files_named_once_make_a_bundle() {
+        let regular = tar::EntryType::Regular;
+        let link = tar_of(&[(CHECKPOINT, tar::EntryType::Symlink, b"")]);
+        assert!(
+            matches!(check_bundle(&link, &[]), Err(BundleError::NotABundle(m)) if m.contains("not a regular file"))
+        );
+        let twice = tar_of(&[(ROWS, regular, b"{}\n"), (ROWS, regular, b"{}\n")]);
+        assert!(
+            matches!(check_bundle(&twice, &[]), Err(BundleError::NotABundle(m)) if m.contains("twice"))
+        );
+        assert!(check_bundle(b"", &[]).is_err());
+        // An unknown file and no checkpoint: findings, not a pass.
+        let odd = tar_of(&[("extra/evil.sh", regular, b"x")]);
+        let report = check_bundle(&odd, &[]).unwrap();
+        assert!(!report.ok());
+        assert!(report.problems.iter().any(|p| p.file == "extra/evil.sh"));
+        assert!(report.problems.iter().any(|p| p.file == CHECKPOINT));
+    }
+}
