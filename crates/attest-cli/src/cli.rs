@@ -107,6 +107,13 @@ pub(crate) enum Command {
     /// inclusion proof needs its signed checkpoint, a consistency proof both of its own;
     /// a file holds one kind of proof and nothing else.
     VerifyProof(VerifyProofArgs),
+    /// Check an auditor's bundle from `attest export --bundle` offline: no ledger needed.
+    /// Every row must hash to its proof's entry, every proof lead to the root of the
+    /// checkpoint a trusted key signed, every older checkpoint be signed and consistent.
+    ///
+    /// Exit 0: it checks. Exit 1: what failed, naming the file inside the bundle, the line
+    /// and the seq. Exit 2: could not run (no key, unreadable, not a bundle).
+    VerifyBundle(VerifyBundleArgs),
     /// Record actions that already happened, from JSON lines, in one transaction.
     ///
     /// Each line is an action (`{"system","verb","target","params","actor","agent",…}`)
@@ -331,9 +338,43 @@ pub(crate) struct ExportArgs {
     /// `jsonl`: the stored canonical bodies, one per line, exactly the hashed bytes;
     /// `json`: the same bodies as one array; `csv`: one row per entry, main fields;
     /// `ietf`: records in the shape of draft-sharif-agent-audit-trail-00;
-    /// `ocsf`: OCSF API Activity events (class 6003) for a SIEM.
-    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    /// `ocsf`: OCSF API Activity events (class 6003) for a SIEM; `eu-ai-act`: records
+    /// with the EU AI Act's Article 12 record-keeping fields (docs/audit-bundle.md).
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl, conflicts_with = "bundle")]
     pub(crate) format: ExportFormat,
+    /// Write an auditor's bundle to FILE (a new file; tar): the rows --since or --run
+    /// selects, an inclusion proof for each in the newest signed checkpoint, older
+    /// checkpoints with consistency proofs, the verifier keys and a README.
+    /// `attest verify-bundle FILE` checks it offline.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) bundle: Option<PathBuf>,
+    /// Bundle the rows at or after this time (RFC 3339, e.g. 2026-12-01T09:00:00Z).
+    #[arg(long, value_name = "TIME", requires = "bundle", conflicts_with = "run")]
+    pub(crate) since: Option<String>,
+    /// Bundle the rows of this run id.
+    #[arg(long, value_name = "ID", requires = "bundle")]
+    pub(crate) run: Option<String>,
+    /// Checkpoint notes kept elsewhere (see `attest anchor`), put in the bundle with a
+    /// consistency proof each.
+    #[arg(long = "checkpoint", value_name = "FILE|REPO|URL", requires = "bundle")]
+    pub(crate) anchors: Vec<String>,
+    /// The keys the bundle's checkpoints must verify under, listed in it [default: the
+    /// signing key's verifier].
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
+    #[command(flatten)]
+    pub(crate) key: KeyPathArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VerifyBundleArgs {
+    /// The bundle (from `attest export --bundle`).
+    pub(crate) file: PathBuf,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
+    /// Print `{"ok","origin","rows","tree_size","older_checkpoints","signers","problems":[{"file","line","seq","detail"}]}`.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -349,6 +390,9 @@ pub(crate) enum ExportFormat {
     /// OCSF API Activity events (class 6003), one per line, each with the entry's seq
     /// and hash.
     Ocsf,
+    /// EU AI Act Article 12 record-keeping records, one per line, each field's source
+    /// documented in docs/audit-bundle.md.
+    EuAiAct,
 }
 
 /// Where the signing key is.
@@ -370,6 +414,13 @@ pub(crate) struct KeygenArgs {
     /// default: attest-ledger].
     #[arg(long)]
     pub(crate) name: Option<String>,
+    /// Generate the key on a PKCS#11 token instead of in a file: the key URI
+    /// (`pkcs11:token=LABEL;object=NAME?module-path=MODULE`, NAME being the key's name);
+    /// the private key never leaves the token. The PIN comes from ATTEST_PKCS11_PIN_FILE
+    /// or ATTEST_PKCS11_PIN. Put the URI in the configuration's `key:` (or --key,
+    /// ATTEST_SIGNING_KEY) to sign checkpoints there.
+    #[arg(long, value_name = "URI", conflicts_with_all = ["out", "name"])]
+    pub(crate) pkcs11: Option<String>,
     /// Where to write the private key [default: signing.key beside the ledger].
     #[arg(
         long = "out",

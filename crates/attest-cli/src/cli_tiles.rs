@@ -53,7 +53,8 @@ pub(crate) struct MonitorArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct WitnessArgs {
-    /// The witness's signing key (an `attest keygen` key; its name is the witness's name).
+    /// The witness's signing key (an `attest keygen` key file, or a `pkcs11:` key URI; its
+    /// name is the witness's name).
     #[arg(long, value_name = "PATH")]
     pub(crate) key: PathBuf,
     /// A log to witness: its verifier key (`name+id+base64`); repeatable.

@@ -101,6 +101,9 @@ impl Config {
     /// Loads the signing key, with a hint when there is none.
     pub(crate) fn signing_key(&self, args: &KeyPathArgs) -> anyhow::Result<SigningKey> {
         let path = self.key_path(args.key.as_deref());
+        if let Some(uri) = token_uri(&path)? {
+            return Ok(SigningKey::from_token(&uri, &token_pin()?)?);
+        }
         if !path.exists() {
             anyhow::bail!(
                 "no signing key at {}: run `attest keygen` (or pass --key / set ATTEST_SIGNING_KEY)",
@@ -109,6 +112,26 @@ impl Config {
         }
         Ok(SigningKey::load(&path)?)
     }
+}
+
+/// The token key a `pkcs11:` URI in the key setting names, or `None` for a key file.
+pub(crate) fn token_uri(key: &Path) -> anyhow::Result<Option<attest_ledger::TokenKeyUri>> {
+    match key.to_str().filter(|k| k.starts_with("pkcs11:")) {
+        Some(uri) => Ok(Some(attest_ledger::TokenKeyUri::parse(uri)?)),
+        None => Ok(None),
+    }
+}
+
+/// The token's user PIN: from the 0600 file `ATTEST_PKCS11_PIN_FILE` names, else from
+/// `ATTEST_PKCS11_PIN`; never from a flag or the configuration file.
+pub(crate) fn token_pin() -> anyhow::Result<String> {
+    let file = env_var("ATTEST_PKCS11_PIN_FILE").map(PathBuf::from);
+    crate::secrets::read_secret(file.as_deref(), "ATTEST_PKCS11_PIN")?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "a pkcs11: key needs the token's user PIN: set ATTEST_PKCS11_PIN_FILE (a file only \
+             you can read) or ATTEST_PKCS11_PIN"
+        )
+    })
 }
 
 /// The trusted verifier keys from `--vkey` and `--vkey-file`, else from `ATTEST_VKEY`:

@@ -571,7 +571,9 @@ impl ConfigFile {
                 *ledger = dir.join(&*ledger).display().to_string();
             }
         }
-        if let Some(key) = self.key.as_mut() {
+        // A `pkcs11:` key URI names a token, not a file beside the configuration.
+        let is_uri = |key: &PathBuf| key.to_str().is_some_and(|k| k.starts_with("pkcs11:"));
+        if let Some(key) = self.key.as_mut().filter(|key| !is_uri(key)) {
             path("key".to_owned(), key, true)?;
         }
         if let Some(policy) = self.policy.as_mut() {

@@ -35,7 +35,10 @@ pub fn sign_checkpoint(key: &SigningKey, size: u64, root: &Hash) -> Result<Strin
     let mut note = Note::new(&checkpoint.to_bytes(), &[])
         .map_err(|_| LedgerError::Internal("a checkpoint text is not a valid note text"))?;
     note.add_sigs(&[key.signer()])
-        .map_err(|_| LedgerError::Internal("signing a checkpoint failed"))?;
+        .map_err(|_| LedgerError::Token {
+            token: key.name().to_owned(),
+            detail: "the signing key did not sign the checkpoint".to_owned(),
+        })?;
     String::from_utf8(note.to_bytes())
         .map_err(|_| LedgerError::Internal("a signed note is not UTF-8"))
 }

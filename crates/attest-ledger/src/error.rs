@@ -98,6 +98,22 @@ pub enum LedgerError {
         /// What is wrong.
         detail: String,
     },
+    /// A PKCS#11 token could not be used (module, token, login, key, signing).
+    #[error("pkcs11 token {token:?}: {detail}")]
+    Token {
+        /// The token's label.
+        token: String,
+        /// What failed (never the PIN).
+        detail: String,
+    },
+    /// The token does not offer a mechanism the key needs.
+    #[error("pkcs11 token {token:?} does not support {mechanism} (Ed25519 needs CKM_EC_EDWARDS_KEY_PAIR_GEN and CKM_EDDSA)")]
+    TokenMechanism {
+        /// The token's label.
+        token: String,
+        /// The mechanism it lacks.
+        mechanism: String,
+    },
     /// A key file could not be read or written.
     #[error("key file {path}")]
     KeyFile {

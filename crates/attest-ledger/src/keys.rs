@@ -19,7 +19,8 @@ const ALG_ED25519: u8 = 0x01;
 
 /// A private Ed25519 key that signs checkpoints.
 pub struct SigningKey {
-    signer: StandardSigner,
+    /// A key file's signer, or a PKCS#11 token's (the private key stays there).
+    signer: Box<dyn Signer + Send + Sync>,
     verifier: VerifierKey,
 }
 
@@ -63,7 +64,20 @@ impl SigningKey {
         if verifier.key_id() != signer.key_id() {
             return Err(bad("key hash does not match the key"));
         }
-        Ok(SigningKey { signer, verifier })
+        Ok(SigningKey {
+            signer: Box::new(signer),
+            verifier,
+        })
+    }
+
+    /// The key a PKCS#11 URI names (`pkcs11:token=…;object=…?module-path=…`), logged in
+    /// with `pin`: signing happens on the token.
+    pub fn from_token(uri: &crate::TokenKeyUri, pin: &str) -> Result<SigningKey, LedgerError> {
+        let (signer, verifier) = crate::pkcs11::open_token_key(uri, pin)?;
+        Ok(SigningKey {
+            signer: Box::new(signer),
+            verifier,
+        })
     }
 
     /// Reads a private key file; refuses one that group or others may read.
@@ -88,8 +102,8 @@ impl SigningKey {
         &self.verifier
     }
 
-    pub(crate) fn signer(&self) -> &StandardSigner {
-        &self.signer
+    pub(crate) fn signer(&self) -> &dyn Signer {
+        self.signer.as_ref()
     }
 }
 
@@ -199,6 +213,19 @@ impl VerifierKey {
     /// The signed-note key id (the first four bytes of the key hash).
     pub fn key_id(&self) -> u32 {
         self.key_id
+    }
+
+    /// The Ed25519 public key, from the text's `base64(0x01 ‖ key)` (after the name and
+    /// the key hash: the base64 itself may hold '+').
+    pub(crate) fn ed25519_public(&self) -> Option<[u8; 32]> {
+        let encoded = self.text.splitn(3, '+').nth(2)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()?;
+        match bytes.split_first() {
+            Some((&ALG_ED25519, public)) => public.try_into().ok(),
+            _ => None,
+        }
     }
 
     /// A signed-note verifier for this key.

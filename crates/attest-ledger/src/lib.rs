@@ -107,6 +107,7 @@
 //! ```
 
 mod archive;
+pub mod bundle;
 mod calls;
 mod canonical;
 mod chain;
@@ -127,6 +128,7 @@ mod ledger;
 mod merkle;
 mod options;
 mod pg;
+mod pkcs11;
 // The shared test helpers' skip reporting, for the fault-injection store's PostgreSQL half.
 #[cfg(test)]
 #[path = "../tests/it/peers.rs"]
@@ -167,6 +169,7 @@ pub use ledger::Ledger;
 pub use merkle::{leaf_hash, CompactRange, EMPTY_ROOT};
 pub use options::LedgerOptions;
 pub use pg::{check_tenant, off_runtime, PgConnection, PgDatabase};
+pub use pkcs11::{generate_token_key, TokenKeyUri};
 pub use proofs::{ConsistencyProof, InclusionProof, ProofError};
 pub use prune::PruneReport;
 pub use query::{Counts, Filter};

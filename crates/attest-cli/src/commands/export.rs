@@ -10,6 +10,9 @@ use crate::commands::entries;
 use crate::config::Config;
 
 pub(crate) fn run(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.bundle {
+        return crate::commands::bundle::export(config, args, path);
+    }
     let ledger = config.open_ledger_read_only()?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let count = match args.format {
@@ -31,6 +34,7 @@ pub(crate) fn run(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode
         ExportFormat::Csv => export_csv(&ledger, &mut out)?,
         ExportFormat::Ietf => export_ietf(&ledger, &mut out)?,
         ExportFormat::Ocsf => crate::review::ocsf::export(&ledger, &mut out)?,
+        ExportFormat::EuAiAct => crate::commands::eu_ai_act::export(&ledger, &mut out)?,
     };
     out.flush()?;
     eprintln!("attest: exported {}", entries(count));
@@ -47,11 +51,11 @@ fn parse(seq: u64, body: &[u8]) -> Result<Value, LedgerError> {
 
 /// True for a row `attest import` wrote: its decision, approval and level are the source's
 /// claim.
-fn imported(entry: &Value) -> bool {
+pub(super) fn imported(entry: &Value) -> bool {
     entry.get("imported").is_some_and(Value::is_object)
 }
 
-fn text(entry: &Value, pointer: &str) -> String {
+pub(super) fn text(entry: &Value, pointer: &str) -> String {
     match entry.pointer(pointer) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
@@ -113,25 +117,23 @@ fn export_csv(ledger: &attest_ledger::Ledger, out: &mut impl Write) -> anyhow::R
 /// these records are a view for tools that read that shape, and carry the entry's
 /// own hash and `prev` so the chain can still be walked.
 fn export_ietf(ledger: &attest_ledger::Ledger, out: &mut impl Write) -> anyhow::Result<u64> {
-    let mut count = 0;
-    ledger.for_each_row(1, |row| {
-        let entry = parse(row.seq, row.body)?;
-        let execution = text(&entry, "/execution/status");
-        let outcome = match (text(&entry, "/decision").as_str(), execution.as_str()) {
+    export_records(ledger, out, |seq, body, entry| {
+        let execution = text(entry, "/execution/status");
+        let outcome = match (text(entry, "/decision").as_str(), execution.as_str()) {
             ("refuse", _) => "denied",
             (_, "not_run") => "denied",
             (_, "failed") => "failure",
             ("ask", _) => "escalated",
             _ => "success",
         };
-        let trust_level = match text(&entry, "/verification/level").as_str() {
+        let trust_level = match text(entry, "/verification/level").as_str() {
             "verified" => "L4",
             "verified-custom" => "L3",
             "acknowledged" => "L2",
             "attested-only" => "L1",
             _ => "L0",
         };
-        let record = json!({
+        json!({
             "record_id": entry.get("action_id"),
             "timestamp": entry.get("ts"),
             "agent_id": entry.get("agent"),
@@ -150,14 +152,28 @@ fn export_ietf(ledger: &attest_ledger::Ledger, out: &mut impl Write) -> anyhow::
             },
             "outcome": outcome,
             // An imported row's level is its source's claim: no trust Attest can vouch for.
-            "trust_level": if imported(&entry) { "L0" } else { trust_level },
-            "imported": imported(&entry),
+            "trust_level": if imported(entry) { "L0" } else { trust_level },
+            "imported": imported(entry),
             "parent_record_id": Value::Null,
-            "sequence": row.seq,
+            "sequence": seq,
             "prev_hash": entry.get("prev"),
-            "record_hash": to_hex(&entry_hash(row.body)),
-        });
-        serde_json::to_writer(&mut *out, &record).map_err(|e| LedgerError::Output(e.into()))?;
+            "record_hash": to_hex(&entry_hash(body)),
+        })
+    })
+}
+
+/// Writes one JSON record per row, `record(seq, body, parsed entry)`, a line each: the
+/// derived formats, whose hashed bytes stay the stored bodies.
+pub(super) fn export_records(
+    ledger: &attest_ledger::Ledger,
+    out: &mut impl Write,
+    mut record: impl FnMut(u64, &[u8], &Value) -> Value,
+) -> anyhow::Result<u64> {
+    let mut count = 0;
+    ledger.for_each_row(1, |row| {
+        let entry = parse(row.seq, row.body)?;
+        let line = record(row.seq, row.body, &entry);
+        serde_json::to_writer(&mut *out, &line).map_err(|e| LedgerError::Output(e.into()))?;
         out.write_all(b"\n").map_err(LedgerError::Output)?;
         count += 1;
         Ok(true)

@@ -8,6 +8,18 @@ use crate::cli::{KeyCommand, KeygenArgs};
 use crate::config::Config;
 
 pub(crate) fn keygen(config: &Config, args: &KeygenArgs) -> anyhow::Result<ExitCode> {
+    if let Some(uri) = &args.pkcs11 {
+        let uri = attest_ledger::TokenKeyUri::parse(uri)?;
+        let verifier = attest_ledger::generate_token_key(&uri, &crate::config::token_pin()?)?;
+        eprintln!(
+            "attest: generated an Ed25519 key labelled {:?} on token {:?}; it never leaves the \
+             token. Sign with it by setting the key to its URI (config `key:`, --key or \
+             ATTEST_SIGNING_KEY)",
+            uri.object, uri.token
+        );
+        writeln!(std::io::stdout().lock(), "{verifier}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let path = config.key_path(args.out.as_deref());
     if path.exists() {
         anyhow::bail!("{} already exists; not overwriting a key", path.display());

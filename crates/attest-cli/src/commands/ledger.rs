@@ -48,17 +48,7 @@ pub(crate) fn run(config: &Config, args: &LedgerArgs) -> anyhow::Result<ExitCode
 /// The listing filter from the flags; `--since` must be an RFC 3339 time, compared in
 /// the ledger's own form (UTC, microseconds).
 fn filter(args: &LedgerArgs) -> anyhow::Result<Filter> {
-    let since = match &args.since {
-        None => None,
-        Some(text) => {
-            let time = humantime::parse_rfc3339_weak(text.trim_end_matches('Z'))
-                .or_else(|_| humantime::parse_rfc3339(text))
-                .map_err(|err| {
-                    anyhow::anyhow!("bad --since {text:?}: {err} (use e.g. 2026-12-01T09:00:00Z)")
-                })?;
-            Some(format_ts(time))
-        }
-    };
+    let since = args.since.as_deref().map(parse_since).transpose()?;
     Ok(Filter {
         run: args.run.clone(),
         agent: args.agent.clone(),
@@ -69,6 +59,17 @@ fn filter(args: &LedgerArgs) -> anyhow::Result<Filter> {
         action_id: args.action.clone(),
         before: None,
     })
+}
+
+/// A `--since` time (RFC 3339) in the ledger's own form (UTC, microseconds), which
+/// compares as text in time order.
+pub(crate) fn parse_since(text: &str) -> anyhow::Result<String> {
+    let time = humantime::parse_rfc3339_weak(text.trim_end_matches('Z'))
+        .or_else(|_| humantime::parse_rfc3339(text))
+        .map_err(|err| {
+            anyhow::anyhow!("bad --since {text:?}: {err} (use e.g. 2026-12-01T09:00:00Z)")
+        })?;
+    Ok(format_ts(time))
 }
 
 fn print_counts(out: &mut impl Write, counts: &Counts) -> std::io::Result<()> {

@@ -2,11 +2,13 @@
 
 mod anchor;
 mod approvals;
+mod bundle;
 mod checkpoint;
 mod config;
 mod copy;
 mod demo;
 mod detect;
+mod eu_ai_act;
 mod export;
 mod hook;
 mod import;
@@ -74,6 +76,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Witness(args) => witness::run(&args),
         Command::Prove(args) => prove::prove(&config, &args),
         Command::VerifyProof(args) => prove::verify_proof(&args),
+        Command::VerifyBundle(args) => bundle::verify(&args),
         Command::Detect(args) => detect::run(&config, &args),
         Command::Import(args) => import::run(&config, &args),
         Command::Policy(command) => policy::run(&config, &command),

@@ -21,7 +21,14 @@ use crate::cli_tiles::{WitnessArgs, WitnessClientArgs};
 use crate::commands::tiles::{display_url, http_client, runtime, witness_keys};
 
 pub(crate) fn run(args: &WitnessArgs) -> anyhow::Result<ExitCode> {
-    let key = CosigningKey::load(&args.key)?;
+    let key = match crate::config::token_uri(&args.key)? {
+        // On a token: the witness signs there (PIN from ATTEST_PKCS11_PIN[_FILE]).
+        Some(uri) => CosigningKey::from_signing_key(attest_ledger::SigningKey::from_token(
+            &uri,
+            &crate::config::token_pin()?,
+        )?)?,
+        None => CosigningKey::load(&args.key)?,
+    };
     if args.print_key {
         println!("{}", key.verifier());
         return Ok(ExitCode::SUCCESS);

@@ -9,22 +9,22 @@ use std::fmt;
 use std::path::Path;
 
 use base64::Engine as _;
-use ed25519_dalek::{Signer as _, Verifier as _};
+use ed25519_dalek::Verifier as _;
 use signed_note::{Note, Signature, VerifierList};
 
 use super::TileError;
 use crate::checkpoint::parse_body;
-use crate::keys::{ed25519_seed, read_private};
+use crate::keys::read_private;
 use crate::{CheckpointBody, CheckpointError, VerifierKey, MAX_NOTE_BYTES};
 
 /// The key type byte of an Ed25519 `cosignature/v1` key.
 const ALG_COSIGNATURE_V1: u8 = 0x04;
 
 /// A witness's private key: an Ed25519 key in the signed-note private-key text (what
-/// `attest keygen` writes), used for `cosignature/v1` signatures.
+/// `attest keygen` writes) or on a PKCS#11 token, used for `cosignature/v1` signatures.
 pub struct CosigningKey {
     name: String,
-    key: ed25519_dalek::SigningKey,
+    signing: crate::SigningKey,
     verifier: CosignerKey,
 }
 
@@ -39,14 +39,23 @@ impl fmt::Debug for CosigningKey {
 impl CosigningKey {
     /// Parses a private key's text; `origin` names it in errors.
     pub fn from_text(text: &str, origin: &str) -> Result<CosigningKey, TileError> {
-        let signing = crate::SigningKey::from_text(text, origin)?;
-        let seed = ed25519_seed(text, origin)?;
-        let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+        CosigningKey::from_signing_key(crate::SigningKey::from_text(text, origin)?)
+    }
+
+    /// The witness key `signing` is (a key file's, or a token's: see
+    /// [`crate::SigningKey::from_token`]); its name is the witness's name.
+    pub fn from_signing_key(signing: crate::SigningKey) -> Result<CosigningKey, TileError> {
+        let public = signing
+            .verifier()
+            .ed25519_public()
+            .ok_or(TileError::Internal(
+                "an accepted verifier key is not Ed25519",
+            ))?;
         let name = signing.name().to_owned();
-        let verifier = CosignerKey::from_public(&name, &key.verifying_key().to_bytes());
+        let verifier = CosignerKey::from_public(&name, &public);
         Ok(CosigningKey {
             name,
-            key,
+            signing,
             verifier,
         })
     }
@@ -72,9 +81,16 @@ impl CosigningKey {
     pub fn cosign(&self, text: &[u8], timestamp: u64) -> Result<String, TileError> {
         let mut message = format!("cosignature/v1\ntime {timestamp}\n").into_bytes();
         message.extend_from_slice(text);
-        let signature = self.key.sign(&message);
+        let signature =
+            self.signing
+                .signer()
+                .sign(&message)
+                .map_err(|_| crate::LedgerError::Token {
+                    token: self.name.clone(),
+                    detail: "the witness key did not sign the cosignature".to_owned(),
+                })?;
         let mut bytes = timestamp.to_be_bytes().to_vec();
-        bytes.extend_from_slice(&signature.to_bytes());
+        bytes.extend_from_slice(&signature);
         let line = Signature::new(self.name.clone(), self.verifier.key_id, bytes)
             .map_err(|_| TileError::Internal("a valid key name made a bad signature line"))?
             .to_bytes();
