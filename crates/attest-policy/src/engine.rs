@@ -17,7 +17,7 @@ use crate::policy::risk_rule;
 use crate::recipients::{actor_domain, for_each_recipient_host, Domains};
 use crate::replay::{Recorded, Replayed};
 use crate::rule::{Facts, Prefilter, Rule};
-use crate::when::{Held, When};
+use crate::when::{Held, Scope, When};
 use crate::{
     Action, Decision, Escalation, Policy, PolicyError, Quorum, QuorumGroup, Risk, TargetClass,
     Verdict,
@@ -102,6 +102,7 @@ impl RuleList {
         facts: &Facts<'_>,
         params_complete: bool,
         moment: Moment<'_>,
+        scope: &mut Option<Scope>,
         visit: &mut dyn FnMut(Admitted<'r>) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, &'r CompiledRule> {
         for (filter, rule) in self.filters.iter().zip(&self.rules) {
@@ -112,7 +113,7 @@ impl RuleList {
                 Some(true) => {
                     let admitted = match &rule.rule.when {
                         None => (rule, None),
-                        Some(when) => match judge_when(when, facts, params_complete, moment) {
+                        Some(when) => match judge_when(when, facts, params_complete, moment, scope) {
                             None => return Err(rule),
                             Some(Held::No) => continue,
                             Some(Held::Yes) => (rule, None),
@@ -143,6 +144,7 @@ fn judge_when(
     facts: &Facts<'_>,
     params_complete: bool,
     moment: Moment<'_>,
+    scope: &mut Option<Scope>,
 ) -> Option<Held> {
     if when.reads_params && !params_complete {
         return None;
@@ -152,7 +154,9 @@ fn judge_when(
         None if when.reads_time => return None,
         None => DateTime::<Utc>::UNIX_EPOCH,
     };
-    Some(when.judge(facts, now, moment.calendars))
+    // Built by the first condition the call reaches, for every later one.
+    let scope = scope.get_or_insert_with(|| Scope::new(facts, now, moment.calendars));
+    Some(when.judge(scope))
 }
 
 /// A rule with its approvers' groups resolved.
@@ -325,11 +329,12 @@ impl PolicyEngine {
             now,
             calendars: &self.calendars,
         };
+        let mut scope = None;
         if let Some(agent) = facts.action.agent.as_deref() {
             for (glob, rules) in &self.agents {
                 if glob.matches(agent)
                     && rules
-                        .each_match(facts, params_complete, moment, visit)?
+                        .each_match(facts, params_complete, moment, &mut scope, visit)?
                         .is_break()
                 {
                     return Ok(());
@@ -337,7 +342,7 @@ impl PolicyEngine {
             }
         }
         self.rules
-            .each_match(facts, params_complete, moment, visit)
+            .each_match(facts, params_complete, moment, &mut scope, visit)
             .map(drop)
     }
 

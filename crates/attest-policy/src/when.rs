@@ -151,14 +151,12 @@ fn calendar_names(source: &str) -> Vec<String> {
     names
 }
 
-impl When {
-    /// Judges the expression for the call in `facts`, at `now`.
-    pub(crate) fn judge(
-        &self,
-        facts: &Facts<'_>,
-        now: DateTime<Utc>,
-        calendars: &Calendars,
-    ) -> Held {
+/// The variables of one call, built once for every `when:` the call reaches.
+pub(crate) struct Scope(Context<'static, 'static>);
+
+impl Scope {
+    /// The variables for the call in `facts`, at `now`.
+    pub(crate) fn new(facts: &Facts<'_>, now: DateTime<Utc>, calendars: &Calendars) -> Scope {
         let action = facts.action;
         let mut context = Context::with_env(Arc::clone(&ENV));
         let text = |s: Option<&str>| Value::from(s.unwrap_or(""));
@@ -197,19 +195,22 @@ impl When {
         ] {
             context.add_variable_from_value(name, text(value.as_deref()));
         }
-        if self.reads_params {
-            context.add_variable_from_value("params", from_json(&action.params));
-        }
-        if self.reads_time {
-            let fixed: DateTime<FixedOffset> = now.fixed_offset();
-            context.add_variable_from_value("now", Value::Timestamp(fixed));
-            let inside: Vec<(&str, Value)> = calendars
-                .iter()
-                .map(|(name, window)| (name.as_str(), Value::Bool(window.contains(now))))
-                .collect();
-            context.add_variable_from_value("calendar", map(inside));
-        }
-        match self.program.execute(&context) {
+        context.add_variable_from_value("params", from_json(&action.params));
+        let fixed: DateTime<FixedOffset> = now.fixed_offset();
+        context.add_variable_from_value("now", Value::Timestamp(fixed));
+        let inside: Vec<(&str, Value)> = calendars
+            .iter()
+            .map(|(name, window)| (name.as_str(), Value::Bool(window.contains(now))))
+            .collect();
+        context.add_variable_from_value("calendar", map(inside));
+        Scope(context)
+    }
+}
+
+impl When {
+    /// Judges the expression over the call's variables.
+    pub(crate) fn judge(&self, scope: &Scope) -> Held {
+        match self.program.execute(&scope.0) {
             Ok(Value::Bool(true)) => Held::Yes,
             Ok(Value::Bool(false)) => Held::No,
             Ok(other) => Held::Failed(format!("gave {other:?}, not true or false")),
@@ -263,7 +264,7 @@ mod tests {
         .unwrap();
         let calendars = Calendars::default();
         let now = Utc::now();
-        let judge = |a: &Action| w.judge(&facts(a), now, &calendars);
+        let judge = |a: &Action| w.judge(&Scope::new(&facts(a), now, &calendars));
         let big = Action::new("stripe", Verb::Pay)
             .with_agent("support")
             .with_params(json!({"amount": 900, "customer_age_days": 400, "floor": 10}));
