@@ -113,7 +113,8 @@ impl RuleList {
                 Some(true) => {
                     let admitted = match &rule.rule.when {
                         None => (rule, None),
-                        Some(when) => match judge_when(when, facts, params_complete, moment, scope) {
+                        Some(when) => match judge_when(when, facts, params_complete, moment, scope)
+                        {
                             None => return Err(rule),
                             Some(Held::No) => continue,
                             Some(Held::Yes) => (rule, None),
