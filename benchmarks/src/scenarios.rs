@@ -227,6 +227,7 @@ pub(crate) fn all(scale: &Scale) -> anyhow::Result<Report> {
             Ok(())
         },
     )?);
+    rows.extend(when_rows(scale)?);
     let result = json!({"id": "8812", "properties": {"dealstage": "closedwon"}});
     rows.push(per_call_batched("verify-ack", scale.samples, 100, || {
         std::hint::black_box(acknowledges(&result));
@@ -763,6 +764,7 @@ pub(crate) fn windows_only(scale: &Scale) -> anyhow::Result<Report> {
     let runtime = runtime()?;
     let policy = PolicyEngine::default_policy()?;
     let mut rows = window_rows(&dir, &runtime, &policy, scale)?;
+    rows.extend(when_rows(scale)?);
     compare_with_limits(&mut rows, scale);
     Ok(Report {
         rows,
@@ -787,6 +789,53 @@ fn bulk_row(ledger: &Ledger, scale: &Scale) -> anyhow::Result<Row> {
 }
 
 /// 200 rules, none of which match the external send, so every rule is tried.
+/// Issue 51's rows: a payment judged by 200 rules that each test its amount, written
+/// with `params:` conditions and again with `when:` expressions (the same test), so
+/// that every rule's condition is evaluated and none holds.
+fn when_rows(scale: &Scale) -> anyhow::Result<Vec<Row>> {
+    use crate::targets::names::{POLICY_200_PARAMS, POLICY_200_WHEN};
+    let rules = |condition: &dyn Fn(usize) -> String| {
+        let mut yaml = String::from("policies:\n");
+        for i in 0..200 {
+            yaml.push_str(&format!(
+                "  - name: rule-{i}\n    {}\n    decision: ask\n",
+                condition(i)
+            ));
+        }
+        yaml
+    };
+    let with_params = PolicyEngine::from_yaml(
+        &rules(&|i| {
+            format!(
+                "match: {{verb: pay, params: {{/amount: {{gt: {}}}}}}}",
+                1000 + i
+            )
+        }),
+        "bench:200-params",
+    )?;
+    let with_when = PolicyEngine::from_yaml(
+        &rules(&|i| {
+            format!(
+                "match: {{verb: pay}}\n    when: params.amount > {}",
+                1000 + i
+            )
+        }),
+        "bench:200-when",
+    )?;
+    let pay = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 5}));
+    let mut rows = Vec::new();
+    for (name, policy) in [
+        (POLICY_200_PARAMS, &with_params),
+        (POLICY_200_WHEN, &with_when),
+    ] {
+        rows.push(per_call_batched(name, scale.samples, 10, || {
+            std::hint::black_box(policy.evaluate(&pay)?);
+            Ok(())
+        })?);
+    }
+    Ok(rows)
+}
+
 fn two_hundred_rules() -> String {
     let mut yaml = String::from("policies:\n");
     for i in 0..200 {

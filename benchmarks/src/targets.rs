@@ -199,6 +199,10 @@ fn lookup(rows: &[Row], measures: &[(String, f64)], name: &str) -> Option<f64> {
 
 /// Row names the targets share with the code that measures them.
 pub(crate) mod names {
+    pub(crate) const POLICY_200_PARAMS: &str =
+        "policy evaluate: 200 rules with params: conditions, a payment none matches";
+    pub(crate) const POLICY_200_WHEN: &str =
+        "policy evaluate: the same 200 rules with when: (CEL) conditions";
     pub(crate) const ACTION_NORMAL: &str = "whole action: act + ack, file-backed (normal)";
     pub(crate) const TWO_COMMITS: &str =
         "limit: two bare INSERTs of the same row + tree rows, two commits, prepared (normal)";
@@ -374,6 +378,12 @@ pub(crate) fn issue_27(scale: &Scale) -> Vec<Target> {
             "CLI verify: ≤ 2× openssl dgst -sha256 of the export",
             cli_verify(cli),
             cli_openssl(cli),
+            Bound::AtMostTimes(2.0),
+        ),
+        Target::new(
+            "issue 51: 200 rules with when: decide in ≤ 2× the same rules without",
+            POLICY_200_WHEN.to_owned(),
+            POLICY_200_PARAMS.to_owned(),
             Bound::AtMostTimes(2.0),
         ),
         Target::new(

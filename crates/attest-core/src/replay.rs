@@ -90,6 +90,8 @@ struct RowView<'a> {
     #[serde(borrow, default)]
     action_id: Cow<'a, str>,
     #[serde(borrow, default)]
+    ts: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     run_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     agent: Option<Cow<'a, str>>,
@@ -321,10 +323,32 @@ fn judge(candidate: &PolicyEngine, seq: u64, view: &RowView<'_>) -> Judged {
     }
 }
 
+/// When the row's action was made, for `when:` conditions that read the time: an
+/// imported row's source time where it kept one, else the row's own.
+fn row_time(view: &RowView<'_>) -> Option<SystemTime> {
+    let imported = view
+        .imported
+        .as_ref()
+        .and_then(|imported| imported.get("ts"))
+        .and_then(Value::as_str);
+    imported
+        .or(view.ts.as_deref())
+        .and_then(|ts| humantime::parse_rfc3339_weak(ts).ok())
+}
+
 /// The action a row describes, and what the row lets a replay know of its params.
 fn action_of(view: &RowView<'_>, verb: Verb) -> (Action, Recorded) {
-    let params = Value::Object(view.params_preview.clone());
-    let complete = value_hash(&params).is_ok_and(|hash| to_hex(&hash) == view.params_hash);
+    let hashes_to =
+        |params: &Value| value_hash(params).is_ok_and(|hash| to_hex(&hash) == view.params_hash);
+    let mut params = Value::Object(view.params_preview.clone());
+    let mut complete = hashes_to(&params);
+    // An action recorded with no params at all (`null`, as an import of a source
+    // without them writes): its empty preview is the whole of it, so every rule that
+    // reads params, R3 included, is decided.
+    if !complete && view.params_preview.is_empty() && hashes_to(&Value::Null) {
+        params = Value::Null;
+        complete = true;
+    }
     let rules: &[Cow<'_, str>] = match &view.shadow {
         Some(shadow) => &shadow.rules_fired,
         None => &view.rules_fired,
@@ -336,6 +360,7 @@ fn action_of(view: &RowView<'_>, verb: Verb) -> (Action, Recorded) {
     let recorded = Recorded {
         params_complete: complete,
         placeholders: decided.then(|| rules.iter().any(|r| r == "R3")),
+        at: row_time(view),
     };
     let mut action = Action::new(view.system.as_ref(), verb).with_params(params);
     action.id = view.action_id.to_string();
@@ -384,4 +409,58 @@ pub fn first_seq_at_or_after(ledger: &Ledger, time: SystemTime) -> Result<u64, L
         }
     }
     Ok(low)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn row(params: &Value, preview: Value, imported: bool) -> Value {
+        let hash = to_hex(&value_hash(params).unwrap());
+        let mut row = json!({
+            "action_id": "a1", "system": "crm", "verb": "update", "decision": "act",
+            "tier": "medium", "rules_fired": [], "params_hash": hash,
+            "params_preview": preview, "ts": "2026-03-27T15:30:00Z",
+        });
+        if imported {
+            row["imported"] = json!({"ts": "2026-03-27T10:00:00Z"});
+        }
+        row
+    }
+
+    #[test]
+    fn a_row_recorded_without_params_is_decidable() {
+        // An imported action with no params at all (null) and one with `{}`: nothing
+        // in them can hold a placeholder, so R3 is decided, not undecidable.
+        for params in [Value::Null, json!({})] {
+            let body = row(&params, json!({}), true).to_string();
+            let view: RowView<'_> = serde_json::from_str(&body).unwrap();
+            let (action, recorded) = action_of(&view, Verb::Update);
+            assert!(recorded.params_complete, "{params}");
+            assert_eq!(action.params, params);
+        }
+        // Params the preview does not carry stay unknown.
+        let body = row(&json!({"body": "Dear [Name]"}), json!({}), true).to_string();
+        let view: RowView<'_> = serde_json::from_str(&body).unwrap();
+        assert!(!action_of(&view, Verb::Update).1.params_complete);
+    }
+
+    #[test]
+    fn a_row_is_replayed_at_its_own_time() {
+        let body = row(&json!({}), json!({}), false).to_string();
+        let view: RowView<'_> = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            action_of(&view, Verb::Update).1.at,
+            humantime::parse_rfc3339("2026-03-27T15:30:00Z").ok()
+        );
+        // An imported row: the source's time, not the append's.
+        let body = row(&json!({}), json!({}), true).to_string();
+        let view: RowView<'_> = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            action_of(&view, Verb::Update).1.at,
+            humantime::parse_rfc3339("2026-03-27T10:00:00Z").ok()
+        );
+    }
 }

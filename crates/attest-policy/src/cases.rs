@@ -19,12 +19,17 @@
 //!       url: https://api.stripe.com/v1/refunds
 //!       body: {charge: ch_1, amount: 60000}
 //!     expect: {decision: ask}
+//!   - name: a deploy on Friday evening in Berlin is refused
+//!     now: 2026-03-27T16:30:00Z  # optional: the time `when:` conditions read
+//!     action: {system: github, verb: execute}
+//!     expect: {decision: refuse}
 //! ```
 //!
 //! attest-policy knows nothing of detection: a case with a `call` needs a resolver
 //! ([`run_cases_with`]); `attest policy test` passes attest-core's detection.
 
 use std::fmt;
+use std::time::SystemTime;
 
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
@@ -196,7 +201,11 @@ fn run_case(policy: &dyn Policy, case: Case, resolve: CallResolver<'_>) -> CaseR
             }
         },
     };
-    let verdict = match policy.evaluate(&action) {
+    let decided = match case.now {
+        Some(at) => policy.evaluate_at(&action, at),
+        None => policy.evaluate(&action),
+    };
+    let verdict = match decided {
         Ok(verdict) => verdict,
         Err(e) => return failed(case.name.0, format!("the policy could not decide: {e}")),
     };
@@ -238,7 +247,22 @@ impl<'de> Deserialize<'de> for CasesFile {
 struct Case {
     name: Text,
     given: Given,
+    /// The time the case's action is made (`now:`), for `when:` conditions.
+    now: Option<SystemTime>,
     expect: Expect,
+}
+
+/// A case's `now:`, an RFC 3339 time such as `2026-03-27T15:30:00Z`.
+struct CaseTime(SystemTime);
+
+impl Word for CaseTime {
+    const EXPECTING: &'static str = "an RFC 3339 time such as 2026-03-27T15:30:00Z";
+
+    fn from_word(word: &str) -> Result<Self, String> {
+        humantime::parse_rfc3339_weak(word.trim())
+            .map(CaseTime)
+            .map_err(|e| format!("now: {word:?} is not an RFC 3339 time in UTC ({e})"))
+    }
 }
 
 /// What a case decides: an action as written, or a call for detection.
@@ -255,6 +279,8 @@ struct RawCase {
     action: Option<Box<CaseAction>>,
     #[serde(default)]
     call: Option<Box<CaseCall>>,
+    #[serde(default)]
+    now: Option<W<CaseTime>>,
     expect: Expect,
 }
 
@@ -284,6 +310,7 @@ impl<'de> Deserialize<'de> for Case {
                 Ok(Case {
                     name: raw.name,
                     given,
+                    now: raw.now.map(|W(CaseTime(at))| at),
                     expect: raw.expect,
                 })
             },

@@ -1,8 +1,12 @@
 //! [`PolicyEngine`]: the built-in rules R0–R4 plus a YAML policy's rules.
 
 use std::ops::ControlFlow;
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
 
 use crate::action_pattern::ActionPattern;
+use crate::calendar::Calendars;
 use crate::dedupe::DedupeRule;
 use crate::file::{parse, PolicyFile};
 use crate::glob::Glob;
@@ -13,6 +17,7 @@ use crate::policy::risk_rule;
 use crate::recipients::{actor_domain, for_each_recipient_host, Domains};
 use crate::replay::{Recorded, Replayed};
 use crate::rule::{Facts, Prefilter, Rule};
+use crate::when::{Held, Scope, When};
 use crate::{
     Action, Decision, Escalation, Policy, PolicyError, Quorum, QuorumGroup, Risk, TargetClass,
     Verdict,
@@ -55,7 +60,20 @@ pub struct PolicyEngine {
     rules: RuleList,
     /// The top-level duplicate window, for every write.
     dedupe: Option<DedupeRule>,
+    /// `calendars:`, for `when:` conditions.
+    calendars: Calendars,
 }
+
+/// What a `when:` condition is judged against besides the action.
+#[derive(Clone, Copy)]
+struct Moment<'a> {
+    /// The call's time; `None` when a replayed row does not say.
+    now: Option<DateTime<Utc>>,
+    calendars: &'a Calendars,
+}
+
+/// A rule the match admitted, with what its `when:` said when it could not be judged.
+type Admitted<'r> = (&'r CompiledRule, Option<String>);
 
 /// Rules in order, with their prefilters in a parallel array.
 #[derive(Debug, Clone, Default)]
@@ -83,7 +101,9 @@ impl RuleList {
         &'r self,
         facts: &Facts<'_>,
         params_complete: bool,
-        visit: &mut dyn FnMut(&'r CompiledRule) -> ControlFlow<()>,
+        moment: Moment<'_>,
+        scope: &mut Option<Scope>,
+        visit: &mut dyn FnMut(Admitted<'r>) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, &'r CompiledRule> {
         for (filter, rule) in self.filters.iter().zip(&self.rules) {
             if !filter.admits(facts) {
@@ -91,7 +111,22 @@ impl RuleList {
             }
             match rule.rule.matcher.matches_recorded(facts, params_complete) {
                 Some(true) => {
-                    if visit(rule).is_break() {
+                    let admitted = match &rule.rule.when {
+                        None => (rule, None),
+                        Some(when) => match judge_when(when, facts, params_complete, moment, scope)
+                        {
+                            None => return Err(rule),
+                            Some(Held::No) => continue,
+                            Some(Held::Yes) => (rule, None),
+                            Some(Held::Failed(why)) => {
+                                if !When::failed_applies(rule.rule.decision) {
+                                    continue;
+                                }
+                                (rule, Some(why))
+                            }
+                        },
+                    };
+                    if visit(admitted).is_break() {
                         return Ok(ControlFlow::Break(()));
                     }
                 }
@@ -101,6 +136,28 @@ impl RuleList {
         }
         Ok(ControlFlow::Continue(()))
     }
+}
+
+/// A `when:` judged for a call: `None` when it reads what a replayed row does not keep
+/// (params it lacks, or the time).
+fn judge_when(
+    when: &When,
+    facts: &Facts<'_>,
+    params_complete: bool,
+    moment: Moment<'_>,
+    scope: &mut Option<Scope>,
+) -> Option<Held> {
+    if when.reads_params && !params_complete {
+        return None;
+    }
+    let now = match moment.now {
+        Some(now) => now,
+        None if when.reads_time => return None,
+        None => DateTime::<Utc>::UNIX_EPOCH,
+    };
+    // Built by the first condition the call reaches, for every later one.
+    let scope = scope.get_or_insert_with(|| Scope::new(facts, now, moment.calendars));
+    Some(when.judge(scope))
 }
 
 /// A rule with its approvers' groups resolved.
@@ -155,7 +212,16 @@ impl PolicyEngine {
         let file = parse(text, &[])
             .result
             .map_err(|e| PolicyError::from(problem(&e, origin)))?;
-        Ok(PolicyEngine::compile(file))
+        let engine = PolicyEngine::compile(file);
+        if let Some(message) = engine.unknown_calendars().into_iter().next() {
+            return Err(PolicyError::Yaml {
+                origin: origin.to_owned(),
+                line: 0,
+                column: 0,
+                message,
+            });
+        }
+        Ok(engine)
     }
 
     /// The built-in default policy ([`DEFAULT_POLICY_YAML`]).
@@ -218,7 +284,37 @@ impl PolicyEngine {
                 .collect(),
             rules: compile_rules(file.policies),
             dedupe: file.dedupe.0,
+            calendars: file
+                .calendars
+                .0
+                .map(Calendars::from_section)
+                .unwrap_or_default(),
         }
+    }
+
+    /// One line for each `calendar.NAME` a rule's `when:` reads that `calendars:` does
+    /// not define.
+    pub(crate) fn unknown_calendars(&self) -> Vec<String> {
+        let lists = self
+            .agents
+            .iter()
+            .map(|(_, list)| list)
+            .chain([&self.rules]);
+        let mut problems = Vec::new();
+        for list in lists {
+            for compiled in &list.rules {
+                let Some(when) = &compiled.rule.when else {
+                    continue;
+                };
+                for name in when.calendars.iter().filter(|n| !self.calendars.has(n)) {
+                    problems.push(format!(
+                        "rule {:?}: when: reads calendar.{name}, which calendars: does not define",
+                        compiled.rule.name
+                    ));
+                }
+            }
+        }
+        problems
     }
 
     /// Shows `visit` the matching YAML rules in order, the action's agent's rules first,
@@ -227,19 +323,27 @@ impl PolicyEngine {
         &'r self,
         facts: &Facts<'_>,
         params_complete: bool,
-        visit: &mut dyn FnMut(&'r CompiledRule) -> ControlFlow<()>,
+        now: Option<DateTime<Utc>>,
+        visit: &mut dyn FnMut(Admitted<'r>) -> ControlFlow<()>,
     ) -> Result<(), &'r CompiledRule> {
+        let moment = Moment {
+            now,
+            calendars: &self.calendars,
+        };
+        let mut scope = None;
         if let Some(agent) = facts.action.agent.as_deref() {
             for (glob, rules) in &self.agents {
                 if glob.matches(agent)
-                    && rules.each_match(facts, params_complete, visit)?.is_break()
+                    && rules
+                        .each_match(facts, params_complete, moment, &mut scope, visit)?
+                        .is_break()
                 {
                     return Ok(());
                 }
             }
         }
         self.rules
-            .each_match(facts, params_complete, visit)
+            .each_match(facts, params_complete, moment, &mut scope, visit)
             .map(drop)
     }
 
@@ -336,7 +440,16 @@ impl Verdict {
 
 impl Policy for PolicyEngine {
     fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError> {
-        self.decide(action, Recorded::COMPLETE)
+        self.evaluate_at(action, SystemTime::now())
+    }
+
+    /// `at` is what `when:` conditions read as `now`.
+    fn evaluate_at(&self, action: &Action, at: SystemTime) -> Result<Verdict, PolicyError> {
+        let recorded = Recorded {
+            at: Some(at),
+            ..Recorded::COMPLETE
+        };
+        self.decide(action, recorded)
             .map_err(|_| PolicyError::Internal("a live action's params were taken as unknown"))
     }
 }
@@ -374,6 +487,7 @@ impl PolicyEngine {
     /// [`PolicyEngine::decide`] for one reading of the call.
     fn decide_one(&self, action: &Action, known: Recorded) -> Result<Verdict, String> {
         let complete = known.params_complete;
+        let now = known.at.map(DateTime::<Utc>::from);
         let tier = self.tier(action);
         let mut verdict = Verdict {
             decision: Decision::Act,
@@ -523,16 +637,25 @@ impl PolicyEngine {
         // verdict, carrying the verdict it would make.
         let mut windows = Vec::new();
         let mut chosen: Option<(&CompiledRule, Option<String>)> = None;
+        // What the deciding rule's `when:` said, when it could not be judged.
+        let mut chosen_failure: Option<String> = None;
         let mut replay_blind: Option<&CompiledRule> = None;
         // The first matching rule's duplicate window, a limit rule's included.
         let mut dedupe: Option<crate::Dedupe> = None;
-        self.each_match(&facts, complete, &mut |compiled| {
+        self.each_match(&facts, complete, now, &mut |(compiled, failed)| {
             let rule = &compiled.rule;
+            let failed = failed.map(|why| {
+                format!(
+                    "when: {} could not be judged ({why}): the riskiest reading, the rule applies",
+                    rule.when.as_ref().map_or("", |w| w.source.as_str())
+                )
+            });
             if dedupe.is_none() {
                 dedupe = rule.dedupe.as_ref().map(|d| d.window(&rule.name));
             }
             let Some(limit) = &rule.limit else {
                 chosen = Some((compiled, None));
+                chosen_failure = failed;
                 return ControlFlow::Break(());
             };
             if !complete {
@@ -543,6 +666,7 @@ impl PolicyEngine {
             match limit.read(&rule.name, action) {
                 Reading::Applies(why) => {
                     chosen = Some((compiled, Some(why)));
+                    chosen_failure = failed;
                     ControlFlow::Break(())
                 }
                 Reading::Window { key, scope, adds } => {
@@ -565,13 +689,22 @@ impl PolicyEngine {
             return Err(rule.rule.name.clone());
         }
         let chosen = chosen.map(|(compiled, why)| {
-            let reason = why.map(|why| {
-                if compiled.rule.reason_written {
-                    format!("{}: {why}", compiled.rule.reason)
+            let rule = &compiled.rule;
+            let mut reason = why.map(|why| {
+                if rule.reason_written {
+                    format!("{}: {why}", rule.reason)
                 } else {
                     why
                 }
             });
+            // Which `when:` held, or that it could not be judged.
+            if let Some(when) = &rule.when {
+                let base = reason.take().unwrap_or_else(|| rule.reason.clone());
+                reason = Some(match &chosen_failure {
+                    Some(failed) => format!("{base} ({failed})"),
+                    None => format!("{base} (when: {} held)", when.source),
+                });
+            }
             (compiled, reason)
         });
         conclude(&mut verdict, (floor, placeholder), chosen, action, tier);
@@ -850,6 +983,7 @@ mod tests {
         let recorded = Recorded {
             params_complete: true,
             placeholders: Some(false),
+            at: None,
         };
         let pay = Action::new("stripe", Verb::Pay).with_params(json!({"amount": 5}));
         assert_eq!(
@@ -880,6 +1014,7 @@ mod tests {
             let recorded = Recorded {
                 params_complete,
                 placeholders: Some(false),
+                at: None,
             };
             assert_eq!(
                 policy.replay(&pay, recorded),

@@ -12,6 +12,7 @@
 //!   support-*: [ {name: .., match: {..}, decision: ..} ]
 //! policies: [ {name: .., match: {..}, decision: .., approvers: [..], reason: ..} ]
 //! dedupe: {window: 60s}           # optional: a write repeating one that ran asks
+//! calendars: {office_hours: {zone: Europe/Berlin, days: [mon, fri], hours: "09:00-17:00"}}
 //! ```
 //!
 //! Every value is checked while it is read (see `de.rs`), so an error carries the
@@ -37,6 +38,7 @@ use serde::de::{Deserializer, IgnoredAny};
 use serde::Deserialize;
 
 use crate::action_pattern::ActionPattern;
+use crate::calendar::{CalendarName, Window};
 use crate::de::{Key, List, OneOrMany, OrderedMap, Text, Word, W};
 use crate::dedupe::DedupeRule;
 use crate::glob::Glob;
@@ -65,6 +67,8 @@ pub(crate) struct PolicyFile {
     pub(crate) policies: Vec<Slot<Rule>>,
     #[serde(default)]
     pub(crate) dedupe: Slot<DedupeRule>,
+    #[serde(default)]
+    pub(crate) calendars: Slot<OrderedMap<CalendarName, Window>>,
 }
 
 /// `version: 1`.

@@ -47,6 +47,7 @@
 mod action;
 mod action_pattern;
 mod approval;
+mod calendar;
 mod cases;
 mod de;
 mod dedupe;
@@ -67,6 +68,7 @@ mod rule;
 mod sets;
 mod verdict;
 mod vocabulary;
+mod when;
 
 pub use action::{Action, Extra, Source};
 pub use approval::{Escalation, Quorum, QuorumGroup};

@@ -81,7 +81,25 @@ pub fn lint(text: &str, origin: &str) -> Vec<Problem> {
             message,
         }];
     }
-    lint_slots::<crate::file::PolicyFile>(text, origin)
+    let mut problems = lint_slots::<crate::file::PolicyFile>(text, origin);
+    if problems.is_empty() {
+        // Checks across sections (a `when:` naming a calendar) run on the loaded policy.
+        if let Err(PolicyError::Yaml {
+            line,
+            column,
+            message,
+            ..
+        }) = crate::PolicyEngine::from_yaml(text, origin)
+        {
+            problems.push(Problem {
+                origin: origin.to_owned(),
+                line,
+                column,
+                message,
+            });
+        }
+    }
+    problems
 }
 
 /// Every mistake in a YAML document of type `T` whose parts are read through [`Leaf`]s

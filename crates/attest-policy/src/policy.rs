@@ -1,9 +1,20 @@
+use std::time::SystemTime;
+
 use crate::{Action, Decision, PolicyError, Risk, Verdict};
 
-/// Turns an action into a verdict. Pure: no I/O, no clock, the same answer every time.
+/// Turns an action into a verdict. Pure: no I/O, and the same answer every time for the
+/// same action at the same time (a rule's `when:` may read the time).
 pub trait Policy: Send + Sync {
-    /// Decides `action`. An error means "could not decide", and the action must not run.
+    /// Decides `action`, made now. An error means "could not decide", and the action
+    /// must not run.
     fn evaluate(&self, action: &Action) -> Result<Verdict, PolicyError>;
+
+    /// Decides `action` as if made at `at` (policy test cases and explanations that set
+    /// the time). A policy that never reads the time decides as [`Policy::evaluate`].
+    fn evaluate_at(&self, action: &Action, at: SystemTime) -> Result<Verdict, PolicyError> {
+        let _ = at;
+        self.evaluate(action)
+    }
 }
 
 /// Rule R4 alone: low and medium risk act, high and very high ask.

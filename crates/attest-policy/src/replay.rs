@@ -21,6 +21,9 @@ pub struct Recorded {
     /// (or did not) in the verdict Attest gave it. `None` for rows no policy decided
     /// (imported, recorded after the fact).
     pub placeholders: Option<bool>,
+    /// When the action was made (a row's time): what `when:` conditions read as `now`.
+    /// `None`: a condition that reads the time cannot be judged.
+    pub at: Option<std::time::SystemTime>,
 }
 
 impl Recorded {
@@ -28,6 +31,7 @@ impl Recorded {
     pub const COMPLETE: Recorded = Recorded {
         params_complete: true,
         placeholders: None,
+        at: None,
     };
 }
 
@@ -56,6 +60,7 @@ mod tests {
     const PARTIAL: Recorded = Recorded {
         params_complete: false,
         placeholders: Some(false),
+        at: None,
     };
 
     #[test]
@@ -89,6 +94,7 @@ mod tests {
         let held = Recorded {
             params_complete: false,
             placeholders: Some(true),
+            at: None,
         };
         let Replayed::Decided(verdict) = policy.replay(&write, held) else {
             panic!("decidable")
@@ -98,6 +104,7 @@ mod tests {
         let unknown = Recorded {
             params_complete: false,
             placeholders: None,
+            at: None,
         };
         assert_eq!(
             policy.replay(&write, unknown),

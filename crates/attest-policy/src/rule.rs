@@ -14,6 +14,7 @@ use crate::limit::Limit;
 use crate::params::ParamConditions;
 use crate::recipients::for_each_recipient_host;
 use crate::sets::{ClassSet, RiskSet, VerbSet};
+use crate::when::When;
 use crate::{Action, Decision, Risk, TargetClass};
 
 /// What a rule's match sees besides the action: what the built-in rules worked out.
@@ -268,6 +269,8 @@ struct RawRule {
     #[serde(rename = "match", default)]
     matcher: Leaf<Match>,
     #[serde(default)]
+    when: Leaf<W<When>>,
+    #[serde(default)]
     decision: Leaf<W<RuleDecision>>,
     #[serde(default)]
     approvers: Leaf<ApproversSpec>,
@@ -294,6 +297,8 @@ pub(crate) struct Rule {
     pub(crate) name: String,
     /// When it applies.
     pub(crate) matcher: Match,
+    /// Its `when:` condition, judged after `match:` holds.
+    pub(crate) when: Option<When>,
     /// What it decides.
     pub(crate) decision: Decision,
     /// Who may approve, when it asks: people or group names.
@@ -376,9 +381,14 @@ impl Rule {
             Leaf::Value(dedupe) => Some(dedupe),
             Leaf::Absent | Leaf::Skipped => None,
         };
+        let when = match raw.when {
+            Leaf::Value(W(when)) => Some(when),
+            Leaf::Absent | Leaf::Skipped => None,
+        };
         Ok(Rule {
             name,
             matcher,
+            when,
             decision,
             approvers,
             quorum,

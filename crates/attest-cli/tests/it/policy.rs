@@ -4,13 +4,18 @@ use crate::{attest, stderr, stdout};
 
 const BROKEN: &str = "policies:\n  - name: a\n    match: {verb: sned}\n    decision: act\n  - name: b\n    match: {system: x}\n    decision: maybe\n";
 
+/// `attest policy check p.yaml` of `policy`, which must fail (exit 1): what it printed.
+fn check_fails(policy: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.yaml"), policy).unwrap();
+    let output = attest(dir.path(), &["policy", "check", "p.yaml"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    stdout(&output)
+}
+
 #[test]
 fn check_prints_every_problem_with_its_line_and_exits_1() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("p.yaml"), BROKEN).unwrap();
-    let output = attest(dir.path(), &["policy", "check", "p.yaml"]);
-    assert_eq!(output.status.code(), Some(1));
-    let text = stdout(&output);
+    let text = check_fails(BROKEN);
     assert!(text.contains("p.yaml:3:"), "{text}");
     assert!(text.contains("p.yaml:7:"), "{text}");
 }
@@ -406,5 +411,37 @@ fn explain_shows_a_writes_dedupe_window_and_check_names_a_bad_one() {
     assert!(
         text.contains("bad.yaml:1:") && text.contains("expected ask or refuse"),
         "{text}"
+    );
+}
+
+#[test]
+fn check_names_the_line_and_the_expressions_column_of_a_bad_when() {
+    let text = check_fails(
+        "policies:\n  - name: a\n    match: {}\n    when: \"params.amount >> 5\"\n    decision: ask\n",
+    );
+    assert!(
+        text.contains("p.yaml:4:11:") && text.contains("column 16 of the expression"),
+        "{text}"
+    );
+}
+
+#[test]
+fn policy_test_runs_the_conditions_example_at_the_times_its_cases_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/examples");
+    let ok = attest(
+        dir.path(),
+        &[
+            "policy",
+            "test",
+            &format!("{examples}/conditions.yaml"),
+            &format!("{examples}/conditions.cases.yaml"),
+        ],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}{}", stdout(&ok), stderr(&ok));
+    assert!(
+        stdout(&ok).contains("11 of 11 cases passed"),
+        "{}",
+        stdout(&ok)
     );
 }

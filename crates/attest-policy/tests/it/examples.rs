@@ -24,7 +24,21 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
         include_str!("../../../../policies/examples/org.yaml"),
         include_str!("../../../../policies/examples/org.cases.yaml"),
     ),
+    (
+        "conditions",
+        include_str!("../../../../policies/examples/conditions.yaml"),
+        include_str!("../../../../policies/examples/conditions.cases.yaml"),
+    ),
 ];
+
+#[test]
+fn the_conditions_examples_cases_pass_at_the_times_they_set() {
+    let (name, policy, cases) = EXAMPLES[4];
+    let engine = PolicyEngine::from_yaml(policy, name).unwrap();
+    let report = run_cases(&engine, cases, name).unwrap();
+    assert!(report.all_passed(), "{report}");
+    assert_eq!(report.results.len(), 11);
+}
 
 #[test]
 fn examples_lint_clean_and_their_call_cases_need_a_resolver() {

@@ -7,6 +7,7 @@ mod fuzz;
 mod malformed;
 mod param_conditions;
 mod robustness;
+mod when;
 
 use attest_policy::{Action, Policy, PolicyEngine, Verdict};
 
