@@ -7,11 +7,11 @@ use std::sync::Arc;
 use attest_core::agents::{AgentAuth, AgentRefusal, RefusalKind};
 use http::StatusCode;
 
-use super::mcp_resource::Authenticated;
+use crate::mcp::resource::Authenticated;
 
 /// The HTTP status a door answers `refusal` with (its store's error, when it has one,
 /// goes to stderr, not to the caller).
-pub(crate) fn status(refusal: &AgentRefusal) -> StatusCode {
+pub fn status(refusal: &AgentRefusal) -> StatusCode {
     if let Some(detail) = &refusal.detail {
         eprintln!("attest: checking an agent token: {detail}");
     }
@@ -26,7 +26,7 @@ pub(crate) fn status(refusal: &AgentRefusal) -> StatusCode {
 /// the agent the `Authorization: Bearer` credential proves goes on in the request's
 /// extensions (as the [`Authenticated`] caller the proxy records); a refusal is answered
 /// here, and nothing reaches the upstream.
-pub(crate) async fn listen_guard(
+pub async fn listen_guard(
     axum::extract::State(agents): axum::extract::State<Arc<AgentAuth>>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,

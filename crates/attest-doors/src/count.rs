@@ -9,6 +9,6 @@ pub(crate) fn counted(n: u64, noun: &str) -> String {
 }
 
 /// "1 action", "2 actions".
-pub(crate) fn n_actions(n: u64) -> String {
+pub fn n_actions(n: u64) -> String {
     counted(n, "action")
 }

@@ -210,7 +210,7 @@ where
                 continue;
             }
             // SEP-3182's `idempotencyKey` in a call's params, kept in its `_meta`.
-            if let Some(lifted) = super::mcp_keys::lift_params_key(line) {
+            if let Some(lifted) = crate::mcp::keys::lift_params_key(line) {
                 if let Ok(message) = serde_json::from_value::<RxJsonRpcMessage<Role>>(lifted) {
                     return Some(message);
                 }

@@ -1,6 +1,9 @@
-//! The servers: routers over `attest-core` types, apart from the code that serves them.
-//! The approval inbox (`attest serve`), and what puts Attest where agents already call
-//! tools: the MCP proxy, the MCP server and the HTTP gateway. None decides anything itself.
+//! Attest's doors: the servers that put Attest where agents already call tools (the MCP
+//! proxy and server in [`mcp`], the HTTP [`gateway`]), the approval [`inbox`] with its
+//! sign-in and dashboard, and the [`review`] model they report from. Routers over
+//! `attest-core` types, apart from the code that serves them; none decides anything
+//! itself, and nothing here reads flags or configuration files: the `attest` binary maps
+//! those into the option structs each door takes.
 //!
 //! What they share lives here: how `ask` is answered ([`Mode`], core's
 //! [`AskMode`]), the notice a waiting call prints, and the receipt they hand back
@@ -14,26 +17,16 @@
 //! held, with its resume token: the MCP proxy offers an `attest_resume` tool, the gateway
 //! a resume URL. `auto` approves every `ask` (demos only).
 
-pub(crate) mod agents;
+pub mod agents;
+pub mod count;
 mod frames;
-pub(crate) mod gateway;
-pub(crate) mod gateway_replay;
-pub(crate) mod gateway_tenants;
-pub(crate) mod inbox;
-pub(crate) mod mcp_http_streams;
-pub(crate) mod mcp_keys;
-pub(crate) mod mcp_listen;
-pub(crate) mod mcp_oauth_client;
-mod mcp_order;
-pub(crate) mod mcp_proxy;
-mod mcp_resource;
-pub(crate) mod mcp_server;
-mod mcp_sessions;
-mod mcp_streams;
-pub(crate) mod mcp_transport;
-pub(crate) mod notices;
-pub(crate) mod oidc;
-pub(crate) mod scrape;
+pub mod gateway;
+pub mod inbox;
+pub mod mcp;
+pub mod notices;
+pub mod review;
+pub mod scrape;
+pub mod terminal;
 
 use std::time::Duration;
 
@@ -41,12 +34,12 @@ use async_trait::async_trait;
 use attest_core::approvals::{ApprovalRequest, Notice, Notifier, NotifyError, ResumeToken};
 use attest_core::setup::AskMode;
 use attest_core::{AttestError, Receipt};
-use clap::ValueEnum;
 use serde_json::{json, Value};
 
 /// How a server answers when policy says `ask`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Mode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Mode {
     /// A person is asked through the approval store; the call waits up to `--timeout`.
     Block,
     /// The call is held at once and the agent gets a token to resume it.
@@ -67,9 +60,9 @@ impl From<Mode> for AskMode {
 
 /// Says on stderr that a call waits for a person, and how to decide it: an agent's call
 /// that blocks must not look like a hang to whoever runs the server.
-pub(crate) struct WaitNotice {
+pub struct WaitNotice {
     /// How long the call waits before it comes back held (zero: at once).
-    pub(crate) wait: Duration,
+    pub wait: Duration,
 }
 
 #[async_trait]
@@ -111,7 +104,7 @@ fn wait_notice(request: &ApprovalRequest, wait: Duration) -> String {
 
 /// What a held call's answer says: that a person must decide, and how to resume once
 /// they have. It tells the agent nothing it could approve with.
-pub(crate) fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Value {
+pub fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Value {
     json!({
         "status": "pending",
         "id": id,
@@ -122,7 +115,7 @@ pub(crate) fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Val
 }
 
 /// The receipt as the servers show it: `{"seq","action_id","decision","level",…}`.
-pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
+pub fn receipt_json(receipt: &Receipt) -> Value {
     let mut json = json!({
         "seq": receipt.seq,
         "action_id": receipt.action_id,
@@ -140,7 +133,7 @@ pub(crate) fn receipt_json(receipt: &Receipt) -> Value {
 
 /// What a caller is told when the ledger did not accept a write's intent row: nothing
 /// ran, and a retry fails the same way until the ledger accepts rows again.
-pub(crate) fn not_recorded_text(what: &str, err: &AttestError) -> String {
+pub fn not_recorded_text(what: &str, err: &AttestError) -> String {
     format!(
         "{what} was not run: Attest could not record it first ({}). Nothing reached the \
          upstream; retrying fails the same way until the ledger accepts rows again",

@@ -14,7 +14,7 @@ const POLL: Duration = Duration::from_secs(1);
 
 /// Posts every pending request once (per run of the inbox) to each notifier, for as long
 /// as the inbox runs. A notifier that fails is noted on the request, which stays pending.
-pub(crate) async fn post_pending(store: Arc<ApprovalStore>, notifiers: Vec<Arc<dyn Notifier>>) {
+pub async fn post_pending(store: Arc<ApprovalStore>, notifiers: Vec<Arc<dyn Notifier>>) {
     let mut posted: HashSet<String> = HashSet::new();
     loop {
         let reader = Arc::clone(&store);
@@ -23,7 +23,7 @@ pub(crate) async fn post_pending(store: Arc<ApprovalStore>, notifiers: Vec<Arc<d
             Ok(Err(err)) => {
                 eprintln!(
                     "attest serve: cannot list pending requests: {}",
-                    super::chain(&err)
+                    crate::chain(&err)
                 );
                 Vec::new()
             }
@@ -37,7 +37,7 @@ pub(crate) async fn post_pending(store: Arc<ApprovalStore>, notifiers: Vec<Arc<d
             }
             for notifier in &notifiers {
                 if let Err(err) = notifier.notify(&request).await {
-                    let note = format!("{}: {}", notifier.name(), super::chain(&err));
+                    let note = format!("{}: {}", notifier.name(), crate::chain(&err));
                     eprintln!("attest serve: could not notify {}: {note}", request.id);
                     let _ = store.set_notify_error(&request.id, &note);
                 }
@@ -51,7 +51,7 @@ pub(crate) async fn post_pending(store: Arc<ApprovalStore>, notifiers: Vec<Arc<d
 /// so a waiting agent is told), and sends the reminders and escalations that are due to
 /// `notifiers`. With several servers on one store, each step is sent by one of them,
 /// once (the store marks it in one conditional update).
-pub(crate) async fn follow_up(attest: Arc<Attest>, notifiers: Vec<Arc<dyn Notifier>>) {
+pub async fn follow_up(attest: Arc<Attest>, notifiers: Vec<Arc<dyn Notifier>>) {
     loop {
         match attest.expire_due().await {
             Ok(receipts) => {
@@ -64,7 +64,7 @@ pub(crate) async fn follow_up(attest: Arc<Attest>, notifiers: Vec<Arc<dyn Notifi
             }
             Err(err) => eprintln!(
                 "attest serve: cannot expire requests: {}",
-                super::chain(&err)
+                crate::chain(&err)
             ),
         }
         let due = match attest.follow_ups_due().await {
@@ -72,7 +72,7 @@ pub(crate) async fn follow_up(attest: Arc<Attest>, notifiers: Vec<Arc<dyn Notifi
             Err(err) => {
                 eprintln!(
                     "attest serve: cannot read reminders and escalations: {}",
-                    super::chain(&err)
+                    crate::chain(&err)
                 );
                 Vec::new()
             }
@@ -81,7 +81,7 @@ pub(crate) async fn follow_up(attest: Arc<Attest>, notifiers: Vec<Arc<dyn Notifi
             eprintln!("attest serve: {} {}", request.id, step.as_str());
             for notifier in &notifiers {
                 if let Err(err) = notifier.follow_up(&request, step).await {
-                    let note = format!("{}: {}", notifier.name(), super::chain(&err));
+                    let note = format!("{}: {}", notifier.name(), crate::chain(&err));
                     eprintln!(
                         "attest serve: could not send {} of {}: {note}",
                         step.as_str(),
@@ -101,13 +101,13 @@ pub(crate) async fn follow_up(attest: Arc<Attest>, notifiers: Vec<Arc<dyn Notifi
 /// (the inbox, a signed link, Slack, `attest confirm`): the decided card, or under a
 /// quorum its progress. Incoming webhooks cannot edit the first card. A failure is
 /// logged; the decision stands.
-pub(crate) async fn tell_teams_decided(teams: Option<&TeamsNotifier>, request: &ApprovalRequest) {
+pub async fn tell_teams_decided(teams: Option<&TeamsNotifier>, request: &ApprovalRequest) {
     if let Some(teams) = teams {
         if let Err(err) = teams.update(request).await {
             eprintln!(
                 "attest: could not post the decided Teams card of {}: {}",
                 request.id,
-                super::chain(&err)
+                crate::chain(&err)
             );
         }
     }

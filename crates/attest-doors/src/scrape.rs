@@ -8,7 +8,6 @@
 //! loopback peers are answered (403 otherwise).
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -23,7 +22,7 @@ use crate::review::metrics;
 
 /// Who may scrape: the holder of the metrics token, or with none any loopback peer.
 #[derive(Clone, Default)]
-pub(crate) struct ScrapeAccess {
+pub struct ScrapeAccess {
     /// The token's SHA-256, so that comparing takes the same time whatever the guess.
     token: Option<[u8; 32]>,
 }
@@ -40,18 +39,12 @@ impl std::fmt::Debug for ScrapeAccess {
 }
 
 impl ScrapeAccess {
-    /// From `--metrics-token-file`: a token file only its owner may read; an empty file
-    /// is an error, not "no token". Without a file, loopback peers only.
-    pub(crate) fn from_file(file: Option<&Path>) -> anyhow::Result<ScrapeAccess> {
-        let Some(path) = file else {
-            return Ok(ScrapeAccess::default());
-        };
-        let text = crate::secrets::read_secret(Some(path), "")
-            .with_context(|| "--metrics-token-file".to_owned())?
-            .with_context(|| format!("--metrics-token-file: {} is empty", path.display()))?;
-        Ok(ScrapeAccess {
-            token: Some(Sha256::digest(text.as_bytes()).into()),
-        })
+    /// The holder of `token` may scrape (read from `--metrics-token-file` by the binary,
+    /// which refuses an empty or shared file).
+    pub fn token(token: &str) -> ScrapeAccess {
+        ScrapeAccess {
+            token: Some(Sha256::digest(token.as_bytes()).into()),
+        }
     }
 
     /// `None` when `peer` with `headers` may scrape, else the refusal.
@@ -106,7 +99,7 @@ fn loopback_host(host: &str) -> bool {
 }
 
 /// The peer a connection came from, when the server recorded it.
-pub(crate) fn peer(request: &Request) -> Option<SocketAddr> {
+pub fn peer(request: &Request) -> Option<SocketAddr> {
     request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -115,7 +108,7 @@ pub(crate) fn peer(request: &Request) -> Option<SocketAddr> {
 
 /// Answers a scrape: refused unless `access` allows it, else `render` (run off the
 /// async threads: it reads the ledger) as OpenMetrics text.
-pub(crate) async fn respond(
+pub async fn respond(
     access: &ScrapeAccess,
     request: Request,
     render: impl FnOnce() -> anyhow::Result<String> + Send + 'static,
@@ -146,7 +139,7 @@ pub(crate) async fn respond(
 
 /// The scrape route at `path` for a process whose actions go to `ledger`: counts from
 /// the ledger's counters, histograms of this process.
-pub(crate) fn route(path: &str, access: ScrapeAccess, ledger: Arc<Ledger>) -> axum::Router {
+pub fn route(path: &str, access: ScrapeAccess, ledger: Arc<Ledger>) -> axum::Router {
     let access = Arc::new(access);
     axum::Router::new().route(
         path,

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 /// `text` with every control character (C0, DEL, C1) and every bidi control shown as
 /// `\u{…}`, and a backslash doubled, so an escaped field cannot imitate an escape.
 /// Text without any is returned as it is.
-pub(crate) fn escape(text: &str) -> Cow<'_, str> {
+pub fn escape(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {
         return Cow::Borrowed(text);
     }

@@ -19,12 +19,12 @@
 //! - `X-Attest-Agent`, `X-Attest-Actor`, `X-Attest-Run` name the request's agent, actor and
 //!   run in its row; like every `X-Attest-*` header they are never forwarded.
 //! - `X-Attest-Tenant` names the tenant whose chain records the request (see
-//!   [`super::gateway_tenants`]); a resume names the tenant that holds its request.
+//!   [`crate::gateway::tenants`]); a resume names the tenant that holds its request.
 //! - A read is forwarded unrecorded only when policy lets it act: a read an organisation
 //!   rule blocks is refused (403, recorded) and never reaches the upstream.
 //! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
 //! - A write with an `Idempotency-Key` runs once per key and request: a retry gets the
-//!   first response again, marked `Idempotent-Replayed: true` (see [`super::gateway_replay`]);
+//!   first response again, marked `Idempotent-Replayed: true` (see [`crate::gateway::replay`]);
 //!   the same key with another request is a 422, and one whose first request has not
 //!   ended a 409.
 //! - Request and response bodies are capped (`--max-body`). A request body is read whole,
@@ -40,6 +40,9 @@
 //!   once approved, `POST /_attest/resume/{token}` with the caller's own headers sends the
 //!   approved request upstream (the gateway never keeps credentials). The path
 //!   `/_attest/` is the gateway's own and is never forwarded.
+
+pub(crate) mod replay;
+pub mod tenants;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,16 +64,15 @@ use reqwest::Url;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::gateway_replay;
-use super::gateway_tenants::{Picked, TenantRefusal, Tenants};
-use super::{chain, held_json, not_recorded_text, receipt_json};
+use self::tenants::{Picked, TenantRefusal, Tenants};
+use crate::{chain, held_json, not_recorded_text, receipt_json};
 use attest_core::agents::{AgentAuth, AgentIdentity, AgentRefusal};
 
 /// The header that names the upstream base URL.
-pub(crate) const UPSTREAM_HEADER: &str = "x-attest-upstream";
+pub const UPSTREAM_HEADER: &str = "x-attest-upstream";
 
 /// The header that carries the gateway's token, when it has one.
-pub(crate) const TOKEN_HEADER: &str = "x-attest-token";
+pub const TOKEN_HEADER: &str = "x-attest-token";
 
 /// The gateway's own path prefix: never forwarded.
 const OWN_PREFIX: &str = "/_attest";
@@ -80,35 +82,35 @@ const METRICS_PATH: &str = "/_attest/metrics";
 
 /// What `attest gateway` was asked to do.
 #[derive(Debug, Clone)]
-pub(crate) struct GatewayOptions {
+pub struct GatewayOptions {
     /// The default upstream base URL.
-    pub(crate) upstream: Option<Url>,
+    pub upstream: Option<Url>,
     /// Record reads too.
-    pub(crate) record_reads: bool,
+    pub record_reads: bool,
     /// Largest request or response body, in bytes.
-    pub(crate) max_body: usize,
+    pub max_body: usize,
     /// How long one upstream request may take.
-    pub(crate) upstream_timeout: Duration,
+    pub upstream_timeout: Duration,
     /// Hosts (`host` or `host:port`) a path URL or `X-Attest-Upstream` may name besides
     /// the upstream's own origin.
-    pub(crate) allow_upstream: Vec<String>,
+    pub allow_upstream: Vec<String>,
     /// The token callers must send in `X-Attest-Token`, when set.
-    pub(crate) token: Option<GatewayToken>,
+    pub token: Option<GatewayToken>,
     /// Authenticated agents: each caller's own token or JWT in `X-Attest-Token` names
     /// its agent (replacing the shared `token`).
-    pub(crate) agents: Option<Arc<AgentAuth>>,
+    pub agents: Option<Arc<AgentAuth>>,
     /// Who may scrape `/_attest/metrics`.
-    pub(crate) metrics: super::scrape::ScrapeAccess,
+    pub metrics: crate::scrape::ScrapeAccess,
 }
 
 /// The gateway's token, kept as its SHA-256 so that comparing it takes the same time
 /// whatever the guess; never printed.
 #[derive(Clone)]
-pub(crate) struct GatewayToken([u8; 32]);
+pub struct GatewayToken([u8; 32]);
 
 impl GatewayToken {
     /// The token `text` (surrounding whitespace trimmed); `None` when empty.
-    pub(crate) fn new(text: &str) -> Option<Self> {
+    pub fn new(text: &str) -> Option<Self> {
         let text = text.trim();
         (!text.is_empty()).then(|| GatewayToken(Sha256::digest(text.as_bytes()).into()))
     }
@@ -128,7 +130,7 @@ impl std::fmt::Debug for GatewayToken {
 
 /// The gateway's shared state: the pipeline, an HTTP client, the options.
 #[derive(Clone)]
-pub(crate) struct GatewayState(Arc<Inner>);
+pub struct GatewayState(Arc<Inner>);
 
 struct Inner {
     attest: Attest,
@@ -141,7 +143,7 @@ struct Inner {
 impl GatewayState {
     /// Builds the state; the HTTP client follows no redirects (the caller sees them).
     /// `attest` serves requests that name no tenant, `tenants` those that do.
-    pub(crate) fn with_tenants(
+    pub fn with_tenants(
         attest: Attest,
         tenants: Tenants,
         options: GatewayOptions,
@@ -164,9 +166,9 @@ impl GatewayState {
 }
 
 /// The gateway's routes: every method and path goes to the forwarder.
-pub(crate) fn router(state: GatewayState) -> Router {
+pub fn router(state: GatewayState) -> Router {
     let limit = state.0.options.max_body;
-    let metrics = super::scrape::route(
+    let metrics = crate::scrape::route(
         METRICS_PATH,
         state.0.options.metrics.clone(),
         Arc::clone(state.0.attest.ledger()),
@@ -180,10 +182,7 @@ pub(crate) fn router(state: GatewayState) -> Router {
 }
 
 /// Serves `router(state)` on `listener` until the process is stopped.
-pub(crate) async fn serve(
-    listener: tokio::net::TcpListener,
-    state: GatewayState,
-) -> anyhow::Result<()> {
+pub async fn serve(listener: tokio::net::TcpListener, state: GatewayState) -> anyhow::Result<()> {
     let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app)
         .await
@@ -191,7 +190,7 @@ pub(crate) async fn serve(
 }
 
 /// A JSON error response with the attest headers.
-pub(crate) fn reject(status: StatusCode, body: Value, receipt: Option<&Receipt>) -> Response {
+pub fn reject(status: StatusCode, body: Value, receipt: Option<&Receipt>) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
     if let Some(receipt) = receipt {
         add_receipt_headers(response.headers_mut(), receipt);
@@ -323,7 +322,7 @@ fn join(base: &Url, path_and_query: &str) -> Result<Url, url_error::ParseError> 
 
 /// `reqwest` re-exports `Url` but not its error type's path; name it once here.
 mod url_error {
-    pub(crate) type ParseError = <reqwest::Url as std::str::FromStr>::Err;
+    pub(super) type ParseError = <reqwest::Url as std::str::FromStr>::Err;
 }
 
 fn checked(url: Result<Url, url_error::ParseError>, from: &str) -> Result<Url, TargetError> {
@@ -634,7 +633,7 @@ async fn forward(
     {
         return pass_through(&state, &method, &url, &headers, body).await;
     }
-    let key = match gateway_replay::key_of(&headers) {
+    let key = match replay::key_of(&headers) {
         Ok(key) => key,
         Err(why) => return reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
     };
@@ -647,7 +646,7 @@ async fn forward(
     if let Some(key) = key {
         call = call
             .idempotency_key(key)
-            .credential(gateway_replay::credential_of(&headers));
+            .credential(replay::credential_of(&headers));
     }
     let outcome = call
         .run_keeping(
@@ -659,18 +658,18 @@ async fn forward(
 }
 
 /// What a retry with the same `Idempotency-Key` is answered with: the response this
-/// outcome gives (see [`gateway_replay`]).
+/// outcome gives (see [`replay`]).
 fn kept_response(outcome: &Outcome<Upstreamed, Unanswered>) -> Option<Vec<u8>> {
     match outcome {
         Outcome::Ran { output: up, .. }
         | Outcome::Failed {
             error: Unanswered::Status(up),
             ..
-        } => gateway_replay::keep(up.status, &up.headers, &up.body),
+        } => replay::keep(up.status, &up.headers, &up.body),
         Outcome::Failed {
             error: Unanswered::Transport(why),
             receipt,
-        } => gateway_replay::keep_json(StatusCode::BAD_GATEWAY, &transport_failed(why, receipt)),
+        } => replay::keep_json(StatusCode::BAD_GATEWAY, &transport_failed(why, receipt)),
         _ => None,
     }
 }
@@ -711,7 +710,7 @@ async fn identify(
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let refused = |refusal: AgentRefusal| {
         reject(
-            super::agents::status(&refusal),
+            crate::agents::status(&refusal),
             json!({"error": refusal.reason}),
             None,
         )
@@ -871,9 +870,9 @@ fn respond(
             Some(&receipt),
         ),
         Ok(Outcome::Replayed { receipt, response }) => {
-            gateway_replay::replayed(&receipt, response.as_deref())
+            replay::replayed(&receipt, response.as_deref())
         }
-        Err(AttestError::Idempotency(err)) => gateway_replay::refused(&err),
+        Err(AttestError::Idempotency(err)) => replay::refused(&err),
         Ok(Outcome::Refused { receipt }) => not_run("refused by policy".to_owned(), &receipt),
         Ok(Outcome::Rejected { approver, receipt }) => {
             not_run(format!("not allowed: rejected by {approver}"), &receipt)
@@ -934,7 +933,7 @@ mod tests {
             allow_upstream: allow.iter().map(|a| (*a).to_owned()).collect(),
             token: None,
             agents: None,
-            metrics: crate::servers::scrape::ScrapeAccess::default(),
+            metrics: crate::scrape::ScrapeAccess::default(),
         }
     }
 

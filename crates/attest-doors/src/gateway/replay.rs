@@ -14,7 +14,7 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::receipt_json;
+use crate::receipt_json;
 
 /// The request header that carries a key (IETF `draft-ietf-httpapi-idempotency-key-header`).
 pub(crate) const KEY_HEADER: &str = "idempotency-key";
@@ -143,10 +143,10 @@ pub(crate) fn replayed(receipt: &Receipt, kept: Option<&[u8]>) -> Response {
                     response.headers_mut().append(name, value);
                 }
             }
-            super::gateway::add_receipt_headers(response.headers_mut(), receipt);
+            crate::gateway::add_receipt_headers(response.headers_mut(), receipt);
             response
         }
-        None => super::gateway::reject(
+        None => crate::gateway::reject(
             StatusCode::CONFLICT,
             json!({
                 "error": format!(
@@ -193,7 +193,7 @@ pub(crate) fn refused(err: &IdempotencyError) -> Response {
     {
         body["intent_seq"] = json!(seq);
     }
-    super::gateway::reject(status, body, None)
+    crate::gateway::reject(status, body, None)
 }
 
 #[cfg(test)]

@@ -14,13 +14,13 @@ use attest_core::Attest;
 use axum::http::{HeaderMap, StatusCode};
 
 /// The header naming the request's tenant (never forwarded, as every `X-Attest-*`).
-pub(crate) const TENANT_HEADER: &str = "x-attest-tenant";
+pub const TENANT_HEADER: &str = "x-attest-tenant";
 
 /// Opens a tenant's pipeline: its ledger, approval store and signing key.
-pub(crate) type OpenTenant = dyn Fn(&str) -> anyhow::Result<Attest> + Send + Sync;
+pub type OpenTenant = dyn Fn(&str) -> anyhow::Result<Attest> + Send + Sync;
 
 /// The tenants one gateway serves, and their pipelines, each opened on first use.
-pub(crate) struct Tenants {
+pub struct Tenants {
     /// `--tenant`: the gateway's own tenant (its default pipeline's).
     own: Option<String>,
     /// `--allow-tenant`: the other tenants a request may name.
@@ -31,14 +31,14 @@ pub(crate) struct Tenants {
 
 /// The pipeline a request is for, and whether it is the gateway's own (the one its
 /// agents configuration, JWT issuer included, was set up for).
-pub(crate) struct Picked {
+pub struct Picked {
     pub(crate) attest: Attest,
     pub(crate) own: bool,
 }
 
 /// Why a request's tenant is refused: the status and the message for the caller.
 #[derive(Debug)]
-pub(crate) struct TenantRefusal {
+pub struct TenantRefusal {
     pub(crate) status: StatusCode,
     pub(crate) message: String,
 }
@@ -46,7 +46,7 @@ pub(crate) struct TenantRefusal {
 impl Tenants {
     /// A gateway of `own` tenant (`None`: the default chain) that also serves `allowed`;
     /// a gateway with its own tenant serves no other.
-    pub(crate) fn new(
+    pub fn new(
         own: Option<String>,
         allowed: Vec<String>,
         open: Arc<OpenTenant>,
@@ -69,7 +69,7 @@ impl Tenants {
     /// The pipeline for a request: `default` (the gateway's own) without the header or
     /// when it names the gateway's own tenant; else the named tenant's, whose agent
     /// tokens are its own (see [`attest_core::agents::AgentAuth::in_tenant`]).
-    pub(crate) async fn pick(
+    pub async fn pick(
         &self,
         default: &Attest,
         headers: &HeaderMap,

@@ -16,15 +16,15 @@
 //!   view's timeline);
 //! - `GET /api/review/rows/{seq}`: one entry, its hash and its inclusion proof;
 //! - `GET /api/review/chain`: the background verifier's status;
-//! - `GET /metrics`: Prometheus text ([`super::metrics`]).
+//! - `GET /metrics`: Prometheus text ([`crate::review::metrics`]).
 //!
 //! Every answer but the chain status and metrics is cached per write generation (the
 //! tip's seq): a poll with nothing new costs one primary-key lookup and a map lookup.
-//! An answer that needs the fold of rows' bodies ([`super::model`]) is cached once the
+//! An answer that needs the fold of rows' bodies ([`crate::review::model`]) is cached once the
 //! fold has reached the generation; until then each poll folds a bounded share.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::body::Bytes;
@@ -35,46 +35,19 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::model::{ListKind, ReadModel, FOLD_PER_POLL, HOURS_KEPT};
-use super::Review;
-use crate::servers::inbox::{approver, ApiError, InboxState};
+use crate::inbox::{approver, ApiError, InboxState};
+use crate::review::model::{ListKind, ReadModel, FOLD_PER_POLL, HOURS_KEPT};
+use crate::review::Review;
 
 /// The page, served as is.
 const PAGE: &str = include_str!("dashboard.html");
 /// The most rows one list page returns.
 const MAX_PAGE: usize = 200;
-/// Cached answers kept per generation.
-const MAX_CACHED: usize = 512;
 
 type Shared = Arc<InboxState>;
 
-/// Answers cached for one write generation.
-#[derive(Debug, Default)]
-pub(crate) struct Cache {
-    inner: Mutex<(u64, HashMap<String, Bytes>)>,
-}
-
-impl Cache {
-    fn get(&self, generation: u64, key: &str) -> Option<Bytes> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        (inner.0 == generation)
-            .then(|| inner.1.get(key).cloned())
-            .flatten()
-    }
-
-    fn put(&self, generation: u64, key: String, value: Bytes) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if inner.0 != generation {
-            *inner = (generation, HashMap::new());
-        }
-        if inner.1.len() < MAX_CACHED {
-            inner.1.insert(key, value);
-        }
-    }
-}
-
 /// The dashboard's routes, to merge into the inbox's router.
-pub(crate) fn routes() -> Router<Shared> {
+pub fn routes() -> Router<Shared> {
     Router::new()
         .route("/dashboard", get(page))
         .route("/api/review/summary", get(summary))
@@ -192,7 +165,7 @@ async fn summary(
         .unwrap_or(48)
         .clamp(1, HOURS_KEPT);
     let now = SystemTime::now();
-    let hour = super::rows::unix_secs(now) / 3_600;
+    let hour = crate::review::rows::unix_secs(now) / 3_600;
     let store = state.attest.approvals().ok();
     let key = format!("summary:{hours}:{hour}");
     cached(review, key, Reads::Fold, move |review| {
@@ -282,7 +255,7 @@ async fn run(
             if rows.is_empty() {
                 return Err(ApiError::new(StatusCode::NOT_FOUND, "no such run"));
             }
-            let truncated = rows.len() >= super::model::RUN_ROWS_SHOWN;
+            let truncated = rows.len() >= crate::review::model::RUN_ROWS_SHOWN;
             Ok(json!({"run_id": run, "rows": rows, "truncated": truncated}))
         },
     )
@@ -361,24 +334,24 @@ async fn metrics(State(state): State<Shared>, request: Request) -> Response {
     };
     let store = state.attest.approvals().ok();
     let ledger = Arc::clone(state.attest.ledger());
-    crate::servers::scrape::respond(&state.metrics, request, move || {
+    crate::scrape::respond(&state.metrics, request, move || {
         let generation = review.model.generation()?;
         let counts = ledger.counts()?;
         let status = review.verifier.status();
         let secs = |ts: &Option<String>| {
             ts.as_deref()
-                .and_then(super::rows::parse_ts)
+                .and_then(crate::review::rows::parse_ts)
                 .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
                 .map(|d| d.as_secs_f64())
         };
-        let scrape = super::metrics::Scrape {
+        let scrape = crate::review::metrics::Scrape {
             pending: store.and_then(|s| s.pending().ok()).map(|p| p.len() as u64),
             seq: generation,
             last_verify: secs(&status.last_incremental_check),
             last_full_verify: secs(&status.last_full_pass),
             broken_seq: status.first_broken_seq,
         };
-        Ok(super::metrics::global().render(&counts, Some(&scrape))?)
+        Ok(crate::review::metrics::global().render(&counts, Some(&scrape))?)
     })
     .await
 }

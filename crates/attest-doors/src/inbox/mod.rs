@@ -27,6 +27,9 @@
 //!
 //! No decision logic lives here: every answer goes through [`Attest::decide`].
 
+pub mod dashboard;
+pub mod oidc;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,36 +69,36 @@ const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
 
 /// What the inbox serves from.
 #[derive(Clone)]
-pub(crate) struct InboxState {
+pub struct InboxState {
     /// The pipeline decisions go through.
-    pub(crate) attest: Arc<Attest>,
+    pub attest: Arc<Attest>,
     /// The `Host` values and origins the inbox answers to.
-    pub(crate) origins: Origins,
+    pub origins: Origins,
     /// A header an authenticating reverse proxy sets to the approver's name.
-    pub(crate) trusted_identity_header: Option<String>,
+    pub trusted_identity_header: Option<String>,
     /// Slack's signing secret, enabling `/slack/interactions`.
-    pub(crate) slack_signing_secret: Option<Secret>,
+    pub slack_signing_secret: Option<Secret>,
     /// The link key, enabling `/links/…`.
-    pub(crate) links: Option<LinkSigner>,
+    pub links: Option<LinkSigner>,
     /// The configured Slack notifier: a card whose button decided is updated with the
     /// outcome.
-    pub(crate) slack_updates: Option<Arc<SlackNotifier>>,
+    pub slack_updates: Option<Arc<SlackNotifier>>,
     /// The Teams notifier, when configured: the card is posted again once decided.
-    pub(crate) teams_updates: Option<Arc<TeamsNotifier>>,
+    pub teams_updates: Option<Arc<TeamsNotifier>>,
     /// The clock for signature freshness and link expiry.
-    pub(crate) clock: Arc<dyn Clock>,
+    pub clock: Arc<dyn Clock>,
     /// The dashboard, metrics and background verifier (issue 17).
-    pub(crate) review: Option<Arc<crate::review::Review>>,
+    pub review: Option<Arc<crate::review::Review>>,
     /// Who may scrape `/metrics`.
-    pub(crate) metrics: super::scrape::ScrapeAccess,
+    pub metrics: crate::scrape::ScrapeAccess,
     /// Sign-in with the organisation's OpenID Connect provider (`/login`).
-    pub(crate) oidc: Option<Arc<super::oidc::Oidc>>,
+    pub oidc: Option<Arc<crate::inbox::oidc::Oidc>>,
 }
 
 /// The `Host` header values (`host:port`) and the origins (`http://host:port`) of the
 /// inbox: its bound address (and `localhost` when that is loopback) and its public URL.
 #[derive(Debug, Clone)]
-pub(crate) struct Origins {
+pub struct Origins {
     hosts: Vec<String>,
     origins: Vec<String>,
 }
@@ -103,10 +106,7 @@ pub(crate) struct Origins {
 /// The hosts and origins an inbox listening on `addr` (and reached at `public_url`, when
 /// given) answers to. Listening on an unspecified address (`0.0.0.0`) needs
 /// `public_url`: the inbox must know the name browsers use for it.
-pub(crate) fn allowed_origins(
-    addr: SocketAddr,
-    public_url: Option<&str>,
-) -> anyhow::Result<Origins> {
+pub fn allowed_origins(addr: SocketAddr, public_url: Option<&str>) -> anyhow::Result<Origins> {
     let mut origins = Origins {
         hosts: Vec::new(),
         origins: Vec::new(),
@@ -147,7 +147,7 @@ pub(crate) fn allowed_origins(
 pub(crate) type Shared = Arc<InboxState>;
 
 /// The inbox's routes.
-pub(crate) fn router(state: InboxState) -> Router {
+pub fn router(state: InboxState) -> Router {
     let state = Arc::new(state);
     Router::new()
         .route("/", get(page))
@@ -163,7 +163,7 @@ pub(crate) fn router(state: InboxState) -> Router {
         .route("/login/callback", get(login_callback))
         .route("/logout", post(logout))
         .route("/links/{id}/{choice}", get(link_page).post(link_decide))
-        .merge(crate::review::dashboard::routes())
+        .merge(crate::inbox::dashboard::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(
             Arc::clone(&state),
@@ -175,10 +175,7 @@ pub(crate) fn router(state: InboxState) -> Router {
 /// Serves `router(state)` on `listener` until Ctrl-C: at most [`MAX_CONNECTIONS`] at a
 /// time, each sending its headers within [`HEADER_READ_TIMEOUT`] and closed after
 /// [`CONNECTION_LIFETIME`].
-pub(crate) async fn serve(
-    listener: tokio::net::TcpListener,
-    state: InboxState,
-) -> std::io::Result<()> {
+pub async fn serve(listener: tokio::net::TcpListener, state: InboxState) -> std::io::Result<()> {
     let app = router(state);
     let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let shutdown = async {
@@ -302,7 +299,7 @@ fn check_browser_request(origins: &Origins, request: &Request) -> Option<ApiErro
 /// An error answer: a fixed status and a JSON body `{"error": …}` (and `"login"`, where
 /// an approver may sign in, on a 401 from an inbox with sign-in configured).
 #[derive(Debug)]
-pub(crate) struct ApiError {
+pub struct ApiError {
     status: StatusCode,
     message: String,
     login: Option<&'static str>,
@@ -326,8 +323,8 @@ impl ApiError {
     }
 
     /// Logs the whole chain, answers a generic 500.
-    pub(crate) fn internal(err: &(dyn std::error::Error + 'static)) -> ApiError {
-        eprintln!("attest serve: internal error: {}", super::chain(err));
+    pub fn internal(err: &(dyn std::error::Error + 'static)) -> ApiError {
+        eprintln!("attest serve: internal error: {}", crate::chain(err));
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
     }
 }
@@ -370,7 +367,7 @@ impl From<AttestError> for ApiError {
 /// configured trusted identity header, or the approver signed in with the organisation's
 /// provider (the session cookie). None: 401. A name from a header or a session must
 /// still be a registered, active approver (a revoked one is signed out).
-pub(crate) async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<String, ApiError> {
+pub async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<String, ApiError> {
     let header_text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let bearer =
         header_text(header::AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "));
@@ -738,7 +735,7 @@ async fn slack(
             eprintln!(
                 "attest: could not update the Slack card of {}: {}",
                 decided.request.id,
-                crate::servers::chain(&err)
+                crate::chain(&err)
             );
         }
     }
@@ -767,9 +764,9 @@ async fn slack(
 }
 
 /// Posts the request's card again to Teams after a decision (see
-/// [`super::notices::tell_teams_decided`]).
+/// [`crate::notices::tell_teams_decided`]).
 async fn tell_teams(state: &InboxState, request: &ApprovalRequest) {
-    super::notices::tell_teams_decided(state.teams_updates.as_deref(), request).await;
+    crate::notices::tell_teams_decided(state.teams_updates.as_deref(), request).await;
 }
 
 /// The link's fields from the path and query, checked against the link key.

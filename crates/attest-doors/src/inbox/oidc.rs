@@ -45,13 +45,13 @@ use subtle::ConstantTimeEq;
 use attest_core::agents::jwt::{http_client, issuer_metadata, JwtValidator};
 
 /// The cookie holding the session.
-pub(crate) const SESSION_COOKIE: &str = "attest_session";
+pub const SESSION_COOKIE: &str = "attest_session";
 /// The cookie binding a sign-in in progress to the browser that began it.
 const LOGIN_COOKIE: &str = "attest_login";
 /// How long a sign-in may take, from `/login` to the callback.
 const LOGIN_TTL: Duration = Duration::from_secs(600);
 /// How long a session lasts.
-pub(crate) const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
+pub const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
 /// The most sign-ins in progress at once (older ones are dropped first).
 const MAX_PENDING: usize = 10_000;
 /// The largest token endpoint answer read.
@@ -92,7 +92,7 @@ struct Session {
 }
 
 /// The inbox as an OpenID Connect client.
-pub(crate) struct Oidc {
+pub struct Oidc {
     client: OidcClient,
     id_tokens: JwtValidator,
     http: reqwest::Client,
@@ -102,21 +102,25 @@ pub(crate) struct Oidc {
 }
 
 /// What `inbox.oidc` says, with the secret read.
-pub(crate) struct OidcOptions {
-    pub(crate) issuer: String,
-    pub(crate) client_id: String,
-    pub(crate) client_secret: Option<String>,
-    pub(crate) claim: String,
+pub struct OidcOptions {
+    /// The provider's issuer URL (discovery reads its `/.well-known/openid-configuration`).
+    pub issuer: String,
+    /// The inbox's client id at the provider.
+    pub client_id: String,
+    /// The client secret, if the provider gave one (never printed).
+    pub client_secret: Option<String>,
+    /// The ID token claim that names the approver.
+    pub claim: String,
     /// The operator's word that the provider guarantees `claim` names one person.
-    pub(crate) claim_guaranteed: bool,
+    pub claim_guaranteed: bool,
     /// The inbox's public base URL: the redirect URI is its `/login/callback`.
-    pub(crate) public_url: String,
+    pub public_url: String,
 }
 
 impl Oidc {
     /// Reads the provider's discovery document and keys; fails (and the inbox does not
     /// start) when either cannot be had.
-    pub(crate) async fn discover(options: OidcOptions) -> anyhow::Result<Oidc> {
+    pub async fn discover(options: OidcOptions) -> anyhow::Result<Oidc> {
         let claim = &options.claim;
         if !options.claim_guaranteed && claim != "email" && claim != "sub" {
             anyhow::bail!(
@@ -165,7 +169,7 @@ impl Oidc {
 
     /// Begins a sign-in: the provider's authorization URL to redirect to, and the
     /// `Set-Cookie` value that binds the flow to this browser.
-    pub(crate) fn begin(&self) -> (String, String) {
+    pub fn begin(&self) -> (String, String) {
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let nonce = CsrfToken::new_random();
         let (url, state) = self
@@ -208,7 +212,7 @@ impl Oidc {
 
     /// Finishes a sign-in: the claim's value (the approver's name) once the code is
     /// exchanged and the ID token checks. `cookies` is the callback's `Cookie` header.
-    pub(crate) async fn finish(
+    pub async fn finish(
         &self,
         cookies: Option<&str>,
         state: &str,
@@ -236,7 +240,7 @@ impl Oidc {
             .set_pkce_verifier(PkceCodeVerifier::new(pending.verifier))
             .request_async(&send)
             .await
-            .map_err(|err| format!("the provider refused the code: {}", super::chain(&err)))?;
+            .map_err(|err| format!("the provider refused the code: {}", crate::chain(&err)))?;
         let _ = answer.access_token();
         let id_token = answer
             .extra_fields()
@@ -261,7 +265,7 @@ impl Oidc {
 
     /// Starts a session for `approver`: the `Set-Cookie` values (the session, and the
     /// sign-in cookie cleared).
-    pub(crate) fn start_session(&self, approver: String) -> anyhow::Result<[String; 2]> {
+    pub fn start_session(&self, approver: String) -> anyhow::Result<[String; 2]> {
         let mut bytes = [0u8; 32];
         getrandom(&mut bytes)?;
         let id = hex::encode(bytes);
@@ -281,7 +285,7 @@ impl Oidc {
     }
 
     /// The approver whose unexpired session the `Cookie` header carries.
-    pub(crate) fn session(&self, cookies: Option<&str>) -> Option<String> {
+    pub fn session(&self, cookies: Option<&str>) -> Option<String> {
         let id = cookie_value(cookies, SESSION_COOKIE)?;
         let key: [u8; 32] = Sha256::digest(id.as_bytes()).into();
         let sessions = lock(&self.sessions);
@@ -290,7 +294,7 @@ impl Oidc {
     }
 
     /// Ends the session the `Cookie` header carries: the `Set-Cookie` that clears it.
-    pub(crate) fn end_session(&self, cookies: Option<&str>) -> String {
+    pub fn end_session(&self, cookies: Option<&str>) -> String {
         if let Some(id) = cookie_value(cookies, SESSION_COOKIE) {
             let key: [u8; 32] = Sha256::digest(id.as_bytes()).into();
             lock(&self.sessions).remove(&key);
@@ -318,7 +322,7 @@ fn getrandom(bytes: &mut [u8]) -> anyhow::Result<()> {
 }
 
 /// The value of cookie `name` in a `Cookie` header.
-pub(crate) fn cookie_value<'a>(header: Option<&'a str>, name: &str) -> Option<&'a str> {
+pub fn cookie_value<'a>(header: Option<&'a str>, name: &str) -> Option<&'a str> {
     header?
         .split(';')
         .filter_map(|pair| pair.trim().split_once('='))
@@ -342,7 +346,7 @@ async fn exchange(
         .body(body)
         .send()
         .await
-        .map_err(|e| io(&super::chain(&e)))?;
+        .map_err(|e| io(&crate::chain(&e)))?;
     let mut builder = http::Response::builder().status(response.status());
     for (name, value) in response.headers() {
         builder = builder.header(name, value);

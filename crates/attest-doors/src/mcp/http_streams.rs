@@ -9,7 +9,7 @@
 //! id in its `_meta` under a per-connection random key ([`StreamKey`]), which is first
 //! removed from everything the upstream sends, so the upstream cannot forge it. The
 //! proxy takes the key out again before relaying and marks the notification for the
-//! client's request that one was sent for ([`super::mcp_streams::Destination`]).
+//! client's request that one was sent for ([`super::streams::Destination`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,14 +29,14 @@ type SseStream = BoxStream<'static, Result<Sse, SseError>>;
 
 /// The `_meta` key one upstream connection marks notifications with: random.
 #[derive(Clone, Debug)]
-pub(crate) struct StreamKey(Arc<str>);
+pub struct StreamKey(Arc<str>);
 
 impl StreamKey {
-    pub(crate) fn random() -> StreamKey {
+    pub fn random() -> StreamKey {
         StreamKey(format!("dev.attest/posted-{}", uuid::Uuid::new_v4().simple()).into())
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -44,7 +44,7 @@ impl StreamKey {
 /// rmcp's HTTP client `C`, marking each notification with the request whose stream it
 /// came on.
 #[derive(Clone)]
-pub(crate) struct Posted<C> {
+pub(super) struct Posted<C> {
     inner: C,
     key: StreamKey,
     /// A `POST` stream's latest event id → its request, so that the stream resumed with
@@ -53,7 +53,7 @@ pub(crate) struct Posted<C> {
 }
 
 impl<C> Posted<C> {
-    pub(crate) fn new(inner: C, key: StreamKey) -> Posted<C> {
+    pub(super) fn new(inner: C, key: StreamKey) -> Posted<C> {
         Posted {
             inner,
             key,
@@ -175,7 +175,7 @@ fn is_answer_to(message: &Value, request: &RequestId) -> bool {
 }
 
 /// The request id a notification was marked with, taken out of its `_meta`.
-pub(crate) fn take_mark(
+pub(super) fn take_mark(
     meta: &mut serde_json::Map<String, Value>,
     key: &StreamKey,
 ) -> Option<RequestId> {
@@ -314,7 +314,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Posted<C> {
 /// The HTTP client rmcp's transport builds for itself (`from_config`), built here so it
 /// can be wrapped: no idle connection pool, and only same-origin `307`/`308` redirects
 /// followed (they keep the method and body), at most ten.
-pub(crate) fn default_client() -> Result<reqwest_rmcp::Client, reqwest_rmcp::Error> {
+pub(super) fn default_client() -> Result<reqwest_rmcp::Client, reqwest_rmcp::Error> {
     const MAX_REDIRECTS: usize = 10;
     let policy = reqwest_rmcp::redirect::Policy::custom(|attempt| {
         let keeps_body = matches!(

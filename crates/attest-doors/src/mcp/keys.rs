@@ -15,7 +15,7 @@ use rmcp::model::{CallToolResult, ServerResult};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{json, Value};
 
-use super::gateway_replay::MAX_REPLAY_BYTES;
+use crate::gateway::replay::MAX_REPLAY_BYTES;
 
 /// The name of the key, in `_meta` and (SEP-3182) in the params.
 pub(crate) const KEY_FIELD: &str = "idempotencyKey";

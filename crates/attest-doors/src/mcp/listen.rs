@@ -8,9 +8,9 @@
 //! [`Proxy::handle_request`] a stdio client reaches — one forwarding path, so the two
 //! fronts cannot drift. Every method and notification is relayed, custom ones too, and
 //! `subscriptions/listen`, which the SDK's handler would answer itself, reaches it as a
-//! custom request ([`super::mcp_streams`]); only `tools/call` is governed.
+//! custom request ([`super::streams`]); only `tools/call` is governed.
 //!
-//! In front of the SDK's server, [`super::mcp_sessions`] binds each session to the
+//! In front of the SDK's server, [`super::sessions`] binds each session to the
 //! credential that opened it and hands an upstream's `401`/`403` challenge back as HTTP;
 //! the SDK itself checks `Host` (DNS rebinding) and `Origin` (loopback origins on the
 //! bound port, and those given with `--allow-origin`).
@@ -38,33 +38,36 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServerHandler;
 
-use super::mcp_proxy::{Proxy, ProxyOptions};
-use super::mcp_resource::{Resource, METADATA_PATH};
-use super::mcp_sessions::SessionGuard;
+use super::proxy::{Proxy, ProxyOptions};
+use super::resource::{Resource, METADATA_PATH};
+use super::sessions::SessionGuard;
 
 /// Where and how `--listen` serves.
-pub(crate) struct ListenOptions {
+pub struct ListenOptions {
     /// The loopback address.
-    pub(crate) address: SocketAddr,
+    pub address: SocketAddr,
     /// Browser origins allowed besides the loopback ones on the bound port.
-    pub(crate) origins: Vec<String>,
+    pub origins: Vec<String>,
     /// Who may scrape `/metrics`.
-    pub(crate) metrics: super::scrape::ScrapeAccess,
+    pub metrics: crate::scrape::ScrapeAccess,
     /// The authorization server, when `--listen` is a protected resource.
-    pub(crate) oauth: Option<OAuthOptions>,
+    pub oauth: Option<OAuthOptions>,
     /// Authenticated agents (`agents:`): the bearer credential names the agent.
-    pub(crate) agents: Option<Arc<attest_core::agents::AgentAuth>>,
+    pub agents: Option<Arc<attest_core::agents::AgentAuth>>,
 }
 
 /// `--oauth-issuer`, `--oauth-jwks`, `--resource`.
-pub(crate) struct OAuthOptions {
-    pub(crate) issuer: String,
-    pub(crate) jwks: Option<String>,
-    pub(crate) resource: Option<String>,
+pub struct OAuthOptions {
+    /// The authorization server whose access tokens are accepted (`--oauth-issuer`).
+    pub issuer: String,
+    /// Its JWKS URL, when discovery is not to find it (`--oauth-jwks`).
+    pub jwks: Option<String>,
+    /// This resource's identifier, the tokens' audience (`--resource`).
+    pub resource: Option<String>,
 }
 
 /// Serves MCP over streamable HTTP at `/mcp`.
-pub(crate) async fn serve_http(
+pub async fn serve_http(
     attest: Attest,
     options: ProxyOptions,
     listen: ListenOptions,
@@ -87,13 +90,13 @@ pub(crate) async fn serve_http(
         }
         None => None,
     };
-    let metrics = super::scrape::route("/metrics", listen.metrics, Arc::clone(attest.ledger()));
+    let metrics = crate::scrape::route("/metrics", listen.metrics, Arc::clone(attest.ledger()));
     let mut router = router(attest, options, bound.port(), listen.origins, resource);
     if let Some(agents) = listen.agents {
         // Layered last, so it runs first: the session guard sees the proven agent.
         router = router.layer(axum::middleware::from_fn_with_state(
             agents,
-            super::agents::listen_guard,
+            crate::agents::listen_guard,
         ));
     }
     let router = router
@@ -135,7 +138,7 @@ fn router(
         .enforce_origin_validation();
     let service = StreamableHttpService::new(
         move || Ok(Relay(Proxy::new(attest.clone(), options.clone()))),
-        Arc::new(super::mcp_streams::CallStreams::default()),
+        Arc::new(super::streams::CallStreams::default()),
         config,
     );
     let mcp = axum::Router::new()
@@ -143,7 +146,7 @@ fn router(
         .layer(axum::middleware::from_fn(lift_params_keys))
         .layer(axum::middleware::from_fn_with_state(
             SessionGuard::new(),
-            super::mcp_sessions::guard,
+            super::sessions::guard,
         ));
     let Some(resource) = resource else {
         return mcp;
@@ -151,9 +154,9 @@ fn router(
     // Layered last, so it runs first: the session guard sees who the token named.
     let mcp = mcp.layer(axum::middleware::from_fn_with_state(
         Arc::clone(&resource),
-        super::mcp_resource::guard,
+        super::resource::guard,
     ));
-    let metadata = axum::routing::get(super::mcp_resource::metadata);
+    let metadata = axum::routing::get(super::resource::metadata);
     let well_known = axum::Router::new()
         .route(METADATA_PATH, metadata.clone())
         .route(&format!("{METADATA_PATH}/mcp"), metadata)
@@ -163,7 +166,7 @@ fn router(
 
 /// SEP-3182's `idempotencyKey` in a POSTed `tools/call`'s params, moved into its `_meta`
 /// before the SDK reads the body (it keeps only the params it knows), as the stdio front
-/// does for each frame ([`super::mcp_keys::lift_params_key`]): one reading of the key on
+/// does for each frame ([`super::keys::lift_params_key`]): one reading of the key on
 /// both fronts. A body over the stdio front's frame bound is refused here (413).
 async fn lift_params_keys(
     request: axum::extract::Request,
@@ -174,10 +177,10 @@ async fn lift_params_keys(
         return next.run(request).await;
     }
     let (mut parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, super::frames::MAX_FRAME_BYTES).await else {
+    let Ok(bytes) = axum::body::to_bytes(body, crate::frames::MAX_FRAME_BYTES).await else {
         return axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
-    let bytes = match super::mcp_keys::lift_params_key(&bytes) {
+    let bytes = match super::keys::lift_params_key(&bytes) {
         Some(lifted) => match serde_json::to_vec(&lifted) {
             Ok(rewritten) => {
                 // The body changed length; the server counts it afresh.
@@ -355,7 +358,7 @@ impl ServerHandler for Relay {
     });
 
     /// A custom method, or one rmcp's handler would answer itself that the session's
-    /// transport made a custom request of ([`super::mcp_streams`]): relayed as the typed
+    /// transport made a custom request of ([`super::streams`]): relayed as the typed
     /// request it is, its answer passed back whatever its kind.
     async fn on_custom_request(
         &self,

@@ -34,15 +34,16 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
 /// How long a person has to finish signing in in the browser.
-pub(crate) const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How many times one request may send the person back to sign in (a server that keeps
 /// asking for more scope is not followed forever).
 const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 2;
 
 /// How a missing or insufficient token is replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum LoginMode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum LoginMode {
     /// Print the authorization URL and wait for the browser's redirect to a loopback port.
     Browser,
     /// Request the authorization URL itself and take the code from the redirect: for
@@ -53,8 +54,9 @@ pub(crate) enum LoginMode {
 }
 
 /// How Attest gets a token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Grant {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Grant {
     /// A person signs in (the authorization code with PKCE), the token refreshed after.
     AuthorizationCode,
     /// Attest is the client itself: its ID and secret get a token, no person involved
@@ -63,27 +65,34 @@ pub(crate) enum Grant {
 }
 
 /// The algorithm of Attest's client assertion (`--oauth-client-key-alg`), by its JOSE name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum KeyAlgorithm {
-    #[value(name = "RS256")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum KeyAlgorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    #[cfg_attr(feature = "clap", value(name = "RS256"))]
     Rs256,
-    #[value(name = "RS384")]
+    /// RSASSA-PKCS1-v1_5 with SHA-384.
+    #[cfg_attr(feature = "clap", value(name = "RS384"))]
     Rs384,
-    #[value(name = "RS512")]
+    /// RSASSA-PKCS1-v1_5 with SHA-512.
+    #[cfg_attr(feature = "clap", value(name = "RS512"))]
     Rs512,
-    #[value(name = "ES256")]
+    /// ECDSA on P-256 with SHA-256.
+    #[cfg_attr(feature = "clap", value(name = "ES256"))]
     Es256,
-    #[value(name = "ES384")]
+    /// ECDSA on P-384 with SHA-384.
+    #[cfg_attr(feature = "clap", value(name = "ES384"))]
     Es384,
 }
 
 /// Attest's private key for `private_key_jwt` client authentication (RFC 7523), used by
 /// the client credentials grant instead of a secret.
 #[derive(Clone)]
-pub(crate) struct ClientKey {
+pub struct ClientKey {
     /// The PEM private key (PKCS#8, or PKCS#1 for RSA; never printed).
-    pub(crate) pem: String,
-    pub(crate) algorithm: KeyAlgorithm,
+    pub pem: String,
+    /// The assertion's signing algorithm (`--oauth-client-key-alg`).
+    pub algorithm: KeyAlgorithm,
 }
 
 /// A client assertion (RFC 7523 §3): `iss` and `sub` the client ID, `aud` the
@@ -124,27 +133,27 @@ fn client_assertion(
 
 /// Who Attest is to the authorization server, and how it signs in.
 #[derive(Clone)]
-pub(crate) struct OAuthClientOptions {
+pub struct OAuthClientOptions {
     /// The MCP server's URL (the protected resource).
-    pub(crate) url: String,
+    pub url: String,
     /// The token file for that URL.
-    pub(crate) token_file: PathBuf,
+    pub token_file: PathBuf,
     /// A client registered out of band (else a metadata document, else registration).
-    pub(crate) client_id: Option<String>,
+    pub client_id: Option<String>,
     /// That client's secret (never printed).
-    pub(crate) client_secret: Option<String>,
+    pub client_secret: Option<String>,
     /// Or its private key, for the client credentials grant (never printed).
-    pub(crate) client_key: Option<ClientKey>,
+    pub client_key: Option<ClientKey>,
     /// An HTTPS URL of Attest's client ID metadata document, for servers that take one.
-    pub(crate) client_metadata_url: Option<String>,
+    pub client_metadata_url: Option<String>,
     /// Scopes to ask for; empty: from the challenge or the metadata.
-    pub(crate) scopes: Vec<String>,
+    pub scopes: Vec<String>,
     /// How a token is obtained when there is none or it falls short.
-    pub(crate) login: LoginMode,
+    pub login: LoginMode,
     /// The grant that gets a token.
-    pub(crate) grant: Grant,
+    pub grant: Grant,
     /// The loopback port the browser is sent back to (0: any free one).
-    pub(crate) redirect_port: u16,
+    pub redirect_port: u16,
 }
 
 impl std::fmt::Debug for OAuthClientOptions {
@@ -168,14 +177,14 @@ impl std::fmt::Debug for OAuthClientOptions {
 
 /// The directory of token files: `--oauth-tokens`, else `$XDG_STATE_HOME/attest/oauth`,
 /// else `~/.local/state/attest/oauth`.
-pub(crate) fn token_dir(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub fn token_dir(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(dir) = given {
         return Ok(dir.to_owned());
     }
-    if let Some(state) = crate::config::env_var("XDG_STATE_HOME").filter(|s| !s.is_empty()) {
+    if let Some(state) = env_var("XDG_STATE_HOME").filter(|s| !s.is_empty()) {
         return Ok(Path::new(&state).join("attest/oauth"));
     }
-    let home = crate::config::env_var("HOME")
+    let home = env_var("HOME")
         .filter(|h| !h.is_empty())
         .context("no --oauth-tokens directory, and neither XDG_STATE_HOME nor HOME is set")?;
     Ok(Path::new(&home).join(".local/state/attest/oauth"))
@@ -183,7 +192,7 @@ pub(crate) fn token_dir(given: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 /// The token file of one server URL in `dir`: named by a hash of the URL, so a URL's
 /// path or query never becomes a file name.
-pub(crate) fn token_file(dir: &Path, url: &str) -> PathBuf {
+pub fn token_file(dir: &Path, url: &str) -> PathBuf {
     let digest = sha2::Sha256::digest(url.as_bytes());
     let name: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
     dir.join(format!("{name}.json"))
@@ -206,7 +215,7 @@ struct TokenFileContents {
 /// rmcp's credential store as a file of mode 0600 (its directory 0700), replaced
 /// atomically on every save.
 #[derive(Clone)]
-pub(crate) struct TokenFile {
+pub struct TokenFile {
     path: PathBuf,
     url: String,
     /// This file's locks, shared by every store on it in this process.
@@ -876,8 +885,8 @@ async fn probe(url: &str) -> anyhow::Result<Option<String>> {
 
 /// `attest mcp-login URL`: signs in and stores the token. Says whether the server needed
 /// one.
-pub(crate) async fn login(options: &OAuthClientOptions) -> anyhow::Result<bool> {
-    crate::servers::mcp_transport::install_tls_provider();
+pub async fn login(options: &OAuthClientOptions) -> anyhow::Result<bool> {
+    crate::mcp::transport::install_tls_provider();
     let Some(challenge) = probe(&options.url).await? else {
         return Ok(false);
     };
@@ -889,7 +898,7 @@ pub(crate) async fn login(options: &OAuthClientOptions) -> anyhow::Result<bool> 
 /// The HTTP client for an OAuth upstream: rmcp's (the stored token on every request,
 /// refreshed when it expires or is refused once) inside Attest's, which signs in again
 /// on a `401` or a `403 insufficient_scope` when `options.login` allows, then retries.
-pub(crate) async fn client(options: OAuthClientOptions) -> Result<OAuthHttpClient, String> {
+pub async fn client(options: OAuthClientOptions) -> Result<OAuthHttpClient, String> {
     let manager = match stored_manager(&options).await {
         Ok(Some(manager)) => manager,
         Ok(None) => manager(&options).await.map_err(|err| err.to_string())?,
@@ -903,7 +912,7 @@ pub(crate) async fn client(options: OAuthClientOptions) -> Result<OAuthHttpClien
 
 /// rmcp's authorized client, signing in again when the server asks.
 #[derive(Clone)]
-pub(crate) struct OAuthHttpClient {
+pub struct OAuthHttpClient {
     inner: AuthClient<reqwest_rmcp::Client>,
     options: Arc<OAuthClientOptions>,
 }
@@ -1055,6 +1064,11 @@ impl StreamableHttpClient for OAuthHttpClient {
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
     }
+}
+
+/// A variable of the process environment, unset when empty.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
 /// The notifications read from the upstream and not yet forwarded to the client.
 #[derive(Clone, Default)]
-pub(crate) struct InFlight(Arc<Inner>);
+pub struct InFlight(Arc<Inner>);
 
 #[derive(Default)]
 struct Inner {
@@ -46,13 +46,13 @@ struct State {
 
 /// A counted notification's place in the order it was read (in its extensions).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Ticket(u64);
+pub struct Ticket(u64);
 
 /// Whether `notification` is counted: the kinds a request's answer must not overtake —
 /// progress, log messages, and a subscription's notifications, which precede the
 /// `subscriptions/listen` answer (the proxy sends that request as any other, so the SDK
 /// hands them to the proxy, not to a subscription of its own).
-pub(crate) fn ordered(notification: &ServerNotification) -> bool {
+pub(super) fn ordered(notification: &ServerNotification) -> bool {
     matches!(
         notification,
         ServerNotification::ProgressNotification(_)
@@ -78,7 +78,7 @@ impl InFlight {
 
     /// Waits for `ticket`'s turn; the returned guard marks it done when it drops
     /// (forwarded, dropped, or failed alike).
-    pub(crate) async fn forwarding(&self, ticket: Ticket) -> Forwarding {
+    pub async fn forwarding(&self, ticket: Ticket) -> Forwarding {
         self.wait(|state| state.next >= ticket.0).await;
         Forwarding {
             in_flight: self.clone(),
@@ -87,7 +87,7 @@ impl InFlight {
     }
 
     /// Returns once every counted notification read so far has been forwarded.
-    pub(crate) async fn settled(&self) {
+    pub async fn settled(&self) {
         self.wait(|state| state.outstanding == 0).await;
     }
 
@@ -108,7 +108,7 @@ impl InFlight {
 }
 
 /// One counted notification on its way to the client.
-pub(crate) struct Forwarding {
+pub struct Forwarding {
     in_flight: InFlight,
     ticket: Ticket,
 }
@@ -124,13 +124,13 @@ impl Drop for Forwarding {
 }
 
 /// The upstream link, counting the notifications it reads.
-pub(crate) struct Ordered<T> {
+pub(super) struct Ordered<T> {
     inner: T,
     in_flight: InFlight,
 }
 
 impl<T> Ordered<T> {
-    pub(crate) fn new(inner: T, in_flight: InFlight) -> Self {
+    pub(super) fn new(inner: T, in_flight: InFlight) -> Self {
         Ordered { inner, in_flight }
     }
 }

@@ -24,7 +24,7 @@
 //!   else through the upstream's `get_X`/`fetch_X`/`read_X` when one takes a single id
 //!   ([`McpPair`], over this session's [`UpstreamTools`]).
 //!
-//! The client's frames are read by [`super::frames`]: one JSON-RPC message a line, capped
+//! The client's frames are read by [`crate::frames`]: one JSON-RPC message a line, capped
 //! at 16 MiB; a frame that is not UTF-8, not JSON, not a message or too long gets a
 //! JSON-RPC error (`id` null, or the request's id) and the session goes on.
 
@@ -56,44 +56,44 @@ use rmcp::service::{
 use serde_json::{json, Map, Value};
 use tokio::sync::OnceCell;
 
-use super::mcp_http_streams::{take_mark, StreamKey};
-use super::mcp_keys;
-use super::mcp_order::{InFlight, Ticket};
-use super::mcp_resource::Authenticated;
-use super::mcp_streams::Destination;
-use super::mcp_transport::{connect, request_bearer, UpstreamSpec};
-use super::{chain, held_json, not_recorded_text, receipt_json, Mode};
+use super::http_streams::{take_mark, StreamKey};
+use super::keys;
+use super::order::{InFlight, Ticket};
+use super::resource::Authenticated;
+use super::streams::Destination;
+use super::transport::{connect, request_bearer, UpstreamSpec};
+use crate::{chain, held_json, not_recorded_text, receipt_json, Mode};
 
 /// The tool added in pending mode to resume a held call.
-pub(crate) const RESUME_TOOL: &str = "attest_resume";
+pub const RESUME_TOOL: &str = "attest_resume";
 
 /// What `attest mcp-proxy` was asked to do.
 #[derive(Debug, Clone)]
-pub(crate) struct ProxyOptions {
+pub struct ProxyOptions {
     /// The server's name: the system when the user named it (`--server`), else (guessed
     /// from the command) a hint for detection.
-    pub(crate) server: String,
+    pub server: String,
     /// Whether the user named the server, which makes it the system.
-    pub(crate) server_named: bool,
+    pub server_named: bool,
     /// How `ask` is answered.
-    pub(crate) mode: Mode,
+    pub mode: Mode,
     /// The upstream: a command, or a remote server's URL.
-    pub(crate) upstream: UpstreamSpec,
+    pub upstream: UpstreamSpec,
     /// Whether a `--listen` client's own bearer token goes to a `--url` upstream (not when
     /// `--listen` is a protected resource: that token was issued for the proxy).
-    pub(crate) pass_bearer: bool,
+    pub pass_bearer: bool,
     /// On stdio with agents configured, this process's agent credential, checked on
     /// every call (on `--listen` each request's own credential names it instead).
-    pub(crate) agent: Option<Arc<attest_core::agents::CallerAgent>>,
+    pub agent: Option<Arc<attest_core::agents::CallerAgent>>,
 }
 
 /// Serves MCP on this process's stdio until the client goes away, then stops the upstream.
-pub(crate) async fn serve(attest: Attest, options: ProxyOptions) -> anyhow::Result<()> {
+pub async fn serve(attest: Attest, options: ProxyOptions) -> anyhow::Result<()> {
     options.upstream.validate()?;
     let proxy = Proxy::new(attest, options);
     let running = proxy
         .clone()
-        .serve(super::frames::stdio())
+        .serve(crate::frames::stdio())
         .await
         .context("MCP handshake with the client on stdin/stdout")?;
     let _ = running.waiting().await;
@@ -135,7 +135,7 @@ struct Inner {
     requests: Routes<RequestId>,
     /// Held (written) while a request goes upstream and its routes are filed.
     filing: Filing,
-    /// The upstream's notifications read and not yet passed on ([`super::mcp_order`]).
+    /// The upstream's notifications read and not yet passed on ([`super::order`]).
     in_flight: InFlight,
 }
 
@@ -358,7 +358,7 @@ impl Proxy {
             action.extra.agent_auth = Some(who.how.to_owned());
             action.extra.agent_owner.clone_from(&who.owner);
         }
-        let key = match mcp_keys::key_of(&context.meta) {
+        let key = match keys::key_of(&context.meta) {
             Ok(key) => key,
             Err(err) => return self.answer(&name, Err(err.into())),
         };
@@ -378,7 +378,7 @@ impl Proxy {
                 governed = governed.idempotency_key(key);
                 // A `--listen` client's `Authorization`, which its key is bound to when
                 // no agent is authenticated (stdio carries none).
-                if let Some(credential) = mcp_keys::credential_of(&context) {
+                if let Some(credential) = keys::credential_of(&context) {
                     governed = governed.credential(credential);
                 }
             }
@@ -574,7 +574,7 @@ impl Proxy {
             ),
             // A retry of a call that ran under the same key: its result again, marked.
             Ok(Outcome::Replayed { receipt, response }) => {
-                let result = mcp_keys::replayed(response.as_deref()).unwrap_or_else(|| {
+                let result = keys::replayed(response.as_deref()).unwrap_or_else(|| {
                     let mut result = error_result(
                         format!(
                             "a call with this idempotency key already ran (seq {}); its result was \
@@ -583,7 +583,7 @@ impl Proxy {
                         ),
                         None,
                     );
-                    mcp_keys::mark_call(&mut result);
+                    keys::mark_call(&mut result);
                     ServerResult::CallToolResult(result)
                 });
                 Ok(with_receipt(result, &receipt))
@@ -624,11 +624,11 @@ impl Proxy {
 /// or its own error result (see [`mcp_keys`]).
 fn kept_result(outcome: &Outcome<Answered, Unanswered>) -> Option<Vec<u8>> {
     match outcome {
-        Outcome::Ran { output, .. } => mcp_keys::keep(&output.0),
+        Outcome::Ran { output, .. } => keys::keep(&output.0),
         Outcome::Failed {
             error: Unanswered::ErrorResult(result),
             ..
-        } => mcp_keys::keep(result),
+        } => keys::keep(result),
         _ => None,
     }
 }
@@ -729,13 +729,13 @@ struct UpstreamClient {
     requests: Routes<RequestId>,
     filing: Filing,
     /// A remote upstream's key for the request a notification was posted for
-    /// ([`super::mcp_http_streams`]); none for a stdio upstream.
+    /// ([`super::http_streams`]); none for a stdio upstream.
     posted: Option<StreamKey>,
     in_flight: InFlight,
 }
 
 impl UpstreamClient {
-    /// Where the client gets `meta`'s notification ([`super::mcp_streams`]): a
+    /// Where the client gets `meta`'s notification ([`super::streams`]): a
     /// subscription's on its `subscriptions/listen` (the id renamed to the client's), a
     /// remote upstream's on the stream of the request it was posted for, else its
     /// standalone stream; none said for a stdio upstream's.
@@ -958,7 +958,7 @@ fn is_error(result: &ServerResult) -> bool {
 
 /// What a tool result says, as a JSON value to hash and check: its structured content,
 /// else its one text block when that is a JSON object, else the whole result.
-pub(crate) fn payload(result: &ServerResult) -> Value {
+pub fn payload(result: &ServerResult) -> Value {
     if let ServerResult::CallToolResult(result) = result {
         return call_payload(result);
     }

@@ -36,7 +36,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer, ServiceExt};
 use serde_json::{json, Value};
 
-use super::{chain, receipt_json};
+use crate::{chain, receipt_json};
 
 /// Largest `limit` `attest_ledger` accepts.
 const MAX_LEDGER_ROWS: u64 = 1000;
@@ -45,14 +45,14 @@ const MAX_LEDGER_ROWS: u64 = 1000;
 const NOT_HERE: &str = "attest_ask files a request; the agent makes the call itself";
 
 /// Serves the six tools on this process's stdio until the client goes away; bad frames get
-/// JSON-RPC errors ([`super::frames`]).
-pub(crate) async fn serve(
+/// JSON-RPC errors ([`crate::frames`]).
+pub async fn serve(
     attest: Attest,
     agent: Option<Arc<attest_core::agents::CallerAgent>>,
 ) -> anyhow::Result<()> {
     let server = AttestServer { attest, agent };
     let running = server
-        .serve(super::frames::stdio())
+        .serve(crate::frames::stdio())
         .await
         .context("MCP handshake with the client on stdin/stdout")?;
     let _ = running.waiting().await;
@@ -60,7 +60,7 @@ pub(crate) async fn serve(
 }
 
 /// The MCP server over one pipeline.
-pub(crate) struct AttestServer {
+pub struct AttestServer {
     attest: Attest,
     /// With agents configured, this process's agent credential, proven again on every
     /// call (a token revoked or rotated since the start stops the next call): every
@@ -400,7 +400,7 @@ fn tool(name: &'static str, description: &'static str, schema: Value, hints: Hin
 }
 
 /// The six tools, with their input schemas and honest annotations.
-pub(crate) fn tools() -> Vec<Tool> {
+pub fn tools() -> Vec<Tool> {
     let call = json!({
         "tool": {"type": "string", "description": "an MCP or agent tool name, e.g. send_email"},
         "server": {"type": "string", "description": "the MCP server the tool belongs to"},

@@ -23,7 +23,7 @@ use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::mcp_resource::Authenticated;
+use super::resource::Authenticated;
 
 /// The `Mcp-Session-Id` header.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -37,12 +37,12 @@ const CHALLENGE_KEY: &str = "attest/upstream_challenge";
 
 /// The credential each open session was opened with, by session id.
 #[derive(Clone, Default)]
-pub(crate) struct SessionGuard {
+pub(super) struct SessionGuard {
     bound: Arc<Mutex<HashMap<String, [u8; 32]>>>,
 }
 
 impl SessionGuard {
-    pub(crate) fn new() -> Self {
+    pub(super) fn new() -> Self {
         SessionGuard::default()
     }
 
@@ -55,13 +55,13 @@ impl SessionGuard {
 
 /// The JSON-RPC error data that carries an upstream's `status` (401 or 403) and its
 /// `WWW-Authenticate` challenge from the proxy's `initialize` to [`guard`].
-pub(crate) fn upstream_challenge(status: u16, www_authenticate: &str) -> Value {
+pub(super) fn upstream_challenge(status: u16, www_authenticate: &str) -> Value {
     json!({CHALLENGE_KEY: {"status": status, "www_authenticate": www_authenticate}})
 }
 
 /// The middleware: checks the session's credential, binds new sessions, forgets ended
 /// ones, and turns an `initialize` refused upstream into the upstream's own status.
-pub(crate) async fn guard(
+pub(super) async fn guard(
     State(guard): State<SessionGuard>,
     request: Request,
     next: Next,

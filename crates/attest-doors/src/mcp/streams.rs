@@ -16,13 +16,13 @@
 //! not make cannot pass as one: an upstream's cancellations are never forwarded, and the
 //! key is random per process and never leaves it.
 //!
-//! Where a notification belongs, as the proxy tells it ([`super::mcp_proxy`]):
+//! Where a notification belongs, as the proxy tells it ([`super::proxy`]):
 //!
 //! - a subscription's notification (`subscriptionId` in its `_meta`): the
 //!   `subscriptions/listen` request it names;
 //! - from a streamable-HTTP upstream: the request on whose `POST` stream the upstream
 //!   sent it, else (its standalone stream) the standalone stream here
-//!   ([`super::mcp_http_streams`]);
+//!   ([`super::http_streams`]);
 //! - from a stdio upstream, a log message (`notifications/message`) while exactly one
 //!   `tools/call` of the session is open: that call. With several open at once it goes
 //!   to the standalone stream, as the transport spec allows: over stdio a log message
@@ -36,7 +36,7 @@
 //!
 //! rmcp's typed handler answers `subscriptions/listen` itself (a session of an earlier
 //! protocol version: `-32601`), so the session's transport hands it to the handler as a
-//! custom request of the same method, which [`super::mcp_listen`] turns back into the
+//! custom request of the same method, which [`super::listen`] turns back into the
 //! typed request for the proxy's one relay — the same path a stdio client's reaches.
 
 use std::collections::HashSet;
@@ -61,7 +61,7 @@ use serde_json::Value;
 /// Where the proxy says a notification it forwards belongs (an in-process mark on the
 /// notification's extensions, never serialized).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Destination {
+pub(super) enum Destination {
     /// The response stream of the client's request with this id.
     Request(RequestId),
     /// The session's standalone stream.
@@ -141,7 +141,7 @@ impl OpenCalls {
 
 /// rmcp's [`LocalSessionManager`], with each session's open tool calls known.
 #[derive(Default)]
-pub(crate) struct CallStreams {
+pub(super) struct CallStreams {
     inner: LocalSessionManager,
     sessions: Mutex<std::collections::HashMap<SessionId, Arc<OpenCalls>>>,
 }
@@ -158,7 +158,7 @@ impl CallStreams {
 
 /// A session's transport: rmcp's, with each notification the proxy placed on a request
 /// sent as a carrier to that request's stream.
-pub(crate) struct CallTransport {
+pub(super) struct CallTransport {
     inner: WorkerTransport<LocalSessionWorker>,
     calls: Arc<OpenCalls>,
 }
@@ -209,7 +209,7 @@ impl Transport<RoleServer> for CallTransport {
             JsonRpcMessage::Request(_) => None,
         };
         // The proxy passes a notification on before the answer it preceded
-        // (`super::mcp_order`), and this send is done once rmcp has stored it: the answer,
+        // (`super::order`), and this send is done once rmcp has stored it: the answer,
         // sent after, cannot overtake it.
         let item = match destination {
             Some(request) => carrier(request, &item).unwrap_or(item),

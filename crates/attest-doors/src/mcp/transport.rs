@@ -9,7 +9,7 @@
 //!
 //! An upstream that answers `401`/`403` with a `WWW-Authenticate` challenge fails
 //! `initialize` with that challenge in the error's data, which `--listen` hands to its
-//! client as HTTP ([`super::mcp_sessions`]).
+//! client as HTTP ([`super::sessions`]).
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -25,18 +25,18 @@ use rmcp::transport::streamable_http_client::{
 };
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 
-use super::chain;
-use super::mcp_http_streams::{default_client, Posted, StreamKey};
-use super::mcp_oauth_client::{self, LoginMode, OAuthClientOptions};
-use super::mcp_order::{InFlight, Ordered};
-use super::mcp_sessions::upstream_challenge;
+use super::http_streams::{default_client, Posted, StreamKey};
+use super::oauth_client::{self, LoginMode, OAuthClientOptions};
+use super::order::{InFlight, Ordered};
+use super::sessions::upstream_challenge;
+use crate::chain;
 
 /// How long the upstream may take to answer `initialize`.
 const UPSTREAM_INIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where the upstream MCP server is.
 #[derive(Clone)]
-pub(crate) enum UpstreamSpec {
+pub enum UpstreamSpec {
     /// A command started as a child, spoken to on its stdio.
     Command(Vec<String>),
     /// A remote server's streamable-HTTP endpoint (`https://…/mcp`).
@@ -67,7 +67,7 @@ impl std::fmt::Debug for UpstreamSpec {
 
 impl UpstreamSpec {
     /// What error messages call the upstream: the program, or the URL's origin.
-    pub(crate) fn label(&self) -> String {
+    pub fn label(&self) -> String {
         match self {
             UpstreamSpec::Command(command) => command.first().cloned().unwrap_or_default(),
             UpstreamSpec::Url { url, .. } => match reqwest::Url::parse(url) {
@@ -84,7 +84,7 @@ impl UpstreamSpec {
 
     /// Checks the spec before anything starts: a command, or an http(s) URL without
     /// userinfo (credentials go in the bearer, not the URL).
-    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> anyhow::Result<()> {
         match self {
             UpstreamSpec::Command(command) if command.is_empty() => anyhow::bail!(
                 "no upstream: give a command after `--` (`attest mcp-proxy -- npx server`) or --url"
@@ -110,7 +110,7 @@ impl UpstreamSpec {
 
 /// The bearer token of the HTTP request that carried this MCP request, when the client
 /// reached the proxy over streamable HTTP.
-pub(crate) fn request_bearer(context: &RequestContext<RoleServer>) -> Option<String> {
+pub fn request_bearer(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<http::request::Parts>()?;
     let value = parts
         .headers
@@ -124,9 +124,9 @@ pub(crate) fn request_bearer(context: &RequestContext<RoleServer>) -> Option<Str
 
 /// Starts (or reaches) the upstream and runs `service` as its client. `bearer` (the
 /// client's own token) beats the spec's. The link counts the upstream's notifications
-/// into `in_flight` ([`super::mcp_order`]); a remote upstream's are marked under `key`
-/// with the request whose stream they came on ([`super::mcp_http_streams`]).
-pub(crate) async fn connect<S: Service<RoleClient>>(
+/// into `in_flight` ([`super::order`]); a remote upstream's are marked under `key`
+/// with the request whose stream they came on ([`super::http_streams`]).
+pub async fn connect<S: Service<RoleClient>>(
     spec: &UpstreamSpec,
     service: S,
     bearer: Option<String>,
@@ -160,7 +160,7 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
         } => {
             install_tls_provider();
             // The client's own token is not sent: Attest holds the upstream's.
-            let client = mcp_oauth_client::client((**oauth).clone())
+            let client = oauth_client::client((**oauth).clone())
                 .await
                 .map_err(|err| {
                     ErrorData::internal_error(format!("upstream `{label}`: {err}"), None)
@@ -171,7 +171,7 @@ pub(crate) async fn connect<S: Service<RoleClient>>(
             let transport = Ordered::new(transport, in_flight);
             // A person signing in in a browser takes longer than a server's answer.
             let timeout = match oauth.login {
-                LoginMode::Browser => UPSTREAM_INIT_TIMEOUT + mcp_oauth_client::LOGIN_TIMEOUT,
+                LoginMode::Browser => UPSTREAM_INIT_TIMEOUT + oauth_client::LOGIN_TIMEOUT,
                 LoginMode::Headless | LoginMode::Never => UPSTREAM_INIT_TIMEOUT,
             };
             tokio::time::timeout(timeout, Box::pin(service.serve(transport))).await
@@ -233,7 +233,7 @@ fn challenge(err: &ClientInitializeError) -> Option<(u16, &str)> {
 
 /// The `--listen` address: an IP address and port on this machine's loopback. Remote
 /// clients reach it through a TLS-terminating reverse proxy on the same host.
-pub(crate) fn listen_address(text: &str) -> anyhow::Result<SocketAddr> {
+pub fn listen_address(text: &str) -> anyhow::Result<SocketAddr> {
     let address: SocketAddr = text
         .parse()
         .map_err(|_| anyhow::anyhow!("--listen {text:?}: not IP:PORT (127.0.0.1:8765)"))?;
@@ -247,7 +247,7 @@ pub(crate) fn listen_address(text: &str) -> anyhow::Result<SocketAddr> {
 /// A name for a remote server from its URL: the host's main label without `mcp.`/`api.`
 /// (`https://mcp.notion.com/mcp` → `notion`); `mcp` for an IP address or `localhost`.
 /// Only a hint for detection, as a name guessed from a command is.
-pub(crate) fn server_name_from_url(url: &str) -> String {
+pub fn server_name_from_url(url: &str) -> String {
     let host = reqwest::Url::parse(url)
         .ok()
         .and_then(|u| u.domain().map(str::to_owned))
@@ -263,7 +263,7 @@ pub(crate) fn server_name_from_url(url: &str) -> String {
 }
 
 /// rmcp's HTTP client uses the process's rustls provider: ring, as reqwest's own.
-pub(crate) fn install_tls_provider() {
+pub fn install_tls_provider() {
     // Fails only when one is installed already, which is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -15,7 +15,7 @@ use super::digest::Digest;
 
 /// Something a person should hear about.
 #[derive(Debug, Clone)]
-pub(crate) enum Alert {
+pub enum Alert {
     /// The background verifier found the chain broken.
     ChainBroken {
         /// The first broken seq.
@@ -34,7 +34,7 @@ pub(crate) enum Alert {
 
 impl Alert {
     /// The notice the notifiers send.
-    pub(crate) fn notice(&self) -> Notice {
+    pub fn notice(&self) -> Notice {
         match self {
             Alert::ChainBroken { seq, detail } => Notice {
                 kind: NoticeKind::ChainBroken,
@@ -56,7 +56,7 @@ impl Alert {
 }
 
 /// The notice for a digest: its text for people, its JSON (with the flags) for programs.
-pub(crate) fn digest_notice(digest: &Digest) -> Notice {
+pub fn digest_notice(digest: &Digest) -> Notice {
     let flags = digest.flag_count;
     Notice {
         kind: NoticeKind::DigestReady,
@@ -72,7 +72,7 @@ pub(crate) fn digest_notice(digest: &Digest) -> Notice {
 
 /// Where alerts go: standard error, and the configured notifiers.
 #[derive(Clone, Default)]
-pub(crate) struct Alerts {
+pub struct Alerts {
     notifiers: Arc<Vec<Arc<dyn Notifier>>>,
 }
 
@@ -86,20 +86,20 @@ impl std::fmt::Debug for Alerts {
 
 impl Alerts {
     /// Alerts go to standard error and through `notifiers`.
-    pub(crate) fn new(notifiers: Vec<Arc<dyn Notifier>>) -> Alerts {
+    pub fn new(notifiers: Vec<Arc<dyn Notifier>>) -> Alerts {
         Alerts {
             notifiers: Arc::new(notifiers),
         }
     }
 
     /// Whether any notifier is configured.
-    pub(crate) fn has_notifiers(&self) -> bool {
+    pub fn has_notifiers(&self) -> bool {
         !self.notifiers.is_empty()
     }
 
     /// Sends one alert: on standard error now, through the notifiers on the current
     /// runtime (in the background).
-    pub(crate) fn send(&self, alert: &Alert) {
+    pub fn send(&self, alert: &Alert) {
         let notice = alert.notice();
         eprintln!("attest serve: ALERT: {}", notice.title);
         match tokio::runtime::Handle::try_current() {
@@ -113,7 +113,7 @@ impl Alerts {
 
     /// Sends `notice` through every notifier; returns how many failed (each is reported
     /// on standard error).
-    pub(crate) async fn announce(&self, notice: &Notice) -> usize {
+    pub async fn announce(&self, notice: &Notice) -> usize {
         let mut failed = 0;
         for notifier in self.notifiers.iter() {
             if let Err(err) = notifier.announce(notice).await {
@@ -121,7 +121,7 @@ impl Alerts {
                 eprintln!(
                     "attest: the {} notice was not sent: {}",
                     notice.kind.as_str(),
-                    crate::servers::chain(&err)
+                    crate::chain(&err)
                 );
             }
         }

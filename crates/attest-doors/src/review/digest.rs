@@ -41,18 +41,18 @@ pub(crate) const MIN_HOURS_BASELINE: u64 = 20;
 
 /// What to digest.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct DigestOptions {
+pub struct DigestOptions {
     /// The window's end (exclusive).
-    pub(crate) until: SystemTime,
+    pub until: SystemTime,
     /// The window's length.
-    pub(crate) window: Duration,
+    pub window: Duration,
     /// How far back before the window the baseline reaches.
-    pub(crate) baseline: Duration,
+    pub baseline: Duration,
 }
 
 /// The digest: totals per agent and system, and the flags.
 #[derive(Debug, Serialize)]
-pub(crate) struct Digest {
+pub struct Digest {
     /// The window, `[from, until)`.
     pub(crate) window: Span,
     /// The baseline, `[from, until)`, and how many windows it holds.
@@ -151,7 +151,7 @@ struct Current {
 }
 
 /// Reads the ledger and computes the digest.
-pub(crate) fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, LedgerError> {
+pub fn digest(ledger: &Ledger, options: DigestOptions) -> Result<Digest, LedgerError> {
     let window_secs = options.window.as_secs().max(1);
     // Whole seconds, rounded up: a row appended earlier in the current second (the call
     // that just ran) is inside a window that ends now.
@@ -466,7 +466,7 @@ fn mean_sd(per_window: &BTreeMap<u64, u64>, windows: u64) -> (f64, f64) {
 }
 
 /// The digest as text for a terminal.
-pub(crate) fn render_text(digest: &Digest) -> String {
+pub fn render_text(digest: &Digest) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(

@@ -5,34 +5,28 @@
 //! Nothing here decides or writes entries: it reads the ledger (bounded, by seq) and
 //! reports.
 
-pub(crate) mod alerts;
-pub(crate) mod dashboard;
+pub mod alerts;
+mod cache;
 mod digest;
 pub(crate) mod metrics;
 pub(crate) mod model;
-pub(crate) mod ocsf;
-mod rows;
-pub(crate) use rows::claimed;
+pub mod ocsf;
+pub(crate) mod rows;
+pub use rows::claimed;
 mod shadow;
-pub(crate) mod telemetry;
-pub(crate) mod verifier;
+pub mod telemetry;
+pub mod verifier;
 
-use std::io::Write;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use anyhow::Context;
 use attest_ledger::Ledger;
-use clap::Args;
-
-use crate::config::Config;
 
 /// What `attest serve` reviews with: the read model, its answer cache, the background
 /// verifier, and where alerts and digests go.
-pub(crate) struct Review {
+pub struct Review {
     pub(crate) model: model::ReadModel,
-    pub(crate) cache: dashboard::Cache,
+    pub(crate) cache: cache::Cache,
     pub(crate) verifier: Arc<verifier::Verifier>,
     alerts: alerts::Alerts,
 }
@@ -45,19 +39,17 @@ impl std::fmt::Debug for Review {
 
 impl Review {
     /// Opens the read model and the verifier on connections of their own to the
-    /// configured ledger (read-only: neither ever holds the write lock; a file or a
-    /// `postgres://` URL). Alerts go to standard error and through `alerts`' notifiers.
-    pub(crate) fn open(config: &Config, alerts: alerts::Alerts) -> anyhow::Result<Review> {
-        let open = || -> anyhow::Result<Arc<Ledger>> {
-            Ok(Arc::new(
-                config
-                    .open_ledger_read_only()
-                    .context("opening it for review")?,
-            ))
-        };
+    /// configured ledger, each from `open` (read-only: neither ever holds the write lock;
+    /// a file or a `postgres://` URL). Alerts go to standard error and through `alerts`'
+    /// notifiers.
+    pub fn open<E>(
+        open: impl Fn() -> Result<Ledger, E>,
+        alerts: alerts::Alerts,
+    ) -> Result<Review, E> {
+        let open = || open().map(Arc::new);
         Ok(Review {
             model: model::ReadModel::new(open()?),
-            cache: dashboard::Cache::default(),
+            cache: cache::Cache::default(),
             verifier: Arc::new(verifier::Verifier::new(open()?, alerts.clone())),
             alerts,
         })
@@ -65,7 +57,7 @@ impl Review {
 
     /// Starts the background verifier (and the digest, when scheduled) on the current
     /// runtime, and folds the ledger into the read model in the background.
-    pub(crate) fn start(self: &Arc<Self>, schedule: verifier::Schedule) {
+    pub fn start(self: &Arc<Self>, schedule: verifier::Schedule) {
         tokio::spawn(Arc::clone(&self.verifier).run(schedule));
         if let Some(every) = schedule.digest {
             tokio::spawn(Arc::clone(self).post_digests(every, schedule.digest_baseline));
@@ -79,7 +71,7 @@ impl Review {
             if let Err(err) = filled {
                 eprintln!(
                     "attest serve: the dashboard could not read the ledger: {}",
-                    crate::servers::chain(&err)
+                    crate::chain(&err)
                 );
             }
         });
@@ -106,7 +98,7 @@ impl Review {
                 }
                 Ok(Err(err)) => eprintln!(
                     "attest serve: the digest could not read the ledger: {}",
-                    crate::servers::chain(&err)
+                    crate::chain(&err)
                 ),
                 Err(err) => eprintln!("attest serve: the digest stopped: {err}"),
             }
@@ -114,7 +106,7 @@ impl Review {
     }
 
     /// `/healthz`'s answer: healthy unless the chain is known to be broken.
-    pub(crate) fn health(&self) -> (bool, serde_json::Value) {
+    pub fn health(&self) -> (bool, serde_json::Value) {
         let status = self.verifier.status();
         if status.broken() {
             (false, serde_json::json!({"ok": false, "chain": status}))
@@ -124,109 +116,4 @@ impl Review {
     }
 }
 
-/// `attest serve`'s options for the background verifier.
-#[derive(Debug, Args)]
-pub(crate) struct ServeReviewArgs {
-    /// How often the background verifier checks new entries.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    pub(crate) verify_interval: Duration,
-    /// How often it checks the whole chain (at least 5s).
-    #[arg(long, env = "ATTEST_FULL_VERIFY_INTERVAL", default_value = "5m", value_parser = humantime::parse_duration)]
-    pub(crate) full_verify_interval: Duration,
-    /// Send the digest of the last period through the configured notifiers this often
-    /// (`24h`); needs a notifier.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    pub(crate) digest_every: Option<Duration>,
-    /// How much history the scheduled digest compares each agent with.
-    #[arg(long, default_value = "28d", value_parser = humantime::parse_duration)]
-    pub(crate) digest_baseline: Duration,
-}
-
-impl ServeReviewArgs {
-    /// The verifier's schedule.
-    pub(crate) fn schedule(&self) -> anyhow::Result<verifier::Schedule> {
-        if self.full_verify_interval < Duration::from_secs(5) {
-            anyhow::bail!("--full-verify-interval must be at least 5s");
-        }
-        if self.verify_interval < Duration::from_millis(100) {
-            anyhow::bail!("--verify-interval must be at least 100ms");
-        }
-        if self
-            .digest_every
-            .is_some_and(|every| every < Duration::from_secs(1))
-        {
-            anyhow::bail!("--digest-every must be at least 1s");
-        }
-        Ok(verifier::Schedule {
-            incremental: self.verify_interval,
-            full: self.full_verify_interval,
-            digest: self.digest_every,
-            digest_baseline: self.digest_baseline,
-        })
-    }
-}
-
-pub(crate) use digest::{digest, render_text, DigestOptions};
-
-/// `attest digest`'s arguments.
-#[derive(Debug, Args)]
-pub(crate) struct DigestArgs {
-    /// The window's length, ending now (or at --until): `24h`, `7d`, `90m`.
-    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
-    pub(crate) since: Duration,
-    /// The window's end (RFC 3339 UTC) [default: now].
-    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
-    pub(crate) until: Option<SystemTime>,
-    /// How much history before the window each agent is compared with.
-    #[arg(long, default_value = "28d", value_parser = humantime::parse_duration)]
-    pub(crate) baseline: Duration,
-    /// Print the digest as one JSON object.
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// Also send it through the configured notifiers (Slack, webhook, e-mail).
-    #[arg(long)]
-    pub(crate) post: bool,
-}
-
-/// `attest digest`: reads only; exit 0 whether or not anything was flagged.
-pub(crate) fn digest_command(config: &Config, args: &DigestArgs) -> anyhow::Result<ExitCode> {
-    if args.since.is_zero() {
-        anyhow::bail!("--since must be longer than zero");
-    }
-    let notifiers = if args.post {
-        let notifiers = config.notifiers()?;
-        if notifiers.is_empty() {
-            anyhow::bail!("--post needs a notifier under `notify:` in the configuration file");
-        }
-        notifiers
-    } else {
-        Vec::new()
-    };
-    let ledger = config.open_ledger_read_only()?;
-    let options = DigestOptions {
-        until: args.until.unwrap_or_else(SystemTime::now),
-        window: args.since,
-        baseline: args.baseline,
-    };
-    let digest = digest(&ledger, options).context("reading the ledger for the digest")?;
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &digest)?;
-        writeln!(out)?;
-    } else {
-        out.write_all(render_text(&digest).as_bytes())?;
-    }
-    out.flush()?;
-    if !notifiers.is_empty() {
-        let sent = notifiers.len();
-        let alerts = alerts::Alerts::new(notifiers);
-        let failed = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-            .block_on(alerts.announce(&alerts::digest_notice(&digest)));
-        if failed > 0 {
-            anyhow::bail!("the digest was not sent through {failed} of {sent} notifiers");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
+pub use digest::{digest, render_text, DigestOptions};

@@ -22,14 +22,14 @@ use serde_json::{json, Value};
 use super::rows::{parse_ts, RowView};
 
 /// The OCSF schema version the events follow.
-pub(crate) const OCSF_VERSION: &str = "1.3.0";
+pub const OCSF_VERSION: &str = "1.3.0";
 /// API Activity.
 const CLASS_UID: u64 = 6003;
 /// Application Activity.
 const CATEGORY_UID: u64 = 6;
 
 /// Writes every entry as one OCSF event per line; returns how many.
-pub(crate) fn export(ledger: &Ledger, out: &mut impl Write) -> Result<u64, LedgerError> {
+pub fn export(ledger: &Ledger, out: &mut impl Write) -> Result<u64, LedgerError> {
     let mut count = 0;
     ledger.for_each_row(1, |row| {
         let view = RowView::parse(row.body).ok_or_else(|| LedgerError::BadRow {
@@ -50,7 +50,7 @@ pub(crate) fn export(ledger: &Ledger, out: &mut impl Write) -> Result<u64, Ledge
 }
 
 /// One entry as an API Activity event.
-pub(crate) fn event(seq: u64, hash: &str, prev: &Value, row: &RowView<'_>) -> Value {
+pub fn event(seq: u64, hash: &str, prev: &Value, row: &RowView<'_>) -> Value {
     let (activity_id, activity_name) = activity(&row.verb);
     let (status_id, status) = match row.status() {
         "ok" | "recorded" => (1, "Success"),

@@ -11,17 +11,17 @@ use serde::Deserialize;
 
 /// One row's body, as far as review needs it.
 #[derive(Debug, Deserialize)]
-pub(crate) struct RowView<'a> {
+pub struct RowView<'a> {
     #[serde(borrow, default)]
-    pub(crate) action_id: Cow<'a, str>,
+    pub action_id: Cow<'a, str>,
     #[serde(borrow, default)]
-    pub(crate) run_id: Option<Cow<'a, str>>,
+    pub run_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub(crate) ts: Cow<'a, str>,
     #[serde(borrow, default)]
     pub(crate) agent: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub(crate) actor: Option<Cow<'a, str>>,
+    pub actor: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub(crate) system: Cow<'a, str>,
     #[serde(borrow, default)]
@@ -33,13 +33,13 @@ pub(crate) struct RowView<'a> {
     #[serde(borrow, default)]
     pub(crate) decision: Cow<'a, str>,
     #[serde(borrow, default)]
-    pub(crate) tier: Cow<'a, str>,
+    pub tier: Cow<'a, str>,
     #[serde(borrow, default)]
-    pub(crate) rules_fired: Vec<Cow<'a, str>>,
+    pub rules_fired: Vec<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub(crate) reasons: Vec<Cow<'a, str>>,
+    pub reasons: Vec<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub(crate) confirm: Option<ConfirmView<'a>>,
+    pub confirm: Option<ConfirmView<'a>>,
     #[serde(borrow, default)]
     pub(crate) execution: Option<ExecutionView<'a>>,
     #[serde(borrow, default)]
@@ -61,11 +61,11 @@ pub(crate) struct ShadowView<'a> {
 
 /// `confirm`.
 #[derive(Debug, Deserialize)]
-pub(crate) struct ConfirmView<'a> {
+pub struct ConfirmView<'a> {
     #[serde(borrow, default)]
-    pub(crate) outcome: Cow<'a, str>,
+    pub outcome: Cow<'a, str>,
     #[serde(borrow, default)]
-    pub(crate) approver: Option<Cow<'a, str>>,
+    pub approver: Option<Cow<'a, str>>,
 }
 
 /// `execution`.
@@ -106,7 +106,7 @@ impl<'a> RowView<'a> {
     }
 
     /// The confirm outcome (`approved`, `rejected`, `edited`, `expired`), or "".
-    pub(crate) fn confirm_outcome(&self) -> &str {
+    pub fn confirm_outcome(&self) -> &str {
         self.confirm.as_ref().map_or("", |c| c.outcome.as_ref())
     }
 
@@ -134,17 +134,17 @@ impl<'a> RowView<'a> {
     }
 
     /// The confirm outcome as a view shows it: an imported row's is the source's claim.
-    pub(crate) fn shown_confirm(&self) -> String {
+    pub fn shown_confirm(&self) -> String {
         claimed(self.is_imported(), self.confirm_outcome())
     }
 
     /// The verification level as a view shows it: an imported row's is the source's claim.
-    pub(crate) fn shown_level(&self) -> String {
+    pub fn shown_level(&self) -> String {
         claimed(self.is_imported(), self.level())
     }
 
     /// The decision policy gave and shadow mode did not enforce (`refuse`, `ask`), or "".
-    pub(crate) fn shadow_decision(&self) -> &str {
+    pub fn shadow_decision(&self) -> &str {
         self.shadow.as_ref().map_or("", |s| s.decision.as_ref())
     }
 
@@ -155,7 +155,7 @@ impl<'a> RowView<'a> {
 }
 
 /// `value`, or `value (claimed)` for an imported row's field (nothing stays nothing).
-pub(crate) fn claimed(imported: bool, value: &str) -> String {
+pub fn claimed(imported: bool, value: &str) -> String {
     if imported && !value.is_empty() {
         format!("{value} (claimed)")
     } else {

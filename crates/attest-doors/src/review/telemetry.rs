@@ -25,7 +25,7 @@ use super::metrics;
 
 /// Keeps the exporter alive; flushes pending spans when dropped.
 #[derive(Debug, Default)]
-pub(crate) struct Telemetry {
+pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
 }
 
@@ -53,7 +53,7 @@ fn otlp_wanted(var: impl Fn(&str) -> Option<String>) -> bool {
 /// process that serves `/metrics`), OTLP traces when configured. With neither, none is
 /// installed and a span costs a branch. An exporter that cannot be built is reported
 /// and left out: the actions still run and are recorded.
-pub(crate) fn init(latency: bool) -> Telemetry {
+pub fn init(latency: bool) -> Telemetry {
     let env = |name: &str| std::env::var(name).ok();
     let provider = if otlp_wanted(env) {
         match exporter() {

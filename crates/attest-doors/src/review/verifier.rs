@@ -20,24 +20,24 @@ use serde::Serialize;
 use super::alerts::{Alert, Alerts};
 
 /// Rows per batch.
-pub(crate) const BATCH: usize = 2_000;
+pub const BATCH: usize = 2_000;
 
 /// What `attest serve` runs on a schedule: the verifier, and the digest.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Schedule {
+pub struct Schedule {
     /// Between checks of new entries.
-    pub(crate) incremental: Duration,
+    pub incremental: Duration,
     /// Between passes over the whole chain.
-    pub(crate) full: Duration,
+    pub full: Duration,
     /// Between digests sent through the notifiers (none when not set).
-    pub(crate) digest: Option<Duration>,
+    pub digest: Option<Duration>,
     /// How much history a scheduled digest compares with.
-    pub(crate) digest_baseline: Duration,
+    pub digest_baseline: Duration,
 }
 
 /// What the verifier knows of the chain.
 #[derive(Debug, Clone, Default, Serialize)]
-pub(crate) struct ChainStatus {
+pub struct ChainStatus {
     /// When the last whole pass finished.
     pub(crate) last_full_pass: Option<String>,
     /// Rows the last whole pass checked.
@@ -58,13 +58,13 @@ pub(crate) struct ChainStatus {
 
 impl ChainStatus {
     /// Whether the chain is known to be broken.
-    pub(crate) fn broken(&self) -> bool {
+    pub fn broken(&self) -> bool {
         self.first_broken_seq.is_some()
     }
 }
 
 /// The verifier: its status, shared with the dashboard and `/healthz`.
-pub(crate) struct Verifier {
+pub struct Verifier {
     ledger: Arc<Ledger>,
     status: Mutex<ChainStatus>,
     /// Where incremental checks resume: the last checked seq and its hash.
@@ -80,7 +80,7 @@ impl std::fmt::Debug for Verifier {
 
 impl Verifier {
     /// A verifier over `ledger` (a read-only connection of its own).
-    pub(crate) fn new(ledger: Arc<Ledger>, alerts: Alerts) -> Verifier {
+    pub fn new(ledger: Arc<Ledger>, alerts: Alerts) -> Verifier {
         Verifier {
             ledger,
             status: Mutex::new(ChainStatus::default()),
@@ -90,7 +90,7 @@ impl Verifier {
     }
 
     /// The status now.
-    pub(crate) fn status(&self) -> ChainStatus {
+    pub fn status(&self) -> ChainStatus {
         self.status
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -102,7 +102,7 @@ impl Verifier {
     }
 
     /// Checks the rows after the last one checked (all of them the first time).
-    pub(crate) fn check_new(&self) -> Result<u64, LedgerError> {
+    pub fn check_new(&self) -> Result<u64, LedgerError> {
         let start = *self.resume.lock().unwrap_or_else(PoisonError::into_inner);
         let (rows, end) = self.pass(start)?;
         if let Some(end) = end {
@@ -118,7 +118,7 @@ impl Verifier {
     }
 
     /// Checks the whole chain from its first stored row.
-    pub(crate) fn check_all(&self) -> Result<u64, LedgerError> {
+    pub fn check_all(&self) -> Result<u64, LedgerError> {
         let started = std::time::Instant::now();
         let (rows, end) = self.pass(None)?;
         let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -192,7 +192,7 @@ impl Verifier {
 
     /// Runs the schedule until the process ends: a whole pass first, then new entries
     /// every `schedule.incremental` and the whole chain every `schedule.full`.
-    pub(crate) async fn run(self: Arc<Self>, schedule: Schedule) {
+    pub async fn run(self: Arc<Self>, schedule: Schedule) {
         let mut last_full: Option<std::time::Instant> = None;
         loop {
             let full = last_full.is_none_or(|at| at.elapsed() >= schedule.full);
@@ -211,7 +211,7 @@ impl Verifier {
             match done {
                 Ok(Ok(_)) => self.update(|s| s.error = None),
                 Ok(Err(err)) => {
-                    let text = crate::servers::chain(&err);
+                    let text = crate::chain(&err);
                     eprintln!("attest serve: background verify could not run: {text}");
                     self.update(|s| s.error = Some(text));
                 }
