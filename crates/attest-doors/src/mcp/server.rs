@@ -50,11 +50,24 @@ pub async fn serve(
     attest: Attest,
     agent: Option<Arc<attest_core::agents::CallerAgent>>,
 ) -> anyhow::Result<()> {
-    let server = AttestServer { attest, agent };
-    let running = server
-        .serve(crate::frames::stdio())
+    serve_on(attest, agent, crate::frames::stdio())
         .await
-        .context("MCP handshake with the client on stdin/stdout")?;
+        .context("MCP handshake with the client on stdin/stdout")
+}
+
+/// Serves the six tools over `transport` (any rmcp transport: a stream pair, an in-process
+/// duplex) until the client goes away.
+pub async fn serve_on<T, E, A>(
+    attest: Attest,
+    agent: Option<Arc<attest_core::agents::CallerAgent>>,
+    transport: T,
+) -> anyhow::Result<()>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let server = AttestServer { attest, agent };
+    let running = server.serve(transport).await?;
     let _ = running.waiting().await;
     Ok(())
 }
