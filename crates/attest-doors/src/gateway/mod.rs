@@ -41,6 +41,7 @@
 //!   approved request upstream (the gateway never keeps credentials). The path
 //!   `/_attest/` is the gateway's own and is never forwarded.
 
+mod rejection;
 pub(crate) mod replay;
 pub mod tenants;
 
@@ -64,8 +65,9 @@ use reqwest::Url;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use self::rejection::Rejection;
 use self::tenants::{Picked, TenantRefusal, Tenants};
-use crate::{chain, held_json, not_recorded_text, receipt_json};
+use crate::{chain, held_json, not_recorded_text};
 use attest_core::agents::{AgentAuth, AgentIdentity, AgentRefusal};
 
 /// The header that names the upstream base URL.
@@ -189,15 +191,6 @@ pub async fn serve(listener: tokio::net::TcpListener, state: GatewayState) -> an
         .context("the gateway stopped")
 }
 
-/// A JSON error response with the attest headers.
-pub fn reject(status: StatusCode, body: Value, receipt: Option<&Receipt>) -> Response {
-    let mut response = (status, axum::Json(body)).into_response();
-    if let Some(receipt) = receipt {
-        add_receipt_headers(response.headers_mut(), receipt);
-    }
-    response
-}
-
 pub(crate) fn add_receipt_headers(headers: &mut HeaderMap, receipt: &Receipt) {
     let level = receipt.level.map_or("none", |l| l.as_str());
     for (name, value) in [
@@ -233,10 +226,8 @@ enum TargetError {
 impl TargetError {
     fn into_response(self) -> Response {
         match self {
-            TargetError::Bad(why) => reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
-            TargetError::NotAllowed(why) => {
-                reject(StatusCode::FORBIDDEN, json!({"error": why}), None)
-            }
+            TargetError::Bad(why) => Rejection::BadRequest(why).into_response(),
+            TargetError::NotAllowed(why) => Rejection::Forbidden(why).into_response(),
         }
     }
 }
@@ -460,7 +451,7 @@ async fn pass_through(
 ) -> Response {
     let response = match send_head(state, method, url, headers, body).await {
         Ok(response) => response,
-        Err(why) => return reject(StatusCode::BAD_GATEWAY, json!({"error": why}), None),
+        Err(why) => return Rejection::Unreachable(why).into_response(),
     };
     let status = response.status();
     let upstream_headers = end_to_end(response.headers());
@@ -600,11 +591,10 @@ async fn forward(
         Err(refused) => return refused,
     };
     if is_own_path(uri.path()) {
-        return reject(
-            StatusCode::NOT_FOUND,
-            json!({"error": "no such gateway endpoint; /_attest/ is never forwarded"}),
-            None,
-        );
+        return Rejection::NotFound(
+            "no such gateway endpoint; /_attest/ is never forwarded".to_owned(),
+        )
+        .into_response();
     }
     let url = match target_url(&uri, &headers, &state.options) {
         Ok(url) => url,
@@ -616,7 +606,7 @@ async fn forward(
         .map(|v| v.to_str().unwrap_or("?"));
     if let Err(why) = attest_core::http_body::decode_content(coding, &body) {
         let status = StatusCode::from_u16(why.status()).unwrap_or(StatusCode::BAD_REQUEST);
-        return reject(status, json!({"error": why.to_string()}), None);
+        return Rejection::Refused(status, why.to_string()).into_response();
     }
     let mut action = action_for(&attest, &method, &url, &headers, &body);
     if let Some(identity) = &identity {
@@ -635,7 +625,7 @@ async fn forward(
     }
     let key = match replay::key_of(&headers) {
         Ok(key) => key,
-        Err(why) => return reject(StatusCode::BAD_REQUEST, json!({"error": why}), None),
+        Err(why) => return Rejection::BadRequest(why).into_response(),
     };
     let check = (!action.verb.is_read() && method != Method::DELETE)
         .then(|| caller_read_back(state.reader.clone(), credentials(&headers)));
@@ -669,19 +659,17 @@ fn kept_response(outcome: &Outcome<Upstreamed, Unanswered>) -> Option<Vec<u8>> {
         Outcome::Failed {
             error: Unanswered::Transport(why),
             receipt,
-        } => replay::keep_json(StatusCode::BAD_GATEWAY, &transport_failed(why, receipt)),
+        } => replay::keep_json(
+            StatusCode::BAD_GATEWAY,
+            &Rejection::transport_failed_body(why, receipt),
+        ),
         _ => None,
     }
 }
 
-/// The body of a 502: the upstream could not be reached, or did not answer.
-fn transport_failed(why: &str, receipt: &Receipt) -> Value {
-    json!({"error": why, "receipt": receipt_json(receipt)})
-}
-
 /// A request whose tenant the gateway refuses; nothing was sent upstream.
 fn refused_tenant(refusal: TenantRefusal) -> Response {
-    reject(refusal.status, json!({"error": refusal.message}), None)
+    Rejection::Refused(refusal.status, refusal.message).into_response()
 }
 
 /// The request's tenant's pipeline and who calls: with agents configured, the agent the
@@ -709,11 +697,7 @@ async fn identify(
 ) -> Result<Option<AgentIdentity>, Response> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let refused = |refusal: AgentRefusal| {
-        reject(
-            crate::agents::status(&refusal),
-            json!({"error": refusal.reason}),
-            None,
-        )
+        Rejection::Refused(crate::agents::status(&refusal), refusal.reason).into_response()
     };
     if let Some(agents) = &state.options.agents {
         let in_tenant;
@@ -730,11 +714,10 @@ async fn identify(
             .map_err(refused);
     }
     match &state.options.token {
-        Some(token) if !token.accepts(headers) => Err(reject(
-            StatusCode::UNAUTHORIZED,
-            json!({"error": format!("this gateway needs its token in {TOKEN_HEADER}")}),
-            None,
-        )),
+        Some(token) if !token.accepts(headers) => Err(Rejection::NeedsToken(format!(
+            "this gateway needs its token in {TOKEN_HEADER}"
+        ))
+        .into_response()),
         _ => Ok(None),
     }
 }
@@ -759,49 +742,30 @@ async fn resume(
         }
         Err(err) => {
             eprintln!("attest gateway: resume: {}", chain(&err));
-            return reject(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "the approval store is not available"}),
-                None,
-            );
+            return Rejection::Internal("the approval store is not available").into_response();
         }
     };
     let request = match request {
         Ok(Ok(request)) => request,
-        Ok(Err(err)) => return reject(StatusCode::NOT_FOUND, json!({"error": chain(&err)}), None),
-        Err(_) => {
-            return reject(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "internal error"}),
-                None,
-            )
-        }
+        Ok(Err(err)) => return Rejection::NotFound(chain(&err)).into_response(),
+        Err(_) => return Rejection::Internal("internal error").into_response(),
     };
     // Only the agent that asked resumes what it asked for.
     if let Some(identity) = &identity {
         let asked = request.action.agent.as_deref().unwrap_or_default();
         if !asked.eq_ignore_ascii_case(&identity.name) {
-            return reject(
-                StatusCode::FORBIDDEN,
-                json!({"error": "this request was held for another agent"}),
-                None,
-            );
+            return Rejection::Forbidden("this request was held for another agent".to_owned())
+                .into_response();
         }
     }
     let extra = &request.action.extra;
     let (Some(method), Some(url)) = (extra.method.as_deref(), extra.url.as_deref()) else {
-        return reject(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "the held request is not an HTTP call"}),
-            None,
-        );
+        return Rejection::BadRequest("the held request is not an HTTP call".to_owned())
+            .into_response();
     };
     let (Ok(method), Ok(url)) = (method.parse::<Method>(), Url::parse(url)) else {
-        return reject(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "the held request's method or URL does not parse"}),
-            None,
-        );
+        return Rejection::BadRequest("the held request's method or URL does not parse".to_owned())
+            .into_response();
     };
     // The body sent is the approved params (a person may have edited them): a held raw
     // body byte for byte, else JSON; whatever the resume request carried.
@@ -836,14 +800,8 @@ fn respond(
     outcome: Result<Outcome<Upstreamed, Unanswered>, AttestError>,
 ) -> Response {
     let origin = url.origin().ascii_serialization();
-    let not_run = |error: String, receipt: &Receipt| {
-        reject(
-            StatusCode::FORBIDDEN,
-            json!({"error": format!("{error}; the upstream was not called"),
-                   "reasons": receipt.reasons, "receipt": receipt_json(receipt)}),
-            Some(receipt),
-        )
-    };
+    let not_run =
+        |error: String, receipt: Receipt| Rejection::NotRun { error, receipt }.into_response();
     let warn = |receipt: &Receipt| {
         if let Some(warning) = &receipt.warning {
             eprintln!("attest gateway: {method} {origin}: {warning}");
@@ -864,58 +822,43 @@ fn respond(
         Ok(Outcome::Failed {
             error: Unanswered::Transport(why),
             receipt,
-        }) => reject(
-            StatusCode::BAD_GATEWAY,
-            transport_failed(&why, &receipt),
-            Some(&receipt),
-        ),
+        }) => Rejection::TransportFailed { why, receipt }.into_response(),
         Ok(Outcome::Replayed { receipt, response }) => {
             replay::replayed(&receipt, response.as_deref())
         }
-        Err(AttestError::Idempotency(err)) => replay::refused(&err),
-        Ok(Outcome::Refused { receipt }) => not_run("refused by policy".to_owned(), &receipt),
+        Err(AttestError::Idempotency(err)) => Rejection::Idempotency(err).into_response(),
+        Ok(Outcome::Refused { receipt }) => not_run("refused by policy".to_owned(), receipt),
         Ok(Outcome::Rejected { approver, receipt }) => {
-            not_run(format!("not allowed: rejected by {approver}"), &receipt)
+            not_run(format!("not allowed: rejected by {approver}"), receipt)
         }
         Ok(Outcome::Expired { receipt, .. }) => not_run(
             "not allowed: the approval request expired".to_owned(),
-            &receipt,
+            receipt,
         ),
         Ok(Outcome::Held { id, token, receipt }) => {
             let mut body = held_json(&id, &token, &receipt);
             body["resume"] = json!(format!("/_attest/resume/{}", token.expose()));
-            reject(StatusCode::ACCEPTED, body, Some(&receipt))
+            Rejection::Held { body, receipt }.into_response()
         }
         // The intent row was not accepted: the upstream was never called. 507 (the
         // server cannot store what the request needs) is not a status clients retry.
         Err(err @ AttestError::NotRecorded(_)) => {
             let text = not_recorded_text("the request", &err);
             eprintln!("attest gateway: {method} {origin}: {text}");
-            reject(
-                StatusCode::INSUFFICIENT_STORAGE,
-                json!({"error": text, "upstream_called": false}),
-                None,
-            )
+            Rejection::NotRecorded(text).into_response()
         }
-        Err(AttestError::Approval(err)) => {
-            reject(StatusCode::CONFLICT, json!({"error": chain(&err)}), None)
-        }
+        Err(AttestError::Approval(err)) => Rejection::Approval(chain(&err)).into_response(),
         // Not recorded: the ledger (or something it needs) failed.
         Err(err) => {
             eprintln!("attest gateway: {method} {origin}: {}", chain(&err));
-            reject(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "attest could not decide or record this request; see the gateway's log"}),
-                None,
+            Rejection::Internal(
+                "attest could not decide or record this request; see the gateway's log",
             )
+            .into_response()
         }
         Ok(_) => {
             eprintln!("attest gateway: {method} {origin}: an outcome this gateway does not know");
-            reject(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "internal error; see the gateway's log"}),
-                None,
-            )
+            Rejection::Internal("internal error; see the gateway's log").into_response()
         }
     }
 }

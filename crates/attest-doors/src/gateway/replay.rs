@@ -7,14 +7,14 @@
 //! call's row instead. It is kept in the ledger's side table (never chained, never
 //! exported) until the key expires.
 
-use attest_core::{check_key, IdempotencyError, Receipt};
+use attest_core::{check_key, Receipt};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::receipt_json;
+use crate::gateway::rejection::Rejection;
 
 /// The request header that carries a key (IETF `draft-ietf-httpapi-idempotency-key-header`).
 pub(crate) const KEY_HEADER: &str = "idempotency-key";
@@ -146,20 +146,17 @@ pub(crate) fn replayed(receipt: &Receipt, kept: Option<&[u8]>) -> Response {
             crate::gateway::add_receipt_headers(response.headers_mut(), receipt);
             response
         }
-        None => crate::gateway::reject(
-            StatusCode::CONFLICT,
-            json!({
-                "error": format!(
-                    "a request with this {KEY_HEADER} already ran (seq {}); its response was not \
-                     kept (over {MAX_REPLAY_BYTES} bytes, or its process stopped before it could \
-                     keep it and the outcome was read back from the vendor), so it cannot be \
-                     replayed. The upstream was not called again",
-                    receipt.seq
-                ),
-                "receipt": receipt_json(receipt),
-            }),
-            Some(receipt),
-        ),
+        None => Rejection::NotReplayable {
+            error: format!(
+                "a request with this {KEY_HEADER} already ran (seq {}); its response was not \
+                 kept (over {MAX_REPLAY_BYTES} bytes, or its process stopped before it could \
+                 keep it and the outcome was read back from the vendor), so it cannot be \
+                 replayed. The upstream was not called again",
+                receipt.seq
+            ),
+            receipt: receipt.clone(),
+        }
+        .into_response(),
     };
     response.headers_mut().insert(
         HeaderName::from_static(REPLAYED_HEADER),
@@ -172,28 +169,6 @@ fn unkeep(bytes: &[u8]) -> Option<(Head, Bytes)> {
     let split = bytes.iter().position(|b| *b == b'\n')?;
     let head: Head = serde_json::from_slice(&bytes[..split]).ok()?;
     Some((head, Bytes::copy_from_slice(&bytes[split + 1..])))
-}
-
-/// A key the pipeline refused, as HTTP: 400 malformed, 422 used for another request,
-/// 409 its first request has no outcome yet. Nothing was sent upstream.
-pub(crate) fn refused(err: &IdempotencyError) -> Response {
-    let status = match err {
-        IdempotencyError::Mismatch => StatusCode::UNPROCESSABLE_ENTITY,
-        IdempotencyError::InUse { .. } | IdempotencyError::Unbound { .. } => StatusCode::CONFLICT,
-        _ => StatusCode::BAD_REQUEST,
-    };
-    let mut body = json!({"error": err.to_string(), "upstream_called": false});
-    if let IdempotencyError::InUse {
-        intent_seq: Some(seq),
-        ..
-    }
-    | IdempotencyError::Unbound {
-        intent_seq: Some(seq),
-    } = err
-    {
-        body["intent_seq"] = json!(seq);
-    }
-    crate::gateway::reject(status, body, None)
 }
 
 #[cfg(test)]
