@@ -24,7 +24,7 @@ pub fn status(refusal: &AgentRefusal) -> StatusCode {
 
 /// The middleware in front of `mcp-proxy --listen`'s `/mcp` when agents are configured:
 /// the agent the `Authorization: Bearer` credential proves goes on in the request's
-/// extensions (as the [`Authenticated`] caller the proxy records); a refusal is answered
+/// extensions (as the `Authenticated` caller the proxy records); a refusal is answered
 /// here, and nothing reaches the upstream.
 pub async fn listen_guard(
     axum::extract::State(agents): axum::extract::State<Arc<AgentAuth>>,

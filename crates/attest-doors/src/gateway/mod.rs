@@ -24,7 +24,7 @@
 //!   rule blocks is refused (403, recorded) and never reaches the upstream.
 //! - Responses carry `X-Attest-Decision`, `X-Attest-Level`, `X-Attest-Seq`.
 //! - A write with an `Idempotency-Key` runs once per key and request: a retry gets the
-//!   first response again, marked `Idempotent-Replayed: true` (see [`crate::gateway::replay`]);
+//!   first response again, marked `Idempotent-Replayed: true` (see `crate::gateway::replay`);
 //!   the same key with another request is a 422, and one whose first request has not
 //!   ended a 409.
 //! - Request and response bodies are capped (`--max-body`). A request body is read whole,

@@ -16,11 +16,11 @@
 //!   view's timeline);
 //! - `GET /api/review/rows/{seq}`: one entry, its hash and its inclusion proof;
 //! - `GET /api/review/chain`: the background verifier's status;
-//! - `GET /metrics`: Prometheus text ([`crate::review::metrics`]).
+//! - `GET /metrics`: Prometheus text (`crate::review::metrics`).
 //!
 //! Every answer but the chain status and metrics is cached per write generation (the
 //! tip's seq): a poll with nothing new costs one primary-key lookup and a map lookup.
-//! An answer that needs the fold of rows' bodies ([`crate::review::model`]) is cached once the
+//! An answer that needs the fold of rows' bodies (`crate::review::model`) is cached once the
 //! fold has reached the generation; until then each poll folds a bounded share.
 
 use std::collections::HashMap;

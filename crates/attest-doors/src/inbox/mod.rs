@@ -172,9 +172,9 @@ pub fn router(state: InboxState) -> Router {
         .with_state(state)
 }
 
-/// Serves `router(state)` on `listener` until Ctrl-C: at most [`MAX_CONNECTIONS`] at a
-/// time, each sending its headers within [`HEADER_READ_TIMEOUT`] and closed after
-/// [`CONNECTION_LIFETIME`].
+/// Serves `router(state)` on `listener` until Ctrl-C: at most `MAX_CONNECTIONS` at a
+/// time, each sending its headers within `HEADER_READ_TIMEOUT` and closed after
+/// `CONNECTION_LIFETIME`.
 pub async fn serve(listener: tokio::net::TcpListener, state: InboxState) -> std::io::Result<()> {
     let app = router(state);
     let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));

@@ -1,16 +1,16 @@
 //! `attest mcp-proxy --listen`: the proxy's streamable-HTTP front end.
 //!
 //! Clients reach the proxy at `/mcp` on a loopback address; each session is its own
-//! [`Proxy`] (and its own upstream connection, with that client's bearer token). The SDK's
+//! `Proxy` (and its own upstream connection, with that client's bearer token). The SDK's
 //! HTTP server (sessions, `Mcp-Session-Id`, SSE streams, `Last-Event-ID` resumption,
-//! `DELETE`) wants a typed handler; [`Relay`] is that handler, and each of its methods
+//! `DELETE`) wants a typed handler; `Relay` is that handler, and each of its methods
 //! turns the typed request back into the [`ClientRequest`] it was and hands it to the same
-//! [`Proxy::handle_request`] a stdio client reaches — one forwarding path, so the two
+//! `Proxy::handle_request` a stdio client reaches — one forwarding path, so the two
 //! fronts cannot drift. Every method and notification is relayed, custom ones too, and
 //! `subscriptions/listen`, which the SDK's handler would answer itself, reaches it as a
-//! custom request ([`super::streams`]); only `tools/call` is governed.
+//! custom request (`super::streams`); only `tools/call` is governed.
 //!
-//! In front of the SDK's server, [`super::sessions`] binds each session to the
+//! In front of the SDK's server, `super::sessions` binds each session to the
 //! credential that opened it and hands an upstream's `401`/`403` challenge back as HTTP;
 //! the SDK itself checks `Host` (DNS rebinding) and `Origin` (loopback origins on the
 //! bound port, and those given with `--allow-origin`).

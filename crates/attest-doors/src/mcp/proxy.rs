@@ -22,9 +22,9 @@
 //!   `attest_resume` tool runs it;
 //! - a write is read back by attest-core: the system's recipe through the vendor's API,
 //!   else through the upstream's `get_X`/`fetch_X`/`read_X` when one takes a single id
-//!   ([`McpPair`], over this session's [`UpstreamTools`]).
+//!   ([`McpPair`], over this session's `UpstreamTools`).
 //!
-//! The client's frames are read by [`crate::frames`]: one JSON-RPC message a line, capped
+//! The client's frames are read by `crate::frames`: one JSON-RPC message a line, capped
 //! at 16 MiB; a frame that is not UTF-8, not JSON, not a message or too long gets a
 //! JSON-RPC error (`id` null, or the request's id) and the session goes on.
 

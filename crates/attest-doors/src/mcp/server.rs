@@ -45,7 +45,7 @@ const MAX_LEDGER_ROWS: u64 = 1000;
 const NOT_HERE: &str = "attest_ask files a request; the agent makes the call itself";
 
 /// Serves the six tools on this process's stdio until the client goes away; bad frames get
-/// JSON-RPC errors ([`crate::frames`]).
+/// JSON-RPC errors (`crate::frames`).
 pub async fn serve(
     attest: Attest,
     agent: Option<Arc<attest_core::agents::CallerAgent>>,

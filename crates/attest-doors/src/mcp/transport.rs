@@ -9,7 +9,7 @@
 //!
 //! An upstream that answers `401`/`403` with a `WWW-Authenticate` challenge fails
 //! `initialize` with that challenge in the error's data, which `--listen` hands to its
-//! client as HTTP ([`super::sessions`]).
+//! client as HTTP (`super::sessions`).
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -124,8 +124,8 @@ pub fn request_bearer(context: &RequestContext<RoleServer>) -> Option<String> {
 
 /// Starts (or reaches) the upstream and runs `service` as its client. `bearer` (the
 /// client's own token) beats the spec's. The link counts the upstream's notifications
-/// into `in_flight` ([`super::order`]); a remote upstream's are marked under `key`
-/// with the request whose stream they came on ([`super::http_streams`]).
+/// into `in_flight` (`super::order`); a remote upstream's are marked under `key`
+/// with the request whose stream they came on (`super::http_streams`).
 pub async fn connect<S: Service<RoleClient>>(
     spec: &UpstreamSpec,
     service: S,
