@@ -29,7 +29,7 @@ use attest_core::{
     error_chain, Attest, AttestError, CallContext, Cleared, FunctionCall, HandoffOutcome, McpCall,
     Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
 };
-use attest_ledger::{SigningKey, VerifyOptions};
+use attest_ledger::{SigningKey, VerifiedCheckpoint};
 use attest_policy::{Action, Verb};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
@@ -656,27 +656,21 @@ async fn governed(
 /// Signs a checkpoint of the ledger's current head (blocking).
 fn checkpoint(opened: &Opened) -> std::result::Result<String, String> {
     let key = SigningKey::load(&opened.key).map_err(|err| error_chain(&err))?;
-    let ledger = opened.attest.ledger();
-    let trusted = [key.verifier().clone()];
-    let latest = ledger
-        .latest_checkpoint()
-        .map_err(|err| error_chain(&err))?;
-    let report = ledger
-        .verify_with(VerifyOptions {
-            trusted: &trusted,
-            since_checkpoint: latest.is_some(),
-            ..VerifyOptions::default()
-        })
-        .map_err(|err| error_chain(&err))?;
-    if !report.is_intact() {
-        let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
-        return Err(format!(
-            "the ledger does not verify ({}); no checkpoint was signed",
-            problems.join("; ")
-        ));
+    match opened
+        .attest
+        .ledger()
+        .checkpoint_verified(&key, &[])
+        .map_err(|err| error_chain(&err))?
+    {
+        VerifiedCheckpoint::Signed { checkpoint, .. } => Ok(checkpoint.note),
+        VerifiedCheckpoint::Refused(report) => {
+            let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+            Err(format!(
+                "the ledger does not verify ({}); no checkpoint was signed",
+                problems.join("; ")
+            ))
+        }
     }
-    let (checkpoint, _new) = ledger.checkpoint(&key).map_err(|err| error_chain(&err))?;
-    Ok(checkpoint.note)
 }
 
 fn parse_json(text: &str, what: &str) -> Result<Value> {

@@ -23,7 +23,7 @@ use attest_core::{
     Attest, AttestError, CallContext, Cleared, CodingAgentCall, FunctionCall, Handoff,
     HandoffOutcome, ProtocolCall, Receipt, ResumeToken, Start, ToolError,
 };
-use attest_ledger::{LedgerError, SigningKey, VerifyOptions};
+use attest_ledger::{LedgerError, SigningKey, VerifiedCheckpoint};
 use attest_policy::{Action, Verb};
 use serde_json::Value;
 
@@ -280,19 +280,14 @@ impl Engine {
     /// verifying what it vouches for; returns the signed note. Blocks.
     pub(crate) fn checkpoint(&self) -> Result<String, EngineError> {
         let key = SigningKey::load(&self.key)?;
-        let ledger = self.attest.ledger();
-        let trusted = [key.verifier().clone()];
-        let report = ledger.verify_with(VerifyOptions {
-            trusted: &trusted,
-            since_checkpoint: ledger.latest_checkpoint()?.is_some(),
-            ..VerifyOptions::default()
-        })?;
-        if !report.is_intact() {
-            let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
-            return Err(EngineError::Broken(problems.join("; ")));
+        match self.attest.ledger().checkpoint_verified(&key, &[])? {
+            VerifiedCheckpoint::Signed { checkpoint, .. } => Ok(checkpoint.note),
+            VerifiedCheckpoint::Refused(report) => {
+                let problems: Vec<String> =
+                    report.problems.iter().map(ToString::to_string).collect();
+                Err(EngineError::Broken(problems.join("; ")))
+            }
         }
-        let (checkpoint, _new) = ledger.checkpoint(&key)?;
-        Ok(checkpoint.note)
     }
 
     /// Polls `call` on this thread until it asks for the tool to run or finishes.

@@ -877,8 +877,8 @@ pub(crate) struct ModeArgs {
     /// How `ask` is answered: block (ask a person through the approval store and wait up
     /// to --timeout, then hold), pending (hold at once and return a resume token), auto
     /// (approve everything; demos only).
-    #[arg(long, value_enum, default_value_t = crate::servers::Mode::Block)]
-    pub(crate) mode: crate::servers::Mode,
+    #[arg(long, value_enum, default_value_t = attest_doors::Mode::Block)]
+    pub(crate) mode: attest_doors::Mode,
     /// Seconds `block` waits for a person's answer before returning the call as held
     /// [config: approvals.wait; default: 300].
     #[arg(long, value_name = "SECS")]
@@ -930,7 +930,7 @@ pub(crate) struct McpProxyArgs {
     /// (the upstream is not reached; run `attest mcp-login`), `browser` (the URL is
     /// printed on stderr, the redirect awaited) or `headless`.
     #[arg(long, value_enum, default_value = "never", requires = "oauth")]
-    pub(crate) login: crate::servers::mcp_oauth_client::LoginMode,
+    pub(crate) login: attest_doors::mcp::oauth_client::LoginMode,
     /// The variable holding the bearer token sent to the --url upstream for a client on
     /// stdio (a client on --listen sends its own, which is passed through). The token is
     /// never recorded or logged.
@@ -992,7 +992,7 @@ pub(crate) struct OAuthClientArgs {
     /// The client assertion's algorithm (the key's kind): RS256, RS384, RS512, ES256 or
     /// ES384; default ES256.
     #[arg(long, value_enum, value_name = "ALG", requires = "oauth_client_key")]
-    pub(crate) oauth_client_key_alg: Option<crate::servers::mcp_oauth_client::KeyAlgorithm>,
+    pub(crate) oauth_client_key_alg: Option<attest_doors::mcp::oauth_client::KeyAlgorithm>,
     /// The HTTPS URL of a client ID metadata document naming Attest, used as the client
     /// ID by authorization servers that accept one.
     #[arg(long, value_name = "URL")]
@@ -1006,7 +1006,7 @@ pub(crate) struct OAuthClientArgs {
     /// with no person (needs --oauth-client-id and --oauth-client-secret-env or
     /// --oauth-client-key).
     #[arg(long, value_enum, default_value = "authorization-code")]
-    pub(crate) oauth_grant: crate::servers::mcp_oauth_client::Grant,
+    pub(crate) oauth_grant: attest_doors::mcp::oauth_client::Grant,
 }
 
 #[derive(Debug, Args)]
@@ -1020,7 +1020,7 @@ pub(crate) struct McpLoginArgs {
     /// request it and take the code from the redirect (authorization servers that
     /// approve without a person).
     #[arg(long, value_enum, default_value = "browser")]
-    pub(crate) login: crate::servers::mcp_oauth_client::LoginMode,
+    pub(crate) login: attest_doors::mcp::oauth_client::LoginMode,
     /// The loopback port the browser is sent back to (`http://127.0.0.1:PORT/callback`);
     /// 0 picks a free one.
     #[arg(long, value_name = "PORT", default_value_t = 0)]

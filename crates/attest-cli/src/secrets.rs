@@ -67,3 +67,17 @@ pub(crate) fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
         .and_then(|()| file.sync_all())
         .with_context(|| format!("cannot write {}", path.display()))
 }
+
+/// Who may scrape metrics, from `--metrics-token-file`: a token file only its owner may
+/// read; an empty file is an error, not "no token". Without a file, loopback peers only.
+pub(crate) fn scrape_access(
+    file: Option<&Path>,
+) -> anyhow::Result<attest_doors::scrape::ScrapeAccess> {
+    let Some(path) = file else {
+        return Ok(attest_doors::scrape::ScrapeAccess::default());
+    };
+    let text = read_secret(Some(path), "")
+        .with_context(|| "--metrics-token-file".to_owned())?
+        .with_context(|| format!("--metrics-token-file: {} is empty", path.display()))?;
+    Ok(attest_doors::scrape::ScrapeAccess::token(&text))
+}

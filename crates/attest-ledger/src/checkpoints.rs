@@ -4,7 +4,9 @@
 use crate::canonical::Hash;
 use crate::clock::format_ts;
 use crate::source::root;
-use crate::{sign_checkpoint, Ledger, LedgerError, SigningKey};
+use crate::{
+    sign_checkpoint, Ledger, LedgerError, SigningKey, VerifierKey, VerifyOptions, VerifyReport,
+};
 
 /// A checkpoint as the ledger stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,12 +21,56 @@ pub struct StoredCheckpoint {
     pub ts: String,
 }
 
+/// What [`Ledger::checkpoint_verified`] did.
+#[derive(Debug)]
+pub enum VerifiedCheckpoint {
+    /// The ledger verified and the checkpoint is signed (`new`: `false` when this size
+    /// was already checkpointed).
+    Signed {
+        /// The checkpoint, as stored.
+        checkpoint: StoredCheckpoint,
+        /// Whether it was signed now rather than found.
+        new: bool,
+    },
+    /// The ledger does not verify, so nothing was signed; the report says why.
+    Refused(VerifyReport),
+}
+
 impl Ledger {
+    /// Signs the current tree with `key` only if the ledger verifies first: from the
+    /// previous checkpoint on (whose signature `key`, or one of `also_trusted` — a key it
+    /// replaces after a rotation — must have made), or from the start when there is none.
+    /// A checkpoint must never vouch for a tampered ledger, so every door that signs one
+    /// (`attest checkpoint`, the bindings) signs through here.
+    pub fn checkpoint_verified(
+        &self,
+        key: &SigningKey,
+        also_trusted: &[VerifierKey],
+    ) -> Result<VerifiedCheckpoint, LedgerError> {
+        let mut trusted = vec![key.verifier().clone()];
+        for given in also_trusted {
+            if !trusted.contains(given) {
+                trusted.push(given.clone());
+            }
+        }
+        let report = self.verify_with(VerifyOptions {
+            trusted: &trusted,
+            since_checkpoint: self.latest_checkpoint()?.is_some(),
+            ..VerifyOptions::default()
+        })?;
+        if !report.is_intact() {
+            return Ok(VerifiedCheckpoint::Refused(report));
+        }
+        let (checkpoint, new) = self.checkpoint(key)?;
+        Ok(VerifiedCheckpoint::Signed { checkpoint, new })
+    }
+
     /// Signs the current tree with `key` and stores the note. Signing a size that is
     /// already checkpointed returns the stored checkpoint and `false`.
     ///
-    /// This signs what the ledger holds: callers should verify first (the CLI's
-    /// `attest checkpoint` does), or a checkpoint can vouch for a tampered ledger.
+    /// This signs what the ledger holds: callers should verify first
+    /// ([`Ledger::checkpoint_verified`] does), or a checkpoint can vouch for a tampered
+    /// ledger.
     pub fn checkpoint(&self, key: &SigningKey) -> Result<(StoredCheckpoint, bool), LedgerError> {
         let ts = format_ts(self.now());
         let path = self.path();

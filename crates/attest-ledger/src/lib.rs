@@ -153,7 +153,7 @@ pub use checkpoint::{
     open_checkpoint, open_checkpoint_signed, read_checkpoint_unverified, sign_checkpoint,
     split_notes, CheckpointBody, CheckpointError, MAX_NOTE_BYTES,
 };
-pub use checkpoints::StoredCheckpoint;
+pub use checkpoints::{StoredCheckpoint, VerifiedCheckpoint};
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
 pub use entry::{

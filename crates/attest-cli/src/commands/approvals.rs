@@ -16,8 +16,8 @@ use serde_json::Value;
 use crate::cli::{AgentsCommand, ApproversCommand, ConfirmArgs, PendingArgs, ServeArgs, Verdict};
 use crate::config::Config;
 use crate::secrets::{read_secret, write_private};
-use crate::servers::inbox::{self, InboxState};
 use crate::terminal::escape;
+use attest_doors::inbox::{self, InboxState};
 
 /// The pipeline the approval commands decide through: the configuration's, which
 /// never asks (so no notifier secrets are needed here).
@@ -167,7 +167,7 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
     let decided = runtime()?.block_on(async {
         let decided = attest.decide(&args.id, answer).await;
         if let Ok(decided) = &decided {
-            crate::servers::notices::tell_teams_decided(teams.as_deref(), &decided.request).await;
+            attest_doors::notices::tell_teams_decided(teams.as_deref(), &decided.request).await;
         }
         decided
     });
@@ -434,8 +434,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         NotifyBy::Inbox => configured,
         NotifyBy::Surfaces => Vec::new(),
     };
-    let metrics =
-        crate::servers::scrape::ScrapeAccess::from_file(args.metrics_token_file.as_deref())?;
+    let metrics = crate::secrets::scrape_access(args.metrics_token_file.as_deref())?;
     let oidc_secret =
         match config
             .file
@@ -450,7 +449,14 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             None => None,
         };
     let attest = Arc::new(pipeline(config, true)?);
-    let review = Arc::new(crate::review::Review::open(config, alerts)?);
+    let review = Arc::new(attest_doors::review::Review::open(
+        || {
+            config
+                .open_ledger_read_only()
+                .context("opening it for review")
+        },
+        alerts,
+    )?);
     let runtime = runtime()?;
     runtime.block_on(async move {
         review.start(args.review.schedule()?);
@@ -463,7 +469,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             .unwrap_or_else(|| format!("http://{addr}"));
         let oidc = match &config.file.inbox.oidc {
             Some(settings) => Some(Arc::new(
-                crate::servers::oidc::Oidc::discover(crate::servers::oidc::OidcOptions {
+                attest_doors::inbox::oidc::Oidc::discover(attest_doors::inbox::oidc::OidcOptions {
                     issuer: settings.issuer.clone(),
                     client_id: settings.client_id.clone(),
                     client_secret: oidc_secret,
@@ -490,9 +496,9 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
         };
         if !notifiers.is_empty() {
             let store = state.attest.approvals()?;
-            tokio::spawn(crate::servers::notices::post_pending(store, notifiers));
+            tokio::spawn(attest_doors::notices::post_pending(store, notifiers));
         }
-        tokio::spawn(crate::servers::notices::follow_up(
+        tokio::spawn(attest_doors::notices::follow_up(
             Arc::clone(&state.attest),
             follow_ups,
         ));

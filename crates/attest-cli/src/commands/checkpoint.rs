@@ -1,7 +1,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use attest_ledger::{VerifyOptions, VerifyReport};
+use attest_ledger::{VerifiedCheckpoint, VerifyReport};
 
 use crate::cli::CheckpointArgs;
 use crate::commands::verify::print_report;
@@ -21,26 +21,16 @@ pub(crate) fn run(config: &Config, args: &CheckpointArgs) -> anyhow::Result<Exit
     // The ledger first: a ledger that does not exist is the problem to name, not its key.
     let ledger = config.open_ledger(false)?;
     let key = config.signing_key(&args.key)?;
-    // Never sign a broken ledger: check what the new checkpoint would vouch for, from
-    // the previous checkpoint on, which the signing key or a key given with --vkey (the
-    // one it replaces, after a rotation) must have signed.
-    let mut trusted = vec![key.verifier().clone()];
-    for given in trusted_keys(&args.trust)? {
-        if !trusted.contains(&given) {
-            trusted.push(given);
+    // Never sign a broken ledger: the ledger checks what the new checkpoint would vouch
+    // for, from the previous checkpoint on, which the signing key or a key given with
+    // --vkey (the one it replaces, after a rotation) must have signed.
+    let (checkpoint, new) = match ledger.checkpoint_verified(&key, &trusted_keys(&args.trust)?)? {
+        VerifiedCheckpoint::Signed { checkpoint, new } => (checkpoint, new),
+        VerifiedCheckpoint::Refused(report) => {
+            refuse(&report)?;
+            return Ok(ExitCode::from(1));
         }
-    }
-    let since = ledger.latest_checkpoint()?.is_some();
-    let report = ledger.verify_with(VerifyOptions {
-        trusted: &trusted,
-        since_checkpoint: since,
-        ..VerifyOptions::default()
-    })?;
-    if !report.is_intact() {
-        refuse(&report)?;
-        return Ok(ExitCode::from(1));
-    }
-    let (checkpoint, new) = ledger.checkpoint(&key)?;
+    };
     eprintln!(
         "attest: {} checkpoint at size {} signed by {}",
         if new { "new" } else { "existing" },

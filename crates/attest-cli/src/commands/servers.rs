@@ -12,10 +12,13 @@ use attest_core::Attest;
 
 use crate::cli::{GatewayArgs, McpLoginArgs, McpProxyArgs, ModeArgs, OAuthClientArgs};
 use crate::config::Config;
-use crate::servers::gateway_tenants::Tenants;
-use crate::servers::mcp_oauth_client::{self, Grant, LoginMode, OAuthClientOptions};
-use crate::servers::mcp_transport::{self, UpstreamSpec};
-use crate::servers::{gateway, mcp_proxy, mcp_server, WaitNotice};
+use attest_doors::gateway::tenants::Tenants;
+use attest_doors::mcp::oauth_client::{
+    self as mcp_oauth_client, Grant, LoginMode, OAuthClientOptions,
+};
+use attest_doors::mcp::transport::{self as mcp_transport, UpstreamSpec};
+use attest_doors::mcp::{proxy as mcp_proxy, server as mcp_server};
+use attest_doors::{gateway, WaitNotice};
 
 /// The pipeline a server runs: everything the configuration builds (core's
 /// [`attest_core::setup::Settings::build`]), and a notice on stderr for each call that
@@ -131,14 +134,12 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
             .enable_all()
             .build()?;
         let agents = agent_auth(config, &attest, &runtime)?;
-        let listen = crate::servers::mcp_listen::ListenOptions {
+        let listen = attest_doors::mcp::listen::ListenOptions {
             address,
             origins: args.allow_origin.clone(),
-            metrics: crate::servers::scrape::ScrapeAccess::from_file(
-                args.metrics_token_file.as_deref(),
-            )?,
+            metrics: crate::secrets::scrape_access(args.metrics_token_file.as_deref())?,
             oauth: args.oauth_issuer.clone().map(|issuer| {
-                crate::servers::mcp_listen::OAuthOptions {
+                attest_doors::mcp::listen::OAuthOptions {
                     issuer,
                     jwks: args.oauth_jwks.clone(),
                     resource: args.resource.clone(),
@@ -146,7 +147,7 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
             }),
             agents,
         };
-        runtime.block_on(crate::servers::mcp_listen::serve_http(
+        runtime.block_on(attest_doors::mcp::listen::serve_http(
             attest, options, listen,
         ))?;
         return Ok(ExitCode::SUCCESS);
@@ -329,9 +330,7 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         allow_upstream,
         token,
         agents,
-        metrics: crate::servers::scrape::ScrapeAccess::from_file(
-            args.metrics_token_file.as_deref(),
-        )?,
+        metrics: crate::secrets::scrape_access(args.metrics_token_file.as_deref())?,
     };
     let state = gateway::GatewayState::with_tenants(attest, tenants, options)?;
     runtime.block_on(async {

@@ -306,3 +306,35 @@ fn the_harness_runs_each_store_it_can_reach() {
         assert_eq!(kinds, [Kind::Sqlite, Kind::Postgres]);
     }
 }
+
+#[test]
+fn a_verified_checkpoint_is_signed_on_an_intact_ledger_and_refused_on_an_edited_one() {
+    use attest_ledger::{SigningKey, VerifiedCheckpoint};
+    let (key, _) = SigningKey::generate("attest.test/verified").unwrap();
+    StoreTester::new("a_verified_checkpoint_is_signed_on_an_intact_ledger", 6).run(
+        |case| match case.ledger.checkpoint_verified(&key, &[]).unwrap() {
+            VerifiedCheckpoint::Signed { checkpoint, new } => {
+                assert!(new, "{}", case.name());
+                assert_eq!(checkpoint.size, 6, "{}", case.name());
+            }
+            VerifiedCheckpoint::Refused(report) => {
+                panic!("{}: an intact ledger was refused: {report:?}", case.name())
+            }
+        },
+    );
+    StoreTester::new("a_verified_checkpoint_is_refused_on_an_edited_ledger", 6).run(|case| {
+        case.edit(
+            "UPDATE entries SET body = replace(body, 'target-4', 'target-X') WHERE seq = 4",
+            "UPDATE entries SET body = convert_to(replace(convert_from(body, 'UTF8'), 'target-4', 'target-X'), 'UTF8') WHERE seq = 4",
+        );
+        match case.ledger.checkpoint_verified(&key, &[]).unwrap() {
+            VerifiedCheckpoint::Refused(report) => {
+                assert_eq!(first(&report, case), (4, ProblemKind::HashMismatch), "{}", case.name());
+            }
+            VerifiedCheckpoint::Signed { .. } => {
+                panic!("{}: an edited ledger was signed", case.name())
+            }
+        }
+        assert!(case.ledger.latest_checkpoint().unwrap().is_none(), "{}", case.name());
+    });
+}
