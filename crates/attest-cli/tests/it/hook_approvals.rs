@@ -229,7 +229,7 @@ fn a_cursor_file_write_held_and_approved_is_allowed_once_and_recorded() {
             "generation_id": "gen-1",
             "workspace_roots": ["/home/dev/app"],
             "tool_name": "Write",
-            "tool_input": {"file_path": "/home/dev/app/.github/workflows/ci.yml", "contents": "on: push"},
+            "tool_input": {"file_path": "/home/dev/app/.env", "contents": "KEY=x"},
             "tool_use_id": "abc123",
             "cwd": "/home/dev/app",
         })
