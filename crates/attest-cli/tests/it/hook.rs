@@ -24,6 +24,8 @@ pub(crate) fn run_hook(dir: &Path, args: &[&str], event: &str, env: &[(&str, &st
         .args(crate::store_args(dir, &all))
         .current_dir(dir)
         .env_clear()
+        // The per-user state directory (holds and their key), unless a test names one.
+        .env("ATTEST_STATE_DIR", dir.join(".hook-state"))
         .envs(env.iter().copied());
     with_stdin(command, event)
 }

@@ -331,13 +331,18 @@ impl Gate for PromptGate {
     }
 }
 
-/// Answers an ask where the agent's mode prompts nobody: rejected by Attest's policy,
-/// naming no approver, the mode in the note.
-struct ModeGate {
+/// Answers an ask where the agent's mode prompts nobody (or whose hold was forged):
+/// rejected by Attest's policy, naming no approver, the why in the note.
+pub(super) struct ModeGate {
     note: String,
 }
 
 impl ModeGate {
+    /// Rejects with `note`.
+    pub(super) fn with_note(note: String) -> ModeGate {
+        ModeGate { note }
+    }
+
     fn new(settings: &Settings, call: &ToolCall) -> ModeGate {
         ModeGate {
             note: format!(
