@@ -57,6 +57,7 @@ pub mod http_body;
 mod intents;
 mod liveness;
 mod pipeline;
+pub mod protected;
 mod protocol_call;
 mod receipt;
 mod record;
@@ -65,6 +66,7 @@ pub mod replay;
 pub mod rig;
 pub mod setup;
 mod shadow;
+pub mod state;
 pub mod telemetry;
 mod tool;
 pub mod touched;
@@ -92,7 +94,7 @@ pub use protocol_call::{
 };
 pub use receipt::Receipt;
 pub use record::INTENT;
-pub use shadow::{is_unenforced, SHADOW_RULE};
+pub use shadow::{is_unenforced, PROTECTED_RULE, SHADOW_RULE};
 pub use tool::{Governed, Tool, ToolOutcome};
 pub use verification::{
     acknowledges, CustomCheck, Evidence, Finding, HttpOptions, HttpReader, Level, ReadBack,

@@ -12,6 +12,7 @@ use tracing::Instrument;
 use crate::approvals::{apply_edits, may_decide, ApprovalStore};
 use crate::detect::{OperationIds, Registry};
 use crate::gate::{Gate, GateDecision, RejectGate};
+use crate::protected::ProtectedSet;
 use crate::record::{to_record, RowOutcome};
 use crate::telemetry;
 use crate::verification::{acknowledges, verify, CustomCheck, Level, ReadBack};
@@ -42,6 +43,8 @@ pub struct Attest {
     shadow: bool,
     /// How idempotency keys behave.
     idempotency: IdempotencyOptions,
+    /// The governor's own files, refused to every write.
+    protected: Option<Arc<ProtectedSet>>,
 }
 
 pub(crate) mod call;
@@ -88,6 +91,7 @@ pub struct AttestBuilder {
     operations: Option<Arc<OperationIds>>,
     shadow: bool,
     idempotency: IdempotencyOptions,
+    protected: Option<Arc<ProtectedSet>>,
 }
 
 impl AttestBuilder {
@@ -183,6 +187,13 @@ impl AttestBuilder {
         self
     }
 
+    /// The governor's protected files ([`crate::protected`]): a call that writes one is
+    /// refused whatever policy says, in shadow mode too.
+    pub fn protected(mut self, set: ProtectedSet) -> Self {
+        self.protected = Some(Arc::new(set));
+        self
+    }
+
     /// Builds the pipeline; fails only when no ledger was given.
     pub fn build(self) -> Result<Attest, AttestError> {
         let ledger = self
@@ -202,6 +213,7 @@ impl AttestBuilder {
             operations: self.operations.unwrap_or_default(),
             shadow: self.shadow,
             idempotency: self.idempotency,
+            protected: self.protected,
         })
     }
 }
@@ -286,6 +298,11 @@ impl Attest {
     /// The OpenAPI operation ids HTTP calls are described with.
     pub fn operations(&self) -> &OperationIds {
         &self.operations
+    }
+
+    /// The protected set, when one is configured.
+    pub fn protected(&self) -> Option<&ProtectedSet> {
+        self.protected.as_deref()
     }
 
     /// The read-back drivers, when any are configured.
@@ -843,7 +860,19 @@ impl Attest {
     }
 
     /// Policy's verdict; a policy that fails or answers `recorded` refuses (fail closed).
+    /// A write to a protected path is refused before policy is asked.
     fn evaluate(&self, action: &Action) -> Verdict {
+        if let Some(protected) = &action.extra.protected {
+            return Verdict::new(
+                Decision::Refuse,
+                attest_policy::Risk::VeryHigh,
+                crate::shadow::PROTECTED_RULE,
+                format!(
+                    "it writes {protected}: the governor's own files are never written by \
+                     the agent it governs"
+                ),
+            );
+        }
         match self.policy.evaluate(action) {
             Ok(verdict) if verdict.decision != Decision::Recorded => verdict,
             Ok(_) => undecided(

@@ -33,6 +33,7 @@ use attest_policy::{Action, Verb};
 use serde_json::{json, Map, Value};
 
 use crate::detect::{apply_hints, DetectInput, OperationIds, Registry, ToolHints};
+use crate::protected::{Protected, ProtectedSet};
 use crate::verification::ReadBack;
 use crate::Attest;
 
@@ -132,6 +133,9 @@ pub struct CodingAgentCall<'a> {
     /// Other inputs the same call may be read as (each further file one patch touches):
     /// the call is described by its riskiest reading.
     pub readings: Vec<Value>,
+    /// The directory the agent runs the tool in (its event's `cwd`, absolute): relative
+    /// paths the call writes are resolved against it (see [`crate::protected`]).
+    pub cwd: Option<&'a str>,
     /// What the caller says beyond the protocol.
     pub context: CallContext<'a>,
 }
@@ -180,8 +184,51 @@ const MAX_IDENTITY_BYTES: usize = 256;
 impl Attest {
     /// The action `call` describes, as this pipeline's configuration sees it.
     pub fn action(&self, call: ProtocolCall<'_>) -> Action {
-        describe(self.registry(), self.operations(), self.readback(), call)
+        let writes = self
+            .protected()
+            .map(|set| (set, protected_writes(set, &call)));
+        let mut action = describe(self.registry(), self.operations(), self.readback(), call);
+        if let Some((_, Some((protected, only_if_writing)))) = writes {
+            if !only_if_writing || !reads_only(action.verb) {
+                action.extra.protected = Some(protected.to_string());
+            }
+        }
+        action
     }
+}
+
+/// The first protected path `call` writes, and whether it counts only when the call's
+/// verb writes (a tool judged by its path arguments: `read_text_file` of a protected
+/// file is a read).
+fn protected_writes(set: &ProtectedSet, call: &ProtocolCall<'_>) -> Option<(Protected, bool)> {
+    match call {
+        ProtocolCall::CodingAgent(call) => {
+            let inputs: Vec<&Value> = std::iter::once(&call.input)
+                .chain(call.readings.iter())
+                .collect();
+            let cwd = call.cwd.map(std::path::Path::new);
+            let mcp = call.tool.starts_with("mcp__");
+            set.coding_agent_writes(call.tool, &inputs, cwd, mcp)
+                .map(|found| (found, mcp))
+        }
+        // An MCP server started by this process reads relative paths in its directory.
+        ProtocolCall::Mcp(call) => {
+            let cwd = std::env::current_dir().ok();
+            set.tool_writes(&call.arguments, cwd.as_deref())
+                .map(|found| (found, true))
+        }
+        ProtocolCall::Shell(call) => {
+            let cwd = std::env::current_dir().ok();
+            set.shell_writes(call.command, cwd.as_deref())
+                .map(|found| (found, false))
+        }
+        _ => None,
+    }
+}
+
+/// Verbs that change nothing.
+fn reads_only(verb: Verb) -> bool {
+    matches!(verb, Verb::Read | Verb::Search | Verb::Get | Verb::List)
 }
 
 /// What describes calls, without the rest of a pipeline: the configured registry,

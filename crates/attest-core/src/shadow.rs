@@ -23,10 +23,19 @@ pub fn is_unenforced(verdict: &Verdict) -> bool {
 /// The rule of the refusal that stands in for a policy that could not decide.
 pub(crate) const POLICY_ERROR_RULE: &str = "policy-error";
 
+/// The rule of the refusal of a write to the governor's protected files
+/// ([`crate::protected`]): enforced in shadow mode too, since shadow mode is itself a
+/// setting in those files.
+pub const PROTECTED_RULE: &str = "protected-path";
+
 /// The verdict to enforce in shadow mode, and the one it stands in for. An `act`, or a
-/// refusal because policy could not decide, is enforced as it is (no shadow).
+/// refusal because policy could not decide or because the call writes a protected path,
+/// is enforced as it is (no shadow).
 pub(crate) fn unenforced(verdict: Verdict) -> (Verdict, Option<Shadow>) {
-    let undecided = verdict.rules_fired.iter().any(|r| r == POLICY_ERROR_RULE);
+    let undecided = verdict
+        .rules_fired
+        .iter()
+        .any(|r| r == POLICY_ERROR_RULE || r == PROTECTED_RULE);
     if verdict.decision == Decision::Act || undecided {
         return (verdict, None);
     }

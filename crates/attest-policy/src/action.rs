@@ -73,6 +73,11 @@ pub struct Extra {
     /// the action (see [`Action::call_params`]) without being sent in the body.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub path_params: serde_json::Map<String, Value>,
+    /// Set by the door when the call writes a path in the governor's protected set (an
+    /// agent's hooks or settings, a file the running configuration uses): the path and
+    /// why. Such a call is refused whatever policy says, in shadow mode too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protected: Option<String>,
 }
 
 /// One thing an agent wants to do: the unit that policy decides and the ledger records.

@@ -614,6 +614,8 @@ fn hook_answer(scenario: &Scenario, event: &Value) -> Value {
         .args(["hook", "claude-code"])
         .current_dir(scenario.path())
         .env_clear()
+        // Holds live in the per-user state directory (issue 49).
+        .env("ATTEST_STATE_DIR", scenario.path().join(".hook-state"))
         .envs(scenario.env())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

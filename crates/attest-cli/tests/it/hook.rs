@@ -24,6 +24,8 @@ pub(crate) fn run_hook(dir: &Path, args: &[&str], event: &str, env: &[(&str, &st
         .args(crate::store_args(dir, &all))
         .current_dir(dir)
         .env_clear()
+        // The per-user state directory (holds and their key), unless a test names one.
+        .env("ATTEST_STATE_DIR", dir.join(".hook-state"))
         .envs(env.iter().copied());
     with_stdin(command, event)
 }
@@ -169,13 +171,20 @@ fn risky_commands_ask_with_a_reason() {
         assert_eq!(verdict, "ask", "{command}: {answer}");
         assert!(reason.starts_with("Attest: "), "{reason}");
     }
-    // An edit to the agent's own settings asks too; a write to source code does not.
+    // An edit to the agent's own settings is refused (issue 49), naming the path; a
+    // write to source code is not.
     let settings = pre(
         "Write",
         json!({"file_path": "/home/dev/app/.claude/settings.json", "content": "{}"}),
         "toolu_9",
     );
-    assert_eq!(decision(&answer(dir.path(), &settings)).0, "ask");
+    let refused = answer(dir.path(), &settings);
+    let (verdict, reason) = decision(&refused);
+    assert_eq!(verdict, "deny");
+    assert!(
+        reason.contains("/home/dev/app/.claude/settings.json"),
+        "{reason}"
+    );
     let mcp = pre(
         "mcp__github__create_issue",
         json!({"title": "x"}),

@@ -213,10 +213,10 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
         ),
         (
             "codex",
-            "settings write",
+            "secrets write",
             codex(
                 "apply_patch",
-                json!({"command": "*** Begin Patch\n*** Update File: src/main.rs\n+b\n*** Add File: .github/workflows/ci.yml\n+on: push\n*** End Patch\n"}),
+                json!({"command": "*** Begin Patch\n*** Update File: src/main.rs\n+b\n*** Add File: .env.production\n+KEY=x\n*** End Patch\n"}),
             ),
             "deny",
         ),
@@ -342,11 +342,11 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
         ),
         (
             "cursor",
-            "settings write",
+            "secrets write",
             cursor_tool(
                 "preToolUse",
                 "StrReplace",
-                json!({"path": "/home/dev/app/.github/workflows/ci.yml", "old_string": "a", "new_string": "b"}),
+                json!({"path": "/home/dev/app/.env", "old_string": "a", "new_string": "b"}),
                 json!({}),
             ),
             "deny",

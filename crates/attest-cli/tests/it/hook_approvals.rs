@@ -229,7 +229,7 @@ fn a_cursor_file_write_held_and_approved_is_allowed_once_and_recorded() {
             "generation_id": "gen-1",
             "workspace_roots": ["/home/dev/app"],
             "tool_name": "Write",
-            "tool_input": {"file_path": "/home/dev/app/.github/workflows/ci.yml", "contents": "on: push"},
+            "tool_input": {"file_path": "/home/dev/app/.env", "contents": "KEY=x"},
             "tool_use_id": "abc123",
             "cwd": "/home/dev/app",
         })
@@ -254,4 +254,105 @@ fn a_cursor_file_write_held_and_approved_is_allowed_once_and_recorded() {
     let again = hook_answer(dir.path(), hook, &tool("preToolUse"), &[]);
     assert_eq!(again["permission"], "deny", "{again}");
     assert_ne!(held_id(again["agent_message"].as_str().unwrap()), id);
+}
+
+/// The pending hold files of the hook's calls, wherever the hook keeps them (the
+/// per-user state directory; before issue 49, beside the ledger in the workspace).
+fn hold_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for holds in [dir.join(".hook-state/hook-holds"), dir.join("hook-holds")] {
+        for entry in std::fs::read_dir(holds).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".json") && !name.ends_with(".claimed.json") {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// A project where `git push origin feature` is held and approved: the directory and
+/// the call's hold file.
+fn approved_feature_push() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let token = approver(dir.path(), "alice@acme.com");
+    let (_, reason) = before(dir.path(), "git push origin feature");
+    confirm(dir.path(), &token, &held_id(&reason), "approve");
+    let hold = hold_files(dir.path()).pop().expect("a hold file");
+    (dir, hold)
+}
+
+/// The ledger's last row.
+fn last_row(dir: &Path) -> Value {
+    exported_entries(dir).pop().unwrap()
+}
+
+/// Issue 49's attack: with an approval given for `git push origin feature`, the agent
+/// copies that call's hold over the force push's (`cp <approved>.json <other>.json`).
+/// The hold is bound to its own call, so the force push is refused and recorded.
+#[test]
+fn a_hold_copied_to_another_calls_name_is_refused_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = approver(dir.path(), "alice@acme.com");
+    let (_, reason) = before(dir.path(), "git push origin feature");
+    let approved = held_id(&reason);
+    let approved_hold = hold_files(dir.path()).pop().expect("a hold file");
+    confirm(dir.path(), &token, &approved, "approve");
+    let (decision, reason) = before(dir.path(), "git push --force origin main");
+    assert_eq!(decision, "deny", "{reason}");
+    let other_hold = hold_files(dir.path())
+        .into_iter()
+        .find(|file| *file != approved_hold)
+        .expect("the force push's hold");
+    std::fs::copy(&approved_hold, &other_hold).unwrap();
+    let (decision, reason) = before(dir.path(), "git push --force origin main");
+    assert_eq!(
+        decision, "deny",
+        "the copied approval let the force push run: {reason}"
+    );
+    assert!(reason.contains("copied or edited"), "{reason}");
+    let row = last_row(dir.path());
+    assert_eq!(row["verb"], "delete", "{row}");
+    assert_eq!(row["confirm"]["outcome"], "rejected", "{row}");
+    assert_eq!(row["confirm"]["channel"], "attest-policy", "{row}");
+    assert!(row["confirm"]["note"]
+        .as_str()
+        .unwrap()
+        .contains("copied or edited"));
+    // The approved call itself is not spent by the attempt.
+    let (decision, reason) = before(dir.path(), "git push origin feature");
+    assert_eq!(decision, "allow", "{reason}");
+}
+
+/// A hold edited in place (a field added, a token swapped) is refused and recorded.
+#[test]
+fn an_edited_hold_is_refused_and_recorded() {
+    let (dir, hold) = approved_feature_push();
+    let mut kept: Value = serde_json::from_slice(&std::fs::read(&hold).unwrap()).unwrap();
+    kept["note"] = json!("edited by the agent");
+    std::fs::write(&hold, kept.to_string()).unwrap();
+    let (decision, reason) = before(dir.path(), "git push origin feature");
+    assert_eq!(decision, "deny", "the edited hold was honoured: {reason}");
+    assert!(reason.contains("copied or edited"), "{reason}");
+    assert_eq!(last_row(dir.path())["confirm"]["outcome"], "rejected");
+}
+
+/// An approval is used once: its hold, saved before the call ran and put back after,
+/// allows nothing.
+#[test]
+fn a_used_approval_cannot_be_used_again() {
+    let (dir, hold) = approved_feature_push();
+    let saved = std::fs::read(&hold).unwrap();
+    let (decision, _) = before(dir.path(), "git push origin feature");
+    assert_eq!(decision, "allow");
+    let mut done = event("PostToolUse", "git push origin feature");
+    done["tool_response"] = json!({"stdout": "", "stderr": ""});
+    assert_eq!(hook_answer(dir.path(), HOOK, &done, &[]), json!({}));
+    std::fs::write(&hold, saved).unwrap();
+    let (decision, reason) = before(dir.path(), "git push origin feature");
+    assert_eq!(
+        decision, "deny",
+        "a used approval allowed the call again: {reason}"
+    );
 }

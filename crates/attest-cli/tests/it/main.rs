@@ -24,6 +24,7 @@ pub(crate) mod hook;
 pub(crate) mod hook_agents;
 mod hook_approvals;
 mod hook_install;
+mod hook_protected;
 mod idempotency;
 pub(crate) mod identity;
 mod import;

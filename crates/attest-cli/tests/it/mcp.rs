@@ -728,3 +728,92 @@ fn an_approval_given_for_one_mcp_server_does_not_run_through_another() {
     );
     verify(dir.path());
 }
+
+/// Issue 49: through `mcp-proxy`, the reference filesystem server's write tools cannot
+/// reach the governor's own files (an agent's settings, MCP server lists, Attest's
+/// configuration, the proxy's own policy under any name), whatever the policy says;
+/// each refusal names the path and is recorded; a write elsewhere still acts.
+#[test]
+fn proxy_filesystem_tools_cannot_write_protected_paths() {
+    let Some(server) = npm_server_and_python_client("server-filesystem") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for sub in [".claude", ".attest", ".vscode", ".github"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+    }
+    std::fs::write(root.join(".vscode/settings.json"), "{}").unwrap();
+    let policy = root.join("agent-rules.yml");
+    std::fs::write(&policy, FS_POLICY).unwrap();
+    let at = |path: &str| root.join(path).display().to_string();
+    let protected: [(&str, Value); 8] = [
+        (
+            "write_file",
+            json!({"path": at(".claude/settings.json"), "content": "pwned"}),
+        ),
+        (
+            "write_file",
+            json!({"path": at(".mcp.json"), "content": "pwned"}),
+        ),
+        (
+            "write_file",
+            json!({"path": at(".attest/config.yaml"), "content": "mode: shadow"}),
+        ),
+        (
+            "write_file",
+            json!({"path": at("agent-rules.yml"), "content": "version: 1"}),
+        ),
+        (
+            "write_file",
+            json!({"path": at("src/../.claude/settings.local.json"), "content": "pwned"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": at(".vscode/settings.json"), "edits": [{"oldText": "{}", "newText": "{\"x\": 1}"}]}),
+        ),
+        (
+            "move_file",
+            json!({"source": at("notes.txt"), "destination": at(".github/hooks/attest.json")}),
+        ),
+        ("create_directory", json!({"path": at(".cursor")})),
+    ];
+    let mut calls =
+        vec![json!({"tool": "write_file", "args": {"path": at("notes.txt"), "content": "ok"}})];
+    calls.extend(
+        protected
+            .iter()
+            .map(|(tool, args)| json!({"tool": tool, "args": args})),
+    );
+    let report = drive(
+        &root,
+        &json!({ "calls": calls }),
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--server",
+            "filesystem",
+        ],
+        &["node", server.to_str().unwrap(), root.to_str().unwrap()],
+    );
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["is_error"], false, "{}", calls[0]);
+    assert_eq!(receipt(&calls[0])["decision"], "act");
+    for ((tool, args), call) in protected.iter().zip(&calls[1..]) {
+        assert_eq!(call["is_error"], true, "{tool} {args}: {call}");
+        assert_eq!(receipt(call)["decision"], "refuse", "{tool} {args}: {call}");
+        let text = call["text"].as_str().unwrap();
+        assert!(text.contains("protected"), "{tool}: {text}");
+    }
+    assert!(!root.join(".claude/settings.json").exists());
+    assert!(!root.join(".mcp.json").exists());
+    assert!(!root.join(".attest/config.yaml").exists());
+    assert!(!root.join(".cursor").exists());
+    assert!(!root.join(".github/hooks/attest.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".vscode/settings.json")).unwrap(),
+        "{}"
+    );
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), FS_POLICY);
+    verify(&root);
+}

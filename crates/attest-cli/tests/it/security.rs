@@ -415,12 +415,13 @@ pub(crate) fn hook_decision(dir: &Path, tool: &str, input: Value) -> String {
 #[test]
 fn one_judgement_per_resource_whatever_writes_it() {
     let dir = tempfile::tempdir().unwrap();
-    let write_asks = hook_decision(
+    // The agent's own settings are refused outright (issue 49), not asked about.
+    let write_refused = hook_decision(
         dir.path(),
         "Write",
         json!({"file_path": ".claude/settings.json", "content": "{}"}),
     );
-    assert_eq!(write_asks, "ask");
+    assert_eq!(write_refused, "deny");
     for command in [
         "echo '{}' > .claude/settings.json",
         "printf x >> attest.yaml",
@@ -450,7 +451,7 @@ fn one_judgement_per_resource_whatever_writes_it() {
         "Write",
         json!({"file_path": "/home/dev/app/.mcp.json", "content": "{}"}),
     );
-    assert_eq!(mcp_json, "ask");
+    assert_eq!(mcp_json, "deny");
     // Source code, builds and scripts from files still go ahead.
     for command in [
         "cargo build",

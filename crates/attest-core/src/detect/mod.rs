@@ -34,6 +34,8 @@ mod graphql;
 mod hints;
 mod operations;
 mod protected_path;
+mod written_paths;
+pub(crate) use written_paths::written_paths;
 mod registry;
 mod request_body;
 mod shell;

@@ -517,11 +517,24 @@ fn infra(args: &[String]) -> Detection {
     }
 }
 
+/// The words from the program on: leading assignments and wrappers that run the rest of
+/// the line as a command (`sudo`, `env`, `nohup`, `xargs`, …) skipped, as the runners'
+/// reading skips them: `… | xargs rm` is the `rm` it runs.
+pub(super) fn program_words(words: &[String]) -> Vec<String> {
+    runners::prefixed(words).words
+}
 /// One simple command: its words, and the files its output redirections write.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Simple {
-    words: Vec<String>,
-    writes: Vec<String>,
+pub(super) struct Simple {
+    pub(super) words: Vec<String>,
+    pub(super) writes: Vec<String>,
+}
+
+/// Splits a command line into simple commands of words. Quotes and backslashes are
+/// honoured; `$(…)` and backticks start a command of their own (their text is read
+/// as commands too); an output redirection's target is a file the command writes.
+pub(super) fn simple_commands(line: &str) -> Vec<Simple> {
+    nested_commands(line, 0)
 }
 
 /// How deep command substitutions are read; deeper ones are a command nobody knows (so

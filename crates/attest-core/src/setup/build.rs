@@ -1,6 +1,6 @@
 //! [`Settings::build`]: the settled settings → a fully built [`Attest`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use attest_ledger::{Ledger, LedgerOptions};
@@ -10,6 +10,7 @@ use super::{Settings, LINK_TTL};
 use crate::approvals::{ApprovalStore, LinkSigner, Notifier, Secret};
 use crate::config::{ConfigError, NotifyBy};
 use crate::detect::{OperationIds, Registry};
+use crate::protected::ProtectedSet;
 use crate::verification::ReadBack;
 use crate::{Attest, Describer, Gate};
 
@@ -115,6 +116,7 @@ impl Settings {
             .readback(readback)
             .shared_gate(gate)
             .shadow(self.shadow)
+            .protected(self.protected_set())
             .idempotency(crate::IdempotencyOptions::new(
                 self.key_lifetime.value,
                 self.key_wait.value,
@@ -132,6 +134,30 @@ impl Settings {
             what: "the pipeline",
             source: Box::new(source),
         })
+    }
+
+    /// The governor's protected files as this configuration uses them
+    /// ([`crate::protected`]): the fixed names, and the configuration file, the policy
+    /// file, the ledger (a file), the signing key and the hook's state directory,
+    /// whatever their names.
+    pub fn protected_set(&self) -> ProtectedSet {
+        let home = self.env_var("HOME").map(PathBuf::from);
+        let mut set = ProtectedSet::new(home);
+        if let Some(file) = &self.file_path {
+            set = set.file(&file.value);
+        }
+        set = match &self.policy_path {
+            Some(policy) => set.file(&policy.value),
+            None => set.file(Path::new("attest.yaml")),
+        };
+        if !super::is_url(&self.ledger_path.value) {
+            set = set.file(&self.ledger_path.value);
+        }
+        set = set.file(&self.key_path());
+        if let Some(state) = crate::state::state_dir(self.env().as_ref()) {
+            set = set.dir(&state);
+        }
+        set
     }
 
     /// The policy: the file named, else `./attest.yaml` if it exists, else the built-in

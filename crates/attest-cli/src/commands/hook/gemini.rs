@@ -124,9 +124,13 @@ fn canonical(
     mcp_context: Option<&Value>,
 ) -> Result<(String, Value), String> {
     Ok(match tool {
+        // `dir_path`: the directory the command runs in, under the project.
         "run_shell_command" => (
             "Bash".to_owned(),
-            json!({"command": event::field(input, "command")?}),
+            match event::optional_field(input, "dir_path")? {
+                Some(dir) => json!({"command": event::field(input, "command")?, "dir_path": dir}),
+                None => json!({"command": event::field(input, "command")?}),
+            },
         ),
         "write_file" | "replace" | "edit" => (
             "Write".to_owned(),

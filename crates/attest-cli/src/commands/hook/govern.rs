@@ -78,6 +78,12 @@ pub(crate) fn action(attest: &Attest, settings: &Settings, call: &ToolCall) -> A
         params: Some(call.params.clone()),
         session: call.session.as_deref(),
         readings: call.readings.clone(),
+        // Relative paths the call writes are resolved where the agent runs it.
+        cwd: call.cwd.as_deref().or_else(|| {
+            call.project_dir
+                .as_deref()
+                .and_then(std::path::Path::to_str)
+        }),
         context: CallContext {
             agent: Some(&settings.agent),
             actor: settings.actor.as_deref(),
@@ -325,13 +331,18 @@ impl Gate for PromptGate {
     }
 }
 
-/// Answers an ask where the agent's mode prompts nobody: rejected by Attest's policy,
-/// naming no approver, the mode in the note.
-struct ModeGate {
+/// Answers an ask where the agent's mode prompts nobody (or whose hold was forged):
+/// rejected by Attest's policy, naming no approver, the why in the note.
+pub(super) struct ModeGate {
     note: String,
 }
 
 impl ModeGate {
+    /// Rejects with `note`.
+    pub(super) fn with_note(note: String) -> ModeGate {
+        ModeGate { note }
+    }
+
     fn new(settings: &Settings, call: &ToolCall) -> ModeGate {
         ModeGate {
             note: format!(

@@ -4,8 +4,12 @@
 //!
 //! A hook is one process per event and an agent's retry carries no token, so the hook
 //! ties a retry to its request by the call's digest (the agent, its tool name, the input
-//! as sent and the working directory): a hold file `<digest>.json` beside the ledger
-//! (mode 0600, in a 0700 directory) keeps the request's id and resume token. When the
+//! as sent and the working directory): a hold file `<digest>.json` in the per-user state
+//! directory ([`attest_core::state`], outside every workspace; mode 0600, in a 0700
+//! directory) keeps the request's id and resume token, sealed with an HMAC-SHA256 over
+//! the digest, id and token under a key kept in that directory (never in the workspace).
+//! A hold whose seal or digest does not match its call (copied to another call's name,
+//! or edited) is refused and recorded as rejected by Attest's policy. When the
 //! same call comes back approved, the file is claimed (renamed, so of two racing retries
 //! only one wins) and the call is allowed once; the claim is used by the call's
 //! after-event, which consumes the approval and records the outcome under the
@@ -29,19 +33,42 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::event::{Ruling, ToolCall};
-use super::govern::{never_run, Settings};
+use super::govern::{never_run, ModeGate, Settings};
 use super::{pipeline, runtime};
 use attest_core::setup::{is_url, AskMode};
 
 /// How often a waiting hook reads the store.
 const POLL: Duration = Duration::from_millis(200);
 
-/// What a hold file keeps.
+/// What a hold file keeps: the request, the call it is for, and the seal over both.
 #[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Hold {
+    digest: String,
     id: String,
     token: String,
+    mac: String,
 }
+
+/// A hold file that is not what the hook wrote for this call.
+#[derive(Debug)]
+struct Forged {
+    path: String,
+    why: &'static str,
+}
+
+impl std::fmt::Display for Forged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the hold file {} was copied or edited: {}",
+            self.path, self.why
+        )
+    }
+}
+
+/// The key's file name in the state directory.
+const KEY_FILE: &str = "hold.key";
 
 /// Before a call policy asks about: find or make its request, wait, answer.
 pub(crate) fn before(
@@ -54,7 +81,11 @@ pub(crate) fn before(
     let ledger = settings.config.open_ledger(true)?;
     let store = Arc::new(ApprovalStore::open(&ledger)?);
     drop(ledger);
-    let mut current = match holds.read()? {
+    let read = match holds.read() {
+        Ok(read) => read,
+        Err(forged) => return refuse_forged(settings, &holds, action, label, &forged),
+    };
+    let mut current = match read {
         Some(hold) => match store.get_by_token(&ResumeToken::new(hold.token.clone())) {
             Ok(request) if request.id == hold.id => Some((hold, request)),
             // A hold whose request is gone (another ledger, a purge): ask anew.
@@ -76,10 +107,7 @@ pub(crate) fn before(
         let outcome = runtime()?.block_on(attest.call(action.clone()).run(never_run))?;
         match outcome {
             Outcome::Held { id, token, .. } => {
-                let hold = Hold {
-                    id: id.clone(),
-                    token: token.expose().to_owned(),
-                };
+                let hold = holds.seal(id.clone(), token.expose().to_owned());
                 holds.write(&hold)?;
                 current = Some((hold, store.get_by_id(&id)?));
             }
@@ -98,13 +126,38 @@ pub(crate) fn before(
     settle(settings, &holds, &store, hold, &request, action, label)
 }
 
+/// A hold that is not this call's own: refused, recorded as rejected by Attest's policy
+/// (no approver), and removed.
+fn refuse_forged(
+    settings: &Settings,
+    holds: &Holds,
+    action: Action,
+    label: &str,
+    forged: &Forged,
+) -> anyhow::Result<Ruling> {
+    holds.remove();
+    let note = format!("{forged}; an approval is bound to the call it was given for");
+    let attest = pipeline(&settings.config, ModeGate::with_note(note.clone()))?;
+    let seq = runtime()?
+        .block_on(attest.call(action).run(never_run))?
+        .receipt()
+        .seq;
+    Ok(Ruling::Deny(format!(
+        "Attest refused {label}: {note} (ledger seq {seq}). It did not run."
+    )))
+}
+
 /// The claimed approval of a call that was allowed once, taken for its after-event.
 pub(crate) fn take_claimed(
     settings: &Settings,
     call: &ToolCall,
 ) -> anyhow::Result<Option<ResumeToken>> {
-    let holds = Holds::new(settings, call)?;
-    let Some(hold) = holds.read_claimed()? else {
+    // With no state directory no hold was ever claimed: the row names no approval.
+    let Ok(holds) = Holds::new(settings, call) else {
+        return Ok(None);
+    };
+    // A claimed hold that is not this call's own uses no approval: the row names none.
+    let Some(hold) = holds.read_claimed().ok().flatten() else {
         return Ok(None);
     };
     holds.remove_claimed();
@@ -192,29 +245,74 @@ fn settle(
     )))
 }
 
-/// The hold files of one call.
+/// The hold files of one call, and the key that seals them.
 struct Holds {
+    digest: String,
+    key: Vec<u8>,
     pending: PathBuf,
     claimed: PathBuf,
 }
 
 impl Holds {
-    /// The hold files of `call`, beside the ledger (`.attest/` for a database ledger).
+    /// The hold files of `call`, in the per-user state directory.
     fn new(settings: &Settings, call: &ToolCall) -> anyhow::Result<Holds> {
         let digest = call_digest(&settings.agent, call)?;
-        let dir = state_dir(settings, "hook-holds");
+        let state = attest_core::state::state_dir(settings.config.env().as_ref()).context(
+            "approvals need a per-user state directory outside the workspace: set HOME, \
+             XDG_STATE_HOME or ATTEST_STATE_DIR",
+        )?;
+        let dir = state.join("hook-holds");
+        create_private_dir(&dir)?;
+        let key = attest_core::state::key(&state, KEY_FILE)
+            .with_context(|| format!("cannot read or make the hold key in {}", state.display()))?;
         Ok(Holds {
+            key,
             pending: dir.join(format!("{digest}.json")),
             claimed: dir.join(format!("{digest}.claimed.json")),
+            digest,
         })
     }
 
-    fn read(&self) -> anyhow::Result<Option<Hold>> {
-        read_hold(&self.pending)
+    /// A hold for request `id`, sealed to this call.
+    fn seal(&self, id: String, token: String) -> Hold {
+        let mac = attest_core::state::seal(&self.key, &[&self.digest, &id, &token]);
+        Hold {
+            digest: self.digest.clone(),
+            id,
+            token,
+            mac,
+        }
     }
 
-    fn read_claimed(&self) -> anyhow::Result<Option<Hold>> {
-        read_hold(&self.claimed)
+    fn read(&self) -> Result<Option<Hold>, Forged> {
+        self.open(&self.pending)
+    }
+
+    fn read_claimed(&self) -> Result<Option<Hold>, Forged> {
+        self.open(&self.claimed)
+    }
+
+    /// The hold at `path` if it is this call's own, sealed with this key.
+    fn open(&self, path: &Path) -> Result<Option<Hold>, Forged> {
+        let forged = |why| Forged {
+            path: path.display().to_string(),
+            why,
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(_) => return Err(forged("it cannot be read")),
+        };
+        let hold: Hold =
+            serde_json::from_slice(&bytes).map_err(|_| forged("it is not a hold file"))?;
+        if hold.digest != self.digest {
+            return Err(forged("it is another call's"));
+        }
+        let parts = [hold.digest.as_str(), hold.id.as_str(), hold.token.as_str()];
+        if !attest_core::state::sealed(&self.key, &parts, &hold.mac) {
+            return Err(forged("its seal does not match"));
+        }
+        Ok(Some(hold))
     }
 
     /// Writes the hold, readable by its owner only (the token resumes the request).
@@ -251,18 +349,6 @@ impl Holds {
     }
 }
 
-fn read_hold(path: &Path) -> anyhow::Result<Option<Hold>> {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            Ok(Some(serde_json::from_slice(&bytes).with_context(|| {
-                format!("{} is not a hold file", path.display())
-            })?))
-        }
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
-    }
-}
-
 /// A directory of the hooks' own state beside the ledger (`.attest/` for a database
 /// ledger), one per kind of state.
 pub(super) fn state_dir(settings: &Settings, name: &str) -> PathBuf {
@@ -276,12 +362,7 @@ pub(super) fn state_dir(settings: &Settings, name: &str) -> PathBuf {
 }
 
 pub(super) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(dir)
+    attest_core::state::create_private_dir(dir)
         .with_context(|| format!("cannot create {}", dir.display()))
 }
 
