@@ -324,15 +324,22 @@ fn a_command_line_is_judged_by_its_riskiest_reading() {
             "LD_PRELOAD=./x.so ls",
             "env PAGER='rm -rf x' git log",
             "export EDITOR=evil; git commit",
+            "awk 'BEGIN{system(\"rm -rf x\")}'",
+        ],
+        "ask",
+    );
+    // A read program's writing option that writes a protected file is refused, as `> F` is.
+    bash_decisions(
+        dir.path(),
+        &[
             "sort -o .claude/settings.json in.txt",
             "uniq in.txt .mcp.json",
             "sed 's/x/y/w .claude/settings.json' in.txt",
             "awk '{ print > \".mcp.json\" }' in.txt",
-            "awk 'BEGIN{system(\"rm -rf x\")}'",
             "find . -fprint .git/hooks/pre-commit",
             "git config core.hooksPath .hooks",
         ],
-        "ask",
+        "deny",
     );
     // What they run or write, when harmless, is allowed as before.
     bash_decisions(

@@ -465,15 +465,21 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
             assert_eq!(answer, json!({}), "{agent} {what}");
         }
         if expected == "deny" && agent != "claude-code" {
-            // An ask the agent cannot enforce says so, and why.
+            // An ask the agent cannot enforce says so, and why; a protected file's refusal
+            // names the file.
             assert!(
-                reason(&answer).contains("approval"),
+                reason(&answer).contains("approval") || reason(&answer).contains("is protected"),
                 "{agent} {what}: {answer}"
             );
         }
     }
     // Nothing that acts or asks was recorded before it ran: only after-events write rows.
-    assert!(exported_entries(dir.path()).is_empty());
+    // A write to a protected file is refused, and a refusal is recorded at once.
+    let entries = exported_entries(dir.path());
+    assert!(
+        entries.iter().all(|entry| entry["decision"] == "refuse"),
+        "{entries:?}"
+    );
 }
 
 #[test]

@@ -517,6 +517,20 @@ fn infra(args: &[String]) -> Detection {
     }
 }
 
+/// The files a program's writing options name (`sort -o F`, `uniq IN OUT`, sed's `w F`,
+/// awk's `> "F"`, `find -fprint F`), as the shell reading reads them, so the protected-path
+/// predicate judges them as it judges `> F`. A name computed at run time is left out here:
+/// the shell reading already asks for it.
+pub(super) fn option_writes(program: &str, args: &[String]) -> Vec<String> {
+    writing_options::effects(program, args)
+        .into_iter()
+        .filter_map(|effect| match effect {
+            Effect::Writes(path) if !path.is_empty() => Some(path),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The words from the program on: leading assignments and wrappers that run the rest of
 /// the line as a command (`sudo`, `env`, `nohup`, `xargs`, …) skipped, as the runners'
 /// reading skips them: `… | xargs rm` is the `rm` it runs.
