@@ -61,7 +61,7 @@ impl Built {
             .arg(&built)
             .arg(&binary))?;
         let python = dir.join("_attest.abi3.so");
-        let node = dir.join(format!("attest.linux-x64-gnu.node"));
+        let node = dir.join("attest.linux-x64-gnu.node");
         for (from_name, to) in [
             ("libattest_python.so", &python),
             ("libattest_node.so", &node),

@@ -87,8 +87,8 @@ fn dist(root: &Path, out: &Path, skip_build: bool) -> anyhow::Result<()> {
         wheel::write(&project, &built, out)?,
         wheel::sdist(&project, out)?,
     ];
-    artifacts.extend(npm::write(&project, &built, out)?);
     artifacts.push(deb::write(&project, &built, &files, out)?);
+    artifacts.extend(npm::write(&project, &built, out)?);
     let signed = sums::write(&project, &built, &artifacts, out)?;
 
     println!(

@@ -11,7 +11,8 @@ pub(crate) const DIST_NAME: &str = "attest-agents";
 /// The one target built here.
 pub(crate) const TARGET: &str = "x86_64-unknown-linux-gnu";
 /// The cargo profile of the shipped build (Cargo.toml says why it is lean).
-pub(crate) const PROFILE: &str = "dist";
+/// Not `dist`: cargo writes a profile's build to target/PROFILE, and target/dist/ holds the artifacts.
+pub(crate) const PROFILE: &str = "dist-release";
 
 pub(crate) struct Project {
     pub(crate) root: PathBuf,

@@ -134,7 +134,7 @@ fn python_sources(dir: &Path) -> anyhow::Result<Vec<Entry>> {
     Ok(entries)
 }
 
-/// Core metadata 2.4 from pyproject.toml's [project], README.md as the description.
+/// Core metadata 2.4 from the `[project]` table of pyproject.toml, README.md as the description.
 fn metadata(project: &Project) -> anyhow::Result<String> {
     let pyproject = read_toml(&project.path("python/pyproject.toml"))?;
     let table = pyproject
