@@ -9,11 +9,19 @@ use anyhow::Context;
 
 use crate::project::{output, run, Project, PROFILE, TARGET};
 
+/// Where napi-derive writes the addon's type definitions while it compiles (napi's own
+/// build sets the same variable); npm.rs makes binding.d.ts from them.
+pub(crate) const TYPE_DEFS: &str = "target/dist-release-typedefs";
+
 pub(crate) fn build(project: &Project) -> anyhow::Result<()> {
+    let type_defs = project.path(TYPE_DEFS);
+    std::fs::create_dir_all(&type_defs)
+        .with_context(|| format!("cannot create {}", type_defs.display()))?;
     run(
         Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
             .current_dir(&project.root)
             .envs(project.env())
+            .env("NAPI_TYPE_DEF_TMP_FOLDER", &type_defs)
             .args(["build", "--locked", "--profile", PROFILE])
             .args([
                 "-p",

@@ -16,11 +16,7 @@ const PLATFORM: &str = "linux-x64-gnu";
 
 pub(crate) fn write(project: &Project, built: &Built, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let js = project.path("js");
-    if !js.join("binding.d.ts").exists() {
-        anyhow::bail!(
-            "js/binding.d.ts is missing: `npm ci` (or `npm run build`) in js/ generates it"
-        );
-    }
+    binding_types(project, &js)?;
     let platform = platform_package(project, built, out)?;
     let main = pack(&js, out)?;
     publishable(project, &main)?;
@@ -84,6 +80,34 @@ fn manifest(project: &Project, text: &[u8]) -> anyhow::Result<Vec<u8>> {
         }
     }
     Ok((serde_json::to_string_pretty(&manifest)? + "\n").into_bytes())
+}
+
+/// js/binding.d.ts, as `napi build --dts binding.d.ts` writes it: napi's own generator
+/// (from js/node_modules, which `npm ci --ignore-scripts` in js/ installs) over the type
+/// definitions napi-derive wrote while the release build compiled the addon.
+fn binding_types(project: &Project, js: &Path) -> anyhow::Result<()> {
+    const SCRIPT: &str = "const [dir, out] = process.argv.slice(1);
+const { generateTypeDef } = require('@napi-rs/cli');
+generateTypeDef({ typeDefDir: dir, cwd: process.cwd(), declareBindingTarget: false })
+  .then(({ dts }) => require('node:fs').writeFileSync(out, dts))
+  .catch((error) => { console.error(error); process.exit(1); });";
+    let type_defs = project.path(crate::compile::TYPE_DEFS);
+    if !type_defs.join("attest-node").exists() {
+        anyhow::bail!(
+            "no type definitions in {}: the addon was built without them; `touch js/src/lib.rs` and run again",
+            type_defs.display()
+        );
+    }
+    if !js.join("node_modules/@napi-rs/cli/package.json").exists() {
+        anyhow::bail!("js/node_modules has no @napi-rs/cli: run `npm ci --ignore-scripts` in js/");
+    }
+    crate::project::run(
+        Command::new("node")
+            .current_dir(js)
+            .args(["-e", SCRIPT])
+            .arg(&type_defs)
+            .arg(js.join("binding.d.ts")),
+    )
 }
 
 fn platform_package(project: &Project, built: &Built, out: &Path) -> anyhow::Result<PathBuf> {
