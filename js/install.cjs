@@ -1,4 +1,6 @@
-// The package's install step: builds the engine from source with napi (`napi build`, a
+// The package's install step. From a tarball on a platform with a prebuilt engine
+// (attest-agents-linux-x64-gnu, an optional dependency npm installed beside this one) it
+// does nothing. Otherwise it builds the engine from source with napi (`napi build`, a
 // debug build, and the .d.ts napi generates). In the repository (`npm install ./js`) it
 // builds this crate in place, into the workspace's target directory; from a tarball
 // (`npm pack`, which has no Cargo.toml of its own) it builds engine/, the workspace
@@ -16,6 +18,8 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 const here = __dirname;
+const packed = !fs.existsSync(path.join(here, "Cargo.toml"));
+if (packed && require("./lib/platform.cjs").prebuiltInstalled()) process.exit(0);
 
 function napiCli() {
   try {
@@ -32,15 +36,18 @@ function run(command, args) {
 }
 
 if (!napiCli()) {
+  // The version this package was tested with (a dependency in the repository, a dev
+  // dependency in the published package, which needs it only here).
+  const manifest = require("./package.json");
+  const version = (manifest.dependencies ?? {})["@napi-rs/cli"] ?? (manifest.devDependencies ?? {})["@napi-rs/cli"];
   const npm = process.env.npm_execpath;
   const [command, args] = npm ? [process.execPath, [npm]] : ["npm", []];
-  run(command, [...args, "install", "--omit=dev", "--omit=peer", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save"]);
+  run(command, [...args, "install", `@napi-rs/cli@${version}`, "--omit=peer", "--ignore-scripts", "--no-audit", "--no-fund", "--no-save", "--no-package-lock"]);
 }
 const cli = napiCli();
 if (!cli) throw new Error("@napi-rs/cli is not installed, and installing it failed");
 const bin = require(cli).bin;
 const napi = path.join(path.dirname(cli), typeof bin === "string" ? bin : bin.napi);
-const packed = !fs.existsSync(path.join(here, "Cargo.toml"));
 if (!packed) {
   run(process.execPath, [napi, "build", "--dts", "binding.d.ts"]);
 } else {

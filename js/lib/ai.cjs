@@ -1,6 +1,6 @@
 // The Vercel AI SDK (`ai`): govern the tools given to generateText / streamText / agents.
 //
-//   import { wrapTools } from "attest/ai";
+//   import { wrapTools } from "attest-agents/ai";
 //   const result = await generateText({ model, tools: wrapTools({ getNote, sendEmail }, attest), ... });
 //
 // Each wrapped tool keeps its description and input schema, so the model sees the same

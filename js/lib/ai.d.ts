@@ -1,4 +1,4 @@
-// The types of attest/ai (lib/ai.cjs).
+// The types of attest-agents/ai (lib/ai.cjs).
 import type { Attest, AttestError } from "./index";
 
 export interface WrapSpec {

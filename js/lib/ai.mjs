@@ -1,2 +1,2 @@
-// The ES module face of attest/ai.
+// The ES module face of attest-agents/ai.
 export * from "./ai.cjs";

@@ -1,6 +1,6 @@
 // LangChain.js (`@langchain/core` tools): govern the tools an agent or a LangGraph graph calls.
 //
-//   const { wrapTools } = require("attest/langchain");
+//   const { wrapTools } = require("attest-agents/langchain");
 //   const tools = wrapTools([getNote, sendEmail], attest);
 //
 // Each wrapped tool keeps its name, description and input schema, so the model sees the

@@ -1,4 +1,4 @@
-// The types of attest/langchain (lib/langchain.cjs).
+// The types of attest-agents/langchain (lib/langchain.cjs).
 import type { StructuredToolInterface } from "@langchain/core/tools";
 import type { Attest } from "./index";
 

@@ -1,2 +1,2 @@
-// The ES module face of attest/langchain.
+// The ES module face of attest-agents/langchain.
 export * from "./langchain.cjs";

@@ -1,7 +1,7 @@
 // Mastra (`@mastra/core` tools, as `createTool({...})` makes them): govern the tools an
 // agent or a workflow step calls.
 //
-//   const { wrapTools } = require("attest/mastra");
+//   const { wrapTools } = require("attest-agents/mastra");
 //   const agent = new Agent({ id: "ops", name: "ops", model, tools: wrapTools({ getNote, sendEmail }, attest) });
 //
 // Each wrapped tool is a copy of the Mastra tool (same id, description, input and output

@@ -1,4 +1,4 @@
-// The types of attest/mastra (lib/mastra.cjs).
+// The types of attest-agents/mastra (lib/mastra.cjs).
 import type { Attest } from "./index";
 import type { NotRun, WrapSpec } from "./ai";
 

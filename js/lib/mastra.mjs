@@ -1,2 +1,2 @@
-// The ES module face of attest/mastra.
+// The ES module face of attest-agents/mastra.
 export * from "./mastra.cjs";

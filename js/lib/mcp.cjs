@@ -1,6 +1,6 @@
 // The official MCP TypeScript SDK's client: govern every `tools/call` a `Client` makes.
 //
-//   const { wrapClient } = require("attest/mcp");
+//   const { wrapClient } = require("attest-agents/mcp");
 //   const client = wrapClient(connectedClient, attest, { server: "notes" });
 //   await client.callTool({ name: "delete_note", arguments: { id: "n1" } });
 //

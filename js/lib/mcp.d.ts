@@ -1,4 +1,4 @@
-// The types of attest/mcp (lib/mcp.cjs).
+// The types of attest-agents/mcp (lib/mcp.cjs).
 import type { Attest } from "./index";
 
 export interface WrapClientOptions {

@@ -1,2 +1,2 @@
-// The ES module face of attest/mcp.
+// The ES module face of attest-agents/mcp.
 export * from "./mcp.cjs";

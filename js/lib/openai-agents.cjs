@@ -1,7 +1,7 @@
 // The OpenAI Agents SDK for JavaScript (`@openai/agents`): govern function tools, and
 // pause a run the SDK's way.
 //
-//   const { wrapTools, resolveInterruptions } = require("attest/openai-agents");
+//   const { wrapTools, resolveInterruptions } = require("attest-agents/openai-agents");
 //   const agent = new Agent({ name: "ops", tools: wrapTools([lookup, refund], attest) });
 //   let result = await run(agent, "…", { context: {} });
 //   // a call Attest asks a person about stops the run with an interruption; once decided:
@@ -63,7 +63,7 @@ function parse(input) {
  */
 function wrapTool(tool, attest, spec = {}) {
   if (tool?.type !== "function" || typeof tool.invoke !== "function") {
-    throw new TypeError(`attest/openai-agents: ${tool?.name ?? "this tool"} is not a function tool`);
+    throw new TypeError(`attest-agents/openai-agents: ${tool?.name ?? "this tool"} is not a function tool`);
   }
   const call = { ...spec, name: tool.name, framework: FRAMEWORK };
   // Call id -> the decided call (cleared, with its params) or why it may not run.

@@ -1,4 +1,4 @@
-// The types of attest/openai-agents (lib/openai-agents.cjs).
+// The types of attest-agents/openai-agents (lib/openai-agents.cjs).
 import type { Attest, AttestError } from "./index";
 
 export interface WrapSpec {

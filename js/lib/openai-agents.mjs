@@ -1,2 +1,2 @@
-// The ES module face of attest/openai-agents.
+// The ES module face of attest-agents/openai-agents.
 export * from "./openai-agents.cjs";

@@ -16,7 +16,7 @@ const path = require("node:path");
 const readline = require("node:readline");
 const { test } = require("node:test");
 
-const { Attest, ConfigError, Refused } = require("attest");
+const { Attest, ConfigError, Refused } = require("attest-agents");
 const { Cli, project } = require("./helpers.cjs");
 
 const PARAMS = { noteId: "n1", title: "plan" };

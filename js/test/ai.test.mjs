@@ -10,8 +10,8 @@ import * as ai6 from "ai-v6";
 import { MockLanguageModelV3 as Mock6 } from "ai-v6/test";
 import { z } from "zod";
 
-import { Attest } from "attest";
-import { wrapTools } from "attest/ai";
+import { Attest } from "attest-agents";
+import { wrapTools } from "attest-agents/ai";
 import helpers from "./helpers.cjs";
 import { scriptedModel } from "./model.mjs";
 

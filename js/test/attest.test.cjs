@@ -6,7 +6,7 @@ const assert = require("node:assert/strict");
 const path = require("node:path");
 const { test } = require("node:test");
 
-const { Attest, AttestError, Held, Refused, Rejected } = require("attest");
+const { Attest, AttestError, Held, Refused, Rejected } = require("attest-agents");
 const { Cli, project } = require("./helpers.cjs");
 const execFile = require("node:util").promisify(require("node:child_process").execFile);
 

@@ -10,7 +10,7 @@ const path = require("node:path");
 const { test } = require("node:test");
 const { promisify } = require("node:util");
 
-const { Attest } = require("attest");
+const { Attest } = require("attest-agents");
 const { Cli, project } = require("./helpers.cjs");
 
 const run = promisify(execFile);

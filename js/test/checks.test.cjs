@@ -9,7 +9,7 @@ const http = require("node:http");
 const path = require("node:path");
 const { test } = require("node:test");
 
-const { Attest } = require("attest");
+const { Attest } = require("attest-agents");
 const { Cli, project } = require("./helpers.cjs");
 
 // Contacts are written without asking, so each test is about verification alone.

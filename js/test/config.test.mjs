@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { Attest, AttestError, ConfigError, PolicyError } from "attest";
+import { Attest, AttestError, ConfigError, PolicyError } from "attest-agents";
 import helpers from "./helpers.cjs";
 
 const { Cli, project, attestBinary } = helpers;

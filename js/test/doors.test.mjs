@@ -29,12 +29,12 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Agent as OpenAIAgent, run, setTracingDisabled, tool as oaTool } from "@openai/agents";
 import { z } from "zod";
 
-import { Attest, Held, Refused } from "attest";
-import { wrapTools as aiWrap } from "attest/ai";
-import { wrapTools as lcWrap } from "attest/langchain";
-import { wrapTools as mastraWrap } from "attest/mastra";
-import { wrapClient } from "attest/mcp";
-import { wrapTools as oaWrap } from "attest/openai-agents";
+import { Attest, Held, Refused } from "attest-agents";
+import { wrapTools as aiWrap } from "attest-agents/ai";
+import { wrapTools as lcWrap } from "attest-agents/langchain";
+import { wrapTools as mastraWrap } from "attest-agents/mastra";
+import { wrapClient } from "attest-agents/mcp";
+import { wrapTools as oaWrap } from "attest-agents/openai-agents";
 import helpers from "./helpers.cjs";
 import { scriptedModel } from "./model.mjs";
 import oaTools from "./openai-agents.tools.cjs";

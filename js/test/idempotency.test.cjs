@@ -5,7 +5,7 @@
 const assert = require("node:assert/strict");
 const { test } = require("node:test");
 
-const { Attest, AttestError, Replayed } = require("attest");
+const { Attest, AttestError, Replayed } = require("attest-agents");
 const { Cli, project } = require("./helpers.cjs");
 
 test("a keyed write runs once, and a retry gets the first receipt", async (t) => {

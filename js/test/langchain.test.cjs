@@ -11,8 +11,8 @@ const { tool } = require("@langchain/core/tools");
 const { FakeStreamingChatModel } = require("@langchain/core/utils/testing");
 const { z } = require("zod");
 
-const { Attest } = require("attest");
-const { wrapTools } = require("attest/langchain");
+const { Attest } = require("attest-agents");
+const { wrapTools } = require("attest-agents/langchain");
 const { Cli, project } = require("./helpers.cjs");
 
 function setup(t) {

@@ -12,8 +12,8 @@ const { AIMessage, ToolMessage } = require("@langchain/core/messages");
 const { tool } = require("@langchain/core/tools");
 const { z } = require("zod");
 
-const { Attest } = require("attest");
-const { REQUEST_KIND, wrapTools } = require("attest/langchain");
+const { Attest } = require("attest-agents");
+const { REQUEST_KIND, wrapTools } = require("attest-agents/langchain");
 const { Cli, project } = require("./helpers.cjs");
 
 function graphFor(tools, checkpointer) {

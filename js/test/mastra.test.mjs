@@ -11,8 +11,8 @@ import { createTool } from "@mastra/core/tools";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
 
-import { Attest } from "attest";
-import { wrapTool, wrapTools } from "attest/mastra";
+import { Attest } from "attest-agents";
+import { wrapTool, wrapTools } from "attest-agents/mastra";
 import helpers from "./helpers.cjs";
 import { scriptedModel } from "./model.mjs";
 

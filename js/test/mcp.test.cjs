@@ -11,8 +11,8 @@ const { InMemoryTransport } = require("@modelcontextprotocol/sdk/inMemory.js");
 const { McpServer } = require("@modelcontextprotocol/sdk/server/mcp.js");
 const { z } = require("zod");
 
-const { Attest } = require("attest");
-const { wrapClient } = require("attest/mcp");
+const { Attest } = require("attest-agents");
+const { wrapClient } = require("attest-agents/mcp");
 const { Cli, project } = require("./helpers.cjs");
 
 async function setup(t, options) {

@@ -16,8 +16,8 @@ const { promisify } = require("node:util");
 
 const { Agent, run, setTracingDisabled } = require("@openai/agents");
 
-const { Attest } = require("attest");
-const { CONTEXT_KEY, resolveInterruptions, wrapTools } = require("attest/openai-agents");
+const { Attest } = require("attest-agents");
+const { CONTEXT_KEY, resolveInterruptions, wrapTools } = require("attest-agents/openai-agents");
 const { Cli, noNetwork, project } = require("./helpers.cjs");
 
 setTracingDisabled(true);
@@ -69,8 +69,8 @@ test("a held call interrupts the run; answered from the store, it resumes in a n
   const resumed = `
     process.env.OPENAI_AGENTS_DISABLE_TRACING = "1";
     const { Agent, RunState, run, setTracingDisabled } = require("@openai/agents");
-    const { Attest } = require("attest");
-    const { resolveInterruptions, wrapTools } = require("attest/openai-agents");
+    const { Attest } = require("attest-agents");
+    const { resolveInterruptions, wrapTools } = require("attest-agents/openai-agents");
     setTracingDisabled(true);
     const [ledger, policy, saved] = process.argv.slice(1);
     (async () => {

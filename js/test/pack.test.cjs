@@ -62,22 +62,22 @@ test("npm pack's tarball installs outside the repository, compiles the engine an
   const target = process.env.ATTEST_PACK_TARGET_DIR || process.env.CARGO_TARGET_DIR || path.join(REPO, "target");
   const env = { ...process.env, CARGO_TARGET_DIR: target };
   npm(["install", path.join(directory, packed.filename), "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline"], { cwd: consumer, env });
-  const engine = path.join(consumer, "node_modules", "attest", "engine");
+  const engine = path.join(consumer, "node_modules", "attest-agents", "engine");
   const now = new Date();
   for (const file of fs.readdirSync(engine, { recursive: true })) fs.utimesSync(path.join(engine, file), now, now);
-  const built = npm(["rebuild", "attest", "--foreground-scripts"], { cwd: consumer, env });
+  const built = npm(["rebuild", "attest-agents", "--foreground-scripts"], { cwd: consumer, env });
   const said = `${built.stdout}\n${built.stderr}`;
   for (const crate of ["attest-policy", "attest-ledger", "attest-core", "js"]) {
-    const where = path.join("node_modules", "attest", "engine", crate === "js" ? "js" : path.join("crates", crate));
+    const where = path.join("node_modules", "attest-agents", "engine", crate === "js" ? "js" : path.join("crates", crate));
     assert.ok(said.includes(`${where})`), `cargo did not compile ${where} from the tarball:\n${said}`);
   }
-  const installed = path.join(consumer, "node_modules", "attest");
+  const installed = path.join(consumer, "node_modules", "attest-agents");
   assert.ok(!fs.lstatSync(installed).isSymbolicLink(), "installed from the tarball, not linked to the repository");
   assert.ok(fs.existsSync(path.join(installed, "attest.node")), "the engine was compiled into the package");
   assert.ok(fs.existsSync(path.join(installed, "binding.d.ts")), "and its types generated");
 
   fs.writeFileSync(path.join(consumer, "policy.yaml"), "version: 1\npolicies:\n  - name: no-payments\n    match: {verb: pay}\n    decision: refuse\n    reason: agents do not move money\n");
-  fs.writeFileSync(path.join(consumer, "example.mjs"), `import { Attest, Refused } from "attest";
+  fs.writeFileSync(path.join(consumer, "example.mjs"), `import { Attest, Refused } from "attest-agents";
 const attest = new Attest({ ledger: "ledger.sqlite", policy: "policy.yaml", agent: "packed" });
 const getNote = attest.tool({ system: "notes", verb: "read" }, async ({ id }) => ({ id, title: "plan" }));
 const { value, receipt } = await getNote.withReceipt({ id: "n1" });

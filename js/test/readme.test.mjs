@@ -27,7 +27,7 @@ test("README's TypeScript example runs as written", async (t) => {
   t.after(() => fs.rmSync(directory, { recursive: true, force: true }));
   // The package as `npm install ./js` leaves it: node_modules/attest is the package folder.
   fs.mkdirSync(path.join(directory, "node_modules"));
-  fs.symlinkSync(PACKAGE, path.join(directory, "node_modules", "attest"), "dir");
+  fs.symlinkSync(PACKAGE, path.join(directory, "node_modules", "attest-agents"), "dir");
   fs.writeFileSync(path.join(directory, "example.mjs"), example());
   const { stdout } = await promisify(execFile)(process.execPath, ["example.mjs"], {
     cwd: directory,

@@ -7,7 +7,7 @@ const { spawnSync } = require("node:child_process");
 const crypto = require("node:crypto");
 const { test } = require("node:test");
 
-const { Attest } = require("attest");
+const { Attest } = require("attest-agents");
 const { Cli, project } = require("./helpers.cjs");
 
 const SERVER = process.env.ATTEST_TEST_PG || "postgres://postgres@127.0.0.1:5432";

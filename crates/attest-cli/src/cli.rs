@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// decided by policy, run, verified, and recorded in a hash-chained ledger that
 /// anyone can check.
 #[derive(Debug, Parser)]
-#[command(name = "attest", version, propagate_version = true)]
+#[command(name = "attest", version = crate::VERSION, propagate_version = true)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: Global,
@@ -211,6 +211,43 @@ pub(crate) enum Command {
     /// each agent's own history (new system or verb, volume spike, failure spike,
     /// off-hours actions, external burst); each flag gives its numbers and baseline.
     Digest(crate::review::DigestArgs),
+    // --- release files (issue 55) ---
+    /// Print a shell completion script on stdout: `attest completions bash >
+    /// /etc/bash_completion.d/attest` (the packages install them already).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout: `attest man | man -l -`.
+    Man,
+    /// Check downloaded release files against a signed SHA256SUMS: the signature of
+    /// SHA256SUMS.note under a trusted verifier key, that the note's text is SHA256SUMS
+    /// byte for byte, and the SHA-256 of every listed file found in the directory.
+    ///
+    /// Exit 0: signed and every file present matches (at least one). Exit 1: a bad or
+    /// missing signature, a file that differs, or no listed file present.
+    VerifySums(VerifySumsArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: CompletionShell,
+}
+
+/// The shells whose completion scripts the packages install.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VerifySumsArgs {
+    /// The directory holding SHA256SUMS, SHA256SUMS.note and the downloaded files.
+    #[arg(default_value = ".", value_name = "DIR")]
+    pub(crate) dir: PathBuf,
+    #[command(flatten)]
+    pub(crate) trust: TrustArgs,
 }
 
 #[derive(Debug, Args)]

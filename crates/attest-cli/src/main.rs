@@ -24,6 +24,14 @@ use attest_doors::{count, terminal};
 
 use crate::cli::Cli;
 
+/// `attest --version`: the workspace version and the commit it was built from (see build.rs).
+pub(crate) const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("ATTEST_COMMIT"),
+    ")"
+);
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match commands::run(cli) {

@@ -1,9 +1,9 @@
 // Compiled by types.test.cjs (tsc --noEmit): the package's types as a TypeScript user meets them.
-import { Attest, Held, Refused, Replayed, type Receipt } from "attest";
-import { wrapTools as aiTools } from "attest/ai";
-import { wrapTools as mastraTools } from "attest/mastra";
-import { wrapClient, payload } from "attest/mcp";
-import { resolveInterruptions } from "attest/openai-agents";
+import { Attest, Held, Refused, Replayed, type Receipt } from "attest-agents";
+import { wrapTools as aiTools } from "attest-agents/ai";
+import { wrapTools as mastraTools } from "attest-agents/mastra";
+import { wrapClient, payload } from "attest-agents/mcp";
+import { resolveInterruptions } from "attest-agents/openai-agents";
 
 const attest = new Attest({ ledger: ".attest/ledger.sqlite", agent: "typed", durability: "normal" });
 const getNote = attest.tool({ system: "notes", verb: "read" }, async ({ id }: { id: string }) => ({ id, title: "plan" }));

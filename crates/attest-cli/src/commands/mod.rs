@@ -21,6 +21,7 @@ mod prove;
 mod prune;
 mod publish;
 mod recipes;
+mod release;
 mod servers;
 pub(crate) mod tiles;
 mod verify;
@@ -35,6 +36,13 @@ use crate::cli::{Cli, Command};
 use crate::config::Config;
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        // Need no ledger, policy or configuration.
+        Command::Completions(args) => return release::completions(args.shell),
+        Command::Man => return release::man(),
+        Command::VerifySums(args) => return release::verify_sums(args),
+        _ => {}
+    }
     if let Command::Recipes(command) = &cli.command {
         // Needs no ledger settings.
         return recipes::run(&cli.global, command);
@@ -98,6 +106,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Hook(command) => hook::run(&cli.global, &command),
         // review (issue 17)
         Command::Digest(args) => crate::review::digest_command(&config, &args),
+        Command::Completions(args) => release::completions(args.shell),
+        Command::Man => release::man(),
+        Command::VerifySums(args) => release::verify_sums(&args),
     }
 }
 
