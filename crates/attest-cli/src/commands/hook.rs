@@ -25,8 +25,10 @@
 //!
 //! Where the ledger lives: the hook runs in the project directory the agent names
 //! (`$CLAUDE_PROJECT_DIR`, `$GEMINI_PROJECT_DIR`, `$CURSOR_PROJECT_DIR` or Cursor's first
-//! workspace root, else the event's `cwd`), so a session started in a subfolder extends
-//! the project's ledger instead of starting a second one. A ledger inside the project is one the agent can
+//! workspace root, else the event's `cwd`) — or in the nearest folder above it (or above
+//! the hook's own, for Codex and Copilot, which name none) that holds `.attest/` — so a
+//! session started in a subfolder extends the project's ledger and obeys its configuration
+//! instead of starting a second one under the defaults. A ledger inside the project is one the agent can
 //! write to: point `ATTEST_LEDGER` (or `ledger:` in the configuration) at a place the
 //! agent's user cannot write, or a PostgreSQL database it has no credentials for, and
 //! keep a verifier key and checkpoints elsewhere so an edit is caught.
@@ -127,12 +129,29 @@ fn answer(
         }
     };
     let Event { moment, call } = event;
-    let Some(call) = call else {
+    let Some(mut call) = call else {
         // An event Attest has nothing to say about.
         return contract.nothing(&value);
     };
-    if let Some(dir) = call.project_dir.as_deref().filter(|dir| dir.is_dir()) {
-        // Settings, policy and ledger are the project's, wherever in it the agent is.
+    if call.cwd.is_none() {
+        // An event that names no folder runs its call where the agent runs the hook:
+        // relative paths resolve there (taken before the hook enters the project).
+        call.cwd = std::env::current_dir()
+            .ok()
+            .and_then(|dir| dir.to_str().map(str::to_owned));
+    }
+    let named = call.project_dir.as_deref().filter(|dir| dir.is_dir());
+    let start = named
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok());
+    // Settings, policy and ledger are the project's, wherever in it the agent is: the
+    // nearest folder at or above the named one (or the hook's own, for agents that name
+    // none) that holds `.attest/`, which the agent cannot write; else the named folder.
+    let project = start
+        .as_deref()
+        .and_then(|start| start.ancestors().find(|dir| dir.join(".attest").is_dir()))
+        .or(named);
+    if let Some(dir) = project {
         if let Err(err) = std::env::set_current_dir(dir) {
             return undecided(
                 contract,

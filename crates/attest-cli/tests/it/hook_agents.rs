@@ -633,6 +633,44 @@ fn a_session_in_a_subfolder_uses_the_projects_ledger() {
     assert!(!deep.join(".attest").exists());
 }
 
+/// Issue 48: Codex and Copilot name no project directory, and a session started in a
+/// subfolder runs the hook there: the project's `.attest/` above it still governs (a
+/// configuration error there is a deny), never the defaults of a folder without one.
+#[test]
+fn a_hook_run_from_a_subfolder_finds_the_projects_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".attest")).unwrap();
+    std::fs::write(
+        dir.path().join(".attest/config.yaml"),
+        "agent: app-bot\nledgr: audit.sqlite\n",
+    )
+    .unwrap();
+    let deep = dir.path().join("src/deep");
+    std::fs::create_dir_all(&deep).unwrap();
+    let status = json!({"command": "git status"});
+    for (agent, mut event) in [
+        ("codex", codex("Bash", status.clone())),
+        ("copilot", copilot("bash", status.clone())),
+    ] {
+        event["cwd"] = json!(deep.display().to_string());
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_attest"));
+        command
+            .args(["hook", agent])
+            .current_dir(&deep)
+            .env_clear()
+            .env("HOME", dir.path());
+        let output = with_stdin(command, &event.to_string());
+        let answer: Value = serde_json::from_str(stdout(&output).trim())
+            .unwrap_or_else(|_| panic!("{agent}: {}", stderr(&output)));
+        assert_eq!(verdict(agent, &answer), "deny", "{agent}: {answer}");
+        assert!(
+            reason(&answer).contains(".attest/config.yaml:2"),
+            "{agent}: {answer}"
+        );
+        assert!(!deep.join(".attest").exists(), "{agent}");
+    }
+}
+
 /// A stand-in for GitHub's REST API on 127.0.0.1: issue 42 was stored with another title
 /// than the one asked for, issue 43 as asked. Serves until the test ends.
 fn fake_github() -> String {
