@@ -633,11 +633,8 @@ fn a_session_in_a_subfolder_uses_the_projects_ledger() {
     assert!(!deep.join(".attest").exists());
 }
 
-/// Issue 48: Codex and Copilot name no project directory, and a session started in a
-/// subfolder runs the hook there: the project's `.attest/` above it still governs (a
-/// configuration error there is a deny), never the defaults of a folder without one.
-#[test]
-fn a_hook_run_from_a_subfolder_finds_the_projects_configuration() {
+/// A project whose `.attest/config.yaml` does not load: line 2 has an unknown key, `ledgr`.
+fn project_with_a_configuration_error() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".attest")).unwrap();
     std::fs::write(
@@ -645,6 +642,15 @@ fn a_hook_run_from_a_subfolder_finds_the_projects_configuration() {
         "agent: app-bot\nledgr: audit.sqlite\n",
     )
     .unwrap();
+    dir
+}
+
+/// Issue 48: Codex and Copilot name no project directory, and a session started in a
+/// subfolder runs the hook there: the project's `.attest/` above it still governs (a
+/// configuration error there is a deny), never the defaults of a folder without one.
+#[test]
+fn a_hook_run_from_a_subfolder_finds_the_projects_configuration() {
+    let dir = project_with_a_configuration_error();
     let deep = dir.path().join("src/deep");
     std::fs::create_dir_all(&deep).unwrap();
     let status = json!({"command": "git status"});
@@ -1115,13 +1121,7 @@ fn raw_answer(dir: &Path, agent: &str, event: &str, what: &str) -> Value {
 /// hook answer deny, naming the file, the line and the key; a read is no exception.
 #[test]
 fn a_configuration_error_is_every_agents_deny_with_file_line_and_key() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join(".attest")).unwrap();
-    std::fs::write(
-        dir.path().join(".attest/config.yaml"),
-        "agent: app-bot\nledgr: audit.sqlite\n",
-    )
-    .unwrap();
+    let dir = project_with_a_configuration_error();
     let status = json!({"command": "git status"});
     for (agent, event) in [
         ("claude-code", claude("Bash", status.clone())),

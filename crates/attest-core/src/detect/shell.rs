@@ -531,12 +531,25 @@ pub(super) fn option_writes(program: &str, args: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The words from the program on: leading assignments and wrappers that run the rest of
-/// the line as a command (`sudo`, `env`, `nohup`, `xargs`, …) skipped, as the runners'
-/// reading skips them: `… | xargs rm` is the `rm` it runs.
-pub(super) fn program_words(words: &[String]) -> Vec<String> {
-    runners::prefixed(words).words
+/// A simple command's program as the runners' reading finds it, for the protected-path
+/// predicate: its words from the program on (assignments and wrappers such as `sudo`,
+/// `env`, `xargs` skipped: `… | xargs rm` is the `rm` it runs), a command line a wrapper
+/// runs (`env -S '…'`), and the files a wrapper itself writes (`time -o F`).
+pub(super) struct Program {
+    pub(super) words: Vec<String>,
+    pub(super) line: Option<String>,
+    pub(super) writes: Vec<String>,
 }
+
+pub(super) fn program(words: &[String]) -> Program {
+    let prefixed = runners::prefixed(words);
+    Program {
+        words: prefixed.words,
+        line: prefixed.line,
+        writes: prefixed.writes,
+    }
+}
+
 /// One simple command: its words, and the files its output redirections write.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Simple {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::shell::{option_writes, program_words, simple_commands};
+use super::shell::{option_writes, program, simple_commands};
 use crate::protected::resolve;
 
 /// How many directories one line is followed into; past that, writes are unresolved.
@@ -44,8 +44,14 @@ fn line(
         for path in &simple.writes {
             judge_all(path, &dirs, home, out);
         }
-        let words = program_words(&simple.words);
-        let Some((program, args)) = words.split_first() else {
+        let found = program(&simple.words);
+        for path in &found.writes {
+            judge_all(path, &dirs, home, out);
+        }
+        if let Some(inner) = found.line.as_deref().filter(|_| depth < MAX_DEPTH) {
+            line(inner, dirs.clone(), home, depth + 1, out);
+        }
+        let Some((program, args)) = found.words.split_first() else {
             continue;
         };
         let name = program.rsplit('/').next().unwrap_or(program);
@@ -85,7 +91,8 @@ fn line(
                     judge_all(path, &dirs, home, out);
                 }
             }
-            "sed" | "perl" | "ruby" if args.iter().any(|arg| arg.starts_with("-i")) => {
+            // sed's in-place files are the shell reading's (`option_writes` below).
+            "perl" | "ruby" if args.iter().any(|arg| arg.starts_with("-i")) => {
                 // The script is the first operand unless `-e` gave it.
                 let scripted = args.iter().any(|arg| arg == "-e" || arg == "--expression");
                 let skip = usize::from(!scripted);
@@ -253,5 +260,8 @@ mod tests {
             .contains(&ok("/w/.claude/settings.json")));
         assert!(written("cd .git && find . -fprint hooks/pre-commit")
             .contains(&ok("/w/.git/hooks/pre-commit")));
+        // What a wrapper runs or writes itself.
+        assert!(written("env -S 'touch .husky/pre-commit'").contains(&ok("/w/.husky/pre-commit")));
+        assert!(written("time -o .mcp.json ls").contains(&ok("/w/.mcp.json")));
     }
 }

@@ -78,12 +78,9 @@ pub(crate) fn action(attest: &Attest, settings: &Settings, call: &ToolCall) -> A
         params: Some(call.params.clone()),
         session: call.session.as_deref(),
         readings: call.readings.clone(),
-        // Relative paths the call writes are resolved where the agent runs it.
-        cwd: call.cwd.as_deref().or_else(|| {
-            call.project_dir
-                .as_deref()
-                .and_then(std::path::Path::to_str)
-        }),
+        // Relative paths the call writes are resolved where the agent runs it: the event's
+        // folder, or the hook's own (filled in by `hook::answer` before it enters the project).
+        cwd: call.cwd.as_deref(),
         context: CallContext {
             agent: Some(&settings.agent),
             actor: settings.actor.as_deref(),
