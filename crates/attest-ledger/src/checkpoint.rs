@@ -58,6 +58,33 @@ pub fn open_checkpoint_signed<'k>(
     note: &[u8],
     trusted: &'k [VerifierKey],
 ) -> Result<(CheckpointBody, Vec<&'k VerifierKey>), CheckpointError> {
+    let (text, signed_by) = open_note(note, trusted)?;
+    let body = parse_body(&text)?;
+    if !signed_by.iter().any(|key| key.name() == body.origin) {
+        return Err(CheckpointError::Signature(format!(
+            "signed by {}, but the checkpoint's origin is {}",
+            signed_by
+                .iter()
+                .map(|key| key.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            body.origin
+        )));
+    }
+    let signers = signed_by
+        .into_iter()
+        .filter(|key| key.name() == body.origin)
+        .collect();
+    Ok((body, signers))
+}
+
+/// Opens any signed note Attest writes (a checkpoint, the release's SHA256SUMS.note): at
+/// least one signature must verify under one of `trusted`. Returns the note's text and
+/// the trusted keys whose signatures verified.
+pub fn open_note<'k>(
+    note: &[u8],
+    trusted: &'k [VerifierKey],
+) -> Result<(Vec<u8>, Vec<&'k VerifierKey>), CheckpointError> {
     if note.len() > MAX_NOTE_BYTES {
         return Err(CheckpointError::TooLarge(note.len()));
     }
@@ -73,28 +100,15 @@ pub fn open_checkpoint_signed<'k>(
     let (verified, _) = parsed
         .verify(&VerifierList::new(verifiers))
         .map_err(|e| CheckpointError::Signature(e.to_string()))?;
-    let body = parse_body(parsed.text())?;
-    if !verified.iter().any(|sig| sig.name() == body.origin) {
-        return Err(CheckpointError::Signature(format!(
-            "signed by {}, but the checkpoint's origin is {}",
-            verified
-                .iter()
-                .map(|s| s.name().to_owned())
-                .collect::<Vec<_>>()
-                .join(", "),
-            body.origin
-        )));
-    }
-    let signers = trusted
+    let signed_by = trusted
         .iter()
         .filter(|key| {
-            key.name() == body.origin
-                && verified
-                    .iter()
-                    .any(|sig| sig.name() == key.name() && sig.id() == key.key_id())
+            verified
+                .iter()
+                .any(|sig| sig.name() == key.name() && sig.id() == key.key_id())
         })
         .collect();
-    Ok((body, signers))
+    Ok((parsed.text().to_vec(), signed_by))
 }
 
 /// Reads a checkpoint's text without checking any signature: for showing what a

@@ -150,8 +150,8 @@ pub use archive::Archive;
 pub use calls::{CallCheck, CallClaim, CallStep, HeldCall};
 pub use canonical::{canonical_bytes, entry_hash, from_hex, to_hex, value_hash, Hash, GENESIS};
 pub use checkpoint::{
-    open_checkpoint, open_checkpoint_signed, read_checkpoint_unverified, sign_checkpoint,
-    split_notes, CheckpointBody, CheckpointError, MAX_NOTE_BYTES,
+    open_checkpoint, open_checkpoint_signed, open_note, read_checkpoint_unverified,
+    sign_checkpoint, split_notes, CheckpointBody, CheckpointError, MAX_NOTE_BYTES,
 };
 pub use checkpoints::{StoredCheckpoint, VerifiedCheckpoint};
 pub use clock::{format_ts, Clock, SystemClock};

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::CommandFactory;
 use sha2::{Digest, Sha256};
-use signed_note::{Note, StandardVerifier, Verifier, VerifierList};
 
 use crate::cli::{Cli, CompletionShell, VerifySumsArgs};
 
@@ -94,24 +93,14 @@ fn open_sums_note(
     sums: &[u8],
     trusted: &[attest_ledger::VerifierKey],
 ) -> Result<String, String> {
-    let parsed = Note::from_bytes(note).map_err(|e| format!("SHA256SUMS.note: {e}"))?;
-    let verifiers = trusted
-        .iter()
-        .map(|key| {
-            StandardVerifier::new(&key.to_string())
-                .map(|v| Box::new(v) as Box<dyn Verifier>)
-                .map_err(|e| format!("verifier key {}: {e}", key.name()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let (verified, _) = parsed
-        .verify(&VerifierList::new(verifiers))
-        .map_err(|e| format!("SHA256SUMS.note: {e}"))?;
-    if parsed.text() != sums {
+    let (text, signed_by) =
+        attest_ledger::open_note(note, trusted).map_err(|e| format!("SHA256SUMS.note: {e}"))?;
+    if text != sums {
         return Err("SHA256SUMS.note signs another text than SHA256SUMS".to_owned());
     }
-    verified
+    signed_by
         .first()
-        .map(|sig| sig.name().to_owned())
+        .map(|key| key.name().to_owned())
         .ok_or_else(|| "no trusted signature".to_owned())
 }
 

@@ -10,8 +10,9 @@
 //!
 //! The hook judges every tool call's written paths ([`ProtectedSet::coding_agent_writes`]),
 //! the MCP proxy every path argument of a filesystem-style tool
-//! ([`ProtectedSet::tool_writes`]), and `attest sandbox` makes the same set read-only below
-//! the command text.
+//! ([`ProtectedSet::tool_writes`]). Nothing yet enforces the set below the command text:
+//! code the reading cannot follow (`python3 -c`, a script) can still write it (issue 49's
+//! sandbox is not built; docs/coding-agents.md says so).
 
 mod resolve;
 mod written;
