@@ -224,6 +224,17 @@ pub(crate) enum Command {
     /// Exit 0: signed and every file present matches (at least one). Exit 1: a bad or
     /// missing signature, a file that differs, or no listed file present.
     VerifySums(VerifySumsArgs),
+    /// Run a command where the protected files are read-only: each coding agent's hooks and
+    /// settings, the repository's hooks and CI, MCP server lists, and the configuration,
+    /// policy, ledger and key Attest uses; Attest's hold state is hidden. The rest of the
+    /// project stays writable. A write to a protected file fails in the kernel
+    /// ("Read-only file system") however the command spells it: through `cd`, a symlink, a
+    /// script or `python3 -c`.
+    ///
+    /// Linux only (user, mount and PID namespaces). A protected path that does not exist
+    /// when the command starts is not covered (`--plan` lists it). Exit: the command's
+    /// own; 2 when the sandbox cannot be set up (the command does not run).
+    Sandbox(SandboxArgs),
 }
 
 #[derive(Debug, Args)]
@@ -1241,4 +1252,25 @@ pub(crate) struct GatewayArgs {
     pub(crate) metrics_token_file: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) serve: ModeArgs,
+}
+
+/// `attest sandbox`.
+#[derive(Debug, Args)]
+pub(crate) struct SandboxArgs {
+    /// The project whose protected files to keep read-only [default: the nearest folder at
+    /// or above this one that holds `.attest/` or `.git`, else this one].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) project: Option<PathBuf>,
+    /// Print what would be read-only, hidden and not covered, and run nothing.
+    #[arg(long)]
+    pub(crate) plan: bool,
+    /// With --plan: print the plan as JSON.
+    #[arg(long, requires = "plan")]
+    pub(crate) json: bool,
+    /// The sandbox's own second step (it starts itself with it).
+    #[arg(long, hide = true, value_name = "UID:GID")]
+    pub(crate) stage_two: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub(crate) command: Vec<std::ffi::OsString>,
 }

@@ -64,6 +64,7 @@ mod record;
 pub mod replay;
 #[cfg(feature = "rig")]
 pub mod rig;
+pub mod sandbox;
 pub mod setup;
 mod shadow;
 pub mod state;

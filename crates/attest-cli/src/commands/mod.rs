@@ -22,6 +22,7 @@ mod prune;
 mod publish;
 mod recipes;
 mod release;
+mod sandbox;
 mod servers;
 pub(crate) mod tiles;
 mod verify;
@@ -54,6 +55,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::McpLogin(args) = &cli.command {
         // Needs no ledger or policy: it only signs in and stores a token.
         return servers::mcp_login(args);
+    }
+    if let Command::Sandbox(args) = &cli.command {
+        // Before anything starts a thread: a new user namespace needs a process with one.
+        return sandbox::run(&cli.global, args);
     }
     if let Command::Hook(command) = &cli.command {
         // Loads its settings in the agent's project directory, and answers a file that
@@ -104,6 +109,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::McpLogin(args) => servers::mcp_login(&args),
         Command::Gateway(args) => servers::gateway(&config, &args),
         Command::Hook(command) => hook::run(&cli.global, &command),
+        Command::Sandbox(args) => sandbox::run(&cli.global, &args),
         // review (issue 17)
         Command::Digest(args) => crate::review::digest_command(&config, &args),
         Command::Completions(args) => release::completions(args.shell),

@@ -50,6 +50,7 @@ mod readme;
 mod recipes;
 mod replay;
 pub(crate) mod review;
+mod sandbox;
 pub(crate) mod security;
 mod shadow;
 mod skips;

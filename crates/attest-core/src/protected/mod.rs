@@ -10,9 +10,9 @@
 //!
 //! The hook judges every tool call's written paths ([`ProtectedSet::coding_agent_writes`]),
 //! the MCP proxy every path argument of a filesystem-style tool
-//! ([`ProtectedSet::tool_writes`]). Nothing yet enforces the set below the command text:
-//! code the reading cannot follow (`python3 -c`, a script) can still write it (issue 49's
-//! sandbox is not built; docs/coding-agents.md says so).
+//! ([`ProtectedSet::tool_writes`]). Below the command text, [`crate::sandbox`] makes the
+//! same set read-only for a command and everything it starts, so code the reading cannot
+//! follow (`python3 -c`, a script) cannot write it either.
 
 mod resolve;
 mod written;
@@ -23,19 +23,19 @@ pub use resolve::resolve;
 
 /// Directories whose whole content is an agent's or Attest's own configuration, wherever
 /// they are (`~/.claude/`, `app/.claude/`).
-const PROTECTED_DIRS: [&str; 6] = [
+pub(crate) const PROTECTED_DIRS: [&str; 6] = [
     ".claude", ".codex", ".gemini", ".cursor", ".husky", ".attest",
 ];
 
 /// A directory and the entries beneath it that are protected (`.github/hooks`).
-const PROTECTED_CHILDREN: [(&str, &[&str]); 3] = [
+pub(crate) const PROTECTED_CHILDREN: [(&str, &[&str]); 3] = [
     (".github", &["hooks", "workflows", "actions"]),
     (".git", &["hooks", "config"]),
     (".vscode", &["settings.json"]),
 ];
 
 /// File names that are protected wherever they are.
-const PROTECTED_NAMES: [&str; 2] = [".mcp.json", ".claude.json"];
+pub(crate) const PROTECTED_NAMES: [&str; 2] = [".mcp.json", ".claude.json"];
 
 /// What a write would reach that it must not: the path and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
