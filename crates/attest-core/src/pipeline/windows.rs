@@ -103,7 +103,7 @@ impl Attest {
                 super::undecided(
                     action,
                     &format!(
-                        "a budget, rate or history window could not be checked: {}",
+                        "a budget or rate window could not be checked: {}",
                         crate::error_chain(&err)
                     ),
                 ),
