@@ -49,6 +49,7 @@ pub struct Attest {
 
 pub(crate) mod call;
 pub(crate) mod handoff;
+mod history;
 mod import;
 pub(crate) mod keys;
 mod resume;
@@ -732,7 +733,10 @@ impl Attest {
     /// `apart`: a digest found free is claimed now, not with the intent.
     async fn clear(&self, prepared: Prepared, apart: bool) -> Result<Gated, AttestError> {
         let step = telemetry::step("policy");
-        let verdict = step.in_scope(|| self.evaluate(&prepared.action));
+        let verdict = self
+            .evaluate_gathered(&prepared.action)
+            .instrument(step.clone())
+            .await;
         // Retries and duplicates: checked against the earlier calls of the same digest,
         // which a call that would run now claims (in shadow mode: when it runs).
         let (verdict, mut calling) = self
@@ -803,7 +807,7 @@ impl Attest {
     pub async fn verdict_now(&self, action: &Action) -> Verdict {
         match self.prepare(action.clone()) {
             Ok(prepared) => {
-                let verdict = self.evaluate(&prepared.action);
+                let verdict = self.evaluate_gathered(&prepared.action).await;
                 let verdict = match self.deduped(&prepared.action, verdict, false, false).await {
                     Ok((verdict, _)) => verdict,
                     Err(err) => undecided(&prepared.action, &error_chain(&err)),
@@ -829,7 +833,7 @@ impl Attest {
         }
         match self.prepare(action.clone()) {
             Ok(prepared) => {
-                let verdict = self.evaluate(&prepared.action);
+                let verdict = self.evaluate_gathered(&prepared.action).await;
                 let (verdict, counting) =
                     self.windowed(&prepared.action, verdict, !self.shadow).await;
                 CountedVerdict {
@@ -873,7 +877,16 @@ impl Attest {
                 ),
             );
         }
-        match self.policy.evaluate(action) {
+        self.judged(action, self.policy.evaluate(action))
+    }
+
+    /// What policy answered, as the verdict to enforce: an error or `recorded` refuses.
+    fn judged(
+        &self,
+        action: &Action,
+        answered: Result<Verdict, attest_policy::PolicyError>,
+    ) -> Verdict {
+        match answered {
             Ok(verdict) if verdict.decision != Decision::Recorded => verdict,
             Ok(_) => undecided(
                 action,
@@ -986,7 +999,7 @@ impl Attest {
     ) -> Result<Result<(Prepared, Cleared), Ended>, AttestError> {
         // A window crossed is named in the row; the approved call counts when it runs,
         // over the cap if it must.
-        let evaluated = self.evaluate(&prepared.action);
+        let evaluated = self.evaluate_gathered(&prepared.action).await;
         // A duplicate is named in the row (a `refuse` window refuses); an earlier
         // attempt left open is named too, and the approved call claims the digest when
         // it runs.

@@ -100,6 +100,24 @@ impl ActionPattern {
         }
     }
 
+    /// Whether `action` did what the pattern names, for history's `did`: it matches, or
+    /// its system and verb do and the target part matches a resource the params name
+    /// (`files.read:*secrets/*` matches a read of `/app/secrets/x`).
+    pub(crate) fn did(&self, action: &Action) -> bool {
+        if self.matches(action) {
+            return true;
+        }
+        let Some(glob) = &self.target else {
+            return false;
+        };
+        !has_address_target(&self.text)
+            && self.verbs.contains(action.verb)
+            && self.system.matches(&action.system)
+            && crate::history::resources(action)
+                .iter()
+                .any(|(_, name)| glob.matches(name))
+    }
+
     fn matches_with(&self, action: &Action, recipients: Recipients) -> bool {
         self.verbs.contains(action.verb)
             && self.system.matches(&action.system)

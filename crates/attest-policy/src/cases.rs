@@ -37,7 +37,7 @@ use serde_json::Value;
 
 use crate::de::{checked_map, OneOrMany, Text, Word, W};
 use crate::lint::{check_size, problem};
-use crate::{Action, Decision, Policy, PolicyError, Risk, TargetClass, Verb, Verdict};
+use crate::{Action, Decision, History, Policy, PolicyError, Risk, TargetClass, Verb, Verdict};
 
 /// The outcome of one case.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -189,22 +189,27 @@ fn run_case(policy: &dyn Policy, case: Case, resolve: CallResolver<'_>) -> CaseR
         failures: vec![why],
         verdict: None,
     };
-    let action = match case.given {
-        Given::Action(action) => action.into_action(),
-        Given::Call(call) => match resolve(&call) {
-            Ok(action) => action,
-            Err(why) => {
-                return failed(
-                    case.name.0,
-                    format!("the call could not be resolved: {why}"),
-                )
-            }
-        },
+    let mut action = match case.given.resolve(resolve) {
+        Ok(action) => action,
+        Err(why) => return failed(case.name.0, why),
     };
-    let decided = match case.now {
-        Some(at) => policy.evaluate_at(&action, at),
-        None => policy.evaluate(&action),
-    };
+    // The case and its history are one run, of the case's agent unless an earlier
+    // action names another.
+    action.run_id.get_or_insert_with(|| CASE_RUN.to_owned());
+    let mut marks = Vec::new();
+    for (n, earlier) in case.history.into_iter().enumerate() {
+        let mut earlier = match earlier.resolve(resolve) {
+            Ok(earlier) => earlier,
+            Err(why) => return failed(case.name.0, format!("history item {}: {why}", n + 1)),
+        };
+        earlier.run_id.get_or_insert_with(|| CASE_RUN.to_owned());
+        if earlier.agent.is_none() {
+            earlier.agent.clone_from(&action.agent);
+        }
+        marks.extend(policy.marks(&earlier));
+    }
+    let history = History::from_marks(&policy.history_reads(&action), &marks);
+    let decided = policy.evaluate_with(&action, case.now.unwrap_or_else(SystemTime::now), &history);
     let verdict = match decided {
         Ok(verdict) => verdict,
         Err(e) => return failed(case.name.0, format!("the policy could not decide: {e}")),
@@ -217,6 +222,9 @@ fn run_case(policy: &dyn Policy, case: Case, resolve: CallResolver<'_>) -> CaseR
         verdict: Some(verdict),
     }
 }
+
+/// The run a case's action and its `history:` belong to, unless they name one.
+const CASE_RUN: &str = "policy-test-case";
 
 /// A cases file.
 struct CasesFile {
@@ -249,6 +257,8 @@ struct Case {
     given: Given,
     /// The time the case's action is made (`now:`), for `when:` conditions.
     now: Option<SystemTime>,
+    /// What the run did before (`history:`), in order, for history questions.
+    history: Vec<Given>,
     expect: Expect,
 }
 
@@ -271,6 +281,63 @@ enum Given {
     Call(Box<CaseCall>),
 }
 
+impl Given {
+    /// The action, a call's through `resolve`.
+    fn resolve(self, resolve: CallResolver<'_>) -> Result<Action, String> {
+        match self {
+            Given::Action(action) => Ok(action.into_action()),
+            Given::Call(call) => {
+                resolve(&call).map_err(|why| format!("the call could not be resolved: {why}"))
+            }
+        }
+    }
+
+    fn check(
+        action: Option<Box<CaseAction>>,
+        call: Option<Box<CaseCall>>,
+    ) -> Result<Given, String> {
+        Ok(match (action, call) {
+            (Some(action), None) => Given::Action(action),
+            (None, Some(call)) => {
+                let tool = call.tool.is_some();
+                let http = call.method.is_some() || call.url.is_some();
+                if tool == http {
+                    return Err("a call gives either tool (with server and params) \
+                                or method and url (with body)"
+                        .to_owned());
+                }
+                if http && (call.method.is_none() || call.url.is_none()) {
+                    return Err("an HTTP call needs both method and url".to_owned());
+                }
+                Given::Call(call)
+            }
+            _ => return Err("a case gives an action or a call: one of the two".to_owned()),
+        })
+    }
+}
+
+/// One earlier action of a case's `history:`: an action or a call, as a case gives.
+struct Earlier(Given);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEarlier {
+    #[serde(default)]
+    action: Option<Box<CaseAction>>,
+    #[serde(default)]
+    call: Option<Box<CaseCall>>,
+}
+
+impl<'de> Deserialize<'de> for Earlier {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        checked_map(
+            deserializer,
+            "an earlier action: {action: {...}} or {call: {...}}",
+            |raw: RawEarlier| Given::check(raw.action, raw.call).map(Earlier),
+        )
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCase {
@@ -281,6 +348,8 @@ struct RawCase {
     call: Option<Box<CaseCall>>,
     #[serde(default)]
     now: Option<W<CaseTime>>,
+    #[serde(default)]
+    history: Vec<Earlier>,
     expect: Expect,
 }
 
@@ -290,27 +359,16 @@ impl<'de> Deserialize<'de> for Case {
             deserializer,
             "a case: name, action or call, expect",
             |raw: RawCase| {
-                let given = match (raw.action, raw.call) {
-                    (Some(action), None) => Given::Action(action),
-                    (None, Some(call)) => {
-                        let tool = call.tool.is_some();
-                        let http = call.method.is_some() || call.url.is_some();
-                        if tool == http {
-                            return Err("a call gives either tool (with server and params) \
-                                        or method and url (with body)"
-                                .to_owned());
-                        }
-                        if http && (call.method.is_none() || call.url.is_none()) {
-                            return Err("an HTTP call needs both method and url".to_owned());
-                        }
-                        Given::Call(call)
-                    }
-                    _ => return Err("a case gives an action or a call: one of the two".to_owned()),
-                };
+                let given = Given::check(raw.action, raw.call)?;
                 Ok(Case {
                     name: raw.name,
                     given,
                     now: raw.now.map(|W(CaseTime(at))| at),
+                    history: raw
+                        .history
+                        .into_iter()
+                        .map(|Earlier(given)| given)
+                        .collect(),
                     expect: raw.expect,
                 })
             },

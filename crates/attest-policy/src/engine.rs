@@ -10,6 +10,8 @@ use crate::calendar::Calendars;
 use crate::dedupe::DedupeRule;
 use crate::file::{parse, PolicyFile};
 use crate::glob::Glob;
+use crate::history::{Fact, History, HistoryRead, Mark, Question};
+use crate::labels::Labels;
 use crate::limit::Reading;
 use crate::lint::{check_policy_text, problem};
 use crate::placeholder::find_placeholder;
@@ -62,6 +64,10 @@ pub struct PolicyEngine {
     dedupe: Option<DedupeRule>,
     /// `calendars:`, for `when:` conditions.
     calendars: Calendars,
+    /// `labels:`, for history's `touched`.
+    labels: Labels,
+    /// Every history question a `when:` asks, each once, with a `did` pattern compiled.
+    questions: Vec<(Question, Option<ActionPattern>)>,
 }
 
 /// What a `when:` condition is judged against besides the action.
@@ -70,6 +76,12 @@ struct Moment<'a> {
     /// The call's time; `None` when a replayed row does not say.
     now: Option<DateTime<Utc>>,
     calendars: &'a Calendars,
+    /// The call's history answers, when gathered.
+    history: Option<&'a History>,
+    /// Whether the policy asks history questions at all.
+    asks_history: bool,
+    /// A replay: a question it has no answers for is undecidable, not a failure.
+    replay: bool,
 }
 
 /// A rule the match admitted, with what its `when:` said when it could not be judged.
@@ -150,13 +162,17 @@ fn judge_when(
     if when.reads_params && !params_complete {
         return None;
     }
+    if !when.questions.is_empty() && moment.history.is_none() && moment.replay {
+        return None;
+    }
     let now = match moment.now {
         Some(now) => now,
         None if when.reads_time => return None,
         None => DateTime::<Utc>::UNIX_EPOCH,
     };
     // Built by the first condition the call reaches, for every later one.
-    let scope = scope.get_or_insert_with(|| Scope::new(facts, now, moment.calendars));
+    let history = moment.asks_history.then_some(moment.history);
+    let scope = scope.get_or_insert_with(|| Scope::new(facts, now, moment.calendars, history));
     Some(when.judge(scope))
 }
 
@@ -213,7 +229,7 @@ impl PolicyEngine {
             .result
             .map_err(|e| PolicyError::from(problem(&e, origin)))?;
         let engine = PolicyEngine::compile(file);
-        if let Some(message) = engine.unknown_calendars().into_iter().next() {
+        if let Some(message) = engine.unknown_names().into_iter().next() {
             return Err(PolicyError::Yaml {
                 origin: origin.to_owned(),
                 line: 0,
@@ -267,7 +283,7 @@ impl PolicyEngine {
             )
         };
         let org = file.org.0.unwrap_or_default();
-        PolicyEngine {
+        let mut engine = PolicyEngine {
             domains: file.domains.0.map(|d| d.into_domains()).unwrap_or_default(),
             blocked: org.blocked.or_default().0,
             approval_required: org.approval_required.or_default().0,
@@ -289,28 +305,146 @@ impl PolicyEngine {
                 .0
                 .map(Calendars::from_section)
                 .unwrap_or_default(),
+            labels: file.labels.0.map(Labels::from_section).unwrap_or_default(),
+            questions: Vec::new(),
+        };
+        let mut questions: Vec<(Question, Option<ActionPattern>)> = Vec::new();
+        for compiled in engine.all_rules() {
+            let Some(when) = &compiled.rule.when else {
+                continue;
+            };
+            for question in &when.questions {
+                if questions.iter().any(|(q, _)| q == question) {
+                    continue;
+                }
+                let pattern = match &question.fact {
+                    Fact::Did(text) => ActionPattern::new(text.as_str()).ok(),
+                    Fact::Touched(_) => None,
+                };
+                questions.push((question.clone(), pattern));
+            }
         }
+        engine.questions = questions;
+        engine
     }
 
-    /// One line for each `calendar.NAME` a rule's `when:` reads that `calendars:` does
-    /// not define.
-    pub(crate) fn unknown_calendars(&self) -> Vec<String> {
+    /// Every YAML rule: each agent's, then `policies:`.
+    fn all_rules(&self) -> impl Iterator<Item = &CompiledRule> {
+        self.agents
+            .iter()
+            .map(|(_, list)| list)
+            .chain([&self.rules])
+            .flat_map(|list| list.rules.iter())
+    }
+
+    /// Whether a rule's `when:` asks history questions.
+    pub fn asks_history(&self) -> bool {
+        !self.questions.is_empty()
+    }
+
+    /// The history reads `action` needs: one per question asked by a rule whose `match:`
+    /// admits it (none when no such rule asks history, so most calls read nothing).
+    /// A read without a key (the call names no run, or no agent) is answered no.
+    pub fn history_reads(&self, action: &Action) -> Vec<HistoryRead> {
+        if self.questions.is_empty() {
+            return Vec::new();
+        }
+        let tier = self.tier(action);
+        let class = match action.target_class {
+            Some(class) => class,
+            None if !action.verb.is_read() => self.classify(action).0,
+            None => TargetClass::None,
+        };
+        let facts = Facts {
+            action,
+            tier,
+            class,
+        };
+        let agent = action.agent.as_deref().unwrap_or("");
         let lists = self
             .agents
             .iter()
+            .filter(|(glob, _)| action.agent.is_some() && glob.matches(agent))
             .map(|(_, list)| list)
             .chain([&self.rules]);
-        let mut problems = Vec::new();
+        let mut reads: Vec<HistoryRead> = Vec::new();
         for list in lists {
-            for compiled in &list.rules {
+            for (filter, compiled) in list.filters.iter().zip(&list.rules) {
                 let Some(when) = &compiled.rule.when else {
                     continue;
                 };
-                for name in when.calendars.iter().filter(|n| !self.calendars.has(n)) {
-                    problems.push(format!(
-                        "rule {:?}: when: reads calendar.{name}, which calendars: does not define",
-                        compiled.rule.name
-                    ));
+                if when.questions.is_empty()
+                    || !filter.admits(&facts)
+                    || !compiled.rule.matcher.matches(&facts)
+                {
+                    continue;
+                }
+                for question in &when.questions {
+                    let id = question.id();
+                    if !reads.iter().any(|r| r.question == id) {
+                        reads.push(HistoryRead {
+                            question: id,
+                            key: question.key(action),
+                            per_secs: question.per_secs(),
+                        });
+                    }
+                }
+            }
+        }
+        reads
+    }
+
+    /// The marks `action` leaves when it runs: for each question a `when:` asks that it
+    /// answers yes to (it did what a `did` pattern names, it touched a label), one key
+    /// under its run or agent.
+    pub fn marks(&self, action: &Action) -> Vec<Mark> {
+        let mut marks: Vec<Mark> = Vec::new();
+        for (question, pattern) in &self.questions {
+            let yes = match (&question.fact, pattern) {
+                (Fact::Did(_), Some(pattern)) => pattern.did(action),
+                (Fact::Did(_), None) => false,
+                (Fact::Touched(label), _) => self
+                    .labels
+                    .get(label)
+                    .is_some_and(|label| label.touched_by(action)),
+            };
+            let Some(key) = question.key(action).filter(|_| yes) else {
+                continue;
+            };
+            match marks.iter_mut().find(|m| m.key == key) {
+                Some(mark) => mark.per_secs = mark.per_secs.max(question.per_secs()),
+                None => marks.push(Mark {
+                    key,
+                    per_secs: question.per_secs(),
+                }),
+            }
+        }
+        marks
+    }
+
+    /// One line for each `calendar.NAME` a rule's `when:` reads that `calendars:` does
+    /// not define, and each label `touched` asks about that `labels:` does not.
+    pub(crate) fn unknown_names(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for compiled in self.all_rules() {
+            let Some(when) = &compiled.rule.when else {
+                continue;
+            };
+            for name in when.calendars.iter().filter(|n| !self.calendars.has(n)) {
+                problems.push(format!(
+                    "rule {:?}: when: reads calendar.{name}, which calendars: does not define",
+                    compiled.rule.name
+                ));
+            }
+            for question in &when.questions {
+                if let Fact::Touched(label) = &question.fact {
+                    if self.labels.get(label).is_none() {
+                        problems.push(format!(
+                            "rule {:?}: when: asks {}, but labels: does not define {label:?}",
+                            compiled.rule.name,
+                            question.id()
+                        ));
+                    }
                 }
             }
         }
@@ -323,12 +457,15 @@ impl PolicyEngine {
         &'r self,
         facts: &Facts<'_>,
         params_complete: bool,
-        now: Option<DateTime<Utc>>,
+        (now, history, replay): (Option<DateTime<Utc>>, Option<&History>, bool),
         visit: &mut dyn FnMut(Admitted<'r>) -> ControlFlow<()>,
     ) -> Result<(), &'r CompiledRule> {
         let moment = Moment {
             now,
             calendars: &self.calendars,
+            history,
+            asks_history: !self.questions.is_empty(),
+            replay,
         };
         let mut scope = None;
         if let Some(agent) = facts.action.agent.as_deref() {
@@ -351,7 +488,19 @@ impl PolicyEngine {
     /// [`Recorded`]. A decision that turns on params the row does not have is
     /// [`Replayed::Undecidable`], naming the rule, never guessed.
     pub fn replay(&self, action: &Action, recorded: Recorded) -> Replayed {
-        match self.decide(action, recorded) {
+        self.replay_with(action, recorded, None)
+    }
+
+    /// [`PolicyEngine::replay`] with the answers to the action's history questions,
+    /// worked out from the rows before it (`None`: a rule whose `when:` asks history is
+    /// undecidable).
+    pub fn replay_with(
+        &self,
+        action: &Action,
+        recorded: Recorded,
+        history: Option<&History>,
+    ) -> Replayed {
+        match self.decide(action, recorded, (history, true)) {
             // A window's figure is what had run by then, which one row does not say.
             Ok(verdict) => match (verdict.windows.first(), &verdict.dedupe) {
                 (Some(window), _) => Replayed::Undecidable {
@@ -445,31 +594,63 @@ impl Policy for PolicyEngine {
 
     /// `at` is what `when:` conditions read as `now`.
     fn evaluate_at(&self, action: &Action, at: SystemTime) -> Result<Verdict, PolicyError> {
-        let recorded = Recorded {
-            at: Some(at),
-            ..Recorded::COMPLETE
-        };
-        self.decide(action, recorded)
-            .map_err(|_| PolicyError::Internal("a live action's params were taken as unknown"))
+        self.decide_live(action, at, None)
+    }
+
+    fn evaluate_with(
+        &self,
+        action: &Action,
+        at: SystemTime,
+        history: &History,
+    ) -> Result<Verdict, PolicyError> {
+        self.decide_live(action, at, Some(history))
+    }
+
+    fn history_reads(&self, action: &Action) -> Vec<HistoryRead> {
+        PolicyEngine::history_reads(self, action)
+    }
+
+    fn marks(&self, action: &Action) -> Vec<Mark> {
+        PolicyEngine::marks(self, action)
     }
 }
 
 impl PolicyEngine {
+    /// A live action's verdict at `at`, with its history answers when gathered.
+    fn decide_live(
+        &self,
+        action: &Action,
+        at: SystemTime,
+        history: Option<&History>,
+    ) -> Result<Verdict, PolicyError> {
+        let recorded = Recorded {
+            at: Some(at),
+            ..Recorded::COMPLETE
+        };
+        self.decide(action, recorded, (history, false))
+            .map_err(|_| PolicyError::Internal("a live action's params were taken as unknown"))
+    }
+
     /// The verdict, or the name of the rule whose answer turns on params that
     /// `known` says are not there (never with [`Recorded::COMPLETE`]). Where a parser gave
     /// up on the call ([`crate::Extra::face_verb`]), both readings are judged and the
     /// stricter verdict stands, with the other's budget and rate windows: a rule written
     /// for the face verb (a `limit` whose amount cannot be read) is never escaped by the
     /// substituted verb.
-    fn decide(&self, action: &Action, known: Recorded) -> Result<Verdict, String> {
-        let verdict = self.decide_one(action, known)?;
+    fn decide(
+        &self,
+        action: &Action,
+        known: Recorded,
+        history: (Option<&History>, bool),
+    ) -> Result<Verdict, String> {
+        let verdict = self.decide_one(action, known, history)?;
         let Some(face) = action.extra.face_verb.filter(|face| *face != action.verb) else {
             return Ok(verdict);
         };
         let mut on_face = action.clone();
         on_face.verb = face;
         on_face.extra.face_verb = None;
-        let on_face = self.decide_one(&on_face, known)?;
+        let on_face = self.decide_one(&on_face, known, history)?;
         let (mut kept, other) = if strictness(on_face.decision) > strictness(verdict.decision) {
             (on_face, verdict)
         } else {
@@ -485,7 +666,12 @@ impl PolicyEngine {
     }
 
     /// [`PolicyEngine::decide`] for one reading of the call.
-    fn decide_one(&self, action: &Action, known: Recorded) -> Result<Verdict, String> {
+    fn decide_one(
+        &self,
+        action: &Action,
+        known: Recorded,
+        (history, replay): (Option<&History>, bool),
+    ) -> Result<Verdict, String> {
         let complete = known.params_complete;
         let now = known.at.map(DateTime::<Utc>::from);
         let tier = self.tier(action);
@@ -642,7 +828,10 @@ impl PolicyEngine {
         let mut replay_blind: Option<&CompiledRule> = None;
         // The first matching rule's duplicate window, a limit rule's included.
         let mut dedupe: Option<crate::Dedupe> = None;
-        self.each_match(&facts, complete, now, &mut |(compiled, failed)| {
+        self.each_match(&facts, complete, (now, history, replay), &mut |(
+            compiled,
+            failed,
+        )| {
             let rule = &compiled.rule;
             let failed = failed.map(|why| {
                 format!(

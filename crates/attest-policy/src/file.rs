@@ -13,6 +13,7 @@
 //! policies: [ {name: .., match: {..}, decision: .., approvers: [..], reason: ..} ]
 //! dedupe: {window: 60s}           # optional: a write repeating one that ran asks
 //! calendars: {office_hours: {zone: Europe/Berlin, days: [mon, fri], hours: "09:00-17:00"}}
+//! labels: {sensitive: {paths: ["*/secrets/*"], tables: [customers]}}
 //! ```
 //!
 //! Every value is checked while it is read (see `de.rs`), so an error carries the
@@ -42,6 +43,7 @@ use crate::calendar::{CalendarName, Window};
 use crate::de::{Key, List, OneOrMany, OrderedMap, Text, Word, W};
 use crate::dedupe::DedupeRule;
 use crate::glob::Glob;
+use crate::labels::{Label, LabelName};
 use crate::recipients::{DomainName, Domains};
 use crate::rule::Rule;
 use crate::Risk;
@@ -69,6 +71,8 @@ pub(crate) struct PolicyFile {
     pub(crate) dedupe: Slot<DedupeRule>,
     #[serde(default)]
     pub(crate) calendars: Slot<OrderedMap<CalendarName, Window>>,
+    #[serde(default)]
+    pub(crate) labels: Slot<OrderedMap<LabelName, Label>>,
 }
 
 /// `version: 1`.

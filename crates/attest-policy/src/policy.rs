@@ -1,6 +1,6 @@
 use std::time::SystemTime;
 
-use crate::{Action, Decision, PolicyError, Risk, Verdict};
+use crate::{Action, Decision, History, HistoryRead, Mark, PolicyError, Risk, Verdict};
 
 /// Turns an action into a verdict. Pure: no I/O, and the same answer every time for the
 /// same action at the same time (a rule's `when:` may read the time).
@@ -14,6 +14,32 @@ pub trait Policy: Send + Sync {
     fn evaluate_at(&self, action: &Action, at: SystemTime) -> Result<Verdict, PolicyError> {
         let _ = at;
         self.evaluate(action)
+    }
+
+    /// Decides `action` at `at` with the answers to its history questions (gathered by
+    /// the caller for [`Policy::history_reads`]). A policy that asks no history decides
+    /// as [`Policy::evaluate_at`].
+    fn evaluate_with(
+        &self,
+        action: &Action,
+        at: SystemTime,
+        history: &History,
+    ) -> Result<Verdict, PolicyError> {
+        let _ = history;
+        self.evaluate_at(action, at)
+    }
+
+    /// What `action`'s history questions need read: none by default.
+    fn history_reads(&self, action: &Action) -> Vec<HistoryRead> {
+        let _ = action;
+        Vec::new()
+    }
+
+    /// The marks `action` leaves for later history questions when it runs: none by
+    /// default.
+    fn marks(&self, action: &Action) -> Vec<Mark> {
+        let _ = action;
+        Vec::new()
     }
 }
 

@@ -12,18 +12,24 @@
 //! | `now` | the time of the call, a CEL `timestamp`: `now.getHours('Europe/Berlin')`, `now.getDayOfWeek('Europe/Berlin')` (0 is Sunday), `now.getDate(zone)`, `now.getMonth(zone)` (0 is January), `now.getFullYear(zone)` |
 //! | `calendar` | a map from each `calendars:` name to whether `now` is inside it |
 //!
+//! And four questions of history (see `history.rs`): `run.did("PATTERN")`,
+//! `run.touched("LABEL")`, `agent.did("PATTERN", "24h")`, `agent.touched("LABEL", "24h")`,
+//! each with literal strings, so that what a call must read is known at load.
+//!
 //! An expression that cannot be judged for a call (a missing key, a type error, a
 //! value that is not a boolean) takes the riskiest reading: a rule that asks or refuses
 //! applies, a rule that acts does not, and the verdict's reason says so.
 
 use std::sync::{Arc, LazyLock};
 
+use cel::extractors::Arguments;
 use cel::objects::Key;
-use cel::{Context, Env, Program, Value};
+use cel::{Context, Env, ExecutionError, Program, Value};
 use chrono::{DateTime, FixedOffset, Utc};
 
 use crate::calendar::Calendars;
 use crate::de::Word;
+use crate::history::{questions, Fact, History, Question, Whose};
 use crate::rule::Facts;
 use crate::Decision;
 
@@ -55,6 +61,8 @@ pub(crate) struct When {
     pub(crate) reads_time: bool,
     /// The calendars it names (`calendar.NAME`), checked against `calendars:` at load.
     pub(crate) calendars: Vec<String>,
+    /// The history questions it asks (`run.did(…)`, `run.touched(…)`, …).
+    pub(crate) questions: Vec<Question>,
 }
 
 impl std::fmt::Debug for When {
@@ -99,7 +107,10 @@ impl Word for When {
             ));
         }
         let calendars = calendar_names(source);
+        let questions =
+            questions(program.expression()).map_err(|e| format!("when: {source:?}: {e}"))?;
         Ok(When {
+            questions,
             source: source.to_owned(),
             reads_params: variables.contains(&"params"),
             reads_time: variables.contains(&"now") || variables.contains(&"calendar"),
@@ -156,7 +167,14 @@ pub(crate) struct Scope(Context<'static, 'static>);
 
 impl Scope {
     /// The variables for the call in `facts`, at `now`.
-    pub(crate) fn new(facts: &Facts<'_>, now: DateTime<Utc>, calendars: &Calendars) -> Scope {
+    /// `history`: `Some` when the policy asks history questions (with the call's
+    /// answers, when the caller gathered them).
+    pub(crate) fn new(
+        facts: &Facts<'_>,
+        now: DateTime<Utc>,
+        calendars: &Calendars,
+        history: Option<Option<&History>>,
+    ) -> Scope {
         let action = facts.action;
         let mut context = Context::with_env(Arc::clone(&ENV));
         let text = |s: Option<&str>| Value::from(s.unwrap_or(""));
@@ -203,8 +221,55 @@ impl Scope {
             .map(|(name, window)| (name.as_str(), Value::Bool(window.contains(now))))
             .collect();
         context.add_variable_from_value("calendar", map(inside));
+        if let Some(history) = history {
+            let history = history.cloned().map(Arc::new);
+            for function in ["did", "touched"] {
+                let history = history.clone();
+                // Declared once per call, in a fresh context: neither name is a
+                // standard overload, so this cannot conflict.
+                let _ = context.add_function(function, move |Arguments(args): Arguments| {
+                    ask(function, history.as_deref(), &args)
+                });
+            }
+        }
         Scope(context)
     }
+}
+
+/// The answer to one history question, asked as `function(args…)`.
+fn ask(function: &str, history: Option<&History>, args: &[Value]) -> Result<Value, ExecutionError> {
+    let text = |at: usize| match args.get(at) {
+        Some(Value::String(s)) => Ok(s.trim().to_owned()),
+        _ => Err(ExecutionError::function_error(
+            function,
+            "expects literal strings",
+        )),
+    };
+    let whose = match args.len() {
+        1 => Whose::Run,
+        2 => {
+            let period = text(1)?;
+            let per = humantime::parse_duration(&period)
+                .map_err(|e| ExecutionError::function_error(function, e))?;
+            Whose::Agent(per.as_secs())
+        }
+        n => return Err(ExecutionError::invalid_argument_count(1, n)),
+    };
+    let fact = if function == "did" {
+        Fact::Did(text(0)?)
+    } else {
+        Fact::Touched(text(0)?)
+    };
+    let question = Question { whose, fact }.id();
+    let history = history.ok_or_else(|| {
+        ExecutionError::function_error(function, "the run's history was not gathered for this call")
+    })?;
+    history.answer(&question).map(Value::Bool).ok_or_else(|| {
+        ExecutionError::function_error(
+            function,
+            format!("{question} was not answered for this call"),
+        )
+    })
 }
 
 impl When {
@@ -264,7 +329,7 @@ mod tests {
         .unwrap();
         let calendars = Calendars::default();
         let now = Utc::now();
-        let judge = |a: &Action| w.judge(&Scope::new(&facts(a), now, &calendars));
+        let judge = |a: &Action| w.judge(&Scope::new(&facts(a), now, &calendars, None));
         let big = Action::new("stripe", Verb::Pay)
             .with_agent("support")
             .with_params(json!({"amount": 900, "customer_age_days": 400, "floor": 10}));

@@ -20,6 +20,7 @@ mod export;
 mod fail_closed;
 pub(crate) mod gateway;
 mod held_probes;
+mod history;
 pub(crate) mod hook;
 pub(crate) mod hook_agents;
 mod hook_approvals;

@@ -41,6 +41,17 @@ impl Counting {
     pub(super) fn counted_now(&self) -> bool {
         self.reserved && !self.claims.is_empty()
     }
+
+    /// More to count when the call runs.
+    pub(super) fn add(&mut self, claims: Vec<WindowClaim>) {
+        self.claims.extend(claims);
+    }
+
+    /// More that was counted now, with what the check counted (if anything).
+    pub(super) fn reserved_with(&mut self, claims: Vec<WindowClaim>) {
+        self.claims.extend(claims);
+        self.reserved = true;
+    }
 }
 
 /// The ledger's claim for a policy window.
@@ -73,7 +84,17 @@ impl Attest {
         mut verdict: Verdict,
         reserve: bool,
     ) -> (Verdict, Counting) {
-        match self.check_windows(&action.id, &mut verdict, reserve).await {
+        let checked = match self.check_windows(&action.id, &mut verdict, reserve).await {
+            Ok(mut counting) => match self.mark(action, &verdict, reserve, &mut counting).await {
+                Ok(()) => Ok(counting),
+                Err(err) => {
+                    self.release(&action.id, &counting).await;
+                    Err(err)
+                }
+            },
+            Err(err) => Err(err),
+        };
+        match checked {
             Ok(counting) => {
                 verdict.windows.clear();
                 (verdict, counting)
@@ -174,11 +195,13 @@ impl Attest {
         let Ok(verdict) = self.policy.evaluate(action) else {
             return;
         };
-        if verdict.windows.is_empty() {
+        let mut claims: Vec<WindowClaim> = verdict.windows.iter().map(claim).collect();
+        claims.extend(self.mark_claims(action));
+        if claims.is_empty() {
             return;
         }
         let counting = Counting {
-            claims: verdict.windows.iter().map(claim).collect(),
+            claims,
             reserved: false,
         };
         if let Err(err) = self.count_before_run(&action.id, &counting).await {

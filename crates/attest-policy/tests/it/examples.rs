@@ -37,7 +37,7 @@ fn the_conditions_examples_cases_pass_at_the_times_they_set() {
     let engine = PolicyEngine::from_yaml(policy, name).unwrap();
     let report = run_cases(&engine, cases, name).unwrap();
     assert!(report.all_passed(), "{report}");
-    assert_eq!(report.results.len(), 11);
+    assert_eq!(report.results.len(), 15);
 }
 
 #[test]

@@ -4,6 +4,7 @@ mod builtin_rules;
 mod default_policy;
 mod examples;
 mod fuzz;
+mod history;
 mod malformed;
 mod param_conditions;
 mod robustness;
