@@ -13,6 +13,14 @@ use crate::project::{output, run, Project, PROFILE, TARGET};
 /// build sets the same variable); npm.rs makes binding.d.ts from them.
 pub(crate) const TYPE_DEFS: &str = "target/dist-release-typedefs";
 
+/// SOURCE_DATE_EPOCH for the compile (1980-01-01, a zip's first time), the same for every
+/// commit. The `cc` crate reruns a C dependency's build (ring, SQLite) whenever the
+/// variable changes, since C compilers read it for `__DATE__`, and everything above them
+/// is compiled again: the commit's own time would rebuild nearly the whole graph for each
+/// commit. No C source built here reads the date, so this changes no byte; it keeps one
+/// that did reproducible. The commit's time dates the packaged files (project.rs).
+const COMPILE_EPOCH: &str = "315532800";
+
 pub(crate) fn build(project: &Project) -> anyhow::Result<()> {
     let type_defs = project.path(TYPE_DEFS);
     std::fs::create_dir_all(&type_defs)
@@ -20,7 +28,8 @@ pub(crate) fn build(project: &Project) -> anyhow::Result<()> {
     run(
         Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
             .current_dir(&project.root)
-            .envs(project.env())
+            .env("ATTEST_COMMIT", &project.commit)
+            .env("SOURCE_DATE_EPOCH", COMPILE_EPOCH)
             .env("NAPI_TYPE_DEF_TMP_FOLDER", &type_defs)
             .args(["build", "--locked", "--profile", PROFILE])
             .args([

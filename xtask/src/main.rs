@@ -79,22 +79,29 @@ fn dist(root: &Path, out: &Path, skip_build: bool) -> anyhow::Result<()> {
         std::fs::remove_dir_all(out).with_context(|| format!("cannot empty {}", out.display()))?;
     }
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let built_at = started.elapsed();
     let files = archive::ReleaseFiles::make(&project, &built)?;
 
     let mut artifacts = vec![
-        archive::write(&project, &built, &files, out)?,
+        timed("the archive", || {
+            archive::write(&project, &built, &files, out)
+        })?,
         built.copy_debug_info(&project, out)?,
-        wheel::write(&project, &built, out)?,
-        wheel::sdist(&project, out)?,
+        timed("the wheel", || wheel::write(&project, &built, out))?,
+        timed("the sdist", || wheel::sdist(&project, out))?,
+        timed("the .deb", || deb::write(&project, &built, &files, out))?,
     ];
-    artifacts.push(deb::write(&project, &built, &files, out)?);
-    artifacts.extend(npm::write(&project, &built, out)?);
+    artifacts.extend(timed("the npm packages", || {
+        npm::write(&project, &built, out)
+    })?);
     let signed = sums::write(&project, &built, &artifacts, out)?;
 
     println!(
-        "\ndist: in {} after {:.0?}",
+        "\ndist: in {} after {:.0?} (the release build and stripping {:.0?}, packaging {:.0?})",
         out.display(),
-        started.elapsed()
+        started.elapsed(),
+        built_at,
+        started.elapsed() - built_at,
     );
     println!(
         "  {:>12}  attest (the stripped binary)",
@@ -108,6 +115,14 @@ fn dist(root: &Path, out: &Path, skip_build: bool) -> anyhow::Result<()> {
         println!("  {:>12}  {name}", size(path)?);
     }
     Ok(())
+}
+
+/// Runs one packaging step and says how long it took.
+fn timed<T>(what: &str, step: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    let started = Instant::now();
+    let made = step()?;
+    println!("dist: {what} in {:.1?}", started.elapsed());
+    Ok(made)
 }
 
 /// A file's size in bytes and MB, for the summary.
