@@ -588,13 +588,19 @@ pub(crate) struct CallArgs {
     /// A plain function name (`charge_card`).
     #[arg(long, group = "call")]
     pub(crate) function: Option<String>,
+    /// The MCP tool's annotations, as its server lists them (`{"destructiveHint": true}`)
+    /// or as hint names (`destructive`, `read-only`, `idempotent`, comma-separated): the
+    /// call is then judged as `mcp-proxy` judges it.
+    #[arg(long, requires = "tool", value_name = "JSON|HINTS")]
+    pub(crate) annotations: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct DetectArgs {
     #[command(flatten)]
     pub(crate) call: CallArgs,
-    /// Print `{"system","verb","target","source","recognised"}`.
+    /// Print `{"system","verb","target","source","recognised"}` (and `risk`, `risk_hint`
+    /// when the tool's annotations set the risk).
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -1201,9 +1207,10 @@ pub(crate) struct InstallArgs {
     /// Show the change as a diff and write nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
-    /// The command the hook runs [default: `attest`, as found on PATH when the agent runs it].
-    #[arg(long, value_name = "PROGRAM", default_value = "attest")]
-    pub(crate) program: String,
+    /// The program the hook runs [default: `attest` when an `attest` is on PATH, else this
+    /// binary's absolute path: a desktop agent's PATH may lack the folder it is in].
+    #[arg(long, value_name = "PROGRAM")]
+    pub(crate) program: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -1273,4 +1280,127 @@ pub(crate) struct SandboxArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub(crate) command: Vec<std::ffi::OsString>,
+}
+
+/// `attest --help`'s commands, grouped by what a person does with them, in this order.
+/// Every subcommand is in exactly one group (`every_command_is_in_one_group`).
+pub(crate) const GROUPS: &[(&str, &[&str])] = &[
+    (
+        "Start",
+        &[
+            "demo",
+            "config",
+            "policy",
+            "detect",
+            "recipes",
+            "completions",
+            "man",
+        ],
+    ),
+    (
+        "Doors (put Attest between an agent and its tools)",
+        &[
+            "mcp-proxy",
+            "mcp-login",
+            "mcp-server",
+            "gateway",
+            "hook",
+            "sandbox",
+        ],
+    ),
+    (
+        "Review (decide, and see what agents did)",
+        &["serve", "pending", "confirm", "digest", "ledger", "intents"],
+    ),
+    (
+        "Evidence (prove what happened)",
+        &[
+            "verify",
+            "checkpoint",
+            "prove",
+            "verify-proof",
+            "export",
+            "verify-bundle",
+            "anchor",
+            "publish",
+            "monitor",
+            "witness",
+            "verify-sums",
+        ],
+    ),
+    (
+        "Admin",
+        &[
+            "keygen",
+            "key",
+            "approvers",
+            "agents",
+            "copy",
+            "prune",
+            "import",
+        ],
+    ),
+];
+
+/// The `attest` command with its top-level help grouped as [`GROUPS`] says; each command's
+/// line is its own `about`, so the list cannot drift from the commands.
+pub(crate) fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let width = GROUPS
+        .iter()
+        .flat_map(|(_, names)| names.iter().map(|name| name.len()))
+        .max()
+        .unwrap_or(0);
+    let mut groups = String::new();
+    for (heading, names) in GROUPS {
+        groups.push_str(&format!("{heading}:\n"));
+        for name in *names {
+            let about = cmd
+                .find_subcommand(name)
+                .and_then(|sub| sub.get_about())
+                .map(|about| about.to_string())
+                .unwrap_or_default();
+            groups.push_str(&format!("  {name:<width$}  {about}\n"));
+        }
+        groups.push('\n');
+    }
+    let template = format!(
+        "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{groups}\
+         Options:\n{{options}}{{after-help}}"
+    );
+    cmd.help_template(template)
+}
+
+/// The command line, read with [`command`]'s help (clap prints help, a version or a usage
+/// error and exits, as `Cli::parse` does).
+pub(crate) fn parse() -> Cli {
+    use clap::FromArgMatches;
+    Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|err| err.exit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_is_in_one_group() {
+        use clap::CommandFactory;
+        let listed: Vec<&str> = GROUPS
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect();
+        let cmd = Cli::command();
+        let commands: Vec<&str> = cmd.get_subcommands().map(|sub| sub.get_name()).collect();
+        for name in &commands {
+            let times = listed.iter().filter(|listed| *listed == name).count();
+            assert_eq!(times, 1, "{name} is in {times} groups of cli::GROUPS");
+        }
+        for name in &listed {
+            assert!(
+                commands.contains(name),
+                "cli::GROUPS lists {name}, which is no command"
+            );
+        }
+    }
 }

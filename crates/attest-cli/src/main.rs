@@ -17,12 +17,9 @@ mod secrets;
 
 use std::process::ExitCode;
 
-use clap::Parser;
 // The doors name these for the binary too: one escape for what reaches a terminal, one
 // way of counting in prose.
 use attest_doors::{count, terminal};
-
-use crate::cli::Cli;
 
 /// `attest --version`: the workspace version and the commit it was built from (see build.rs).
 pub(crate) const VERSION: &str = concat!(
@@ -33,7 +30,7 @@ pub(crate) const VERSION: &str = concat!(
 );
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = cli::parse();
     match commands::run(cli) {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,

@@ -78,6 +78,11 @@ pub struct Extra {
     /// why. Such a call is refused whatever policy says, in shadow mode too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected: Option<String>,
+    /// Set where the tool's own annotation raised the call's risk (MCP's
+    /// `destructiveHint: true`): the annotation as the tool gave it, which the verdict's
+    /// reasons name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_hint: Option<String>,
 }
 
 /// One thing an agent wants to do: the unit that policy decides and the ledger records.

@@ -692,6 +692,17 @@ impl PolicyEngine {
         // The strictest built-in decision so far, and the rule that made it.
         let mut floor: Option<(Decision, &'static str)> = None;
 
+        // A tier the tool's own annotation set says so, naming the annotation.
+        if let (Some(hint), Some(_)) = (&action.extra.risk_hint, action.risk) {
+            verdict.note(
+                "annotation",
+                format!(
+                    "the tool's own annotation {hint} makes it {} risk",
+                    tier.as_str()
+                ),
+            );
+        }
+
         // R0 reads addresses from params: a record without them cannot say.
         let org_reads_params = self
             .blocked

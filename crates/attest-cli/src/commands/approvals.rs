@@ -20,13 +20,53 @@ use crate::terminal::escape;
 use attest_doors::inbox::{self, InboxState};
 
 /// The pipeline the approval commands decide through: the configuration's, which
-/// never asks (so no notifier secrets are needed here).
+/// never asks (so no notifier secrets are needed here). It says on stderr which ledger it
+/// uses. Without `create`, a ledger file that is not there is an error naming the path
+/// and where a ledger comes from, never an empty one made in its place; with it (an
+/// administrator's `approvers add` or `agents add` before any agent ran), one is made and
+/// that is said.
 pub(super) fn pipeline(config: &Config, create: bool) -> anyhow::Result<Attest> {
+    let missing = is_missing(config);
+    if missing && !create {
+        anyhow::bail!("{}", no_ledger(config));
+    }
     let attest = config.build(DoorParts::never_asks(!create))?;
     attest
         .approvals()
         .context("cannot open the approval store")?;
+    if missing {
+        eprintln!(
+            "attest: no ledger was at {}, so this made an empty one there; if your agents \
+             write elsewhere, name that ledger with --ledger or ATTEST_LEDGER",
+            config.ledger_display()
+        );
+    } else {
+        eprintln!("attest: ledger {}", config.ledger_display());
+    }
     Ok(attest)
+}
+
+/// Whether the configured ledger is a file that is not there (a PostgreSQL URL is never
+/// missing here: its server says whether the database exists).
+fn is_missing(config: &Config) -> bool {
+    let path = config.ledger_path();
+    let url = path
+        .to_str()
+        .is_some_and(|p| p.starts_with("postgres://") || p.starts_with("postgresql://"));
+    !url && !path.exists()
+}
+
+/// What a command that reads an existing ledger says when there is none: the path, where
+/// else it may be, and what makes one.
+pub(super) fn no_ledger(config: &Config) -> String {
+    format!(
+        "no ledger at {}: this command reads an existing ledger and does not make one. If \
+         your agents' ledger is elsewhere, name it with --ledger, ATTEST_LEDGER or `ledger:` \
+         in .attest/config.yaml (an MCP client's configuration may set ATTEST_LEDGER for the \
+         proxy alone); a door's first call (mcp-proxy, gateway, a hook), `attest demo` or \
+         `attest approvers add NAME` makes one",
+        config.ledger_display()
+    )
 }
 
 pub(super) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -448,7 +488,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             })?),
             None => None,
         };
-    let attest = Arc::new(pipeline(config, true)?);
+    let attest = Arc::new(pipeline(config, false)?);
     let review = Arc::new(attest_doors::review::Review::open(
         || {
             config

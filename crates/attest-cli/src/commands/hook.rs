@@ -65,7 +65,7 @@ const MAX_EVENT_BYTES: u64 = 16 * 1024 * 1024;
 
 pub(crate) fn run(global: &Global, command: &HookCommand) -> anyhow::Result<ExitCode> {
     let (kind, args) = match command {
-        HookCommand::Install(args) => return install::run(args),
+        HookCommand::Install(args) => return install::run(global, args),
         HookCommand::ClaudeCode(args) => (AgentKind::ClaudeCode, args),
         HookCommand::Codex(args) => (AgentKind::Codex, args),
         HookCommand::Gemini(args) => (AgentKind::Gemini, args),

@@ -158,6 +158,8 @@ fn each_item(
 ) -> anyhow::Result<Option<HashMap<String, (usize, bool)>>> {
     let mut ids: HashMap<String, (usize, bool)> = HashMap::new();
     let (mut number, mut read, mut any) = (0, 0u64, false);
+    // Every bad line is named (up to a bound) before anything is taken from the file.
+    let mut bad: Vec<String> = Vec::new();
     while let Some(line) = next_line(&mut input, name, number + 1)? {
         number += 1;
         read += line.len() as u64 + 1;
@@ -167,12 +169,23 @@ fn each_item(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let mut parsed: Line = serde_json::from_slice(&line)
-            .map_err(|err| not_an_action(name, number, &line, &err))?;
+        let mut parsed: Line = match serde_json::from_slice(&line) {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                bad.push(format!("{:#}", not_an_action(name, number, &line, &err)));
+                continue;
+            }
+        };
         // How an agent was proven is a door's to say, when it checked a credential; a
         // source's line cannot prove it (an exported row's `agent_auth` is not kept).
         parsed.action.extra.agent_auth = None;
-        let item = to_item(parsed).with_context(|| format!("{name}:{number}"))?;
+        let item = match to_item(parsed) {
+            Ok(item) => item,
+            Err(err) => {
+                bad.push(format!("{name}:{number}: {err:#}"));
+                continue;
+            }
+        };
         let id = &item.action.id;
         if !id.is_empty() {
             let stage = item
@@ -180,16 +193,40 @@ fn each_item(
                 .as_ref()
                 .is_some_and(|e| e.status == attest_core::INTENT || e.status == "pending");
             if let Some((first, false)) = ids.insert(id.clone(), (number, stage)) {
-                anyhow::bail!(
+                bad.push(format!(
                     "{name}:{number}: action id {id:?} is also on line {first}; an action is imported once"
-                );
+                ));
+                continue;
             }
         }
         any = true;
-        take(number, read, item).with_context(|| format!("{name}:{number}"))?;
+        if bad.is_empty() {
+            take(number, read, item).with_context(|| format!("{name}:{number}"))?;
+        }
     }
     progress.update(size, size);
+    if !bad.is_empty() {
+        anyhow::bail!("{}", bad_lines(&bad));
+    }
     Ok(any.then_some(ids))
+}
+
+/// How many bad lines one run names; the rest are counted.
+const BAD_LINES_NAMED: usize = 20;
+
+/// Every bad line of a file, named (the first [`BAD_LINES_NAMED`], then how many more),
+/// so one run shows what to fix; nothing was imported.
+fn bad_lines(bad: &[String]) -> String {
+    let mut text = format!("{} bad line(s), nothing imported:\n", bad.len());
+    for line in bad.iter().take(BAD_LINES_NAMED) {
+        text.push_str("  ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    if bad.len() > BAD_LINES_NAMED {
+        text.push_str(&format!("  … and {} more\n", bad.len() - BAD_LINES_NAMED));
+    }
+    text.trim_end().to_owned()
 }
 
 /// The keys a line may hold: an action's, what a source records, and the rest of an

@@ -83,10 +83,15 @@ fn check_once(
     let old = read_state(state_path)?;
     let message = match &old {
         None => format!(
-            "first checkpoint of {}: size {} root {}",
+            "first checkpoint of {}: size {} root {} (base64, as the checkpoint note and \
+             `attest verify` write it)",
             new.origin,
             new.size,
-            to_hex(&new.root)
+            // The note's third line is the root as C2SP writes it (base64).
+            String::from_utf8_lossy(&note)
+                .lines()
+                .nth(2)
+                .unwrap_or_default()
         ),
         Some(old) => {
             let old_body = CheckpointBody {

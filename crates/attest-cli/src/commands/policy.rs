@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::cli::{
     PolicyCheckArgs, PolicyCommand, PolicyExplainArgs, PolicyReplayArgs, PolicyTestArgs,
 };
-use crate::commands::detect::{describe, input, print};
+use crate::commands::detect::{annotations, describe, input, print};
 use crate::config::{load_policy, read_text, Config};
 
 pub(crate) fn run(config: &Config, command: &PolicyCommand) -> anyhow::Result<ExitCode> {
@@ -37,8 +37,15 @@ fn explain(config: &Config, args: &PolicyExplainArgs) -> anyhow::Result<ExitCode
         target: args.target.as_deref(),
         run: None,
     };
-    let action = describe(&config.describer()?, &input(&args.call)?, params, context)
-        .map_err(anyhow::Error::msg)?;
+    let hints = annotations(&args.call)?;
+    let action = describe(
+        &config.describer()?,
+        &input(&args.call)?,
+        params,
+        hints,
+        context,
+    )
+    .map_err(anyhow::Error::msg)?;
     let mut verdict = policy.evaluate(&action)?;
     let windows = window_figures(config, &verdict);
     // As a call made now would be decided: the first window this call would cross.
@@ -310,6 +317,7 @@ fn resolve_call(describer: &Describer, call: &CaseCall) -> Result<Action, String
         describer,
         &input,
         call.params.clone(),
+        Default::default(),
         CallContext::default(),
     )?;
     call.fill_people(&mut action);

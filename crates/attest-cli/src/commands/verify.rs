@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use attest_ledger::{to_hex, LedgerError, OpenIntent, VerifyOptions, VerifyReport};
+use attest_ledger::{to_hex, LedgerError, OpenIntent, ProblemKind, VerifyOptions, VerifyReport};
 use serde_json::json;
 
 use crate::cli::VerifyArgs;
@@ -183,6 +183,29 @@ pub(crate) fn print_report(out: &mut impl Write, report: &VerifyReport) -> std::
             }
             None => writeln!(out, "intact: the ledger is empty (0 entries)")?,
         }
+    } else if report
+        .problems
+        .iter()
+        .all(|p| matches!(p.kind, ProblemKind::Unsigned | ProblemKind::BadSignature))
+    {
+        // Every entry, hash and tree hash checked out: what is missing is a signature the
+        // trusted keys accept (a key rotation, a checkpoint not yet signed), not integrity.
+        writeln!(
+            out,
+            "NOT PROVEN: the {} here chain intact, but no checkpoint signed by a trusted key \
+             binds them (rows removed from the end, or a rewritten ledger, would look the \
+             same): {} problem(s)",
+            entries(report.checked),
+            report.problems.len()
+        )?;
+        for problem in &report.problems {
+            writeln!(out, "  {}", escape(&problem.to_string()))?;
+        }
+        writeln!(
+            out,
+            "  (after a key rotation, pass the old key's verifier too: another --vkey; \
+             then sign with the new key: `attest checkpoint`)"
+        )?;
     } else {
         writeln!(
             out,

@@ -1124,3 +1124,68 @@ async fn confirm_says_a_waiting_call_runs_now_and_a_held_one_on_resume() {
         "{said}"
     );
 }
+
+/// Issue 53: every command that reads the approvals says which ledger it uses, and one run
+/// where there is no ledger names the path and where a ledger comes from instead of
+/// serving, listing or deciding on an empty one it made.
+#[test]
+fn commands_name_their_ledger_and_make_none_where_one_is_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(".attest/ledger.sqlite");
+    let no_ledger = |output: &std::process::Output, what: &str| {
+        assert_eq!(output.status.code(), Some(2), "{what}: {}", stderr(output));
+        let said = stderr(output);
+        assert!(
+            said.contains("no ledger at .attest/ledger.sqlite") && said.contains("ATTEST_LEDGER"),
+            "{what}: {said}"
+        );
+        assert!(!ledger.exists(), "{what} made a ledger");
+    };
+    let serve = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["serve", "--port", "0"])
+        .current_dir(dir.path())
+        .env_clear()
+        .output()
+        .unwrap();
+    no_ledger(&serve, "serve");
+    no_ledger(&attest(dir.path(), &["pending"]), "pending");
+    no_ledger(
+        &attest(dir.path(), &["approvers", "list"]),
+        "approvers list",
+    );
+    let confirm = Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["confirm", "r1", "approve"])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("ATTEST_APPROVER_TOKEN", "not-a-token")
+        .output()
+        .unwrap();
+    no_ledger(&confirm, "confirm");
+
+    // An administrator's first `approvers add` makes the ledger, and says so.
+    let added = attest(
+        dir.path(),
+        &[
+            "approvers",
+            "add",
+            "ann@acme.com",
+            "--token-file",
+            "ann.token",
+        ],
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    assert!(
+        stderr(&added)
+            .contains("no ledger was at .attest/ledger.sqlite, so this made an empty one"),
+        "{}",
+        stderr(&added)
+    );
+    assert!(ledger.exists());
+    let listed = attest(dir.path(), &["pending"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert!(
+        stderr(&listed).contains("attest: ledger .attest/ledger.sqlite"),
+        "{}",
+        stderr(&listed)
+    );
+}

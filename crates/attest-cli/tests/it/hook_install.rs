@@ -9,9 +9,14 @@ use serde_json::{json, Value};
 
 use crate::{attest, expect_ok as ok, stderr, stdout};
 
+/// `attest hook install ARGS --dir DIR`, naming the program (`--program attest`) unless
+/// ARGS do: the tests below that are about the program run it themselves.
 fn install(dir: &Path, args: &[&str]) -> Output {
     let mut all = vec!["hook", "install"];
     all.extend_from_slice(args);
+    if !args.contains(&"--program") {
+        all.extend_from_slice(&["--program", "attest"]);
+    }
     let dir_text = dir.display().to_string();
     all.extend_from_slice(&["--dir", dir_text.as_str()]);
     attest(dir, &all)
@@ -256,5 +261,126 @@ fn a_cursor_install_takes_out_the_retired_file_edit_entry() {
     assert_eq!(
         settings["hooks"],
         json!({"afterFileEdit": [{"command": "./hooks/format.sh"}], "stop": [{"command": "./hooks/format.sh"}]})
+    );
+}
+
+/// `attest hook install claude-code` in `dir` with `path` as PATH (none: unset), as a
+/// person runs it.
+fn install_with_path(dir: &Path, path: Option<&Path>, extra: &[&str]) -> Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_attest"));
+    command
+        .args(extra)
+        .args(["hook", "install", "claude-code"])
+        .current_dir(dir)
+        .env_clear();
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    command.output().unwrap()
+}
+
+fn hook_command(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join(".claude/settings.json")).unwrap();
+    let settings: Value = serde_json::from_str(&text).unwrap();
+    settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn without_attest_on_path_the_hook_runs_this_binary_by_its_absolute_path_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let said = ok(&install_with_path(dir.path(), None, &[]));
+    let exe = Path::new(env!("CARGO_BIN_EXE_attest"))
+        .canonicalize()
+        .unwrap();
+    assert_eq!(
+        hook_command(dir.path()),
+        format!("{} hook claude-code", exe.display())
+    );
+    assert!(said.contains("no `attest` is on PATH"), "{said}");
+    assert!(said.contains("--program"), "{said}");
+}
+
+#[test]
+fn with_attest_on_path_the_hook_runs_a_bare_attest_and_program_overrides_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_attest"), bin.path().join("attest")).unwrap();
+    let said = ok(&install_with_path(dir.path(), Some(bin.path()), &[]));
+    assert_eq!(hook_command(dir.path()), "attest hook claude-code");
+    assert!(said.contains("--program names another"), "{said}");
+    let other = tempfile::tempdir().unwrap();
+    ok(&install(
+        other.path(),
+        &["claude-code", "--program", "/opt/attest/bin/attest"],
+    ));
+    assert_eq!(
+        hook_command(other.path()),
+        "/opt/attest/bin/attest hook claude-code"
+    );
+}
+
+#[test]
+fn a_ledger_flag_is_refused_with_where_the_hook_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = install_with_path(dir.path(), None, &["--ledger", "books.sqlite"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let said = stderr(&output);
+    assert!(said.contains("would drop --ledger"), "{said}");
+    assert!(
+        said.contains(".attest/config.yaml") && said.contains("ATTEST_LEDGER"),
+        "{said}"
+    );
+    assert!(!dir.path().join(".claude").exists(), "nothing is written");
+}
+
+#[test]
+fn the_attest_folder_stays_out_of_git_status_but_the_configuration_does_not() {
+    let git = |dir: &Path, args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    if !git(dir.path(), &["init", "-q"]).is_ok_and(|o| o.status.success()) {
+        crate::peer_missing("git");
+        return;
+    }
+    let said = ok(&install(dir.path(), &["claude-code"]));
+    assert!(said.contains(".attest/.gitignore"), "{said}");
+    // The hook's first event writes the ledger into .attest/.
+    let event = r#"{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+    let mut hook = std::process::Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(["hook", "claude-code"])
+        .current_dir(dir.path())
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut hook.stdin.take().unwrap(), event.as_bytes()).unwrap();
+    assert!(hook.wait_with_output().unwrap().status.success());
+    assert!(dir.path().join(".attest/ledger.sqlite").exists());
+    std::fs::write(dir.path().join(".attest/config.yaml"), "mode: shadow\n").unwrap();
+    let status = git(
+        dir.path(),
+        &["status", "--porcelain", "--untracked-files=all"],
+    )
+    .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(!status.contains("ledger.sqlite"), "{status}");
+    assert!(status.contains(".attest/config.yaml"), "{status}");
+    assert!(status.contains(".claude/settings.json"), "{status}");
+    // An existing .gitignore is the user's: a second install keeps it.
+    std::fs::write(dir.path().join(".attest/.gitignore"), "mine\n").unwrap();
+    ok(&install(dir.path(), &["claude-code", "--program", "other"]));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".attest/.gitignore")).unwrap(),
+        "mine\n"
     );
 }

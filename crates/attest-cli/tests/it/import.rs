@@ -56,6 +56,30 @@ fn a_bad_line_imports_nothing_and_is_named() {
     assert!(!ledger_file(dir.path()).exists());
 }
 
+/// Issue 53: one run names every bad line (the first 20, then how many more), not only the
+/// first, and imports nothing.
+#[test]
+fn every_bad_line_is_named_in_one_run_up_to_twenty_then_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("{\"system\":\"gmail\",\"verb\":\"send\"}\n");
+    text.push_str("{\"system\":\"gmail\",\"verb\":\"sned\"}\n");
+    text.push_str("not json\n");
+    for _ in 0..23 {
+        text.push_str("{\"system\":\"gmail\",\"verb\":\"sned\"}\n");
+    }
+    std::fs::write(dir.path().join("past.jsonl"), text).unwrap();
+    let output = attest(dir.path(), &["import", "past.jsonl"]);
+    assert_eq!(output.status.code(), Some(2));
+    let said = stderr(&output);
+    assert!(said.contains("25 bad line(s), nothing imported"), "{said}");
+    for named in ["past.jsonl:2", "past.jsonl:3", "past.jsonl:21"] {
+        assert!(said.contains(&format!("{named}:")), "{named}: {said}");
+    }
+    assert!(!said.contains("past.jsonl:22:"), "{said}");
+    assert!(said.contains("… and 5 more"), "{said}");
+    assert!(!ledger_file(dir.path()).exists());
+}
+
 /// Past 16 MiB of input an import reads the file a second time instead of holding
 /// what its check parsed: all of it is still imported, and a bad line still
 /// imports nothing.

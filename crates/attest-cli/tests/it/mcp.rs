@@ -479,6 +479,33 @@ fn mcp_server_offers_six_tools_that_decide_ask_record_and_verify_and_none_approv
     assert_eq!(calls[5]["is_error"], true, "{}", calls[5]);
 }
 
+/// examples/README.md's latency measurement as written there (its `ran-by` names this
+/// file), with 20 calls instead of 1000 and the debug binary: it prints one JSON line with
+/// both distributions and what the proxy added.
+#[test]
+fn python_mcp_latency_example_runs() {
+    let Some(server) = npm_server_and_python_client("server-everything") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(python())
+        .arg(root().join("examples/python/mcp_latency.py"))
+        .args(["--calls", "20", "--attest", env!("CARGO_BIN_EXE_attest")])
+        .args(["--durability", "full", "--tool", "echo"])
+        .args(["--server", &format!("node {} stdio", server.display())])
+        .args(["--args", r#"{"message": "hi"}"#])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let report: Value = serde_json::from_str(text.lines().last().unwrap_or("")).unwrap();
+    for side in ["direct", "proxied"] {
+        assert!(report[side]["p50_ms"].as_f64().is_some(), "{text}");
+    }
+    assert!(report["added_p50_ms"].as_f64().is_some(), "{text}");
+}
+
 #[test]
 fn python_mcp_client_example_runs() {
     let Some(server) = npm_server_and_python_client("server-filesystem") else {

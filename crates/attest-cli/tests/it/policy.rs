@@ -173,6 +173,78 @@ fn detect_names_system_verb_and_target() {
     assert_eq!(nothing.status.code(), Some(2));
 }
 
+/// Issue 53: a tool its server annotates `destructiveHint: true` is judged by `detect` and
+/// `policy explain` as `mcp-proxy` judges it (core's one `apply_hints`), and the reason
+/// names the annotation.
+#[test]
+fn detect_and_explain_take_a_tools_annotations_as_the_proxy_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = ["--tool", "frobnicate", "--server", "widgets"];
+    let json = |output: &std::process::Output| -> serde_json::Value {
+        assert_eq!(output.status.code(), Some(0), "{}", crate::stderr(output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let explain = |extra: &[&str]| {
+        let mut args = vec!["policy", "explain"];
+        args.extend(call);
+        args.extend(extra);
+        args.push("--json");
+        json(&attest(dir.path(), &args))
+    };
+    let plain = explain(&[]);
+    assert_ne!(plain["tier"], "very_high", "{plain}");
+    let annotated = explain(&[
+        "--annotations",
+        r#"{"destructiveHint": true, "title": "F"}"#,
+    ]);
+    assert_eq!(annotated["tier"], "very_high", "{annotated}");
+    assert_eq!(annotated["decision"], "ask", "{annotated}");
+    let reasons = annotated["reasons"].to_string();
+    assert!(reasons.contains("destructiveHint: true"), "{reasons}");
+    assert_eq!(
+        explain(&["--annotations", "destructive"])["tier"],
+        "very_high"
+    );
+
+    let mut args = vec!["detect"];
+    args.extend(call);
+    args.extend(["--annotations", "destructive", "--json"]);
+    let detected = json(&attest(dir.path(), &args));
+    assert_eq!(detected["risk"], "very_high", "{detected}");
+    assert_eq!(detected["risk_hint"], "destructiveHint: true", "{detected}");
+    let mut args = vec!["detect"];
+    args.extend(call);
+    args.extend(["--annotations", "destructive"]);
+    let said = crate::stdout(&attest(dir.path(), &args));
+    assert!(
+        said.contains("risk very_high: the tool's own annotation destructiveHint: true"),
+        "{said}"
+    );
+
+    for (bad, named) in [
+        (
+            r#"{"destructiveHint": "yes"}"#,
+            "destructiveHint must be true or false",
+        ),
+        (
+            r#"{"destructive": true}"#,
+            "unknown annotation \"destructive\"",
+        ),
+        ("dangerous", "unknown hint \"dangerous\""),
+    ] {
+        let mut args = vec!["detect"];
+        args.extend(call);
+        args.extend(["--annotations", bad]);
+        let output = attest(dir.path(), &args);
+        assert_eq!(output.status.code(), Some(2), "{bad}");
+        assert!(
+            crate::stderr(&output).contains(named),
+            "{}",
+            crate::stderr(&output)
+        );
+    }
+}
+
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/examples");
 
 #[test]

@@ -7,8 +7,16 @@
 //!   (or pass its `check`, below); a
 //!   ```` ```text ```` block or one with no language is output or usage, shown and not run;
 //!   a block in any other language (`rust`, `python`, …) must say why it is not run;
-//! - `<!-- readme-test: skip (reason) -->` before a block: not run; the test prints how many
-//!   it skipped and why;
+//! - no block is skipped. `<!-- readme-test: ran-by FILE -->` before a block that cannot run
+//!   here (a published package, a release build, a remote server) names the test or script
+//!   that runs it, and the test checks the claim: FILE reads the block from this document,
+//!   or holds every option (`--flag`), `attest` subcommand and repository path the block
+//!   uses;
+//! - `<!-- readme-test: from-clone -->`: the block runs where a clone's `examples/`,
+//!   `policies/` and `docs/` are (it says so in its prose); every other block runs from an
+//!   empty directory of its own, as a reader's would be;
+//! - `<!-- readme-test: postgres -->`: `ATTEST_LEDGER` is a PostgreSQL database of the
+//!   block's own on the test server (as the reader's would be set);
 //! - `<!-- readme-test: setup COMMANDS -->`: run first, in the same directory (for example
 //!   to put rows in the ledger a block reads);
 //! - `<!-- readme-test: expect TEXT -->`: the block's standard output must contain TEXT;
@@ -17,11 +25,12 @@
 //! - `<!-- readme-test: check COMMAND -->`: the block (a configuration, a policy) is saved as
 //!   `block.LANG` in the directory, and COMMAND runs there as a ```` ```sh ```` block would.
 //!
-//! Each block runs with `bash -e -o pipefail` in a fresh temporary directory that links
-//! `examples/` and `policies/` from the repository, with the built `attest` first on
-//! `PATH` (instead of `cargo run`), `.ci/venv`'s Python next (its `requests` and `mcp`),
-//! `HOME` inside the directory and nothing else from the environment. A block must exit 0.
-//! Background jobs a block starts are stopped when it ends.
+//! Each block runs with `bash -e -o pipefail` in a fresh temporary directory outside the
+//! clone, with the built `attest` first on `PATH` (instead of `cargo run`), `.ci/venv`'s
+//! Python next (its `requests` and `mcp`), `HOME` inside the directory and nothing else from
+//! the environment. A block must exit 0, and must stop what it starts: a process of its own
+//! still running when it ends fails it (a second paste would find its port taken). Every
+//! block runs twice, each time in a new directory, so two pastes of it never collide.
 //!
 //! One line is checked rather than run: `cargo install --path DIR --locked`, the install
 //! step (a release build inside the test suite would take minutes, and the running cargo
@@ -68,7 +77,9 @@ struct Block {
     line: usize,
     lang: String,
     code: String,
-    skip: Option<String>,
+    ran_by: Option<String>,
+    from_clone: bool,
+    postgres: bool,
     setup: Vec<String>,
     expect: Vec<String>,
     compiled: Option<String>,
@@ -92,13 +103,12 @@ fn blocks(doc: &str, text: &str) -> Vec<Block> {
             .and_then(|rest| rest.strip_suffix("-->"))
         {
             let directive = directive.trim();
-            if let Some(reason) = directive.strip_prefix("skip") {
-                let reason = reason.trim();
-                let reason = reason
-                    .strip_prefix('(')
-                    .and_then(|r| r.strip_suffix(')'))
-                    .unwrap_or(reason);
-                next.skip = Some(reason.to_owned());
+            if let Some(file) = directive.strip_prefix("ran-by") {
+                next.ran_by = Some(file.trim().to_owned());
+            } else if directive == "from-clone" {
+                next.from_clone = true;
+            } else if directive == "postgres" {
+                next.postgres = true;
             } else if let Some(commands) = directive.strip_prefix("setup") {
                 next.setup.push(commands.trim().to_owned());
             } else if let Some(text) = directive.strip_prefix("expect") {
@@ -109,7 +119,8 @@ fn blocks(doc: &str, text: &str) -> Vec<Block> {
                 next.check = Some(command.trim().to_owned());
             } else {
                 panic!(
-                    "{doc}:{}: unknown readme-test directive {directive:?}",
+                    "{doc}:{}: unknown readme-test directive {directive:?} (no block is \
+                     skipped: run it, or name what runs it with `ran-by FILE`)",
                     at + 1
                 );
             }
@@ -176,11 +187,22 @@ fn installed(place: &str, code: &str) -> Result<String, String> {
     Ok(out)
 }
 
-/// Runs `script` with bash in `dir`, with only `path` and `home` from the environment.
-fn bash(dir: &Path, path: &str, script: &str) -> std::process::Output {
-    // Background jobs the block starts end with it.
-    let script = format!("trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{script}");
-    Command::new("timeout")
+/// What a block's run left: its output, and whether a process it started was still running
+/// when it ended (stopped then, by the test).
+struct Ran {
+    output: std::process::Output,
+    left_running: bool,
+}
+
+/// Runs `script` with bash in `dir`, with only `path`, `home` and `env` from the
+/// environment; standard output and error go to files, so a process the script leaves
+/// running cannot hold the test up.
+fn bash(dir: &Path, path: &str, env: &[(&str, &str)], script: &str) -> Ran {
+    let out = tempfile::tempdir().unwrap();
+    let (stdout, stderr) = (out.path().join("stdout"), out.path().join("stderr"));
+    // `timeout` (without --foreground) leads a process group of its own: the block's bash and
+    // every process it starts, unless one leaves the group on purpose.
+    let mut child = Command::new("timeout")
         .args([
             BLOCK_TIMEOUT_SECS,
             "bash",
@@ -188,50 +210,112 @@ fn bash(dir: &Path, path: &str, script: &str) -> std::process::Output {
             "-o",
             "pipefail",
             "-c",
-            &script,
+            script,
         ])
         .current_dir(dir)
         .env_clear()
         .env("PATH", path)
         .env("HOME", dir.join("home"))
-        .output()
-        .unwrap()
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let group = format!("-{}", child.id());
+    let status = child.wait().unwrap();
+    let alive = |signal: &str| {
+        Command::new("kill")
+            .args([signal, "--", &group])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    // A server the block stopped with `kill` may take a moment to exit: up to 5 s.
+    let mut left_running = alive("-0");
+    for _ in 0..100 {
+        if !left_running {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        left_running = alive("-0");
+    }
+    if left_running {
+        alive("-KILL");
+    }
+    Ran {
+        output: std::process::Output {
+            status,
+            stdout: std::fs::read(&stdout).unwrap(),
+            stderr: std::fs::read(&stderr).unwrap(),
+        },
+        left_running,
+    }
 }
 
-#[test]
-fn every_command_block_in_the_docs_runs_as_written() {
-    let root = repo_root();
-    let bin = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_attest"), bin.path().join("attest")).unwrap();
-    let python = python();
-    let venv_bin = python.parent().filter(|p| !p.as_os_str().is_empty());
-    let path = match venv_bin {
-        Some(venv) => format!(
-            "{}:{}:/usr/local/bin:/usr/bin:/bin",
-            bin.path().display(),
-            venv.display()
-        ),
-        None => format!("{}:/usr/local/bin:/usr/bin:/bin", bin.path().display()),
-    };
-    let has_peers = Command::new(&python)
-        .args(["-c", "import requests, mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+/// The blocks' shared settings: where `attest` and Python are, and whether Python has the
+/// modules the examples import.
+struct Runner {
+    path: String,
+    has_peers: bool,
+    _bin: tempfile::TempDir,
+}
 
-    let (mut ran, mut checked, mut skipped) = (0, 0, Vec::new());
-    let mut failures = Vec::new();
+impl Runner {
+    fn new() -> Runner {
+        let bin = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_attest"), bin.path().join("attest"))
+            .unwrap();
+        let python = python();
+        let venv_bin = python.parent().filter(|p| !p.as_os_str().is_empty());
+        let path = match venv_bin {
+            Some(venv) => format!(
+                "{}:{}:/usr/local/bin:/usr/bin:/bin",
+                bin.path().display(),
+                venv.display()
+            ),
+            None => format!("{}:/usr/local/bin:/usr/bin:/bin", bin.path().display()),
+        };
+        let has_peers = Command::new(&python)
+            .args(["-c", "import requests, mcp, cryptography"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        Runner {
+            path,
+            has_peers,
+            _bin: bin,
+        }
+    }
+}
+
+/// What one pass over the documents found.
+#[derive(Default)]
+struct Pass {
+    ran: usize,
+    checked: usize,
+    missing_peer: Vec<String>,
+    failures: Vec<String>,
+}
+
+/// Runs or checks every block of every document once, each in a new directory.
+fn pass(runner: &Runner, round: usize) -> Pass {
+    let root = repo_root();
+    let mut found = Pass::default();
     for doc in docs() {
         let text = std::fs::read_to_string(root.join(&doc)).unwrap();
         for block in blocks(&doc, &text) {
-            let place = format!("{}:{}", block.doc, block.line);
-            if let Some(reason) = &block.skip {
-                skipped.push(format!("{place}: {reason}"));
+            let place = format!("{}:{} (run {round})", block.doc, block.line);
+            if let Some(file) = &block.ran_by {
+                found.checked += 1;
+                if let Err(failure) = ran_by(&block, file) {
+                    found.failures.push(format!("{place}: {failure}"));
+                }
                 continue;
             }
             if let Some(file) = &block.compiled {
-                checked += 1;
+                found.checked += 1;
                 if let Err(failure) = compiled_in(&block.code, file) {
-                    failures.push(format!("{place}: {failure}"));
+                    found.failures.push(format!("{place}: {failure}"));
                 }
                 continue;
             }
@@ -241,30 +325,46 @@ fn every_command_block_in_the_docs_runs_as_written() {
                 (None, "sh") => block.code.clone(),
                 (None, "" | "text") => continue,
                 (None, "json" | "yaml") => {
-                    checked += 1;
+                    found.checked += 1;
                     if let Err(failure) = parses(&block) {
-                        failures.push(format!("{place}: {failure}"));
+                        found.failures.push(format!("{place}: {failure}"));
                     }
                     continue;
                 }
                 (None, other) => {
-                    failures.push(format!(
-                        "{place}: a ```{other} block is not run: say why with \
-                         <!-- readme-test: skip (reason) -->, or check it with \
-                         <!-- readme-test: check COMMAND -->"
+                    found.failures.push(format!(
+                        "{place}: a ```{other} block is not run: run it with \
+                         <!-- readme-test: check COMMAND -->, or name what runs it with \
+                         <!-- readme-test: ran-by FILE -->"
                     ));
                     continue;
                 }
             };
-            if needs_python_peers(&script) && !has_peers {
-                peer_missing_because("Python's requests and mcp (.ci/venv)", &place);
-                skipped.push(format!("{place}: no .ci/venv with requests and mcp"));
+            if needs_python_peers(&script) && !runner.has_peers {
+                peer_missing_because("Python's requests, mcp and cryptography (.ci/venv)", &place);
+                found.missing_peer.push(place);
                 continue;
             }
+            let database = match block.postgres {
+                true => match crate::pg_db_named(&place, "attest_docs") {
+                    Some(db) => Some(db),
+                    None => {
+                        found.missing_peer.push(place);
+                        continue;
+                    }
+                },
+                false => None,
+            };
+            let env: Vec<(&str, &str)> = database
+                .iter()
+                .map(|db| ("ATTEST_LEDGER", db.url.as_str()))
+                .collect();
             let dir = tempfile::tempdir().unwrap();
             std::fs::create_dir(dir.path().join("home")).unwrap();
-            for linked in ["examples", "policies"] {
-                std::os::unix::fs::symlink(root.join(linked), dir.path().join(linked)).unwrap();
+            if block.from_clone {
+                for linked in ["examples", "policies", "docs"] {
+                    std::os::unix::fs::symlink(root.join(linked), dir.path().join(linked)).unwrap();
+                }
             }
             if block.check.is_some() {
                 std::fs::write(
@@ -274,54 +374,144 @@ fn every_command_block_in_the_docs_runs_as_written() {
                 .unwrap();
             }
             for setup in &block.setup {
-                let output = bash(dir.path(), &path, setup);
+                let ran = bash(dir.path(), &runner.path, &env, setup);
                 assert!(
-                    output.status.success(),
-                    "{place}: setup `{setup}` failed:\n{}",
-                    String::from_utf8_lossy(&output.stderr)
+                    ran.output.status.success() && !ran.left_running,
+                    "{place}: setup `{setup}` failed or left a process running:\n{}",
+                    String::from_utf8_lossy(&ran.output.stderr)
                 );
             }
             let code = match installed(&place, &script) {
                 Ok(code) => code,
                 Err(failure) => {
-                    failures.push(failure);
+                    found.failures.push(failure);
                     continue;
                 }
             };
-            let output = bash(dir.path(), &path, &code);
-            ran += 1;
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            if !output.status.success() {
-                failures.push(format!(
+            let ran = bash(dir.path(), &runner.path, &env, &code);
+            found.ran += 1;
+            let stdout = String::from_utf8_lossy(&ran.output.stdout);
+            let stderr = String::from_utf8_lossy(&ran.output.stderr);
+            if !ran.output.status.success() {
+                found.failures.push(format!(
                     "{place}: exit {:?}\n--- block\n{}--- ran\n{script}\n--- stdout\n{stdout}--- stderr\n{stderr}",
-                    output.status.code(),
+                    ran.output.status.code(),
                     block.code
                 ));
                 continue;
             }
+            if ran.left_running {
+                found.failures.push(format!(
+                    "{place}: a process it started was still running when it ended (a second \
+                     paste would collide with it): stop what the block starts\n--- block\n{}",
+                    block.code
+                ));
+            }
             for want in &block.expect {
                 if !stdout.contains(want.as_str()) {
-                    failures.push(format!(
+                    found.failures.push(format!(
                         "{place}: output lacks {want:?}\n--- stdout\n{stdout}--- stderr\n{stderr}"
                     ));
                 }
             }
         }
     }
-    eprintln!(
-        "readme: {ran} blocks ran, {checked} parsed, {} skipped{}",
-        skipped.len(),
-        skipped
-            .iter()
-            .map(|s| format!("\n  skipped {s}"))
-            .collect::<String>()
-    );
+    found
+}
+
+#[test]
+fn every_command_block_in_the_docs_runs_as_written() {
+    let runner = Runner::new();
+    let mut failures = Vec::new();
+    for round in 1..=2 {
+        let found = pass(&runner, round);
+        eprintln!(
+            "readme: run {round}: {} blocks ran, {} checked, {} not run for a missing peer",
+            found.ran,
+            found.checked,
+            found.missing_peer.len()
+        );
+        assert!(
+            found.ran >= 5,
+            "only {} blocks ran: the extraction finds nothing",
+            found.ran
+        );
+        failures.extend(found.failures);
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(
-        ran >= 5,
-        "only {ran} blocks ran: the extraction finds nothing"
-    );
+}
+
+/// The folders of the repository's own files (not what a build or `.ci/run` adds).
+const TRACKED: &[&str] = &[
+    "benchmarks/",
+    "crates/",
+    "docs/",
+    "examples/",
+    "js/",
+    "policies/",
+    "python/",
+    "./python",
+];
+
+/// Whether `file` (relative to the repository) runs `block`, as its `ran-by` directive
+/// says: it reads the block from a document that holds it verbatim (it names the document
+/// and the heading the block is under), or it holds every option (`--flag`), `attest`
+/// subcommand and repository path the block uses (a shell block only).
+fn ran_by(block: &Block, file: &str) -> Result<(), String> {
+    let root = repo_root();
+    let text =
+        std::fs::read_to_string(root.join(file)).map_err(|err| format!("ran-by {file}: {err}"))?;
+    let reads_it = docs().iter().any(|doc| {
+        let Ok(holder) = std::fs::read_to_string(root.join(doc)) else {
+            return false;
+        };
+        let heading = holder.find(&block.code).and_then(|at| {
+            holder[..at]
+                .lines()
+                .rev()
+                .find_map(|line| line.strip_prefix('#').map(|h| h.trim_start_matches('#')))
+        });
+        text.contains(doc.as_str()) && heading.is_some_and(|h| text.contains(h.trim()))
+    });
+    if reads_it {
+        return Ok(());
+    }
+    if block.lang != "sh" {
+        return Err(format!(
+            "ran-by {file}: it does not read this ```{} block from its document (name the \
+             document and the heading the block is under)",
+            block.lang
+        ));
+    }
+    let mut missing = Vec::new();
+    for line in block.code.lines() {
+        let command = line.split(" #").next().unwrap_or("");
+        let words: Vec<&str> = command
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| matches!(c, '"' | '\'' | '(' | ')' | ';')))
+            .collect();
+        for (at, word) in words.iter().enumerate() {
+            let wanted = if word.starts_with("--") {
+                word.split('=').next().unwrap_or(word)
+            } else if (at > 0 && words[at - 1] == "attest" && !word.starts_with('-'))
+                || (TRACKED.iter().any(|top| word.starts_with(top)) && root.join(word).exists())
+            {
+                word
+            } else {
+                continue;
+            };
+            if !text.contains(wanted) && !missing.contains(&wanted) {
+                missing.push(wanted);
+            }
+        }
+    }
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "ran-by {file}: it neither reads this block from its document nor uses {}",
+            missing.join(", ")
+        )),
+    }
 }
 
 /// Whether every line of `code`, without its indentation, is a line of `file` (relative to
@@ -341,12 +531,14 @@ fn compiled_in(code: &str, file: &str) -> Result<(), String> {
 /// The examples that need nothing but Python's standard library.
 const STDLIB_EXAMPLES: &[&str] = &["notes_api.py"];
 
-/// Whether `code` runs an example of `examples/python/` that needs `.ci/venv`'s modules.
+/// Whether `code` runs an example of `examples/python/`, or `docs/verify_bundle.py`, that
+/// needs `.ci/venv`'s modules.
 fn needs_python_peers(code: &str) -> bool {
-    code.split("examples/python/").skip(1).any(|rest| {
-        let script = rest.split(|c: char| c.is_whitespace()).next().unwrap_or("");
-        !STDLIB_EXAMPLES.contains(&script)
-    })
+    code.contains("docs/verify_bundle.py")
+        || code.split("examples/python/").skip(1).any(|rest| {
+            let script = rest.split(|c: char| c.is_whitespace()).next().unwrap_or("");
+            !STDLIB_EXAMPLES.contains(&script)
+        })
 }
 
 /// A ```json or ```yaml block's text, parsed as its language says.
@@ -363,7 +555,7 @@ fn parses(block: &Block) -> Result<(), String> {
 
 #[test]
 fn directives_attach_to_the_next_block_only() {
-    let text = "<!-- readme-test: skip (needs a vendor) -->\n\n```sh\na\n```\n\
+    let text = "<!-- readme-test: ran-by .ci/run -->\n<!-- readme-test: postgres -->\n\n```sh\na\n```\n\
                 <!-- readme-test: expect ok -->\nsome prose\n```sh\nb\n```\n\
                 <!-- readme-test: setup attest demo -->\n<!-- readme-test: expect x y -->\n```sh\nc\nd\n```\n\
                 ```rust\nnot shell\n```\n";
@@ -386,9 +578,10 @@ fn directives_attach_to_the_next_block_only() {
     );
     assert_eq!((compiled.len(), compiled[1].code.as_str()), (2, "x\n"));
     assert_eq!(found[2].lang, "sh");
-    assert_eq!(found[0].skip.as_deref(), Some("needs a vendor"));
-    assert_eq!((found[0].line, found[0].code.as_str()), (3, "a\n"));
-    assert!(found[1].skip.is_none() && found[1].expect.is_empty());
+    assert_eq!(found[0].ran_by.as_deref(), Some(".ci/run"));
+    assert!(found[0].postgres && !found[0].from_clone);
+    assert_eq!((found[0].line, found[0].code.as_str()), (4, "a\n"));
+    assert!(found[1].ran_by.is_none() && !found[1].postgres && found[1].expect.is_empty());
     assert_eq!(found[2].setup, ["attest demo"]);
     assert_eq!(found[2].expect, ["x y"]);
     assert_eq!(found[2].code, "c\nd\n");
@@ -403,6 +596,39 @@ fn only_examples_beyond_the_standard_library_need_the_python_peers() {
         "python3 examples/python/notes_api.py &\npython3 examples/python/gateway_requests.py\n"
     ));
     assert!(!needs_python_peers("attest demo\n"));
+}
+
+#[test]
+fn a_ran_by_claim_is_checked_against_the_file_it_names() {
+    let block = |code: &str| Block {
+        doc: "README.md".to_owned(),
+        lang: "sh".to_owned(),
+        code: code.to_owned(),
+        ..Block::default()
+    };
+    // .ci/run runs README's `cargo test` line: every option of it is there.
+    assert!(ran_by(&block("cargo test --workspace   # the tests\n"), ".ci/run").is_ok());
+    // An option, a subcommand or a repository file the named file never uses fails.
+    for (code, missing) in [
+        ("cargo test --no-such-option\n", "--no-such-option"),
+        ("attest no-such-command\n", "no-such-command"),
+        (
+            "python3 examples/python/mcp_latency.py\n",
+            "examples/python/mcp_latency.py",
+        ),
+    ] {
+        let failure = ran_by(&block(code), ".ci/run").unwrap_err();
+        assert!(failure.contains(missing), "{failure}");
+    }
+    assert!(ran_by(&block("x\n"), "no/such/file").is_err());
+    // js/test/readme.test.mjs reads README's TypeScript block from README itself.
+    let text = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let js = blocks("README.md", &text)
+        .into_iter()
+        .find(|b| b.lang == "js")
+        .unwrap();
+    assert!(ran_by(&js, "js/test/readme.test.mjs").is_ok());
+    assert!(ran_by(&js, "crates/attest-cli/tests/it/mcp.rs").is_err());
 }
 
 #[test]
@@ -598,19 +824,30 @@ fn help(args: &[String]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// The subcommands a help text lists under `Commands:`, `help` aside.
+/// The subcommands a help text lists: under `Commands:`, or under the groups `attest --help`
+/// sorts them into (any heading but usage, arguments and options), `help` aside.
 fn subcommands(help: &str) -> Vec<String> {
-    let Some((_, listed)) = help.split_once("\nCommands:\n") else {
-        return Vec::new();
-    };
-    listed
-        .lines()
-        .take_while(|line| !line.trim().is_empty())
-        .filter(|line| line.starts_with("  ") && !line[2..].starts_with(' '))
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| *name != "help")
-        .map(str::to_owned)
-        .collect()
+    let mut found = Vec::new();
+    for paragraph in help.split("\n\n") {
+        let mut lines = paragraph.lines();
+        let heading = lines.next().unwrap_or("");
+        let listed = heading.ends_with(':')
+            && !heading.starts_with(' ')
+            && !["Options:", "Arguments:", "Global options:"].contains(&heading);
+        if !listed {
+            continue;
+        }
+        found.extend(
+            lines
+                .filter(|line| {
+                    line.starts_with("  ") && !line[2..].starts_with([' ', '-', '<', '['])
+                })
+                .filter_map(|line| line.split_whitespace().next())
+                .filter(|name| *name != "help")
+                .map(str::to_owned),
+        );
+    }
+    found
 }
 
 /// The reference: an index, then a heading and the `--help` of `attest` and of every
@@ -683,5 +920,9 @@ fn subcommands_are_read_from_the_commands_list() {
     let text = "Usage: attest policy <COMMAND>\n\nCommands:\n  check    Lint a policy\n  \
                 explain  Show one call\n  help     Print this message\n\nOptions:\n  -h, --help\n";
     assert_eq!(subcommands(text), ["check", "explain"]);
+    let grouped = "Usage: attest [OPTIONS] <COMMAND>\n\nStart:\n  demo    Run a demo\n\n\
+                   Doors (between an agent and its tools):\n  gateway  An HTTP gateway\n  \
+                   hook     Coding agents\n\nOptions:\n  -h, --help\n      --ledger <PATH|URL>\n";
+    assert_eq!(subcommands(grouped), ["demo", "gateway", "hook"]);
     assert!(subcommands("Usage: attest demo\n\nOptions:\n  -h\n").is_empty());
 }

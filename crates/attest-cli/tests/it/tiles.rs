@@ -202,7 +202,17 @@ fn verify_tiles_over_http_and_monitor_catches_a_split_view() {
         )
     };
     let watcher = tempfile::tempdir().unwrap();
-    expect_ok(&monitor(watcher.path()));
+    let accepted = monitor(watcher.path());
+    expect_ok(&accepted);
+    // The root in the encoding the checkpoint note and `attest verify` use (issue 53).
+    let report: Value =
+        serde_json::from_slice(&attest(first.path(), &["verify", "--json"]).stdout).unwrap();
+    let root = report["checkpoint"]["root"].as_str().unwrap().to_owned();
+    assert!(
+        stderr(&accepted).contains(&format!("root {root} (base64")),
+        "{root}: {}",
+        stderr(&accepted)
+    );
     // The log grows: consistent.
     expect_ok(&attest(first.path(), &["demo"]));
     checkpoint(first.path());

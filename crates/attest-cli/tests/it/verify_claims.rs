@@ -80,6 +80,27 @@ fn a_key_with_no_checkpoint_it_signed_is_not_intact() {
     );
 }
 
+/// Issue 53: during a key rotation (checkpoints signed by the old key, only the new key's
+/// verifier given) the ledger is not proven, and said so, not called BROKEN: nothing in it
+/// was altered. Both verifiers together prove it.
+#[test]
+fn a_key_rotation_is_not_proven_rather_than_broken() {
+    let (dir, old) = keyed(1);
+    run_ok(dir.path(), &["checkpoint"]);
+    let new = stranger(dir.path());
+    let output = attest(dir.path(), &["verify", "--vkey", &new]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("NOT PROVEN: the 6 entries here chain intact"),
+        "{text}"
+    );
+    assert!(!text.contains("BROKEN"), "{text}");
+    assert!(text.contains("another --vkey"), "{text}");
+    let both = run_ok(dir.path(), &["verify", "--vkey", &old, "--vkey", &new]);
+    assert!(both.starts_with("intact: 6 entries"), "{both}");
+}
+
 #[test]
 fn tree_hashes_beyond_the_tip_are_flagged() {
     let (dir, _) = keyed(2);

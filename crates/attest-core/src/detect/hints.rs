@@ -30,6 +30,9 @@ pub fn apply_hints(action: &mut Action, hints: &ToolHints) {
         }
     }
     if hints.destructive == Some(true) {
+        if action.base_risk() < Risk::VeryHigh {
+            action.extra.risk_hint = Some("destructiveHint: true".to_owned());
+        }
         action.risk = Some(Risk::VeryHigh);
     } else if hints.idempotent == Some(true) && action.verb == Verb::Write {
         action.verb = Verb::Update;
@@ -39,6 +42,8 @@ pub fn apply_hints(action: &mut Action, hints: &ToolHints) {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use attest_policy::Policy;
 
     use super::*;
     use crate::detect::{detect_action, DetectInput};
@@ -74,6 +79,23 @@ mod tests {
         let mut gone = tool("everything", "echo");
         apply_hints(&mut gone, &destructive);
         assert_eq!(gone.base_risk(), Risk::VeryHigh);
+        // The policy's verdict names the annotation that raised the tier.
+        let verdict = attest_policy::PolicyEngine::default_policy()
+            .unwrap()
+            .evaluate(&gone)
+            .unwrap();
+        assert!(
+            verdict
+                .reasons
+                .iter()
+                .any(|r| r.contains("destructiveHint: true")),
+            "{:?}",
+            verdict.reasons
+        );
+        // A delete is very high risk on its own: the hint raised nothing, and is not named.
+        let mut delete = tool("github", "delete_repository");
+        apply_hints(&mut delete, &destructive);
+        assert_eq!(delete.extra.risk_hint, None);
 
         let idempotent = ToolHints {
             idempotent: Some(true),

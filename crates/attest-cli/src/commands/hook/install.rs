@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::cli::{AgentKind, InstallArgs};
+use crate::cli::{AgentKind, Global, InstallArgs};
 
 /// The largest settings file read.
 const MAX_SETTINGS_BYTES: u64 = 1 << 20;
@@ -29,11 +29,13 @@ const MAX_SETTINGS_BYTES: u64 = 1 << 20;
 /// Lines of context around a change in `--dry-run`'s diff.
 const CONTEXT_LINES: usize = 3;
 
-pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(global: &Global, args: &InstallArgs) -> anyhow::Result<ExitCode> {
+    refuse_ledger_settings(global)?;
     let layout = Layout::of(args.agent);
     let path = settings_path(args, &layout)?;
     let before = read_settings(&path)?;
-    let command = format!("{} hook {}", args.program, layout.cli_name);
+    let (program, why) = program(args)?;
+    let command = format!("{program} hook {}", layout.cli_name);
     let after = edit(&layout, before.as_deref(), &command, args.remove)
         .with_context(|| format!("{} was left untouched", path.display()))?;
     let old = before.clone().unwrap_or_default();
@@ -65,7 +67,118 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
         ),
         None => println!("{done} `{command}` in {} ({events})", path.display()),
     }
+    if !args.remove {
+        println!("{why}; --program names another");
+        if !args.user || args.project {
+            let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+            if let Some(ignore) = keep_state_out_of_git(&dir)? {
+                println!(
+                    "wrote {}: the ledger, keys and the hook's state stay out of `git status`; \
+                     .attest/config.yaml is yours to commit",
+                    ignore.display()
+                );
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The ledger settings a hook uses are read where the agent runs it, never from this
+/// command line: one given here would be dropped, so it is refused with where it goes.
+fn refuse_ledger_settings(global: &Global) -> anyhow::Result<()> {
+    let given = [
+        ("--config", global.config.is_some()),
+        ("--ledger", global.ledger.is_some()),
+        ("--tenant", global.tenant.is_some()),
+        ("--durability", global.durability.is_some()),
+        ("--policy", global.policy.is_some()),
+    ];
+    let given: Vec<&str> = given
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(flag, _)| *flag)
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "hook install writes only the agent's hook settings, so it would drop {}: each hook \
+         run reads its ledger, tenant, durability and policy from the project's \
+         .attest/config.yaml (`ledger: …`, `tenant: …`, `policy: …`) or from ATTEST_LEDGER, \
+         ATTEST_TENANT, ATTEST_DURABILITY and ATTEST_POLICY where the agent runs it; set them \
+         there (docs/coding-agents.md)",
+        given.join(", ")
+    )
+}
+
+/// The program the hook entry runs, and a sentence saying why: `--program`; else `attest`
+/// when an `attest` is on PATH; else this binary's absolute path.
+fn program(args: &InstallArgs) -> anyhow::Result<(String, String)> {
+    if let Some(program) = &args.program {
+        return Ok((
+            program.clone(),
+            format!("the hook runs {program} (--program)"),
+        ));
+    }
+    let on_path = crate::config::env_var("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            let candidate = dir.join("attest");
+            candidate.is_file()
+                && std::fs::metadata(&candidate).is_ok_and(|meta| {
+                    use std::os::unix::fs::PermissionsExt;
+                    meta.permissions().mode() & 0o111 != 0
+                })
+        })
+    });
+    if on_path {
+        return Ok((
+            "attest".to_owned(),
+            "the hook runs `attest` from PATH where the agent runs it".to_owned(),
+        ));
+    }
+    let exe = std::env::current_exe()
+        .and_then(|exe| exe.canonicalize())
+        .context(
+            "no `attest` on PATH, and this binary's own path cannot be read: pass --program",
+        )?;
+    let exe = exe
+        .to_str()
+        .context("this binary's path is not UTF-8: pass --program")?
+        .to_owned();
+    if exe.contains(char::is_whitespace) {
+        anyhow::bail!(
+            "no `attest` on PATH, and this binary's path {exe:?} has a space the agent would \
+             split the command at: pass --program"
+        );
+    }
+    let why = format!(
+        "no `attest` is on PATH here, so the hook runs this binary by its path ({exe}), \
+         which a desktop agent finds without a PATH"
+    );
+    Ok((exe, why))
+}
+
+/// What `.attest/.gitignore` says: everything in `.attest/` but the configuration (and
+/// itself) stays out of git.
+const GITIGNORE: &str =
+    "# Written by `attest hook install`: the ledger, keys and the hook's state stay out of\n\
+# git; the configuration is yours to commit.\n\
+*\n\
+!.gitignore\n\
+!config.yaml\n";
+
+/// Writes `DIR/.attest/.gitignore` when there is none (an existing one is the user's, and
+/// kept); returns its path when it wrote one.
+fn keep_state_out_of_git(dir: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let folder = dir.join(".attest");
+    let path = folder.join(".gitignore");
+    if path.exists() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    std::fs::write(&path, GITIGNORE).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Some(path))
 }
 
 /// Where and how an agent keeps its hooks.
