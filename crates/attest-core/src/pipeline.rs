@@ -48,6 +48,7 @@ pub struct Attest {
 }
 
 pub(crate) mod call;
+mod grants;
 pub(crate) mod handoff;
 mod import;
 pub(crate) mod keys;
@@ -56,6 +57,8 @@ mod retries;
 mod windows;
 mod writer;
 use call::Ended;
+use grants::Granted;
+pub use grants::GRANT_RULE;
 pub use import::{ImportBatch, ImportItem};
 use keys::{Called, Claimed, HeldKey, IdempotencyOptions, Keyed};
 pub use resume::Decided;
@@ -230,6 +233,8 @@ struct Cleared {
     counting: Counting,
     /// The call's digest among recent calls, claimed when it runs.
     calling: Calling,
+    /// The grant it runs under, as its rows name it.
+    grant: Option<attest_ledger::Grant>,
 }
 
 /// What the gate step leaves: an action cleared to run (or opened: its intent
@@ -587,6 +592,7 @@ impl Attest {
             outcome,
         )?;
         record.shadow.clone_from(&cleared.shadow);
+        record.grant.clone_from(&cleared.grant);
         Ok(record)
     }
 
@@ -733,6 +739,7 @@ impl Attest {
     async fn clear(&self, prepared: Prepared, apart: bool) -> Result<Gated, AttestError> {
         let step = telemetry::step("policy");
         let verdict = step.in_scope(|| self.evaluate(&prepared.action));
+        let asked_by = verdict.rules_fired.clone();
         // Retries and duplicates: checked against the earlier calls of the same digest,
         // which a call that would run now claims (in shadow mode: when it runs).
         let (verdict, mut calling) = self
@@ -746,7 +753,39 @@ impl Attest {
             self.unclaim(&prepared.action.id, &mut calling).await;
         }
         let (verdict, shadow) = self.shadowed(verdict);
+        // Bounded grants: only for what the rules asked about (not a crossed window, a
+        // duplicate or a hold), never for a refusal.
+        let (verdict, granted) = if verdict.decision == Decision::Ask
+            && !verdict.hold
+            && verdict.rules_fired == asked_by
+        {
+            self.granted(&prepared.action, verdict, &asked_by).await
+        } else {
+            (verdict, None)
+        };
         telemetry::decided(&step, verdict.decision.as_str());
+        if let Some(Granted {
+            approver,
+            note,
+            claim,
+        }) = granted
+        {
+            let mut counting = counting;
+            // Counted already; taken back with the rest if the call does not run.
+            counting.also(claim);
+            return Ok(Gated::Run(Box::new((
+                prepared,
+                Cleared {
+                    verdict,
+                    confirm: Some(confirm("approved", &approver, GRANT_RULE.to_owned(), None)),
+                    approver: Some(approver),
+                    shadow: None,
+                    counting,
+                    calling,
+                    grant: Some(note),
+                },
+            ))));
+        }
         match verdict.decision {
             Decision::Act => Ok(Gated::Run(Box::new((
                 prepared,
@@ -757,6 +796,7 @@ impl Attest {
                     shadow,
                     counting,
                     calling,
+                    grant: None,
                 },
             )))),
             Decision::Ask => {
@@ -918,6 +958,7 @@ impl Attest {
                         shadow: None,
                         counting,
                         calling,
+                        grant: None,
                     },
                 ))))
             }
@@ -1030,6 +1071,7 @@ impl Attest {
                 shadow: None,
                 counting,
                 calling,
+                grant: None,
             },
         )))
     }
