@@ -288,6 +288,20 @@ fn a_grant_covers_its_calls_within_its_condition_then_asks_and_a_revocation_from
         .collect();
     assert_eq!(uses, [1, 2, 3]);
     assert_eq!(of(&second, "revoked").len(), 1);
+    // `attest ledger` names the grant's rows and each use.
+    let listed = expect_ok(&desk.attest(&["ledger", "--limit", "100"]));
+    assert!(
+        listed.contains(&format!("grant {grant} issued")),
+        "{listed}"
+    );
+    assert!(
+        listed.contains(&format!("approved by ann, ran, grant {grant} use 3")),
+        "{listed}"
+    );
+    assert!(
+        listed.contains(&format!("grant {second} revoked")),
+        "{listed}"
+    );
     desk.verify();
 }
 
