@@ -106,6 +106,7 @@ pub(crate) fn record(n: u64) -> Record {
         replay_of: None,
         imported: None,
         shadow: None,
+        grant: None,
     }
 }
 

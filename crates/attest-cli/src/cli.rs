@@ -159,6 +159,12 @@ pub(crate) enum Command {
     /// NAME` shows it once) or a JWT from the identity provider, never by a label.
     #[command(subcommand)]
     Agents(AgentsCommand),
+    /// List and revoke bounded grants (`attest confirm ID approve --grant …`): the
+    /// calls a person approved in advance, and how many are used.
+    ///
+    /// Exit 0: listed or revoked. Exit 1: no active grant has that id.
+    #[command(subcommand)]
+    Grants(GrantsCommand),
     /// List open intents (writes recorded as about to run with no outcome row: a crash,
     /// a kill, a full disk), or resolve one: `attest intents resolve SEQ --ran|--not-run`.
     ///
@@ -799,6 +805,13 @@ pub(crate) struct ConfirmArgs {
     /// A note recorded with the decision.
     #[arg(long, value_name = "TEXT")]
     pub(crate) note: Option<String>,
+    /// With approve: approve the next calls like this one too, as a bounded grant:
+    /// `calls=N,for=LENGTH[,when=EXPR]` — at most N calls within LENGTH (30m, 1h, 2d), by
+    /// this request's authenticated agent, of its system and verb, that the same rules ask
+    /// about, each call's params meeting EXPR (CEL over `params`, e.g. `params.amount <=
+    /// 50`; `when=` comes last). Recorded in the ledger; `attest grants` lists and revokes.
+    #[arg(long, value_name = "SPEC")]
+    pub(crate) grant: Option<attest_core::approvals::GrantSpec>,
 }
 
 #[derive(Debug, Args)]
@@ -912,6 +925,32 @@ pub(crate) struct AgentListArgs {
 pub(crate) struct AgentRevokeArgs {
     /// The agent to revoke.
     pub(crate) name: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GrantsCommand {
+    /// List every grant: its agent, system and verb, calls used of its calls, until
+    /// when, its condition, and whether it is active, expired or revoked.
+    List(GrantListArgs),
+    /// Revoke a grant: from the next call on, in every process, it covers nothing
+    /// (recorded in the ledger).
+    Revoke(GrantRevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GrantListArgs {
+    /// Print a JSON array of grants (with `used` and `state`).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GrantRevokeArgs {
+    /// The grant's id (`grant-…`, as `attest grants list` shows).
+    pub(crate) id: String,
+    /// Print the revoked grant and its ledger row as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 // --- end approvals ---
 

@@ -86,8 +86,8 @@ pub use pipeline::call::{Call, Outcome, Start};
 pub use pipeline::handoff::{handoff, Cleared, HandedTool, Handoff, HandoffOutcome};
 pub use pipeline::keys::{check_key, IdempotencyError, IdempotencyOptions, MAX_KEY_BYTES};
 pub use pipeline::{
-    Attest, AttestBuilder, CountedVerdict, Decided, ImportBatch, ImportItem, RETRY_RULE,
-    UNAUTHENTICATED,
+    Attest, AttestBuilder, CountedVerdict, Decided, ImportBatch, ImportItem, GRANT_RULE,
+    RETRY_RULE, UNAUTHENTICATED,
 };
 pub use protocol_call::{
     CallContext, CodingAgentCall, Describer, FunctionCall, HttpCall, McpCall, ProtocolCall,

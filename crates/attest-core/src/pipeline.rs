@@ -48,6 +48,7 @@ pub struct Attest {
 }
 
 pub(crate) mod call;
+mod grants;
 pub(crate) mod handoff;
 mod history;
 mod import;
@@ -57,6 +58,8 @@ mod retries;
 mod windows;
 mod writer;
 use call::Ended;
+use grants::Granted;
+pub use grants::GRANT_RULE;
 pub use import::{ImportBatch, ImportItem};
 use keys::{Called, Claimed, HeldKey, IdempotencyOptions, Keyed};
 pub use resume::Decided;
@@ -231,6 +234,8 @@ struct Cleared {
     counting: Counting,
     /// The call's digest among recent calls, claimed when it runs.
     calling: Calling,
+    /// The grant it runs under, as its rows name it.
+    grant: Option<attest_ledger::Grant>,
 }
 
 /// What the gate step leaves: an action cleared to run (or opened: its intent
@@ -588,6 +593,7 @@ impl Attest {
             outcome,
         )?;
         record.shadow.clone_from(&cleared.shadow);
+        record.grant.clone_from(&cleared.grant);
         Ok(record)
     }
 
@@ -737,6 +743,7 @@ impl Attest {
             .evaluate_gathered(&prepared.action)
             .instrument(step.clone())
             .await;
+        let asked_by = verdict.rules_fired.clone();
         // Retries and duplicates: checked against the earlier calls of the same digest,
         // which a call that would run now claims (in shadow mode: when it runs).
         let (verdict, mut calling) = self
@@ -750,7 +757,39 @@ impl Attest {
             self.unclaim(&prepared.action.id, &mut calling).await;
         }
         let (verdict, shadow) = self.shadowed(verdict);
+        // Bounded grants: only for what the rules asked about (not a crossed window, a
+        // duplicate or a hold), never for a refusal.
+        let (verdict, granted) = if verdict.decision == Decision::Ask
+            && !verdict.hold
+            && verdict.rules_fired == asked_by
+        {
+            self.granted(&prepared.action, verdict, &asked_by).await
+        } else {
+            (verdict, None)
+        };
         telemetry::decided(&step, verdict.decision.as_str());
+        if let Some(Granted {
+            approver,
+            note,
+            claim,
+        }) = granted
+        {
+            let mut counting = counting;
+            // Counted already; taken back with the rest if the call does not run.
+            counting.also(claim);
+            return Ok(Gated::Run(Box::new((
+                prepared,
+                Cleared {
+                    verdict,
+                    confirm: Some(confirm("approved", &approver, GRANT_RULE.to_owned(), None)),
+                    approver: Some(approver),
+                    shadow: None,
+                    counting,
+                    calling,
+                    grant: Some(note),
+                },
+            ))));
+        }
         match verdict.decision {
             Decision::Act => Ok(Gated::Run(Box::new((
                 prepared,
@@ -761,6 +800,7 @@ impl Attest {
                     shadow,
                     counting,
                     calling,
+                    grant: None,
                 },
             )))),
             Decision::Ask => {
@@ -931,6 +971,7 @@ impl Attest {
                         shadow: None,
                         counting,
                         calling,
+                        grant: None,
                     },
                 ))))
             }
@@ -1043,6 +1084,7 @@ impl Attest {
                 shadow: None,
                 counting,
                 calling,
+                grant: None,
             },
         )))
     }

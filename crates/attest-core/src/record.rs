@@ -94,6 +94,7 @@ pub(crate) fn to_record(
         replay_of: None,
         imported: None,
         shadow: None,
+        grant: None,
     })
 }
 

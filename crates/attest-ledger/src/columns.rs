@@ -377,6 +377,7 @@ mod tests {
             replay_of: None,
             imported: None,
             shadow: None,
+            grant: None,
         }
     }
 

@@ -92,6 +92,10 @@ pub struct Record {
     /// approval nor a refusal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shadow: Option<Shadow>,
+    /// Present on a row that issues or revokes a bounded grant (a person's approval of
+    /// several later calls), and on the row of each call that ran under one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Grant>,
 }
 
 /// The call as the surface that governed it saw it. Every field is optional: an MCP
@@ -149,6 +153,31 @@ pub struct Shadow {
     pub reasons: Vec<String>,
     /// The rules that fired, in order.
     pub rules_fired: Vec<String>,
+}
+
+/// A bounded grant, as a row names it: its own row (`issued`, `revoked`) or a call that
+/// used it (`used`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// The grant's id.
+    pub id: String,
+    /// `issued`, `revoked` or `used`.
+    pub event: String,
+    /// On `issued`: how many calls it covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
+    /// On `issued`: when it ends (RFC 3339 UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// On `issued`: the condition each call's params must meet (a CEL expression).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// On `issued`: the action id of the request it was approved on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// On `used`: which of its calls this was (1 for the first).
+    #[serde(default, rename = "use", skip_serializing_if = "Option::is_none")]
+    pub number: Option<u64>,
 }
 
 /// A person's answer to an `ask`.

@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::entry::{Call, Confirm, Entry, Execution, Imported, Shadow, Verification};
+use crate::entry::{Call, Confirm, Entry, Execution, Grant, Imported, Shadow, Verification};
 use crate::LedgerError;
 
 /// The largest integer every step of the ES6 number path keeps exact (2^53).
@@ -45,6 +45,10 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.str(out, "decision", &record.decision);
     obj.key(out, "execution");
     write_execution(out, &record.execution);
+    if let Some(grant) = &record.grant {
+        obj.key(out, "grant");
+        write_grant(out, grant)?;
+    }
     obj.opt_str(out, "idempotency_key", record.idempotency_key.as_deref());
     if let Some(imported) = &record.imported {
         obj.key(out, "imported");
@@ -147,6 +151,25 @@ fn write_execution(out: &mut Vec<u8>, execution: &Execution) {
     obj.opt_str(out, "result_hash", execution.result_hash.as_deref());
     obj.str(out, "status", &execution.status);
     out.push(b'}');
+}
+
+fn write_grant(out: &mut Vec<u8>, grant: &Grant) -> Result<(), LedgerError> {
+    let mut obj = Object::open(out);
+    if let Some(calls) = grant.calls {
+        obj.key(out, "calls");
+        write_u64(out, calls)?;
+    }
+    obj.str(out, "event", &grant.event);
+    obj.str(out, "id", &grant.id);
+    obj.opt_str(out, "request", grant.request.as_deref());
+    obj.opt_str(out, "until", grant.until.as_deref());
+    if let Some(number) = grant.number {
+        obj.key(out, "use");
+        write_u64(out, number)?;
+    }
+    obj.opt_str(out, "when", grant.when.as_deref());
+    out.push(b'}');
+    Ok(())
 }
 
 fn write_imported(out: &mut Vec<u8>, imported: &Imported) {
@@ -537,12 +560,35 @@ mod tests {
             (text(), 0..(1u64 << 53))
                 .prop_map(|(action_id, seq)| crate::ReplayOf { action_id, seq }),
         );
+        let grant = proptest::option::of(
+            (
+                (text(), text(), proptest::option::of(any::<u64>())),
+                (
+                    proptest::option::of(text()),
+                    proptest::option::of(text()),
+                    proptest::option::of(text()),
+                    proptest::option::of(any::<u64>()),
+                ),
+            )
+                .prop_map(|((id, event, calls), (until, when, request, number))| {
+                    Grant {
+                        id,
+                        event,
+                        calls,
+                        until,
+                        when,
+                        request,
+                        number,
+                    }
+                }),
+        );
         let touched = (
             call,
             proptest::collection::vec(text(), 0..3),
             shadow,
             proptest::option::of(text()),
             replay_of,
+            grant,
         );
         (
             ids,
@@ -570,7 +616,7 @@ mod tests {
                     execution,
                     verification,
                     imported,
-                    (call, result_ids, shadow, idempotency_key, replay_of),
+                    (call, result_ids, shadow, idempotency_key, replay_of, grant),
                 )| Record {
                     action_id,
                     run_id,
@@ -598,6 +644,7 @@ mod tests {
                     replay_of,
                     imported,
                     shadow,
+                    grant,
                 },
             )
     }

@@ -56,6 +56,16 @@
 //! approval met it. An outcome row may say `"confirm": {"outcome": "resolved"}`: a
 //! person recorded how an intent without an outcome ended (`attest intents resolve`).
 //!
+//! A row may carry `"grant"` (an object): a bounded grant, a person's approval of several
+//! later calls of one agent. Its `id` and `event` are always there. The grant's own row
+//! (`"event": "issued"`, decision and execution `recorded`, the grant's id as its
+//! `action_id`, the request's agent, system and verb, `confirm` naming who granted it)
+//! adds `calls` (how many), `until` (RFC 3339 UTC), `when` (the CEL condition each call's
+//! params must meet, when there is one) and `request` (the action id it was approved on);
+//! a row with `"event": "revoked"` ends it; the row of each call that ran under it says
+//! `"event": "used"` and `use` (1 for the first call), and its `confirm` names the grant's
+//! approver on channel `grant`.
+//!
 //! **The rule for additions.** A v1 body may gain fields; each new field is optional
 //! (left out when absent, so rows that do not need it keep their old bytes) and
 //! additive (it never changes what an existing field means). A verifier hashes the
@@ -98,6 +108,7 @@
 //!     params_hash: "00".repeat(32), params_preview: Default::default(), result_ids: vec![], confirm: None,
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
 //!     verification: None, idempotency_key: None, replay_of: None, imported: None, shadow: None,
+//!     grant: None,
 //! };
 //! let appended = ledger.append(&record)?;
 //! assert_eq!(appended.seq, 1);
@@ -157,7 +168,8 @@ pub use checkpoints::{StoredCheckpoint, VerifiedCheckpoint};
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
 pub use entry::{
-    Call, Confirm, Execution, Imported, Record, ReplayOf, Shadow, Verification, FORMAT_VERSION,
+    Call, Confirm, Execution, Grant, Imported, Record, ReplayOf, Shadow, Verification,
+    FORMAT_VERSION,
 };
 pub use error::LedgerError;
 pub use group::MAX_GROUP;

@@ -47,6 +47,14 @@ pub enum PolicyError {
         /// The limit in bytes.
         limit: usize,
     },
+    /// A grant's condition (a CEL expression over `params`) is not valid.
+    #[error("grant condition {bound:?}: {message}")]
+    BadBound {
+        /// The condition as given.
+        bound: String,
+        /// What is wrong, with the column where the compiler says.
+        message: String,
+    },
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -47,6 +47,7 @@
 mod action;
 mod action_pattern;
 mod approval;
+mod bound;
 mod calendar;
 mod cases;
 mod de;
@@ -74,6 +75,7 @@ mod when;
 
 pub use action::{Action, Extra, Source};
 pub use approval::{Escalation, Quorum, QuorumGroup};
+pub use bound::{Bound, MAX_BOUND_CHARS};
 pub use cases::{run_cases, run_cases_with, CallResolver, CaseCall, CaseReport, CaseResult};
 pub use de::checked_map;
 pub use dedupe::{Dedupe, DEDUPE_RULE};

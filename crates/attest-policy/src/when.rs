@@ -47,7 +47,7 @@ const VARIABLES: [&str; 9] = [
 ];
 
 /// The standard environment, built once: every context borrows it.
-static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(Env::stdlib()));
+pub(crate) static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(Env::stdlib()));
 
 /// A compiled `when:` expression.
 #[derive(Clone)]
@@ -122,7 +122,7 @@ impl Word for When {
 
 /// A JSON value as CEL sees it: a whole number that fits is an `int` (CEL does not mix
 /// `int` and `uint` in arithmetic, and JSON has no unsigned numbers), else a `double`.
-fn from_json(value: &serde_json::Value) -> Value {
+pub(crate) fn from_json(value: &serde_json::Value) -> Value {
     use serde_json::Value as Json;
     match value {
         Json::Null => Value::Null,

@@ -201,6 +201,9 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
     if let Some(note) = &args.note {
         answer = answer.with_note(note.clone());
     }
+    if let Some(spec) = &args.grant {
+        answer = answer.with_grant(spec.clone());
+    }
     // A Teams channel is told of the decision as the inbox tells it (the webhook's URL
     // is in a file, so an approval command can read it without notifier secrets).
     let teams = config.teams()?;
@@ -241,6 +244,23 @@ pub(crate) fn confirm(config: &Config, args: &ConfirmArgs) -> anyhow::Result<Exi
                     "; a call still waiting for it runs now; a held call runs when the agent resumes it or makes it again"
                 )?,
             }
+            if let Some((grant, receipt)) = &decided.granted {
+                writeln!(
+                    out,
+                    "{} granted: {} calls of {}.{} by {} until {}{} (ledger seq {})",
+                    grant.id,
+                    grant.calls,
+                    grant.system,
+                    grant.verb,
+                    escape(&grant.agent),
+                    attest_ledger::format_ts(grant.expires_at),
+                    grant
+                        .when
+                        .as_deref()
+                        .map_or_else(String::new, |when| format!(" where {}", escape(when))),
+                    receipt.seq
+                )?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(AttestError::Approval(err)) if is_no(&err) => {
@@ -265,6 +285,8 @@ pub(super) fn is_no(err: &ApprovalError) -> bool {
             | ApprovalError::HoldNeedsEdits { .. }
             | ApprovalError::BadCredential
             | ApprovalError::UnknownApprover { .. }
+            | ApprovalError::BadGrant { .. }
+            | ApprovalError::UnknownGrant { .. }
     )
 }
 

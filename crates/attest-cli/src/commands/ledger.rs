@@ -178,6 +178,18 @@ fn outcome(body: &[u8], decision: &str) -> String {
         "not_run" => "not run",
         _ => "-",
     };
+    // A grant's own row, or a call that ran under one (its use named after the outcome).
+    let grant = entry.get("grant").filter(|g| g.is_object());
+    let under = match grant.map(|g| (text(g, "id"), text(g, "event"))) {
+        Some((id, event)) if event == "issued" || event == "revoked" => {
+            return format!("grant {id} {event}");
+        }
+        Some((id, _)) => {
+            let number = grant.and_then(|g| g.get("use")).and_then(Value::as_u64);
+            format!(", grant {id} use {}", number.unwrap_or_default())
+        }
+        None => String::new(),
+    };
     let Some(confirm) = entry.get("confirm").filter(|c| c.is_object()) else {
         return ran.to_owned();
     };
@@ -189,7 +201,7 @@ fn outcome(body: &[u8], decision: &str) -> String {
         "rejected" => format!("rejected{by}"),
         "expired" => "expired".to_owned(),
         "cancelled" => "cancelled".to_owned(),
-        decided => format!("{decided}{by}, {ran}"),
+        decided => format!("{decided}{by}, {ran}{under}"),
     }
 }
 

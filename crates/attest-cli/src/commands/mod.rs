@@ -10,6 +10,7 @@ mod demo;
 mod detect;
 mod eu_ai_act;
 mod export;
+mod grants;
 mod hook;
 mod import;
 mod intents;
@@ -101,6 +102,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Confirm(args) => approvals::confirm(&config, &args),
         Command::Approvers(command) => approvals::approvers(&config, &command),
         Command::Agents(command) => approvals::agents(&config, &command),
+        Command::Grants(command) => grants::run(&config, &command),
         Command::Intents(args) => intents::run(&config, &args),
         Command::Serve(args) => approvals::serve(&config, &args),
         // servers (issue 8)

@@ -85,6 +85,7 @@ impl Act<'_> {
             replay_of: None,
             imported: None,
             shadow: None,
+            grant: None,
         }
     }
 }

@@ -19,6 +19,7 @@ mod evidence;
 mod export;
 mod fail_closed;
 pub(crate) mod gateway;
+mod grants;
 mod held_probes;
 mod history;
 pub(crate) mod hook;

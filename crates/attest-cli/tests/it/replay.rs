@@ -119,6 +119,7 @@ fn record(i: u64, stage: bool) -> Record {
             reasons: vec!["an old rule".into()],
             rules_fired: vec!["old-rule".into()],
         }),
+        grant: None,
     }
 }
 

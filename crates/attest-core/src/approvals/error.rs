@@ -76,6 +76,20 @@ pub enum ApprovalError {
         /// The name or id looked up.
         name: String,
     },
+    /// A grant cannot be given as asked (approval request `id`).
+    #[error("approval request {id}: no grant: {detail}")]
+    BadGrant {
+        /// The request.
+        id: String,
+        /// Why not.
+        detail: String,
+    },
+    /// No grant has this id, or it is revoked already.
+    #[error("no active grant has id {id:?} (see `attest grants list`)")]
+    UnknownGrant {
+        /// The id looked up.
+        id: String,
+    },
     /// No registered agent has this name, or it was revoked.
     #[error("{name:?} is not a registered agent (see `attest agents list`)")]
     UnknownAgent {

@@ -34,6 +34,7 @@ mod backend;
 mod email;
 mod error;
 mod gate;
+mod grants;
 mod links;
 mod notify;
 mod request;
@@ -53,6 +54,7 @@ pub use approvers::{Approver, ApproverToken, APPROVER_TOKEN_PREFIX};
 pub use email::{EmailNotifier, SmtpSecurity};
 pub use error::ApprovalError;
 pub use gate::{StoreGate, DEFAULT_TTL, DEFAULT_USE_BY};
+pub use grants::{Grant, GrantSpec, Unusable, GRANT_RULE, MAX_GRANT_CALLS, MAX_GRANT_LIFETIME};
 pub use links::{Choice, LinkSigner, SignedLink};
 pub use notify::{FollowUp, Notice, NoticeKind, Notifier, NotifyError};
 pub use request::{

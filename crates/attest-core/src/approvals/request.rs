@@ -445,6 +445,9 @@ pub struct Answer {
     pub edits: Option<Value>,
     /// A note.
     pub note: Option<String>,
+    /// With an approval: approve the next calls like it too, within these bounds
+    /// ([`super::GrantSpec`]).
+    pub grant: Option<super::GrantSpec>,
 }
 
 impl Answer {
@@ -456,6 +459,7 @@ impl Answer {
             channel: channel.into(),
             edits: None,
             note: None,
+            grant: None,
         }
     }
 
@@ -476,6 +480,12 @@ impl Answer {
     /// Adds a note.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.note = Some(note.into());
+        self
+    }
+
+    /// Approves the next calls like this one too, within `spec`.
+    pub fn with_grant(mut self, spec: super::GrantSpec) -> Self {
+        self.grant = Some(spec);
         self
     }
 }

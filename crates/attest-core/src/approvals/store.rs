@@ -28,7 +28,7 @@ use super::backend::{is_unique_violation, Arg, Backend, Cell, Home, EMPTY_PARAMS
 use super::request::Vote;
 use super::request::{action_digest, apply_edits};
 use super::token::ResumeToken;
-use super::{agents, approvers};
+use super::{agents, approvers, grants};
 use super::{Answer, ApprovalError, ApprovalRequest, Status};
 
 /// The version of the `approvals` table, kept in `attest_meta` under
@@ -438,6 +438,15 @@ impl ApprovalStore {
         if request.is_own(&approver) && (answer.approve || quorum.is_some()) {
             return Err(ApprovalError::OwnRequest { id, approver });
         }
+        if let Some(spec) = &answer.grant {
+            if !answer.approve || answer.edits.is_some() {
+                return Err(ApprovalError::BadGrant {
+                    id,
+                    detail: "a grant comes with an approval of the action as asked".to_owned(),
+                });
+            }
+            grants::grantable(&request, spec)?;
+        }
         if quorum.is_some() && answer.edits.is_some() {
             return Err(ApprovalError::BadEdits {
                 id,
@@ -786,6 +795,8 @@ fn open_sqlite(path: &Path) -> Result<Connection, ApprovalError> {
         .map_err(sqlite("creating the approvers table"))?;
     conn.execute_batch(agents::SCHEMA)
         .map_err(sqlite("creating the agents table"))?;
+    conn.execute_batch(grants::SCHEMA)
+        .map_err(sqlite("creating the grants table"))?;
     Ok(conn)
 }
 
@@ -914,6 +925,13 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
                 if !has_agents {
                     client.batch_execute(agents::PG_SCHEMA)?;
                 }
+                // Likewise grants: a table of their own, no other change.
+                let has_grants: bool = client
+                    .query_one("SELECT to_regclass('grants') IS NOT NULL", &[])?
+                    .get(0);
+                if !has_grants {
+                    client.batch_execute(grants::PG_SCHEMA)?;
+                }
                 let found: String = row.get(0);
                 if found != "3" {
                     return Ok(Some(found));
@@ -935,6 +953,7 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
             tx.batch_execute(PG_SCHEMA)?;
             tx.batch_execute(PG_DECISIONS_SCHEMA)?;
             tx.batch_execute(agents::PG_SCHEMA)?;
+            tx.batch_execute(grants::PG_SCHEMA)?;
             tx.execute(
                 "INSERT INTO attest_meta (tenant, key, value) VALUES ('', 'approvals_schema_version', $1)
                  ON CONFLICT (tenant, key) DO NOTHING",

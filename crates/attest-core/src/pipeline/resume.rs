@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use super::{confirm, Attest, Ended, Prepared};
 use crate::approvals::{action_digest, Answer, ApprovalError, ApprovalRequest, ApprovalStore};
-use crate::approvals::{FollowUp, ResumeToken, Status};
+use crate::approvals::{FollowUp, Grant, ResumeToken, Status};
 use crate::record::{to_record, RowOutcome};
 use crate::{AttestError, CustomCheck, Outcome, Receipt};
 
@@ -23,6 +23,8 @@ pub struct Decided {
     pub request: ApprovalRequest,
     /// The outcome row, when the decision ended the request.
     pub receipt: Option<Receipt>,
+    /// The grant given with the approval, and its row.
+    pub granted: Option<(Grant, Receipt)>,
 }
 
 impl Attest {
@@ -80,9 +82,25 @@ impl Attest {
     pub async fn decide(&self, id_or_token: &str, answer: Answer) -> Result<Decided, AttestError> {
         self.expire_due().await?;
         let key = id_or_token.to_owned();
+        let spec = answer.grant.clone();
+        let channel = answer.channel.clone();
         let request = self
             .in_store(move |store| store.decide(&key, &answer))
             .await?;
+        // A grant given with the approval: kept, then recorded, and usable only once its
+        // row is in the ledger.
+        let granted = match spec {
+            Some(spec) if request.status == Status::Approved => {
+                let asked = request.clone();
+                let approver = request.approver.clone().unwrap_or_default();
+                let grant = self
+                    .in_store(move |store| store.issue_grant(&asked, &approver, &channel, &spec))
+                    .await?;
+                let receipt = self.record_grant(&request, &grant).await?;
+                Some((grant, receipt))
+            }
+            _ => None,
+        };
         let receipt = match request.status {
             Status::Rejected => {
                 let receipt = self.record_outcome(&request).await?;
@@ -91,7 +109,11 @@ impl Attest {
             }
             _ => None,
         };
-        Ok(Decided { request, receipt })
+        Ok(Decided {
+            request,
+            receipt,
+            granted,
+        })
     }
 
     /// Marks every pending request whose time ran out as `expired` and records each in

@@ -37,6 +37,12 @@ impl Counting {
         Counting::default()
     }
 
+    /// Adds a window the call is counted in already (a grant's use): counted again
+    /// (a no-op) when it runs, taken back with the rest when it does not.
+    pub(super) fn also(&mut self, claim: WindowClaim) {
+        self.claims.push(claim);
+    }
+
     /// Whether the check counted the call already (in at least one window).
     pub(super) fn counted_now(&self) -> bool {
         self.reserved && !self.claims.is_empty()

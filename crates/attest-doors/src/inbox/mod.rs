@@ -5,7 +5,8 @@
 //! - `GET /healthz`;
 //! - `GET /api/me` (`{"approver"}`), `GET /api/pending`, `GET /api/decided?limit=N` (the
 //!   newest decisions, newest first), `GET /api/requests/{id}`, `POST /api/requests/{id}/decision`
-//!   (`{"decision": "approve"|"reject", "edits"?, "note"?}`), `GET /api/ledger`: each
+//!   (`{"decision": "approve"|"reject", "edits"?, "note"?, "grant"?}`, `grant` an approval's
+//!   bounded grant as `attest confirm --grant` takes it), `GET /api/ledger`: each
 //!   needs `Authorization: Bearer <approver token>` (or the configured trusted identity
 //!   header); the decision is recorded under that token's approver. 400 bad body, 401 no
 //!   valid credential, 403 not an approver of this request or a cross-site request, 404
@@ -352,9 +353,9 @@ impl From<AttestError> for ApiError {
                 | ApprovalError::NoApprover { .. }
                 | ApprovalError::UnknownApprover { .. } => StatusCode::FORBIDDEN,
                 ApprovalError::BadCredential => StatusCode::UNAUTHORIZED,
-                ApprovalError::HoldNeedsEdits { .. } | ApprovalError::BadEdits { .. } => {
-                    StatusCode::BAD_REQUEST
-                }
+                ApprovalError::HoldNeedsEdits { .. }
+                | ApprovalError::BadEdits { .. }
+                | ApprovalError::BadGrant { .. } => StatusCode::BAD_REQUEST,
                 _ => return ApiError::internal(&err),
             },
             _ => return ApiError::internal(&err),
@@ -626,6 +627,9 @@ struct DecisionBody {
     edits: Option<Value>,
     #[serde(default)]
     note: Option<String>,
+    /// A bounded grant with the approval: `calls=N,for=LENGTH[,when=EXPR]`.
+    #[serde(default)]
+    grant: Option<String>,
 }
 
 async fn decision(
@@ -653,6 +657,12 @@ async fn decision(
     if let Some(note) = body.note.filter(|n| !n.is_empty()) {
         answer = answer.with_note(note);
     }
+    if let Some(grant) = body.grant.filter(|g| !g.is_empty()) {
+        let spec = grant.parse().map_err(|err| {
+            ApiError::new(StatusCode::BAD_REQUEST, format!("bad body: grant: {err}"))
+        })?;
+        answer = answer.with_grant(spec);
+    }
     if ResumeToken::looks_like_token(&id) {
         return Err(AttestError::from(ApprovalError::NotFound).into());
     }
@@ -661,6 +671,7 @@ async fn decision(
     Ok(Json(json!({
         "request": decided.request.summary(),
         "seq": decided.receipt.map(|r| r.seq),
+        "grant": decided.granted.map(|(grant, receipt)| json!({"id": grant.id, "seq": receipt.seq})),
     })))
 }
 

@@ -223,6 +223,7 @@ fn record(n: u64) -> Record {
         replay_of: None,
         imported: None,
         shadow: None,
+        grant: None,
     }
 }
 

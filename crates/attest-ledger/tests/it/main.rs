@@ -73,6 +73,7 @@ pub(crate) fn sample_record(n: u64) -> Record {
         replay_of: None,
         imported: None,
         shadow: None,
+        grant: None,
     }
 }
 
