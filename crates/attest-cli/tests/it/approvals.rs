@@ -698,6 +698,57 @@ async fn a_request_has_a_page_and_its_view_says_where_the_call_goes() {
     );
 }
 
+#[tokio::test]
+async fn dashboard_runs_name_every_agent_and_an_approved_call_is_not_waiting_for_a_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let attest_ = pipeline(dir.path(), Duration::ZERO);
+    let mut ids = Vec::new();
+    for (agent, amount) in [("agent-a", 10), ("agent-b", 20)] {
+        let mut action = payment().with_params(json!({"amount": amount}));
+        action.agent = Some(agent.to_owned());
+        action.run_id = Some("run-9".to_owned());
+        match attest_
+            .call(action)
+            .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
+            .await
+        {
+            Ok(Outcome::Held { id, .. }) => ids.push(id),
+            other => panic!("expected pending, got {other:?}"),
+        }
+    }
+    let ann = add_approver(dir.path(), "ann@acme.com", &[]);
+    attest_
+        .decide(&ids[0], attest_core::Answer::approve("ann@acme.com", "cli"))
+        .await
+        .unwrap();
+    let server = serve(dir.path(), &[]);
+    let get = |path: &str| {
+        let url = format!("{}{path}", server.url);
+        let ann = ann.clone();
+        async move { call(reqwest::Method::GET, url, Some(&ann), None).await }
+    };
+    let (status, runs) = get("/api/review/runs").await;
+    assert_eq!(status, 200, "{runs}");
+    assert_eq!(runs["runs"][0]["run_id"], "run-9");
+    assert_eq!(runs["runs"][0]["agents"], json!(["agent-a", "agent-b"]));
+    let (status, run) = get("/api/review/runs/run-9").await;
+    assert_eq!(status, 200, "{run}");
+    let status_of = |id: &str| {
+        run["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["action_id"] == id)
+            .map(|row| (row["status"].clone(), row["approver"].clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        status_of(&ids[0]),
+        (json!("approved"), json!("ann@acme.com"))
+    );
+    assert_eq!(status_of(&ids[1]).0, json!("pending"));
+}
+
 #[test]
 fn listening_on_every_address_needs_the_public_url() {
     let dir = tempfile::tempdir().unwrap();
