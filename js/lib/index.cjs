@@ -183,10 +183,9 @@ class Attest {
     return recorded.receipt;
   }
 
-  /** Where a person decides request `requestId`: the inbox's view of it. */
+  /** Where a person decides request `requestId`: its page in the inbox (they sign in there). */
   inboxLink(requestId) {
-    const base = this._engine.inboxUrl ?? "http://127.0.0.1:8321";
-    return `${base.replace(/\/+$/, "")}/api/requests/${requestId}`;
+    return this._engine.requestLink(requestId);
   }
 
   /** What a person sees of approval request `requestId` (`status`, `approver`, the call's summary). */

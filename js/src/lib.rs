@@ -23,8 +23,9 @@ use std::time::Duration;
 use attest_core::agents::{handed_call, CallerAgent};
 use attest_core::config::ConfigError;
 use attest_core::detect::ToolHints;
-use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
-use attest_core::verification::{CallerCheck, Judgement, JudgementSlot, ProcessEnv};
+use attest_core::door::{open_binding, BindingError};
+use attest_core::setup::Overrides;
+use attest_core::verification::{CallerCheck, Judgement, JudgementSlot};
 use attest_core::{
     error_chain, Attest, AttestError, CallContext, Cleared, FunctionCall, HandoffOutcome, McpCall,
     Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
@@ -217,6 +218,13 @@ impl Engine {
     #[napi(getter)]
     pub fn inbox_url(&self) -> Option<String> {
         self.opened().ok().map(|opened| opened.inbox.clone())
+    }
+
+    /// The page where a person signs in and decides request `id`.
+    #[napi]
+    pub fn request_link(&self, id: String) -> Result<String> {
+        let opened = self.opened().map_err(failure)?;
+        Ok(attest_core::door::request_link(&opened.inbox, &id))
     }
 
     /// Decides a call and, when it is cleared, resolves with it ready to run; with
@@ -537,37 +545,24 @@ fn open(options: EngineOptions) -> std::result::Result<Opened, OpenError> {
         shadow: options.shadow.unwrap_or(false),
         ..Overrides::default()
     };
-    let config_error = |err: ConfigError| OpenError {
-        kind: match err {
-            ConfigError::Policy { .. } => "PolicyError",
-            _ => "ConfigError",
-        }
-        .to_owned(),
-        message: error_chain(&err),
-    };
-    let mut settings = Settings::resolve(&overrides, Arc::new(ProcessEnv)).map_err(config_error)?;
-    if settings.wait.source == Source::Default {
-        // As in Python, below the file: an ask comes back held at once (with its resume
-        // token) rather than keeping the agent's promise pending for minutes.
-        settings.wait = Sourced {
-            value: Duration::ZERO,
-            source: Source::Default,
-        };
-    }
-    let attest = settings.build(DoorParts::default()).map_err(config_error)?;
     // The identity provider's keys are fetched now, once (on napi's runtime; the
     // constructor is synchronous): an instance that could not check a JWT does not open.
-    let agent = napi::bindgen_prelude::block_on(CallerAgent::open(&settings, &attest, agent_token))
-        .map_err(|err| OpenError {
-            kind: "ConfigError".to_owned(),
-            message: error_chain(&err),
-        })?
-        .map(Arc::new);
+    let binding =
+        napi::bindgen_prelude::block_on(open_binding(&overrides, agent_token)).map_err(|err| {
+            OpenError {
+                kind: match err {
+                    BindingError::Config(ConfigError::Policy { .. }) => "PolicyError",
+                    _ => "ConfigError",
+                }
+                .to_owned(),
+                message: error_chain(&err),
+            }
+        })?;
     Ok(Opened {
-        attest,
-        key: settings.key_path(),
-        inbox: settings.inbox_url(),
-        agent,
+        attest: binding.attest,
+        key: binding.key,
+        inbox: binding.inbox,
+        agent: binding.agent,
     })
 }
 

@@ -88,7 +88,7 @@ for (const [which, { generateText, stepCountIs, tool }, Mock] of SDKS) {
     const held = first.steps[0].toolResults[0].output;
     assert.equal(held.status, "Held");
     assert.ok(held.requestId);
-    assert.equal(held.link, `http://127.0.0.1:8321/api/requests/${held.requestId}`);
+    assert.equal(held.link, `http://127.0.0.1:8321/requests/${held.requestId}`);
     assert.ok(!JSON.stringify(held).includes("atr_"), "the resume token is not shown to the model");
     assert.match(first.text, /once a person approves/);
     assert.deepEqual(ran, []);

@@ -80,7 +80,7 @@ test("a held call runs once after `attest confirm`, by retry and by resume token
   assert.ok(held instanceof Held, String(held));
   assert.match(held.token, /^atr_/);
   assert.ok(held.requestId);
-  assert.equal(held.link, `http://127.0.0.1:8321/api/requests/${held.requestId}`);
+  assert.equal(held.link, `http://127.0.0.1:8321/requests/${held.requestId}`);
   assert.equal(held.receipt.decision, "ask");
   // Still waiting: the same call again is held again and still does not run.
   await assert.rejects(createNote({ title: "plan" }), Held);

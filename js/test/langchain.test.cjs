@@ -88,7 +88,7 @@ test("a held LangChain tool answers with the request and runs once after approva
   assert.equal(held.status, "error");
   const [, requestId] = /approve request (\S+) \(/.exec(held.content) ?? [];
   assert.ok(requestId, held.content);
-  assert.match(held.content, new RegExp(`http://127\\.0\\.0\\.1:8321/api/requests/${requestId}`));
+  assert.match(held.content, new RegExp(`http://127\\.0\\.0\\.1:8321/requests/${requestId}`));
   assert.deepEqual(ran, []);
 
   cli.confirm(requestId);

@@ -57,7 +57,7 @@ test("a held call pauses the graph with interrupt() and, resumed after approval,
   assert.equal(request.kind, REQUEST_KIND);
   assert.equal(request.tool, "create_note");
   assert.match(request.token, /^atr_/);
-  assert.equal(request.inbox, `http://127.0.0.1:8321/api/requests/${request.id}`);
+  assert.equal(request.inbox, `http://127.0.0.1:8321/requests/${request.id}`);
   assert.match(request.summary, /^create_note: notes create/);
   assert.deepEqual(ran, []);
 

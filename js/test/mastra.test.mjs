@@ -94,7 +94,7 @@ test("a held Mastra tool answers with the request, and runs once after approval 
   const first = await ask(wrapped, "create_note", { title: "plan" });
   assert.equal(first.output.status, "Held");
   assert.ok(first.output.requestId);
-  assert.equal(first.output.link, `http://127.0.0.1:8321/api/requests/${first.output.requestId}`);
+  assert.equal(first.output.link, `http://127.0.0.1:8321/requests/${first.output.requestId}`);
   assert.ok(!JSON.stringify(first.output).includes("atr_"), "the resume token is not shown to the model");
   assert.match(first.text, /once a person approves/);
   assert.deepEqual(ran, []);

@@ -79,7 +79,7 @@ test("a destructive MCP tool is held for a person and runs once after approval",
   assert.equal(held.isError, true);
   const { requestId, link, status } = held._meta.attest;
   assert.equal(status, "Held");
-  assert.equal(link, `http://127.0.0.1:8321/api/requests/${requestId}`);
+  assert.equal(link, `http://127.0.0.1:8321/requests/${requestId}`);
   assert.match(held.content[0].text, /once a person approves/);
   assert.deepEqual(ran, []);
   assert.equal(cli.entries()[0].tier, "very_high", "the tool's destructiveHint made it a delete-level risk");

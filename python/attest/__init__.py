@@ -371,10 +371,10 @@ class Attest:
         return await _finish_async(running, None, fn, None, checks)
 
     def inbox_link(self, request_id: str) -> str:
-        """Where a person decides request ``request_id``: the inbox's view of it, under
-        the configured inbox address (``inbox.public_url``, else ``inbox.listen``, else
-        the binary's default ``127.0.0.1:8321``)."""
-        return f"{self._engine.inbox_url().rstrip('/')}/api/requests/{request_id}"
+        """Where a person decides request ``request_id``: its page in the inbox (they sign
+        in there), under the configured inbox address (``inbox.public_url``, else
+        ``inbox.listen``, else the binary's default ``127.0.0.1:8321``)."""
+        return self._engine.request_link(request_id)
 
     def request(self, request_id: str) -> dict:
         """What a person sees of approval request ``request_id``: its ``status``

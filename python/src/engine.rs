@@ -13,12 +13,10 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use attest_core::agents::{handed_call, AgentSetupError, CallerAgent};
-use attest_core::config::ConfigError;
-use attest_core::setup::{DoorParts, Overrides, Settings, Source, Sourced};
-use attest_core::verification::ProcessEnv;
+use attest_core::agents::{handed_call, CallerAgent};
+use attest_core::door::{open_binding, BindingError};
+use attest_core::setup::Overrides;
 use attest_core::{
     Attest, AttestError, CallContext, Cleared, CodingAgentCall, FunctionCall, Handoff,
     HandoffOutcome, ProtocolCall, Receipt, ResumeToken, Start, ToolError,
@@ -34,20 +32,16 @@ use attest_core::verification::{CallerCheck as CheckKind, Judgement, JudgementSl
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum EngineError {
-    /// The configuration (a file, a keyword argument, the environment, the policy, the
-    /// ledger) does not load; the error names the file, line and key.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
     /// The ledger or the signing key failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     /// The pipeline failed.
     #[error(transparent)]
     Attest(#[from] AttestError),
-    /// Agents are configured, and their authentication could not be set up (the
-    /// approval store, the identity provider's keys).
+    /// The pipeline could not be opened for a binding (the configuration, agents'
+    /// authentication).
     #[error(transparent)]
-    Agents(#[from] AgentSetupError),
+    Open(#[from] BindingError),
     /// The runtime could not be started.
     #[error("cannot start the engine's runtime")]
     Runtime(#[source] std::io::Error),
@@ -140,40 +134,26 @@ pub(crate) enum Started {
 }
 
 impl Engine {
-    /// Builds the pipeline as every door does (attest-core's configuration → `Attest`):
-    /// the keyword arguments beat the environment, which beats `.attest/config.yaml` (or
-    /// `$ATTEST_CONFIG`), which beats the defaults. Asks go to the approval store and come
-    /// back held unless someone answers within `wait`. With `agents:` configured, calls
-    /// are named by the agent `agent_token` (else `ATTEST_AGENT_TOKEN`) proves.
+    /// Builds the pipeline as every binding does ([`open_binding`]): the keyword
+    /// arguments beat the environment, which beats `.attest/config.yaml`; an ask comes
+    /// back held, and finds the request an earlier run of the same call filed.
     pub(crate) fn open(
         overrides: &Overrides,
         agent_token: Option<String>,
     ) -> Result<Engine, EngineError> {
-        let mut settings = Settings::resolve(overrides, Arc::new(ProcessEnv))?;
-        if settings.wait.source == Source::Default {
-            // Python's own default, below the file: an ask comes back held at once (with
-            // its resume token) rather than blocking the agent's thread for minutes.
-            settings.wait = Sourced {
-                value: Duration::ZERO,
-                source: Source::Default,
-            };
-        }
-        let attest = settings.build(DoorParts::default())?;
         // Driven by the calling threads (several may drive it at once); the ledger writer
         // and blocking store calls run on threads of their own.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(EngineError::Runtime)?;
-        let agent = runtime
-            .block_on(CallerAgent::open(&settings, &attest, agent_token))?
-            .map(Arc::new);
+        let binding = runtime.block_on(open_binding(overrides, agent_token))?;
         Ok(Engine {
-            attest,
+            attest: binding.attest,
             runtime: Arc::new(runtime),
-            key: settings.key_path(),
-            inbox: settings.inbox_url(),
-            agent,
+            key: binding.key,
+            inbox: binding.inbox,
+            agent: binding.agent,
         })
     }
 

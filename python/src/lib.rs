@@ -359,6 +359,11 @@ impl Engine {
         self.inner.inbox_url()
     }
 
+    /// The page where a person signs in and decides request `id`.
+    fn request_link(&self, id: &str) -> String {
+        attest_core::door::request_link(self.inner.inbox_url(), id)
+    }
+
     /// Signs a checkpoint of the ledger's head with the signing key; returns the note.
     fn checkpoint(&self, py: Python<'_>) -> PyResult<String> {
         py.detach(|| self.inner.checkpoint())
@@ -405,8 +410,7 @@ fn engine_error(py: Python<'_>, err: EngineError) -> PyErr {
     match err {
         EngineError::Attest(err) => core_error(py, err),
         // The binary's message: the file, line and key (or the setting and its source).
-        EngineError::Config(err) => ConfigError::new_err(chain(&err)),
-        EngineError::Agents(err) => ConfigError::new_err(chain(&err)),
+        EngineError::Open(err) => ConfigError::new_err(chain(&err)),
         other => AttestError::new_err(chain(&other)),
     }
 }

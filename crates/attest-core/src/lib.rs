@@ -51,6 +51,7 @@ pub mod approvals;
 pub mod config;
 mod console_gate;
 pub mod detect;
+pub mod door;
 mod error;
 mod gate;
 pub mod http_body;

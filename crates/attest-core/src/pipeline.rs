@@ -45,6 +45,8 @@ pub struct Attest {
     idempotency: IdempotencyOptions,
     /// The governor's own files, refused to every write.
     protected: Option<Arc<ProtectedSet>>,
+    /// The approval inbox's base URL, for the link a held call hands out.
+    pub(crate) inbox: Option<Arc<str>>,
 }
 
 pub(crate) mod call;
@@ -96,9 +98,17 @@ pub struct AttestBuilder {
     shadow: bool,
     idempotency: IdempotencyOptions,
     protected: Option<Arc<ProtectedSet>>,
+    inbox: Option<Arc<str>>,
 }
 
 impl AttestBuilder {
+    /// The approval inbox's base URL (`http://127.0.0.1:8321`): held calls hand out the
+    /// link to their request's page under it ([`Attest::request_link`]).
+    pub fn inbox(mut self, base: impl Into<String>) -> Self {
+        self.inbox = Some(Arc::from(base.into()));
+        self
+    }
+
     /// The ledger every action is recorded in.
     pub fn ledger(mut self, ledger: impl Into<Arc<Ledger>>) -> Self {
         self.ledger = Some(ledger.into());
@@ -218,6 +228,7 @@ impl AttestBuilder {
             shadow: self.shadow,
             idempotency: self.idempotency,
             protected: self.protected,
+            inbox: self.inbox,
         })
     }
 }

@@ -33,7 +33,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use attest_core::approvals::{ApprovalRequest, Notice, Notifier, NotifyError, ResumeToken};
 use attest_core::setup::AskMode;
-use attest_core::{AttestError, Receipt};
+use attest_core::{Attest, AttestError, Receipt};
 use serde_json::{json, Value};
 
 /// How a server answers when policy says `ask`.
@@ -104,14 +104,20 @@ fn wait_notice(request: &ApprovalRequest, wait: Duration) -> String {
 
 /// What a held call's answer says: that a person must decide, and how to resume once
 /// they have. It tells the agent nothing it could approve with.
-pub fn held_json(id: &str, token: &ResumeToken, receipt: &Receipt) -> Value {
-    json!({
+/// `link` is the request's page in the inbox, where a person signs in and decides
+/// ([`attest_core::Attest::request_link`]).
+pub fn held_json(attest: &Attest, id: &str, token: &ResumeToken, receipt: &Receipt) -> Value {
+    let mut held = json!({
         "status": "pending",
         "id": id,
         "token": token.expose(),
         "waiting_for": "a registered approver (attest pending lists the request)",
         "receipt": receipt_json(receipt),
-    })
+    });
+    if let Some(link) = attest.request_link(id) {
+        held["link"] = json!(link);
+    }
+    held
 }
 
 /// The receipt as the servers show it: `{"seq","action_id","decision","level",…}`.

@@ -624,6 +624,131 @@ async fn the_api_shows_an_approver_the_call_but_not_its_credentials() {
         .starts_with("sha256:"));
 }
 
+#[tokio::test]
+async fn a_request_has_a_page_and_its_view_says_where_the_call_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let attest_ = pipeline(dir.path(), Duration::ZERO);
+    let held = |action: Action| {
+        let attest_ = attest_.clone();
+        async move {
+            match attest_
+                .call(action)
+                .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
+                .await
+            {
+                Ok(Outcome::Held { id, .. }) => id,
+                other => panic!("expected pending, got {other:?}"),
+            }
+        }
+    };
+    // Through the gateway: a method and a URL (whose password is never shown).
+    let mut http = payment();
+    http.extra.method = Some("POST".to_owned());
+    http.extra.url =
+        Some("https://bot:hunter2@api.stripe.com/v1/charges?expand=customer".to_owned());
+    let http = held(http).await;
+    // Through MCP: a server and a tool.
+    let mut mcp = payment().with_params(json!({"amount": 7}));
+    mcp.extra.server = Some("payments".to_owned());
+    mcp.extra.tool_name = Some("create_charge".to_owned());
+    let mcp = held(mcp).await;
+    let raj = add_approver(dir.path(), "raj@acme.com", &[]);
+    let server = serve(dir.path(), &[]);
+    let view = |id: String| {
+        let url = format!("{}/api/requests/{id}", server.url);
+        let raj = raj.clone();
+        async move { call(reqwest::Method::GET, url, Some(&raj), None).await }
+    };
+    let (status, body) = view(http.clone()).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["method"], "POST");
+    let url = body["url"].as_str().unwrap();
+    assert!(url.starts_with("https://bot:"), "{url}");
+    assert!(
+        url.ends_with("@api.stripe.com/v1/charges?expand=customer"),
+        "{url}"
+    );
+    assert!(!body.to_string().contains("hunter2"), "{body}");
+    let (status, body) = view(mcp).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (&body["server"], &body["tool"]),
+        (&json!("payments"), &json!("create_charge"))
+    );
+    assert_eq!(body["method"], Value::Null);
+
+    // The link a held call hands out is a page a browser opens (it signs in there),
+    // not the API's 401.
+    let page = reqwest::get(format!("{}/requests/{http}", server.url))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap().starts_with("text/html")));
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("/api/requests/"),
+        "the page reads the request"
+    );
+    assert!(
+        html.contains("Goes to "),
+        "the page says where the call goes"
+    );
+}
+
+#[tokio::test]
+async fn dashboard_runs_name_every_agent_and_an_approved_call_is_not_waiting_for_a_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let attest_ = pipeline(dir.path(), Duration::ZERO);
+    let mut ids = Vec::new();
+    for (agent, amount) in [("agent-a", 10), ("agent-b", 20)] {
+        let mut action = payment().with_params(json!({"amount": amount}));
+        action.agent = Some(agent.to_owned());
+        action.run_id = Some("run-9".to_owned());
+        match attest_
+            .call(action)
+            .run(|_| async { Ok::<_, ToolError>(json!({"id": "py_1"})) })
+            .await
+        {
+            Ok(Outcome::Held { id, .. }) => ids.push(id),
+            other => panic!("expected pending, got {other:?}"),
+        }
+    }
+    let ann = add_approver(dir.path(), "ann@acme.com", &[]);
+    attest_
+        .decide(&ids[0], attest_core::Answer::approve("ann@acme.com", "cli"))
+        .await
+        .unwrap();
+    let server = serve(dir.path(), &[]);
+    let get = |path: &str| {
+        let url = format!("{}{path}", server.url);
+        let ann = ann.clone();
+        async move { call(reqwest::Method::GET, url, Some(&ann), None).await }
+    };
+    let (status, runs) = get("/api/review/runs").await;
+    assert_eq!(status, 200, "{runs}");
+    assert_eq!(runs["runs"][0]["run_id"], "run-9");
+    assert_eq!(runs["runs"][0]["agents"], json!(["agent-a", "agent-b"]));
+    let (status, run) = get("/api/review/runs/run-9").await;
+    assert_eq!(status, 200, "{run}");
+    let status_of = |id: &str| {
+        run["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["action_id"] == id)
+            .map(|row| (row["status"].clone(), row["approver"].clone()))
+            .unwrap()
+    };
+    assert_eq!(
+        status_of(&ids[0]),
+        (json!("approved"), json!("ann@acme.com"))
+    );
+    assert_eq!(status_of(&ids[1]).0, json!("pending"));
+}
+
 #[test]
 fn listening_on_every_address_needs_the_public_url() {
     let dir = tempfile::tempdir().unwrap();

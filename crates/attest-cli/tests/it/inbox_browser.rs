@@ -447,3 +447,79 @@ async fn approving_in_the_browser_runs_the_waiting_action() {
     crate::dashboard_browser::shoot(&mut cdp, &session, "inbox.png").await;
     let _ = cdp.call(None, "Browser.close", json!({})).await;
 }
+
+/// The link a held call hands out (`/requests/ID`) opens that request's page: signed
+/// out, the sign-in form; signed in, what the call does, where it goes, its params
+/// labelled, and the buttons; approving it there is recorded. Saves a screenshot of the
+/// page to `target/screenshots/inbox-request.png`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_link_a_held_call_hands_out_opens_its_page_after_sign_in() {
+    let Some(chromium) = find_chromium() else {
+        crate::peer_missing("no Chromium (install Debian's `chromium`, or set ATTEST_CHROMIUM)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let attest = pipeline(dir.path(), Duration::ZERO);
+    let mut action = payment();
+    action.extra.method = Some("POST".to_owned());
+    action.extra.url = Some("https://api.stripe.com/v1/charges".to_owned());
+    let held = attest
+        .call(action)
+        .run(|_| async { Ok::<_, attest_core::ToolError>(json!({"id": "py_1"})) })
+        .await
+        .unwrap();
+    let attest_core::Outcome::Held { id, .. } = held else {
+        panic!("expected a held call, got {held:?}")
+    };
+    let token = add_approver(dir.path(), "ann@acme.com", &[]);
+    let server = serve(dir.path(), &[]);
+    let link = attest_core::door::request_link(&server.url, &id);
+
+    let browser = launch(&chromium);
+    let mut cdp = Cdp::connect(&browser.ws_url).await;
+    let session = cdp.open_page(&link).await;
+    cdp.call(
+        Some(&session),
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
+    )
+    .await;
+    cdp.wait_for(
+        &session,
+        "(document.getElementById('login') || {hidden: true}).hidden === false",
+        "the login form",
+    )
+    .await;
+    cdp.sign_in(&session, &token).await;
+    cdp.wait_for(
+        &session,
+        "document.querySelectorAll('section.card button.approve').length === 1",
+        "the request's card",
+    )
+    .await;
+    let shown = cdp
+        .eval(&session, "document.getElementById('list').innerText")
+        .await;
+    let shown = shown.as_str().unwrap();
+    for expected in [
+        "stripe.pay → acct_42",
+        "Goes to POST https://api.stripe.com/v1/charges",
+        "Params preview",
+        "The whole call's params",
+        "cus_9",
+    ] {
+        assert!(shown.contains(expected), "{expected:?} in {shown}");
+    }
+    let screenshots = artifacts().join("../screenshots");
+    cdp.screenshot(&session, &screenshots.join("inbox-request.png"))
+        .await;
+    cdp.click(&session, "section.card button.approve").await;
+    cdp.wait_for(
+        &session,
+        "document.querySelector('section.card .badge.approved') !== null",
+        "the request shown approved",
+    )
+    .await;
+    let request = attest.approvals().unwrap().get_by_id(&id).unwrap();
+    assert_eq!(request.approver.as_deref(), Some("ann@acme.com"));
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use attest_policy::{Action, Verdict};
 
-use super::{ApprovalStore, Notifier, Status};
+use super::{action_digest, ApprovalStore, Notifier, Status};
 use crate::{Gate, GateDecision};
 
 /// How long a request waits for a person by default before it expires.
@@ -30,6 +30,7 @@ pub struct StoreGate {
     use_by: Duration,
     wait: Duration,
     poll: Duration,
+    same_call: bool,
 }
 
 impl std::fmt::Debug for StoreGate {
@@ -53,7 +54,20 @@ impl StoreGate {
             use_by: DEFAULT_USE_BY,
             wait: Duration::ZERO,
             poll: Duration::from_millis(200),
+            same_call: false,
         }
+    }
+
+    /// An ask about a call for which an earlier attempt filed a request (same
+    /// [`super::action_digest`]: agent, actor, system, verb, target, where it goes and its
+    /// params), in this process or another, finds that request instead of filing a new
+    /// one: approved and not yet used, the call runs under it once (using it is one
+    /// conditional update, so of two racing attempts one runs); still pending, the call
+    /// is held again under it. What the Python and TypeScript packages do, so that a
+    /// program run again after `attest confirm ID approve` runs its call.
+    pub fn same_call(mut self, reuse: bool) -> Self {
+        self.same_call = reuse;
+        self
     }
 
     /// Adds a notifier; each runs in turn after the request is stored.
@@ -96,6 +110,13 @@ impl StoreGate {
 #[async_trait]
 impl Gate for StoreGate {
     async fn decide(&self, action: &Action, verdict: &Verdict) -> GateDecision {
+        if self.same_call {
+            match self.earlier(action).await {
+                Ok(Some(decision)) => return decision,
+                Ok(None) => {}
+                Err(why) => return cannot_store(&why),
+            }
+        }
         let store = Arc::clone(&self.store);
         let (action_c, verdict_c, ttl, use_by) =
             (action.clone(), verdict.clone(), self.ttl, self.use_by);
@@ -141,6 +162,21 @@ impl Gate for StoreGate {
             id: request.id,
             token,
         }
+    }
+}
+
+impl StoreGate {
+    /// The request an earlier attempt of this call filed, as the gate's answer in the
+    /// store: approved and unused, the pipeline uses it once; pending, the call is held
+    /// under it with a token of its own. `None` when there is none.
+    async fn earlier(&self, action: &Action) -> Result<Option<GateDecision>, String> {
+        let digest = action_digest(action).map_err(|err| err.to_string())?;
+        let store = Arc::clone(&self.store);
+        let found = tokio::task::spawn_blocking(move || store.open_for_call(&digest))
+            .await
+            .map_err(|_| "the store task stopped".to_owned())?
+            .map_err(|err| err.to_string())?;
+        Ok(found.map(|request| GateDecision::Stored { id: request.id }))
     }
 }
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::SystemTime;
 
 use attest_ledger::{format_ts, to_hex, CanonicalObject};
-use attest_policy::{params_preview, Action, Verdict};
+use attest_policy::{params_preview, redact_url_credentials, Action, Verdict};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -291,6 +291,11 @@ impl ApprovalRequest {
             "approver_members": people,
             "hold": self.verdict.hold,
             "params_preview": params_preview(&self.action.params),
+            // Where the call goes: method and URL (the gateway), server and tool (MCP).
+            "method": self.action.extra.method,
+            "url": self.action.extra.url.as_deref().map(redact_url_credentials),
+            "server": self.action.extra.server,
+            "tool": self.action.extra.tool_name,
             "digest": self.digest,
             "status": self.status.as_str(),
             "requested_at": format_ts(self.requested_at),

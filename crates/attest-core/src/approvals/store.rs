@@ -92,6 +92,18 @@ CREATE TABLE IF NOT EXISTS approval_decisions (
 );
 ";
 
+/// More resume tokens of a request, beside the one it was filed with: one for each later
+/// attempt of the same call held under it ([`ApprovalStore::add_token`]), so an earlier
+/// attempt's token still resumes it. A table of its own, made where missing (no other
+/// change, so no version of its own), in SQLite and in PostgreSQL alike.
+const TOKENS_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS approval_tokens (
+    tenant      TEXT NOT NULL,
+    token_hash  TEXT NOT NULL UNIQUE,
+    id          TEXT NOT NULL
+);
+";
+
 /// Version 3 to 4: quorums (the decisions table, who approved), reminders and
 /// escalation (when each is due, and when it fired).
 const MIGRATE_3_TO_4: &str = "
@@ -325,7 +337,11 @@ impl ApprovalStore {
 
     /// The request this resume token belongs to.
     pub fn get_by_token(&self, token: &ResumeToken) -> Result<ApprovalRequest, ApprovalError> {
-        self.query_one("token_hash = ?2", &token.hash())
+        self.query_one(
+            "(token_hash = ?2
+              OR id IN (SELECT id FROM approval_tokens WHERE tenant = ?1 AND token_hash = ?2))",
+            &token.hash(),
+        )
     }
 
     fn query_one(&self, filter: &str, key: &str) -> Result<ApprovalRequest, ApprovalError> {
@@ -385,6 +401,43 @@ impl ApprovalStore {
         rows.into_iter()
             .map(|row| self.with_votes(RawRow::read(row)?.parse()?))
             .collect()
+    }
+
+    /// A further resume token for request `id` while it is pending (`None` once it is
+    /// not): for a later attempt of the same call held under it. Every token of a
+    /// request resumes it, and it still runs once.
+    pub fn add_token(&self, id: &str) -> Result<Option<ResumeToken>, ApprovalError> {
+        let token = ResumeToken::generate()?;
+        let added = self.backend.execute(
+            "adding a resume token",
+            "INSERT INTO approval_tokens (tenant, token_hash, id)
+             SELECT ?1, ?2, ?3 WHERE EXISTS
+               (SELECT 1 FROM approvals WHERE tenant = ?1 AND id = ?3 AND status = 'pending')",
+            &[token.hash().as_str().into(), id.into()],
+        )?;
+        Ok((added > 0).then_some(token))
+    }
+
+    /// The newest request for the call with this [`action_digest`] that may still be
+    /// used: pending and not expired, or approved (or edited) and neither used nor past
+    /// its use-by time. How a door finds the request an earlier attempt of the same call
+    /// filed, in any process that opens the ledger ([`super::StoreGate::same_call`]).
+    pub fn open_for_call(&self, digest: &str) -> Result<Option<ApprovalRequest>, ApprovalError> {
+        let rows = self.backend.query(
+            "finding the request of the same call",
+            &format!(
+                "SELECT {COLUMNS} FROM approvals
+                 WHERE tenant = ?1 AND digest = ?2 AND purged_at IS NULL AND consumed_at IS NULL
+                   AND ((status = 'pending' AND expires_at > ?3)
+                     OR (status IN ('approved', 'edited') AND decided_at + use_by_ms > ?3))
+                 ORDER BY requested_at DESC, id DESC LIMIT 1"
+            ),
+            &[digest.into(), millis(self.now()).into()],
+        )?;
+        rows.into_iter()
+            .next()
+            .map(|row| self.with_votes(RawRow::read(row)?.parse()?))
+            .transpose()
     }
 
     /// The `limit` most recently decided requests (approved, edited, rejected, expired
@@ -797,6 +850,8 @@ fn open_sqlite(path: &Path) -> Result<Connection, ApprovalError> {
         .map_err(sqlite("creating the agents table"))?;
     conn.execute_batch(grants::SCHEMA)
         .map_err(sqlite("creating the grants table"))?;
+    conn.execute_batch(TOKENS_SCHEMA)
+        .map_err(sqlite("creating the resume tokens table"))?;
     Ok(conn)
 }
 
@@ -932,6 +987,12 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
                 if !has_grants {
                     client.batch_execute(grants::PG_SCHEMA)?;
                 }
+                let has_tokens: bool = client
+                    .query_one("SELECT to_regclass('approval_tokens') IS NOT NULL", &[])?
+                    .get(0);
+                if !has_tokens {
+                    client.batch_execute(TOKENS_SCHEMA)?;
+                }
                 let found: String = row.get(0);
                 if found != "3" {
                     return Ok(Some(found));
@@ -954,6 +1015,7 @@ fn init_postgres(db: &PgDatabase) -> Result<(), ApprovalError> {
             tx.batch_execute(PG_DECISIONS_SCHEMA)?;
             tx.batch_execute(agents::PG_SCHEMA)?;
             tx.batch_execute(grants::PG_SCHEMA)?;
+            tx.batch_execute(TOKENS_SCHEMA)?;
             tx.execute(
                 "INSERT INTO attest_meta (tenant, key, value) VALUES ('', 'approvals_schema_version', $1)
                  ON CONFLICT (tenant, key) DO NOTHING",

@@ -224,17 +224,26 @@ impl Attest {
         }
         match request.status {
             Status::Pending => {
-                let (Some(token), Some((seq, hash, ts))) = (token, &request.ask_row) else {
+                let Some((seq, hash, ts)) = &request.ask_row else {
                     return Err(AttestError::Internal(
-                        "a stored answer was reported before anyone answered",
+                        "a request without its ask row was reported pending",
                     ));
                 };
                 let receipt = stored_receipt(&request, (*seq, hash, ts), Decision::Ask)?;
-                Ok(Outcome::Held {
-                    id,
-                    token: token.clone(),
-                    receipt,
-                })
+                let token = match token {
+                    Some(token) => token.clone(),
+                    // A later attempt of the same call, held under this request: a token
+                    // of its own, so the earlier attempt's still resumes it.
+                    None => {
+                        let key = id.clone();
+                        self.in_store(move |store| store.add_token(&key))
+                            .await?
+                            .ok_or(AttestError::Internal(
+                                "the request was decided while it was read",
+                            ))?
+                    }
+                };
+                Ok(Outcome::Held { id, token, receipt })
             }
             Status::Rejected | Status::Expired | Status::Cancelled => {
                 self.ended(request).map(Ended::widen)

@@ -40,13 +40,16 @@ impl AskMode {
     /// The gate for this mode: the approval store (telling each of `notifiers` of each
     /// new request) waiting up to `wait` or holding at once, or approving as `auto`;
     /// guarded so that no answer shortly after `wait` is a rejection. An approval given
-    /// through the store may be used for `use_by` after it is given.
+    /// through the store may be used for `use_by` after it is given. `same_call`: an ask
+    /// finds the request an earlier attempt of the same call filed
+    /// ([`StoreGate::same_call`]).
     pub fn gate(
         self,
         store: Arc<ApprovalStore>,
         wait: Duration,
         use_by: Duration,
         notifiers: Vec<Arc<dyn Notifier>>,
+        same_call: bool,
     ) -> TimeoutGate {
         let with_notifiers = |mut gate: StoreGate| {
             for notifier in notifiers {
@@ -56,9 +59,14 @@ impl AskMode {
         };
         let inner: Arc<dyn Gate> = match self {
             AskMode::Block => Arc::new(with_notifiers(
-                StoreGate::new(store).use_by(use_by).wait(wait),
+                StoreGate::new(store)
+                    .use_by(use_by)
+                    .wait(wait)
+                    .same_call(same_call),
             )),
-            AskMode::Pending => Arc::new(with_notifiers(StoreGate::new(store).use_by(use_by))),
+            AskMode::Pending => Arc::new(with_notifiers(
+                StoreGate::new(store).use_by(use_by).same_call(same_call),
+            )),
             AskMode::Auto => Arc::new(AutoGate::approve("auto")),
         };
         TimeoutGate::new(inner, wait.saturating_add(GATE_GRACE))
@@ -140,6 +148,7 @@ mod tests {
             Duration::from_secs(1),
             Duration::from_secs(1),
             Vec::new(),
+            false,
         );
         assert!(matches!(
             auto.decide(&action, &verdict).await,

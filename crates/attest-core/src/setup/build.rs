@@ -33,6 +33,10 @@ pub struct DoorParts {
     /// This build serves one session (a server's process): calls that name no run, and
     /// no run is configured, are recorded under one run made for it.
     pub session: bool,
+    /// An ask finds the request an earlier attempt of the same call filed, in any
+    /// process ([`crate::approvals::StoreGate::same_call`]): the bindings, whose
+    /// programs are run again after a person approves.
+    pub same_call: bool,
 }
 
 impl DoorParts {
@@ -99,6 +103,7 @@ impl Settings {
                 self.wait.value,
                 self.use_by.value,
                 notifiers,
+                parts.same_call,
             )),
         };
         // A server's session is one run unless one is named (a call may name its own).
@@ -116,6 +121,7 @@ impl Settings {
             .readback(readback)
             .shared_gate(gate)
             .shadow(self.shadow)
+            .inbox(self.inbox_url())
             .protected(self.protected_set())
             .idempotency(crate::IdempotencyOptions::new(
                 self.key_lifetime.value,

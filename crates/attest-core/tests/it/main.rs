@@ -16,5 +16,6 @@ mod pipeline;
 mod readback;
 mod recipes;
 mod request_fuzz;
+mod same_call;
 mod secrets;
 mod support;

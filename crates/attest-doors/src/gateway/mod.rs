@@ -644,7 +644,7 @@ async fn forward(
             kept_response,
         )
         .await;
-    respond(&method, &url, outcome)
+    respond(&attest, &method, &url, outcome)
 }
 
 /// What a retry with the same `Idempotency-Key` is answered with: the response this
@@ -789,12 +789,13 @@ async fn resume(
     if let Some(check) = &check {
         call = call.check(check);
     }
-    respond(&method, &url, call.run(run).await)
+    respond(&attest, &method, &url, call.run(run).await)
 }
 
 /// The caller's answer for a governed request: the one mapping of a call's outcome to
 /// HTTP.
 fn respond(
+    attest: &Attest,
     method: &Method,
     url: &Url,
     outcome: Result<Outcome<Upstreamed, Unanswered>, AttestError>,
@@ -836,7 +837,7 @@ fn respond(
             receipt,
         ),
         Ok(Outcome::Held { id, token, receipt }) => {
-            let mut body = held_json(&id, &token, &receipt);
+            let mut body = held_json(attest, &id, &token, &receipt);
             body["resume"] = json!(format!("/_attest/resume/{}", token.expose()));
             Rejection::Held { body, receipt }.into_response()
         }

@@ -35,6 +35,9 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
+use attest_core::approvals::Status;
+use attest_core::ApprovalStore;
+
 use crate::inbox::{approver, ApiError, InboxState};
 use crate::review::model::{ListKind, ReadModel, FOLD_PER_POLL, HOURS_KEPT};
 use crate::review::Review;
@@ -97,7 +100,96 @@ async fn cached(
     reads: Reads,
     compute: impl FnOnce(&Review) -> Result<Value, ApiError> + Send + 'static,
 ) -> Result<Response, ApiError> {
-    let answer = tokio::task::spawn_blocking(move || -> Result<(u64, Bytes), ApiError> {
+    let answer = cached_bytes(review, key, reads, compute).await?;
+    Ok(json_answer(answer))
+}
+
+/// [`cached`], for an answer whose `rows` may hold a held call's ask row: each such row
+/// says how its request stands now ([`decided_since`]), which the store knows and the
+/// ledger does not until the call runs, so it is read on every answer, after the cache.
+async fn cached_rows(
+    state: &Shared,
+    review: Arc<Review>,
+    key: String,
+    reads: Reads,
+    compute: impl FnOnce(&Review) -> Result<Value, ApiError> + Send + 'static,
+) -> Result<Response, ApiError> {
+    let (generation, bytes) = cached_bytes(review, key, reads, compute).await?;
+    if !bytes.windows(PENDING.len()).any(|w| w == PENDING) {
+        return Ok(json_answer((generation, bytes)));
+    }
+    let Ok(store) = state.attest.approvals() else {
+        return Ok(json_answer((generation, bytes)));
+    };
+    let bytes = tokio::task::spawn_blocking(move || -> Result<Bytes, ApiError> {
+        let mut value: Value =
+            serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(&e))?;
+        if let Some(rows) = value.get_mut("rows").and_then(Value::as_array_mut) {
+            for row in rows {
+                decided_since(&store, row);
+            }
+        }
+        Ok(Bytes::from(
+            serde_json::to_vec(&value).map_err(|e| ApiError::internal(&e))?,
+        ))
+    })
+    .await
+    .map_err(|e| ApiError::internal(&e))??;
+    Ok(json_answer((generation, bytes)))
+}
+
+/// How a row that waits for a person shows in the JSON of a cached answer.
+const PENDING: &[u8] = b"\"status\":\"pending\"";
+
+/// A held call's ask row (`status` `pending` in the ledger) as its request stands in the
+/// store: decided and not yet used, `approved` (waiting for the agent to run it) with
+/// who approved; ended otherwise (`decided`, with the request's status). A request the
+/// store does not know keeps the ledger's word.
+fn decided_since(store: &ApprovalStore, row: &mut Value) {
+    if row["status"] != "pending" {
+        return;
+    }
+    let Some(id) = row["action_id"].as_str() else {
+        return;
+    };
+    let Ok(request) = store.get_by_id(id) else {
+        return;
+    };
+    let status = match request.status {
+        Status::Pending => return,
+        Status::Approved | Status::Edited if !request.consumed => "approved",
+        _ => "decided",
+    };
+    row["status"] = json!(status);
+    row["request_status"] = json!(request.status.as_str());
+    if row["approver"].is_null() {
+        row["approver"] = json!(request.approver);
+    }
+}
+
+/// The JSON answer of [`cached_bytes`], with its generation.
+fn json_answer((generation, bytes): (u64, Bytes)) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (
+                header::HeaderName::from_static("x-attest-generation"),
+                generation.to_string(),
+            ),
+        ],
+        bytes,
+    )
+        .into_response()
+}
+
+/// The answer for `key` and its generation, from the cache or computed ([`cached`]).
+async fn cached_bytes(
+    review: Arc<Review>,
+    key: String,
+    reads: Reads,
+    compute: impl FnOnce(&Review) -> Result<Value, ApiError> + Send + 'static,
+) -> Result<(u64, Bytes), ApiError> {
+    tokio::task::spawn_blocking(move || -> Result<(u64, Bytes), ApiError> {
         let generation = review
             .model
             .generation()
@@ -124,18 +216,7 @@ async fn cached(
         Ok((generation, bytes))
     })
     .await
-    .map_err(|e| ApiError::internal(&e))??;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/json".to_owned()),
-            (
-                header::HeaderName::from_static("x-attest-generation"),
-                answer.0.to_string(),
-            ),
-        ],
-        answer.1,
-    )
-        .into_response())
+    .map_err(|e| ApiError::internal(&e))?
 }
 
 fn number<T: std::str::FromStr>(
@@ -204,7 +285,7 @@ async fn list(
     } else {
         Reads::Fold
     };
-    cached(review, key, reads, move |review| {
+    cached_rows(&state, review, key, reads, move |review| {
         let (rows, total) = review
             .model
             .list_page(kind, before, limit)
@@ -246,7 +327,8 @@ async fn run(
     Path(run): Path<String>,
 ) -> Result<Response, ApiError> {
     let review = authorized(&state, &headers).await?;
-    cached(
+    cached_rows(
+        &state,
         review,
         format!("run:{run}"),
         Reads::Columns,
@@ -268,7 +350,8 @@ async fn agent(
     Path(agent): Path<String>,
 ) -> Result<Response, ApiError> {
     let review = authorized(&state, &headers).await?;
-    cached(
+    cached_rows(
+        &state,
         review,
         format!("agent:{agent}"),
         Reads::Fold,

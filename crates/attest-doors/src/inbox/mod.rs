@@ -152,6 +152,7 @@ pub fn router(state: InboxState) -> Router {
     let state = Arc::new(state);
     Router::new()
         .route("/", get(page))
+        .route("/requests/{id}", get(page))
         .route("/healthz", get(healthz))
         .route("/api/me", get(me))
         .route("/api/pending", get(pending))
@@ -409,12 +410,20 @@ pub async fn approver(state: &InboxState, headers: &HeaderMap) -> Result<String,
     }
 }
 
-/// `GET /login`: to the provider's sign-in (302), this flow bound to the browser.
-async fn login(State(state): State<Shared>) -> Response {
+/// `GET /login[?next=/requests/ID]`: to the provider's sign-in (302), this flow bound to
+/// the browser; once signed in, on to `next` when it is a request's page, else the inbox.
+async fn login(
+    State(state): State<Shared>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
     let Some(oidc) = &state.oidc else {
         return ApiError::new(StatusCode::NOT_FOUND, "sign-in is not configured").into_response();
     };
-    let (url, cookie) = oidc.begin();
+    let next = query
+        .get("next")
+        .filter(|next| is_request_page(next))
+        .cloned();
+    let (url, cookie) = oidc.begin(next);
     let mut response = StatusCode::FOUND.into_response();
     for (name, value) in [(header::LOCATION, url), (header::SET_COOKIE, cookie)] {
         match HeaderValue::from_str(&value) {
@@ -467,8 +476,8 @@ async fn login_callback(
         );
     };
     let cookies = headers.get(header::COOKIE).and_then(|v| v.to_str().ok());
-    let name = match oidc.finish(cookies, flow, code).await {
-        Ok(name) => name,
+    let (name, next) = match oidc.finish(cookies, flow, code).await {
+        Ok(signed_in) => signed_in,
         Err(why) => return refused(StatusCode::FORBIDDEN, &why),
     };
     let store = match state.attest.approvals() {
@@ -498,10 +507,15 @@ async fn login_callback(
                 .into_response();
         }
     };
+    // A request's page checked when the sign-in began: a path of this inbox only.
+    let next = next
+        .filter(|next| is_request_page(next))
+        .unwrap_or_else(|| "/".to_owned());
     let body = format!(
-        "<meta http-equiv=\"refresh\" content=\"0;url=/\"><p>Signed in as <b>{}</b>. \
-         <a href=\"/\">Go to the inbox</a></p>",
-        escape(&approver.name)
+        "<meta http-equiv=\"refresh\" content=\"0;url={next}\"><p>Signed in as <b>{}</b>. \
+         <a href=\"{next}\">Go on</a></p>",
+        escape(&approver.name),
+        next = escape(&next),
     );
     let mut response = Html(message_page("Signed in", &body)).into_response();
     for cookie in cookies {
@@ -533,6 +547,20 @@ async fn page() -> impl IntoResponse {
         )],
         Html(PAGE),
     )
+}
+
+/// Whether `path` is a request's own page (`/requests/ID`, the link every door hands
+/// out): the only place a sign-in goes on to besides the inbox.
+fn is_request_page(path: &str) -> bool {
+    path.strip_prefix("/requests/").is_some_and(|id| {
+        !id.is_empty()
+            && id.len() <= 128
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+            && id != "."
+            && id != ".."
+    })
 }
 
 /// Healthy unless the background verifier found the chain broken (503 then).

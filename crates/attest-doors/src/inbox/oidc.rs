@@ -83,6 +83,8 @@ struct Pending {
     verifier: String,
     nonce: String,
     started: Instant,
+    /// The inbox page to go on to once signed in (a request's own page).
+    next: Option<String>,
 }
 
 /// A signed-in approver.
@@ -168,8 +170,9 @@ impl Oidc {
     }
 
     /// Begins a sign-in: the provider's authorization URL to redirect to, and the
-    /// `Set-Cookie` value that binds the flow to this browser.
-    pub fn begin(&self) -> (String, String) {
+    /// `Set-Cookie` value that binds the flow to this browser. `next`: the inbox page
+    /// [`Oidc::finish`] goes on to, kept here (never in the browser's hands).
+    pub fn begin(&self, next: Option<String>) -> (String, String) {
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let nonce = CsrfToken::new_random();
         let (url, state) = self
@@ -198,6 +201,7 @@ impl Oidc {
                 verifier: verifier.secret().clone(),
                 nonce: nonce.secret().clone(),
                 started: Instant::now(),
+                next,
             },
         );
         let cookie = self.cookie(
@@ -211,13 +215,14 @@ impl Oidc {
     }
 
     /// Finishes a sign-in: the claim's value (the approver's name) once the code is
-    /// exchanged and the ID token checks. `cookies` is the callback's `Cookie` header.
+    /// exchanged and the ID token checks, and the page [`Oidc::begin`] was given to go
+    /// on to. `cookies` is the callback's `Cookie` header.
     pub async fn finish(
         &self,
         cookies: Option<&str>,
         state: &str,
         code: &str,
-    ) -> Result<String, String> {
+    ) -> Result<(String, Option<String>), String> {
         let bound = cookie_value(cookies, LOGIN_COOKIE)
             .is_some_and(|value| bool::from(value.as_bytes().ct_eq(state.as_bytes())));
         if !bound {
@@ -260,7 +265,7 @@ impl Oidc {
         if !bool::from(nonce.as_bytes().ct_eq(pending.nonce.as_bytes())) {
             return Err("ID token refused: its nonce is not this sign-in's".into());
         }
-        Ok(verified.name)
+        Ok((verified.name, pending.next))
     }
 
     /// Starts a session for `approver`: the `Set-Cookie` values (the session, and the

@@ -540,7 +540,7 @@ impl Proxy {
                     token.expose()
                 );
                 let mut result = error_result(text, Some(&receipt));
-                result.structured_content = Some(held_json(&id, &token, &receipt));
+                result.structured_content = Some(held_json(&self.0.attest, &id, &token, &receipt));
                 Ok(ServerResult::CallToolResult(result))
             }
             // The upstream's own error result, returned as it is, with the receipt.

@@ -50,6 +50,8 @@ pub(crate) const RUN_ROWS_SHOWN: usize = 2_000;
 /// Open intents and held requests tracked (and open stage rows of any action, for
 /// counting by action; one evicted stays counted as an action of its own).
 pub(crate) const OPEN_KEPT: usize = 10_000;
+/// Agents a run's tally names (the first seen).
+const RUN_AGENTS_KEPT: usize = 16;
 /// Agents the by-agent view keeps (the first seen; the counters still count the rest).
 pub(crate) const AGENTS_KEPT: usize = 1_000;
 /// Rows kept per agent for its timeline (its newest).
@@ -228,6 +230,9 @@ pub(crate) struct RunTally {
     pub(crate) decision: BTreeMap<String, u64>,
     /// The agent of the run's first row.
     pub(crate) agent: Option<String>,
+    /// Every agent the run's rows name, first seen first (a gateway serving several
+    /// agents in one run; at most [`RUN_AGENTS_KEPT`]).
+    pub(crate) agents: Vec<String>,
     pub(crate) first_ts: String,
     pub(crate) last_ts: String,
     #[serde(skip)]
@@ -696,6 +701,11 @@ fn remember_run(state: &mut State, run: &str, seq: u64, row: &RowView<'_>) {
             first_ts: row.ts.to_string(),
             ..RunTally::default()
         });
+    if let Some(agent) = row.agent.as_deref() {
+        if tally.agents.len() < RUN_AGENTS_KEPT && !tally.agents.iter().any(|a| a == agent) {
+            tally.agents.push(agent.to_owned());
+        }
+    }
     tally.last_seq = seq;
     tally.rows += 1;
     tally.last_ts.clear();

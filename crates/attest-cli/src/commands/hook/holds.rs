@@ -102,6 +102,7 @@ pub(crate) fn before(
             Duration::ZERO,
             settings.config.use_by.value,
             settings.config.surface_notifiers()?,
+            false,
         );
         let attest = pipeline(&settings.config, gate)?;
         let outcome = runtime()?.block_on(attest.call(action.clone()).run(never_run))?;
