@@ -49,6 +49,7 @@ pub struct Attest {
 
 pub(crate) mod call;
 pub(crate) mod handoff;
+mod hooked;
 mod import;
 pub(crate) mod keys;
 mod resume;
