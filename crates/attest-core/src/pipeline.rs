@@ -53,6 +53,7 @@ pub(crate) mod call;
 mod grants;
 pub(crate) mod handoff;
 mod history;
+mod hooked;
 mod import;
 pub(crate) mod keys;
 mod resume;

@@ -7,14 +7,17 @@
 //! [`event::Ruling`] back into the agent's answer. What happens between is the same for
 //! every agent ([`govern`]):
 //!
-//! - Before the call: policy decides. `act` allows; `refuse` denies with the reasons
-//!   (recorded at once); `ask` goes to the agent's own prompt where the agent enforces
-//!   one (the row then says the prompt decided and that nobody was authenticated), is a
-//!   deny, recorded at once, where the agent's mode prompts nobody, or,
-//!   with `--approvals attest`, becomes a durable approval request that outlives the
-//!   hook ([`holds`]).
-//! - After the call: the outcome is recorded (ran or failed, the output hashed, never
-//!   stored), read back where the system has a recipe (a call the hook denied because
+//! - Before the call: policy decides, and every attempt leaves its row before anything
+//!   runs. `act` allows (a write's intent recorded first, through the pipeline; a read
+//!   is recorded after it ran, as reads have no intent); `refuse` denies with the
+//!   reasons (recorded at once); `ask` goes to the agent's own prompt where the agent
+//!   enforces one (recorded at once as an intent put to that prompt), is a deny,
+//!   recorded at once as Attest's policy deciding, where the agent cannot ask or its
+//!   mode prompts nobody, or, with `--approvals attest`, becomes a durable approval
+//!   request that outlives the hook ([`holds`]).
+//! - After the call: the intent is closed by its outcome row (ran or failed, the output
+//!   hashed, never stored; an ask closes as the agent's prompt's approval, naming
+//!   nobody), read back where the system has a recipe (a call the hook denied because
 //!   nobody could be asked is recorded as the agent reported it, never as approved); an `unverified` result is told
 //!   to the model in the agent's additional-context field.
 //!

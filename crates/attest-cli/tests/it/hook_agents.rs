@@ -473,11 +473,16 @@ fn every_agent_gets_the_same_decisions_in_its_own_shape() {
             );
         }
     }
-    // Nothing that acts or asks was recorded before it ran: only after-events write rows.
-    // A write to a protected file is refused, and a refusal is recorded at once.
+    // Every attempt left its row before anything ran (issue 48): a write that acts or an
+    // ask put to a prompt as an intent, a refusal or an ask nobody can answer as not run.
+    // No row says a call ran, and none says it was approved.
     let entries = exported_entries(dir.path());
+    assert!(!entries.is_empty());
     assert!(
-        entries.iter().all(|entry| entry["decision"] == "refuse"),
+        entries.iter().all(|entry| {
+            let status = &entry["execution"]["status"];
+            (status == "intent" || status == "not_run") && entry["confirm"]["outcome"] != "approved"
+        }),
         "{entries:?}"
     );
 }
@@ -1155,10 +1160,9 @@ fn copilot_session_id_is_the_run_and_tool_args_may_be_an_object() {
     let mut as_object = copilot("bash", json!({}));
     as_object["toolArgs"] = push.clone();
     as_object["sessionId"] = json!("copilot-session-7");
-    for (what, event) in [
-        ("text", copilot("bash", push.clone())),
-        ("object", as_object.clone()),
-    ] {
+    let mut as_text = copilot("bash", push.clone());
+    as_text["sessionId"] = json!("copilot-session-7");
+    for (what, event) in [("text", as_text), ("object", as_object.clone())] {
         let answer = answer(dir.path(), "copilot", &event);
         assert_eq!(answer["permissionDecision"], "deny", "{what}: {answer}");
         assert!(reason(&answer).contains("git.delete"), "{what}: {answer}");
@@ -1209,12 +1213,12 @@ fn gemini_mcp_tools_are_read_in_geminis_spelling() {
         after["hook_event_name"] = json!("AfterTool");
         after["tool_response"] = json!({"llmContent": [{"text": "created"}]});
         hook_answer(dir.path(), &["gemini"], &after, &[]);
-        let rows: Vec<Value> = exported_entries(dir.path())
-            .into_iter()
-            .filter(|row| row["execution"]["status"] != "intent")
-            .collect();
-        assert_eq!(rows.len(), 1, "{what}: {rows:?}");
-        assert_eq!(rows[0]["call"]["tool"], recorded, "{what}: {}", rows[0]);
+        // The denied attempt's row, and the after-event's.
+        let rows = outcome_entries(dir.path());
+        assert_eq!(rows.len(), 2, "{what}: {rows:?}");
+        for row in &rows {
+            assert_eq!(row["call"]["tool"], recorded, "{what}: {row}");
+        }
     }
     // An `mcp_context` that is not the agent's is not guessed around.
     let mut garbled = gemini("mcp_github_list_issues", json!({}));
@@ -1288,6 +1292,9 @@ fn an_after_event_for_a_call_the_hook_denied_is_never_recorded_as_approved() {
     let text = serde_json::to_string(&rows).unwrap();
     assert!(!text.contains("\"approved\""), "{text}");
     assert!(!text.contains("gemini-prompt"), "{text}");
-    assert_eq!(rows.len(), 1, "{text}");
-    assert_eq!(rows[0]["decision"], "recorded", "{}", rows[0]);
+    // The attempt's row, written when it was denied, then what the agent reported.
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(rows[0]["confirm"]["outcome"], "rejected", "{}", rows[0]);
+    assert_eq!(rows[0]["execution"]["status"], "not_run", "{}", rows[0]);
+    assert_eq!(rows[1]["decision"], "recorded", "{}", rows[1]);
 }

@@ -384,3 +384,42 @@ fn the_attest_folder_stays_out_of_git_status_but_the_configuration_does_not() {
         "mine\n"
     );
 }
+
+/// Issue 48: an agent that skips a hook until it is trusted (Codex hook trust, Copilot
+/// CLI and Gemini CLI folder trust) skips it silently, so the install says so and how to
+/// trust it; Claude Code and Cursor load the hook as installed, and nothing is said.
+#[test]
+fn an_install_says_when_the_agent_will_not_load_the_hook_until_trusted() {
+    for (agent, says) in [
+        ("codex", Some("codex exec")),
+        ("copilot", Some("trusted_folders")),
+        ("gemini", Some("trustedFolders.json")),
+        ("claude-code", None),
+        ("cursor", None),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = ok(&install(dir.path(), &[agent]));
+        let note = out
+            .lines()
+            .find(|line| line.starts_with("not loaded until trusted"));
+        match says {
+            Some(says) => {
+                let note = note.unwrap_or_else(|| panic!("{agent}: {out}"));
+                assert!(note.contains(says), "{agent}: {note}");
+                let folder = std::fs::canonicalize(dir.path()).unwrap();
+                assert!(
+                    note.contains(&folder.display().to_string()),
+                    "{agent}: names the folder to trust: {note}"
+                );
+            }
+            None => assert!(note.is_none(), "{agent}: {out}"),
+        }
+        // Run again (already installed), it still says so: the hook may still be untrusted.
+        let again = ok(&install(dir.path(), &[agent]));
+        assert_eq!(
+            again.contains("not loaded until trusted"),
+            says.is_some(),
+            "{agent}: {again}"
+        );
+    }
+}

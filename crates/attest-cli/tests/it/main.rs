@@ -27,6 +27,7 @@ pub(crate) mod hook_agents;
 mod hook_approvals;
 mod hook_install;
 mod hook_protected;
+mod hook_rows;
 mod idempotency;
 pub(crate) mod identity;
 mod import;

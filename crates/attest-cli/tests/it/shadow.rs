@@ -216,8 +216,12 @@ fn through_the_claude_code_hook_mode_shadow_in_the_configuration_lets_a_refused_
             reason.contains("shadow mode") && reason.contains("notes are frozen"),
             "{reason}"
         );
-        // Nothing is recorded before the call runs; the row after it carries the verdict.
-        assert!(exported_entries(dir.path()).is_empty());
+        // The shadow verdict is recorded before the call runs, with its intent (issue 48);
+        // the after-event closes it.
+        let intent = exported_entries(dir.path());
+        assert_eq!(intent.len(), 1, "{intent:?}");
+        assert_eq!(intent[0]["execution"]["status"], "intent", "{}", intent[0]);
+        assert_eq!(intent[0]["shadow"]["decision"], "refuse", "{}", intent[0]);
         let mut post = pre.clone();
         post["hook_event_name"] = json!("PostToolUse");
         post["tool_response"] = json!({"stdout": "forced update", "exit_code": 0});

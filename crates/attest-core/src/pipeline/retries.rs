@@ -476,7 +476,7 @@ impl Attest {
 }
 
 /// The decision a found outcome's row records (an approved call's was asked about).
-fn decision_of(record: &Record) -> Decision {
+pub(super) fn decision_of(record: &Record) -> Decision {
     match record.decision.as_str() {
         "ask" => Decision::Ask,
         _ => Decision::Act,
@@ -503,7 +503,7 @@ fn in_flight(earlier: &str) -> String {
 }
 
 /// Every row of the action `action_id`, with its seq, oldest first.
-fn rows_of(
+pub(super) fn rows_of(
     ledger: &attest_ledger::Ledger,
     action_id: &str,
 ) -> Result<Vec<(u64, Record)>, attest_ledger::LedgerError> {

@@ -1,4 +1,5 @@
-//! Calls counted in their budget and rate windows before the agent runs them.
+//! Calls counted in their budget and rate windows, or whose intent is recorded, before
+//! the agent runs them: the action id their after-event records them under.
 //!
 //! A hook decides before the agent runs its tool and records after it ran, in another
 //! process. Were a call counted only when its after-event is recorded, two agent
@@ -12,9 +13,11 @@
 //! has one), so the ids are kept per call digest (the same digest the holds use): a
 //! directory `hook-counted/<digest>/` beside the ledger (0700) with one empty file per
 //! allowed call, named by its action id (time-ordered). The after-event takes the
-//! oldest by removing it, so of two identical calls in flight each takes one id. A call
+//! oldest by removing it, so of two identical calls in flight each takes one id, and
+//! closes the intent recorded under it ([`attest_core::Attest::close_intent`]). A call
 //! allowed whose after-event never comes (the person at the agent's prompt declined it,
-//! the agent was killed) stays counted: the window errs strict.
+//! the agent was killed) stays counted: the window errs strict, and its intent stays
+//! open for `attest intents`.
 
 use std::path::PathBuf;
 

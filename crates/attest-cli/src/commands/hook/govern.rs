@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use attest_core::config::HookApprovals;
+use attest_core::handoff;
 use attest_core::{
     Attest, CallContext, CodingAgentCall, CountedVerdict, Gate, GateDecision, Level, ProtocolCall,
     RejectGate,
@@ -104,26 +105,52 @@ pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Rul
     // both allowed (see `counted`).
     let CountedVerdict { verdict, counted } =
         runtime()?.block_on(attest.verdict_counted(&mut action));
+    // The id the after-event records the call under: one counted in its windows, or
+    // whose intent is recorded now.
+    let kept = CountedCalls::new(settings, call)?;
     if counted {
-        CountedCalls::new(settings, call)?.keep(&action.id)?;
+        kept.keep(&action.id)?;
     }
     let reasons = verdict.reasons.join("; ");
     let label = label(&action);
     Ok(match verdict.decision {
-        Decision::Act => Ruling::Allow(format!("Attest: {label} acts ({reasons})")),
+        Decision::Act if action.verb.is_read() => {
+            Ruling::Allow(format!("Attest: {label} acts ({reasons})"))
+        }
+        Decision::Act => {
+            let id = action.id.clone();
+            let ruling = intend(&attest, action, &label, &reasons)?;
+            if !counted && matches!(ruling, Ruling::Allow(_)) {
+                kept.keep(&id)?;
+            }
+            ruling
+        }
         Decision::Ask => match settings.approvals {
             HookApprovals::Prompt if call.unprompted.is_some() => {
-                unprompted(settings, call, action, &label, &reasons)?
+                let gate = ModeGate::new(settings, call);
+                denied(settings, gate, action, &label, &reasons)?
             }
-            HookApprovals::Prompt if settings.contract.enforces_ask(call) => Ruling::Ask(format!(
-                "Attest: {label} needs a person's approval ({reasons})"
-            )),
-            HookApprovals::Prompt => Ruling::Deny(format!(
-                "Attest: {label} needs a person's approval ({reasons}), and {} cannot ask \
-                 for one, so it did not run. Tell the user; with Attest approvals \
-                 (`--approvals attest`) an approver can allow it.",
-                settings.contract.title()
-            )),
+            HookApprovals::Prompt if settings.contract.enforces_ask(call) => {
+                // The prompt decides: the attempt is recorded now as an intent put to it,
+                // closed by the after-event if the prompt lets it run.
+                let channel = prompt_channel(settings);
+                let receipt = runtime()?.block_on(attest.intend_asked(action, &channel))?;
+                if !counted {
+                    kept.keep(&receipt.action_id)?;
+                }
+                Ruling::Ask(format!(
+                    "Attest: {label} needs a person's approval ({reasons}); ledger seq {}",
+                    receipt.seq
+                ))
+            }
+            HookApprovals::Prompt => {
+                let gate = ModeGate::with_note(format!(
+                    "Attest would have asked a person, and {} cannot ask for one, so \
+                     Attest's policy denied it.",
+                    settings.contract.title()
+                ));
+                denied(settings, gate, action, &label, &reasons)?
+            }
             HookApprovals::Attest => holds::before(settings, call, action, &label)?,
         },
         Decision::Refuse | Decision::Recorded => {
@@ -139,16 +166,37 @@ pub(crate) fn before(settings: &Settings, call: &ToolCall) -> anyhow::Result<Rul
     })
 }
 
-/// An ask where the agent's mode prompts nobody: recorded as Attest's policy deciding,
-/// the mode noted, and denied. Never put to a prompt that will not be shown.
-fn unprompted(
+/// A write that acts: its intent recorded through the pipeline (counted, its digest
+/// claimed) before the hook allows it; the after-event closes it. What the pipeline does
+/// not clear (an earlier attempt of the same call still open) is denied, recorded.
+fn intend(attest: &Attest, action: Action, label: &str, reasons: &str) -> anyhow::Result<Ruling> {
+    let attest = attest.clone();
+    let call = handoff(move |tool| async move { attest.call(action).run(tool).await });
+    Ok(match runtime()?.block_on(call.cleared()) {
+        // Dropped here: the intent row stands until the after-event closes it.
+        Ok(_cleared) => Ruling::Allow(format!("Attest: {label} acts ({reasons})")),
+        Err(Ok(outcome)) => {
+            let seq = outcome.receipt().seq;
+            let why = outcome
+                .why_not_run()
+                .unwrap_or_else(|| "it was not cleared to run".to_owned());
+            Ruling::Deny(format!(
+                "Attest did not let {label} run: {why} (ledger seq {seq}). Tell the user."
+            ))
+        }
+        Err(Err(err)) => return Err(err.into()),
+    })
+}
+
+/// An ask nobody can answer here (the agent's mode prompts nobody, or the agent cannot
+/// ask): recorded as Attest's policy deciding, with `gate`'s note, and denied.
+fn denied(
     settings: &Settings,
-    call: &ToolCall,
+    gate: ModeGate,
     action: Action,
     label: &str,
     reasons: &str,
 ) -> anyhow::Result<Ruling> {
-    let gate = ModeGate::new(settings, call);
     let note = gate.note.clone();
     let attest = pipeline(&settings.config, gate)?;
     let seq = runtime()?
@@ -161,6 +209,11 @@ fn unprompted(
          can allow it.",
         note
     )))
+}
+
+/// The channel of the agent's own permission prompt (`claude-code-prompt`).
+fn prompt_channel(settings: &Settings) -> String {
+    format!("{}-prompt", settings.contract.name())
 }
 
 /// At the agent's own permission prompt: deny what policy refuses, leave the rest to the
@@ -188,8 +241,21 @@ pub(crate) fn after(
     let outcome = outcome.map(event::tool_result);
     let reported = outcome.clone();
     let tool = |_: Value| async move { outcome };
-    // A call counted in its windows when it was allowed is recorded under that id.
+    // A call counted in its windows, or whose intent was recorded, when it was allowed
+    // is recorded under that id.
     let counted_as = CountedCalls::new(settings, call)?.take()?;
+    if let Some(id) = &counted_as {
+        // Its intent closed: the outcome row follows it (an ask put to the agent's prompt
+        // closes as that prompt's approval, naming nobody).
+        let attest = pipeline(&settings.config, RejectGate)?;
+        let mut action = action(&attest, settings, call);
+        action.id.clone_from(id);
+        let channel = prompt_channel(settings);
+        let closed = runtime()?.block_on(attest.close_intent(action, reported.clone(), &channel));
+        if let Some(receipt) = closed? {
+            return Ok(note_for(receipt));
+        }
+    }
     let recorded_action = |attest: &Attest| {
         let mut action = action(attest, settings, call);
         if let Some(id) = &counted_as {
@@ -233,7 +299,7 @@ pub(crate) fn after(
             // The call ran: whoever sat at the agent's prompt let through what policy
             // asked about. Nobody was authenticated, and the row says so.
             let gate = PromptGate {
-                channel: format!("{}-prompt", settings.contract.name()),
+                channel: prompt_channel(settings),
             };
             let attest = pipeline(&settings.config, gate)?;
             let action = recorded_action(&attest);

@@ -50,6 +50,7 @@ pub(crate) fn run(global: &Global, args: &InstallArgs) -> anyhow::Result<ExitCod
                 "the Attest hook is already installed"
             }
         );
+        print_trust(args, &layout);
         return Ok(ExitCode::SUCCESS);
     }
     if args.dry_run {
@@ -80,6 +81,7 @@ pub(crate) fn run(global: &Global, args: &InstallArgs) -> anyhow::Result<ExitCod
             }
         }
     }
+    print_trust(args, &layout);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -181,6 +183,39 @@ fn keep_state_out_of_git(dir: &Path) -> anyhow::Result<Option<PathBuf>> {
     Ok(Some(path))
 }
 
+/// Where the agent will not load the hook until it is trusted, says so and how to trust
+/// it: an untrusted hook is skipped silently, and its calls are neither governed nor
+/// recorded.
+fn print_trust(args: &InstallArgs, layout: &Layout) {
+    if args.remove {
+        return;
+    }
+    let user = args.user && !args.project;
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let dir = dir.display();
+    let note = match layout.trust {
+        Trust::None => return,
+        Trust::Project if user => return,
+        Trust::Project | Trust::Always => layout.trust_note,
+    };
+    println!(
+        "not loaded until trusted: {}",
+        note.replace("{dir}", &dir.to_string())
+    );
+}
+
+/// When an agent skips a hook it has not been told to trust.
+#[derive(Clone, Copy)]
+enum Trust {
+    /// It loads the hook as installed.
+    None,
+    /// Only in a trusted project folder (a user-level install needs nothing).
+    Project,
+    /// Every new or changed hook, wherever installed.
+    Always,
+}
+
 /// Where and how an agent keeps its hooks.
 struct Layout {
     /// `attest hook <cli_name>`.
@@ -198,6 +233,10 @@ struct Layout {
     retired: &'static [&'static str],
     /// How one entry looks.
     shape: Shape,
+    /// When the agent skips the hook until trusted.
+    trust: Trust,
+    /// How to trust it (`{dir}`: the project folder).
+    trust_note: &'static str,
 }
 
 #[derive(Clone, Copy)]
@@ -227,6 +266,8 @@ impl Layout {
                 ],
                 retired: &[],
                 shape: Shape::Grouped { matcher: Some("*") },
+                trust: Trust::None,
+                trust_note: "",
             },
             // https://developers.openai.com/codex/hooks: hooks.json beside config.toml.
             AgentKind::Codex => Layout {
@@ -236,6 +277,13 @@ impl Layout {
                 events: &["PreToolUse", "PostToolUse"],
                 retired: &[],
                 shape: Shape::Grouped { matcher: None },
+                // Codex asks to review and trust a new or changed hook in an interactive
+                // session; `codex exec` never asks, and runs without an untrusted hook.
+                trust: Trust::Always,
+                trust_note: "Codex runs a new or changed hook only after you trust it: start \
+                    `codex` (interactive) in {dir} and trust the hook when it asks. `codex \
+                    exec` never asks, and skips a hook not yet trusted: its calls are then \
+                    neither governed nor recorded.",
             },
             // https://geminicli.com/docs/hooks/reference: settings.json `hooks`.
             AgentKind::Gemini => Layout {
@@ -247,6 +295,13 @@ impl Layout {
                 shape: Shape::Grouped {
                     matcher: Some(".*"),
                 },
+                // Gemini CLI ignores a project's settings (its hooks with them) in a folder
+                // that is not trusted.
+                trust: Trust::Project,
+                trust_note: "Gemini CLI reads a project's settings, and so these hooks, only \
+                    in a trusted folder: start `gemini` in {dir} and trust the folder (the \
+                    `/permissions` command), or add {dir} to ~/.gemini/trustedFolders.json as \
+                    \"TRUST_FOLDER\".",
             },
             // https://cursor.com/docs/hooks: .cursor/hooks.json, version 1. The generic
             // events govern every tool the specific ones do not (`hook::cursor`);
@@ -267,6 +322,8 @@ impl Layout {
                 ],
                 retired: &["afterFileEdit"],
                 shape: Shape::Flat,
+                trust: Trust::None,
+                trust_note: "",
             },
             // https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference:
             // .github/hooks/*.json in the repository.
@@ -277,6 +334,13 @@ impl Layout {
                 events: &["preToolUse", "postToolUse"],
                 retired: &[],
                 shape: Shape::Bash,
+                // Copilot CLI loads a repository's hooks only in a folder the user trusted.
+                trust: Trust::Project,
+                trust_note: "GitHub Copilot CLI loads a repository's hooks only in a folder \
+                    you trust: start `copilot` in {dir} and trust the folder when it asks, or \
+                    add {dir} to `trusted_folders` in ~/.copilot/config.json. With tools \
+                    allowed in an untrusted folder (`--allow-all-tools`, `COPILOT_ALLOW_ALL`), \
+                    no hook runs and nothing is recorded.",
             },
         }
     }
