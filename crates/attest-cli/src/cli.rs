@@ -1349,7 +1349,9 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
     ),
     (
         "Review (decide, and see what agents did)",
-        &["serve", "pending", "confirm", "digest", "ledger", "intents"],
+        &[
+            "serve", "pending", "confirm", "grants", "digest", "ledger", "intents",
+        ],
     ),
     (
         "Evidence (prove what happened)",
