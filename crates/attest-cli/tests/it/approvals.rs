@@ -327,6 +327,22 @@ pub(crate) struct Server {
 }
 
 /// Starts `attest serve --port 0 …` and waits for the address it prints.
+/// Makes the ledger `serve` in `dir` (with `extra`'s `--ledger`, if any) reads: `serve`
+/// reads an existing ledger and makes none (issue 53 item 6). Registering an agent makes
+/// one without registering an approver.
+pub(crate) fn make_ledger(dir: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "agents",
+        "add",
+        "ledger-maker",
+        "--token-file",
+        "ledger-maker.token",
+    ];
+    args.extend_from_slice(extra);
+    let out = attest(dir, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 pub(crate) fn serve(dir: &Path, extra: &[&str]) -> Server {
     serve_env(dir, extra, &[])
 }
@@ -752,6 +768,7 @@ async fn dashboard_runs_name_every_agent_and_an_approved_call_is_not_waiting_for
 #[test]
 fn listening_on_every_address_needs_the_public_url() {
     let dir = tempfile::tempdir().unwrap();
+    make_ledger(dir.path(), &[]);
     let out = attest(dir.path(), &["serve", "--host", "0.0.0.0", "--port", "0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--public-url"), "{}", stderr(&out));
@@ -1096,6 +1113,7 @@ async fn the_ledger_its_directory_and_keys_are_private_to_their_owner() {
 async fn a_client_that_never_finishes_its_headers_is_disconnected() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let dir = tempfile::tempdir().unwrap();
+    make_ledger(dir.path(), &[]);
     let server = serve(dir.path(), &[]);
     let addr = server.url.trim_start_matches("http://").to_owned();
     let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
@@ -1194,6 +1212,7 @@ fn serve_notices(dir: &Path) -> String {
 #[test]
 fn serve_with_no_approvers_says_nobody_can_sign_in_and_how_to_add_one() {
     let dir = tempfile::tempdir().unwrap();
+    make_ledger(dir.path(), &[]);
     let shown = serve_notices(dir.path());
     assert!(
         shown.contains("no approvers are registered")

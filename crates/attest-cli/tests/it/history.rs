@@ -60,11 +60,13 @@ fn decision(answer: &Value) -> String {
 /// The data-flow rule on `ledger`: each call its own process.
 fn data_flow(dir: &Path, ledger: &str) {
     std::fs::write(dir.join("attest.yaml"), POLICY).unwrap();
+    // Each send its own message: an identical call while an earlier one's intent is open
+    // (no after-event is sent here) is the exactly-once rule's to ask about, not history's.
     let send = |session: &str, id: &str| {
         pre(
             session,
             "mcp__gmail__send_email",
-            json!({"to": "someone@rival.io", "subject": "hi", "body": "hello"}),
+            json!({"to": "someone@rival.io", "subject": format!("hi {id}"), "body": "hello"}),
             id,
         )
     };

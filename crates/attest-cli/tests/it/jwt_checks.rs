@@ -171,6 +171,7 @@ async fn an_email_names_an_approver_only_when_the_provider_verified_it_or_the_cl
              claim: preferred_username\n"
         ),
     );
+    crate::approvals::make_ledger(other_dir.path(), &[]);
     let mut serve = Command::new(env!("CARGO_BIN_EXE_attest"))
         .args(["serve", "--port", "0"])
         .current_dir(other_dir.path())
