@@ -35,6 +35,6 @@ test("README's TypeScript example runs as written", async (t) => {
   });
   assert.match(stdout, /\{ id: 'n1', title: 'plan' \}/);
   assert.match(stdout, /^2 act acknowledged$/m);
-  assert.match(stdout, /^waiting: \S+ http:\/\/127\.0\.0\.1:8321\/api\/requests\/\S+$/m);
+  assert.match(stdout, /^waiting: \S+ http:\/\/127\.0\.0\.1:8321\/requests\/\S+$/m);
   assert.ok(fs.existsSync(path.join(directory, ".attest", "ledger.sqlite")));
 });

@@ -5,87 +5,95 @@
 //! configured, and an ask finds the request an earlier attempt of the same call filed —
 //! in this process or another run of the program — instead of filing a new one
 //! ([`crate::approvals::StoreGate::same_call`]). So approving a held call and running
-//! the program again runs the call, once, under that approval.
+//! the program again runs the call, once, under that approval. The binding half needs
+//! the `http` feature (agents' credentials are checked against an identity provider);
+//! [`request_link`] does not.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+#[cfg(feature = "http")]
+pub use binding::{open_binding, Binding, BindingError};
 
-use crate::agents::{AgentSetupError, CallerAgent};
-use crate::config::ConfigError;
-use crate::setup::{DoorParts, Overrides, Settings, Source, Sourced};
-use crate::verification::ProcessEnv;
-use crate::Attest;
+#[cfg(feature = "http")]
+mod binding {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::time::Duration;
 
-/// An [`Attest`] opened for a binding, with what its calls' links and checkpoints need.
-pub struct Binding {
-    /// The pipeline.
-    pub attest: Attest,
-    /// The signing key checkpoints are signed with (named, or the binary's default
-    /// beside the ledger).
-    pub key: PathBuf,
-    /// The approval inbox's base URL, for the links held calls carry.
-    pub inbox: String,
-    /// With `agents:` configured, this instance's credential: every call is named by the
-    /// agent it proves, checked as the call is made.
-    pub agent: Option<Arc<CallerAgent>>,
-}
+    use crate::agents::{AgentSetupError, CallerAgent};
+    use crate::config::ConfigError;
+    use crate::setup::{DoorParts, Overrides, Settings, Source, Sourced};
+    use crate::verification::ProcessEnv;
+    use crate::Attest;
 
-impl std::fmt::Debug for Binding {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Binding")
-            .field("key", &self.key)
-            .field("inbox", &self.inbox)
-            .field("agent", &self.agent.is_some())
-            .finish_non_exhaustive()
+    /// An [`Attest`] opened for a binding, with what its calls' links and checkpoints need.
+    pub struct Binding {
+        /// The pipeline.
+        pub attest: Attest,
+        /// The signing key checkpoints are signed with (named, or the binary's default
+        /// beside the ledger).
+        pub key: PathBuf,
+        /// The approval inbox's base URL, for the links held calls carry.
+        pub inbox: String,
+        /// With `agents:` configured, this instance's credential: every call is named by the
+        /// agent it proves, checked as the call is made.
+        pub agent: Option<Arc<CallerAgent>>,
     }
-}
 
-/// Why a binding's [`Attest`] did not open.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BindingError {
-    /// The configuration (a file, a keyword argument, the environment, the policy, the
-    /// ledger) does not load; the error names the file, line and key.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// Agents are configured, and their authentication could not be set up (the
-    /// approval store, the identity provider's keys).
-    #[error(transparent)]
-    Agents(#[from] AgentSetupError),
-}
-
-/// Opens the pipeline for a binding: `overrides` (its keyword arguments) beat the
-/// environment, which beats `.attest/config.yaml` (or `$ATTEST_CONFIG`), which beats the
-/// defaults. Below the file, an ask comes back held at once (with its resume token)
-/// rather than blocking the agent for minutes; an ask about a call an earlier attempt
-/// asked about finds that request (held again while pending, run once when approved).
-/// With `agents:` configured, calls are named by the agent `agent_token` (else
-/// `ATTEST_AGENT_TOKEN`) proves; the identity provider's keys are fetched now.
-pub async fn open_binding(
-    overrides: &Overrides,
-    agent_token: Option<String>,
-) -> Result<Binding, BindingError> {
-    let mut settings = Settings::resolve(overrides, Arc::new(ProcessEnv))?;
-    if settings.wait.source == Source::Default {
-        settings.wait = Sourced {
-            value: Duration::ZERO,
-            source: Source::Default,
-        };
+    impl std::fmt::Debug for Binding {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Binding")
+                .field("key", &self.key)
+                .field("inbox", &self.inbox)
+                .field("agent", &self.agent.is_some())
+                .finish_non_exhaustive()
+        }
     }
-    let attest = settings.build(DoorParts {
-        same_call: true,
-        ..DoorParts::default()
-    })?;
-    let agent = CallerAgent::open(&settings, &attest, agent_token)
-        .await?
-        .map(Arc::new);
-    Ok(Binding {
-        attest,
-        key: settings.key_path(),
-        inbox: settings.inbox_url(),
-        agent,
-    })
+
+    /// Why a binding's [`Attest`] did not open.
+    #[derive(Debug, thiserror::Error)]
+    #[non_exhaustive]
+    pub enum BindingError {
+        /// The configuration (a file, a keyword argument, the environment, the policy, the
+        /// ledger) does not load; the error names the file, line and key.
+        #[error(transparent)]
+        Config(#[from] ConfigError),
+        /// Agents are configured, and their authentication could not be set up (the
+        /// approval store, the identity provider's keys).
+        #[error(transparent)]
+        Agents(#[from] AgentSetupError),
+    }
+
+    /// Opens the pipeline for a binding: `overrides` (its keyword arguments) beat the
+    /// environment, which beats `.attest/config.yaml` (or `$ATTEST_CONFIG`), which beats the
+    /// defaults. Below the file, an ask comes back held at once (with its resume token)
+    /// rather than blocking the agent for minutes; an ask about a call an earlier attempt
+    /// asked about finds that request (held again while pending, run once when approved).
+    /// With `agents:` configured, calls are named by the agent `agent_token` (else
+    /// `ATTEST_AGENT_TOKEN`) proves; the identity provider's keys are fetched now.
+    pub async fn open_binding(
+        overrides: &Overrides,
+        agent_token: Option<String>,
+    ) -> Result<Binding, BindingError> {
+        let mut settings = Settings::resolve(overrides, Arc::new(ProcessEnv))?;
+        if settings.wait.source == Source::Default {
+            settings.wait = Sourced {
+                value: Duration::ZERO,
+                source: Source::Default,
+            };
+        }
+        let attest = settings.build(DoorParts {
+            same_call: true,
+            ..DoorParts::default()
+        })?;
+        let agent = CallerAgent::open(&settings, &attest, agent_token)
+            .await?
+            .map(Arc::new);
+        Ok(Binding {
+            attest,
+            key: settings.key_path(),
+            inbox: settings.inbox_url(),
+            agent,
+        })
+    }
 }
 
 /// The page where a person decides approval request `id`, under the inbox at `base`:
@@ -106,7 +114,7 @@ pub fn request_link(base: &str, id: &str) -> String {
     link
 }
 
-impl Attest {
+impl crate::Attest {
     /// The page where a person decides approval request `id` ([`request_link`]), when
     /// this pipeline was given its inbox ([`crate::AttestBuilder::inbox`]; every door
     /// built from the configuration is).
