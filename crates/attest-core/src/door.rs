@@ -1,5 +1,5 @@
 //! The door kit's binding half: what the Python and TypeScript packages share, so that
-//! neither writes it. [`open_binding`] opens an [`Attest`] for a binding from its
+//! neither writes it. [`open_binding`] opens an [`Attest`](crate::Attest) for a binding from its
 //! keyword arguments, the environment and the configuration file, as every door does
 //! (`setup`), with what a binding adds: an ask comes back held at once unless a wait is
 //! configured, and an ask finds the request an earlier attempt of the same call filed —
