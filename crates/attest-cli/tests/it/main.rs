@@ -4,6 +4,7 @@
 // Helpers outside #[test] functions unwrap too: a panic is the test failing, with its backtrace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod agent_runs;
 mod alerts;
 pub(crate) mod approvals;
 mod bad_input;
@@ -50,6 +51,8 @@ mod postgres;
 mod principals;
 mod quorum;
 mod readme;
+mod real_codex;
+mod real_gemini;
 mod recipes;
 mod replay;
 pub(crate) mod review;

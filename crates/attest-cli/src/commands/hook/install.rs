@@ -199,8 +199,10 @@ fn print_trust(args: &InstallArgs, layout: &Layout) {
         Trust::Project if user => return,
         Trust::Project | Trust::Always => layout.trust_note,
     };
+    let project = if user { "" } else { layout.project_note };
     println!(
-        "not loaded until trusted: {}",
+        "not loaded until trusted: {}{}",
+        project.replace("{dir}", &dir.to_string()),
         note.replace("{dir}", &dir.to_string())
     );
 }
@@ -237,6 +239,9 @@ struct Layout {
     trust: Trust,
     /// How to trust it (`{dir}`: the project folder).
     trust_note: &'static str,
+    /// Said before `trust_note` for a project install: how to trust the project, where
+    /// the agent needs that too.
+    project_note: &'static str,
 }
 
 #[derive(Clone, Copy)]
@@ -268,6 +273,7 @@ impl Layout {
                 shape: Shape::Grouped { matcher: Some("*") },
                 trust: Trust::None,
                 trust_note: "",
+                project_note: "",
             },
             // https://developers.openai.com/codex/hooks: hooks.json beside config.toml.
             AgentKind::Codex => Layout {
@@ -277,13 +283,22 @@ impl Layout {
                 events: &["PreToolUse", "PostToolUse"],
                 retired: &[],
                 shape: Shape::Grouped { matcher: None },
-                // Codex asks to review and trust a new or changed hook in an interactive
-                // session; `codex exec` never asks, and runs without an untrusted hook.
+                // Seen on Codex 0.171: a project's `.codex/` layer (its hooks.json with it) is
+                // loaded only in a trusted project (`codex exec` warns "Untrusted
+                // project-local configuration is disabled"), and each hook only once trusted
+                // by its hash (`/hooks`); `codex exec` never asks, and skips an untrusted hook
+                // without a word unless `--dangerously-bypass-hook-trust` is given.
                 trust: Trust::Always,
-                trust_note: "Codex runs a new or changed hook only after you trust it: start \
-                    `codex` (interactive) in {dir} and trust the hook when it asks. `codex \
-                    exec` never asks, and skips a hook not yet trusted: its calls are then \
-                    neither governed nor recorded.",
+                project_note: "Codex loads a project's hooks only in a trusted project: run \
+                    `codex exec --trust` once in {dir} (or trust the folder when `codex` asks; \
+                    either writes [projects.\"{dir}\"] trust_level = \"trusted\" to \
+                    ~/.codex/config.toml). ",
+                trust_note: "Codex runs a new or changed hook only once you trust it: start \
+                    `codex` in {dir} and trust it in `/hooks` (Codex says at start when a hook \
+                    needs review). `codex exec` never asks and skips an untrusted hook without \
+                    a word: its calls are then neither governed nor recorded. For unattended \
+                    `codex exec` runs, `--dangerously-bypass-hook-trust` runs the enabled \
+                    hooks without review for that run.",
             },
             // https://geminicli.com/docs/hooks/reference: settings.json `hooks`.
             AgentKind::Gemini => Layout {
@@ -295,13 +310,19 @@ impl Layout {
                 shape: Shape::Grouped {
                     matcher: Some(".*"),
                 },
-                // Gemini CLI ignores a project's settings (its hooks with them) in a folder
-                // that is not trusted.
+                // Seen on Gemini CLI 0.61: project settings (their hooks with them) load only
+                // in a trusted folder; headless `gemini -p` refuses an untrusted one (exit 55),
+                // and `--skip-trust` runs there without the project's settings, so without
+                // its hooks. `GEMINI_CLI_TRUST_WORKSPACE=true` trusts before they load.
                 trust: Trust::Project,
+                project_note: "",
                 trust_note: "Gemini CLI reads a project's settings, and so these hooks, only \
-                    in a trusted folder: start `gemini` in {dir} and trust the folder (the \
-                    `/permissions` command), or add {dir} to ~/.gemini/trustedFolders.json as \
-                    \"TRUST_FOLDER\".",
+                    in a trusted folder: add \"{dir}\": \"TRUST_FOLDER\" to \
+                    ~/.gemini/trustedFolders.json, or start `gemini` in {dir} and trust the \
+                    folder when it asks (`/permissions` changes it later), or set \
+                    GEMINI_CLI_TRUST_WORKSPACE=true for a run. `gemini --skip-trust` runs in an \
+                    untrusted folder without the project's hooks: its calls are then neither \
+                    governed nor recorded.",
             },
             // https://cursor.com/docs/hooks: .cursor/hooks.json, version 1. The generic
             // events govern every tool the specific ones do not (`hook::cursor`);
@@ -324,6 +345,7 @@ impl Layout {
                 shape: Shape::Flat,
                 trust: Trust::None,
                 trust_note: "",
+                project_note: "",
             },
             // https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference:
             // .github/hooks/*.json in the repository.
@@ -336,6 +358,7 @@ impl Layout {
                 shape: Shape::Bash,
                 // Copilot CLI loads a repository's hooks only in a folder the user trusted.
                 trust: Trust::Project,
+                project_note: "",
                 trust_note: "GitHub Copilot CLI loads a repository's hooks only in a folder \
                     you trust: start `copilot` in {dir} and trust the folder when it asks, or \
                     add {dir} to `trusted_folders` in ~/.copilot/config.json. With tools \
