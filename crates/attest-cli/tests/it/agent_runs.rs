@@ -31,6 +31,12 @@ pub(crate) fn node() -> PathBuf {
 /// The agent's entry script under `.ci/agents`, or `None` (with the skip said) when it, node
 /// or a network namespace is missing.
 pub(crate) fn agent_script(package: &str, script: &str, version: &str) -> Option<PathBuf> {
+    if crate::sqlite_only(
+        package,
+        "the hook writes the project's own .attest/ledger.sqlite; these test the agent, not the store",
+    ) {
+        return None;
+    }
     let dir = agents_dir().join(package);
     let manifest = std::fs::read_to_string(dir.join("package.json")).unwrap_or_default();
     let pinned = serde_json::from_str::<Value>(&manifest)
@@ -84,7 +90,7 @@ pub(crate) struct FakeModel {
 }
 
 impl FakeModel {
-    pub(crate) fn start(api: Api, script: Vec<Step>) -> FakeModel {
+    pub(crate) fn scripted(api: Api, script: Vec<Step>) -> FakeModel {
         let dir = tempfile::tempdir().unwrap();
         let steps: Vec<Value> = script
             .iter()
@@ -172,18 +178,7 @@ fn fake_model_server() {
         Some("gemini") => Api::Gemini,
         _ => Api::Responses,
     };
-    let steps: Vec<Step> = script["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|step| match step["text"].as_str() {
-            Some(text) => Step::Text(Box::leak(text.to_owned().into_boxed_str())),
-            None => Step::Call(
-                Box::leak(step["call"].as_str().unwrap().to_owned().into_boxed_str()),
-                step["args"].clone(),
-            ),
-        })
-        .collect();
+    let steps = script["steps"].as_array().cloned().unwrap_or_default();
     let listener = TcpListener::bind(("127.0.0.1", MODEL_PORT)).unwrap();
     std::fs::write(dir.join("ready"), "").unwrap();
     let log = Arc::new(Mutex::new(dir));
@@ -218,7 +213,7 @@ fn tool_outputs(request: &Value) -> usize {
 
 /// Answers one connection's request (then closes it: the agents open another); logs it
 /// in the model's folder.
-fn serve(mut stream: TcpStream, api: Api, script: &[Step], log: &Mutex<PathBuf>) {
+fn serve(mut stream: TcpStream, api: Api, script: &[Value], log: &Mutex<PathBuf>) {
     let port = MODEL_PORT;
     let append = |file: &str, line: &str| {
         let dir = log.lock().unwrap();
@@ -266,25 +261,27 @@ fn serve(mut stream: TcpStream, api: Api, script: &[Step], log: &Mutex<PathBuf>)
     append("requests.jsonl", &request.to_string());
     let turn = tool_outputs(&request);
     // A step's arguments may name this server (`{base}`): the `curl` a test counts.
-    let step = match &script[turn.min(script.len() - 1)] {
-        Step::Call(name, args) => {
-            let args = args
-                .to_string()
-                .replace("{base}", &format!("http://127.0.0.1:{port}"));
-            Step::Call(name, serde_json::from_str(&args).unwrap_or(Value::Null))
-        }
-        text => text.clone(),
-    };
-    let step = &step;
+    let step = script
+        .get(turn.min(script.len().saturating_sub(1)))
+        .unwrap_or(&Value::Null);
+    let base = format!("http://127.0.0.1:{port}");
+    let call = step["call"].as_str().map(|name| {
+        let args = step["args"].to_string().replace("{base}", &base);
+        (
+            name,
+            serde_json::from_str::<Value>(&args).unwrap_or(Value::Null),
+        )
+    });
+    let text = step["text"].as_str().unwrap_or_default();
     match api {
         Api::Responses => {
-            let item = match step {
-                Step::Call(name, arguments) => json!({
+            let item = match &call {
+                Some((name, arguments)) => json!({
                     "type": "function_call", "id": format!("fc_{turn}"),
                     "call_id": format!("call_{turn}"), "name": name,
                     "arguments": arguments.to_string(),
                 }),
-                Step::Text(text) => json!({
+                None => json!({
                     "type": "message", "role": "assistant", "id": format!("msg_{turn}"),
                     "content": [{"type": "output_text", "text": text}],
                 }),
@@ -326,9 +323,9 @@ fn serve(mut stream: TcpStream, api: Api, script: &[Step], log: &Mutex<PathBuf>)
                     "finishReason": "STOP"}], "usageMetadata": usage});
                 return respond(&mut stream, "application/json", &answer.to_string());
             }
-            let part = match step {
-                Step::Call(name, args) => json!({"functionCall": {"name": name, "args": args}}),
-                Step::Text(text) => json!({"text": text}),
+            let part = match &call {
+                Some((name, args)) => json!({"functionCall": {"name": name, "args": args}}),
+                None => json!({"text": text}),
             };
             let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [part]},
                 "finishReason": "STOP", "index": 0}], "usageMetadata": usage});

@@ -84,7 +84,7 @@ fn show(out: &Output) -> String {
 #[test]
 fn gemini_force_push_runs_without_the_hook_and_is_blocked_and_recorded_with_it_in_every_session() {
     let Some(gemini) = gemini() else { return };
-    let model = FakeModel::start(Api::Gemini, force_push());
+    let model = FakeModel::scripted(Api::Gemini, force_push());
 
     // Control: no hook, so Gemini runs the force push and the remote is rewritten.
     let project = Project::new();
@@ -120,6 +120,8 @@ fn gemini_force_push_runs_without_the_hook_and_is_blocked_and_recorded_with_it_i
         );
         let row = &rows[session];
         assert_ne!(row["decision"], "act", "{row}");
+        let outcome = row["outcome"].as_str().unwrap_or_default();
+        assert!(!outcome.is_empty() && !outcome.contains("ran"), "{row}");
         let runs: Vec<_> = project
             .entries()
             .iter()
@@ -139,12 +141,12 @@ fn a_read_gemini_makes_runs_and_is_recorded() {
     let Some(gemini) = gemini() else { return };
     let project = Project::new();
     let notes = project.dir().join("notes.txt");
-    let model = FakeModel::start(
+    let model = FakeModel::scripted(
         Api::Gemini,
         vec![
             Step::Call(
                 "read_file",
-                json!({"file_path": Box::leak(notes.display().to_string().into_boxed_str()) as &str}),
+                json!({"file_path": notes.display().to_string()}),
             ),
             Step::Text("read"),
         ],
@@ -158,13 +160,14 @@ fn a_read_gemini_makes_runs_and_is_recorded() {
     let rows = project.rows();
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert_eq!(rows[0]["decision"], "act", "{}", rows[0]);
+    assert_eq!(rows[0]["outcome"], "ran", "{}", rows[0]);
 }
 
 #[test]
 fn an_approval_for_gemini_is_held_then_runs_exactly_once() {
     let Some(gemini) = gemini() else { return };
     let project = Project::new();
-    let model = FakeModel::start(
+    let model = FakeModel::scripted(
         Api::Gemini,
         vec![
             Step::Call(
@@ -214,7 +217,7 @@ fn an_approval_for_gemini_is_held_then_runs_exactly_once() {
 fn gemini_runs_no_project_hook_in_an_untrusted_folder_and_hook_install_says_how_to_trust_it() {
     let Some(gemini) = gemini() else { return };
     let project = Project::new();
-    let model = FakeModel::start(Api::Gemini, force_push());
+    let model = FakeModel::scripted(Api::Gemini, force_push());
     configure(&project, false);
     let said = project.install("gemini");
     let dir = project.dir().canonicalize().unwrap().display().to_string();
