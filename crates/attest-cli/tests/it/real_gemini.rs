@@ -57,13 +57,25 @@ fn trust(project: &Project) {
 
 /// `gemini -p PROMPT --yolo` with `flags`, in the project, against `model`.
 fn run(project: &Project, gemini: &Path, model: &FakeModel, flags: &[&str]) -> Output {
+    run_with(project, gemini, model, flags, &[])
+}
+
+/// [`run`] with `extra` in the environment.
+fn run_with(
+    project: &Project,
+    gemini: &Path,
+    model: &FakeModel,
+    flags: &[&str],
+    extra: &[(&'static str, &str)],
+) -> Output {
     let mut args = vec!["-m", "gemini-2.5-flash", "--yolo"];
     args.extend_from_slice(flags);
     args.extend(["-p", "do what the script says"]);
-    let env = [
+    let mut env = vec![
         ("GEMINI_API_KEY", "not-a-key".to_owned()),
         ("GOOGLE_GEMINI_BASE_URL", model.base()),
     ];
+    env.extend(extra.iter().map(|(key, value)| (*key, (*value).to_owned())));
     project.run_agent(model, gemini, &args, &env)
 }
 
@@ -225,6 +237,7 @@ fn gemini_runs_no_project_hook_in_an_untrusted_folder_and_hook_install_says_how_
         "not loaded until trusted",
         "trustedFolders.json",
         "TRUST_FOLDER",
+        "GEMINI_CLI_TRUST_WORKSPACE=true",
         "--skip-trust",
         dir.as_str(),
     ] {
@@ -248,11 +261,23 @@ fn gemini_runs_no_project_hook_in_an_untrusted_folder_and_hook_install_says_how_
     assert_eq!(project.remote_main(), "rewritten", "{}", show(&out));
     assert_eq!(project.rows(), Vec::<serde_json::Value>::new());
 
-    // Trusted as the message says: governed, recorded.
+    // Trusted for one run by the variable the message names: governed, recorded.
     project.reset_remote();
+    let out = run_with(
+        &project,
+        &gemini,
+        &model,
+        &[],
+        &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(project.remote_main(), "published", "{}", show(&out));
+    assert_eq!(project.rows_about("git").len(), 1, "{:#?}", project.rows());
+
+    // Trusted in trustedFolders.json as the message says: governed, recorded.
     trust(&project);
     let out = run(&project, &gemini, &model, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(project.remote_main(), "published", "{}", show(&out));
-    assert_eq!(project.rows_about("git").len(), 1, "{:#?}", project.rows());
+    assert_eq!(project.rows_about("git").len(), 2, "{:#?}", project.rows());
 }
