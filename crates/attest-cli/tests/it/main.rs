@@ -50,6 +50,8 @@ mod postgres;
 mod principals;
 mod quorum;
 mod readme;
+pub(crate) mod real_agents;
+mod real_claude;
 mod recipes;
 mod replay;
 pub(crate) mod review;
