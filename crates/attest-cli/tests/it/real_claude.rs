@@ -128,7 +128,7 @@ fn claude(p: &GitProject, program: &Path, script: &[Value], flags: &[&str]) -> S
     Session { output, requests }
 }
 
-/// The rows a session left that describe `command` (a `Bash` call), by its params.
+/// The rows with `system` and `verb`.
 fn rows_for<'a>(rows: &'a [Value], system: &str, verb: &str) -> Vec<&'a Value> {
     rows.iter()
         .filter(|row| row["system"] == system && row["verb"] == verb)
@@ -335,4 +335,168 @@ fn a_cd_into_attest_to_switch_to_shadow_is_refused_and_the_push_stays_refused() 
         "{rows:#?}"
     );
     assert!(rows.iter().all(|row| row["shadow"].is_null()), "{rows:#?}");
+}
+
+/// A policy under which every call acts: only what is below the policy (the protected
+/// set, and with `hook.sandbox` the sandbox) stands between a command and the files.
+const EVERYTHING_ACTS: &str = "version: 1\npolicies:\n  - name: everything-runs\n    \
+    match: {}\n    decision: act\n    reason: every call runs in this project\n";
+
+/// Writes to `.claude/settings.json` spelled so the command's text does not show it: a
+/// symlink made in the same line, and `python3 -c`; and a write elsewhere.
+fn hidden_settings_writes() -> Vec<Value> {
+    vec![
+        bash("python3 -c \"open('.claude/settings.json', 'w').write('{}')\""),
+        bash("ln -s .claude/settings.json s.json && echo '{}' > s.json"),
+        bash("cd .claude && echo '{}' > settings.json"),
+        bash("echo ok > notes.txt"),
+    ]
+}
+
+/// The project set up for [`hidden_settings_writes`] with `config` (after the policy line).
+fn sandbox_project(config: &str) -> Option<(GitProject, PathBuf)> {
+    let (p, program) = project(true, &format!("policy: policy.yaml\n{config}"))?;
+    std::fs::write(p.root.join(".attest/policy.yaml"), EVERYTHING_ACTS).unwrap();
+    Some((p, program))
+}
+
+/// The control for the sandbox: judged by its text alone, a command that hides its write
+/// (here `python3 -c`) rewrites Claude Code's settings, and its row says it ran
+/// unsandboxed.
+#[test]
+fn without_the_sandbox_a_hidden_write_reaches_the_settings_and_the_row_says_unsandboxed() {
+    let Some((p, program)) = sandbox_project("") else {
+        return;
+    };
+    let settings = p.root.join(".claude/settings.json");
+    let session = claude(&p, &program, &hidden_settings_writes()[..1], &[]);
+    assert_eq!(session.output.status.code(), Some(0), "{}", session.text());
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        "{}",
+        "{}",
+        session.text()
+    );
+    let rows = p.rows();
+    assert!(!rows.is_empty());
+    for row in &rows {
+        assert_eq!(row["call"]["sandboxed"], false, "{row}");
+    }
+}
+
+/// Issue 49: with `hook.sandbox: true`, Claude Code runs each Bash command the hook lets
+/// run inside `attest sandbox` (the hook answers `updatedInput`): however the command
+/// spells a write to `.claude/settings.json` it fails, a write elsewhere works, and each
+/// row says the command ran sandboxed.
+#[test]
+fn a_sandboxed_bash_call_cannot_write_the_settings_however_it_is_spelled() {
+    let Some((p, program)) = sandbox_project("hook:\n  sandbox: true\n") else {
+        return;
+    };
+    let settings = p.root.join(".claude/settings.json");
+    let installed = std::fs::read_to_string(&settings).unwrap();
+    let session = claude(&p, &program, &hidden_settings_writes(), &[]);
+    assert_eq!(session.output.status.code(), Some(0), "{}", session.text());
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), installed);
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("notes.txt")).unwrap(),
+        "ok\n",
+        "{}",
+        session.text()
+    );
+    let results = session.tool_results();
+    assert_eq!(results.len(), 4, "{results:?}");
+    // The first two were let through by their text and stopped by the kernel.
+    for (error, text) in &results[..2] {
+        assert!(
+            *error && text.contains("Read-only file system"),
+            "{results:?}"
+        );
+    }
+    assert!(results[2].0, "{results:?}");
+    assert!(!results[3].0, "{results:?}");
+    let rows = p.rows();
+    let shell: Vec<&Value> = rows
+        .iter()
+        .filter(|row| row["call"]["function"] == "Bash")
+        .collect();
+    assert!(shell.len() >= 4, "{rows:#?}");
+    for row in shell {
+        assert_eq!(row["call"]["sandboxed"], true, "{row}");
+    }
+    // Every write's intent was closed by its outcome: the after-event, which reports the
+    // rewritten command, describes the same call.
+    let open = p.attest(&["intents", "--json"], &[]);
+    assert_eq!(
+        crate::stdout(&open).trim(),
+        "[]",
+        "{}",
+        crate::stderr(&open)
+    );
+}
+
+/// The approval id in a "held for approval <id> at <link>" reason.
+fn held_id(reason: &str) -> Option<String> {
+    let rest = reason.split("held for approval ").nth(1)?;
+    Some(rest.split(' ').next()?.to_owned())
+}
+
+/// An approval round trip with the real program: with Attest approvals, the ask is held
+/// (Claude Code is told to retry once it is approved); `attest confirm ID approve`; the
+/// next session's same call runs, once: the same call again is held anew.
+#[test]
+fn an_approval_round_trip_runs_the_call_exactly_once() {
+    let Some((p, program)) = project(true, "hook:\n  approvals: attest\n  wait: 0\n") else {
+        return;
+    };
+    let added = p.attest(&["approvers", "add", "alice@acme.com", "--json"], &[]);
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let token = serde_json::from_slice::<Value>(&added.stdout).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let push = "git push origin rewrite:refs/heads/feature";
+
+    let first = claude(&p, &program, &[bash(push)], &["--allowedTools", "Bash"]);
+    assert_eq!(first.output.status.code(), Some(0), "{}", first.text());
+    let results = first.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].0, "{results:?}");
+    let id = held_id(&results[0].1).unwrap_or_else(|| panic!("not held: {results:?}"));
+    assert!(!git_has_branch(&p, "feature"));
+
+    let confirmed = p.attest(
+        &["confirm", &id, "approve"],
+        &[("ATTEST_APPROVER_TOKEN", &token)],
+    );
+    assert_eq!(confirmed.status.code(), Some(0), "{}", stderr(&confirmed));
+
+    let second = claude(
+        &p,
+        &program,
+        &[bash(push), bash(push)],
+        &["--allowedTools", "Bash"],
+    );
+    assert_eq!(second.output.status.code(), Some(0), "{}", second.text());
+    assert!(git_has_branch(&p, "feature"), "{}", second.text());
+    let results = second.tool_results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(!results[0].0, "{results:?}");
+    // Once: the approval is used; the same call again is a new request.
+    assert!(results[1].0, "{results:?}");
+    let again = held_id(&results[1].1).unwrap_or_else(|| panic!("not held: {results:?}"));
+    assert_ne!(again, id);
+
+    let rows = p.rows();
+    let ran: Vec<&Value> = rows_for(&rows, "git", "share")
+        .into_iter()
+        .filter(|row| row["execution"]["status"] == "ok")
+        .collect();
+    assert_eq!(ran.len(), 1, "{rows:#?}");
+    assert_eq!(ran[0]["action_id"], id.as_str());
+    assert_eq!(
+        ran[0]["confirm"]["approver"], "alice@acme.com",
+        "{}",
+        ran[0]
+    );
 }
