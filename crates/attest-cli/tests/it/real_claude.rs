@@ -137,6 +137,15 @@ fn rows_for<'a>(rows: &'a [Value], system: &str, verb: &str) -> Vec<&'a Value> {
 
 const FORCE_PUSH: &str = "git push --force origin rewrite:main";
 
+/// A session whose model force pushes, with `Bash` allowed by the user; the remote's
+/// `main` before it, and the session.
+fn force_push(p: &GitProject, program: &Path) -> (String, Session) {
+    let before = p.remote_main();
+    let session = claude(p, program, &[bash(FORCE_PUSH)], &["--allowedTools", "Bash"]);
+    assert_eq!(session.output.status.code(), Some(0), "{}", session.text());
+    (before, session)
+}
+
 /// The control: without Attest's hook, the same session really rewrites the remote's
 /// `main` (so the governed runs below prove the hook stopped it).
 #[test]
@@ -144,14 +153,7 @@ fn without_the_hook_the_force_push_really_rewrites_the_remote() {
     let Some((p, program)) = project(false, "") else {
         return;
     };
-    let before = p.remote_main();
-    let session = claude(
-        &p,
-        &program,
-        &[bash(FORCE_PUSH)],
-        &["--allowedTools", "Bash"],
-    );
-    assert_eq!(session.output.status.code(), Some(0), "{}", session.text());
+    let (before, session) = force_push(&p, &program);
     assert_ne!(p.remote_main(), before, "{}", session.text());
     assert_eq!(p.remote_main(), p.local("rewrite"));
     assert!(p.rows().is_empty());
@@ -165,18 +167,14 @@ fn with_the_hook_the_force_push_is_blocked_and_its_attempt_recorded() {
     let Some((p, program)) = project(true, "") else {
         return;
     };
-    let before = p.remote_main();
-    let session = claude(
-        &p,
-        &program,
-        &[bash(FORCE_PUSH)],
-        &["--allowedTools", "Bash"],
-    );
-    assert_eq!(session.output.status.code(), Some(0), "{}", session.text());
+    let (before, session) = force_push(&p, &program);
     assert_eq!(p.remote_main(), before, "{}", session.text());
     let results = session.tool_results();
     assert_eq!(results.len(), 1, "{results:?}");
-    assert!(results[0].0, "{results:?}");
+    assert!(
+        results[0].0 && results[0].1.contains("Attest"),
+        "{results:?}"
+    );
     let rows = p.rows();
     let attempts = rows_for(&rows, "git", "delete");
     assert!(!attempts.is_empty(), "no attempt recorded: {rows:#?}");
@@ -222,16 +220,9 @@ fn the_next_session_is_still_governed() {
     let Some((p, program)) = project(true, "") else {
         return;
     };
-    let before = p.remote_main();
     let first = claude(&p, &program, &[bash("git status --short")], &[]);
     assert_eq!(first.output.status.code(), Some(0), "{}", first.text());
-    let second = claude(
-        &p,
-        &program,
-        &[bash(FORCE_PUSH)],
-        &["--allowedTools", "Bash"],
-    );
-    assert_eq!(second.output.status.code(), Some(0), "{}", second.text());
+    let (before, second) = force_push(&p, &program);
     assert_eq!(p.remote_main(), before, "{}", second.text());
     let rows = p.rows();
     let runs: std::collections::BTreeSet<&str> = rows
