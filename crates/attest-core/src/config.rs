@@ -483,6 +483,10 @@ pub struct HookSettings {
     /// (`45s`); kept below the agent's own hook timeout.
     #[serde(default, with = "duration")]
     pub wait: Option<Duration>,
+    /// Run each shell command the hook lets run inside `attest sandbox`, where the agent
+    /// rewrites calls at its hook (Claude Code's `updatedInput`): the protected set is
+    /// read-only and Attest's state out of sight below the command's text [default: false].
+    pub sandbox: Option<bool>,
 }
 
 /// Who answers an `ask` that a coding agent's hook meets.

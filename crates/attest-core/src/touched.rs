@@ -30,6 +30,7 @@ pub fn call_of(action: &Action) -> Option<Call> {
             .map(|m| cut(m.trim()).to_ascii_uppercase()),
         url: extra.url.as_deref().map(|url| cut(&redact_url(url))),
         server: extra.server.as_deref().map(cut),
+        sandboxed: extra.sandboxed,
         ..Call::default()
     };
     if let Some(name) = extra.tool_name.as_deref().map(cut) {

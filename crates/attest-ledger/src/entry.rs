@@ -118,6 +118,10 @@ pub struct Call {
     /// The HTTP URL, without userinfo, query string or fragment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// A coding agent's shell command: whether it runs inside `attest sandbox` (true), or
+    /// as the agent runs it, judged by its text alone (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandboxed: Option<bool>,
 }
 
 impl Call {

@@ -126,6 +126,10 @@ fn write_call(out: &mut Vec<u8>, call: &Call) {
     let mut obj = Object::open(out);
     obj.opt_str(out, "function", call.function.as_deref());
     obj.opt_str(out, "method", call.method.as_deref());
+    if let Some(sandboxed) = call.sandboxed {
+        obj.key(out, "sandboxed");
+        out.extend_from_slice(if sandboxed { b"true" } else { b"false" });
+    }
     obj.opt_str(out, "server", call.server.as_deref());
     obj.opt_str(out, "tool", call.tool.as_deref());
     obj.opt_str(out, "url", call.url.as_deref());
@@ -535,13 +539,15 @@ mod tests {
                 proptest::option::of(text()),
                 proptest::option::of(text()),
                 proptest::option::of(text()),
+                proptest::option::of(proptest::bool::ANY),
             )
-                .prop_map(|(function, method, server, tool, url)| Call {
+                .prop_map(|(function, method, server, tool, url, sandboxed)| Call {
                     function,
                     method,
                     server,
                     tool,
                     url,
+                    sandboxed,
                 }),
         );
         let shadow = proptest::option::of(

@@ -66,6 +66,11 @@
 //! `"event": "used"` and `use` (1 for the first call), and its `confirm` names the grant's
 //! approver on channel `grant`.
 //!
+//! A row's `call` may carry `"sandboxed"` (a boolean), on a coding agent's shell command
+//! recorded by its hook: `true` when the command runs inside `attest sandbox` (the hook
+//! rewrote the call, so the protected paths are read-only below its text), `false` when it
+//! runs as the agent runs it, judged by its text alone.
+//!
 //! **The rule for additions.** A v1 body may gain fields; each new field is optional
 //! (left out when absent, so rows that do not need it keep their old bytes) and
 //! additive (it never changes what an existing field means). A verifier hashes the

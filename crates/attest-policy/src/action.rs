@@ -83,6 +83,10 @@ pub struct Extra {
     /// reasons name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_hint: Option<String>,
+    /// Set by a coding agent's hook on a shell command: whether it runs inside `attest
+    /// sandbox` (true) or as the agent runs it (false), recorded in the row's `call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandboxed: Option<bool>,
 }
 
 /// One thing an agent wants to do: the unit that policy decides and the ledger records.

@@ -47,6 +47,7 @@ mod govern;
 mod holds;
 mod install;
 mod json;
+mod sandboxed;
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -165,12 +166,50 @@ fn answer(
     }
     let settings = Config::resolve(&overrides(global, args, contract))
         .and_then(|config| govern::Settings::new(config, args, contract));
-    let settings = match settings {
+    let mut settings = match settings {
         Ok(settings) => settings,
         Err(err) => return undecided(contract, &moment, &format!("{err:#}")),
     };
+    // The program and project a sandboxed command runs under: this hook's own, in the
+    // project it entered.
+    let place = std::env::current_exe().and_then(|exe| Ok((exe, std::env::current_dir()?)));
+    let place = match place {
+        Ok(place) => Some(place),
+        Err(err) if settings.sandbox && call.tool == "Bash" => {
+            return undecided(
+                contract,
+                &moment,
+                &format!("cannot find this program and the project for the sandbox: {err}"),
+            )
+        }
+        Err(_) => None,
+    };
+    settings.shell = match &place {
+        Some((exe, project)) => {
+            sandboxed::prepare(&mut call, contract, settings.sandbox, exe, project)
+        }
+        None => (call.tool == "Bash").then_some(sandboxed::Sandboxing { sandboxed: false }),
+    };
     match &moment {
         Moment::Before => match govern::before(&settings, &call) {
+            Ok(ruling @ (Ruling::Allow(_) | Ruling::Ask(_)))
+                if settings.shell.is_some_and(|shell| shell.sandboxed)
+                    && contract.rewrites_input(&call) =>
+            {
+                // Promised to the row: the command runs inside the sandbox, or not at all.
+                let input = place
+                    .as_ref()
+                    .and_then(|(exe, project)| sandboxed::rewritten_input(&call, exe, project));
+                match input {
+                    Some(input) => contract.with_input(contract.before(&moment, &ruling), input),
+                    None => undecided(
+                        contract,
+                        &moment,
+                        "the command cannot be written to run inside the sandbox (a path is \
+                         not UTF-8)",
+                    ),
+                }
+            }
             Ok(ruling) => contract.before(&moment, &ruling),
             Err(err) => undecided(contract, &moment, &format!("{err:#}")),
         },

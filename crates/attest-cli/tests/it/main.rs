@@ -51,6 +51,8 @@ mod postgres;
 mod principals;
 mod quorum;
 mod readme;
+pub(crate) mod real_agents;
+mod real_claude;
 mod real_codex;
 mod real_gemini;
 mod recipes;

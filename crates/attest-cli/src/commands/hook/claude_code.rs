@@ -9,7 +9,8 @@
 //!
 //! Out (exit 0): before a call, `hookSpecificOutput` with `hookEventName: "PreToolUse"`,
 //! `permissionDecision` (`allow`, `deny`, `ask`) and `permissionDecisionReason` (shown to
-//! Claude on a deny, to the user on an ask). At its permission prompt
+//! Claude on a deny, to the user on an ask), and with `hook.sandbox` an `updatedInput`
+//! that runs a `Bash` command inside `attest sandbox` ([`super::sandboxed`]). At its permission prompt
 //! (`PermissionRequest`), `hookSpecificOutput.decision.behavior` `deny` with a
 //! `message`. After a call, `decision: "block"` with a `reason` (the record is missing),
 //! and `hookSpecificOutput.additionalContext` for what Claude must know.
@@ -106,6 +107,22 @@ impl Contract for ClaudeCode {
     fn timeout(&self) -> Duration {
         // A command hook's default timeout is 60 s unless its `timeout` says otherwise.
         Duration::from_secs(60)
+    }
+
+    fn rewrites_input(&self, call: &ToolCall) -> bool {
+        call.agent_tool == "Bash"
+    }
+
+    fn with_input(&self, mut answer: Value, input: Value) -> Value {
+        // `updatedInput` replaces the tool's whole input; Claude Code honours it with an
+        // allow, and with an ask it is what the person at the prompt is asked to run.
+        if let Some(out) = answer
+            .get_mut("hookSpecificOutput")
+            .filter(|out| out.get("permissionDecision").is_some())
+        {
+            out["updatedInput"] = input;
+        }
+        answer
     }
 }
 

@@ -104,6 +104,17 @@ pub(crate) trait Contract: Sync {
     /// The agent's own default hook timeout: a hook waiting for an approver answers well
     /// before it.
     fn timeout(&self) -> Duration;
+    /// Whether the agent runs `call` with the input its hook answers instead of its own
+    /// (Claude Code's `updatedInput`), so a shell command can be rewritten to run inside
+    /// `attest sandbox`.
+    fn rewrites_input(&self, _call: &ToolCall) -> bool {
+        false
+    }
+    /// `answer` (an allow or an ask) telling the agent to run the call with `input`;
+    /// only called where [`Contract::rewrites_input`] says the agent does.
+    fn with_input(&self, answer: Value, _input: Value) -> Value {
+        answer
+    }
 }
 
 /// A string field of an object.

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::counted::CountedCalls;
 use super::event::{self, AfterNote, Contract, Ruling, ToolCall};
+use super::sandboxed::Sandboxing;
 use super::{holds, pipeline, runtime};
 use crate::cli::{HookApprovalsArg, HookArgs};
 use crate::config::Config;
@@ -36,6 +37,12 @@ pub(crate) struct Settings {
     pub(crate) wait: Duration,
     /// The agent's contract.
     pub(crate) contract: &'static dyn Contract,
+    /// Whether shell commands run inside `attest sandbox` where the agent can be told to
+    /// (`hook.sandbox`).
+    pub(crate) sandbox: bool,
+    /// How this event's shell command runs (`None`: not a shell command), recorded in its
+    /// rows; set once the call is read ([`super::sandboxed::prepare`]).
+    pub(crate) shell: Option<Sandboxing>,
 }
 
 impl Settings {
@@ -64,6 +71,8 @@ impl Settings {
             approvals,
             wait,
             contract,
+            sandbox: config.file.hook.sandbox.unwrap_or(false),
+            shell: None,
             config,
         })
     }
@@ -72,7 +81,7 @@ impl Settings {
 /// The action a call describes: the agent's tool call as core's coding-agent call,
 /// detected with the configured registry, with the agent, actor and session recorded.
 pub(crate) fn action(attest: &Attest, settings: &Settings, call: &ToolCall) -> Action {
-    attest.action(ProtocolCall::CodingAgent(CodingAgentCall {
+    let mut action = attest.action(ProtocolCall::CodingAgent(CodingAgentCall {
         agent: settings.contract.name(),
         tool: &call.tool,
         input: call.input.clone(),
@@ -87,7 +96,10 @@ pub(crate) fn action(attest: &Attest, settings: &Settings, call: &ToolCall) -> A
             actor: settings.actor.as_deref(),
             ..CallContext::default()
         },
-    }))
+    }));
+    // A shell command's row says whether it runs below its text or only judged by it.
+    action.extra.sandboxed = settings.shell.map(|shell| shell.sandboxed);
+    action
 }
 
 /// `github.create`.
