@@ -20,17 +20,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use attest_core::agents::{handed_call, CallerAgent};
 use attest_core::config::ConfigError;
 use attest_core::detect::ToolHints;
-use attest_core::door::{open_binding, BindingError};
-use attest_core::setup::Overrides;
-use attest_core::verification::{CallerCheck, Judgement, JudgementSlot};
-use attest_core::{
-    error_chain, Attest, AttestError, CallContext, Cleared, FunctionCall, HandoffOutcome, McpCall,
-    Outcome, ProtocolCall, Receipt as CoreReceipt, ResumeToken, Start, ToolError,
+use attest_core::door::{
+    open_binding, Binding, BindingCall, BindingError, BindingRun, BindingStart, McpServerCall,
 };
-use attest_ledger::{SigningKey, VerifiedCheckpoint};
+use attest_core::setup::Overrides;
+use attest_core::verification::{CallerCheck, Judgement};
+use attest_core::{
+    error_chain, AttestError, HandoffOutcome, Outcome, Receipt as CoreReceipt, ResumeToken, Start,
+};
 use attest_policy::{Action, Verb};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
@@ -172,21 +171,11 @@ pub struct Judged {
 /// How a call ended, over the tool's answer as JSON.
 type CallOutcome = HandoffOutcome;
 
-/// The opened engine: the pipeline, and what `checkpoint` and held calls' links need.
-struct Opened {
-    attest: Attest,
-    key: PathBuf,
-    inbox: String,
-    /// With `agents:` configured, this instance's credential: every call is named by the
-    /// agent it proves.
-    agent: Option<Arc<CallerAgent>>,
-}
-
 /// The engine: one ledger, one policy, one approval store.
 #[napi]
 pub struct Engine {
     /// `None` once closed (or when it did not open).
-    opened: Mutex<Option<Arc<Opened>>>,
+    opened: Mutex<Option<Arc<Binding>>>,
     open_error: Option<OpenError>,
 }
 
@@ -217,14 +206,16 @@ impl Engine {
     /// The approval inbox's base URL (the configuration's, else the default address).
     #[napi(getter)]
     pub fn inbox_url(&self) -> Option<String> {
-        self.opened().ok().map(|opened| opened.inbox.clone())
+        self.opened()
+            .ok()
+            .map(|opened| opened.inbox_url().to_owned())
     }
 
     /// The page where a person signs in and decides request `id`.
     #[napi]
     pub fn request_link(&self, id: String) -> Result<String> {
         let opened = self.opened().map_err(failure)?;
-        Ok(attest_core::door::request_link(&opened.inbox, &id))
+        Ok(opened.request_link(&id))
     }
 
     /// Decides a call and, when it is cleared, resolves with it ready to run; with
@@ -245,7 +236,7 @@ impl Engine {
             Err(closed) => return Ok(Started::error(closed, None)),
         };
         let presented = parse_json(&params, "params")?;
-        let action = describe(&opened.attest, &spec, presented.clone())?;
+        let action = describe(&opened, &spec, presented.clone())?;
         let start = match token {
             Some(token) => Start::retry(&ResumeToken::new(token), action),
             None => action.into(),
@@ -277,14 +268,9 @@ impl Engine {
             Ok(opened) => opened,
             Err(closed) => return Ok(Started::error(closed, None)),
         };
-        let mut action = describe(&opened.attest, &spec, parse_json(&params, "params")?)?;
+        let action = describe(&opened, &spec, parse_json(&params, "params")?)?;
         let result = result.map(|text| parse_json(&text, "result")).transpose()?;
-        if let Some(agent) = &opened.agent {
-            if let Err(refusal) = agent.name(&mut action).await {
-                return Ok(Started::failed(&AttestError::Agent(refusal)));
-            }
-        }
-        Ok(match opened.attest.record(action, result.as_ref()).await {
+        Ok(match opened.record(action, result.as_ref()).await {
             Ok(receipt) => Started::ended("recorded", String::new(), Some(&receipt)),
             Err(err) => Started::failed(&err),
         })
@@ -295,16 +281,11 @@ impl Engine {
     #[napi]
     pub async fn request(&self, id: String) -> Result<String> {
         let opened = self.opened().map_err(failure)?;
-        let attest = opened.attest.clone();
         // The approval store's calls block: run them off the runtime's worker threads.
-        let summary = tokio::task::spawn_blocking(move || {
-            let store = attest.approvals()?;
-            let request = store.get_by_id(&id).map_err(AttestError::Approval)?;
-            Ok::<_, AttestError>(request.summary())
-        })
-        .await
-        .map_err(|err| failure(err.to_string()))?
-        .map_err(|err| failure(error_chain(&err)))?;
+        let summary = tokio::task::spawn_blocking(move || opened.request(&id))
+            .await
+            .map_err(|err| failure(err.to_string()))?
+            .map_err(|err| failure(error_chain(&err)))?;
         Ok(summary.to_string())
     }
 
@@ -313,10 +294,10 @@ impl Engine {
     #[napi]
     pub async fn checkpoint(&self) -> Result<String> {
         let opened = self.opened().map_err(failure)?;
-        tokio::task::spawn_blocking(move || checkpoint(&opened))
+        tokio::task::spawn_blocking(move || opened.checkpoint())
             .await
             .map_err(|err| failure(err.to_string()))?
-            .map_err(failure)
+            .map_err(|err| failure(error_chain(&err)))
     }
 
     /// Closes the engine: later calls fail with "this Attest is closed"; calls already
@@ -328,7 +309,7 @@ impl Engine {
         }
     }
 
-    fn opened(&self) -> std::result::Result<Arc<Opened>, String> {
+    fn opened(&self) -> std::result::Result<Arc<Binding>, String> {
         let opened = self
             .opened
             .lock()
@@ -354,9 +335,7 @@ pub struct Started {
     params: Option<String>,
     edited: bool,
     /// The suspended pipeline of a call cleared to run, until its tool answers.
-    running: Mutex<Option<Cleared>>,
-    /// Where the caller's own check leaves its judgement, when it brought one.
-    judged: Option<JudgementSlot>,
+    running: Mutex<Option<BindingRun>>,
 }
 
 #[napi]
@@ -435,19 +414,14 @@ impl Started {
             }
             Some(_) => None,
         };
-        if let (Some(slot), Some(judged)) = (&self.judged, judged) {
-            if let Ok(mut slot) = slot.lock() {
-                *slot = Some(judged);
-            }
-        }
-        self.answer(Ok(value)).await
+        self.answer(Ok(value), judged).await
     }
 
     /// The tool threw: `error` names the failure (only its hash is recorded); resolves
     /// with the failed execution's receipt.
     #[napi]
     pub async fn fail(&self, error: String) -> Result<Receipt> {
-        self.answer(Err(error)).await
+        self.answer(Err(error), None).await
     }
 }
 
@@ -476,7 +450,6 @@ impl Started {
             params: None,
             edited: false,
             running: Mutex::new(None),
-            judged: None,
         }
     }
 
@@ -506,15 +479,18 @@ impl Started {
         started
     }
 
-    async fn answer(&self, answer: std::result::Result<Value, String>) -> Result<Receipt> {
+    async fn answer(
+        &self,
+        answer: std::result::Result<Value, String>,
+        judged: Option<Judgement>,
+    ) -> Result<Receipt> {
         let running = self
             .running
             .lock()
             .map_err(|_| failure("the call's state was poisoned"))?
             .take()
             .ok_or_else(|| failure("this call was already finished, or was not cleared to run"))?;
-        // Once the tool has run, the call ends `Ran` or `Failed`: either way, its row.
-        match running.finish(answer.map_err(ToolError::from)).await {
+        match running.finish(answer, judged).await {
             Ok(outcome) => Ok(Receipt::from(outcome.receipt())),
             Err(err) => Err(failure(error_chain(&err))),
         }
@@ -522,7 +498,7 @@ impl Started {
 }
 
 /// Opens the engine from `options` through core's setup.
-fn open(options: EngineOptions) -> std::result::Result<Opened, OpenError> {
+fn open(options: EngineOptions) -> std::result::Result<Binding, OpenError> {
     let wait = options
         .wait
         .map(Duration::try_from_secs_f64)
@@ -547,124 +523,71 @@ fn open(options: EngineOptions) -> std::result::Result<Opened, OpenError> {
     };
     // The identity provider's keys are fetched now, once (on napi's runtime; the
     // constructor is synchronous): an instance that could not check a JWT does not open.
-    let binding =
-        napi::bindgen_prelude::block_on(open_binding(&overrides, agent_token)).map_err(|err| {
-            OpenError {
-                kind: match err {
-                    BindingError::Config(ConfigError::Policy { .. }) => "PolicyError",
-                    _ => "ConfigError",
-                }
-                .to_owned(),
-                message: error_chain(&err),
+    napi::bindgen_prelude::block_on(open_binding(&overrides, agent_token)).map_err(|err| {
+        OpenError {
+            kind: match err {
+                BindingError::Config(ConfigError::Policy { .. }) => "PolicyError",
+                _ => "ConfigError",
             }
-        })?;
-    Ok(Opened {
-        attest: binding.attest,
-        key: binding.key,
-        inbox: binding.inbox,
-        agent: binding.agent,
+            .to_owned(),
+            message: error_chain(&err),
+        }
     })
 }
 
-/// The action a call describes, as core describes a framework's function call with the
-/// configured registry: the caller's system and verb when both are given, else detection.
-fn describe(attest: &Attest, spec: &CallSpec, params: Value) -> Result<Action> {
+/// The action a call describes ([`Binding::describe`]).
+fn describe(binding: &Binding, spec: &CallSpec, params: Value) -> Result<Action> {
     let verb = spec
         .verb
         .as_deref()
         .map(str::parse::<Verb>)
         .transpose()
         .map_err(|err| Error::new(Status::InvalidArg, err.to_string()))?;
-    let context = CallContext {
-        run: spec.run_id.as_deref(),
-        target: spec.target.as_deref(),
-        ..CallContext::default()
-    };
-    let call = match spec.mcp_server.as_deref() {
-        Some(server) => ProtocolCall::Mcp(McpCall {
-            server,
-            server_named: spec.mcp_server_named.unwrap_or(false),
-            tool: &spec.name,
-            arguments: params,
-            annotations: ToolHints {
+    let call = BindingCall {
+        name: spec.name.clone(),
+        system: spec.system.clone(),
+        verb,
+        target: spec.target.clone(),
+        framework: spec.framework.clone(),
+        run: spec.run_id.clone(),
+        mcp: spec.mcp_server.as_ref().map(|server| McpServerCall {
+            server: server.clone(),
+            named: spec.mcp_server_named.unwrap_or(false),
+            hints: ToolHints {
                 read_only: spec.read_only_hint,
                 destructive: spec.destructive_hint,
                 idempotent: spec.idempotent_hint,
             },
-            meta: None,
-            context,
-        }),
-        None => ProtocolCall::Function(FunctionCall {
-            framework: spec.framework.as_deref(),
-            name: &spec.name,
-            arguments: params,
-            server: None,
-            system: spec.system.as_deref(),
-            verb,
-            context,
         }),
     };
-    Ok(attest.action(call))
+    Ok(binding.describe(&call, params))
 }
 
-/// The one governed call every entry point makes: runs the pipeline until it asks for
-/// the tool (resolving `run`) or ends without it; `key` is the caller's idempotency key
-/// ([`attest_core::Call::idempotency_key`]). With agents configured, the call is named
-/// by the agent this instance's credential proves now, or refused.
+/// The one governed call every entry point makes ([`Binding::start`]): resolves `run`
+/// once the pipeline asks for the tool, else how the call ended without it.
 async fn governed(
-    opened: &Opened,
+    binding: &Binding,
     start: Start,
     presented: Option<Value>,
     check: Option<CheckSpec>,
     key: Option<String>,
 ) -> Started {
-    let kind = check.and_then(|check| match (check.read_back, check.verify) {
-        (Some(name), _) => Some(CallerCheck::ReadBack { name }),
-        (None, Some(true)) => Some(CallerCheck::Verify),
-        (None, _) => None,
-    });
-    let (call, slot) = handed_call(
-        &opened.attest,
-        opened.agent.clone(),
-        start,
-        key,
-        kind.as_ref(),
-    );
-    match call.cleared().await {
-        Ok(cleared) => Started {
+    let check =
+        check.and_then(|check| CallerCheck::chosen(check.verify == Some(true), check.read_back));
+    match binding.start(start, check, key).await {
+        BindingStart::Run(run) => Started {
             status: "run".to_owned(),
             message: None,
             request_id: None,
             token: None,
             approver: None,
             receipt: None,
-            edited: presented.as_ref() != Some(&cleared.params),
-            params: Some(cleared.params.to_string()),
-            running: Mutex::new(Some(cleared)),
-            judged: kind.map(|_| slot),
+            edited: presented.as_ref() != Some(run.params()),
+            params: Some(run.params().to_string()),
+            running: Mutex::new(Some(run)),
         },
-        Err(Ok(outcome)) => Started::not_run(outcome),
-        Err(Err(err)) => Started::failed(&err),
-    }
-}
-
-/// Signs a checkpoint of the ledger's current head (blocking).
-fn checkpoint(opened: &Opened) -> std::result::Result<String, String> {
-    let key = SigningKey::load(&opened.key).map_err(|err| error_chain(&err))?;
-    match opened
-        .attest
-        .ledger()
-        .checkpoint_verified(&key, &[])
-        .map_err(|err| error_chain(&err))?
-    {
-        VerifiedCheckpoint::Signed { checkpoint, .. } => Ok(checkpoint.note),
-        VerifiedCheckpoint::Refused(report) => {
-            let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
-            Err(format!(
-                "the ledger does not verify ({}); no checkpoint was signed",
-                problems.join("; ")
-            ))
-        }
+        BindingStart::Ended(Ok(outcome)) => Started::not_run(outcome),
+        BindingStart::Ended(Err(err)) => Started::failed(&err),
     }
 }
 

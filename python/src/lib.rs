@@ -25,7 +25,8 @@ use serde_json::Value;
 
 use attest_core::setup::Overrides;
 use attest_core::verification::{CallerCheck as CheckKind, Judgement};
-use engine::{CallOutcome, CallSpec, Engine as CoreEngine, EngineError, Started};
+use attest_core::HandoffOutcome as CallOutcome;
+use engine::{CallSpec, Engine as CoreEngine, EngineError, Started};
 
 pyo3::create_exception!(
     _attest,
@@ -295,14 +296,11 @@ impl Engine {
         read_back: Option<String>,
         idempotency_key: Option<String>,
     ) -> PyResult<Running> {
-        let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
+        let spec = call_spec(name, system, parse_verb(verb)?, target, framework, run_id);
         let presented = parse_json(params, "params")?;
         let action = self.inner.action(&spec, presented.clone());
-        let check = check_kind(verify, read_back);
-        let started = py.detach(|| match token {
-            Some(token) => self.inner.resume_action(token, action, check),
-            None => self.inner.start(action, check, idempotency_key),
-        });
+        let check = CheckKind::chosen(verify, read_back);
+        let started = py.detach(|| self.inner.start(action, token, check, idempotency_key));
         cleared(py, started, Some(&presented))
     }
 
@@ -316,7 +314,7 @@ impl Engine {
         verify: bool,
         read_back: Option<String>,
     ) -> PyResult<Running> {
-        let check = check_kind(verify, read_back);
+        let check = CheckKind::chosen(verify, read_back);
         let started = py.detach(|| self.inner.resume(token, check));
         cleared(py, started, None)
     }
@@ -345,7 +343,7 @@ impl Engine {
         framework: Option<String>,
         run_id: Option<String>,
     ) -> PyResult<Receipt> {
-        let spec = CallSpec::new(name, system, parse_verb(verb)?, target, framework, run_id);
+        let spec = call_spec(name, system, parse_verb(verb)?, target, framework, run_id);
         let action = self.inner.action(&spec, parse_json(params, "params")?);
         let result = result.map(|text| parse_json(text, "result")).transpose()?;
         let receipt = py.detach(|| self.inner.record(action, result));
@@ -361,7 +359,7 @@ impl Engine {
 
     /// The page where a person signs in and decides request `id`.
     fn request_link(&self, id: &str) -> String {
-        attest_core::door::request_link(self.inner.inbox_url(), id)
+        self.inner.request_link(id)
     }
 
     /// Signs a checkpoint of the ledger's head with the signing key; returns the note.
@@ -371,12 +369,23 @@ impl Engine {
     }
 }
 
-/// The caller's own check: a read-back (by its name) beats a yes/no `verify`, as in core.
-fn check_kind(verify: bool, read_back: Option<String>) -> Option<CheckKind> {
-    match (read_back, verify) {
-        (Some(name), _) => Some(CheckKind::ReadBack { name }),
-        (None, true) => Some(CheckKind::Verify),
-        (None, false) => None,
+/// The call as the Python side names it.
+fn call_spec(
+    name: String,
+    system: Option<String>,
+    verb: Option<Verb>,
+    target: Option<String>,
+    framework: Option<String>,
+    run: Option<String>,
+) -> CallSpec {
+    CallSpec {
+        name,
+        system,
+        verb,
+        target,
+        framework,
+        run,
+        mcp: None,
     }
 }
 
@@ -397,8 +406,8 @@ fn parse_json(text: &str, what: &str) -> PyResult<Value> {
 fn cleared(py: Python<'_>, started: Started, presented: Option<&Value>) -> PyResult<Running> {
     match started {
         Started::Run(running) => Ok(Running {
-            params: running.params.to_string(),
-            edited: presented != Some(&running.params),
+            params: running.params().to_string(),
+            edited: presented != Some(running.params()),
             inner: Mutex::new(Some(running)),
         }),
         Started::Done(Err(err)) => Err(core_error(py, err)),

@@ -170,6 +170,9 @@ fn judge_when(
         None if when.reads_time => return None,
         None => DateTime::<Utc>::UNIX_EPOCH,
     };
+    if let Some(held) = when.judge_natively(facts) {
+        return Some(held);
+    }
     // Built by the first condition the call reaches, for every later one.
     let history = moment.asks_history.then_some(moment.history);
     let scope = scope.get_or_insert_with(|| Scope::new(facts, now, moment.calendars, history));

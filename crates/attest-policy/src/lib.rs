@@ -72,6 +72,7 @@ mod sets;
 mod verdict;
 mod vocabulary;
 mod when;
+mod when_native;
 
 pub use action::{Action, Extra, Source};
 pub use approval::{Escalation, Quorum, QuorumGroup};

@@ -31,6 +31,7 @@ use crate::calendar::Calendars;
 use crate::de::Word;
 use crate::history::{questions, Fact, History, Question, Whose};
 use crate::rule::Facts;
+use crate::when_native::{Native, Said};
 use crate::Decision;
 
 /// The names an expression may read.
@@ -63,6 +64,9 @@ pub(crate) struct When {
     pub(crate) calendars: Vec<String>,
     /// The history questions it asks (`run.did(…)`, `run.touched(…)`, …).
     pub(crate) questions: Vec<Question>,
+    /// Its native form, when it is in the subset [`Native`] judges without the
+    /// interpreter (which still judges every call the native form is unsure of).
+    pub(crate) native: Option<Arc<Native>>,
 }
 
 impl std::fmt::Debug for When {
@@ -109,7 +113,9 @@ impl Word for When {
         let calendars = calendar_names(source);
         let questions =
             questions(program.expression()).map_err(|e| format!("when: {source:?}: {e}"))?;
+        let native = Native::compile(&program.expression().expr).map(Arc::new);
         Ok(When {
+            native,
             questions,
             source: source.to_owned(),
             reads_params: variables.contains(&"params"),
@@ -273,6 +279,16 @@ fn ask(function: &str, history: Option<&History>, args: &[Value]) -> Result<Valu
 }
 
 impl When {
+    /// Judges the expression natively, when it can: `None` sends the call to the
+    /// interpreter ([`When::judge`]).
+    pub(crate) fn judge_natively(&self, facts: &Facts<'_>) -> Option<Held> {
+        match self.native.as_ref()?.judge(facts) {
+            Said::True => Some(Held::Yes),
+            Said::False => Some(Held::No),
+            Said::Unsure => None,
+        }
+    }
+
     /// Judges the expression over the call's variables.
     pub(crate) fn judge(&self, scope: &Scope) -> Held {
         match self.program.execute(&scope.0) {

@@ -986,6 +986,34 @@ fn a_configured_registry_entry_reads_alike_through_every_door() {
             "hook {agent}: {row}"
         );
     }
+    // The MCP server's `attest_decide` (an agent asking before it acts) answers the same.
+    if crate::mcp::python_with("mcp") {
+        let plan = json!({"calls": [
+            {"tool": "attest_decide", "args": {"tool": "frobnicate_gadget", "params": {}}},
+        ]});
+        std::fs::write(path.join("plan.json"), plan.to_string()).unwrap();
+        let output = Command::new(crate::python())
+            .arg(crate::mcp::py("mcp_driver.py"))
+            .arg(path.join("plan.json"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_attest"))
+            .args(crate::store_args(
+                path,
+                &["--ledger", "ledger.sqlite", "mcp-server"],
+            ))
+            .current_dir(path)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "mcp-server: {}", stderr(&output));
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let decided: Value =
+            serde_json::from_str(report["calls"][0]["text"].as_str().unwrap_or("null")).unwrap();
+        assert_eq!(
+            (&decided["system"], &decided["verb"], &decided["decision"]),
+            (&json!("widgets"), &json!("delete"), &json!("refuse")),
+            "mcp-server attest_decide: {report}"
+        );
+    }
     // The gateway refuses the delete on the widgets API before forwarding it.
     if curl_missing() {
         return;

@@ -372,6 +372,22 @@ async fn metrics_parse_with_the_prometheus_client_and_count_the_ledger() {
             .any(|s| s["labels"] == serde_json::json!({"decision": "refuse"}) && s["value"] == 1.0),
         "{samples:#?}"
     );
+    // Actions as the dashboard counts them: an intent and its outcome are one.
+    let actions = &families["attest_actions"];
+    assert_eq!(actions["type"], "counter", "{families:#}");
+    let by_decision = |name: &str| -> f64 {
+        actions["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["name"] == "attest_actions_total")
+            .filter(|s| name.is_empty() || s["labels"] == serde_json::json!({"decision": name}))
+            .map(|s| s["value"].as_f64().unwrap())
+            .sum()
+    };
+    assert_eq!(by_decision(""), known.actions as f64, "{actions:#}");
+    assert!(known.actions < known.entries, "the ledger has stage rows");
+    assert_eq!(by_decision("refuse"), 1.0, "{actions:#}");
     let systems = &families["attest_entries_by_system"]["samples"];
     assert!(
         systems

@@ -29,6 +29,17 @@ pub enum CallerCheck {
     },
 }
 
+impl CallerCheck {
+    /// The check a caller brought: a read-back (by its name) beats a yes/no `verify`.
+    pub fn chosen(verify: bool, read_back: Option<String>) -> Option<CallerCheck> {
+        match (read_back, verify) {
+            (Some(name), _) => Some(CallerCheck::ReadBack { name }),
+            (None, true) => Some(CallerCheck::Verify),
+            (None, false) => None,
+        }
+    }
+}
+
 /// What the caller's check said about the result.
 #[derive(Debug, Clone)]
 pub enum Judgement {

@@ -428,6 +428,7 @@ async fn metrics(State(state): State<Shared>, request: Request) -> Response {
                 .map(|d| d.as_secs_f64())
         };
         let scrape = crate::review::metrics::Scrape {
+            actions: review.model.actions_by_decision()?,
             pending: store.and_then(|s| s.pending().ok()).map(|p| p.len() as u64),
             seq: generation,
             last_verify: secs(&status.last_incremental_check),

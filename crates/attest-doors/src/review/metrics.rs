@@ -10,7 +10,10 @@
 //! - `attest_pipeline_seconds` and `attest_append_seconds`: histograms of one action's
 //!   whole pipeline and of one ledger append, in this process, from the pipeline's
 //!   tracing spans (see [`super::telemetry`]);
-//! - on `serve` only, from its dashboard: `attest_pending_approvals`,
+//! - on `serve` only, from its dashboard: `attest_actions_total{decision}` (actions as
+//!   the dashboard counts them: a write's intent and its outcome are one action, counted
+//!   by its latest row; only `serve` folds the rows that tell them apart),
+//!   `attest_pending_approvals`,
 //!   `attest_last_verify_timestamp_seconds`, `attest_last_full_verify_timestamp_seconds`,
 //!   `attest_chain_broken`, `attest_chain_first_broken_seq`, `attest_ledger_seq`.
 //!
@@ -68,6 +71,7 @@ impl std::fmt::Debug for Metrics {
 /// The dashboard's figures `serve` adds when it is scraped.
 #[derive(Debug, Default)]
 pub(crate) struct Scrape {
+    pub(crate) actions: BTreeMap<String, u64>,
     pub(crate) pending: Option<u64>,
     pub(crate) seq: u64,
     pub(crate) last_verify: Option<f64>,
@@ -178,6 +182,18 @@ impl Metrics {
             self.append.clone(),
         );
         if let Some(scrape) = serve {
+            registry.register(
+                "attest_actions",
+                "Actions by decision, as the dashboard counts them (a write's intent and outcome are one)",
+                counted(scrape.actions.iter().map(|(decision, n)| {
+                    (
+                        Decision {
+                            decision: decision.clone(),
+                        },
+                        *n,
+                    )
+                })),
+            );
             if let Some(pending) = scrape.pending {
                 registry.register(
                     "attest_pending_approvals",

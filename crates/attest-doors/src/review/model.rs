@@ -517,6 +517,18 @@ impl ReadModel {
         })
     }
 
+    /// Actions by decision, as the dashboard counts them ([`ReadModel::summary`]'s
+    /// `actions.decision`): each action once, by its latest row, so a write's intent and
+    /// its outcome are one. Folds what it has not seen yet (at most [`FOLD_PER_POLL`]
+    /// rows; the background fill does the rest).
+    pub(crate) fn actions_by_decision(&self) -> Result<BTreeMap<String, u64>, LedgerError> {
+        let generation = self.generation()?;
+        self.catch_up_at_most(generation, FOLD_PER_POLL)?;
+        let counts = self.ledger.counts()?;
+        let state = self.lock();
+        Ok(less(&counts.by_decision, Some(&state.completed.decision)))
+    }
+
     /// Whether list `kind` is read from the indexed columns (else from the fold).
     pub(crate) fn indexed(kind: ListKind) -> bool {
         matches!(kind, ListKind::Refused | ListKind::Unverified)
