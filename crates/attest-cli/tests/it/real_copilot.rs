@@ -305,7 +305,7 @@ fn copilot_force_push_is_blocked_and_its_attempt_recorded_under_the_session() {
         .find(|row| row["system"] == "git" && row["decision"] != "act")
         .unwrap_or_else(|| panic!("no row for the force push: {rows:#?}\n{shown}"));
     assert_eq!(push["run_id"], session, "{push:#}");
-    assert_ne!(push["execution"]["status"], "ran", "{push:#}");
+    assert_ne!(push["execution"]["status"], "ok", "{push:#}");
 }
 
 /// Issue 48: a read through Copilot's `view` tool runs (the model gets the file) and is
@@ -331,8 +331,10 @@ fn copilot_read_is_allowed_and_recorded() {
     );
     let rows = rig.ledger();
     assert!(
-        rows.iter()
-            .any(|row| row["run_id"] == session && row["execution"]["status"] == "ran"),
+        rows.iter().any(|row| row["run_id"] == session
+            && row["verb"] == "read"
+            && row["decision"] == "act"
+            && row["execution"]["status"] == "ok"),
         "no row for the read: {rows:#?}\n{shown}"
     );
 }
