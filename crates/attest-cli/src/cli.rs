@@ -1172,6 +1172,15 @@ pub(crate) enum HookCommand {
     /// written atomically, the previous one kept beside it as `<file>.attest-backup`; a
     /// file that is not valid JSON is refused untouched.
     Install(InstallArgs),
+    /// Say whether the agent will run Attest's hook: installed, trusted, loaded.
+    ///
+    /// Read from the agent's own files: its hook settings (installed), its trust store
+    /// (trusted: Copilot CLI's trusted folders, Codex's project and hook trust, Gemini
+    /// CLI's trusted folders), and what makes it skip or break a hook (loaded: hooks
+    /// switched off in its settings, a hook program it cannot find, an Attest
+    /// configuration that does not load). Names every file it read; exits 1 when any of
+    /// the three is missing.
+    Doctor(DoctorArgs),
 }
 
 /// Which coding agent a hook answers, or whose settings `hook install` edits.
@@ -1250,6 +1259,19 @@ pub(crate) struct InstallArgs {
     /// binary's absolute path: a desktop agent's PATH may lack the folder it is in].
     #[arg(long, value_name = "PROGRAM")]
     pub(crate) program: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// The agent to check.
+    #[arg(value_enum)]
+    pub(crate) agent: AgentKind,
+    /// The project directory [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// The report as one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -41,6 +41,7 @@ mod codex;
 mod copilot;
 mod counted;
 mod cursor;
+mod doctor;
 mod event;
 mod gemini;
 mod govern;
@@ -70,6 +71,7 @@ const MAX_EVENT_BYTES: u64 = 16 * 1024 * 1024;
 pub(crate) fn run(global: &Global, command: &HookCommand) -> anyhow::Result<ExitCode> {
     let (kind, args) = match command {
         HookCommand::Install(args) => return install::run(global, args),
+        HookCommand::Doctor(args) => return doctor::run(global, args),
         HookCommand::ClaudeCode(args) => (AgentKind::ClaudeCode, args),
         HookCommand::Codex(args) => (AgentKind::Codex, args),
         HookCommand::Gemini(args) => (AgentKind::Gemini, args),

@@ -392,7 +392,7 @@ fn the_attest_folder_stays_out_of_git_status_but_the_configuration_does_not() {
 fn an_install_says_when_the_agent_will_not_load_the_hook_until_trusted() {
     for (agent, says) in [
         ("codex", Some("codex exec")),
-        ("copilot", Some("trusted_folders")),
+        ("copilot", Some("trustedFolders")),
         ("gemini", Some("trustedFolders.json")),
         ("claude-code", None),
         ("cursor", None),

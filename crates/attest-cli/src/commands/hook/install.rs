@@ -219,16 +219,16 @@ enum Trust {
 }
 
 /// Where and how an agent keeps its hooks.
-struct Layout {
+pub(super) struct Layout {
     /// `attest hook <cli_name>`.
     cli_name: &'static str,
     /// The project's settings file, relative to the project directory.
-    project: &'static str,
+    pub(super) project: &'static str,
     /// The user's settings file, relative to the home directory (`None`: the agent has
     /// no user-level hooks file).
-    user: Option<&'static str>,
+    pub(super) user: Option<&'static str>,
     /// The events Attest's entry is added to.
-    events: &'static [&'static str],
+    pub(super) events: &'static [&'static str],
     /// Events an earlier version of Attest installed into and no longer does: its entry
     /// there is taken out (another event now records those calls, and a call must not be
     /// recorded twice).
@@ -256,7 +256,7 @@ enum Shape {
 }
 
 impl Layout {
-    fn of(agent: AgentKind) -> Layout {
+    pub(super) fn of(agent: AgentKind) -> Layout {
         match agent {
             // https://code.claude.com/docs/en/hooks: settings.json `hooks`, matcher `*`.
             AgentKind::ClaudeCode => Layout {
@@ -356,14 +356,19 @@ impl Layout {
                 events: &["preToolUse", "postToolUse"],
                 retired: &[],
                 shape: Shape::Bash,
-                // Copilot CLI loads a repository's hooks only in a folder the user trusted.
+                // Copilot CLI 1.0.102 loads a repository's hooks only in a folder listed (or
+                // below one listed) in `trustedFolders` of $COPILOT_HOME/config.json, or for
+                // one run with `--trust-folder` or COPILOT_ALLOW_ALL=true exactly; seen on the
+                // real program (real_copilot.rs). `trustedFolders` in settings.json is ignored.
                 trust: Trust::Project,
                 project_note: "",
                 trust_note: "GitHub Copilot CLI loads a repository's hooks only in a folder \
                     you trust: start `copilot` in {dir} and trust the folder when it asks, or \
-                    add {dir} to `trusted_folders` in ~/.copilot/config.json. With tools \
-                    allowed in an untrusted folder (`--allow-all-tools`, `COPILOT_ALLOW_ALL`), \
-                    no hook runs and nothing is recorded.",
+                    add {dir} to `trustedFolders` in ~/.copilot/config.json ($COPILOT_HOME/\
+                    config.json). `--trust-folder` or COPILOT_ALLOW_ALL=true (exactly \"true\") \
+                    trust it for one run; with tools allowed otherwise (`--allow-all-tools`, \
+                    COPILOT_ALLOW_ALL=1) in an untrusted folder, no hook runs and nothing is \
+                    recorded. `attest hook doctor copilot` checks it.",
             },
         }
     }
@@ -395,7 +400,7 @@ impl Layout {
     }
 
     /// Whether `entry` is Attest's own: one of its commands runs `attest hook <agent>`.
-    fn is_ours(&self, entry: &Value) -> bool {
+    pub(super) fn is_ours(&self, entry: &Value) -> bool {
         let mut commands = Vec::new();
         for key in ["command", "bash"] {
             commands.extend(entry.get(key).and_then(Value::as_str));
