@@ -39,6 +39,9 @@ pub const ERASED: &str = "erased";
 /// The prefix of a preview field's path in [`Sealed::fields`].
 const PREVIEW: &str = "params_preview.";
 
+/// A kept key as the store lists it: the subject's blind index, and the key.
+pub(crate) type KeptKey = ([u8; 32], [u8; 32]);
+
 /// A subject's key as the store hands it out: the blind index it is kept under, and the
 /// key. Never printed.
 #[derive(Clone)]

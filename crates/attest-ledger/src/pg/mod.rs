@@ -240,7 +240,7 @@ impl Store for PgStore {
         off_runtime(|| self.stored_subject_key(index, fresh))
     }
 
-    fn subject_keys(&self) -> Result<Vec<([u8; 32], [u8; 32])>, LedgerError> {
+    fn subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError> {
         off_runtime(|| self.all_subject_keys())
     }
 

@@ -41,7 +41,7 @@ impl PgStore {
     }
 
     /// Every key kept for this tenant, by blind index.
-    pub(crate) fn all_subject_keys(&self) -> Result<Vec<([u8; 32], [u8; 32])>, LedgerError> {
+    pub(crate) fn all_subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError> {
         let mut client = self.client()?;
         let rows = client
             .with(|client| {

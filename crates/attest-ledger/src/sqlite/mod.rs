@@ -569,7 +569,7 @@ impl Store for SqliteStore {
         self.stored_subject_key(index, fresh)
     }
 
-    fn subject_keys(&self) -> Result<Vec<([u8; 32], [u8; 32])>, LedgerError> {
+    fn subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError> {
         self.all_subject_keys()
     }
 

@@ -46,7 +46,7 @@ impl SqliteStore {
 
     /// Every key kept, by blind index; none when the table is missing (a file of an
     /// older schema, opened read-only and so not upgraded).
-    pub(crate) fn all_subject_keys(&self) -> Result<Vec<([u8; 32], [u8; 32])>, LedgerError> {
+    pub(crate) fn all_subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError> {
         let conn = self.lock();
         let during = "reading the subject keys";
         let exists: bool = conn
@@ -94,7 +94,7 @@ impl SqliteStore {
 }
 
 /// A stored (blind index, key) pair, both 32 bytes.
-pub(crate) fn pair(index: &[u8], key: &[u8]) -> Result<([u8; 32], [u8; 32]), LedgerError> {
+pub(crate) fn pair(index: &[u8], key: &[u8]) -> Result<crate::erasure::KeptKey, LedgerError> {
     match (<[u8; 32]>::try_from(index), <[u8; 32]>::try_from(key)) {
         (Ok(index), Ok(key)) => Ok((index, key)),
         _ => Err(LedgerError::Internal(

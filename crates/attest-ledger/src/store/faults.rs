@@ -187,7 +187,7 @@ impl Store for Faulty {
         self.inner.subject_key(index, fresh)
     }
 
-    fn subject_keys(&self) -> Result<Vec<([u8; 32], [u8; 32])>, LedgerError> {
+    fn subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError> {
         self.inner.subject_keys()
     }
 

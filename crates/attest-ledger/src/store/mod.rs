@@ -109,7 +109,7 @@ pub(crate) trait Store: Send + Sync {
 
     /// Every subject key kept, by blind index (none: an older schema without the table,
     /// opened read-only).
-    fn subject_keys(&self) -> Result<Vec<([u8; 32], [u8; 32])>, LedgerError>;
+    fn subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError>;
 
     /// Whether a commit whose outcome was unknown may still land later (a server
     /// finishing a statement after the connection broke). A store where it cannot
