@@ -103,6 +103,8 @@ fn record(n: u64) -> Record {
         imported: None,
         shadow: None,
         grant: None,
+        sealed: None,
+        erasure: None,
     }
 }
 

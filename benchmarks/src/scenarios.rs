@@ -107,6 +107,8 @@ pub(crate) fn record(n: u64) -> Record {
         imported: None,
         shadow: None,
         grant: None,
+        sealed: None,
+        erasure: None,
     }
 }
 

@@ -135,6 +135,14 @@ pub(crate) enum Command {
     /// Says how many entries it will remove and asks on a terminal; without one, needs
     /// --yes.
     Prune(PruneArgs),
+    /// Erase a person's sealed fields: destroy their key and record the erasure.
+    ///
+    /// Deletes the key the subject's personal fields were sealed under (`personal:` in
+    /// the configuration) and appends an erasure row naming the subject's blind index,
+    /// who asked and how many rows were sealed, in one transaction. The chain still
+    /// verifies; those fields read `erased` in every view. Exit 0: erased; 3: nothing to
+    /// erase (erased before, or no sealed rows); 2: an error.
+    Erase(EraseArgs),
     /// The configuration file: check it and show the effective settings.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -548,6 +556,20 @@ pub(crate) struct VerifyProofArgs {
     pub(crate) file: PathBuf,
     #[command(flatten)]
     pub(crate) trust: TrustArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct EraseArgs {
+    /// The subject, as the configured rule reads it (an e-mail address, a customer id);
+    /// compared trimmed and in lower case.
+    #[arg(long, value_name = "SUBJECT")]
+    pub(crate) subject: String,
+    /// Who asked for the erasure (a person, a ticket): recorded in the erasure row.
+    #[arg(long, value_name = "WHO")]
+    pub(crate) requested_by: String,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -1400,6 +1422,7 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
             "agents",
             "copy",
             "prune",
+            "erase",
             "import",
         ],
     ),

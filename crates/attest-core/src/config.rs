@@ -210,6 +210,9 @@ pub struct ConfigFile {
     /// call's agent by its credential (an `attest agents add` token, or a JWT from the
     /// organisation's identity provider), never by a label.
     pub agents: Option<AgentSettings>,
+    /// Personal fields sealed under their subject's key, so a subject can be erased
+    /// (`attest erase`) while the chain still verifies. Absent: nothing is sealed.
+    pub personal: Option<crate::personal::PersonalSettings>,
 }
 
 /// Authenticated agents (`agents:`).

@@ -57,6 +57,7 @@ mod gate;
 pub mod http_body;
 mod intents;
 mod liveness;
+pub mod personal;
 mod pipeline;
 pub mod protected;
 mod protocol_call;

@@ -12,6 +12,7 @@ use tracing::Instrument;
 use crate::approvals::{apply_edits, may_decide, ApprovalStore};
 use crate::detect::{OperationIds, Registry};
 use crate::gate::{Gate, GateDecision, RejectGate};
+use crate::personal::PersonalSettings;
 use crate::protected::ProtectedSet;
 use crate::record::{to_record, RowOutcome};
 use crate::telemetry;
@@ -43,6 +44,8 @@ pub struct Attest {
     shadow: bool,
     /// How idempotency keys behave.
     idempotency: IdempotencyOptions,
+    /// Personal fields sealed under their subject's key (`personal:`).
+    personal: Option<Arc<PersonalSettings>>,
     /// The governor's own files, refused to every write.
     protected: Option<Arc<ProtectedSet>>,
     /// The approval inbox's base URL, for the link a held call hands out.
@@ -100,6 +103,7 @@ pub struct AttestBuilder {
     idempotency: IdempotencyOptions,
     protected: Option<Arc<ProtectedSet>>,
     inbox: Option<Arc<str>>,
+    personal: Option<Arc<PersonalSettings>>,
 }
 
 impl AttestBuilder {
@@ -202,6 +206,14 @@ impl AttestBuilder {
         self
     }
 
+    /// Personal fields ([`PersonalSettings`]): each row's named fields are sealed under
+    /// its subject's key before it is written; a row that cannot be sealed is not
+    /// written, and its action does not run.
+    pub fn personal(mut self, settings: Option<PersonalSettings>) -> Self {
+        self.personal = settings.map(Arc::new);
+        self
+    }
+
     /// The governor's protected files ([`crate::protected`]): a call that writes one is
     /// refused whatever policy says, in shadow mode too.
     pub fn protected(mut self, set: ProtectedSet) -> Self {
@@ -230,6 +242,7 @@ impl AttestBuilder {
             idempotency: self.idempotency,
             protected: self.protected,
             inbox: self.inbox,
+            personal: self.personal,
         })
     }
 }
@@ -654,9 +667,18 @@ impl Attest {
         receipts: Vec<Receipt>,
     ) -> Result<Vec<Receipt>, AttestError> {
         let ledger = Arc::clone(&self.ledger);
-        let appended = tokio::task::spawn_blocking(move || ledger.append_batch(&records))
-            .await
-            .map_err(AttestError::Writer)??;
+        let personal = self.personal.clone();
+        let appended = tokio::task::spawn_blocking(move || {
+            let mut records = records;
+            if let Some(personal) = &personal {
+                for record in &mut records {
+                    personal.seal(&ledger, record)?;
+                }
+            }
+            ledger.append_batch(&records)
+        })
+        .await
+        .map_err(AttestError::Writer)??;
         Ok(receipts
             .into_iter()
             .zip(appended)
@@ -1172,6 +1194,22 @@ impl Attest {
         ))
     }
 
+    /// `record` with its personal fields sealed, when `personal:` is configured: the key
+    /// is read (or made) off the async workers, as an append is.
+    async fn sealed(&self, record: Record) -> Result<Record, AttestError> {
+        let Some(personal) = self.personal.clone() else {
+            return Ok(record);
+        };
+        let ledger = Arc::clone(&self.ledger);
+        tokio::task::spawn_blocking(move || {
+            let mut record = record;
+            personal.seal(&ledger, &mut record).map(|()| record)
+        })
+        .await
+        .map_err(AttestError::Writer)?
+        .map_err(AttestError::Ledger)
+    }
+
     async fn append(&self, record: Record) -> Result<Appended, AttestError> {
         self.append_with(record, None).await
     }
@@ -1182,6 +1220,7 @@ impl Attest {
         record: Record,
         step: Option<CallStep>,
     ) -> Result<Appended, AttestError> {
+        let record = self.sealed(record).await?;
         // SQLite blocks (and at `full` durability, syncs): the writer thread does it, off
         // the async workers, group-committing concurrent actions.
         let span = telemetry::append_span(&record);

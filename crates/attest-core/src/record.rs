@@ -95,6 +95,8 @@ pub(crate) fn to_record(
         imported: None,
         shadow: None,
         grant: None,
+        sealed: None,
+        erasure: None,
     })
 }
 

@@ -378,6 +378,8 @@ mod tests {
             imported: None,
             shadow: None,
             grant: None,
+            sealed: None,
+            erasure: None,
         }
     }
 

@@ -96,6 +96,37 @@ pub struct Record {
     /// several later calls), and on the row of each call that ran under one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<Grant>,
+    /// Present when personal fields of this row are sealed under its subject's key
+    /// (see [`crate::Ledger::seal`]): each such field reads `"sealed"` in the body, its
+    /// value is here as ciphertext. Erasing the subject destroys the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed: Option<Sealed>,
+    /// Present on an erasure row ([`crate::Ledger::erase`]): whose key was destroyed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erasure: Option<Erasure>,
+}
+
+/// A row's personal fields, sealed under one subject's key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sealed {
+    /// Each sealed field by its path (`target`, `params_preview.to`): base64 of the
+    /// 12-byte nonce followed by the ChaCha20-Poly1305 ciphertext and tag of the field's
+    /// canonical JSON, with `action_id`, a zero byte and the path as associated data.
+    pub fields: std::collections::BTreeMap<String, String>,
+    /// The subject's blind index: lower-case hex HMAC-SHA-256 of the subject under a
+    /// secret kept beside the ledger.
+    pub subject: String,
+}
+
+/// What an erasure row says: a subject's key was destroyed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Erasure {
+    /// Who asked for it.
+    pub requested_by: String,
+    /// How many rows held fields sealed under the key.
+    pub rows: u64,
+    /// The subject's blind index (as in [`Sealed::subject`]).
+    pub subject: String,
 }
 
 /// The call as the surface that governed it saw it. Every field is optional: an MCP

@@ -250,6 +250,9 @@ pub enum LedgerError {
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),
+    /// No key is kept for the subject: it was erased before, or never had sealed rows.
+    #[error("no key is kept for this subject: it was erased already, or never had sealed rows")]
+    SubjectErased,
 }
 
 impl LedgerError {

@@ -13,6 +13,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use crate::calls::{CallStep, Riding};
+use crate::erasure::Forget;
 use crate::store::Extended;
 use crate::windows::millis;
 use crate::{Appended, Ledger, LedgerError, Record};
@@ -178,6 +179,28 @@ impl Ledger {
         records: &[Record],
         steps: &[Option<CallStep>],
     ) -> Result<Vec<Appended>, LedgerError> {
+        self.append_batch_forgetting(records, steps, None)
+    }
+
+    /// Appends `record` and deletes the subject key `forget` names, in one transaction
+    /// (an erasure, [`Ledger::erase`]): alone, never grouped with other callers' rows,
+    /// so its failure (the key already gone) fails nothing else.
+    pub(crate) fn append_forgetting(
+        &self,
+        record: &Record,
+        forget: &Forget<'_>,
+    ) -> Result<Appended, LedgerError> {
+        self.append_batch_forgetting(std::slice::from_ref(record), &[], Some(forget))?
+            .pop()
+            .ok_or(LedgerError::Internal("an erasure appended nothing"))
+    }
+
+    fn append_batch_forgetting(
+        &self,
+        records: &[Record],
+        steps: &[Option<CallStep>],
+        forget: Option<&Forget<'_>>,
+    ) -> Result<Vec<Appended>, LedgerError> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
@@ -214,7 +237,7 @@ impl Ledger {
             // same seq, and the store lets only one of them commit.
             let mut build =
                 |edge: &crate::chain::ChainEdge| crate::chain::build(records, edge, clock);
-            match store.extend(records, &riding, !pending.is_empty(), &mut build) {
+            match store.extend(records, &riding, forget, !pending.is_empty(), &mut build) {
                 Extended::Committed(appended) => return Ok(appended),
                 Extended::Conflict(err) => {
                     last_error = Some(err);

@@ -252,7 +252,7 @@ impl Ledger {
 
     /// The secret credentials are keyed with: made once per ledger (tenant), kept in
     /// `attest_meta`, read once per process.
-    fn key_secret(&self) -> Result<[u8; 32], LedgerError> {
+    pub(crate) fn key_secret(&self) -> Result<[u8; 32], LedgerError> {
         if let Some(secret) = self.key_secret.get() {
             return Ok(*secret);
         }

@@ -17,7 +17,9 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::entry::{Call, Confirm, Entry, Execution, Grant, Imported, Shadow, Verification};
+use crate::entry::{
+    Call, Confirm, Entry, Erasure, Execution, Grant, Imported, Sealed, Shadow, Verification,
+};
 use crate::LedgerError;
 
 /// The largest integer every step of the ES6 number path keeps exact (2^53).
@@ -43,6 +45,10 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
         write_confirm(out, confirm);
     }
     obj.str(out, "decision", &record.decision);
+    if let Some(erasure) = &record.erasure {
+        obj.key(out, "erasure");
+        write_erasure(out, erasure)?;
+    }
     obj.key(out, "execution");
     write_execution(out, &record.execution);
     if let Some(grant) = &record.grant {
@@ -76,6 +82,10 @@ pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry<'_>) -> Result<(), Le
     obj.key(out, "rules_fired");
     write_strings(out, &record.rules_fired);
     obj.opt_str(out, "run_id", record.run_id.as_deref());
+    if let Some(sealed) = &record.sealed {
+        obj.key(out, "sealed");
+        write_sealed(out, sealed)?;
+    }
     obj.key(out, "seq");
     write_u64(out, entry.seq)?;
     if let Some(shadow) = &record.shadow {
@@ -172,6 +182,32 @@ fn write_grant(out: &mut Vec<u8>, grant: &Grant) -> Result<(), LedgerError> {
         write_u64(out, number)?;
     }
     obj.opt_str(out, "when", grant.when.as_deref());
+    out.push(b'}');
+    Ok(())
+}
+
+fn write_erasure(out: &mut Vec<u8>, erasure: &Erasure) -> Result<(), LedgerError> {
+    let mut obj = Object::open(out);
+    obj.str(out, "requested_by", &erasure.requested_by);
+    obj.key(out, "rows");
+    write_u64(out, erasure.rows)?;
+    obj.str(out, "subject", &erasure.subject);
+    out.push(b'}');
+    Ok(())
+}
+
+fn write_sealed(out: &mut Vec<u8>, sealed: &Sealed) -> Result<(), LedgerError> {
+    let mut obj = Object::open(out);
+    obj.key(out, "fields");
+    // The paths are names the configuration gives: the map writer escapes and sorts them
+    // as RFC 8785 says (UTF-16 order), which a BTreeMap's byte order is not for every name.
+    let fields: Map<String, Value> = sealed
+        .fields
+        .iter()
+        .map(|(path, text)| (path.clone(), Value::String(text.clone())))
+        .collect();
+    write_map(out, &fields)?;
+    obj.str(out, "subject", &sealed.subject);
     out.push(b'}');
     Ok(())
 }
@@ -588,6 +624,20 @@ mod tests {
                     }
                 }),
         );
+        let sealed = proptest::option::of(
+            (
+                proptest::collection::btree_map(text(), text(), 0..3),
+                text(),
+            )
+                .prop_map(|(fields, subject)| crate::Sealed { fields, subject }),
+        );
+        let erasure = proptest::option::of((text(), 0..(1u64 << 53), text()).prop_map(
+            |(requested_by, rows, subject)| crate::Erasure {
+                requested_by,
+                rows,
+                subject,
+            },
+        ));
         let touched = (
             call,
             proptest::collection::vec(text(), 0..3),
@@ -595,6 +645,8 @@ mod tests {
             proptest::option::of(text()),
             replay_of,
             grant,
+            sealed,
+            erasure,
         );
         (
             ids,
@@ -622,7 +674,7 @@ mod tests {
                     execution,
                     verification,
                     imported,
-                    (call, result_ids, shadow, idempotency_key, replay_of, grant),
+                    (call, result_ids, shadow, idempotency_key, replay_of, grant, sealed, erasure),
                 )| Record {
                     action_id,
                     run_id,
@@ -651,6 +703,8 @@ mod tests {
                     imported,
                     shadow,
                     grant,
+                    sealed,
+                    erasure,
                 },
             )
     }

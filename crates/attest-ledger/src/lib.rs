@@ -71,6 +71,18 @@
 //! rewrote the call, so the protected paths are read-only below its text), `false` when it
 //! runs as the agent runs it, judged by its text alone.
 //!
+//! A row may carry `"sealed"` (an object): its personal fields sealed under the key of
+//! the person they are about ([`Ledger::seal`]). Each such field (`target`, or a member of
+//! `params_preview`) reads `"sealed"`; `fields` maps its path (`target`,
+//! `params_preview.to`) to base64 of a 12-byte nonce and its ChaCha20-Poly1305 ciphertext
+//! and tag (RFC 8439; the plaintext is the field's canonical JSON; the associated data is
+//! the row's `action_id`, a zero byte and the path), and `subject` is the subject's blind
+//! index (lower-case hex HMAC-SHA-256 under a secret kept beside the chain). The key lives
+//! beside the chain too. An erasure row carries `"erasure"` (an object: `subject`, the
+//! blind index; `requested_by`; `rows`, how many rows were sealed under the key): the key
+//! was deleted in the same transaction. The hashed bytes never change, so an erased
+//! ledger verifies as before; its fields read `"erased"` in every view.
+//!
 //! **The rule for additions.** A v1 body may gain fields; each new field is optional
 //! (left out when absent, so rows that do not need it keep their old bytes) and
 //! additive (it never changes what an existing field means). A verifier hashes the
@@ -114,6 +126,8 @@
 //!     execution: Execution { status: "recorded".into(), result_hash: None, error_hash: None },
 //!     verification: None, idempotency_key: None, replay_of: None, imported: None, shadow: None,
 //!     grant: None,
+//!     sealed: None,
+//!     erasure: None,
 //! };
 //! let appended = ledger.append(&record)?;
 //! assert_eq!(appended.seq, 1);
@@ -134,6 +148,7 @@ mod columns;
 mod copy;
 mod durability;
 mod entry;
+mod erasure;
 mod error;
 mod group;
 mod idempotency;
@@ -173,9 +188,10 @@ pub use checkpoints::{StoredCheckpoint, VerifiedCheckpoint};
 pub use clock::{format_ts, Clock, SystemClock};
 pub use durability::Durability;
 pub use entry::{
-    Call, Confirm, Execution, Grant, Imported, Record, ReplayOf, Shadow, Verification,
-    FORMAT_VERSION,
+    Call, Confirm, Erasure, Execution, Grant, Imported, Record, ReplayOf, Sealed, Shadow,
+    Verification, FORMAT_VERSION,
 };
+pub use erasure::{Erased, Revealer, SubjectKey, ERASED, SEALED};
 pub use error::LedgerError;
 pub use group::MAX_GROUP;
 pub use idempotency::{KeyClaim, KeyId, KeyOutcome, KeyScope, KeyState, KeysPurged, Principal};

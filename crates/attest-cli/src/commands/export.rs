@@ -2,7 +2,7 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attest_ledger::{entry_hash, to_hex, LedgerError};
+use attest_ledger::{entry_hash, to_hex, LedgerError, Revealer};
 use serde_json::{json, Value};
 
 use crate::cli::{ExportArgs, ExportFormat};
@@ -41,12 +41,15 @@ pub(crate) fn run(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// Parses a stored body for the derived formats, naming the seq when it cannot.
-fn parse(seq: u64, body: &[u8]) -> Result<Value, LedgerError> {
-    serde_json::from_slice(body).map_err(|e| LedgerError::BadRow {
+/// Parses a stored body for the derived formats, naming the seq when it cannot; its
+/// sealed personal fields opened, or `"erased"` once their subject's key is gone.
+fn parse(revealer: &Revealer, seq: u64, body: &[u8]) -> Result<Value, LedgerError> {
+    let mut entry = serde_json::from_slice(body).map_err(|e| LedgerError::BadRow {
         seq,
         detail: format!("body is not JSON: {e}"),
-    })
+    })?;
+    revealer.reveal(&mut entry);
+    Ok(entry)
 }
 
 /// True for a row `attest import` wrote: its decision, approval and level are the source's
@@ -90,8 +93,9 @@ fn export_csv(ledger: &attest_ledger::Ledger, out: &mut impl Write) -> anyhow::R
     writer.write_record(&header).context("writing CSV")?;
     let mut count = 0;
     let mut failure = None;
+    let revealer = ledger.revealer()?;
     ledger.for_each_row(1, |row| {
-        let entry = parse(row.seq, row.body)?;
+        let entry = parse(&revealer, row.seq, row.body)?;
         let mut record: Vec<String> = CSV_COLUMNS
             .iter()
             .map(|(_, pointer)| text(&entry, pointer))
@@ -170,8 +174,9 @@ pub(super) fn export_records(
     mut record: impl FnMut(u64, &[u8], &Value) -> Value,
 ) -> anyhow::Result<u64> {
     let mut count = 0;
+    let revealer = ledger.revealer()?;
     ledger.for_each_row(1, |row| {
-        let entry = parse(row.seq, row.body)?;
+        let entry = parse(&revealer, row.seq, row.body)?;
         let line = record(row.seq, row.body, &entry);
         serde_json::to_writer(&mut *out, &line).map_err(|e| LedgerError::Output(e.into()))?;
         out.write_all(b"\n").map_err(LedgerError::Output)?;

@@ -103,7 +103,11 @@ pub(crate) fn run(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode
     };
     let ledger = config.open_ledger(true)?;
     already_recorded(&ledger, &ids, &name)?;
-    let attest = Attest::builder().ledger(ledger).build()?;
+    // Imported rows are sealed as a door's are: `personal:` applies to them too.
+    let attest = Attest::builder()
+        .ledger(ledger)
+        .personal(config.settings.file.personal.clone())
+        .build()?;
     let mut batch = attest.import();
     match kept {
         Some(items) => {

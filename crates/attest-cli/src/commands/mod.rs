@@ -8,6 +8,7 @@ mod config;
 mod copy;
 mod demo;
 mod detect;
+mod erase;
 mod eu_ai_act;
 mod export;
 mod grants;
@@ -95,6 +96,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import::run(&config, &args),
         Command::Policy(command) => policy::run(&config, &command),
         Command::Prune(args) => prune::run(&config, &args),
+        Command::Erase(args) => erase::run(&config, &args),
         Command::Recipes(command) => recipes::run(&cli.global, &command),
         Command::Config(command) => config::run(&cli.global, &command),
         // approvals (issue 7)

@@ -86,6 +86,8 @@ impl Act<'_> {
             imported: None,
             shadow: None,
             grant: None,
+            sealed: None,
+            erasure: None,
         }
     }
 }

@@ -16,6 +16,7 @@ mod demo;
 mod differential;
 pub(crate) mod digest;
 pub(crate) mod doors;
+mod erase;
 mod evidence;
 mod export;
 mod fail_closed;

@@ -120,6 +120,8 @@ fn record(i: u64, stage: bool) -> Record {
             rules_fired: vec!["old-rule".into()],
         }),
         grant: None,
+        sealed: None,
+        erasure: None,
     }
 }
 

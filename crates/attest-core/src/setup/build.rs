@@ -121,6 +121,7 @@ impl Settings {
             .readback(readback)
             .shared_gate(gate)
             .shadow(self.shadow)
+            .personal(self.file.personal.clone())
             .inbox(self.inbox_url())
             .protected(self.protected_set())
             .idempotency(crate::IdempotencyOptions::new(

@@ -107,10 +107,10 @@ async fn an_approved_call_runs_once_when_the_program_runs_again_in_another_proce
     assert_eq!(second, format!("HELD {id}"), "run 2");
 
     let binding = open_binding(&overrides(dir.path()), None).await.unwrap();
-    let store = binding.attest.approvals().unwrap();
+    let store = binding.attest().approvals().unwrap();
     store.add_approver("ann@acme.com", None).unwrap();
     let decided = binding
-        .attest
+        .attest()
         .decide(&id, Answer::approve("ann@acme.com", "cli"))
         .await
         .unwrap();
@@ -135,7 +135,7 @@ async fn an_approved_call_runs_once_when_the_program_runs_again_in_another_proce
     assert_ne!(again, id);
     assert_eq!(tool_runs(dir.path()), 1);
     assert!(store.get_by_id(&id).unwrap().consumed);
-    assert!(binding.attest.ledger().verify().unwrap().is_intact());
+    assert!(binding.attest().ledger().verify().unwrap().is_intact());
 }
 
 /// The child half: one run of the program, printing how its call ended.
@@ -168,7 +168,7 @@ fn same_call_worker() {
         writeln!(file, "paid")?;
         Ok::<_, std::io::Error>(json!({"paid": true}))
     };
-    let said = match runtime.block_on(binding.attest.call(payment()).run(tool)) {
+    let said = match runtime.block_on(binding.attest().call(payment()).run(tool)) {
         Ok(Outcome::Ran { .. }) => "RAN".to_owned(),
         Ok(Outcome::Held { id, .. }) => format!("HELD {id}"),
         Ok(other) => format!("ENDED {other:?}"),

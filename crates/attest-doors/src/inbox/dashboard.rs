@@ -379,10 +379,14 @@ async fn row(
     cached(review, format!("row:{seq}"), Reads::Columns, move |review| {
         let ledger = review.model.ledger();
         let mut found = None;
+        let revealer = ledger.revealer().map_err(|e| ApiError::internal(&e))?;
         ledger
             .for_each_row_at(&[seq], |row| {
+                let mut entry = serde_json::from_slice::<Value>(row.body).unwrap_or(Value::Null);
+                // Sealed personal fields opened, or `erased`; the hash is the stored bytes'.
+                revealer.reveal(&mut entry);
                 found = Some((
-                    serde_json::from_slice::<Value>(row.body).unwrap_or(Value::Null),
+                    entry,
                     attest_ledger::to_hex(&attest_ledger::entry_hash(row.body)),
                 ));
                 Ok(())

@@ -655,8 +655,11 @@ impl ReadModel {
     /// The rows at `seqs` (point reads by seq), in the order given.
     pub(crate) fn rows(&self, seqs: &[u64]) -> Result<Vec<RowItem>, LedgerError> {
         let mut out = Vec::with_capacity(seqs.len());
+        let revealer = self.ledger.revealer()?;
         self.ledger.for_each_row_at(seqs, |row| {
-            out.extend(RowView::parse(row.body).map(|view| {
+            // Sealed personal fields opened, or `erased`; the hash stays the stored bytes'.
+            let shown = revealer.shown(row.body);
+            out.extend(RowView::parse(&shown).map(|view| {
                 RowItem {
                     seq: row.seq,
                     ts: row.ts.to_owned(),

@@ -31,8 +31,11 @@ const CATEGORY_UID: u64 = 6;
 /// Writes every entry as one OCSF event per line; returns how many.
 pub fn export(ledger: &Ledger, out: &mut impl Write) -> Result<u64, LedgerError> {
     let mut count = 0;
+    let revealer = ledger.revealer()?;
     ledger.for_each_row(1, |row| {
-        let view = RowView::parse(row.body).ok_or_else(|| LedgerError::BadRow {
+        // Sealed personal fields opened, or `erased`; the hash stays the stored bytes'.
+        let shown = revealer.shown(row.body);
+        let view = RowView::parse(&shown).ok_or_else(|| LedgerError::BadRow {
             seq: row.seq,
             detail: "body is not an entry".to_owned(),
         })?;

@@ -18,6 +18,7 @@ use super::{Conn, PgEdge, PgStore};
 use crate::calls::Riding;
 use crate::canonical::GENESIS;
 use crate::chain::{Built, ChainEdge};
+use crate::erasure::Forget;
 use crate::merkle::CompactRange;
 use crate::source::{Hashes, Source};
 use crate::store::{Build, Extended};
@@ -211,6 +212,7 @@ impl PgStore {
         &self,
         records: &[Record],
         calls: &[Riding<'_>],
+        forget: Option<&Forget<'_>>,
         fresh: bool,
         build: &mut Build<'_>,
     ) -> Extended {
@@ -246,11 +248,11 @@ impl PgStore {
         } else {
             Filing::NONE
         };
-        let written = if calls.is_empty() {
+        let written = if calls.is_empty() && forget.is_none() {
             self.write_group(&mut client, records, &built, filing)
                 .map_err(Unwritten::Postgres)
         } else {
-            self.write_group_riding(&mut client, records, calls, &built, filing)
+            self.write_group_riding(&mut client, records, calls, forget, &built, filing)
         };
         let err = match written {
             Ok(()) => None,
@@ -332,6 +334,7 @@ impl PgStore {
         session: &mut Session,
         records: &[Record],
         calls: &[Riding<'_>],
+        forget: Option<&Forget<'_>>,
         group: &Built,
         filing: Filing,
     ) -> Result<(), Unwritten> {
@@ -342,10 +345,22 @@ impl PgStore {
         args.run_prepared(&mut tx, &append)
             .map_err(Unwritten::Postgres)?;
         let seqs: Vec<u64> = group.rows.iter().map(|row| row.seq).collect();
-        match self.ride_calls(&mut tx, &ride, calls, &seqs) {
+        let ridden = if calls.is_empty() {
+            Ok(())
+        } else {
+            self.ride_calls(&mut tx, &ride, calls, &seqs)
+        };
+        let forgotten = ridden.and_then(|()| match forget {
+            Some(forget) => self.forget_subject(&mut tx, &forget.index),
+            None => Ok(()),
+        });
+        match forgotten {
             Ok(()) => {}
             Err(LedgerError::Postgres { source, .. }) => return Err(Unwritten::Postgres(source)),
             Err(err) => return Err(Unwritten::Ledger(err)),
+        }
+        if let Some(before_commit) = forget.and_then(|forget| forget.before_commit) {
+            before_commit();
         }
         // Commit point: rows and steps together, durable at the configured level.
         tx.commit().map_err(Unwritten::Postgres)

@@ -25,6 +25,7 @@ mod idempotency;
 mod query;
 mod read;
 mod schema;
+mod subjects;
 mod windows;
 mod write;
 
@@ -33,6 +34,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::calls::{Riding, SettleCall, StoredCall};
 use crate::chain::ChainEdge;
+use crate::erasure::Forget;
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter};
 use crate::source::Source;
@@ -140,10 +142,11 @@ impl Store for PgStore {
         &self,
         records: &[Record],
         calls: &[Riding<'_>],
+        forget: Option<&Forget<'_>>,
         fresh: bool,
         build: &mut Build<'_>,
     ) -> Extended {
-        off_runtime(|| self.extend_chain(records, calls, fresh, build))
+        off_runtime(|| self.extend_chain(records, calls, forget, fresh, build))
     }
 
     fn late_commits(&self) -> bool {
@@ -227,6 +230,18 @@ impl Store for PgStore {
 
     fn key_secret(&self, fresh: &str) -> Result<String, LedgerError> {
         off_runtime(|| self.idempotency_secret(fresh))
+    }
+
+    fn subject_key(
+        &self,
+        index: &[u8; 32],
+        fresh: Option<&[u8; 32]>,
+    ) -> Result<Option<[u8; 32]>, LedgerError> {
+        off_runtime(|| self.stored_subject_key(index, fresh))
+    }
+
+    fn subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError> {
+        off_runtime(|| self.all_subject_keys())
     }
 
     fn calls(

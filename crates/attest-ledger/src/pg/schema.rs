@@ -10,7 +10,7 @@ use crate::clock::format_ts;
 use crate::LedgerError;
 
 /// The newest schema version this build writes and reads.
-pub(crate) const PG_SCHEMA_VERSION: i32 = 5;
+pub(crate) const PG_SCHEMA_VERSION: i32 = 6;
 
 /// Migrations, in order: version `n` brings a database from `n - 1` to `n`.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -132,6 +132,17 @@ const MIGRATIONS: &[(i32, &str)] = &[
             at_ms     BIGINT NOT NULL,
             until_ms  BIGINT NOT NULL,
             PRIMARY KEY (tenant, digest)
+        );",
+    ),
+    // 6: subject keys for sealed personal fields, beside the chain (see
+    // `crate::erasure`); nothing to fill: an older release sealed nothing.
+    (
+        6,
+        "CREATE TABLE IF NOT EXISTS subject_keys (
+            tenant  TEXT NOT NULL,
+            subject BYTEA NOT NULL,
+            key     BYTEA NOT NULL,
+            PRIMARY KEY (tenant, subject)
         );",
     ),
 ];

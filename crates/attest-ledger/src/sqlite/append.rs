@@ -16,6 +16,7 @@ use super::{
 use crate::calls::Riding;
 use crate::canonical::{Hash, GENESIS};
 use crate::chain::ChainEdge;
+use crate::erasure::Forget;
 use crate::query::{Columns, Unfiled, FILED_THROUGH};
 use crate::store::{Build, Extended};
 use crate::{LedgerError, Record};
@@ -28,6 +29,7 @@ impl SqliteStore {
         &self,
         records: &[Record],
         calls: &[Riding<'_>],
+        forget: Option<&Forget<'_>>,
         build: &mut Build<'_>,
     ) -> Extended {
         let conn = self.lock();
@@ -45,6 +47,12 @@ impl SqliteStore {
             if !calls.is_empty() {
                 let seqs: Vec<u64> = built.rows.iter().map(|row| row.seq).collect();
                 self.ride_calls(&tx, calls, &seqs)?;
+            }
+            if let Some(forget) = forget {
+                self.forget_subject(&tx, &forget.index)?;
+                if let Some(before_commit) = forget.before_commit {
+                    before_commit();
+                }
             }
             edge.chain = built.edge.clone();
             if edge.chain.seq - edge.written >= TREE_FLUSH_LEAVES {

@@ -8,6 +8,8 @@ mod append;
 mod calls;
 mod idempotency;
 mod query;
+mod subjects;
+pub(crate) use subjects::pair as subject_pair;
 pub(crate) mod read;
 pub(crate) mod readonly;
 mod tree;
@@ -24,6 +26,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use crate::calls::{Riding, SettleCall, StoredCall};
 use crate::chain::ChainEdge;
 use crate::clock::format_ts;
+use crate::erasure::Forget;
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter, Unfiled};
 use crate::source::Source;
@@ -39,7 +42,7 @@ use wal::{WalCheckpointer, WAL_SIZE_LIMIT};
 
 /// The schema version stored in `attest_meta` (and, from version 2 on, in
 /// `attest_schema`); bump it with a migration in `MIGRATIONS`.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Migrations, in order: entry `n` brings a file from version `n + 1` to `n + 2`.
 /// Each runs in the opening transaction; a file written by any earlier release opens
@@ -100,6 +103,9 @@ const MIGRATIONS: &[&str] = &[
     // 6: recent calls by digest, beside the chain (see `crate::calls`); nothing to
     // fill: an older release stored no digest, so its open intents block nothing.
     calls::CALLS_SCHEMA,
+    // 7: subject keys for sealed personal fields, beside the chain (see
+    // `crate::erasure`); nothing to fill: an older release sealed nothing.
+    subjects::SUBJECTS_SCHEMA,
 ];
 
 /// How long a writer waits for another writer's lock before giving up.
@@ -366,7 +372,7 @@ impl SqliteStore {
             .map_err(self.sqlite("reading the schema"))?;
         let has_other_tables: bool = tx
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries', 'idempotency_keys', 'call_digests'))",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name NOT IN ('attest_meta', 'entries', 'tree_hashes', 'checkpoints', 'approvals', 'counters', 'attest_schema', 'lookups', 'window_entries', 'idempotency_keys', 'call_digests', 'subject_keys'))",
                 [],
                 |row| row.get(0),
             )
@@ -451,12 +457,13 @@ impl Store for SqliteStore {
         &self,
         records: &[Record],
         calls: &[Riding<'_>],
+        forget: Option<&Forget<'_>>,
         _fresh: bool,
         build: &mut Build<'_>,
     ) -> Extended {
         // The cached edge is checked against `data_version` inside the write lock, so
         // it is never stale: `fresh` changes nothing here.
-        self.extend_chain(records, calls, build)
+        self.extend_chain(records, calls, forget, build)
     }
 
     fn late_commits(&self) -> bool {
@@ -552,6 +559,18 @@ impl Store for SqliteStore {
 
     fn key_secret(&self, fresh: &str) -> Result<String, LedgerError> {
         self.idempotency_secret(fresh)
+    }
+
+    fn subject_key(
+        &self,
+        index: &[u8; 32],
+        fresh: Option<&[u8; 32]>,
+    ) -> Result<Option<[u8; 32]>, LedgerError> {
+        self.stored_subject_key(index, fresh)
+    }
+
+    fn subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError> {
+        self.all_subject_keys()
     }
 
     fn calls(

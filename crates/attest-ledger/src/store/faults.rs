@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::{Build, Cut, Extended, Read, Sign, Store};
 use crate::calls::Riding;
 use crate::chain::Built;
+use crate::erasure::Forget;
 use crate::query::{Counts, Filter};
 use crate::source::Source;
 use crate::{
@@ -54,11 +55,12 @@ impl Store for Faulty {
         &self,
         records: &[Record],
         calls: &[Riding<'_>],
+        forget: Option<&Forget<'_>>,
         fresh: bool,
         build: &mut Build<'_>,
     ) -> Extended {
         if !self.armed.swap(false, Ordering::SeqCst) {
-            return self.inner.extend(records, calls, fresh, build);
+            return self.inner.extend(records, calls, forget, fresh, build);
         }
         match self.fault {
             Fault::EdgeRead => Extended::Failed(injected("injected: reading the edge failed")),
@@ -66,10 +68,12 @@ impl Store for Faulty {
                 // The rows are built on the store's real edge, then the write fails
                 // before anything reaches the store.
                 let mut built: Option<Built> = None;
-                let outcome = self.inner.extend(records, calls, fresh, &mut |edge| {
-                    built = Some(build(edge)?);
-                    Err(injected("injected: the insert failed"))
-                });
+                let outcome = self
+                    .inner
+                    .extend(records, calls, forget, fresh, &mut |edge| {
+                        built = Some(build(edge)?);
+                        Err(injected("injected: the insert failed"))
+                    });
                 assert!(matches!(outcome, Extended::Failed(_)), "{outcome:?}");
                 let built = built.expect("the rows were built").appended();
                 if self.fault == Fault::Insert {
@@ -81,7 +85,8 @@ impl Store for Faulty {
                     }
                 }
             }
-            Fault::CommitPersisted => match self.inner.extend(records, calls, fresh, build) {
+            Fault::CommitPersisted => match self.inner.extend(records, calls, forget, fresh, build)
+            {
                 Extended::Committed(built) => Extended::Unknown {
                     built,
                     error: injected("injected: the commit's acknowledgement was lost"),
@@ -174,6 +179,18 @@ impl Store for Faulty {
         self.inner.key_secret(fresh)
     }
 
+    fn subject_key(
+        &self,
+        index: &[u8; 32],
+        fresh: Option<&[u8; 32]>,
+    ) -> Result<Option<[u8; 32]>, LedgerError> {
+        self.inner.subject_key(index, fresh)
+    }
+
+    fn subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError> {
+        self.inner.subject_keys()
+    }
+
     fn calls(
         &self,
         digest: [u8; 32],
@@ -224,6 +241,8 @@ fn record(n: u64) -> Record {
         imported: None,
         shadow: None,
         grant: None,
+        sealed: None,
+        erasure: None,
     }
 }
 

@@ -32,6 +32,7 @@ use std::path::Path;
 
 use crate::calls::{Riding, SettleCall, StoredCall};
 use crate::chain::{Built, ChainEdge};
+use crate::erasure::Forget;
 use crate::idempotency::{KeyChange, KeyState, KeysPurged, StoredKey};
 use crate::query::{Counts, Filter};
 use crate::source::Source;
@@ -86,13 +87,29 @@ pub(crate) trait Store: Send + Sync {
     /// and tree hashes, make the call-digest steps `calls` ride with (after the rows:
     /// a step's write needs its row's seq; a claim held fails the whole attempt,
     /// [`Extended::Failed`]), commit.
+    /// `forget`, when given, deletes a subject's key in the same transaction, after the
+    /// rows (no key there: [`Extended::Failed`] with [`LedgerError::SubjectErased`]), and
+    /// runs its `before_commit` last.
     fn extend(
         &self,
         records: &[Record],
         calls: &[Riding<'_>],
+        forget: Option<&Forget<'_>>,
         fresh: bool,
         build: &mut Build<'_>,
     ) -> Extended;
+
+    /// The key kept for the subject whose blind index is `index`; with `fresh`, stored
+    /// first unless one is kept already. `None`: no key (and no `fresh`).
+    fn subject_key(
+        &self,
+        index: &[u8; 32],
+        fresh: Option<&[u8; 32]>,
+    ) -> Result<Option<[u8; 32]>, LedgerError>;
+
+    /// Every subject key kept, by blind index (none: an older schema without the table,
+    /// opened read-only).
+    fn subject_keys(&self) -> Result<Vec<crate::erasure::KeptKey>, LedgerError>;
 
     /// Whether a commit whose outcome was unknown may still land later (a server
     /// finishing a statement after the connection broke). A store where it cannot

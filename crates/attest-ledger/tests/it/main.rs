@@ -74,6 +74,8 @@ pub(crate) fn sample_record(n: u64) -> Record {
         imported: None,
         shadow: None,
         grant: None,
+        sealed: None,
+        erasure: None,
     }
 }
 

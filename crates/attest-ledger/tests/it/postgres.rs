@@ -389,8 +389,9 @@ fn a_postgres_ledger_of_schema_1_upgrades_to_filing_in_bulk() {
              DROP TABLE window_entries;
              DROP TABLE idempotency_keys;
              DROP TABLE call_digests;
+             DROP TABLE subject_keys;
              DELETE FROM attest_meta WHERE key = 'filed_through';
-             DELETE FROM attest_schema WHERE version IN (2, 3, 4, 5);
+             DELETE FROM attest_schema WHERE version IN (2, 3, 4, 5, 6);
              DELETE FROM counters;
              INSERT INTO counters (tenant, dim, key, hour, n)
                  SELECT tenant, 'decision', decision, '', count(*) FROM entries GROUP BY tenant, decision
@@ -415,7 +416,7 @@ fn a_postgres_ledger_of_schema_1_upgrades_to_filing_in_bulk() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     let filed: String = client
         .query_one(
             "SELECT value FROM attest_meta WHERE tenant = '' AND key = 'filed_through'",

@@ -60,7 +60,7 @@ fn a_ledger_written_by_the_previous_release_opens_upgrades_and_appends() {
         )
         .unwrap();
     assert_eq!(version, attest_ledger::SCHEMA_VERSION.to_string());
-    assert_eq!(applied_migrations(&conn), [2, 3, 4, 5, 6]);
+    assert_eq!(applied_migrations(&conn), [2, 3, 4, 5, 6, 7]);
     // The counters and the new columns were filled from the existing rows.
     let counts = ledger.counts().unwrap();
     assert_eq!(counts.total, 18);
@@ -214,7 +214,7 @@ fn the_previous_releases_schema_2_ledger_opens_upgrades_and_appends() {
     check_fixture(&ledger, "v2-ledger");
     assert_eq!(ledger.counts().unwrap(), before, "the counters carry over");
     let conn = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(applied_migrations(&conn), [2, 3, 4, 5, 6]);
+    assert_eq!(applied_migrations(&conn), [2, 3, 4, 5, 6, 7]);
     let mut firsts = Vec::new();
     ledger
         .for_each_row(1, |row| {
