@@ -25,12 +25,15 @@ pub(crate) fn build(project: &Project) -> anyhow::Result<()> {
     let type_defs = project.path(TYPE_DEFS);
     std::fs::create_dir_all(&type_defs)
         .with_context(|| format!("cannot create {}", type_defs.display()))?;
+    let (rustflags, cflags) = path_maps(&project.root)?;
     run(
         Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
             .current_dir(&project.root)
             .env("ATTEST_COMMIT", &project.commit)
             .env("SOURCE_DATE_EPOCH", COMPILE_EPOCH)
             .env("NAPI_TYPE_DEF_TMP_FOLDER", &type_defs)
+            .env("RUSTFLAGS", rustflags)
+            .env("CFLAGS", cflags)
             .args(["build", "--locked", "--profile", PROFILE])
             .args([
                 "-p",
@@ -41,6 +44,38 @@ pub(crate) fn build(project: &Project) -> anyhow::Result<()> {
                 "attest-node",
             ]),
     )
+}
+
+/// RUSTFLAGS and CFLAGS that write the checkout's path as `.` and cargo's home (the
+/// registry's sources) as `/cargo` wherever a compiler records a source path: the debug
+/// information, and panic locations in the shipped code. Without them the `.debug` file
+/// names the directory the build ran in, and the stripped binary carries that file's
+/// CRC in its debug link, so a clone at another path built other bytes; they also keep
+/// the build machine's home directory out of what ships. Added to the caller's own flags.
+fn path_maps(root: &Path) -> anyhow::Result<(String, String)> {
+    let cargo_home = match std::env::var_os("CARGO_HOME") {
+        Some(home) => PathBuf::from(home),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").context("neither CARGO_HOME nor HOME is set")?)
+                .join(".cargo")
+        }
+    };
+    let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
+    let mut cflags = std::env::var("CFLAGS").unwrap_or_default();
+    // rustc applies the last prefix that matches, so the checkout comes last: a CARGO_HOME
+    // inside it (a CI cache) is still written as the checkout's.
+    for (from, to) in [(cargo_home.as_path(), "/cargo"), (root, ".")] {
+        let from = from
+            .to_str()
+            .with_context(|| format!("{} is not UTF-8", from.display()))?;
+        if from.contains(char::is_whitespace) {
+            // RUSTFLAGS and CFLAGS are split at spaces.
+            anyhow::bail!("the build path {from:?} holds a space; build from a path without one");
+        }
+        rustflags.push_str(&format!(" --remap-path-prefix={from}={to}"));
+        cflags.push_str(&format!(" -ffile-prefix-map={from}={to}"));
+    }
+    Ok((rustflags.trim().to_owned(), cflags.trim().to_owned()))
 }
 
 /// The shipped files, stripped, beside the debug information split from them.
