@@ -26,6 +26,7 @@ pub mod mcp;
 pub mod notices;
 pub mod review;
 pub mod scrape;
+pub mod stream;
 pub mod terminal;
 
 use std::time::Duration;

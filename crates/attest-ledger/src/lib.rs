@@ -152,6 +152,7 @@ mod row;
 mod source;
 mod sqlite;
 mod store;
+mod stream;
 pub mod tiles;
 mod verify;
 mod walk;
@@ -187,6 +188,7 @@ pub use prune::PruneReport;
 pub use query::{Counts, Filter};
 pub use row::{Appended, RowSummary, StoredRow};
 pub use sqlite::{switch_to_wal, SCHEMA_VERSION};
+pub use stream::StreamCursor;
 pub use verify::{
     ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,
 };

@@ -32,21 +32,27 @@ const CATEGORY_UID: u64 = 6;
 pub fn export(ledger: &Ledger, out: &mut impl Write) -> Result<u64, LedgerError> {
     let mut count = 0;
     ledger.for_each_row(1, |row| {
-        let view = RowView::parse(row.body).ok_or_else(|| LedgerError::BadRow {
-            seq: row.seq,
-            detail: "body is not an entry".to_owned(),
-        })?;
-        let prev = serde_json::from_slice::<Value>(row.body)
-            .ok()
-            .and_then(|v| v.get("prev").cloned())
-            .unwrap_or(Value::Null);
-        let event = event(row.seq, &to_hex(&entry_hash(row.body)), &prev, &view);
+        let event = row_event(row.seq, row.body)?;
         serde_json::to_writer(&mut *out, &event).map_err(|e| LedgerError::Output(e.into()))?;
         out.write_all(b"\n").map_err(LedgerError::Output)?;
         count += 1;
         Ok(true)
     })?;
     Ok(count)
+}
+
+/// The row at `seq` with stored body `body` as an API Activity event (its `uid` the
+/// hash of those bytes).
+pub fn row_event(seq: u64, body: &[u8]) -> Result<Value, LedgerError> {
+    let view = RowView::parse(body).ok_or_else(|| LedgerError::BadRow {
+        seq,
+        detail: "body is not an entry".to_owned(),
+    })?;
+    let prev = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("prev").cloned())
+        .unwrap_or(Value::Null);
+    Ok(event(seq, &to_hex(&entry_hash(body)), &prev, &view))
 }
 
 /// One entry as an API Activity event.
