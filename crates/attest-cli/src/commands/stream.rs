@@ -32,12 +32,14 @@ fn options(config: &Config) -> anyhow::Result<Option<StreamOptions>> {
 }
 
 fn required(config: &Config) -> anyhow::Result<StreamOptions> {
-    options(config)?.with_context(|| {
-        format!(
-            "no stream is configured: add a stream: section to {} (docs/streaming.md)",
-            config.origin()
-        )
-    })
+    options(config)?.with_context(|| not_configured(config))
+}
+
+fn not_configured(config: &Config) -> String {
+    format!(
+        "no stream is configured: add a stream: section to {} (docs/streaming.md)",
+        config.origin()
+    )
 }
 
 /// Starts the configured stream beside a long-lived door, on `ledger` (the door's
@@ -88,11 +90,19 @@ async fn stopped() {
 }
 
 fn stream_status(config: &Config, args: &StreamStatusArgs) -> anyhow::Result<ExitCode> {
-    let sinks: Vec<SinkKind> = required(config)?
-        .sinks
-        .iter()
-        .map(stream::Sink::kind)
-        .collect();
+    // The configured sinks, without their secrets: status reads only the ledger.
+    let settings = config
+        .file
+        .stream
+        .as_ref()
+        .with_context(|| not_configured(config))?;
+    let sinks: Vec<SinkKind> = [
+        settings.otlp.as_ref().map(|_| SinkKind::Otlp),
+        settings.ocsf.as_ref().map(|_| SinkKind::Ocsf),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let ledger = config.open_ledger_read_only()?;
     let status = stream::status(&ledger, &sinks)?;
     if args.json {

@@ -257,11 +257,42 @@ fn status(dir: &Path, ledger: &str) -> Vec<Value> {
     serde_json::from_str(&out).unwrap()
 }
 
+/// Waits (at most 30 s) until the cursor is at the head: the streamer wrote it after the
+/// receiver's acknowledgement.
+fn wait_caught_up(dir: &Path, ledger: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = status(dir, ledger);
+        if status[0]["lag"] == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{status:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `attest stream run --once` on `dir`'s ledger, with `env` its only variable.
+fn stream_once(dir: &Path, env: (&str, &str)) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_attest"))
+        .args(crate::store_args(
+            dir,
+            &["--ledger", "ledger.sqlite", "stream", "run", "--once"],
+        ))
+        .current_dir(dir)
+        .env_clear()
+        .env(env.0, env.1)
+        .output()
+        .unwrap()
+}
+
 /// `attest stream run` following the ledger until killed.
 fn start_streamer(dir: &Path, ledger: &str) -> Running {
     Running(
         Command::new(env!("CARGO_BIN_EXE_attest"))
-            .args(["--ledger", ledger, "stream", "run"])
+            .args(crate::store_args(
+                dir,
+                &["--ledger", ledger, "stream", "run"],
+            ))
             .current_dir(dir)
             .env_clear()
             .env(HEADERS.0, HEADERS.1)
@@ -311,6 +342,7 @@ fn gateway_rows_reach_an_otlp_receiver_once_each_with_their_fields_seq_and_hash(
         .authorization
         .iter()
         .all(|a| a == "Bearer otlp-secret-77"));
+    wait_caught_up(dir.path(), "ledger.sqlite");
     let status = status(dir.path(), "ledger.sqlite");
     assert_eq!(status[0]["sink"], "otlp");
     assert_eq!(status[0]["cursor"], bodies.len());
@@ -374,16 +406,19 @@ fn a_receiver_down_for_30_seconds_loses_no_row_and_gets_none_twice() {
     receiver.up();
     receiver.wait_for(during);
 
-    // A streamer killed outright, more rows, a new streamer: it resumes at the cursor.
+    // A streamer killed outright once its cursor holds (a kill between the receiver's
+    // acknowledgement and the cursor's write resends that batch: at-least-once), more
+    // rows, a new streamer: it resumes at the cursor.
+    wait_caught_up(dir.path(), "ledger.sqlite");
     let _ = streamer.0.kill();
     let _ = streamer.0.wait();
     expect_ok(&attest(dir.path(), &["--ledger", "ledger.sqlite", "demo"]));
     streamer = start_streamer(dir.path(), "ledger.sqlite");
     let bodies = bodies(dir.path(), "ledger.sqlite");
     let records = receiver.wait_for(bodies.len() as u64);
+    wait_caught_up(dir.path(), "ledger.sqlite");
     drop(streamer);
     assert_each_row_once(&records, &bodies, &["otlp-secret-77"]);
-    assert_eq!(status(dir.path(), "ledger.sqlite")[0]["lag"], 0);
 }
 
 #[test]
@@ -403,6 +438,7 @@ fn two_streamers_on_one_postgres_ledger_send_each_row_once() {
     }
     let bodies = bodies(dir.path(), &db.url);
     let records = receiver.wait_for(bodies.len() as u64);
+    wait_caught_up(dir.path(), &db.url);
     // Past the cursor nothing more comes: give a duplicate a moment to show.
     std::thread::sleep(Duration::from_millis(500));
     drop(streamers);
@@ -420,15 +456,7 @@ fn once_with_the_receiver_down_fails_and_leaves_the_cursor_for_the_next_run() {
     configure(dir.path(), &receiver.endpoint(), "");
     expect_ok(&attest(dir.path(), &["--ledger", "ledger.sqlite", "demo"]));
     receiver.down();
-    let run = |dir: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_attest"))
-            .args(["--ledger", "ledger.sqlite", "stream", "run", "--once"])
-            .current_dir(dir)
-            .env_clear()
-            .env(HEADERS.0, HEADERS.1)
-            .output()
-            .unwrap()
-    };
+    let run = |dir: &Path| stream_once(dir, HEADERS);
     let failed = run(dir.path());
     assert_eq!(failed.status.code(), Some(2), "{}", stderr(&failed));
     assert!(
@@ -487,13 +515,7 @@ fn ocsf_events_arrive_signed_like_the_webhook_once_each() {
     )
     .unwrap();
     expect_ok(&attest(dir.path(), &["--ledger", "ledger.sqlite", "demo"]));
-    let out = Command::new(env!("CARGO_BIN_EXE_attest"))
-        .args(["--ledger", "ledger.sqlite", "stream", "run", "--once"])
-        .current_dir(dir.path())
-        .env_clear()
-        .env("ATTEST_STREAM_SECRET", "stream-key-9")
-        .output()
-        .unwrap();
+    let out = stream_once(dir.path(), ("ATTEST_STREAM_SECRET", "stream-key-9"));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let bodies = bodies(dir.path(), "ledger.sqlite");
     let mut seqs = Vec::new();

@@ -523,7 +523,7 @@ impl Streamer {
                 Err(err) if once || !err.is_transient() => return Err(err),
                 Err(err) => {
                     eprintln!(
-                        "attest: stream {name}: {}; retrying in {:.1}s",
+                        "attest: stream: {}; retrying in {:.1}s",
                         crate::chain(&err),
                         backoff.as_secs_f64()
                     );
