@@ -478,10 +478,13 @@ fn once_with_the_receiver_down_fails_and_leaves_the_cursor_for_the_next_run() {
     );
 }
 
+/// One OCSF request as received: its timestamp and signature headers, and its body.
+type Signed = (String, String, Vec<u8>);
+
 #[test]
 fn ocsf_events_arrive_signed_like_the_webhook_once_each() {
     use hmac::{Hmac, Mac};
-    let received: Arc<Mutex<Vec<(String, String, Vec<u8>)>>> = Arc::default();
+    let received: Arc<Mutex<Vec<Signed>>> = Arc::default();
     let store = Arc::clone(&received);
     let url = crate::gateway::serve_app(move || {
         axum::Router::new().route(
