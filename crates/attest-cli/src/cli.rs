@@ -221,6 +221,15 @@ pub(crate) enum Command {
     Hook(HookCommand),
     /// A forwarding HTTP proxy for REST calls: writes are decided, recorded and read back.
     Gateway(GatewayArgs),
+    /// Send the ledger's rows to the SIEM configured under `stream:` (OpenTelemetry log
+    /// records over OTLP/HTTP, OCSF events as signed JSON), from a cursor kept in the
+    /// ledger: a sink that is down delays rows and loses none.
+    ///
+    /// The gateway, `mcp-proxy` and `serve` stream by themselves when the configuration
+    /// has `stream:`; run `attest stream run` beside doors whose processes are short
+    /// (Python, TypeScript, hooks).
+    #[command(subcommand)]
+    Stream(StreamCommand),
     /// What agents did in a window, per agent and system, with anomaly flags against
     /// each agent's own history (new system or verb, volume spike, failure spike,
     /// off-hours actions, external burst); each flag gives its numbers and baseline.
@@ -950,6 +959,35 @@ pub(crate) struct AgentRevokeArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum StreamCommand {
+    /// Send every row after each sink's cursor, then follow the ledger until stopped
+    /// (SIGINT, SIGTERM); a sink that is down is retried with backoff.
+    ///
+    /// Exit 0: stopped, or with --once caught up. Exit 2: no `stream:` configured, a
+    /// sink that failed with --once (its cursor did not move: the next run resends), or
+    /// rows pruned before they were streamed.
+    Run(StreamRunArgs),
+    /// Each sink's cursor (the newest row it acknowledged), the ledger's head, the lag
+    /// between them, and the streamer holding the sink's lease.
+    Status(StreamStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StreamRunArgs {
+    /// Stop once every sink has acknowledged the rows there are (for a cron job or the
+    /// end of a run).
+    #[arg(long)]
+    pub(crate) once: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StreamStatusArgs {
+    /// Print a JSON array: sink, cursor, head, lag, holder.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum GrantsCommand {
     /// List every grant: its agent, system and verb, calls used of its calls, until
     /// when, its condition, and whether it is active, expired or revoked.
@@ -1411,6 +1449,7 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
             "monitor",
             "witness",
             "verify-sums",
+            "stream",
         ],
     ),
     (

@@ -41,6 +41,9 @@ use crate::detect::Registry;
 use crate::verification::{Env, OpenApiDriver, ReadBack, RecipeDriver};
 
 mod expand;
+mod stream;
+
+pub use stream::{OcsfStreamSettings, OtlpStreamSettings, StreamSettings, MAX_STREAM_BATCH};
 
 /// The largest configuration file read, in bytes.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -213,6 +216,9 @@ pub struct ConfigFile {
     /// Personal fields sealed under their subject's key, so a subject can be erased
     /// (`attest erase`) while the chain still verifies. Absent: nothing is sealed.
     pub personal: Option<crate::personal::PersonalSettings>,
+    /// Audit rows streamed to a SIEM as they are appended: by `attest stream run`, and in
+    /// the background of the gateway, `mcp-proxy` and `serve`.
+    pub stream: Option<StreamSettings>,
 }
 
 /// Authenticated agents (`agents:`).
@@ -683,6 +689,9 @@ impl ConfigFile {
         }
         check_url("inbox.public_url".to_owned(), &self.inbox.public_url)?;
         check_url("gateway.upstream".to_owned(), &self.gateway.upstream)?;
+        if let Some(stream) = &self.stream {
+            stream.validate(origin)?;
+        }
         Ok(())
     }
 
@@ -760,6 +769,8 @@ pub mod vars {
     pub const SLACK_SIGNING_SECRET: &str = "ATTEST_SLACK_SIGNING_SECRET";
     /// The webhook signing secret.
     pub const WEBHOOK_SECRET: &str = "ATTEST_WEBHOOK_SECRET";
+    /// The signing secret of the streamed OCSF events.
+    pub const STREAM_SECRET: &str = "ATTEST_STREAM_SECRET";
     /// The SMTP password.
     pub const SMTP_PASSWORD: &str = "ATTEST_SMTP_PASSWORD";
 }

@@ -1,6 +1,7 @@
 //! Attest's doors: the servers that put Attest where agents already call tools (the MCP
 //! proxy and server in [`mcp`], the HTTP [`gateway`]), the approval [`inbox`] with its
-//! sign-in and dashboard, and the [`review`] model they report from. Routers over
+//! sign-in and dashboard, the [`review`] model they report from, and the audit
+//! [`stream`] that sends each appended row to a SIEM. Routers over
 //! `attest-core` types, apart from the code that serves them; none decides anything
 //! itself, and nothing here reads flags or configuration files: the `attest` binary maps
 //! those into the option structs each door takes.
@@ -26,6 +27,7 @@ pub mod mcp;
 pub mod notices;
 pub mod review;
 pub mod scrape;
+pub mod stream;
 pub mod terminal;
 
 use std::time::Duration;

@@ -247,6 +247,22 @@ pub enum LedgerError {
     #[error("the call's digest is held by an earlier call: {0:?}")]
     CallHeld(Box<crate::HeldCall>),
 
+    /// A stream sink's name is not one a cursor takes.
+    #[error("bad stream sink name {name:?}: use 1 to 64 letters, digits, '-', '_' or '.'")]
+    StreamSink {
+        /// The name given.
+        name: String,
+    },
+
+    /// A stream cursor's stored value does not read.
+    #[error("stream cursor {key} does not read: {detail}")]
+    StreamCursor {
+        /// Its key in `attest_meta`.
+        key: String,
+        /// What is wrong.
+        detail: String,
+    },
+
     /// A state the code believes impossible; reported instead of panicking.
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -9,8 +9,10 @@
 //! policy's budgets and rates ([`Ledger::reserve_windows`]): what ran per key within a
 //! time window, checked and counted atomically across processes and hosts; idempotency
 //! keys ([`Ledger::claim_key`]): a retried call with the same key is tied to the first
-//! call's outcome, and runs once; and recent calls by digest ([`Ledger::claim_call`]):
-//! which write is in flight or ran lately, for retries and duplicate suppression.
+//! call's outcome, and runs once; recent calls by digest ([`Ledger::claim_call`]):
+//! which write is in flight or ran lately, for retries and duplicate suppression; and
+//! where each audit stream stands ([`Ledger::stream_cursor`]): the newest row a SIEM
+//! acknowledged, under a lease so one streamer sends per sink.
 //!
 //! # Format v1
 //!
@@ -172,6 +174,7 @@ mod row;
 mod source;
 mod sqlite;
 mod store;
+mod stream;
 pub mod tiles;
 mod verify;
 mod walk;
@@ -208,6 +211,7 @@ pub use prune::PruneReport;
 pub use query::{Counts, Filter};
 pub use row::{Appended, RowSummary, StoredRow};
 pub use sqlite::{switch_to_wal, SCHEMA_VERSION};
+pub use stream::StreamCursor;
 pub use verify::{
     ChainChecker, CheckpointSummary, Problem, ProblemKind, VerifyOptions, VerifyReport,
 };

@@ -511,6 +511,7 @@ pub(crate) fn serve(config: &Config, args: &ServeArgs) -> anyhow::Result<ExitCod
             None => None,
         };
     let attest = Arc::new(pipeline(config, false)?);
+    let _stream = super::stream::beside(config, attest.ledger())?;
     let review = Arc::new(attest_doors::review::Review::open(
         || {
             config

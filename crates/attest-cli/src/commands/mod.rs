@@ -26,6 +26,7 @@ mod recipes;
 mod release;
 mod sandbox;
 mod servers;
+mod stream;
 pub(crate) mod tiles;
 mod verify;
 mod witness;
@@ -112,6 +113,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::McpServer(_) => servers::mcp_server(&config),
         Command::McpLogin(args) => servers::mcp_login(&args),
         Command::Gateway(args) => servers::gateway(&config, &args),
+        Command::Stream(command) => stream::run(&config, &command),
         Command::Hook(command) => hook::run(&cli.global, &command),
         Command::Sandbox(args) => sandbox::run(&cli.global, &args),
         // review (issue 17)

@@ -108,6 +108,8 @@ pub(crate) fn mcp_proxy(config: &Config, args: McpProxyArgs) -> anyhow::Result<E
         None => None,
     };
     let attest = pipeline(config)?;
+    // Beside the proxy for as long as it serves; dropped, it stops and gives its lease up.
+    let _stream = super::stream::beside(config, attest.ledger())?;
     let server_named = args.server.is_some();
     let server = match (args.server, &upstream) {
         (Some(server), _) => server,
@@ -264,6 +266,7 @@ pub(crate) fn mcp_login(args: &McpLoginArgs) -> anyhow::Result<ExitCode> {
 
 pub(crate) fn mcp_server(config: &Config) -> anyhow::Result<ExitCode> {
     let attest = pipeline(config)?;
+    let _stream = super::stream::beside(config, attest.ledger())?;
     let runtime = stdio_runtime()?;
     let agent = process_agent(config, &attest, &runtime)?;
     let outcome = runtime.block_on(mcp_server::serve(attest, agent));
@@ -305,6 +308,9 @@ pub(crate) fn gateway(config: &Config, args: &GatewayArgs) -> anyhow::Result<Exi
         );
     }
     let attest = pipeline(config)?;
+    // The default tenant's ledger; other tenants' are streamed by `attest stream run
+    // --tenant NAME`.
+    let _stream = super::stream::beside(config, attest.ledger())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -65,6 +65,7 @@ mod sandbox;
 pub(crate) mod security;
 mod shadow;
 mod skips;
+mod stream;
 mod surfaces;
 mod tamper;
 mod tiles;

@@ -34,22 +34,34 @@ pub fn export(ledger: &Ledger, out: &mut impl Write) -> Result<u64, LedgerError>
     let revealer = ledger.revealer()?;
     ledger.for_each_row(1, |row| {
         // Sealed personal fields opened, or `erased`; the hash stays the stored bytes'.
-        let shown = revealer.shown(row.body);
-        let view = RowView::parse(&shown).ok_or_else(|| LedgerError::BadRow {
-            seq: row.seq,
-            detail: "body is not an entry".to_owned(),
-        })?;
-        let prev = serde_json::from_slice::<Value>(row.body)
-            .ok()
-            .and_then(|v| v.get("prev").cloned())
-            .unwrap_or(Value::Null);
-        let event = event(row.seq, &to_hex(&entry_hash(row.body)), &prev, &view);
+        let event = shown_event(row.seq, row.body, &revealer.shown(row.body))?;
         serde_json::to_writer(&mut *out, &event).map_err(|e| LedgerError::Output(e.into()))?;
         out.write_all(b"\n").map_err(LedgerError::Output)?;
         count += 1;
         Ok(true)
     })?;
     Ok(count)
+}
+
+/// The row at `seq` with stored body `body` as an API Activity event (its `uid` the
+/// hash of those bytes).
+pub fn row_event(seq: u64, body: &[u8]) -> Result<Value, LedgerError> {
+    shown_event(seq, body, body)
+}
+
+/// [`row_event`] for a view that shows the row otherwise than it is stored (`shown`: its
+/// sealed personal fields opened, or `erased`); the hash and `prev` stay the stored
+/// bytes'.
+pub fn shown_event(seq: u64, stored: &[u8], shown: &[u8]) -> Result<Value, LedgerError> {
+    let view = RowView::parse(shown).ok_or_else(|| LedgerError::BadRow {
+        seq,
+        detail: "body is not an entry".to_owned(),
+    })?;
+    let prev = serde_json::from_slice::<Value>(stored)
+        .ok()
+        .and_then(|v| v.get("prev").cloned())
+        .unwrap_or(Value::Null);
+    Ok(event(seq, &to_hex(&entry_hash(stored)), &prev, &view))
 }
 
 /// One entry as an API Activity event.

@@ -22,6 +22,7 @@ mod blocking;
 mod calls;
 mod connect;
 mod idempotency;
+mod meta;
 mod query;
 mod read;
 mod schema;
@@ -254,6 +255,14 @@ impl Store for PgStore {
 
     fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError> {
         off_runtime(|| self.forget_call_rows(action_id))
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>, LedgerError> {
+        off_runtime(|| self.meta_value(key))
+    }
+
+    fn swap_meta(&self, key: &str, old: Option<&str>, new: &str) -> Result<bool, LedgerError> {
+        off_runtime(|| self.swap_meta_value(key, old, new))
     }
 
     fn database(&self) -> Option<PgDatabase> {

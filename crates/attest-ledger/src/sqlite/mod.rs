@@ -7,6 +7,7 @@
 mod append;
 mod calls;
 mod idempotency;
+mod meta;
 mod query;
 mod subjects;
 pub(crate) use subjects::pair as subject_pair;
@@ -583,5 +584,13 @@ impl Store for SqliteStore {
 
     fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError> {
         self.forget_call_rows(action_id)
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>, LedgerError> {
+        self.meta_value(key)
+    }
+
+    fn swap_meta(&self, key: &str, old: Option<&str>, new: &str) -> Result<bool, LedgerError> {
+        self.swap_meta_value(key, old, new)
     }
 }

@@ -206,6 +206,14 @@ impl Store for Faulty {
     fn copy_in(&self, source: &dyn Source) -> Result<u64, LedgerError> {
         self.inner.copy_in(source)
     }
+
+    fn meta(&self, key: &str) -> Result<Option<String>, LedgerError> {
+        self.inner.meta(key)
+    }
+
+    fn swap_meta(&self, key: &str, old: Option<&str>, new: &str) -> Result<bool, LedgerError> {
+        self.inner.swap_meta(key, old, new)
+    }
 }
 
 fn record(n: u64) -> Record {

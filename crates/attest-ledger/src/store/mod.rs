@@ -201,6 +201,13 @@ pub(crate) trait Store: Send + Sync {
     /// Removes every call row naming `action_id`; returns how many went.
     fn forget_calls(&self, action_id: &str) -> Result<u64, LedgerError>;
 
+    /// The value stored beside the chain at `key` (`attest_meta`), if any.
+    fn meta(&self, key: &str) -> Result<Option<String>, LedgerError>;
+
+    /// Sets `key` to `new` if its stored value is still `old` (`None`: absent), in one
+    /// statement; `false` when it was not (another writer changed it first).
+    fn swap_meta(&self, key: &str, old: Option<&str>, new: &str) -> Result<bool, LedgerError>;
+
     /// The PostgreSQL database, for a store that lives in one.
     fn database(&self) -> Option<crate::PgDatabase> {
         None

@@ -17,6 +17,7 @@ mod pg_db;
 mod pg_restart;
 mod pg_runtime;
 mod postgres;
+mod stream;
 mod tamper;
 mod tiles;
 mod tree;
