@@ -89,7 +89,7 @@ pub struct BindingCall {
     pub verb: Option<Verb>,
     /// The kind of thing acted on, when the caller names it.
     pub target: Option<String>,
-    /// The framework making the call (`langchain`, `ai`, …); [`CODING_AGENT_FRAMEWORK`]
+    /// The framework making the call (`langchain`, `ai`, …); `claude-agent-sdk`
     /// makes the call a coding agent's own tool.
     pub framework: Option<String>,
     /// The run it belongs to, when one is set.
@@ -193,7 +193,7 @@ impl Binding {
                 server_named: mcp.named,
                 tool: &call.name,
                 arguments: params,
-                annotations: mcp.hints.clone(),
+                annotations: mcp.hints,
                 meta: None,
                 context,
             }),
